@@ -1,0 +1,97 @@
+# costtrack: every set-up step lives here, so a fresh clone needs only `make dev` or `make test`.
+#
+#   make dev     run the local stack (DynamoDB Local + the API on http://127.0.0.1:3000)
+#   make test    install what is missing, then run every test: lint, service, both SDKs, template
+#   make lint    ruff, mypy and the SAM template checks only
+#
+# Tools are installed into the project: .venv (service, uv-managed), .costtrack/tools (uv,
+# SAM CLI), node_modules (DynamoDB Local), sdk/node/node_modules. Nothing global is touched.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+ROOT := $(abspath .)
+TOOLS := $(ROOT)/.costtrack/tools
+UV_VERSION := 0.13.9
+UV := $(or $(shell command -v uv 2>/dev/null),$(TOOLS)/bin/uv)
+SAM := $(TOOLS)/sam/bin/sam
+
+# Interpreters: the service runs on Lambda's python3.13 (3.12 will do locally); the SDK is
+# tested on the oldest and newest supported interpreters found on this machine. When none is
+# found, uv is given the bare version and may download one.
+SERVICE_PYTHON := $(or $(shell scripts/find-python 3.13 3.12),3.13)
+SDK_PYTHON_OLDEST := $(or $(shell scripts/find-python 3.9 3.10 3.11 3.12 3.13),3.9)
+SDK_PYTHON_NEWEST := $(or $(shell scripts/find-python 3.13 3.12 3.11 3.10 3.9),3.13)
+
+export SAM_CLI_TELEMETRY := 0
+export UV_PYTHON_DOWNLOADS := automatic
+PYTEST := $(ROOT)/scripts/pytest-run
+
+.PHONY: help dev test lint test-service test-sdk-python test-sdk-node lint-template deps clean
+
+help:
+	@echo "make dev    - run the local stack on http://127.0.0.1:3000 (Ctrl-C stops it)"
+	@echo "make test   - install what is missing and run every test"
+	@echo "make lint   - ruff, mypy, SAM template checks"
+
+# -- installs ----------------------------------------------------------------------------
+
+$(TOOLS)/bin/uv:
+	python3 -m venv "$(TOOLS)"
+	"$(TOOLS)/bin/pip" install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+
+.venv/.synced: pyproject.toml uv.lock sdk/python/pyproject.toml | $(UV)
+	"$(UV)" sync --frozen --python "$(SERVICE_PYTHON)"
+	touch "$@"
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+
+$(SAM): | $(UV)
+	"$(UV)" venv --quiet --allow-existing --python "$(SERVICE_PYTHON)" "$(TOOLS)/sam"
+	VIRTUAL_ENV="$(TOOLS)/sam" "$(UV)" pip install --quiet "aws-sam-cli==1.170.0"
+
+deps: .venv/.synced node_modules/.package-lock.json
+
+# -- running -----------------------------------------------------------------------------
+
+dev: deps
+	.venv/bin/costtrack dev
+
+# -- checks ------------------------------------------------------------------------------
+
+test: deps
+	@$(MAKE) lint
+	@$(MAKE) test-service
+	@$(MAKE) test-sdk-python
+	@$(MAKE) test-sdk-node
+	@echo "make test: all suites passed"
+
+lint: .venv/.synced lint-template
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+	.venv/bin/mypy
+
+lint-template: .venv/.synced $(SAM)
+	.venv/bin/cfn-lint template.yaml
+	"$(SAM)" validate --lint --template template.yaml
+
+test-service: deps
+	"$(PYTEST)" .venv/bin/pytest tests -n 2 --dist loadfile -q -p no:cacheprovider
+
+test-sdk-python: | $(UV)
+	@for python in "$(SDK_PYTHON_OLDEST)" "$(SDK_PYTHON_NEWEST)"; do \
+	  version=$$("$$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo "$$python"); \
+	  echo "== Python SDK tests on $$version"; \
+	  UV_PROJECT_ENVIRONMENT="$(ROOT)/.costtrack/venvs/sdk-python-$$version" \
+	    "$(PYTEST)" "$(UV)" run --frozen --project sdk/python --python "$$python" --group test \
+	    python -m pytest sdk/python/tests -q -p no:cacheprovider; \
+	done
+
+test-sdk-node:
+	cd sdk/node && npm ci --no-audit --no-fund --loglevel=error && npm run build && npm test
+
+clean:
+	rm -rf .venv .costtrack/tools .costtrack/venvs node_modules sdk/node/node_modules sdk/node/dist .aws-sam

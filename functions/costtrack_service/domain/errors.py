@@ -1,0 +1,64 @@
+"""Error codes of the API and the HTTP status each one maps to (CONTRACT.md §5)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+#: The contract's table, the one place that pairs a code with its HTTP status.
+ERROR_STATUS: Mapping[str, int] = {
+    "INVALID_PAYLOAD": 400,
+    "INVALID_API_KEY": 401,
+    "REVOKED_API_KEY": 401,
+    "INACTIVE_API_KEY": 401,
+    "PLAN_INACTIVE": 403,
+    "NOT_FOUND": 404,
+    "METHOD_NOT_ALLOWED": 405,
+    "INVALID_KEY_TRANSITION": 409,  # management API: e.g. reactivating a revoked key
+    "IDEMPOTENCY_KEY_REUSED": 422,
+    "QUOTA_EXCEEDED": 429,
+    "INTERNAL_ERROR": 500,
+    "UNAVAILABLE": 503,
+}
+
+REMEDIES: Mapping[str, str] = {
+    "INVALID_API_KEY": "Use an active ingestion key.",
+    "REVOKED_API_KEY": "The key was revoked; create and use a new key.",
+    "INACTIVE_API_KEY": "The key is deactivated; reactivate it or use an active key.",
+    "PLAN_INACTIVE": "The workspace plan cannot ingest events; restore an active plan.",
+    "QUOTA_EXCEEDED": "The plan's event allowance is used up; wait for the monthly reset or add credits.",
+}
+
+
+class ApiError(Exception):
+    """A rejection the client should see: a code from the contract, a message, optional details."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        details: Sequence[Mapping[str, str]] = (),
+        status: int | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = list(details)
+        self.status = status if status is not None else ERROR_STATUS[code]
+        self.headers = dict(headers or {})
+
+    def body(self, request_id: str | None) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.details:
+            error["details"] = self.details
+        return {"error": error, "request_id": request_id}
+
+
+def unavailable(retry_after_seconds: int) -> ApiError:
+    return ApiError(
+        "UNAVAILABLE",
+        "The service is busy; retry with the same Idempotency-Key.",
+        headers={"Retry-After": str(retry_after_seconds)},
+    )

@@ -1,0 +1,146 @@
+"""From request bytes to a usage event with every default resolved (CONTRACT.md §3).
+
+Field validation itself is ``costtrack.validation``, shared with the Python SDK; this module adds
+what only the service does: parse the body, check the Idempotency-Key header, resolve the
+feature, the environment and the total, and fingerprint the event for idempotency.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from costtrack.validation import EventValidationError, ValidatedEvent, canonical_json, trim, validate_event
+from costtrack_service.domain.cost import Usage
+from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.source import Source
+
+MAX_BODY_BYTES = 64 * 1024
+MAX_IDEMPOTENCY_KEY_LENGTH = 255
+DEFAULT_FEATURE = "unknown"
+DEFAULT_ENVIRONMENT = "production"
+DEFAULT_STATUS = "success"
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def invalid_payload(field: str, message: str, *, status: int = 400) -> ApiError:
+    return ApiError("INVALID_PAYLOAD", message, details=[{"field": field, "message": message}], status=status)
+
+
+def parse_body(body: bytes) -> object:
+    """The request body as a JSON value. Too large → 413; not UTF-8 JSON → 400."""
+    if len(body) > MAX_BODY_BYTES:
+        raise invalid_payload("body", f"the request body must be at most {MAX_BODY_BYTES} bytes", status=413)
+    try:
+        text = body.decode("utf-8")
+        # NaN and Infinity are not JSON, whatever Python's json module would accept.
+        return json.loads(text, parse_constant=_reject_constant)
+    except UnicodeDecodeError:
+        raise invalid_payload("body", "the request body must be UTF-8 encoded JSON") from None
+    except (ValueError, RecursionError):
+        raise invalid_payload("body", "the request body is not valid JSON") from None
+
+
+def parse_idempotency_key(value: str | None) -> str | None:
+    """1 to 255 visible ASCII characters (0x21-0x7E), or absent."""
+    if value is None:
+        return None
+    if not 1 <= len(value) <= MAX_IDEMPOTENCY_KEY_LENGTH or not all("!" <= ch <= "~" for ch in value):
+        raise invalid_payload(
+            "Idempotency-Key",
+            f"the Idempotency-Key header must be 1 to {MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters",
+        )
+    return value
+
+
+def validate(payload: object) -> ValidatedEvent:
+    try:
+        return validate_event(payload)
+    except EventValidationError as exc:
+        raise ApiError("INVALID_PAYLOAD", str(exc), details=[d.to_dict() for d in exc.details]) from None
+
+
+def resolve_feature(fields: dict[str, Any]) -> str:
+    """The top-level feature when non-empty, else ``metadata.feature`` when it is a non-empty
+    string, else ``unknown``."""
+    feature = fields.get("feature")
+    if feature:
+        return str(feature)
+    metadata = fields.get("metadata") or {}
+    from_metadata = metadata.get("feature")
+    if isinstance(from_metadata, str) and trim(from_metadata):
+        return trim(from_metadata)
+    return DEFAULT_FEATURE
+
+
+@dataclass(frozen=True)
+class UsageEvent:
+    """A validated event with every default applied: what gets priced and stored."""
+
+    provider: str
+    model: str
+    feature: str
+    environment: str
+    status: str
+    total_tokens: int
+    customer_id: str | None = None
+    customer_name: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    latency_ms: int | None = None
+    metadata: dict[str, Any] | None = None
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(
+            prompt=self.prompt_tokens or 0,
+            completion=self.completion_tokens or 0,
+            reasoning=self.reasoning_tokens or 0,
+            cached_input=self.cached_input_tokens or 0,
+            cache_write=self.cache_write_tokens or 0,
+        )
+
+    @property
+    def source(self) -> Source:
+        return Source.of(self.provider, self.model, self.feature)
+
+    def fields(self) -> dict[str, Any]:
+        """The resolved event without absent fields."""
+        return {name: value for name, value in asdict(self).items() if value is not None}
+
+    def fingerprint(self) -> str:
+        """Same event, same fingerprint: a retry matches its original even if it spelled a
+        default out (``"environment": "production"``) or left it implicit."""
+        return hashlib.sha256(canonical_json(self.fields()).encode("utf-8")).hexdigest()
+
+
+def to_usage_event(validated: ValidatedEvent) -> UsageEvent:
+    fields = validated.fields
+    total = fields.get("total_tokens")
+    if total is None:
+        total = sum(fields.get(name) or 0 for name in ("prompt_tokens", "completion_tokens", "reasoning_tokens"))
+    return UsageEvent(
+        provider=fields["provider"],
+        model=fields["model"],
+        feature=resolve_feature(fields),
+        environment=fields.get("environment") or DEFAULT_ENVIRONMENT,
+        status=fields.get("status", DEFAULT_STATUS),
+        total_tokens=total,
+        customer_id=fields.get("customer_id"),
+        customer_name=fields.get("customer_name"),
+        prompt_tokens=fields.get("prompt_tokens"),
+        completion_tokens=fields.get("completion_tokens"),
+        reasoning_tokens=fields.get("reasoning_tokens"),
+        cached_input_tokens=fields.get("cached_input_tokens"),
+        cache_write_tokens=fields.get("cache_write_tokens"),
+        latency_ms=fields.get("latency_ms"),
+        metadata=fields.get("metadata"),
+    )

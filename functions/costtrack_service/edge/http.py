@@ -1,0 +1,75 @@
+"""What every costtrack route shares: JSON responses, the contract's error body, and
+the translation of domain failures into HTTP."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+
+from costtrack_service.domain.errors import ApiError, unavailable
+from costtrack_service.domain.ingestion import StoreUnavailable
+
+RETRY_AFTER_SECONDS = 1
+
+
+def json_response(status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> Response[str]:
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=json.dumps(body, separators=(",", ":"), ensure_ascii=False),
+        headers={"Cache-Control": "no-store", **(headers or {})},
+    )
+
+
+def request_id(app: APIGatewayHttpResolver) -> str | None:
+    return app.current_event.request_context.request_id
+
+
+def error_response(app: APIGatewayHttpResolver, error: ApiError) -> Response[str]:
+    rid = request_id(app)
+    headers = {**error.headers, **({"X-Request-Id": rid} if rid else {})}
+    return json_response(error.status, error.body(rid), headers)
+
+
+def request_headers(app: APIGatewayHttpResolver) -> dict[str, str]:
+    """Header names lower-cased (HTTP APIs already do; other front ends may not)."""
+    return {name.lower(): value for name, value in (app.current_event.headers or {}).items()}
+
+
+def request_body(app: APIGatewayHttpResolver) -> bytes:
+    event = app.current_event
+    body = event.body or ""
+    if event.is_base64_encoded:
+        return base64.b64decode(body)
+    return body.encode("utf-8", errors="surrogatepass")
+
+
+def install_error_handlers(app: APIGatewayHttpResolver, logger: Logger) -> None:
+    """Every failure leaves as the contract's error body; nothing leaks a stack trace."""
+
+    @app.exception_handler(ApiError)
+    def _api_error(error: ApiError) -> Response[str]:
+        return error_response(app, error)
+
+    @app.exception_handler(StoreUnavailable)
+    def _store_unavailable(error: StoreUnavailable) -> Response[str]:
+        logger.warning("database unavailable", extra={"reason": str(error)})
+        return error_response(app, unavailable(RETRY_AFTER_SECONDS))
+
+    @app.not_found
+    def _not_found(_: NotFoundError) -> Response[str]:
+        event = app.current_event
+        return error_response(
+            app, ApiError("NOT_FOUND", f"No route for {event.request_context.http.method} {event.raw_path}.")
+        )
+
+    @app.exception_handler(Exception)
+    def _unexpected(error: Exception) -> Response[str]:
+        logger.exception("unhandled error")
+        return error_response(app, ApiError("INTERNAL_ERROR", "Internal error; the request can be retried."))

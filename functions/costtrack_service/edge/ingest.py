@@ -1,0 +1,105 @@
+"""``POST /v1/events`` and ``GET /v1/openapi.json``: the ingestion function's routes.
+
+Thin on purpose: read the request, call :class:`IngestService`, shape the response, log one
+line and count it. Keys and metadata are never logged.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from decimal import ROUND_HALF_EVEN
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
+
+from costtrack_service.domain.cost import format_decimal
+from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.ingestion import IngestRequest, IngestService, IngestSettings
+from costtrack_service.edge.http import (
+    error_response,
+    install_error_handlers,
+    json_response,
+    request_body,
+    request_headers,
+)
+from costtrack_service.edge.openapi import openapi_document
+
+logger = Logger(service="costtrack-ingest")
+
+LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+def build_app(service: IngestService, metrics: EphemeralMetrics) -> APIGatewayHttpResolver:
+    # No CORS: ingestion is server to server, and a browser must never hold an ingestion key.
+    app = APIGatewayHttpResolver()
+    install_error_handlers(app, logger)
+
+    @app.post("/v1/events")
+    def post_event() -> Response[str]:
+        try:
+            result = service.ingest(IngestRequest(headers=request_headers(app), body=request_body(app)))
+        except ApiError as error:
+            metrics.add_dimension(name="code", value=error.code)
+            metrics.add_metric(name="EventsRejected", unit=MetricUnit.Count, value=1)
+            logger.info("event rejected", extra={"code": error.code, "status": error.status})
+            return error_response(app, error)
+
+        record = result.record
+        if result.replayed:
+            metrics.add_metric(name="EventsReplayed", unit=MetricUnit.Count, value=1)
+        else:
+            metrics.add_metric(name="EventsAccepted", unit=MetricUnit.Count, value=1)
+            # Metric values are doubles; nano-dollars keep them integral. The exact Decimal
+            # cost is the one stored with the event.
+            nano_usd = int(record.cost.scaleb(9).to_integral_value(rounding=ROUND_HALF_EVEN))
+            metrics.add_metric(name="CostNanoUSD", unit=MetricUnit.Count, value=nano_usd)
+        logger.info(
+            "event replayed" if result.replayed else "event accepted",
+            extra={
+                "workspace_id": record.workspace_id,
+                "key_id": record.key_id,
+                "event_id": record.event_id,
+                "pricing_status": record.pricing_status,
+                "dashboard_visible": record.visibility.dashboard_visible,
+                "charge": record.charge.value,
+                "cost": format_decimal(record.cost),
+            },
+        )
+        return json_response(result.status, result.body, result.headers)
+
+    @app.get("/v1/openapi.json")
+    def get_openapi() -> Response[str]:
+        return json_response(200, openapi_document())
+
+    return app
+
+
+def create_handler(service: IngestService | None = None) -> LambdaHandler:
+    """A Lambda handler with its own resolver, metrics and caches: one warm container.
+
+    The Lambda entry point makes one at import; the local stack makes one per worker thread,
+    because a Powertools resolver holds the current request on itself.
+    """
+    if service is None:
+        from costtrack_service.store import DynamoStore
+
+        service = IngestService(DynamoStore.from_env(), IngestSettings.from_env(os.environ))
+    metrics = EphemeralMetrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "costtrack"))
+    app = build_app(service, metrics)
+
+    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        try:
+            return app.resolve(event, context)
+        finally:
+            if is_metrics_disabled():
+                metrics.clear_metrics()  # disabled metrics are never flushed, so never let them pile up
+            else:
+                metrics.flush_metrics()
+
+    return handler

@@ -1,0 +1,8 @@
+"""Lambda entry point of the ingestion function: ``POST /v1/events``, ``GET /v1/openapi.json``.
+
+Built at import, so the DynamoDB client and the caches live as long as the warm container.
+"""
+
+from costtrack_service.edge.ingest import create_handler
+
+handler = create_handler()

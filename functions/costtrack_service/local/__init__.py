@@ -1,0 +1,1 @@
+"""The local stack: DynamoDB Local, the HTTP front and demo data (``costtrack dev``)."""

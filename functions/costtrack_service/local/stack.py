@@ -1,0 +1,173 @@
+"""The whole local stack in one object: DynamoDB, the tables, demo data and the HTTP front.
+
+``costtrack dev`` runs it until Ctrl-C; the tests start one per session on free ports. What it
+seeds is written to a state file (``.costtrack/dev.json``) so that tests, examples and people
+can find the URL and the keys:
+
+    {"api_url": ..., "dynamodb_endpoint": ..., "engine": ..., "table_prefix": ...,
+     "workspaces": {"paid": {"workspace_id", "api_key"}, "free": {..., "bound": {...}},
+                    "quota": {..., "allowance": 5}, "plan_inactive": {...}},
+     "keys": {"inactive": {"workspace_id", "api_key"}, "revoked": {...}}}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from costtrack_service.catalogue import bundled_entries
+from costtrack_service.domain.ingestion import IngestService
+from costtrack_service.domain.keys import KeyState
+from costtrack_service.domain.quota import FREE, INACTIVE, PAID
+from costtrack_service.domain.source import Source
+from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
+from costtrack_service.local.server import LocalApi
+from costtrack_service.store import DynamoStore, dynamodb_client
+from costtrack_service.tables import TableNames
+
+DEFAULT_STATE_FILE = Path(".costtrack/dev.json")
+DEFAULT_TABLE_PREFIX = "costtrack-local-"
+FREE_BINDING = Source("openai", "gpt-4o-mini", "chat")
+QUOTA_ALLOWANCE = 5
+
+
+def import_catalogue(store: DynamoStore) -> int:
+    entries = bundled_entries()
+    for entry in entries:
+        store.put_pricing_entry(entry)
+    return len(entries)
+
+
+def seed_demo(store: DynamoStore) -> dict[str, Any]:
+    """Demo workspaces and keys, one for each situation the API distinguishes."""
+    paid = store.create_workspace("Demo (paid)", tier=PAID, included_events=100_000, credits=10_000)
+    paid_key, _ = store.create_key(paid.workspace_id, name="demo")
+    free = store.create_workspace("Demo (free)", tier=FREE, included_events=10_000)
+    free_key, _ = store.create_key(free.workspace_id, bound=FREE_BINDING, name="demo")
+    quota = store.create_workspace("Demo (allowance 5)", tier=PAID, included_events=QUOTA_ALLOWANCE, credits=0)
+    quota_key, _ = store.create_key(quota.workspace_id, name="demo")
+    inactive_plan = store.create_workspace("Demo (plan inactive)", tier=PAID, included_events=1000, status=INACTIVE)
+    inactive_plan_key, _ = store.create_key(inactive_plan.workspace_id, name="demo")
+
+    inactive_key, inactive_record = store.create_key(paid.workspace_id, name="deactivated")
+    store.change_key_state(inactive_record.key_hash, "deactivate")
+    revoked_key, revoked_record = store.create_key(paid.workspace_id, name="revoked")
+    store.change_key_state(revoked_record.key_hash, "revoke")
+
+    return {
+        "workspaces": {
+            "paid": {"workspace_id": paid.workspace_id, "api_key": paid_key},
+            "free": {"workspace_id": free.workspace_id, "api_key": free_key, "bound": FREE_BINDING.as_dict()},
+            "quota": {"workspace_id": quota.workspace_id, "api_key": quota_key, "allowance": QUOTA_ALLOWANCE},
+            "plan_inactive": {"workspace_id": inactive_plan.workspace_id, "api_key": inactive_plan_key},
+        },
+        "keys": {
+            "inactive": {"workspace_id": paid.workspace_id, "api_key": inactive_key, "key_id": inactive_record.key_id},
+            "revoked": {"workspace_id": paid.workspace_id, "api_key": revoked_key, "key_id": revoked_record.key_id},
+        },
+    }
+
+
+def _seed_still_valid(store: DynamoStore, state: Mapping[str, Any]) -> bool:
+    """With --persist, reuse the demo data of the last run if the database still has it."""
+    from costtrack_service.domain.keys import hash_secret
+
+    try:
+        paid = state["workspaces"]["paid"]
+        key = store.get_key(hash_secret(paid["api_key"]))
+        revoked = store.get_key(hash_secret(state["keys"]["revoked"]["api_key"]))
+    except (KeyError, TypeError):
+        return False
+    return key is not None and key.state is KeyState.ACTIVE and revoked is not None
+
+
+@dataclass
+class LocalStack:
+    port: int = 3000
+    state_file: Path | None = DEFAULT_STATE_FILE
+    persist_dir: Path | None = None
+    dynamodb_port: int = 0
+    table_prefix: str = DEFAULT_TABLE_PREFIX
+    access_log: bool = False
+    prefer_engine: str = "dynamodb-local"
+    state: dict[str, Any] = field(default_factory=dict)
+    dynamo: LocalDynamo | None = None
+    api: LocalApi | None = None
+    store: DynamoStore | None = None
+
+    def __enter__(self) -> LocalStack:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def start(self) -> LocalStack:
+        self.dynamo = LocalDynamo(port=self.dynamodb_port, persist_dir=self.persist_dir, prefer=self.prefer_engine)
+        self.dynamo.start()
+        try:
+            self._start_api()
+        except BaseException:
+            self.dynamo.stop()
+            raise
+        return self
+
+    def _start_api(self) -> None:
+        assert self.dynamo is not None
+        # Metrics would print EMF lines for CloudWatch; locally there is no CloudWatch.
+        os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+        # The handlers get their store explicitly rather than from the environment, so a test
+        # process can run this stack beside moto-mocked tests without either seeing the other.
+        client = dynamodb_client(self.dynamo.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS)
+        store = DynamoStore(client, TableNames.with_prefix(self.table_prefix))
+        self.store = store
+        store.ensure_tables()
+        import_catalogue(store)
+
+        previous = self._read_state()
+        seeded = previous if previous and _seed_still_valid(store, previous) else seed_demo(store)
+
+        from costtrack_service.edge.ingest import create_handler
+
+        # One IngestService (own caches) per container, all sharing the thread-safe client.
+        self.api = LocalApi(lambda: create_handler(IngestService(store)), port=self.port, access_log=self.access_log)
+        self.api.start()
+        self.state = {
+            "api_url": self.api.url,
+            "dynamodb_endpoint": self.dynamo.endpoint,
+            "engine": self.dynamo.engine,
+            "table_prefix": self.table_prefix,
+            "workspaces": seeded["workspaces"],
+            "keys": seeded["keys"],
+        }
+        self._write_state()
+
+    def _read_state(self) -> dict[str, Any] | None:
+        if self.persist_dir is None or self.state_file is None or not self.state_file.is_file():
+            return None
+        try:
+            data: dict[str, Any] = json.loads(self.state_file.read_text())
+            return data
+        except ValueError:
+            return None
+
+    def _write_state(self) -> None:
+        if self.state_file is None:
+            return
+        self.state_file.parent.mkdir(parents=True, exist_ok=True)
+        # The file holds secrets (demo keys): readable by its owner only.
+        descriptor = os.open(self.state_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            json.dump(self.state, handle, indent=2)
+            handle.write("\n")
+
+    def stop(self) -> None:
+        if self.api is not None:
+            self.api.stop()
+            self.api = None
+        if self.dynamo is not None:
+            self.dynamo.stop()
+            self.dynamo = None

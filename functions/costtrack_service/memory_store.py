@@ -1,0 +1,103 @@
+"""An in-memory :class:`~costtrack_service.domain.ingestion.IngestStore`, atomic under a lock.
+
+For domain tests and for measuring the handler's own CPU cost without I/O. Its write is
+all-or-nothing like the DynamoDB transaction, and it accepts a charge exactly when the domain's
+``plan_charge`` on the stored workspace would choose that same charge, which is what the
+DynamoDB condition expressions state.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from costtrack_service.domain.ingestion import EventRecord, WriteRejected
+from costtrack_service.domain.keys import KeyRecord, KeyState, display_prefix, hash_secret, new_key_id, new_secret
+from costtrack_service.domain.pricing import PricingEntry, format_timestamp, model_key
+from costtrack_service.domain.quota import ChargePlan, PlanInactive, WorkspaceState, after_charge, plan_charge
+from costtrack_service.domain.source import Source
+
+
+class MemoryStore:
+    def __init__(self) -> None:
+        self.keys: dict[str, KeyRecord] = {}
+        self.workspaces: dict[str, WorkspaceState] = {}
+        self.pricing: dict[str, list[PricingEntry]] = {}
+        self.aliases: dict[str, str] = {}
+        self.events: dict[tuple[str, str], EventRecord] = {}
+        self.writes = 0
+        self._lock = threading.Lock()
+
+    # -- set-up ---------------------------------------------------------------------------
+
+    def add_workspace(self, workspace: WorkspaceState) -> WorkspaceState:
+        self.workspaces[workspace.workspace_id] = workspace
+        return workspace
+
+    def add_key(self, workspace_id: str, *, bound: Source | None = None, state: KeyState = KeyState.ACTIVE) -> str:
+        secret = new_secret()
+        record = KeyRecord(
+            key_id=new_key_id(),
+            key_hash=hash_secret(secret),
+            workspace_id=workspace_id,
+            state=state,
+            display_prefix=display_prefix(secret),
+            created_at=format_timestamp(datetime.now(UTC)),
+            bound=bound,
+        )
+        self.keys[record.key_hash] = record
+        return secret
+
+    def set_key_state(self, secret: str, state: KeyState) -> None:
+        key_hash = hash_secret(secret)
+        self.keys[key_hash] = replace(self.keys[key_hash], state=state)
+
+    def add_pricing(self, entry: PricingEntry) -> None:
+        self.pricing.setdefault(entry.key, []).append(entry)
+        for alias in entry.aliases:
+            self.aliases[model_key(entry.provider, alias)] = entry.key
+
+    # -- IngestStore ----------------------------------------------------------------------
+
+    def get_key(self, key_hash: str) -> KeyRecord | None:
+        return self.keys.get(key_hash)
+
+    def get_workspace(self, workspace_id: str, *, consistent: bool = False) -> WorkspaceState | None:
+        return self.workspaces.get(workspace_id)
+
+    def get_pricing_entries(self, provider: str, model: str) -> list[PricingEntry]:
+        key = model_key(provider, model)
+        return list(self.pricing.get(self.aliases.get(key, key), []))
+
+    def record_event(self, record: EventRecord, plan: ChargePlan, key_hash: str) -> WriteRejected | None:
+        with self._lock:
+            key = self.keys.get(key_hash)
+            workspace = self.workspaces.get(record.workspace_id)
+            existing = self.events.get((record.workspace_id, record.event_key))
+            try:
+                workspace_ok = workspace is not None and plan_charge(workspace, plan.period) == plan
+            except PlanInactive:
+                workspace_ok = False
+            key_ok = key is not None and key.state is KeyState.ACTIVE
+            if not (workspace_ok and key_ok and existing is None):
+                return WriteRejected(
+                    key_failed=not key_ok,
+                    key=key,
+                    workspace_failed=not workspace_ok,
+                    workspace=workspace,
+                    existing=existing,
+                )
+            assert workspace is not None
+            self.workspaces[workspace.workspace_id] = after_charge(workspace, plan)
+            self.events[(record.workspace_id, record.event_key)] = record
+            self.writes += 1
+            return None
+
+    def get_event(self, workspace_id: str, event_key: str) -> EventRecord | None:
+        return self.events.get((workspace_id, event_key))
+
+    def touch_key(self, key_hash: str, at: str) -> None:
+        key = self.keys.get(key_hash)
+        if key is not None:
+            self.keys[key_hash] = replace(key, last_used_at=at)

@@ -1,0 +1,117 @@
+"""The DynamoDB tables, defined once.
+
+The local stack creates tables from these specs, and a test holds ``template.yaml`` to them,
+so the deployed tables and the local ones cannot drift apart.
+
+* ``keys``       one item per API key, by SHA-256 of the secret; ``by_workspace`` lists a
+                 workspace's keys.
+* ``workspaces`` one item per workspace: the plan and this month's usage counters, which the
+                 ingestion write updates under its allowance condition.
+* ``events``     one item per accepted event, keyed by idempotency key within the workspace;
+                 ``visible_by_time`` is sparse (visible events only), newest first for the
+                 dashboard. Items expire through the ``expires_at`` TTL attribute.
+* ``pricing``    pricing entries by normalized ``provider#model``, and alias pointers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    hash_key: str
+    range_key: str | None = None
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str  # logical name: the suffix after the prefix locally, the resource's role in SAM
+    hash_key: str
+    range_key: str | None = None
+    indexes: tuple[Index, ...] = ()
+    ttl_attribute: str | None = None
+    attribute_types: Mapping[str, str] = field(default_factory=dict)  # every key attribute is S unless listed
+
+    def key_attributes(self) -> list[str]:
+        names = [self.hash_key] + ([self.range_key] if self.range_key else [])
+        for index in self.indexes:
+            names += [index.hash_key] + ([index.range_key] if index.range_key else [])
+        return list(dict.fromkeys(names))
+
+    def create_table_kwargs(self, table_name: str) -> dict[str, Any]:
+        """Arguments for ``CreateTable``: on-demand, as deployed."""
+
+        def key_schema(hash_key: str, range_key: str | None) -> list[dict[str, str]]:
+            schema = [{"AttributeName": hash_key, "KeyType": "HASH"}]
+            if range_key:
+                schema.append({"AttributeName": range_key, "KeyType": "RANGE"})
+            return schema
+
+        kwargs: dict[str, Any] = {
+            "TableName": table_name,
+            "BillingMode": "PAY_PER_REQUEST",
+            "KeySchema": key_schema(self.hash_key, self.range_key),
+            "AttributeDefinitions": [
+                {"AttributeName": name, "AttributeType": self.attribute_types.get(name, "S")}
+                for name in self.key_attributes()
+            ],
+        }
+        if self.indexes:
+            kwargs["GlobalSecondaryIndexes"] = [
+                {
+                    "IndexName": index.name,
+                    "KeySchema": key_schema(index.hash_key, index.range_key),
+                    "Projection": {"ProjectionType": "ALL"},
+                }
+                for index in self.indexes
+            ]
+        return kwargs
+
+
+KEYS = TableSpec(
+    name="keys",
+    hash_key="key_hash",
+    indexes=(Index("by_workspace", "workspace_id", "key_id"),),
+)
+WORKSPACES = TableSpec(name="workspaces", hash_key="workspace_id")
+EVENTS = TableSpec(
+    name="events",
+    hash_key="workspace_id",
+    range_key="event_key",
+    indexes=(Index("visible_by_time", "visible_workspace_id", "received_event"),),
+    ttl_attribute="expires_at",
+)
+PRICING = TableSpec(name="pricing", hash_key="model_key", range_key="entry_key")
+
+TABLES: tuple[TableSpec, ...] = (KEYS, WORKSPACES, EVENTS, PRICING)
+
+
+@dataclass(frozen=True)
+class TableNames:
+    keys: str
+    workspaces: str
+    events: str
+    pricing: str
+
+    @classmethod
+    def with_prefix(cls, prefix: str) -> TableNames:
+        return cls(**{spec.name: prefix + spec.name for spec in TABLES})
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> TableNames:
+        """``COSTTRACK_<NAME>_TABLE`` for each table (set by the SAM template), else
+        ``COSTTRACK_TABLE_PREFIX`` + name (the local stack), else the prefix ``costtrack-``."""
+        env = os.environ if env is None else env
+        prefix = env.get("COSTTRACK_TABLE_PREFIX", "costtrack-")
+        return cls(
+            **{spec.name: env.get(f"COSTTRACK_{spec.name.upper()}_TABLE") or prefix + spec.name for spec in TABLES}
+        )
+
+    def of(self, spec: TableSpec) -> str:
+        name: str = getattr(self, spec.name)
+        return name
