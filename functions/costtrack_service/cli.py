@@ -1,8 +1,10 @@
 """The ``costtrack`` command.
 
     costtrack dev [--port 3000] [--state-file .costtrack/dev.json] [--persist DIR]
+    costtrack admin {workspace,plan,key,pricing,usage} ...
 
-runs the local stack until Ctrl-C.
+``dev`` runs the local stack until Ctrl-C; ``admin`` operates a local or deployed costtrack
+(see ``costtrack_service.admin``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+from costtrack_service.admin import add_admin_parser
 from costtrack_service.local.stack import DEFAULT_STATE_FILE, LocalStack
 
 
@@ -93,12 +96,19 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--dynamodb-port", type=int, default=0, help="DynamoDB Local port (default: a free one)")
     dev.add_argument("--quiet", action="store_true", help="no access log")
     dev.set_defaults(run=run_dev)
+
+    add_admin_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.run(args))
+    try:
+        return int(args.run(args))
+    except BrokenPipeError:
+        # `costtrack admin ... | head`: the reader left; that is not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping
+from dataclasses import replace as replace_dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,7 @@ from costtrack_service.domain.keys import (
     new_secret,
     transition_refusal,
 )
-from costtrack_service.domain.pricing import PricingEntry, format_timestamp, model_key, parse_entry
+from costtrack_service.domain.pricing import PricingEntry, entry_in_force, format_timestamp, model_key, parse_entry
 from costtrack_service.domain.quota import (
     ACTIVE,
     PAID,
@@ -297,6 +298,13 @@ class DynamoStore:
         )
         return workspace
 
+    def list_workspaces(self) -> list[WorkspaceState]:
+        """Every workspace (an operator's Scan; the ingestion path never lists)."""
+        workspaces = []
+        for page in self.client.get_paginator("scan").paginate(TableName=self.tables.workspaces):
+            workspaces += [_workspace_from_item(from_item(item)) for item in page.get("Items", [])]
+        return sorted(workspaces, key=lambda workspace: (workspace.name, workspace.workspace_id))
+
     def update_plan(
         self,
         workspace_id: str,
@@ -349,22 +357,101 @@ class DynamoStore:
         )
         return [from_item(item) for item in response.get("Items", [])]
 
-    def put_pricing_entry(self, entry: PricingEntry) -> None:
-        """Write an entry and a pointer for each alias. Writing the same entry again changes
-        nothing, so importing a catalogue twice is harmless."""
-        requests = [{"PutRequest": {"Item": to_item(_entry_to_item(entry))}}]
-        for alias in entry.aliases:
-            alias_key = model_key(entry.provider, alias)
-            if alias_key == entry.key:
-                continue
-            requests.append(
+    def put_pricing_entry(self, entry: PricingEntry, *, replace: bool = False) -> bool:
+        """Write an entry (unless one already starts at the same instant, or ``replace``) and
+        a pointer for each alias. Returns whether the entry was written: importing a catalogue
+        twice adds nothing and never undoes an operator's later change."""
+        item = to_item(_entry_to_item(entry))
+        try:
+            if replace:
+                self.client.put_item(TableName=self.tables.pricing, Item=item)
+            else:
+                self.client.put_item(
+                    TableName=self.tables.pricing, Item=item, ConditionExpression="attribute_not_exists(entry_key)"
+                )
+            written = True
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            written = False
+        self._put_aliases(entry)
+        return written
+
+    def _put_aliases(self, entry: PricingEntry) -> None:
+        requests = [
+            {
+                "PutRequest": {
+                    "Item": to_item({"model_key": alias_key, "entry_key": _ALIAS_ENTRY_KEY, "target": entry.key})
+                }
+            }
+            for alias_key in dict.fromkeys(model_key(entry.provider, alias) for alias in entry.aliases)
+            if alias_key != entry.key
+        ]
+        self._batch_write(self.tables.pricing, requests)
+
+    def add_pricing_entry(self, entry: PricingEntry) -> PricingEntry | None:
+        """Open a new price period for a model. The entry in force at its start is closed at
+        that same instant, in the same transaction, so events before it keep their rates and
+        events after it get the new ones. Returns the closed entry, if any."""
+        current = entry_in_force(self.get_pricing_entries(entry.provider, entry.model), entry.effective_from)
+        if current is not None and current.key != entry.key:
+            current = None  # ``entry.model`` was an alias: never close another model's entry
+        later = [
+            other
+            for other in self.get_pricing_entries(entry.provider, entry.model)
+            if other.effective_from >= entry.effective_from and other.key == entry.key
+        ]
+        if later:
+            raise ApiError(
+                "INVALID_PAYLOAD",
+                f"{entry.key} already has an entry from {format_timestamp(later[0].effective_from)}; "
+                "a new price must start after the latest one",
+            )
+        transaction: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": self.tables.pricing,
+                    "Item": to_item(_entry_to_item(entry)),
+                    "ConditionExpression": "attribute_not_exists(entry_key)",
+                }
+            }
+        ]
+        closed = None
+        if current is not None:
+            closed = replace_dataclass(current, effective_to=entry.effective_from)
+            old_item = _entry_to_item(current)
+            transaction.append(
                 {
-                    "PutRequest": {
-                        "Item": to_item({"model_key": alias_key, "entry_key": _ALIAS_ENTRY_KEY, "target": entry.key})
+                    "Put": {
+                        "TableName": self.tables.pricing,
+                        "Item": to_item(_entry_to_item(closed)),
+                        # Optimistic: nobody changed the old entry since we read it.
+                        "ConditionExpression": "#entry = :seen",
+                        "ExpressionAttributeNames": {"#entry": "entry"},
+                        "ExpressionAttributeValues": to_item({":seen": old_item["entry"]}),
                     }
                 }
             )
-        self._batch_write(self.tables.pricing, requests)
+        try:
+            self.client.transact_write_items(TransactItems=transaction)  # type: ignore[arg-type]
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "TransactionCanceledException":
+                raise ApiError(
+                    "INVALID_PAYLOAD", f"{entry.key} changed while adding the entry; read it again and retry"
+                ) from None
+            raise
+        self._put_aliases(entry)
+        return closed
+
+    def retire_pricing_entry(self, provider: str, model: str, at: datetime) -> PricingEntry:
+        """Stop pricing a model from ``at`` on: the entry in force is closed and marked retired.
+        Events already stored keep their cost; new ones get ``unknown_model``."""
+        current = entry_in_force(self.get_pricing_entries(provider, model), at)
+        if current is None:
+            raise ApiError("NOT_FOUND", f"No active pricing entry for {provider}/{model} at {format_timestamp(at)}.")
+        retired = replace_dataclass(current, effective_to=at if at > current.effective_from else None, status="retired")
+        self.put_pricing_entry(retired, replace=True)
+        return retired
 
     def list_pricing_entries(self) -> list[PricingEntry]:
         entries = []
@@ -442,13 +529,28 @@ class DynamoStore:
         item = response.get("Item")
         return event_from_item(from_item(item)) if item else None
 
-    def iter_events(self, workspace_id: str) -> Iterator[EventRecord]:
-        """Every stored event of a workspace, visible or not (operator reports, tests)."""
-        pages = self.client.get_paginator("query").paginate(
-            TableName=self.tables.events,
-            KeyConditionExpression="workspace_id = :w",
-            ExpressionAttributeValues=to_item({":w": workspace_id}),
-        )
+    def iter_events(
+        self, workspace_id: str, since: str | None = None, until: str | None = None
+    ) -> Iterator[EventRecord]:
+        """Stored events of a workspace, visible or not, received in ``[since, until)`` (ISO
+        instants). Reads the workspace's partition: fine for operator reports and tests; the
+        dashboard reads daily rollups instead."""
+        values: dict[str, Any] = {":w": workspace_id}
+        filters = []
+        if since:
+            filters.append("received_at >= :since")
+            values[":since"] = since
+        if until:
+            filters.append("received_at < :until")
+            values[":until"] = until
+        arguments: dict[str, Any] = {
+            "TableName": self.tables.events,
+            "KeyConditionExpression": "workspace_id = :w",
+            "ExpressionAttributeValues": to_item(values),
+        }
+        if filters:
+            arguments["FilterExpression"] = " AND ".join(filters)
+        pages = self.client.get_paginator("query").paginate(**arguments)
         for page in pages:
             for item in page.get("Items", []):
                 yield event_from_item(from_item(item))

@@ -110,6 +110,7 @@ def test_accepted_event_is_priced_exactly(harness: Harness, paid_key: str) -> No
         "output": "10",
         "cached_input": "0.125",
         "cache_write": "1.25",
+        "cache_write_1h": "1.25",
         "reasoning": "10",
     }
 

@@ -24,7 +24,7 @@ ZERO = Decimal(0)
 MAX_RATE = Decimal(1_000_000)
 MAX_RATE_DECIMALS = 10
 
-RATE_NAMES = ("input", "output", "cached_input", "cache_write", "reasoning")
+RATE_NAMES = ("input", "output", "cached_input", "cache_write", "cache_write_1h", "reasoning")
 
 
 def parse_rate(name: str, value: object) -> Decimal:
@@ -62,12 +62,14 @@ class Rates:
     output: Decimal
     cached_input: Decimal
     cache_write: Decimal
+    cache_write_1h: Decimal
     reasoning: Decimal
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, object]) -> Rates:
         """``input`` and ``output`` are required; ``cached_input`` and ``cache_write`` default to
-        ``input``, ``reasoning`` to ``output``."""
+        ``input``, ``cache_write_1h`` (Anthropic's one-hour cache writes, dearer than the
+        five-minute ones) to ``cache_write``, ``reasoning`` to ``output``."""
         missing = [name for name in ("input", "output") if raw.get(name) is None]
         if missing:
             raise ValueError("missing rate " + ", ".join(missing))
@@ -81,11 +83,13 @@ class Rates:
             value = raw.get(name)
             return default if value is None else parse_rate(name, value)
 
+        cache_write = optional("cache_write", input_rate)
         return cls(
             input=input_rate,
             output=output_rate,
             cached_input=optional("cached_input", input_rate),
-            cache_write=optional("cache_write", input_rate),
+            cache_write=cache_write,
+            cache_write_1h=optional("cache_write_1h", cache_write),
             reasoning=optional("reasoning", output_rate),
         )
 
@@ -113,13 +117,15 @@ class Pricing:
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts of one call; an absent count is 0."""
+    """Token counts of one call; an absent count is 0. ``cache_write_1h`` is the part of
+    ``cache_write`` written to a one-hour cache (never more than ``cache_write``)."""
 
     prompt: int = 0
     completion: int = 0
     reasoning: int = 0
     cached_input: int = 0
     cache_write: int = 0
+    cache_write_1h: int = 0
 
 
 @dataclass(frozen=True)
@@ -172,10 +178,12 @@ def quote(pricing: Pricing, usage: Usage) -> Quote:
     # that nothing is ever rounded, then divide by 10**6 exactly (scaleb shifts the exponent).
     with localcontext() as ctx:
         ctx.prec = 80
+        one_hour_writes = min(usage.cache_write_1h, usage.cache_write)
         micro_dollars = (
             uncached_input * rates.input
             + usage.cached_input * rates.cached_input
-            + usage.cache_write * rates.cache_write
+            + (usage.cache_write - one_hour_writes) * rates.cache_write
+            + one_hour_writes * rates.cache_write_1h
             + usage.completion * rates.output
             + reasoning_extra * rates.reasoning
         )

@@ -22,6 +22,7 @@ from costtrack_service.domain.cache import TTLCache
 from costtrack_service.domain.cost import ZERO, format_decimal, quote
 from costtrack_service.domain.errors import ApiError, unavailable
 from costtrack_service.domain.events import (
+    CACHE_WRITE_1H_KEY,
     UsageEvent,
     parse_body,
     parse_idempotency_key,
@@ -334,6 +335,14 @@ class IngestService:
                         "them for this provider; uncached input was priced as 0.",
                     )
                 )
+        if event.cache_write_1h_ignored:
+            notices.append(
+                Notice(
+                    USAGE_INCONSISTENT,
+                    f"metadata.{CACHE_WRITE_1H_KEY} must be an integer from 0 to cache_write_tokens; it was ignored "
+                    "and every cache write was priced at the five-minute rate.",
+                )
+            )
 
         visibility = decide(workspace.tier, key.bound, event.source)
         if not visibility.dashboard_visible:

@@ -42,10 +42,10 @@ def transition_refusal(action: str, current: KeyState) -> str | None:
     allowed_from, target = KEY_TRANSITIONS[action]
     if current in allowed_from:
         return None
-    if current is KeyState.REVOKED:
-        return "the key is revoked, which is final: create a new key instead"
     if current is target:
         return f"the key is already {target.value}"
+    if current is KeyState.REVOKED:
+        return "the key is revoked, which is final: create a new key instead"
     return f"only an {' or '.join(sorted(s.value for s in allowed_from))} key can be {action}d"
 
 

@@ -52,6 +52,7 @@ class PricingEntry:
     status: str
     pricing: Pricing
     source: str | None = None
+    note: str | None = None
 
     @property
     def key(self) -> str:
@@ -82,6 +83,8 @@ class PricingEntry:
         }
         if self.source:
             data["source"] = self.source
+        if self.note:
+            data["note"] = self.note
         return data
 
 
@@ -139,6 +142,7 @@ def parse_entry(raw: Mapping[str, Any]) -> PricingEntry:
             tiers=tuple(sorted(tiers, key=lambda tier: tier.above_prompt_tokens)),
         ),
         source=raw.get("source"),
+        note=raw.get("note"),
     )
 
 

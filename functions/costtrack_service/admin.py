@@ -1,0 +1,587 @@
+"""``costtrack admin``: run costtrack without touching DynamoDB by hand.
+
+Targets, in order: ``--stack NAME`` (table names from a deployed SAM stack's outputs),
+``--endpoint-url URL`` (any DynamoDB, tables named ``--table-prefix`` + name), else the local
+stack's state file (``.costtrack/dev.json``, or ``--state-file``). Every command takes
+``--json``; errors are one line on stderr and exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from costtrack_service.catalogue import CatalogueError, check_catalogue, load_raw
+from costtrack_service.domain.cost import RATE_NAMES
+from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.keys import KEY_TRANSITIONS, KeyRecord
+from costtrack_service.domain.pricing import (
+    PricingEntry,
+    format_timestamp,
+    model_key,
+    parse_entry,
+    parse_timestamp,
+)
+from costtrack_service.domain.quota import FREE, INACTIVE, PAID, PLAN_STATUSES, TIERS, WorkspaceState, billing_period
+from costtrack_service.domain.source import Source
+from costtrack_service.domain.usage import DIMENSIONS, summarize
+from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS
+from costtrack_service.local.stack import DEFAULT_STATE_FILE
+from costtrack_service.store import DynamoStore, dynamodb_client
+from costtrack_service.tables import TABLES, TableNames
+
+DEFAULT_INCLUDED = {FREE: 1_000, PAID: 100_000}
+STACK_OUTPUTS = {spec.name: f"{spec.name.capitalize()}TableName" for spec in TABLES}
+
+
+class AdminError(Exception):
+    """A problem to report in one line."""
+
+
+# -- targets ------------------------------------------------------------------------------
+
+
+def resolve_store(args: argparse.Namespace, cloudformation: Any = None) -> DynamoStore:
+    if args.stack:
+        return _store_from_stack(args.stack, args.region, cloudformation)
+    if args.endpoint_url:
+        host = urlsplit(args.endpoint_url).hostname or ""
+        # A local DynamoDB accepts any credentials; don't make people invent some.
+        credentials = LOCAL_CREDENTIALS if host in ("127.0.0.1", "localhost", "::1") else None
+        client = dynamodb_client(args.endpoint_url, args.region, credentials)
+        return DynamoStore(client, TableNames.with_prefix(args.table_prefix or "costtrack-"))
+    state_file = Path(args.state_file) if args.state_file else DEFAULT_STATE_FILE
+    if not state_file.is_file():
+        raise AdminError(
+            f"no target: {state_file} does not exist. Start the local stack (make dev), "
+            "or pass --stack NAME or --endpoint-url URL."
+        )
+    state = json.loads(state_file.read_text())
+    client = dynamodb_client(state["dynamodb_endpoint"], args.region, LOCAL_CREDENTIALS)
+    return DynamoStore(client, TableNames.with_prefix(args.table_prefix or state["table_prefix"]))
+
+
+def _store_from_stack(stack: str, region: str | None, cloudformation: Any) -> DynamoStore:
+    import boto3
+
+    client = cloudformation or boto3.client("cloudformation", region_name=region)
+    try:
+        stacks = client.describe_stacks(StackName=stack)["Stacks"]
+    except ClientError as exc:
+        raise AdminError(f"cannot read stack {stack}: {exc.response['Error']['Message']}") from None
+    outputs = {output["OutputKey"]: output["OutputValue"] for output in stacks[0].get("Outputs", [])}
+    missing = [key for key in STACK_OUTPUTS.values() if key not in outputs]
+    if missing:
+        raise AdminError(f"stack {stack} has no output {', '.join(missing)}: is it a costtrack stack?")
+    tables = TableNames(**{name: outputs[key] for name, key in STACK_OUTPUTS.items()})
+    return DynamoStore(dynamodb_client(None, region), tables)
+
+
+# -- output -------------------------------------------------------------------------------
+
+
+def emit(args: argparse.Namespace, data: Any, human: Callable[[], str]) -> None:
+    if args.json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        print(human())
+
+
+def table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:
+    cells = [[str(cell) for cell in headers]] + [["" if cell is None else str(cell) for cell in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def workspace_dict(workspace: WorkspaceState) -> dict[str, Any]:
+    period = billing_period(datetime.now(UTC))
+    return {
+        "workspace_id": workspace.workspace_id,
+        "name": workspace.name,
+        "plan": {
+            "tier": workspace.tier,
+            "status": workspace.status,
+            "included_events": workspace.included_events,
+            "credits": workspace.credits,
+        },
+        "usage": {
+            "period": period,
+            "included_used": workspace.included_used_in(period),
+            "included_left": workspace.included_left(period),
+            "credits_used": workspace.credits_used_in(period),
+            "credits_left": workspace.credits,
+        },
+    }
+
+
+def key_dict(record: KeyRecord) -> dict[str, Any]:
+    return {
+        "key_id": record.key_id,
+        "workspace_id": record.workspace_id,
+        "name": record.name,
+        "prefix": record.display_prefix,
+        "state": record.state.value,
+        "bound": str(record.bound) if record.bound else None,
+        "created_at": record.created_at,
+        "last_used_at": record.last_used_at,
+    }
+
+
+def describe_workspace(data: dict[str, Any]) -> str:
+    plan, usage = data["plan"], data["usage"]
+    return "\n".join(
+        [
+            f"workspace {data['workspace_id']} ({data['name']})",
+            f"  plan: {plan['tier']}, {plan['status']}, {plan['included_events']} included events a month",
+            f"  {usage['period']}: {usage['included_used']} included events used, {usage['included_left']} left; "
+            f"{usage['credits_used']} credits used, {usage['credits_left']} left",
+        ]
+    )
+
+
+# -- workspaces and plans -----------------------------------------------------------------
+
+
+def workspace_create(store: DynamoStore, args: argparse.Namespace) -> None:
+    included = args.included if args.included is not None else DEFAULT_INCLUDED[args.plan]
+    workspace = store.create_workspace(
+        args.name,
+        tier=args.plan,
+        included_events=included,
+        credits=args.credits,
+        status=INACTIVE if args.inactive else "active",
+    )
+    data = workspace_dict(workspace)
+    hint = "" if args.plan == PAID else "\nfree-plan keys need a binding: costtrack admin key create WS --bind p/m/f"
+    emit(args, data, lambda: describe_workspace(data) + hint)
+
+
+def _workspace(store: DynamoStore, workspace_id: str) -> WorkspaceState:
+    workspace = store.get_workspace(workspace_id, consistent=True)
+    if workspace is None:
+        raise AdminError(f"no workspace {workspace_id}")
+    return workspace
+
+
+def workspace_show(store: DynamoStore, args: argparse.Namespace) -> None:
+    data = workspace_dict(_workspace(store, args.workspace))
+    data["keys"] = [key_dict(key) for key in store.list_keys(args.workspace)]
+    emit(args, data, lambda: describe_workspace(data) + f"\n  keys: {len(data['keys'])}")
+
+
+def workspace_list(store: DynamoStore, args: argparse.Namespace) -> None:
+    data = [workspace_dict(workspace) for workspace in store.list_workspaces()]
+    rows = [
+        (
+            w["workspace_id"],
+            w["name"],
+            w["plan"]["tier"],
+            w["plan"]["status"],
+            w["usage"]["included_used"],
+            w["plan"]["included_events"],
+            w["plan"]["credits"],
+        )
+        for w in data
+    ]
+    emit(args, data, lambda: table(rows, ["workspace", "name", "tier", "status", "used", "included", "credits"]))
+
+
+def plan_set(store: DynamoStore, args: argparse.Namespace) -> None:
+    if args.tier is None and args.status is None and args.included is None:
+        raise AdminError("nothing to change: give --tier, --status and/or --included")
+    workspace = store.update_plan(args.workspace, tier=args.tier, status=args.status, included_events=args.included)
+    data = workspace_dict(workspace)
+    note = ""
+    if args.tier == FREE:
+        unbound = [key.key_id for key in store.list_keys(args.workspace) if key.bound is None]
+        if unbound:
+            note = f"\nnote: {len(unbound)} key(s) have no binding; on a free plan their events are hidden"
+    emit(args, data, lambda: describe_workspace(data) + note)
+
+
+def plan_add_credits(store: DynamoStore, args: argparse.Namespace) -> None:
+    if args.credits <= 0:
+        raise AdminError("credits to add must be a positive number")
+    data = workspace_dict(store.update_plan(args.workspace, add_credits=args.credits))
+    emit(args, data, lambda: describe_workspace(data))
+
+
+def plan_usage(store: DynamoStore, args: argparse.Namespace) -> None:
+    data = workspace_dict(_workspace(store, args.workspace))
+    emit(args, data, lambda: describe_workspace(data))
+
+
+# -- keys ---------------------------------------------------------------------------------
+
+
+def key_create(store: DynamoStore, args: argparse.Namespace) -> None:
+    workspace = _workspace(store, args.workspace)
+    bound = None
+    if args.bind:
+        try:
+            bound = Source.parse(args.bind)
+        except ValueError as exc:
+            raise AdminError(f"--bind: {exc}") from None
+    if workspace.tier == FREE and bound is None:
+        raise AdminError("free-plan keys must be bound to one source: --bind provider/model/feature")
+    secret, record = store.create_key(workspace.workspace_id, bound=bound, name=args.name)
+    data = {**key_dict(record), "api_key": secret}
+    emit(
+        args,
+        data,
+        lambda: (
+            f"{secret}\n\nkey {record.key_id} for {workspace.workspace_id}"
+            + (f", bound to {bound}" if bound else "")
+            + "\nThe key is shown once and stored only as a hash: keep it now."
+        ),
+    )
+
+
+def key_list(store: DynamoStore, args: argparse.Namespace) -> None:
+    _workspace(store, args.workspace)
+    data = [key_dict(key) for key in store.list_keys(args.workspace)]
+    rows = [
+        (k["key_id"], k["prefix"], k["state"], k["bound"] or "-", k["created_at"], k["last_used_at"] or "never")
+        for k in data
+    ]
+    emit(args, data, lambda: table(rows, ["key", "prefix", "state", "bound", "created", "last used"]))
+
+
+def key_change(store: DynamoStore, args: argparse.Namespace) -> None:
+    record = store.find_key(args.workspace, args.key_id)
+    if record is None:
+        raise AdminError(f"no key {args.key_id} in workspace {args.workspace}")
+    changed = store.change_key_state(record.key_hash, args.action)
+    data = key_dict(changed)
+    emit(args, data, lambda: f"key {changed.key_id} is now {changed.state.value}")
+
+
+# -- pricing ------------------------------------------------------------------------------
+
+
+def _entry_dict(entry: PricingEntry) -> dict[str, Any]:
+    return entry.to_mapping()
+
+
+def pricing_import(store: DynamoStore, args: argparse.Namespace) -> None:
+    path = Path(args.file) if args.file else None
+    try:
+        entries = check_catalogue(load_raw(path))
+    except CatalogueError as exc:
+        raise AdminError(str(exc)) from None
+    added = sum(store.put_pricing_entry(entry) for entry in entries)
+    data = {
+        "source": str(path) if path else "bundled",
+        "entries": len(entries),
+        "added": added,
+        "unchanged": len(entries) - added,
+    }
+    emit(args, data, lambda: f"imported {data['source']} catalogue: {added} added, {data['unchanged']} already present")
+
+
+def pricing_list(store: DynamoStore, args: argparse.Namespace) -> None:
+    now = datetime.now(UTC)
+    entries = [e for e in store.list_pricing_entries() if not args.provider or e.provider == args.provider.lower()]
+    if not args.all:
+        entries = [entry for entry in entries if entry.in_force_at(now)]
+    data = [_entry_dict(entry) for entry in entries]
+    rows = [
+        (
+            f"{e['provider']}/{e['model']}",
+            e["rates"]["input"],
+            e["rates"]["output"],
+            e["rates"]["cached_input"],
+            "yes" if e["tiers"] else "",
+            e["effective_from"][:10],
+            e["status"],
+        )
+        for e in data
+    ]
+    emit(args, data, lambda: table(rows, ["model", "input", "output", "cached", "tiers", "from", "status"]))
+
+
+def _split_model(text: str) -> tuple[str, str]:
+    provider, sep, model = text.partition("/")
+    if not sep or not provider.strip() or not model.strip():
+        raise AdminError(f"expected provider/model, got {text!r}")
+    return provider, model
+
+
+def pricing_show(store: DynamoStore, args: argparse.Namespace) -> None:
+    provider, model = _split_model(args.model)
+    entries = store.get_pricing_entries(provider, model)
+    if not entries:
+        raise AdminError(f"no pricing for {model_key(provider, model).replace('#', '/')} (nor an alias of that name)")
+    data = [_entry_dict(entry) for entry in sorted(entries, key=lambda entry: entry.effective_from)]
+
+    def human() -> str:
+        lines = []
+        for entry in data:
+            period = f"{entry['effective_from']} → {entry['effective_to'] or 'open'}"
+            rates = ", ".join(f"{name} {value}" for name, value in entry["rates"].items())
+            lines.append(f"{entry['provider']}/{entry['model']}  {period}  [{entry['status']}]  {entry['id']}")
+            lines.append(f"  rates per 1M: {rates}")
+            for tier in entry["tiers"]:
+                above = tier["above_prompt_tokens"]
+                lines.append(f"  above {above} prompt tokens: input {tier['input']}, output {tier['output']}")
+            lines.append(
+                f"  prompt_includes_cached={entry['prompt_includes_cached']} "
+                f"completion_includes_reasoning={entry['completion_includes_reasoning']}"
+            )
+            if entry["aliases"]:
+                lines.append(f"  aliases: {', '.join(entry['aliases'])}")
+        return "\n".join(lines)
+
+    emit(args, data, human)
+
+
+def _parse_tier(text: str) -> dict[str, Any]:
+    """``200000:input=2.5,output=15,cached_input=0.25``"""
+    threshold, _, rates = text.partition(":")
+    try:
+        tier: dict[str, Any] = {"above_prompt_tokens": int(threshold)}
+        for pair in rates.split(","):
+            name, _, value = pair.partition("=")
+            tier[name.strip()] = value.strip()
+    except ValueError:
+        raise AdminError(f"--tier: expected THRESHOLD:input=X,output=Y[,...], got {text!r}") from None
+    return tier
+
+
+def pricing_add(store: DynamoStore, args: argparse.Namespace) -> None:
+    if args.file:
+        raw = json.loads(Path(args.file).read_text())
+    else:
+        if not args.model or args.input is None or args.output is None or not args.effective_from:
+            raise AdminError("give provider/model, --effective-from, --input and --output (or --file entry.json)")
+        provider, model = _split_model(args.model)
+        previous = sorted(store.get_pricing_entries(provider, model), key=lambda entry: entry.effective_from)
+        last = previous[-1] if previous and previous[-1].key == model_key(provider, model) else None
+
+        def flag(value: bool | None, name: str) -> bool:
+            if value is not None:
+                return value
+            if last is None:
+                raise AdminError(f"a new model needs --{name.replace('_', '-')} or --no-{name.replace('_', '-')}")
+            return bool(getattr(last.pricing, name))
+
+        rates = {name: getattr(args, name) for name in RATE_NAMES if getattr(args, name) is not None}
+        raw = {
+            "provider": provider,
+            "model": model,
+            # A price change keeps the model's aliases, flags and source unless told otherwise.
+            "aliases": args.alias or (list(last.aliases) if last else []),
+            "effective_from": args.effective_from,
+            "rates": rates,
+            "tiers": [_parse_tier(text) for text in args.tier or ()],
+            "prompt_includes_cached": flag(args.prompt_includes_cached, "prompt_includes_cached"),
+            "completion_includes_reasoning": flag(args.completion_includes_reasoning, "completion_includes_reasoning"),
+            "source": args.source or (last.source if last else None),
+        }
+    try:
+        entry = parse_entry({**raw, "id": raw.get("id") or None})
+    except ValueError as exc:
+        raise AdminError(str(exc)) from None
+    closed = store.add_pricing_entry(entry)
+    data = {"added": _entry_dict(entry), "closed": _entry_dict(closed) if closed else None}
+    emit(
+        args,
+        data,
+        lambda: (
+            f"added {entry.entry_id}"
+            + (f"\nclosed {closed.entry_id} at {format_timestamp(entry.effective_from)}" if closed else "")
+        ),
+    )
+
+
+def pricing_retire(store: DynamoStore, args: argparse.Namespace) -> None:
+    provider, model = _split_model(args.model)
+    at = parse_timestamp(args.at) if args.at else datetime.now(UTC)
+    retired = store.retire_pricing_entry(provider, model, at)
+    data = _entry_dict(retired)
+    emit(
+        args, data, lambda: f"retired {retired.entry_id} from {format_timestamp(at)}: new events price as unknown_model"
+    )
+
+
+# -- usage --------------------------------------------------------------------------------
+
+
+def _day_bounds(start: str | None, end: str | None) -> tuple[str, str]:
+    """Inclusive dates (or instants) → a half-open ``[since, until)`` of ISO instants. The
+    default is the current month."""
+    now = datetime.now(UTC)
+    since = parse_timestamp(start) if start else now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    if end:
+        until = parse_timestamp(end)
+        if len(end.strip()) == 10:  # a bare date includes that whole day
+            until += timedelta(days=1)
+    else:
+        until = now + timedelta(seconds=1)
+    if until <= since:
+        raise AdminError("--to must be after --from")
+    return format_timestamp(since), format_timestamp(until)
+
+
+def usage(store: DynamoStore, args: argparse.Namespace) -> None:
+    _workspace(store, args.workspace)
+    since, until = _day_bounds(args.from_, args.to)
+    report = summarize(store.iter_events(args.workspace, since, until), args.by)
+    data = {"workspace_id": args.workspace, "from": since, "to": until, **report.to_dict()}
+
+    def human() -> str:
+        totals = data["totals"]
+        rows = [(group["key"], group["events"], group["tokens"], group["cost"]) for group in data["groups"]]
+        lines = [
+            f"usage of {args.workspace} from {since} to {until}, by {args.by}",
+            table(rows, [args.by, "events", "tokens", "cost (USD)"]),
+            f"total: {totals['events']} events, {totals['tokens']} tokens, {totals['cost']} USD",
+        ]
+        if totals["unknown_model_events"]:
+            lines.append(f"{totals['unknown_model_events']} events had no pricing entry (unknown_model) and cost 0")
+        for reason, hidden in data["hidden"].items():
+            lines.append(
+                f"{hidden['events']} events hidden: {reason} ({hidden['tokens']} tokens, {hidden['cost']} USD, counted "
+                "against the allowance but not shown; check the free key's provider/model/feature binding)"
+            )
+        return "\n".join(lines)
+
+    emit(args, data, human)
+
+
+# -- parser -------------------------------------------------------------------------------
+
+
+def _target_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    target = common.add_argument_group("target")
+    target.add_argument("--state-file", help=f"local stack state file (default {DEFAULT_STATE_FILE})")
+    target.add_argument("--endpoint-url", help="a DynamoDB endpoint, e.g. http://127.0.0.1:8000")
+    target.add_argument("--table-prefix", help="table name prefix with --endpoint-url (default costtrack-)")
+    target.add_argument("--stack", help="a deployed costtrack SAM stack: table names from its outputs")
+    target.add_argument("--region", help="AWS region (default: the environment's)")
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+    return common
+
+
+def add_admin_parser(commands: Any) -> None:
+    common = _target_options()
+    admin = commands.add_parser("admin", help="operate costtrack: workspaces, plans, keys, pricing, usage")
+    groups = admin.add_subparsers(dest="group", required=True, metavar="{workspace,plan,key,pricing,usage}")
+
+    def command(parent: Any, name: str, handler: Callable[[DynamoStore, argparse.Namespace], None], help_: str) -> Any:
+        parser = parent.add_parser(name, parents=[common], help=help_, description=help_)
+        parser.set_defaults(run=run_admin, handler=handler)
+        return parser
+
+    workspace = groups.add_parser("workspace", help="create, show and list workspaces").add_subparsers(
+        dest="action", required=True
+    )
+    create = command(workspace, "create", workspace_create, "create a workspace")
+    create.add_argument("name")
+    create.add_argument("--plan", choices=TIERS, required=True)
+    create.add_argument("--included", type=int, help="included events per month (default free 1000, paid 100000)")
+    create.add_argument("--credits", type=int, default=0, help="pay-per-event credits (paid plans)")
+    create.add_argument("--inactive", action="store_true", help="create with an inactive plan")
+    command(workspace, "show", workspace_show, "show a workspace, its plan, this month's usage and keys").add_argument(
+        "workspace"
+    )
+    command(workspace, "list", workspace_list, "list workspaces")
+
+    plan = groups.add_parser("plan", help="change a plan, add credits, show usage").add_subparsers(
+        dest="action", required=True
+    )
+    set_plan = command(plan, "set", plan_set, "set a workspace's tier, status or included events")
+    set_plan.add_argument("workspace")
+    set_plan.add_argument("--tier", choices=TIERS)
+    set_plan.add_argument("--status", choices=PLAN_STATUSES)
+    set_plan.add_argument("--included", type=int, help="included events per month")
+    credits = command(plan, "add-credits", plan_add_credits, "add pay-per-event credits")
+    credits.add_argument("workspace")
+    credits.add_argument("credits", type=int)
+    command(plan, "usage", plan_usage, "this month's included events and credits, used and left").add_argument(
+        "workspace"
+    )
+
+    key = groups.add_parser("key", help="create, list, deactivate, reactivate, revoke keys").add_subparsers(
+        dest="action", required=True
+    )
+    create_key = command(key, "create", key_create, "create an ingestion key (the secret is printed once)")
+    create_key.add_argument("workspace")
+    create_key.add_argument("--bind", metavar="PROVIDER/MODEL/FEATURE", help="required for free-plan workspaces")
+    create_key.add_argument("--name", help="a label for the key")
+    command(key, "list", key_list, "list a workspace's keys (never the secrets)").add_argument("workspace")
+    for action in KEY_TRANSITIONS:
+        change = command(key, action, key_change, f"{action} a key")
+        change.add_argument("workspace")
+        change.add_argument("key_id")
+        change.set_defaults(action=action)
+
+    pricing = groups.add_parser("pricing", help="import, list, show, add and retire prices").add_subparsers(
+        dest="action", required=True
+    )
+    command(pricing, "import", pricing_import, "import the bundled catalogue or a file (idempotent)").add_argument(
+        "file", nargs="?", help="a catalogue JSON file (default: the bundled catalogue)"
+    )
+    listing = command(pricing, "list", pricing_list, "list the entries in force now")
+    listing.add_argument("--provider")
+    listing.add_argument("--all", action="store_true", help="include closed and retired entries")
+    command(pricing, "show", pricing_show, "show a model's entries over time").add_argument(
+        "model", metavar="PROVIDER/MODEL"
+    )
+    add = command(
+        pricing, "add", pricing_add, "start a new price for a model; the previous entry closes at the same instant"
+    )
+    add.add_argument("model", nargs="?", metavar="PROVIDER/MODEL")
+    add.add_argument("--file", help="an entry as JSON (catalogue form) instead of the options")
+    add.add_argument("--effective-from", help="ISO date or instant (UTC when no offset)")
+    for name in RATE_NAMES:
+        add.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar="USD", help=f"{name} rate per 1M tokens")
+    add.add_argument("--tier", action="append", metavar="N:input=X,output=Y", help="rates above N prompt tokens")
+    add.add_argument("--alias", action="append", help="an exact alias (repeatable; default: the model's current ones)")
+    for flag in ("prompt-includes-cached", "completion-includes-reasoning"):
+        add.add_argument(f"--{flag}", action=argparse.BooleanOptionalAction, default=None)
+    add.add_argument("--source", help="URL of the published price")
+    retire = command(pricing, "retire", pricing_retire, "stop pricing a model (new events become unknown_model)")
+    retire.add_argument("model", metavar="PROVIDER/MODEL")
+    retire.add_argument("--at", help="ISO instant (default now)")
+
+    report = groups.add_parser("usage", parents=[common], help="events, tokens and cost over a date range")
+    report.set_defaults(run=run_admin, handler=usage)
+    report.add_argument("--workspace", required=True)
+    report.add_argument("--from", dest="from_", metavar="DATE", help="first day (default: this month)")
+    report.add_argument("--to", metavar="DATE", help="last day, inclusive (default: now)")
+    report.add_argument("--by", choices=list(DIMENSIONS), default="feature")
+
+
+def run_admin(args: argparse.Namespace, cloudformation: Any = None) -> int:
+    try:
+        store = resolve_store(args, cloudformation)
+        args.handler(store, args)
+    except (AdminError, ApiError) as exc:
+        message = exc.message if isinstance(exc, ApiError) else str(exc)
+        print(f"costtrack admin: {message}", file=sys.stderr)
+        return 1
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        hint = (
+            " (are the tables there? run make dev, or check --stack/--table-prefix)"
+            if error.get("Code") == "ResourceNotFoundException"
+            else ""
+        )
+        print(f"costtrack admin: DynamoDB said {error.get('Code')}: {error.get('Message')}{hint}", file=sys.stderr)
+        return 1
+    except BotoCoreError as exc:
+        print(f"costtrack admin: cannot reach DynamoDB: {exc} (is make dev running?)", file=sys.stderr)
+        return 1
+    return 0
