@@ -2,7 +2,8 @@
 #
 #   make dev     run the local stack (DynamoDB Local + the API on http://127.0.0.1:3000)
 #   make test    install what is missing, then run every test: lint, service, both SDKs, template
-#   make lint    ruff, mypy and the SAM template checks only
+#   make lint    ruff, mypy, the SAM template checks and sam build
+#   make build   sam build only
 #
 # Tools are installed into the project: .venv (service, uv-managed), .costtrack/tools (uv,
 # SAM CLI), node_modules (DynamoDB Local), sdk/node/node_modules. Nothing global is touched.
@@ -29,12 +30,13 @@ export SAM_CLI_TELEMETRY := 0
 export UV_PYTHON_DOWNLOADS := automatic
 PYTEST := $(ROOT)/scripts/pytest-run
 
-.PHONY: help dev test lint test-service test-sdk-python test-sdk-node lint-template deps clean
+.PHONY: help dev test lint build test-service test-sdk-python test-sdk-node lint-template deps clean
 
 help:
 	@echo "make dev    - run the local stack on http://127.0.0.1:3000 (Ctrl-C stops it)"
 	@echo "make test   - install what is missing and run every test"
-	@echo "make lint   - ruff, mypy, SAM template checks"
+	@echo "make lint   - ruff, mypy, SAM template checks and sam build"
+	@echo "make build  - sam build (functions and both SDK layers) into .aws-sam/build"
 
 # -- installs ----------------------------------------------------------------------------
 
@@ -74,9 +76,16 @@ lint: .venv/.synced lint-template
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy
 
+# Offline: no AWS account or credentials needed (PyPI and npm are, for the layers).
 lint-template: .venv/.synced $(SAM)
 	.venv/bin/cfn-lint template.yaml
 	"$(SAM)" validate --lint --template template.yaml
+	@$(MAKE) build
+
+# sam build: the functions, the Python SDK layer and the Node SDK layer into .aws-sam/build.
+# SAM looks for python3.13 on PATH; the layer recipes use this project's uv and npm.
+build: $(SAM)
+	PATH="$(dir $(SERVICE_PYTHON)):$$PATH" UV="$(UV)" "$(SAM)" build --template template.yaml
 
 test-service: deps
 	"$(PYTEST)" .venv/bin/pytest tests -n 2 --dist loadfile -q -p no:cacheprovider

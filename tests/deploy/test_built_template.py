@@ -1,0 +1,262 @@
+"""What `sam build` produces, checked offline: the tables equal the local stack's definitions,
+each function's IAM policy grants exactly the DynamoDB calls its code makes, the SDK layers
+have Lambda's layout, and the built ingestion function runs with nothing but the Lambda
+runtime's own packages plus its layers."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import yaml
+from moto import mock_aws
+
+from costtrack_service.catalogue import bundled_entries
+from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.ingestion import IngestRequest, IngestService
+from costtrack_service.domain.quota import PAID
+from costtrack_service.store import DynamoStore
+from costtrack_service.tables import TABLES, TableNames
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / ".aws-sam" / "build"
+SAM = ROOT / ".costtrack" / "tools" / "sam" / "bin" / "sam"
+SOURCES = [ROOT / "template.yaml", ROOT / "functions", ROOT / "sdk" / "python" / "src", ROOT / "sdk" / "node" / "src"]
+LOGICAL_TABLES = {spec.name: f"{spec.name.capitalize()}Table" for spec in TABLES}
+
+
+class CloudFormationLoader(yaml.SafeLoader):
+    """YAML with CloudFormation's short tags (!Ref, !GetAtt, !Sub ...) read as their long form."""
+
+
+def _intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+    name = "Ref" if suffix == "Ref" else f"Fn::{suffix}"
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+        if suffix == "GetAtt":
+            value = value.split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    return {name: value}
+
+
+CloudFormationLoader.add_multi_constructor("!", _intrinsic)
+
+
+def newest_source_change() -> float:
+    return max(path.stat().st_mtime for source in SOURCES if source.exists() for path in [source, *source.rglob("*")])
+
+
+@pytest.fixture(scope="module")
+def built() -> dict[str, Any]:
+    """The built template; `sam build` runs first when the build is missing or stale."""
+    template = BUILD / "template.yaml"
+    if not template.exists() or template.stat().st_mtime < newest_source_change():
+        if not SAM.exists():
+            pytest.fail("SAM CLI is not installed: run `make lint-template` (make test does)")
+        python = subprocess.run([ROOT / "scripts" / "find-python", "3.13", "3.12"], capture_output=True, text=True)
+        uv = shutil.which("uv") or str(ROOT / ".costtrack" / "tools" / "bin" / "uv")
+        env = {**os.environ, "SAM_CLI_TELEMETRY": "0", "UV": uv}
+        env["PATH"] = f"{Path(python.stdout.strip()).parent}{os.pathsep}{env['PATH']}"
+        subprocess.run([SAM, "build"], cwd=ROOT, env=env, check=True, capture_output=True)
+    document: dict[str, Any] = yaml.load(template.read_text(), Loader=CloudFormationLoader)  # noqa: S506 - SafeLoader subclass
+    return document
+
+
+def resources(built: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {name: res for name, res in built["Resources"].items() if res["Type"] == kind}
+
+
+# -- tables -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", TABLES, ids=lambda spec: spec.name)
+def test_deployed_tables_equal_the_local_definitions(built: dict[str, Any], spec: Any) -> None:
+    properties = built["Resources"][LOGICAL_TABLES[spec.name]]["Properties"]
+    expected = spec.create_table_kwargs("unused")
+    assert properties["BillingMode"] == expected["BillingMode"] == "PAY_PER_REQUEST"
+    assert properties["KeySchema"] == expected["KeySchema"]
+    assert sorted(properties["AttributeDefinitions"], key=str) == sorted(expected["AttributeDefinitions"], key=str)
+    assert properties.get("GlobalSecondaryIndexes", []) == expected.get("GlobalSecondaryIndexes", [])
+    ttl = properties.get("TimeToLiveSpecification")
+    assert (ttl["AttributeName"] if ttl else None) == spec.ttl_attribute
+    assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert properties["DeletionProtectionEnabled"] == {"Ref": "TableDeletionProtection"}
+
+
+def test_every_table_is_an_output_for_costtrack_admin(built: dict[str, Any]) -> None:
+    for spec in TABLES:
+        output = built["Outputs"][f"{spec.name.capitalize()}TableName"]
+        assert output["Value"] == {"Ref": LOGICAL_TABLES[spec.name]}
+
+
+# -- least privilege ----------------------------------------------------------------------
+
+
+def granted(function: dict[str, Any]) -> dict[str, set[str]]:
+    """{logical table name: {dynamodb:Action}} from a function's inline policies."""
+    grants: dict[str, set[str]] = defaultdict(set)
+    for policy in function["Properties"]["Policies"]:
+        for statement in policy["Statement"]:
+            assert statement["Effect"] == "Allow"
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            targets = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            for target in targets:
+                assert isinstance(target, dict) and "Fn::GetAtt" in target, f"no wildcard resources: {target}"
+                logical, attribute = target["Fn::GetAtt"]
+                assert attribute == "Arn"
+                for action in actions:
+                    assert "*" not in action
+                    grants[logical].add(action)
+    return grants
+
+
+@pytest.fixture(scope="module")
+def ingestion_calls() -> dict[str, set[str]]:
+    """The DynamoDB actions the ingestion path really performs, per logical table: recorded
+    from botocore while accepting, replaying, refusing and re-checking events on moto."""
+    calls: dict[str, set[str]] = defaultdict(set)
+    names = TableNames.with_prefix("iam-")
+    logical = {names.of(spec): LOGICAL_TABLES[spec.name] for spec in TABLES}
+
+    def record(params: dict[str, Any], model: Any, **_: Any) -> None:
+        operation = model.name
+        if operation == "TransactWriteItems":
+            for item in params["TransactItems"]:
+                ((kind, body),) = item.items()
+                action = {"Put": "PutItem", "Update": "UpdateItem", "ConditionCheck": "ConditionCheckItem"}[kind]
+                calls[logical[body["TableName"]]].add(f"dynamodb:{action}")
+        elif "TableName" in params:
+            calls[logical[params["TableName"]]].add(f"dynamodb:{operation}")
+
+    with mock_aws():
+        admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
+        admin.ensure_tables()
+        for entry in bundled_entries()[:5]:
+            admin.put_pricing_entry(entry)
+        workspace = admin.create_workspace("iam", tier=PAID, included_events=1)
+        secret, _ = admin.create_key(workspace.workspace_id)
+
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.meta.events.register("provide-client-params.dynamodb.*", record)
+        service = IngestService(DynamoStore(client, names))
+
+        def send(key: str) -> None:
+            body = json.dumps({"provider": "openai", "model": "gpt-5-2025-08-07", "prompt_tokens": 5}).encode()
+            with contextlib.suppress(ApiError):  # refusals are part of the path being recorded
+                service.ingest(IngestRequest({"authorization": f"Bearer {secret}", "idempotency-key": key}, body))
+
+        for key in ("a", "a", "b", "a"):  # accept, replay, refuse (quota), replay at exhaustion
+            send(key)
+    return calls
+
+
+def test_ingestion_policy_grants_exactly_what_the_code_uses(
+    built: dict[str, Any], ingestion_calls: dict[str, set[str]]
+) -> None:
+    grants = granted(built["Resources"]["IngestFunction"])
+    assert dict(grants) == dict(ingestion_calls)
+    everything = set().union(*grants.values())
+    assert not everything & {"dynamodb:Scan", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
+
+
+def test_no_function_has_managed_or_wildcard_policies(built: dict[str, Any]) -> None:
+    for name, function in resources(built, "AWS::Serverless::Function").items():
+        for policy in function["Properties"].get("Policies", []):
+            assert isinstance(policy, dict) and "Statement" in policy, f"{name}: only inline statements"
+        granted(function)  # asserts: no wildcard actions or resources
+
+
+# -- layers and the built function ---------------------------------------------------------
+
+
+def test_python_layer_layout(built: dict[str, Any]) -> None:
+    layer = BUILD / "CostTrackPythonLayer" / "python"
+    assert (layer / "costtrack" / "__init__.py").is_file()
+    assert (layer / "costtrack" / "validation.py").is_file()
+    assert (layer / "httpx").is_dir()
+    assert (layer / "exceptiongroup").is_dir()  # resolved for python3.9, the oldest runtime
+    assert built["Resources"]["CostTrackPythonLayer"]["Metadata"]["BuildMethod"] == "makefile"
+
+
+def test_node_layer_layout_and_both_module_systems(built: dict[str, Any]) -> None:
+    package_dir = BUILD / "CostTrackNodeLayer" / "nodejs" / "node_modules" / "costtrack"
+    package = json.loads((package_dir / "package.json").read_text())
+    assert package["name"] == "costtrack" and not package.get("dependencies")
+    node_path = package_dir.parents[1]
+    script = (
+        "const c = require('costtrack'); "
+        "import('costtrack').then(m => { if (typeof c.Tracker !== 'function' || typeof m.Tracker !== 'function') "
+        "process.exit(1); });"
+    )
+    result = subprocess.run(["node", "-e", script], cwd=node_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
+
+
+def test_built_function_runs_with_only_the_runtime_and_its_layers(
+    built: dict[str, Any], local_stack: Any, tmp_path: Path
+) -> None:
+    """The Lambda python3.13 runtime brings boto3; Powertools comes from its public layer and
+    costtrack from ours. Nothing else is importable here, as in Lambda."""
+    import aws_lambda_powertools
+    import boto3 as boto3_module
+
+    site = Path(boto3_module.__file__).parents[1]
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    for name in (*RUNTIME_PACKAGES, "aws_lambda_powertools", "typing_extensions"):
+        for candidate in (site / name, site / f"{name}.py"):
+            if candidate.exists():
+                (runtime / candidate.name).symlink_to(candidate)
+    assert (runtime / Path(aws_lambda_powertools.__file__).parent.name).exists()
+
+    key = local_stack.state["workspaces"]["paid"]["api_key"]
+    event = json.loads((ROOT / "events" / "post-event.json").read_text())
+    event["headers"]["authorization"] = f"Bearer {key}"
+    event["headers"]["idempotency-key"] = f"built-{tmp_path.name}"
+    paths = [BUILD / "IngestFunction", BUILD / "CostTrackPythonLayer" / "python", runtime]
+    script = f"""
+import json, sys
+sys.path[:0] = {[str(path) for path in paths]!r}
+from costtrack_service.handlers.ingest import handler
+from costtrack_service.local.server import LambdaContext
+result = handler(json.loads(sys.stdin.read()), LambdaContext("costtrack-ingest"))
+print(json.dumps(result))
+assert "httpx" not in sys.modules, "the service must not load the SDK's HTTP client"
+"""
+    env = {
+        "PATH": os.environ["PATH"],
+        "AWS_ACCESS_KEY_ID": "local",
+        "AWS_SECRET_ACCESS_KEY": "local",
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL_DYNAMODB": local_stack.state["dynamodb_endpoint"],
+        "COSTTRACK_TABLE_PREFIX": local_stack.table_prefix,
+        "POWERTOOLS_METRICS_DISABLED": "true",
+    }
+    # -I: isolated (no user site, no PYTHONPATH), -S: no site-packages at all.
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", script],
+        input=json.dumps(event),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    response = json.loads(result.stdout.strip().splitlines()[-1])
+    assert response["statusCode"] == 200, response
+    assert json.loads(response["body"])["cost"] == "0.0335"
