@@ -28,7 +28,7 @@ def event_from(payload: Any) -> Any:
 @pytest.mark.parametrize("case", vectors_for("service"), ids=lambda case: case["name"])
 def test_shared_validation_vectors(case: dict[str, Any]) -> None:
     """The same cases the Python and Node SDKs run: the three implementations agree."""
-    body = json.dumps(case["event"], ensure_ascii=False).encode("utf-8")
+    body = json.dumps(case["event"]).encode("ascii")  # escapes, as a client may send (even lone surrogates)
     if case["valid"]:
         validated = validate(parse_body(body))
         for name, value in case.get("expect", {}).items():

@@ -1,6 +1,64 @@
-"""costtrack: exact cost tracking for language-model calls."""
+"""costtrack: exact cost tracking for language-model calls.
+
+    import costtrack
+
+    tracker = costtrack.Tracker(api_key=os.environ["COSTTRACK_API_KEY"])
+    tracker.track({"provider": "openai", "model": "gpt-5", "prompt_tokens": 1200, "completion_tokens": 300})
+
+Names are loaded on first use: ``import costtrack`` (and ``costtrack.validation``, which the
+service imports in AWS Lambda) stays cheap, and httpx is only imported by the delivery thread.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, List
 
 from costtrack._version import __version__
-from costtrack.validation import EventValidationError, FieldError, validate_event
 
-__all__ = ["EventValidationError", "FieldError", "__version__", "validate_event"]
+if TYPE_CHECKING:
+    from costtrack import providers
+    from costtrack._event import TrackEvent
+    from costtrack._lambda import flush_after
+    from costtrack._tracker import Tracker
+    from costtrack._warnings import ConfigurationError, TrackerWarning
+    from costtrack.validation import EventValidationError, FieldError, validate_event
+
+__all__ = [
+    "ConfigurationError",
+    "EventValidationError",
+    "FieldError",
+    "TrackEvent",
+    "Tracker",
+    "TrackerWarning",
+    "__version__",
+    "flush_after",
+    "providers",
+    "validate_event",
+]
+
+_HOMES = {
+    "ConfigurationError": "costtrack._warnings",
+    "EventValidationError": "costtrack.validation",
+    "FieldError": "costtrack.validation",
+    "TrackEvent": "costtrack._event",
+    "Tracker": "costtrack._tracker",
+    "TrackerWarning": "costtrack._warnings",
+    "flush_after": "costtrack._lambda",
+    "validate_event": "costtrack.validation",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "providers":
+        return importlib.import_module("costtrack.providers")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'costtrack' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,36 @@
+/** One problem with one field. `field` is the Node (camelCase) name, `metadata.feature`, or `body`. */
+export interface FieldError {
+  readonly field: string;
+  readonly message: string;
+}
+
+/**
+ * The event breaks one or more rules; `details` names every offending field at once.
+ * Delivered to `onError`, never thrown by `track()`.
+ */
+export class EventValidationError extends Error {
+  /** Same code the service uses for the same problem (CONTRACT.md §5). */
+  readonly code = "INVALID_PAYLOAD";
+  readonly details: readonly FieldError[];
+
+  constructor(details: readonly FieldError[]) {
+    super("Invalid event: " + details.map((d) => d.message).join("; "));
+    this.name = "EventValidationError";
+    this.details = Object.freeze(details.map((d) => Object.freeze({ field: d.field, message: d.message })));
+  }
+
+  /** The offending field names, in the order found. */
+  get fields(): string[] {
+    return this.details.map((d) => d.field);
+  }
+}
+
+/** A tracker option is unusable (for example a missing `apiKey`). Delivered to `onError`, never thrown. */
+export class ConfigurationError extends Error {
+  readonly code = "CONFIGURATION_ERROR";
+
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigurationError";
+  }
+}

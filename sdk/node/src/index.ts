@@ -1,0 +1,15 @@
+/**
+ * costtrack: exact cost tracking for language-model calls.
+ *
+ * ```ts
+ * import { Tracker } from "costtrack";
+ * const tracker = new Tracker({ apiKey: process.env.COSTTRACK_API_KEY });
+ * tracker.track({ provider: "openai", model: "gpt-5", promptTokens: 1200, completionTokens: 300 });
+ * ```
+ */
+export { Tracker } from "./tracker.js";
+export { withFlush, type WithFlushOptions } from "./lambda.js";
+export { EventValidationError, ConfigurationError, type FieldError } from "./errors.js";
+export { fromOpenAI, fromAnthropic, fromGemini, fromBedrockConverse } from "./providers.js";
+export type { TrackOptions, TrackerOptions, TrackerWarning, TrackerStats, CallStatus } from "./types.js";
+export { VERSION } from "./version.js";

@@ -1,0 +1,95 @@
+/** Values of the event's `status` field. They describe the model call, not the stored event. */
+export type CallStatus = "success" | "error" | "timeout" | "cancelled";
+
+/**
+ * One usage event, in Node casing (interface.md §2.1). `null` and `undefined` both mean
+ * "absent". Any other property (including the snake_case names Python uses) is ignored: never
+ * sent, never an error, and reported once per name through `onWarning` as `ignored_field`.
+ */
+export interface TrackOptions {
+  /** Provider id, lower-case by convention: `openai`, `anthropic`, `google`, `bedrock`, ... (at most 64 characters). */
+  provider: string;
+  /** Model id as the provider names it (at most 200 characters). */
+  model: string;
+  /** What the call was for. Takes precedence over `metadata.feature`; the service defaults it to `unknown`. */
+  feature?: string | null | undefined;
+  customerId?: string | null | undefined;
+  customerName?: string | null | undefined;
+  /** Defaults to the tracker's `environment` option, itself defaulting to `production`. */
+  environment?: string | null | undefined;
+  promptTokens?: number | null | undefined;
+  completionTokens?: number | null | undefined;
+  /** Computed by the service as prompt + completion + reasoning when absent. */
+  totalTokens?: number | null | undefined;
+  /**
+   * Leave this out when the provider already counts reasoning (thinking) tokens inside its output
+   * count (OpenAI, Anthropic, Bedrock): the same tokens must never be counted twice.
+   */
+  reasoningTokens?: number | null | undefined;
+  cachedInputTokens?: number | null | undefined;
+  cacheWriteTokens?: number | null | undefined;
+  latencyMs?: number | null | undefined;
+  /** Default `success`. */
+  status?: CallStatus | null | undefined;
+  /** A plain JSON object of at most 8192 bytes as `JSON.stringify` UTF-8. */
+  metadata?: Record<string, unknown> | null | undefined;
+}
+
+/**
+ * What `onWarning` receives. Codes:
+ * - the service's warning codes on an accepted event (`unknown_model`, `free_source_mismatch`,
+ *   `unknown_field`, `usage_inconsistent`, `missing_idempotency_key`), with `status` 200 and the
+ *   response body;
+ * - the service's error code when it rejects an event (`QUOTA_EXCEEDED`, `REVOKED_API_KEY`, ...,
+ *   or `HTTP_<status>` when the body names none), with `status` and `response`;
+ * - `NETWORK_ERROR` once the last attempt after connection errors, timeouts or 5xx has failed;
+ * - `queue_full` and `after_shutdown` for dropped events, with `count`;
+ * - `ignored_field` for a property the SDK ignored, once per name per tracker.
+ */
+export interface TrackerWarning {
+  code: string;
+  message: string;
+  /** The event's idempotency key, when the warning concerns one event. */
+  idempotencyKey?: string;
+  /** HTTP status of the response the warning comes from, when there was one. */
+  status?: number;
+  /** Parsed response body (or its text when it was not JSON). */
+  response?: unknown;
+  /** How many events a `queue_full` or `after_shutdown` warning stands for. */
+  count?: number;
+}
+
+export interface TrackerOptions {
+  /** Ingestion key. Missing or empty: reported to `onError` once, and the tracker does nothing. */
+  apiKey?: string | null | undefined;
+  /** Default: `process.env.COSTTRACK_BASE_URL`, else `http://127.0.0.1:3000`. */
+  baseUrl?: string | null | undefined;
+  /** Environment for events that name none. Default `production`. */
+  environment?: string | null | undefined;
+  /** Receives validation errors (`EventValidationError`) and configuration errors. */
+  onError?: ((error: Error) => void) | null | undefined;
+  /** Receives delivery failures and service warnings. Default: `console.warn`. */
+  onWarning?: ((warning: TrackerWarning) => void) | null | undefined;
+  /** `false`: nothing at all happens (no validation, no requests, no timers). Default `true`. */
+  enabled?: boolean | null | undefined;
+  /** Per-request timeout in milliseconds. Default 5000. */
+  timeoutMs?: number | null | undefined;
+  /** Retries after network errors, timeouts and 5xx. Default 3. */
+  maxRetries?: number | null | undefined;
+  /** Events held (queued, in flight or waiting to retry) before new ones are dropped. Default 10000. */
+  maxQueueSize?: number | null | undefined;
+}
+
+/** Counters since the tracker was created. */
+export interface TrackerStats {
+  /** Events accepted by `track()` and not yet delivered or given up. */
+  queued: number;
+  /** Events the service accepted. */
+  sent: number;
+  /** Retry attempts made. */
+  retried: number;
+  /** Events dropped because the queue was full, the tracker was shut down, or a shutdown deadline passed. */
+  dropped: number;
+  /** Events the service rejected, or that failed on their last attempt. */
+  failed: number;
+}

@@ -1,0 +1,91 @@
+// Test support: a real local HTTP server on a free port that records every request.
+import http from "node:http";
+
+/**
+ * Starts a sink on 127.0.0.1:<free port>. `respond(request, index)` returns
+ * `{ status, body, headers, delayMs }` or the string "hang" (never answer). Default: 200 with no
+ * warnings.
+ */
+export async function startServer(respond = () => ({ status: 200, body: accepted() })) {
+  const requests = [];
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      const text = Buffer.concat(chunks).toString("utf8");
+      let json;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+      const record = { method: req.method, url: req.url, headers: req.headers, text, json, at: Date.now() };
+      requests.push(record);
+      const answer = state.respond(record, requests.length - 1);
+      if (answer === "hang") return;
+      const body = answer.body === undefined ? "" : typeof answer.body === "string" ? answer.body : JSON.stringify(answer.body);
+      const send = () => {
+        res.writeHead(answer.status, { "content-type": "application/json", ...(answer.headers ?? {}) });
+        res.end(body);
+      };
+      if (answer.delayMs) setTimeout(send, answer.delayMs);
+      else send();
+    });
+  });
+  const state = { respond };
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    requests,
+    setRespond(fn) {
+      state.respond = fn;
+    },
+    async close() {
+      server.closeAllConnections?.();
+      await new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export function accepted(warnings = []) {
+  return {
+    event_id: "evt_1",
+    replayed: false,
+    cost: "0.0335",
+    currency: "USD",
+    pricing_status: "priced",
+    dashboard_visible: true,
+    visibility_reason: null,
+    warnings,
+  };
+}
+
+export function errorBody(code, message = code) {
+  return { error: { code, message, details: [] }, request_id: "req_1" };
+}
+
+/** A port nothing listens on (bound then released). */
+export async function closedPort() {
+  const server = http.createServer();
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export async function waitFor(predicate, timeoutMs = 5000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error("timed out waiting for condition");
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** Collects what a tracker reports. */
+export function collector() {
+  const errors = [];
+  const warnings = [];
+  return { errors, warnings, onError: (e) => errors.push(e), onWarning: (w) => warnings.push(w) };
+}

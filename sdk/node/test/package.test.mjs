@@ -1,0 +1,65 @@
+// The package as published: ESM and CommonJS entry points, the public surface, typings, and no
+// runtime dependencies.
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { readFileSync, readdirSync } from "node:fs";
+import { createRequire } from "node:module";
+import { test } from "node:test";
+
+import * as esm from "costtrack";
+
+const root = new URL("../", import.meta.url);
+const pkg = JSON.parse(readFileSync(new URL("package.json", root), "utf8"));
+const PUBLIC = [
+  "ConfigurationError",
+  "EventValidationError",
+  "Tracker",
+  "VERSION",
+  "fromAnthropic",
+  "fromBedrockConverse",
+  "fromGemini",
+  "fromOpenAI",
+  "withFlush",
+];
+
+test("ESM and CommonJS expose the same small surface", () => {
+  const cjs = createRequire(import.meta.url)("costtrack");
+  assert.deepEqual(Object.keys(esm).sort(), PUBLIC);
+  assert.deepEqual(Object.keys(cjs).filter((k) => k !== "__esModule").sort(), PUBLIC);
+  const tracker = new cjs.Tracker({ enabled: false });
+  tracker.track({ provider: "openai", model: "gpt-5" });
+  assert.deepEqual(tracker.stats(), { queued: 0, sent: 0, retried: 0, dropped: 0, failed: 0 });
+  assert.ok(new cjs.EventValidationError([{ field: "model", message: "model is required" }]) instanceof Error);
+});
+
+test("the version lives in package.json only", () => {
+  assert.equal(esm.VERSION, pkg.version);
+  assert.match(readFileSync(new URL("dist/cjs/version.js", root), "utf8"), new RegExp(`"${pkg.version.replace(/\./g, "\\.")}"`));
+});
+
+test("no runtime dependencies; Node 18+; pinned dev dependencies", () => {
+  for (const field of ["dependencies", "peerDependencies", "optionalDependencies", "bundleDependencies"]) {
+    assert.equal(pkg[field], undefined, field);
+  }
+  assert.equal(pkg.engines.node, ">=18");
+  for (const [name, range] of Object.entries(pkg.devDependencies)) assert.match(range, /^\d+\.\d+\.\d+$/, name);
+  // Every import in the build is relative or a node: builtin.
+  for (const dir of ["dist/esm", "dist/cjs"]) {
+    for (const file of readdirSync(new URL(dir, root)).filter((f) => f.endsWith(".js"))) {
+      const text = readFileSync(new URL(`${dir}/${file}`, root), "utf8");
+      const specifiers = [
+        ...text.matchAll(/^(?:import|export)\b[^;]*?\bfrom\s*["']([^"']+)["']/gm),
+        ...text.matchAll(/^import\s*["']([^"']+)["']/gm),
+        ...text.matchAll(/\brequire\(\s*["']([^"']+)["']\s*\)/g),
+      ].map((m) => m[1]);
+      assert.ok(specifiers.length > 0 || !/\b(import|require)\b/.test(text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "")), file);
+      for (const s of specifiers) assert.ok(s.startsWith("./") || s.startsWith("node:"), `${dir}/${file} imports ${s}`);
+    }
+  }
+});
+
+test("the typings work for ESM and CommonJS consumers through the exports map", () => {
+  const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
+  const result = spawnSync(process.execPath, [tsc, "-p", new URL("test/types/tsconfig.json", root).pathname], { encoding: "utf8" });
+  assert.equal(result.status, 0, result.stdout + result.stderr);
+});

@@ -1,0 +1,64 @@
+import {
+  ConfigurationError,
+  EventValidationError,
+  Tracker,
+  VERSION,
+  fromAnthropic,
+  fromBedrockConverse,
+  fromGemini,
+  fromOpenAI,
+  withFlush,
+  type TrackOptions,
+  type TrackerStats,
+  type TrackerWarning,
+} from "costtrack";
+
+const warnings: TrackerWarning[] = [];
+const tracker = new Tracker({
+  apiKey: process.env["COSTTRACK_API_KEY"],
+  environment: "staging",
+  onWarning: (w) => warnings.push(w),
+  onError: (e) => {
+    if (e instanceof EventValidationError) e.details.forEach((d) => d.field.toUpperCase());
+    if (e instanceof ConfigurationError) e.code.toUpperCase();
+  },
+  timeoutMs: 2000,
+  maxRetries: 2,
+  maxQueueSize: 100,
+});
+
+const usage: { prompt_tokens?: number } = {};
+const event: TrackOptions = {
+  provider: "openai",
+  model: "gpt-5",
+  promptTokens: usage.prompt_tokens, // undefined is allowed even with exactOptionalPropertyTypes
+  completionTokens: null,
+  status: "success",
+  metadata: { route: "/chat", nested: { a: [1, 2] } },
+};
+tracker.track(event);
+// @ts-expect-error snake_case names are not TrackOptions fields
+tracker.track({ provider: "openai", model: "gpt-5", prompt_tokens: 5 });
+// @ts-expect-error status is one of four values
+tracker.track({ provider: "openai", model: "gpt-5", status: "ok" });
+// @ts-expect-error model is required
+tracker.track({ provider: "openai" });
+
+tracker.track(fromOpenAI({ model: "gpt-5", usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 } }, { feature: "chat" }));
+tracker.track(fromAnthropic({ model: "claude-sonnet-4-5", usage: { input_tokens: 1, output_tokens: 2 } }));
+tracker.track(fromGemini({ modelVersion: "gemini-2.5-pro", usageMetadata: { promptTokenCount: 1 } }));
+tracker.track(fromBedrockConverse({ usage: { inputTokens: 1, outputTokens: 2 } }, { model: "anthropic.claude-sonnet-4-5" }));
+// @ts-expect-error Bedrock needs the model id
+fromBedrockConverse({ usage: { inputTokens: 1 } }, {});
+
+const done: Promise<boolean> = tracker.flush(1000);
+const stopped: Promise<boolean> = tracker.shutdown();
+const stats: TrackerStats = tracker.stats();
+void [done, stopped, stats.queued + stats.sent + stats.retried + stats.dropped + stats.failed, VERSION.length];
+
+export const handler = withFlush(async (input: { name: string }, _context: { getRemainingTimeInMillis(): number }) => {
+  tracker.track({ provider: "anthropic", model: "claude-haiku-4-5", feature: input.name });
+  return { statusCode: 200 };
+});
+const result: Promise<{ statusCode: number }> = handler({ name: "x" }, { getRemainingTimeInMillis: () => 1000 });
+void result;

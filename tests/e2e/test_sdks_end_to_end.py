@@ -1,0 +1,221 @@
+"""Both SDKs against the real local stack (DynamoDB Local behind the HTTP front).
+
+* A proxy that lets the service commit an event, then hands the SDK a 500 or a reset
+  connection: the SDK's retry carries the same Idempotency-Key, the service answers it as a
+  replay, and the event is counted and charged exactly once.
+* The same events sent through the Python SDK and the Node SDK are stored with identical costs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from costtrack import Tracker
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE_SDK = ROOT / "sdk" / "node"
+
+
+class FaultProxy:
+    """Forwards each request to the service; then, per the plan, returns the real response,
+    a 500 (although the service committed), or closes the connection without an answer."""
+
+    def __init__(self, upstream: str, plan: list[str]) -> None:
+        self.upstream = upstream
+        self.plan = list(plan)
+        self.seen: list[tuple[str | None, str]] = []
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                headers = {name: value for name, value in self.headers.items() if name.lower() != "host"}
+                upstream = httpx.post(proxy.upstream + self.path, content=body, headers=headers, timeout=30)
+                with proxy.lock:
+                    fault = proxy.plan.pop(0) if proxy.plan else "pass"
+                    proxy.seen.append((self.headers.get("Idempotency-Key"), fault))
+                if fault == "reset":
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                    self.close_connection = True
+                    return
+                status, content = (
+                    (upstream.status_code, upstream.content)
+                    if fault == "pass"
+                    else (500, b'{"error":{"code":"INTERNAL_ERROR","message":"injected"},"request_id":null}')
+                )
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(content)))
+                self.end_headers()
+                self.wfile.write(content)
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> FaultProxy:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def stored(local_stack: Any, workspace_id: str) -> list[Any]:
+    return list(local_stack.store.iter_events(workspace_id))
+
+
+def test_a_retry_after_the_service_committed_is_a_replay(local_stack: Any, workspace_factory: Any) -> None:
+    workspace_id, key = workspace_factory(included=100)
+    warnings: list[Any] = []
+    plan = ["500", "pass", "reset", "pass", "500", "500", "pass"] + ["pass"] * 20
+    with FaultProxy(local_stack.state["api_url"], plan) as proxy:
+        tracker = Tracker(key, base_url=proxy.url, on_warning=warnings.append, max_retries=3)
+        for n in range(8):
+            tracker.track({"provider": "openai", "model": "gpt-5", "feature": "e2e", "prompt_tokens": 1000 + n})
+        assert tracker.shutdown(timeout=60)
+
+    assert len(proxy.seen) == 8 + 4  # every injected fault cost one extra attempt
+    assert len({key for key, _ in proxy.seen}) == 8  # ...with the same idempotency key
+    events = stored(local_stack, workspace_id)
+    assert sorted(event.event.prompt_tokens for event in events) == [1000 + n for n in range(8)]
+    assert local_stack.store.get_workspace(workspace_id).included_used == 8
+    assert tracker.stats()["sent"] == 8 and tracker.stats()["retried"] == 4
+    assert [w.code for w in warnings] == []
+
+
+@pytest.fixture(scope="module")
+def node_sdk() -> Path:
+    """The built Node SDK (built here when a test runs before `make test-sdk-node`)."""
+    entry = NODE_SDK / "dist" / "esm" / "index.js"
+    if not entry.exists():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_SDK, check=True)
+        subprocess.run(["npm", "run", "build", "--silent"], cwd=NODE_SDK, check=True)
+    return entry
+
+
+CASES = [
+    {
+        "provider": "openai",
+        "model": "gpt-5",
+        "prompt_tokens": 10000,
+        "cached_input_tokens": 8000,
+        "completion_tokens": 3000,
+        "reasoning_tokens": 2000,
+    },
+    {
+        "provider": "anthropic",
+        "model": "claude-sonnet-4-5-20250929",
+        "prompt_tokens": 1000,
+        "cached_input_tokens": 10000,
+        "cache_write_tokens": 2000,
+        "completion_tokens": 500,
+        "metadata": {"cache_write_1h_tokens": 500},
+    },
+    {
+        "provider": "gemini",
+        "model": "gemini-2.5-pro",
+        "prompt_tokens": 250000,
+        "cached_input_tokens": 200000,
+        "completion_tokens": 1000,
+        "reasoning_tokens": 2000,
+    },
+    {
+        "provider": "bedrock",
+        "model": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "prompt_tokens": 300000,
+        "completion_tokens": 10,
+    },
+    {
+        "provider": "deepseek",
+        "model": "deepseek-chat",
+        "prompt_tokens": 5000,
+        "cached_input_tokens": 4000,
+        "completion_tokens": 700,
+    },
+    {"provider": "openai", "model": "gpt-unreleased", "prompt_tokens": 1},
+    {
+        "provider": "groq",
+        "model": "llama-3.3-70b-versatile",
+        "prompt_tokens": 123456,
+        "completion_tokens": 7890,
+        "status": "timeout",
+        "latency_ms": 30000,
+    },
+]
+
+
+def camel(event: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "".join(part.capitalize() if i else part for i, part in enumerate(name.split("_"))): value
+        for name, value in event.items()
+    }
+
+
+def test_python_and_node_store_identical_costs(
+    local_stack: Any, workspace_factory: Any, node_sdk: Path, tmp_path: Path
+) -> None:
+    python_ws, python_key = workspace_factory(included=100)
+    node_ws, node_key = workspace_factory(included=100)
+    events = [{**case, "feature": "parity", "customer_id": f"case-{n}"} for n, case in enumerate(CASES)]
+
+    tracker = Tracker(python_key, base_url=local_stack.state["api_url"])
+    for event in events:
+        tracker.track(event)
+    assert tracker.shutdown(timeout=30)
+
+    script = tmp_path / "send.mjs"
+    script.write_text(
+        f"""
+import {{ Tracker }} from {json.dumps(node_sdk.as_uri())};
+const events = {json.dumps([camel(event) for event in events])};
+const tracker = new Tracker({{ apiKey: process.env.KEY, baseUrl: process.env.URL, onWarning() {{}} }});
+for (const event of events) tracker.track(event);
+process.exitCode = (await tracker.shutdown(30000)) ? 0 : 1;
+"""
+    )
+    env = {**os.environ, "KEY": node_key, "URL": local_stack.state["api_url"]}
+    result = subprocess.run(["node", str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+
+    def by_case(workspace_id: str) -> dict[str, tuple[Any, ...]]:
+        return {
+            record.event.customer_id: (
+                str(record.cost),
+                record.pricing_status,
+                record.pricing_entry_id,
+                record.event.total_tokens,
+                record.tier_above_prompt_tokens,
+                sorted(notice.code for notice in record.warnings),
+            )
+            for record in stored(local_stack, workspace_id)
+        }
+
+    python_side, node_side = by_case(python_ws), by_case(node_ws)
+    assert len(python_side) == len(CASES)
+    assert python_side == node_side
+    assert python_side["case-0"][0] == "0.0335" and python_side["case-2"][0] == "0.22"
+    assert python_side["case-5"][1] == "unknown_model"
