@@ -30,7 +30,7 @@ export SAM_CLI_TELEMETRY := 0
 export UV_PYTHON_DOWNLOADS := automatic
 PYTEST := $(ROOT)/scripts/pytest-run
 
-.PHONY: help dev test lint build test-service test-sdk-python test-sdk-node lint-template deps clean
+.PHONY: help dev test lint build chromium test-service test-sdk-python test-sdk-node lint-template deps clean
 
 help:
 	@echo "make dev    - run the local stack on http://127.0.0.1:3000 (Ctrl-C stops it)"
@@ -56,6 +56,16 @@ $(SAM): | $(UV)
 	VIRTUAL_ENV="$(TOOLS)/sam" "$(UV)" pip install --quiet "aws-sam-cli==1.170.0"
 
 deps: .venv/.synced node_modules/.package-lock.json
+
+# The dashboard's browser tests drive the machine's Chromium (Debian's package): installed when
+# missing, with sudo when not root. No test tool downloads a browser of its own.
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then \
+	  echo "installing Debian's chromium for the dashboard's browser tests"; \
+	  sudo=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium \
+	  || { $$sudo apt-get update -q && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; }; \
+	fi
 
 # -- running -----------------------------------------------------------------------------
 
@@ -87,7 +97,7 @@ lint-template: .venv/.synced $(SAM)
 build: $(SAM)
 	PATH="$(dir $(SERVICE_PYTHON)):$$PATH" UV="$(UV)" "$(SAM)" build --template template.yaml
 
-test-service: deps
+test-service: deps chromium
 	"$(PYTEST)" .venv/bin/pytest tests -n 2 --dist loadfile -q -p no:cacheprovider
 
 test-sdk-python: | $(UV)

@@ -28,6 +28,8 @@ os.environ.update(
         "AWS_EC2_METADATA_DISABLED": "true",
         "POWERTOOLS_METRICS_DISABLED": "true",
         "POWERTOOLS_METRICS_NAMESPACE": "costtrack-tests",
+        # The local stack's containers inherit this: their logs stay out of test output.
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
     }
 )
 

@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,7 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from costtrack_service.catalogue import CatalogueError, check_catalogue, load_raw
 from costtrack_service.domain.cost import RATE_NAMES
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.keys import KEY_TRANSITIONS, KeyRecord
+from costtrack_service.domain.keys import ADMIN, INGEST, KEY_TRANSITIONS, KeyRecord
 from costtrack_service.domain.pricing import (
     PricingEntry,
     format_timestamp,
@@ -32,7 +32,7 @@ from costtrack_service.domain.pricing import (
 )
 from costtrack_service.domain.quota import FREE, INACTIVE, PAID, PLAN_STATUSES, TIERS, WorkspaceState, billing_period
 from costtrack_service.domain.source import Source
-from costtrack_service.domain.usage import DIMENSIONS, summarize
+from costtrack_service.domain.usage import GROUPINGS, dimensions_for, report
 from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS
 from costtrack_service.local.stack import DEFAULT_STATE_FILE
 from costtrack_service.store import DynamoStore, dynamodb_client
@@ -104,37 +104,11 @@ def table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:
 
 
 def workspace_dict(workspace: WorkspaceState) -> dict[str, Any]:
-    period = billing_period(datetime.now(UTC))
-    return {
-        "workspace_id": workspace.workspace_id,
-        "name": workspace.name,
-        "plan": {
-            "tier": workspace.tier,
-            "status": workspace.status,
-            "included_events": workspace.included_events,
-            "credits": workspace.credits,
-        },
-        "usage": {
-            "period": period,
-            "included_used": workspace.included_used_in(period),
-            "included_left": workspace.included_left(period),
-            "credits_used": workspace.credits_used_in(period),
-            "credits_left": workspace.credits,
-        },
-    }
+    return workspace.view(billing_period(datetime.now(UTC)))
 
 
 def key_dict(record: KeyRecord) -> dict[str, Any]:
-    return {
-        "key_id": record.key_id,
-        "workspace_id": record.workspace_id,
-        "name": record.name,
-        "prefix": record.display_prefix,
-        "state": record.state.value,
-        "bound": str(record.bound) if record.bound else None,
-        "created_at": record.created_at,
-        "last_used_at": record.last_used_at,
-    }
+    return record.view()
 
 
 def describe_workspace(data: dict[str, Any]) -> str:
@@ -259,11 +233,44 @@ def key_list(store: DynamoStore, args: argparse.Namespace) -> None:
 
 def key_change(store: DynamoStore, args: argparse.Namespace) -> None:
     record = store.find_key(args.workspace, args.key_id)
-    if record is None:
+    if record is None or record.kind != INGEST:
         raise AdminError(f"no key {args.key_id} in workspace {args.workspace}")
     changed = store.change_key_state(record.key_hash, args.action)
     data = key_dict(changed)
     emit(args, data, lambda: f"key {changed.key_id} is now {changed.state.value}")
+
+
+def token_create(store: DynamoStore, args: argparse.Namespace) -> None:
+    workspace_id = args.workspace or args.workspace_option
+    if not workspace_id:
+        raise AdminError("which workspace? costtrack admin token create --workspace WS")
+    workspace = _workspace(store, workspace_id)
+    secret, record = store.create_key(workspace.workspace_id, name=args.name, kind=ADMIN)
+    data = {**key_dict(record), "admin_token": secret}
+    emit(
+        args,
+        data,
+        lambda: (
+            f"{secret}\n\nadmin token {record.key_id} for {workspace.workspace_id}: it reads this workspace's "
+            "usage and manages its keys (dashboard, /v1/workspace/...).\n"
+            "Shown once and stored only as a hash: keep it now."
+        ),
+    )
+
+
+def token_list(store: DynamoStore, args: argparse.Namespace) -> None:
+    _workspace(store, args.workspace)
+    data = [key_dict(key) for key in store.list_keys(args.workspace, kind=ADMIN)]
+    rows = [(t["key_id"], t["prefix"], t["state"], t["name"] or "", t["created_at"]) for t in data]
+    emit(args, data, lambda: table(rows, ["token", "prefix", "state", "name", "created"]))
+
+
+def token_revoke(store: DynamoStore, args: argparse.Namespace) -> None:
+    record = store.find_key(args.workspace, args.token_id)
+    if record is None or record.kind != ADMIN:
+        raise AdminError(f"no admin token {args.token_id} in workspace {args.workspace}")
+    revoked = store.change_key_state(record.key_hash, "revoke")
+    emit(args, key_dict(revoked), lambda: f"admin token {revoked.key_id} is now {revoked.state.value}")
 
 
 # -- pricing ------------------------------------------------------------------------------
@@ -417,43 +424,37 @@ def pricing_retire(store: DynamoStore, args: argparse.Namespace) -> None:
 # -- usage --------------------------------------------------------------------------------
 
 
-def _day_bounds(start: str | None, end: str | None) -> tuple[str, str]:
-    """Inclusive dates (or instants) → a half-open ``[since, until)`` of ISO instants. The
-    default is the current month."""
-    now = datetime.now(UTC)
-    since = parse_timestamp(start) if start else now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    if end:
-        until = parse_timestamp(end)
-        if len(end.strip()) == 10:  # a bare date includes that whole day
-            until += timedelta(days=1)
-    else:
-        until = now + timedelta(seconds=1)
-    if until <= since:
-        raise AdminError("--to must be after --from")
-    return format_timestamp(since), format_timestamp(until)
+def day_range(first: str | None, last: str | None, today: datetime | None = None) -> tuple[str, str]:
+    """Inclusive UTC days ``YYYY-MM-DD``; the default is this month up to today."""
+    today = today or datetime.now(UTC)
+    try:
+        first_day = parse_timestamp(first).strftime("%Y-%m-%d") if first else today.strftime("%Y-%m-01")
+        last_day = parse_timestamp(last).strftime("%Y-%m-%d") if last else today.strftime("%Y-%m-%d")
+    except ValueError as exc:
+        raise AdminError(f"dates are YYYY-MM-DD: {exc}") from None
+    if last_day < first_day:
+        raise AdminError("--to must not be before --from")
+    return first_day, last_day
 
 
 def usage(store: DynamoStore, args: argparse.Namespace) -> None:
     _workspace(store, args.workspace)
-    since, until = _day_bounds(args.from_, args.to)
-    report = summarize(store.iter_events(args.workspace, since, until), args.by)
-    data = {"workspace_id": args.workspace, "from": since, "to": until, **report.to_dict()}
+    first_day, last_day = day_range(args.from_, args.to)
+    rows = store.query_rollups(args.workspace, dimensions_for(args.by), first_day, last_day)
+    data = {"workspace_id": args.workspace, "from": first_day, "to": last_day, **report(rows, args.by).to_dict()}
 
     def human() -> str:
         totals = data["totals"]
         rows = [(group["key"], group["events"], group["tokens"], group["cost"]) for group in data["groups"]]
         lines = [
-            f"usage of {args.workspace} from {since} to {until}, by {args.by}",
+            f"usage of {args.workspace} from {first_day} to {last_day} (UTC days), by {args.by}",
             table(rows, [args.by, "events", "tokens", "cost (USD)"]),
             f"total: {totals['events']} events, {totals['tokens']} tokens, {totals['cost']} USD",
         ]
         if totals["unknown_model_events"]:
             lines.append(f"{totals['unknown_model_events']} events had no pricing entry (unknown_model) and cost 0")
-        for reason, hidden in data["hidden"].items():
-            lines.append(
-                f"{hidden['events']} events hidden: {reason} ({hidden['tokens']} tokens, {hidden['cost']} USD, counted "
-                "against the allowance but not shown; check the free key's provider/model/feature binding)"
-            )
+        if data["hidden_notice"]:
+            lines.append(data["hidden_notice"])
         return "\n".join(lines)
 
     emit(args, data, human)
@@ -477,7 +478,7 @@ def _target_options() -> argparse.ArgumentParser:
 def add_admin_parser(commands: Any) -> None:
     common = _target_options()
     admin = commands.add_parser("admin", help="operate costtrack: workspaces, plans, keys, pricing, usage")
-    groups = admin.add_subparsers(dest="group", required=True, metavar="{workspace,plan,key,pricing,usage}")
+    groups = admin.add_subparsers(dest="group", required=True, metavar="{workspace,plan,key,token,pricing,usage}")
 
     def command(parent: Any, name: str, handler: Callable[[DynamoStore, argparse.Namespace], None], help_: str) -> Any:
         parser = parent.add_parser(name, parents=[common], help=help_, description=help_)
@@ -527,6 +528,18 @@ def add_admin_parser(commands: Any) -> None:
         change.add_argument("key_id")
         change.set_defaults(action=action)
 
+    token = groups.add_parser("token", help="workspace admin tokens (dashboard and /v1/workspace API)").add_subparsers(
+        dest="action", required=True
+    )
+    create_token = command(token, "create", token_create, "create an admin token (the secret is printed once)")
+    create_token.add_argument("workspace", nargs="?")
+    create_token.add_argument("--workspace", dest="workspace_option", help=argparse.SUPPRESS)
+    create_token.add_argument("--name", help="a label for the token")
+    command(token, "list", token_list, "list a workspace's admin tokens (never the secrets)").add_argument("workspace")
+    revoke_token = command(token, "revoke", token_revoke, "revoke an admin token")
+    revoke_token.add_argument("workspace")
+    revoke_token.add_argument("token_id")
+
     pricing = groups.add_parser("pricing", help="import, list, show, add and retire prices").add_subparsers(
         dest="action", required=True
     )
@@ -556,12 +569,12 @@ def add_admin_parser(commands: Any) -> None:
     retire.add_argument("model", metavar="PROVIDER/MODEL")
     retire.add_argument("--at", help="ISO instant (default now)")
 
-    report = groups.add_parser("usage", parents=[common], help="events, tokens and cost over a date range")
-    report.set_defaults(run=run_admin, handler=usage)
-    report.add_argument("--workspace", required=True)
-    report.add_argument("--from", dest="from_", metavar="DATE", help="first day (default: this month)")
-    report.add_argument("--to", metavar="DATE", help="last day, inclusive (default: now)")
-    report.add_argument("--by", choices=list(DIMENSIONS), default="feature")
+    usage_report = groups.add_parser("usage", parents=[common], help="events, tokens and cost over a date range")
+    usage_report.set_defaults(run=run_admin, handler=usage)
+    usage_report.add_argument("--workspace", required=True)
+    usage_report.add_argument("--from", dest="from_", metavar="DAY", help="first UTC day (default: this month's first)")
+    usage_report.add_argument("--to", metavar="DAY", help="last UTC day, inclusive (default: today)")
+    usage_report.add_argument("--by", choices=GROUPINGS, default="feature")
 
 
 def run_admin(args: argparse.Namespace, cloudformation: Any = None) -> int:

@@ -74,6 +74,7 @@ def run_dev(args: argparse.Namespace) -> int:
             print(f"note: {stack.dynamo.note}", file=sys.stderr)
         storage = f"persisted in {args.persist}" if args.persist else "in memory"
         print(f"costtrack local stack: {stack.state['api_url']}")
+        print(f"  dashboard: {stack.state['dashboard_url']} (admin tokens: workspaces.<name>.admin_token)")
         print(f"  DynamoDB ({stack.dynamo.engine}, {storage}): {stack.dynamo.endpoint}")
         print(f"  demo workspaces and keys: {args.state_file}")
         print("\nTry it:\n")

@@ -9,6 +9,7 @@ DynamoDB condition expressions state.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -17,6 +18,7 @@ from costtrack_service.domain.keys import KeyRecord, KeyState, display_prefix, h
 from costtrack_service.domain.pricing import PricingEntry, format_timestamp, model_key
 from costtrack_service.domain.quota import ChargePlan, PlanInactive, WorkspaceState, after_charge, plan_charge
 from costtrack_service.domain.source import Source
+from costtrack_service.domain.usage import Counts, RollupKey, rollup_deltas
 
 
 class MemoryStore:
@@ -26,6 +28,7 @@ class MemoryStore:
         self.pricing: dict[str, list[PricingEntry]] = {}
         self.aliases: dict[str, str] = {}
         self.events: dict[tuple[str, str], EventRecord] = {}
+        self.rollups: dict[tuple[str, RollupKey], Counts] = {}
         self.writes = 0
         self._lock = threading.Lock()
 
@@ -91,11 +94,23 @@ class MemoryStore:
             assert workspace is not None
             self.workspaces[workspace.workspace_id] = after_charge(workspace, plan)
             self.events[(record.workspace_id, record.event_key)] = record
+            for rollup, counts in rollup_deltas(record).items():
+                self.rollups.setdefault((record.workspace_id, rollup), Counts()).add(counts)
             self.writes += 1
             return None
 
     def get_event(self, workspace_id: str, event_key: str) -> EventRecord | None:
         return self.events.get((workspace_id, event_key))
+
+    def query_rollups(
+        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
+    ) -> list[tuple[RollupKey, Counts]]:
+        wanted = set(dimensions)
+        return sorted(
+            (key, counts)
+            for (workspace, key), counts in self.rollups.items()
+            if workspace == workspace_id and key.dimension in wanted and first_day <= key.day <= last_day
+        )
 
     def touch_key(self, key_hash: str, at: str) -> None:
         key = self.keys.get(key_hash)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace as replace_dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -33,7 +33,9 @@ from costtrack_service.domain.events import UsageEvent
 from costtrack_service.domain.ids import new_workspace_id
 from costtrack_service.domain.ingestion import EventRecord, Notice, StoreUnavailable, WriteRejected
 from costtrack_service.domain.keys import (
+    INGEST,
     KEY_TRANSITIONS,
+    PREFIXES,
     KeyRecord,
     KeyState,
     display_prefix,
@@ -52,6 +54,7 @@ from costtrack_service.domain.quota import (
     billing_period,
 )
 from costtrack_service.domain.source import Source
+from costtrack_service.domain.usage import Counts, RollupKey, rollup_deltas
 from costtrack_service.domain.visibility import Visibility
 from costtrack_service.tables import TABLES, TableNames
 
@@ -172,10 +175,11 @@ class DynamoStore:
         return _key_from_item(from_item(item)) if item else None
 
     def create_key(
-        self, workspace_id: str, *, bound: Source | None = None, name: str | None = None
+        self, workspace_id: str, *, bound: Source | None = None, name: str | None = None, kind: str = INGEST
     ) -> tuple[str, KeyRecord]:
-        """A new active key. Returns the secret (shown once, never stored) and the record."""
-        secret = new_secret()
+        """A new active ingestion key (or, with ``kind=ADMIN``, a workspace admin token).
+        Returns the secret (shown once, never stored) and the record."""
+        secret = new_secret(PREFIXES[kind])
         record = KeyRecord(
             key_id=new_key_id(),
             key_hash=hash_secret(secret),
@@ -185,6 +189,7 @@ class DynamoStore:
             created_at=_now(),
             bound=bound,
             name=name,
+            kind=kind,
         )
         self.client.put_item(
             TableName=self.tables.keys,
@@ -204,7 +209,7 @@ class DynamoStore:
         items = response.get("Items", [])
         return _key_from_item(from_item(items[0])) if items else None
 
-    def list_keys(self, workspace_id: str) -> list[KeyRecord]:
+    def list_keys(self, workspace_id: str, kind: str = INGEST) -> list[KeyRecord]:
         records = []
         paginator = self.client.get_paginator("query")
         pages = paginator.paginate(
@@ -215,7 +220,7 @@ class DynamoStore:
         )
         for page in pages:
             records += [_key_from_item(from_item(item)) for item in page.get("Items", [])]
-        return sorted(records, key=lambda record: record.created_at)
+        return sorted((record for record in records if record.kind == kind), key=lambda record: record.created_at)
 
     def change_key_state(self, key_hash: str, action: str) -> KeyRecord:
         """Apply ``deactivate``, ``reactivate`` or ``revoke``; the allowed starting states are a
@@ -503,6 +508,9 @@ class DynamoStore:
                 }
             },
         ]
+        transaction += [
+            self._rollup_update(record.workspace_id, key, counts) for key, counts in rollup_deltas(record).items()
+        ]
         try:
             self.client.transact_write_items(TransactItems=transaction)  # type: ignore[arg-type]
         except ClientError as exc:
@@ -518,6 +526,96 @@ class DynamoStore:
         except BotoCoreError as exc:  # endpoint unreachable, timeouts after botocore's retries
             raise StoreUnavailable(type(exc).__name__) from exc
         return None
+
+    def _rollup_update(self, workspace_id: str, key: RollupKey, counts: Counts) -> dict[str, Any]:
+        # ADD creates missing counters at zero: no read, no condition, no contention beyond the item.
+        values: dict[str, Any] = {":events": counts.events, ":tokens": counts.tokens, ":cost": counts.cost}
+        expression = "ADD events :events, tokens :tokens, cost :cost"
+        if counts.unknown_model_events:
+            expression += ", unknown_model_events :unknown"
+            values[":unknown"] = counts.unknown_model_events
+        return {
+            "Update": {
+                "TableName": self.tables.rollups,
+                "Key": to_item({"workspace_id": workspace_id, "rollup_key": str(key)}),
+                "UpdateExpression": expression,
+                "ExpressionAttributeValues": to_item(values),
+            }
+        }
+
+    def query_rollups(
+        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
+    ) -> list[tuple[RollupKey, Counts]]:
+        """Rollup rows of some dimensions for the days ``first_day`` to ``last_day`` (inclusive):
+        one Query per dimension, reading only those days."""
+        rows = []
+        for dimension in dimensions:
+            low, high = RollupKey.range(dimension, first_day, last_day)
+            pages = self.client.get_paginator("query").paginate(
+                TableName=self.tables.rollups,
+                KeyConditionExpression="workspace_id = :w AND rollup_key BETWEEN :low AND :high",
+                ExpressionAttributeValues=to_item({":w": workspace_id, ":low": low, ":high": high}),
+            )
+            for page in pages:
+                for raw in page.get("Items", []):
+                    item = from_item(raw)
+                    counts = Counts(
+                        int(item.get("events", 0)),
+                        int(item.get("tokens", 0)),
+                        Decimal(item.get("cost", 0)),
+                        int(item.get("unknown_model_events", 0)),
+                    )
+                    rows.append((RollupKey.parse(str(item["rollup_key"])), counts))
+        return rows
+
+    def list_visible_events(
+        self,
+        workspace_id: str,
+        *,
+        limit: int,
+        after: Mapping[str, str] | None = None,
+        filters: Mapping[str, str] | None = None,
+    ) -> tuple[list[EventRecord], dict[str, str] | None]:
+        """Visible events, newest first, from the sparse dashboard index (hidden events are not
+        in it), optionally only those whose attributes equal ``filters``. ``after`` is the
+        position returned with the previous page; the returned position is None at the end."""
+        values: dict[str, Any] = {":w": workspace_id}
+        arguments: dict[str, Any] = {
+            "TableName": self.tables.events,
+            "IndexName": "visible_by_time",
+            "KeyConditionExpression": "visible_workspace_id = :w",
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if filters:
+            names = {f"#f{i}": name for i, name in enumerate(sorted(filters))}
+            values.update({f":f{i}": filters[name] for i, name in enumerate(sorted(filters))})
+            arguments["FilterExpression"] = " AND ".join(f"#f{i} = :f{i}" for i in range(len(filters)))
+            arguments["ExpressionAttributeNames"] = names
+            arguments["Limit"] = max(limit, 100)  # Limit counts items read before the filter
+        arguments["ExpressionAttributeValues"] = to_item(values)
+
+        page: list[EventRecord] = []
+        position = dict(after) if after else None
+        for _ in range(20):  # a rarely matching filter reads at most 20 pages per request
+            if position is not None:
+                arguments["ExclusiveStartKey"] = to_item(
+                    {"visible_workspace_id": workspace_id, "workspace_id": workspace_id, **position}
+                )
+            response = self.client.query(**arguments)
+            items = response.get("Items", [])
+            for index, raw in enumerate(items):
+                record = event_from_item(from_item(raw))
+                page.append(record)
+                position = {"received_event": f"{record.received_at}#{record.event_id}", "event_key": record.event_key}
+                if len(page) == limit:
+                    at_end = index == len(items) - 1 and "LastEvaluatedKey" not in response
+                    return page, None if at_end else position
+            if "LastEvaluatedKey" not in response:
+                return page, None
+            last = from_item(response["LastEvaluatedKey"])
+            position = {"received_event": str(last["received_event"]), "event_key": str(last["event_key"])}
+        return page, position
 
     def get_event(self, workspace_id: str, event_key: str) -> EventRecord | None:
         response = self._call(
@@ -646,6 +744,7 @@ def _key_to_item(record: KeyRecord) -> dict[str, Any]:
         "bound": record.bound.as_dict() if record.bound else None,
         "last_used_at": record.last_used_at,
         "name": record.name,
+        "kind": record.kind,
     }
 
 
@@ -661,6 +760,7 @@ def _key_from_item(item: Mapping[str, Any]) -> KeyRecord:
         bound=Source(bound["provider"], bound["model"], bound["feature"]) if bound else None,
         last_used_at=item.get("last_used_at"),
         name=item.get("name"),
+        kind=item.get("kind", INGEST),
     )
 
 

@@ -11,6 +11,8 @@ so the deployed tables and the local ones cannot drift apart.
                  ``visible_by_time`` is sparse (visible events only), newest first for the
                  dashboard. Items expire through the ``expires_at`` TTL attribute.
 * ``pricing``    pricing entries by normalized ``provider#model``, and alias pointers.
+* ``rollups``    daily usage counters per workspace (``dimension#day#value``), added to by the
+                 ingestion write itself, so dashboards never read the event history.
 """
 
 from __future__ import annotations
@@ -87,8 +89,9 @@ EVENTS = TableSpec(
     ttl_attribute="expires_at",
 )
 PRICING = TableSpec(name="pricing", hash_key="model_key", range_key="entry_key")
+ROLLUPS = TableSpec(name="rollups", hash_key="workspace_id", range_key="rollup_key")
 
-TABLES: tuple[TableSpec, ...] = (KEYS, WORKSPACES, EVENTS, PRICING)
+TABLES: tuple[TableSpec, ...] = (KEYS, WORKSPACES, EVENTS, PRICING, ROLLUPS)
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,7 @@ class TableNames:
     workspaces: str
     events: str
     pricing: str
+    rollups: str
 
     @classmethod
     def with_prefix(cls, prefix: str) -> TableNames:

@@ -24,6 +24,7 @@ from costtrack_service.catalogue import bundled_entries
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingestion import IngestRequest, IngestService
 from costtrack_service.domain.quota import PAID
+from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.store import DynamoStore
 from costtrack_service.tables import TABLES, TableNames
 
@@ -113,33 +114,60 @@ def granted(function: dict[str, Any]) -> dict[str, set[str]]:
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             targets = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
             for target in targets:
-                assert isinstance(target, dict) and "Fn::GetAtt" in target, f"no wildcard resources: {target}"
-                logical, attribute = target["Fn::GetAtt"]
-                assert attribute == "Arn"
+                resource = _resource_name(target)
                 for action in actions:
                     assert "*" not in action
-                    grants[logical].add(action)
+                    grants[resource].add(action)
     return grants
+
+
+def _resource_name(target: Any) -> str:
+    """``KeysTable`` for a table's ARN, ``KeysTable/index/by_workspace`` for one named index;
+    anything else (a wildcard, a literal ARN) fails the test."""
+    if isinstance(target, dict) and "Fn::GetAtt" in target:
+        logical, attribute = target["Fn::GetAtt"]
+        assert attribute == "Arn"
+        return str(logical)
+    if isinstance(target, dict) and "Fn::Sub" in target:
+        text = target["Fn::Sub"]
+        assert isinstance(text, str) and "*" not in text, f"no wildcard resources: {target}"
+        logical, _, index = text.removeprefix("${").partition(".Arn}/index/")
+        assert index, f"unexpected resource {text}"
+        return f"{logical}/index/{index}"
+    raise AssertionError(f"no wildcard or literal resources: {target}")
+
+
+class CallRecorder:
+    """Records, per logical table (or index), the IAM actions a botocore client's calls need."""
+
+    def __init__(self, names: TableNames) -> None:
+        self.logical = {names.of(spec): LOGICAL_TABLES[spec.name] for spec in TABLES}
+        self.calls: dict[str, set[str]] = defaultdict(set)
+
+    def attach(self, client: Any) -> Any:
+        client.meta.events.register("provide-client-params.dynamodb.*", self.record)
+        return client
+
+    def record(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        operation = model.name
+        if operation == "TransactWriteItems":
+            for item in params["TransactItems"]:
+                ((kind, body),) = item.items()
+                action = {"Put": "PutItem", "Update": "UpdateItem", "ConditionCheck": "ConditionCheckItem"}[kind]
+                self.calls[self.logical[body["TableName"]]].add(f"dynamodb:{action}")
+        elif "TableName" in params:
+            target = self.logical[params["TableName"]]
+            if params.get("IndexName"):
+                target = f"{target}/index/{params['IndexName']}"
+            self.calls[target].add(f"dynamodb:{operation}")
 
 
 @pytest.fixture(scope="module")
 def ingestion_calls() -> dict[str, set[str]]:
     """The DynamoDB actions the ingestion path really performs, per logical table: recorded
     from botocore while accepting, replaying, refusing and re-checking events on moto."""
-    calls: dict[str, set[str]] = defaultdict(set)
     names = TableNames.with_prefix("iam-")
-    logical = {names.of(spec): LOGICAL_TABLES[spec.name] for spec in TABLES}
-
-    def record(params: dict[str, Any], model: Any, **_: Any) -> None:
-        operation = model.name
-        if operation == "TransactWriteItems":
-            for item in params["TransactItems"]:
-                ((kind, body),) = item.items()
-                action = {"Put": "PutItem", "Update": "UpdateItem", "ConditionCheck": "ConditionCheckItem"}[kind]
-                calls[logical[body["TableName"]]].add(f"dynamodb:{action}")
-        elif "TableName" in params:
-            calls[logical[params["TableName"]]].add(f"dynamodb:{operation}")
-
+    recorder = CallRecorder(names)
     with mock_aws():
         admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
         admin.ensure_tables()
@@ -148,8 +176,7 @@ def ingestion_calls() -> dict[str, set[str]]:
         workspace = admin.create_workspace("iam", tier=PAID, included_events=1)
         secret, _ = admin.create_key(workspace.workspace_id)
 
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        client.meta.events.register("provide-client-params.dynamodb.*", record)
+        client = recorder.attach(boto3.client("dynamodb", region_name="us-east-1"))
         service = IngestService(DynamoStore(client, names))
 
         def send(key: str) -> None:
@@ -159,7 +186,47 @@ def ingestion_calls() -> dict[str, set[str]]:
 
         for key in ("a", "a", "b", "a"):  # accept, replay, refuse (quota), replay at exhaustion
             send(key)
-    return calls
+    return recorder.calls
+
+
+@pytest.fixture(scope="module")
+def api_calls() -> dict[str, set[str]]:
+    """The DynamoDB actions the key owners' API really performs, recorded the same way over
+    every route's operation."""
+    names = TableNames.with_prefix("iam-api-")
+    recorder = CallRecorder(names)
+    with mock_aws():
+        admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
+        admin.ensure_tables()
+        workspace = admin.create_workspace("iam", tier=PAID, included_events=10)
+        secret, _ = admin.create_key(workspace.workspace_id)
+        token, _ = admin.create_key(workspace.workspace_id, kind="admin")
+        ingest = IngestService(admin)
+        for n in range(3):
+            body = json.dumps({"provider": "openai", "model": "gpt-x", "feature": f"f{n}", "customer_id": "c"}).encode()
+            ingest.ingest(IngestRequest({"authorization": f"Bearer {secret}"}, body))
+
+        service = WorkspaceService(
+            DynamoStore(recorder.attach(boto3.client("dynamodb", region_name="us-east-1")), names)
+        )
+        caller = service.authenticate({"authorization": f"Bearer {token}"})
+        service.summary(caller)
+        for group_by in ("day", "feature", "customer"):
+            service.usage(caller, {"group_by": group_by})
+        service.unknown_models(caller, {})
+        page = service.events(caller, {"limit": "2"})
+        service.events(caller, {"limit": "2", "cursor": page["next_cursor"], "feature": "f0"})
+        key_id = service.keys(caller)["keys"][0]["key_id"]
+        service.create_key(caller, {"name": "new"})
+        service.change_key(caller, key_id, "deactivate")
+    return recorder.calls
+
+
+def test_api_policy_grants_exactly_what_the_code_uses(built: dict[str, Any], api_calls: dict[str, set[str]]) -> None:
+    grants = granted(built["Resources"]["ApiFunction"])
+    assert dict(grants) == dict(api_calls)
+    everything = set().union(*grants.values())
+    assert not everything & {"dynamodb:Scan", "dynamodb:DeleteItem", "dynamodb:TransactWriteItems"}
 
 
 def test_ingestion_policy_grants_exactly_what_the_code_uses(

@@ -232,7 +232,7 @@ def test_stack_outputs_name_the_tables() -> None:
     cloudformation = boto3.client("cloudformation", region_name="eu-west-1")
     outputs = [
         {"OutputKey": f"{name}TableName", "OutputValue": f"prod-{name}-ABC"}
-        for name in ("Keys", "Workspaces", "Events", "Pricing")
+        for name in ("Keys", "Workspaces", "Events", "Pricing", "Rollups")
     ] + [{"OutputKey": "ApiUrl", "OutputValue": "https://x.execute-api.eu-west-1.amazonaws.com"}]
     with Stubber(cloudformation) as stub:
         stub.add_response(

@@ -10,14 +10,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from moto import mock_aws
 
 from costtrack_service.catalogue import bundled_entries
 from costtrack_service.domain.ingestion import IngestService
+from costtrack_service.domain.keys import ADMIN
 from costtrack_service.domain.quota import PAID, WorkspaceState
+from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.ingest import create_handler, logger
+from costtrack_service.edge.workspace import create_handler as create_api_handler
 from costtrack_service.local.server import LambdaContext
 from costtrack_service.memory_store import MemoryStore
+from costtrack_service.store import DynamoStore
+from costtrack_service.tables import TableNames
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 SECRET_METADATA = "do-not-log-this-metadata-value"
@@ -45,11 +52,38 @@ def invoke(store: MemoryStore, event: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+INGEST_PATHS = ("/v1/events", "/v1/openapi.json")  # the template's routes to the ingestion function
+
+
+@pytest.fixture
+def dynamo() -> Iterator[DynamoStore]:
+    with mock_aws():
+        store = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), TableNames.with_prefix("edge-"))
+        store.ensure_tables()
+        for entry in bundled_entries():
+            store.put_pricing_entry(entry)
+        yield store
+
+
 @pytest.mark.parametrize("name", sorted(path.name for path in EVENTS.glob("*.json")))
-def test_every_sample_event_is_handled(store: MemoryStore, name: str) -> None:
-    result = invoke(store, sample(name, store.add_key("ws_1")))
-    assert result["statusCode"] == 200, result["body"]
-    assert result["headers"]["Content-Type"] == "application/json"
+def test_every_sample_event_is_handled(dynamo: DynamoStore, name: str) -> None:
+    """Each sample in events/ (also usable with `sam local invoke -e`), sent to the function
+    the template routes it to, with real credentials substituted for the placeholders."""
+    workspace = dynamo.create_workspace("samples", tier=PAID, included_events=100)
+    key, record = dynamo.create_key(workspace.workspace_id)
+    token, _ = dynamo.create_key(workspace.workspace_id, kind=ADMIN)
+    text = (EVENTS / name).read_text()
+    text = text.replace("ct_REPLACE_WITH_AN_INGESTION_KEY", key).replace("cta_REPLACE_WITH_AN_ADMIN_TOKEN", token)
+    text = text.replace("key_REPLACE_WITH_A_KEY_ID", record.key_id)
+    event = json.loads(text)
+    if event["rawPath"] in INGEST_PATHS:
+        handler = create_handler(IngestService(dynamo))
+    else:
+        handler = create_api_handler(WorkspaceService(dynamo))
+    result = handler(event, LambdaContext("samples"))
+    assert result["statusCode"] in (200, 201), result["body"]
+    expected = "text/html; charset=utf-8" if event["rawPath"] == "/dashboard" else "application/json"
+    assert result["headers"]["Content-Type"] == expected
 
 
 def test_sample_post_is_priced(store: MemoryStore) -> None:
@@ -81,9 +115,12 @@ def log_output() -> Iterator[io.StringIO]:
     """Everything the ingestion logger writes, formatted as in CloudWatch."""
     stream = io.StringIO()
     previous = logger.registered_handler.setStream(stream)
+    level = logger.log_level
+    logger.setLevel("INFO")  # the suite runs quiet (POWERTOOLS_LOG_LEVEL=WARNING); this test reads INFO lines
     try:
         yield stream
     finally:
+        logger.setLevel(level)
         logger.registered_handler.setStream(previous)
 
 

@@ -11,6 +11,7 @@ ERROR_STATUS: Mapping[str, int] = {
     "INVALID_API_KEY": 401,
     "REVOKED_API_KEY": 401,
     "INACTIVE_API_KEY": 401,
+    "INVALID_ADMIN_TOKEN": 401,  # the key owners' API (/v1/workspace/...)
     "PLAN_INACTIVE": 403,
     "NOT_FOUND": 404,
     "METHOD_NOT_ALLOWED": 405,

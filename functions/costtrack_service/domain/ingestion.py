@@ -101,6 +101,20 @@ class EventRecord:
         (so a retry collides with its original), else the event id."""
         return event_key_for(self.idempotency_key, self.event_id)
 
+    def view(self) -> dict[str, Any]:
+        """The stored event as the dashboard lists it."""
+        return {
+            "event_id": self.event_id,
+            "received_at": self.received_at,
+            **self.event.fields(),
+            "cost": format_decimal(self.cost),
+            "currency": self.currency,
+            "pricing_status": self.pricing_status,
+            "pricing_entry_id": self.pricing_entry_id,
+            "key_id": self.key_id,
+            "idempotency_key": self.idempotency_key,
+        }
+
     def response(self, *, replayed: bool) -> dict[str, Any]:
         """The accepted-event body (CONTRACT.md §5); a replay returns the same body."""
         return {

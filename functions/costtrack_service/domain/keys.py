@@ -11,12 +11,20 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ids import random_token
 from costtrack_service.domain.source import Source
 
 INGEST_KEY_PREFIX = "ct_"
+ADMIN_TOKEN_PREFIX = "cta_"  # noqa: S105 - a prefix, not a secret
+
+#: A credential is an ingestion key (sends events) or a workspace admin token (reads usage,
+#: manages keys). Each works only where its kind is expected.
+INGEST = "ingest"
+ADMIN = "admin"
+PREFIXES = {INGEST: INGEST_KEY_PREFIX, ADMIN: ADMIN_TOKEN_PREFIX}
 _SECRET_LENGTH = 40  # base62 characters: about 238 bits of randomness
 _DISPLAY_LENGTH = 6  # characters after the prefix shown in key lists
 _MAX_CREDENTIAL_LENGTH = 256
@@ -60,6 +68,21 @@ class KeyRecord:
     bound: Source | None = None
     last_used_at: str | None = None
     name: str | None = None
+    kind: str = INGEST
+
+    def view(self) -> dict[str, Any]:
+        """The key as owners see it: never the secret, never its hash."""
+        return {
+            "key_id": self.key_id,
+            "workspace_id": self.workspace_id,
+            "kind": self.kind,
+            "name": self.name,
+            "prefix": self.display_prefix,
+            "state": self.state.value,
+            "bound": str(self.bound) if self.bound else None,  # provider/model/feature
+            "created_at": self.created_at,
+            "last_used_at": self.last_used_at,
+        }
 
 
 def new_secret(prefix: str = INGEST_KEY_PREFIX) -> str:
@@ -98,8 +121,8 @@ def credential_from_headers(headers: Mapping[str, str], prefix: str = INGEST_KEY
 
 
 def rejection_for(record: KeyRecord | None) -> ApiError | None:
-    """The 401 a key in this state gets, or None for an active key."""
-    if record is None:
+    """The 401 an ingestion key in this state gets, or None for an active key."""
+    if record is None or record.kind != INGEST:
         return ApiError("INVALID_API_KEY", "The API key is missing or invalid.")
     if record.state is KeyState.REVOKED:
         return ApiError("REVOKED_API_KEY", "The API key was revoked; create and use a new key.")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Any
 
 FREE = "free"
 PAID = "paid"
@@ -59,6 +60,26 @@ class WorkspaceState:
 
     def included_left(self, period: str) -> int:
         return max(self.included_events - self.included_used_in(period), 0)
+
+    def view(self, period: str) -> dict[str, Any]:
+        """The workspace, its plan and its allowance in ``period``, as owners see them."""
+        return {
+            "workspace_id": self.workspace_id,
+            "name": self.name,
+            "plan": {
+                "tier": self.tier,
+                "status": self.status,
+                "included_events": self.included_events,
+                "credits": self.credits,
+            },
+            "usage": {
+                "period": period,
+                "included_used": self.included_used_in(period),
+                "included_left": self.included_left(period),
+                "credits_used": self.credits_used_in(period),
+                "credits_left": self.credits,
+            },
+        }
 
 
 @dataclass(frozen=True)

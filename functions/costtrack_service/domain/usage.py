@@ -1,12 +1,24 @@
-"""Usage totals over accepted events: events, tokens and cost, grouped by one dimension.
+"""Usage totals: events, tokens and cost, by day and by feature, model, customer, environment
+or status, read from daily rollups so a chart never reads a workspace's history.
 
-Visibility rules apply: hidden events (a free-plan key's other sources) never count in the
-visible totals or groups; they are counted apart, by reason, so nobody wonders where they went.
+Every accepted event adds its counts to a few rollup rows, in the same write that stores it,
+so the rollups always equal the sum of the accepted events, retries and races included:
+
+* ``total``        one row per day (the day chart, and the totals);
+* ``feature``, ``model``, ``environment``, ``status``, ``customer`` (when given): one row
+  per day and value;
+* ``unknown_model``: one row per day and model that had no pricing entry;
+* ``hidden``:        instead of all the above, one row per day and reason for an event hidden
+  from the dashboard (a free-plan key's other sources). Hidden events never reach charts or
+  groups; they are counted apart so nobody wonders where they went.
+
+Rows are small and independent, so a workspace with many features or customers never grows
+one item towards DynamoDB's size limit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -16,31 +28,58 @@ from costtrack_service.domain.ingestion import UNKNOWN_MODEL, EventRecord
 from costtrack_service.domain.source import normalize_name, normalize_provider
 
 NO_VALUE = "(none)"
+TOTAL = "total"
+HIDDEN = "hidden"
+UNKNOWN_MODELS = "unknown_model"
 
-#: How each grouping dimension reads an event.
-DIMENSIONS: Mapping[str, Callable[[EventRecord], str]] = {
-    "feature": lambda record: record.event.feature,
-    "model": lambda record: f"{normalize_provider(record.event.provider)}/{normalize_name(record.event.model)}",
-    "customer": lambda record: record.event.customer_id or NO_VALUE,
-    "environment": lambda record: record.event.environment,
-    "status": lambda record: record.event.status,
-    "day": lambda record: record.received_at[:10],
-}
+#: What usage can be grouped by.
+GROUPINGS = ("feature", "model", "customer", "environment", "status", "day")
+
+
+@dataclass(frozen=True, order=True)
+class RollupKey:
+    """``dimension#day#value``: sorts by dimension, then day, so one query reads one dimension
+    over a range of days."""
+
+    dimension: str
+    day: str  # YYYY-MM-DD, UTC
+    value: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.dimension}#{self.day}#{self.value}"
+
+    @classmethod
+    def parse(cls, text: str) -> RollupKey:
+        dimension, day, value = text.split("#", 2)
+        return cls(dimension, day, value)
+
+    @staticmethod
+    def range(dimension: str, first_day: str, last_day: str) -> tuple[str, str]:
+        """Inclusive bounds of every key of ``dimension`` from ``first_day`` to ``last_day``:
+        ``$`` sorts right after ``#`` and before every other character."""
+        return f"{dimension}#{first_day}#", f"{dimension}#{last_day}$"
 
 
 @dataclass
-class Totals:
+class Counts:
     events: int = 0
     tokens: int = 0
     cost: Decimal = field(default_factory=Decimal)
     unknown_model_events: int = 0
 
-    def add(self, record: EventRecord) -> None:
-        self.events += 1
-        self.tokens += record.event.total_tokens
-        self.cost += record.cost
-        if record.pricing_status == UNKNOWN_MODEL:
-            self.unknown_model_events += 1
+    def add(self, other: Counts) -> None:
+        self.events += other.events
+        self.tokens += other.tokens
+        self.cost += other.cost
+        self.unknown_model_events += other.unknown_model_events
+
+    def minus(self, other: Counts) -> Counts:
+        return Counts(
+            self.events - other.events,
+            self.tokens - other.tokens,
+            self.cost - other.cost,
+            self.unknown_model_events - other.unknown_model_events,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -51,33 +90,123 @@ class Totals:
         }
 
 
+def model_name(provider: str, model: str) -> str:
+    return f"{normalize_provider(provider)}/{normalize_name(model)}"
+
+
+def rollup_deltas(record: EventRecord) -> dict[RollupKey, Counts]:
+    """The rollup rows one accepted event adds to, and what it adds."""
+    day = record.received_at[:10]
+    unknown = record.pricing_status == UNKNOWN_MODEL
+    counts = Counts(1, record.event.total_tokens, record.cost, 1 if unknown else 0)
+    if not record.visibility.dashboard_visible:
+        return {RollupKey(HIDDEN, day, record.visibility.reason or HIDDEN): counts}
+    event = record.event
+    model = model_name(event.provider, event.model)
+    keys = [
+        RollupKey(TOTAL, day),
+        RollupKey("feature", day, event.feature),
+        RollupKey("model", day, model),
+        RollupKey("environment", day, event.environment),
+        RollupKey("status", day, event.status),
+    ]
+    if event.customer_id is not None:
+        keys.append(RollupKey("customer", day, event.customer_id))
+    if unknown:
+        keys.append(RollupKey(UNKNOWN_MODELS, day, model))
+    return dict.fromkeys(keys, counts)
+
+
 @dataclass
 class UsageReport:
     by: str
-    totals: Totals = field(default_factory=Totals)
-    groups: dict[str, Totals] = field(default_factory=dict)
-    hidden: dict[str, Totals] = field(default_factory=dict)
+    totals: Counts = field(default_factory=Counts)
+    groups: dict[str, Counts] = field(default_factory=dict)
+    hidden: dict[str, Counts] = field(default_factory=dict)
+
+    @property
+    def hidden_events(self) -> int:
+        return sum(counts.events for counts in self.hidden.values())
+
+    def hidden_notice(self) -> str | None:
+        """interface.md §7.5's troubleshooting, where it applies."""
+        if not self.hidden:
+            return None
+        parts = ", ".join(f"{counts.events} events hidden: {reason}" for reason, counts in sorted(self.hidden.items()))
+        return (
+            f"{parts}. They were accepted and counted against the allowance but are not shown: a free-plan key "
+            "only shows the provider/model/feature it is bound to. Check the key's binding, or the "
+            "dashboard_visible and visibility_reason fields of the responses."
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        ordered = sorted(self.groups.items(), key=lambda item: (-item[1].cost, -item[1].events, item[0]))
+        ordered = sorted(
+            self.groups.items(),
+            key=lambda item: (item[0],) if self.by == "day" else (-item[1].cost, -item[1].events, item[0]),
+        )
         return {
-            "by": self.by,
+            "group_by": self.by,
             "currency": "USD",
             "totals": self.totals.to_dict(),
-            "groups": [{"key": key, **totals.to_dict()} for key, totals in ordered],
-            "hidden": {reason: totals.to_dict() for reason, totals in sorted(self.hidden.items())},
+            "groups": [{"key": key, **counts.to_dict()} for key, counts in ordered],
+            "hidden": {reason: counts.to_dict() for reason, counts in sorted(self.hidden.items())},
+            "hidden_events": self.hidden_events,
+            "hidden_notice": self.hidden_notice(),
         }
 
 
+def dimensions_for(by: str) -> tuple[str, ...]:
+    """The rollup dimensions a report grouped by ``by`` reads."""
+    check_grouping(by)
+    return (TOTAL, HIDDEN) if by in ("day", TOTAL) else (TOTAL, HIDDEN, by)
+
+
+def check_grouping(by: str) -> None:
+    if by not in GROUPINGS:
+        raise ValueError(f"cannot group by {by!r}; choose one of {', '.join(GROUPINGS)}")
+
+
+def report(rows: Iterable[tuple[RollupKey, Counts]], by: str) -> UsageReport:
+    """A usage report from rollup rows (any extra dimensions are ignored)."""
+    check_grouping(by)
+    result = UsageReport(by=by)
+    for key, counts in rows:
+        if key.dimension == HIDDEN:
+            result.hidden.setdefault(key.value, Counts()).add(counts)
+        elif key.dimension == TOTAL:
+            result.totals.add(counts)
+            if by == "day":
+                result.groups.setdefault(key.day, Counts()).add(counts)
+        elif key.dimension == by:
+            result.groups.setdefault(key.value, Counts()).add(counts)
+    if by == "customer":
+        # Events without a customer have no customer rows: they are what the groups miss.
+        attributed = Counts()
+        for counts in result.groups.values():
+            attributed.add(counts)
+        rest = result.totals.minus(attributed)
+        if rest.events:
+            result.groups[NO_VALUE] = rest
+    return result
+
+
 def summarize(records: Iterable[EventRecord], by: str) -> UsageReport:
-    if by not in DIMENSIONS:
-        raise ValueError(f"cannot group by {by!r}; choose one of {', '.join(DIMENSIONS)}")
-    key_of = DIMENSIONS[by]
-    report = UsageReport(by=by)
-    for record in records:
-        if not record.visibility.dashboard_visible:
-            report.hidden.setdefault(record.visibility.reason or "hidden", Totals()).add(record)
+    """The same report computed straight from events: what the rollups must always equal."""
+    rows = [(key, counts) for record in records for key, counts in rollup_deltas(record).items()]
+    return report(rows, by)
+
+
+def unknown_models(rows: Iterable[tuple[RollupKey, Counts]]) -> list[dict[str, Any]]:
+    """Models that came in without a pricing entry, most frequent first, with the last day seen."""
+    seen: dict[str, tuple[Counts, str]] = {}
+    for key, counts in rows:
+        if key.dimension != UNKNOWN_MODELS:
             continue
-        report.totals.add(record)
-        report.groups.setdefault(key_of(record), Totals()).add(record)
-    return report
+        total, last = seen.get(key.value, (Counts(), key.day))
+        total.add(counts)
+        seen[key.value] = (total, max(last, key.day))
+    ordered = sorted(seen.items(), key=lambda item: (-item[1][0].events, item[0]))
+    return [
+        {"model": model, "events": counts.events, "tokens": counts.tokens, "last_seen": last}
+        for model, (counts, last) in ordered
+    ]

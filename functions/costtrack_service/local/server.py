@@ -1,21 +1,28 @@
 """The local HTTP front: each request becomes an API Gateway HTTP API (payload v2) event for
 the same Lambda handler that runs in AWS, and its result becomes the HTTP response.
 
-Like Lambda, each handler instance ("container") serves one request at a time, and containers
-are created on demand when requests overlap, so concurrency reaches DynamoDB exactly as it
-would in AWS: several warm functions, each with its own caches.
+Like Lambda, each "container" is a process that serves one request at a time, and containers
+start on demand when requests overlap, so concurrency reaches DynamoDB exactly as it would in
+AWS: several warm functions, each with its own caches. (Processes, not threads: Powertools keeps
+the current request on its router class, which is right for Lambda and wrong for threads.)
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import importlib
 import logging
-import queue
+import multiprocessing
+import os
+import signal
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -101,26 +108,88 @@ def http_api_event(
     return event
 
 
-class ContainerPool:
-    """Warm handler instances, one request at a time each; a new one when all are busy."""
+@dataclass(frozen=True)
+class Route:
+    """Requests whose path starts with one of ``prefixes`` go to ``function`` (as the HTTP
+    API's routes send them to one Lambda function or another). ``handler`` names the factory
+    that builds the function's handler in a container: ``"package.module:factory"``."""
 
-    def __init__(self, factory: Callable[[], Handler]) -> None:
-        self._factory = factory
-        self._idle: queue.SimpleQueue[Handler] = queue.SimpleQueue()
-        self.created = 0
-        self._lock = threading.Lock()
+    function: str
+    prefixes: tuple[str, ...]
+    handler: str
 
-    def invoke(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
-        try:
-            handler = self._idle.get_nowait()
-        except queue.Empty:
-            with self._lock:
-                self.created += 1
-            handler = self._factory()
-        try:
-            return handler(event, context)
-        finally:
-            self._idle.put(handler)
+
+# -- containers: worker processes ------------------------------------------------------------
+
+_HANDLERS: dict[str, Handler] = {}
+
+
+def _start_container(routes: list[Route], config: dict[str, Any]) -> None:
+    """In a new worker process: build each function's handler once, as a cold start does."""
+    # Ctrl-C reaches the whole process group; the front stops its containers itself. The
+    # container was started with SIGINT blocked (see _no_sigint), so one that arrived during
+    # start-up is discarded here instead of interrupting an import.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    parent = os.getppid()
+
+    def exit_with_parent() -> None:
+        # A container must never outlive the front (killed, crashed): no orphan processes.
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(0)
+
+    threading.Thread(target=exit_with_parent, name="exit-with-parent", daemon=True).start()
+    for route in routes:
+        module, _, factory = route.handler.partition(":")
+        _HANDLERS[route.function] = getattr(importlib.import_module(module), factory)(config)
+
+
+def _invoke(function: str, event: dict[str, Any]) -> dict[str, Any]:
+    return _HANDLERS[function](event, LambdaContext(function))
+
+
+def _ready() -> bool:
+    return True
+
+
+@contextlib.contextmanager
+def _no_sigint() -> Iterator[None]:
+    """Block SIGINT in this thread while a container may be started (a blocked signal mask is
+    inherited through fork and exec). Python handles signals in the main thread only, so the
+    front loses nothing by it."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+class Containers:
+    """A pool of worker processes ("containers"), each holding every function's warm handler."""
+
+    def __init__(self, routes: list[Route], config: dict[str, Any], max_containers: int) -> None:
+        self._executor = ProcessPoolExecutor(
+            max_workers=max_containers,
+            # spawn, not fork: the front's threads and sockets must not leak into the containers.
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_container,
+            initargs=(routes, config),
+        )
+
+    def warm(self) -> None:
+        with _no_sigint():
+            future = self._executor.submit(_ready)
+        future.result(timeout=120)
+
+    def invoke(self, function: str, event: dict[str, Any]) -> dict[str, Any]:
+        with _no_sigint():  # submit() may start a container: it inherits this thread's mask
+            future = self._executor.submit(_invoke, function, event)
+        result: dict[str, Any] = future.result()
+        return result
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
@@ -156,8 +225,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.send_error(413, "Request Entity Too Large")
             return
         event = http_api_event(self.command, self.path, list(self.headers.items()), body, self.client_address[0])
+        function = self.server.route(self.path)
         try:
-            result = self.server.pool.invoke(event, LambdaContext(self.server.function_name))
+            result = self.server.containers.invoke(function, event)
         except Exception:  # the handler itself crashed: API Gateway answers 500 then
             log.exception("handler crashed")
             result = {"statusCode": 500, "body": '{"message":"Internal Server Error"}', "headers": {}}
@@ -190,27 +260,38 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], pool: ContainerPool, function_name: str, access_log: bool) -> None:
+    def __init__(self, address: tuple[str, int], routes: list[Route], containers: Containers, access_log: bool) -> None:
         super().__init__(address, _RequestHandler)
-        self.pool = pool
-        self.function_name = function_name
+        self.routes = routes
+        self.containers = containers
         self.access_log = access_log
+
+    def route(self, path: str) -> str:
+        clean = urlsplit(path).path
+        for route in self.routes:
+            if any(clean == prefix or clean.startswith(prefix.rstrip("/") + "/") for prefix in route.prefixes):
+                return route.function
+        return self.routes[-1].function  # the last route takes everything else
 
 
 class LocalApi:
-    """Serve a handler factory on 127.0.0.1 in a background thread."""
+    """Serve Lambda handlers on 127.0.0.1, routed by path, each request in a container process.
+
+    ``config`` is passed to each route's handler factory in every container.
+    """
 
     def __init__(
         self,
-        factory: Callable[[], Handler],
+        routes: list[Route],
+        config: dict[str, Any],
         *,
         port: int = 3000,
         host: str = "127.0.0.1",
-        function_name: str = "costtrack-local",
         access_log: bool = False,
+        max_containers: int = 4,
     ) -> None:
-        self.pool = ContainerPool(factory)
-        self._server = _Server((host, port), self.pool, function_name, access_log)
+        self.containers = Containers(routes, config, max_containers)
+        self._server = _Server((host, port), routes, self.containers, access_log)
         self._thread = threading.Thread(target=self._server.serve_forever, name="costtrack-local-api", daemon=True)
 
     @property
@@ -219,6 +300,7 @@ class LocalApi:
         return f"http://{host!s}:{port}"
 
     def start(self) -> LocalApi:
+        self.containers.warm()  # the first container's cold start happens now, not on a request
         self._thread.start()
         return self
 
@@ -226,3 +308,4 @@ class LocalApi:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+        self.containers.close()

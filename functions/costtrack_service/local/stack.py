@@ -1,11 +1,12 @@
 """The whole local stack in one object: DynamoDB, the tables, demo data and the HTTP front.
 
-``costtrack dev`` runs it until Ctrl-C; the tests start one per session on free ports. What it
-seeds is written to a state file (``.costtrack/dev.json``) so that tests, examples and people
-can find the URL and the keys:
+``costtrack dev`` runs it until Ctrl-C; the tests start one per session on free ports. (Its
+containers are spawned processes, so a script that starts a LocalStack needs the usual
+``if __name__ == "__main__":`` guard.) What it seeds is written to a state file
+(``.costtrack/dev.json``) so that tests, examples and people can find the URL and the keys:
 
-    {"api_url": ..., "dynamodb_endpoint": ..., "engine": ..., "table_prefix": ...,
-     "workspaces": {"paid": {"workspace_id", "api_key"}, "free": {..., "bound": {...}},
+    {"api_url": ..., "dashboard_url": ..., "dynamodb_endpoint": ..., "engine": ..., "table_prefix": ...,
+     "workspaces": {"paid": {"workspace_id", "api_key", "admin_token"}, "free": {..., "bound": {...}},
                     "quota": {..., "allowance": 5}, "plan_inactive": {...}},
      "keys": {"inactive": {"workspace_id", "api_key"}, "revoked": {...}}}
 """
@@ -21,11 +22,12 @@ from typing import Any
 
 from costtrack_service.catalogue import bundled_entries
 from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.keys import KeyState
+from costtrack_service.domain.keys import ADMIN, KeyState
 from costtrack_service.domain.quota import FREE, INACTIVE, PAID
 from costtrack_service.domain.source import Source
+from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
-from costtrack_service.local.server import LocalApi
+from costtrack_service.local.server import LocalApi, Route
 from costtrack_service.store import DynamoStore, dynamodb_client
 from costtrack_service.tables import TableNames
 
@@ -53,6 +55,11 @@ def seed_demo(store: DynamoStore) -> dict[str, Any]:
     inactive_plan = store.create_workspace("Demo (plan inactive)", tier=PAID, included_events=1000, status=INACTIVE)
     inactive_plan_key, _ = store.create_key(inactive_plan.workspace_id, name="demo")
 
+    tokens = {
+        name: store.create_key(workspace.workspace_id, name="dashboard", kind=ADMIN)[0]
+        for name, workspace in (("paid", paid), ("free", free), ("quota", quota), ("plan_inactive", inactive_plan))
+    }
+
     inactive_key, inactive_record = store.create_key(paid.workspace_id, name="deactivated")
     store.change_key_state(inactive_record.key_hash, "deactivate")
     revoked_key, revoked_record = store.create_key(paid.workspace_id, name="revoked")
@@ -60,10 +67,24 @@ def seed_demo(store: DynamoStore) -> dict[str, Any]:
 
     return {
         "workspaces": {
-            "paid": {"workspace_id": paid.workspace_id, "api_key": paid_key},
-            "free": {"workspace_id": free.workspace_id, "api_key": free_key, "bound": FREE_BINDING.as_dict()},
-            "quota": {"workspace_id": quota.workspace_id, "api_key": quota_key, "allowance": QUOTA_ALLOWANCE},
-            "plan_inactive": {"workspace_id": inactive_plan.workspace_id, "api_key": inactive_plan_key},
+            "paid": {"workspace_id": paid.workspace_id, "api_key": paid_key, "admin_token": tokens["paid"]},
+            "free": {
+                "workspace_id": free.workspace_id,
+                "api_key": free_key,
+                "admin_token": tokens["free"],
+                "bound": FREE_BINDING.as_dict(),
+            },
+            "quota": {
+                "workspace_id": quota.workspace_id,
+                "api_key": quota_key,
+                "admin_token": tokens["quota"],
+                "allowance": QUOTA_ALLOWANCE,
+            },
+            "plan_inactive": {
+                "workspace_id": inactive_plan.workspace_id,
+                "api_key": inactive_plan_key,
+                "admin_token": tokens["plan_inactive"],
+            },
         },
         "keys": {
             "inactive": {"workspace_id": paid.workspace_id, "api_key": inactive_key, "key_id": inactive_record.key_id},
@@ -83,6 +104,25 @@ def _seed_still_valid(store: DynamoStore, state: Mapping[str, Any]) -> bool:
     except (KeyError, TypeError):
         return False
     return key is not None and key.state is KeyState.ACTIVE and revoked is not None
+
+
+def _container_store(config: Mapping[str, str]) -> DynamoStore:
+    client = dynamodb_client(config["endpoint"], LOCAL_REGION, LOCAL_CREDENTIALS)
+    return DynamoStore(client, TableNames.with_prefix(config["table_prefix"]))
+
+
+def ingest_handler(config: Mapping[str, str]) -> Any:
+    """The ingestion function's handler, built in a container (see ``local.server``)."""
+    from costtrack_service.edge import ingest
+
+    return ingest.create_handler(IngestService(_container_store(config)))
+
+
+def api_handler(config: Mapping[str, str]) -> Any:
+    """The API function's handler, built in a container."""
+    from costtrack_service.edge import workspace
+
+    return workspace.create_handler(WorkspaceService(_container_store(config)))
 
 
 @dataclass
@@ -130,13 +170,17 @@ class LocalStack:
         previous = self._read_state()
         seeded = previous if previous and _seed_still_valid(store, previous) else seed_demo(store)
 
-        from costtrack_service.edge.ingest import create_handler
-
-        # One IngestService (own caches) per container, all sharing the thread-safe client.
-        self.api = LocalApi(lambda: create_handler(IngestService(store)), port=self.port, access_log=self.access_log)
+        # The template's routes: ingestion to one function, the rest to the API function.
+        routes = [
+            Route("costtrack-ingest", ("/v1/events", "/v1/openapi.json"), f"{__name__}:ingest_handler"),
+            Route("costtrack-api", ("/",), f"{__name__}:api_handler"),
+        ]
+        config = {"endpoint": self.dynamo.endpoint, "table_prefix": self.table_prefix}
+        self.api = LocalApi(routes, config, port=self.port, access_log=self.access_log)
         self.api.start()
         self.state = {
             "api_url": self.api.url,
+            "dashboard_url": f"{self.api.url}/dashboard",
             "dynamodb_endpoint": self.dynamo.endpoint,
             "engine": self.dynamo.engine,
             "table_prefix": self.table_prefix,

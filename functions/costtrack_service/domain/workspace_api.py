@@ -1,0 +1,237 @@
+"""The key owners' API: what a workspace admin token may read and change.
+
+Every call starts from the token, and the token decides the workspace: nothing here takes a
+workspace id from the request, so one workspace's token can never reach another's data. An id
+that is unknown or belongs elsewhere is simply not found (404), never "forbidden", so ids of
+other workspaces cannot be probed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Protocol
+
+from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.ingestion import EventRecord
+from costtrack_service.domain.keys import (
+    ADMIN,
+    ADMIN_TOKEN_PREFIX,
+    INGEST,
+    KEY_TRANSITIONS,
+    KeyRecord,
+    KeyState,
+    credential_from_headers,
+    hash_secret,
+)
+from costtrack_service.domain.quota import FREE, WorkspaceState, billing_period
+from costtrack_service.domain.source import Source
+from costtrack_service.domain.usage import (
+    GROUPINGS,
+    UNKNOWN_MODELS,
+    Counts,
+    RollupKey,
+    dimensions_for,
+    report,
+    unknown_models,
+)
+
+DEFAULT_DAYS = 30
+MAX_DAYS = 366
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+#: Query parameter -> stored event attribute, for filtering the event list.
+EVENT_FILTERS = {
+    "feature": "feature",
+    "model": "model",
+    "provider": "provider",
+    "environment": "environment",
+    "status": "status",
+    "customer_id": "customer_id",
+}
+
+
+class WorkspaceStore(Protocol):
+    def get_key(self, key_hash: str) -> KeyRecord | None: ...
+
+    def get_workspace(self, workspace_id: str, *, consistent: bool = False) -> WorkspaceState | None: ...
+
+    def query_rollups(
+        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
+    ) -> list[tuple[RollupKey, Counts]]: ...
+
+    def list_visible_events(
+        self,
+        workspace_id: str,
+        *,
+        limit: int,
+        after: Mapping[str, str] | None = None,
+        filters: Mapping[str, str] | None = None,
+    ) -> tuple[list[EventRecord], dict[str, str] | None]: ...
+
+    def list_keys(self, workspace_id: str, kind: str = INGEST) -> list[KeyRecord]: ...
+
+    def find_key(self, workspace_id: str, key_id: str) -> KeyRecord | None: ...
+
+    def create_key(
+        self, workspace_id: str, *, bound: Source | None = None, name: str | None = None, kind: str = INGEST
+    ) -> tuple[str, KeyRecord]: ...
+
+    def change_key_state(self, key_hash: str, action: str) -> KeyRecord: ...
+
+
+def invalid(field: str, message: str) -> ApiError:
+    return ApiError("INVALID_PAYLOAD", message, details=[{"field": field, "message": message}])
+
+
+def not_found(what: str) -> ApiError:
+    return ApiError("NOT_FOUND", f"No such {what} in this workspace.")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The authenticated admin token and its workspace."""
+
+    token: KeyRecord
+    workspace: WorkspaceState
+
+
+def day_range(params: Mapping[str, str], today: date) -> tuple[str, str]:
+    """``from`` and ``to`` as inclusive UTC days (default: the last 30 days, today included)."""
+
+    def parse(name: str, default: date) -> date:
+        value = params.get(name)
+        if not value:
+            return default
+        try:
+            return date.fromisoformat(value[:10])
+        except ValueError:
+            raise invalid(name, f"{name} must be a date, YYYY-MM-DD") from None
+
+    last = parse("to", today)
+    first = parse("from", last - timedelta(days=DEFAULT_DAYS - 1))
+    if first > last:
+        raise invalid("from", "from must not be after to")
+    if (last - first).days >= MAX_DAYS:
+        raise invalid("from", f"a range covers at most {MAX_DAYS} days")
+    return first.isoformat(), last.isoformat()
+
+
+def encode_cursor(position: Mapping[str, str]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(position, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> dict[str, str]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError):
+        raise invalid("cursor", "cursor is not one this API returned") from None
+    if not (isinstance(data, dict) and set(data) == {"received_event", "event_key"}):
+        raise invalid("cursor", "cursor is not one this API returned")
+    if not all(isinstance(value, str) for value in data.values()):
+        raise invalid("cursor", "cursor is not one this API returned")
+    return data
+
+
+class WorkspaceService:
+    def __init__(self, store: WorkspaceStore, *, clock: Any = None) -> None:
+        self.store = store
+        self._clock = clock or (lambda: datetime.now(UTC))
+
+    def authenticate(self, headers: Mapping[str, str]) -> Caller:
+        secret = credential_from_headers(headers, ADMIN_TOKEN_PREFIX)
+        token = self.store.get_key(hash_secret(secret)) if secret else None
+        if token is None or token.kind != ADMIN or token.state is not KeyState.ACTIVE:
+            raise ApiError("INVALID_ADMIN_TOKEN", "The admin token is missing, invalid or revoked.")
+        workspace = self.store.get_workspace(token.workspace_id, consistent=True)
+        if workspace is None:
+            raise ApiError("INVALID_ADMIN_TOKEN", "The admin token is missing, invalid or revoked.")
+        return Caller(token, workspace)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def summary(self, caller: Caller) -> dict[str, Any]:
+        """The plan, this month's allowance and credits."""
+        return caller.workspace.view(billing_period(self._clock()))
+
+    def usage(self, caller: Caller, params: Mapping[str, str]) -> dict[str, Any]:
+        group_by = params.get("group_by") or "day"
+        if group_by not in GROUPINGS:
+            raise invalid("group_by", f"group_by must be one of {', '.join(GROUPINGS)}")
+        first, last = day_range(params, self._clock().date())
+        rows = self.store.query_rollups(caller.workspace.workspace_id, dimensions_for(group_by), first, last)
+        return {
+            "workspace_id": caller.workspace.workspace_id,
+            "from": first,
+            "to": last,
+            **report(rows, group_by).to_dict(),
+        }
+
+    def unknown_models(self, caller: Caller, params: Mapping[str, str]) -> dict[str, Any]:
+        first, last = day_range(params, self._clock().date())
+        rows = self.store.query_rollups(caller.workspace.workspace_id, (UNKNOWN_MODELS,), first, last)
+        return {"from": first, "to": last, "models": unknown_models(rows)}
+
+    def events(self, caller: Caller, params: Mapping[str, str]) -> dict[str, Any]:
+        raw_limit = params.get("limit") or str(DEFAULT_LIMIT)
+        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_LIMIT:
+            raise invalid("limit", f"limit must be an integer from 1 to {MAX_LIMIT}")
+        cursor = params.get("cursor")
+        after = decode_cursor(cursor) if cursor else None
+        filters = {EVENT_FILTERS[name]: value for name, value in params.items() if name in EVENT_FILTERS and value}
+        records, position = self.store.list_visible_events(
+            caller.workspace.workspace_id, limit=int(raw_limit), after=after, filters=filters
+        )
+        return {
+            "events": [record.view() for record in records],
+            "next_cursor": encode_cursor(position) if position else None,
+        }
+
+    def keys(self, caller: Caller) -> dict[str, Any]:
+        return {"keys": [key.view() for key in self.store.list_keys(caller.workspace.workspace_id)]}
+
+    # -- changes ----------------------------------------------------------------------------
+
+    def create_key(self, caller: Caller, body: object) -> dict[str, Any]:
+        if body is None:
+            body = {}
+        if not isinstance(body, dict):
+            raise invalid("body", "the body must be a JSON object")
+        unknown = sorted(set(body) - {"name", "bind"})
+        if unknown:
+            raise invalid(unknown[0], f"unknown field {unknown[0]}; expected name and/or bind")
+        name = body.get("name")
+        if name is not None and (not isinstance(name, str) or len(name) > 100):
+            raise invalid("name", "name must be a string of at most 100 characters")
+        bound = self._binding(body.get("bind"))
+        if caller.workspace.tier == FREE and bound is None:
+            raise invalid("bind", "a free-plan key must be bound to one provider/model/feature")
+        secret, record = self.store.create_key(caller.workspace.workspace_id, bound=bound, name=name)
+        return {"key": record.view(), "api_key": secret}
+
+    @staticmethod
+    def _binding(raw: object) -> Source | None:
+        if raw is None:
+            return None
+        try:
+            if isinstance(raw, str):
+                return Source.parse(raw)
+            if isinstance(raw, dict) and all(
+                isinstance(raw.get(part), str) for part in ("provider", "model", "feature")
+            ):
+                return Source.parse(f"{raw['provider']}/{raw['model']}/{raw['feature']}")
+        except ValueError:
+            pass
+        raise invalid("bind", "bind must be provider/model/feature (a string or an object with those fields)")
+
+    def change_key(self, caller: Caller, key_id: str, action: str) -> dict[str, Any]:
+        if action not in KEY_TRANSITIONS:
+            raise not_found("action")
+        record = self.store.find_key(caller.workspace.workspace_id, key_id)
+        if record is None or record.kind != INGEST:
+            raise not_found("key")
+        return {"key": self.store.change_key_state(record.key_hash, action).view()}

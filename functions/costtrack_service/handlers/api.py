@@ -1,0 +1,5 @@
+"""Lambda entry point of the key owners' API and dashboard: ``/v1/workspace/...``, ``/dashboard``."""
+
+from costtrack_service.edge.workspace import create_handler
+
+handler = create_handler()

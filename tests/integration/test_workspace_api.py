@@ -1,0 +1,282 @@
+"""The key owners' API over real sockets on DynamoDB Local: usage from rollups (always equal to
+the events themselves), the event list (hidden events never in it), key management, and
+workspace isolation on every route."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+
+from costtrack_service.domain.keys import ADMIN
+from costtrack_service.domain.usage import summarize
+
+pytestmark = pytest.mark.integration
+
+TODAY = datetime.now(UTC).strftime("%Y-%m-%d")
+
+
+class Workspace:
+    def __init__(self, api: httpx.Client, stack: Any, workspace_id: str, key: str) -> None:
+        self.api, self.stack, self.workspace_id, self.key = api, stack, workspace_id, key
+        self.token, _ = stack.store.create_key(workspace_id, name="dashboard", kind=ADMIN)
+
+    def send(self, **event: Any) -> httpx.Response:
+        body = {"provider": "openai", "model": "gpt-4o-mini", "prompt_tokens": 1000, "completion_tokens": 100, **event}
+        return self.api.post("/v1/events", json=body, headers={"Authorization": f"Bearer {self.key}"})
+
+    def get(self, path: str, token: str | None = None, **params: str) -> httpx.Response:
+        return self.api.get(path, params=params, headers={"Authorization": f"Bearer {token or self.token}"})
+
+    def post(self, path: str, body: Any = None, token: str | None = None) -> httpx.Response:
+        return self.api.post(
+            path,
+            content=json.dumps(body) if body is not None else b"",
+            headers={"Authorization": f"Bearer {token or self.token}"},
+        )
+
+
+@pytest.fixture
+def make_workspace(api: httpx.Client, local_stack: Any, workspace_factory: Any) -> Callable[..., Workspace]:
+    def make(**options: Any) -> Workspace:
+        workspace_id, key = workspace_factory(**options)
+        return Workspace(api, local_stack, workspace_id, key)
+
+    return make
+
+
+def test_summary_shows_plan_and_allowance(make_workspace: Callable[..., Workspace]) -> None:
+    ws = make_workspace(included=10, credits=3)
+    ws.send(feature="chat")
+    body = ws.get("/v1/workspace").json()
+    assert body["plan"] == {"tier": "paid", "status": "active", "included_events": 10, "credits": 3}
+    assert (body["usage"]["included_used"], body["usage"]["included_left"], body["usage"]["credits_left"]) == (1, 9, 3)
+
+
+def test_usage_from_rollups_equals_the_events(make_workspace: Callable[..., Workspace], local_stack: Any) -> None:
+    ws = make_workspace(tier="free", bound="openai/gpt-4o-mini/chat")
+    ws.send(feature="chat", customer_id="acme")
+    ws.send(feature="chat", customer_id="acme", completion_tokens=900)
+    ws.send(feature="chat", environment="staging", status="error")
+    ws.send(feature="search", customer_id="acme")  # hidden: another source than the key's
+    ws.send(model="gpt-unreleased", feature="chat")  # hidden as well (another model)
+
+    records = list(local_stack.store.iter_events(ws.workspace_id))
+    for group_by in ("day", "feature", "model", "customer", "environment", "status"):
+        body = ws.get("/v1/workspace/usage", group_by=group_by, **{"from": TODAY, "to": TODAY}).json()
+        expected = summarize(records, group_by).to_dict()
+        assert {k: body[k] for k in expected} == expected, group_by
+    feature = ws.get("/v1/workspace/usage", group_by="feature").json()
+    assert feature["totals"]["events"] == 3 and feature["hidden_events"] == 2
+    assert [g["key"] for g in feature["groups"]] == ["chat"]
+    assert "2 events hidden: free_source_mismatch" in feature["hidden_notice"]
+    customers = {g["key"]: g["events"] for g in ws.get("/v1/workspace/usage", group_by="customer").json()["groups"]}
+    assert customers == {"acme": 2, "(none)": 1}
+
+
+def test_unknown_models_are_listed(make_workspace: Callable[..., Workspace]) -> None:
+    ws = make_workspace()
+    ws.send(model="gpt-unreleased")
+    ws.send(model="GPT-Unreleased ")
+    ws.send(provider="acme", model="m1")
+    models = ws.get("/v1/workspace/unknown-models").json()["models"]
+    assert [(m["model"], m["events"], m["last_seen"]) for m in models] == [
+        ("openai/gpt-unreleased", 2, TODAY),
+        ("acme/m1", 1, TODAY),
+    ]
+
+
+def test_event_list_is_newest_first_paginated_filtered_and_never_hidden(
+    make_workspace: Callable[..., Workspace],
+) -> None:
+    ws = make_workspace(tier="free", bound="openai/gpt-4o-mini/chat")
+    for n in range(7):
+        assert ws.send(feature="chat", customer_id=f"c{n}").status_code == 200
+    ws.send(feature="secret-project", customer_id="hidden")
+
+    seen: list[str] = []
+    cursor = None
+    for _ in range(5):
+        params = {"limit": "3", **({"cursor": cursor} if cursor else {})}
+        page = ws.get("/v1/workspace/events", **params).json()
+        seen += [event["customer_id"] for event in page["events"]]
+        cursor = page["next_cursor"]
+        if not cursor:
+            break
+    assert seen == [f"c{n}" for n in reversed(range(7))]
+    only = ws.get("/v1/workspace/events", customer_id="c3").json()["events"]
+    assert [event["customer_id"] for event in only] == ["c3"]
+    assert ws.get("/v1/workspace/events", feature="secret-project").json()["events"] == []
+    event = ws.get("/v1/workspace/events", limit="1").json()["events"][0]
+    assert event["cost"] == "0.00021" and event["pricing_status"] == "priced" and "fingerprint" not in event
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"limit": "0"}, "limit"),
+        ({"limit": "x"}, "limit"),
+        ({"cursor": "not-a-cursor"}, "cursor"),
+        ({"cursor": "eyJhIjogMX0"}, "cursor"),
+    ],
+)
+def test_bad_event_queries_are_400(
+    make_workspace: Callable[..., Workspace], params: dict[str, str], field: str
+) -> None:
+    response = make_workspace().get("/v1/workspace/events", **params)
+    assert response.status_code == 400 and response.json()["error"]["details"][0]["field"] == field
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"group_by": "color"}, "group_by"),
+        ({"from": "yesterday"}, "from"),
+        ({"from": "2026-11-02", "to": "2026-11-01"}, "from"),
+        ({"from": "2020-01-01", "to": "2026-01-01"}, "from"),
+    ],
+)
+def test_bad_usage_queries_are_400(
+    make_workspace: Callable[..., Workspace], params: dict[str, str], field: str
+) -> None:
+    response = make_workspace().get("/v1/workspace/usage", **params)
+    assert response.status_code == 400 and response.json()["error"]["details"][0]["field"] == field
+
+
+def test_key_management(make_workspace: Callable[..., Workspace], api: httpx.Client) -> None:
+    ws = make_workspace()
+    created = ws.post("/v1/workspace/keys", {"name": "backend"})
+    assert created.status_code == 201
+    new_key, key_id = created.json()["api_key"], created.json()["key"]["key_id"]
+    assert new_key.startswith("ct_") and created.json()["key"]["state"] == "active"
+    listed = ws.get("/v1/workspace/keys").json()["keys"]
+    assert key_id in {key["key_id"] for key in listed}
+    assert all(key["kind"] == "ingest" for key in listed)  # admin tokens are not listed here
+    assert new_key not in json.dumps(listed)
+
+    def send() -> httpx.Response:
+        return api.post(
+            "/v1/events", json={"provider": "openai", "model": "gpt-5"}, headers={"Authorization": f"Bearer {new_key}"}
+        )
+
+    assert send().status_code == 200
+    assert ws.post(f"/v1/workspace/keys/{key_id}/deactivate").json()["key"]["state"] == "inactive"
+    assert send().json()["error"]["code"] == "INACTIVE_API_KEY"
+    assert ws.post(f"/v1/workspace/keys/{key_id}/reactivate").json()["key"]["state"] == "active"
+    assert ws.post(f"/v1/workspace/keys/{key_id}/revoke").json()["key"]["state"] == "revoked"
+    refused = ws.post(f"/v1/workspace/keys/{key_id}/reactivate")
+    assert (refused.status_code, refused.json()["error"]["code"]) == (409, "INVALID_KEY_TRANSITION")
+    assert ws.post(f"/v1/workspace/keys/{key_id}/explode").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"bind": "openai/gpt-4o"}, "bind"),
+        ({"bind": 5}, "bind"),
+        ({"name": 7}, "name"),
+        ({"colour": "red"}, "colour"),
+        ([], "body"),
+    ],
+)
+def test_bad_key_requests_are_400(make_workspace: Callable[..., Workspace], body: Any, field: str) -> None:
+    response = make_workspace().post("/v1/workspace/keys", body)
+    assert response.status_code == 400 and response.json()["error"]["details"][0]["field"] == field
+
+
+def test_free_workspaces_create_only_bound_keys(make_workspace: Callable[..., Workspace]) -> None:
+    ws = make_workspace(tier="free", bound="openai/gpt-4o-mini/chat")
+    assert ws.post("/v1/workspace/keys", {}).json()["error"]["details"][0]["field"] == "bind"
+    created = ws.post(
+        "/v1/workspace/keys", {"bind": {"provider": "Gemini", "model": "gemini-2.5-pro", "feature": "qa"}}
+    )
+    assert created.status_code == 201 and created.json()["key"]["bound"] == "google/gemini-2.5-pro/qa"
+
+
+WORKSPACE_ROUTES = [
+    ("GET", "/v1/workspace"),
+    ("GET", "/v1/workspace/usage"),
+    ("GET", "/v1/workspace/unknown-models"),
+    ("GET", "/v1/workspace/events"),
+    ("GET", "/v1/workspace/keys"),
+    ("POST", "/v1/workspace/keys"),
+    ("POST", "/v1/workspace/keys/key_x/revoke"),
+]
+
+
+@pytest.mark.parametrize(("method", "path"), WORKSPACE_ROUTES)
+def test_every_route_needs_a_live_admin_token(
+    make_workspace: Callable[..., Workspace], local_stack: Any, api: httpx.Client, method: str, path: str
+) -> None:
+    ws = make_workspace()
+    revoked, record = local_stack.store.create_key(ws.workspace_id, kind=ADMIN)
+    local_stack.store.change_key_state(record.key_hash, "revoke")
+    for credential in (None, "cta_unknown", ws.key, revoked):  # none, unknown, an ingestion key, revoked
+        headers = {"Authorization": f"Bearer {credential}"} if credential else {}
+        response = api.request(method, path, headers=headers)
+        assert (response.status_code, response.json()["error"]["code"]) == (401, "INVALID_ADMIN_TOKEN")
+
+
+def test_an_admin_token_is_not_an_ingestion_key(make_workspace: Callable[..., Workspace], api: httpx.Client) -> None:
+    ws = make_workspace()
+    response = api.post(
+        "/v1/events", json={"provider": "openai", "model": "gpt-5"}, headers={"Authorization": f"Bearer {ws.token}"}
+    )
+    assert response.json()["error"]["code"] == "INVALID_API_KEY"
+
+
+def test_one_workspace_can_never_reach_another(make_workspace: Callable[..., Workspace]) -> None:
+    mine, theirs = make_workspace(), make_workspace()
+    theirs.send(feature="their-feature", customer_id="their-customer", model="their-model")
+    theirs.send(feature="their-feature")
+    their_key_id = theirs.get("/v1/workspace/keys").json()["keys"][0]["key_id"]
+    their_events = theirs.get("/v1/workspace/events").json()
+    assert their_events["events"]
+
+    assert mine.get("/v1/workspace").json()["workspace_id"] == mine.workspace_id
+    assert mine.get("/v1/workspace/usage", group_by="feature").json()["totals"]["events"] == 0
+    assert mine.get("/v1/workspace/unknown-models").json()["models"] == []
+    assert mine.get("/v1/workspace/events").json()["events"] == []
+    assert their_key_id not in {key["key_id"] for key in mine.get("/v1/workspace/keys").json()["keys"]}
+    for action in ("deactivate", "reactivate", "revoke"):
+        response = mine.post(f"/v1/workspace/keys/{their_key_id}/{action}")
+        assert (response.status_code, response.json()["error"]["code"]) == (404, "NOT_FOUND")
+    # A cursor is a position, not a permission: theirs reads nothing of theirs in my workspace.
+    their_cursor = theirs.get("/v1/workspace/events", limit="1").json()["next_cursor"]
+    assert their_cursor
+    assert mine.get("/v1/workspace/events", cursor=their_cursor).json()["events"] == []
+    assert theirs.get("/v1/workspace/keys").json()["keys"][0]["state"] == "active"
+
+
+def test_responses_match_the_openapi_document(make_workspace: Callable[..., Workspace], api: httpx.Client) -> None:
+    import jsonschema
+
+    document = api.get("/v1/openapi.json").json()
+
+    def check(response: httpx.Response, path: str, method: str = "get") -> None:
+        documented = document["paths"][path][method]["responses"][str(response.status_code)]
+        ref = documented["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+        schema = {**document["components"]["schemas"][ref], "components": document["components"]}
+        jsonschema.validate(response.json(), schema, cls=jsonschema.Draft202012Validator)
+
+    ws = make_workspace()
+    ws.send(feature="chat", customer_id="acme")
+    ws.send(model="gpt-unreleased")
+    check(ws.get("/v1/workspace"), "/v1/workspace")
+    for group_by in ("day", "feature", "customer"):
+        check(ws.get("/v1/workspace/usage", group_by=group_by), "/v1/workspace/usage")
+    check(ws.get("/v1/workspace/usage", group_by="nope"), "/v1/workspace/usage")
+    check(ws.get("/v1/workspace/unknown-models"), "/v1/workspace/unknown-models")
+    check(ws.get("/v1/workspace/events", limit="1"), "/v1/workspace/events")
+    check(ws.get("/v1/workspace/keys"), "/v1/workspace/keys")
+    check(ws.get("/v1/workspace/keys", token="cta_nope"), "/v1/workspace/keys")
+    created = ws.post("/v1/workspace/keys", {"name": "x"})
+    check(created, "/v1/workspace/keys", "post")
+    key_id = created.json()["key"]["key_id"]
+    check(ws.post(f"/v1/workspace/keys/{key_id}/revoke"), "/v1/workspace/keys/{key_id}/{action}", "post")
+    check(ws.post(f"/v1/workspace/keys/{key_id}/reactivate"), "/v1/workspace/keys/{key_id}/{action}", "post")
+    check(ws.post("/v1/workspace/keys/key_unknown/revoke"), "/v1/workspace/keys/{key_id}/{action}", "post")
