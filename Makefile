@@ -4,6 +4,8 @@
 #   make test    install what is missing, then run every test: lint, service, both SDKs, template
 #   make lint    ruff, mypy, the SAM template checks and sam build
 #   make build   sam build only
+#   make bench   benchmarks (figures to bench/results.json)
+#   make chaos   full-size chaos and fuzzing
 #
 # Tools are installed into the project: .venv (service, uv-managed), .costtrack/tools (uv,
 # SAM CLI), node_modules (DynamoDB Local), sdk/node/node_modules. Nothing global is touched.
@@ -28,15 +30,20 @@ SDK_PYTHON_NEWEST := $(or $(shell scripts/find-python 3.13 3.12 3.11 3.10 3.9),3
 
 export SAM_CLI_TELEMETRY := 0
 export UV_PYTHON_DOWNLOADS := automatic
+# Write .pyc files at install time: every test spawns Python processes (local stack containers,
+# subprocess tests), and environments that set PYTHONDONTWRITEBYTECODE would compile boto3 each time.
+export UV_COMPILE_BYTECODE := 1
 PYTEST := $(ROOT)/scripts/pytest-run
 
-.PHONY: help dev test lint build chromium test-service test-sdk-python test-sdk-node lint-template deps clean
+.PHONY: help dev test lint build bench chaos chromium test-service test-sdk-python test-sdk-node lint-template deps clean
 
 help:
 	@echo "make dev    - run the local stack on http://127.0.0.1:3000 (Ctrl-C stops it)"
 	@echo "make test   - install what is missing and run every test"
 	@echo "make lint   - ruff, mypy, SAM template checks and sam build"
 	@echo "make build  - sam build (functions and both SDK layers) into .aws-sam/build"
+	@echo "make bench  - benchmarks: prints a table, writes bench/results.json"
+	@echo "make chaos  - full-size chaos and fuzzing runs (a fast slice is part of make test)"
 
 # -- installs ----------------------------------------------------------------------------
 
@@ -111,6 +118,19 @@ test-sdk-python: | $(UV)
 
 test-sdk-node:
 	cd sdk/node && npm ci --no-audit --no-fund --loglevel=error && npm run build && npm test
+
+# -- proof --------------------------------------------------------------------------------
+
+# Figures, printed and written to bench/results.json; never asserted.
+bench: deps
+	cd sdk/node && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent
+	.venv/bin/python bench/run.py
+
+# The full chaos and fuzzing sizes (make test runs a fast slice of the same tests). Exits
+# non-zero on any lost or double-counted event.
+chaos: deps
+	cd sdk/node && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent
+	COSTTRACK_CHAOS=full "$(PYTEST)" .venv/bin/pytest tests/chaos tests/fuzz -q -p no:cacheprovider
 
 clean:
 	rm -rf .venv .costtrack/tools .costtrack/venvs node_modules sdk/node/node_modules sdk/node/dist .aws-sam

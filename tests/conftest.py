@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,19 @@ ROOT = Path(__file__).resolve().parents[1]
 VECTORS = json.loads((ROOT / "spec" / "validation-vectors.json").read_text(encoding="utf-8"))["cases"]
 
 
+NODE_SDK = ROOT / "sdk" / "node"
+
+
+def built_node_sdk() -> Path:
+    """The Node SDK's build output (``dist``), built here when a test runs before
+    ``make test-sdk-node`` (or ``make bench``/``make chaos``) built it."""
+    dist = NODE_SDK / "dist"
+    if not (dist / "esm" / "index.js").exists():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_SDK, check=True)
+        subprocess.run(["npm", "run", "build", "--silent"], cwd=NODE_SDK, check=True)
+    return dist
+
+
 def vectors_for(implementation: str) -> list[dict[str, Any]]:
     return [case for case in VECTORS if implementation in case.get("only", [implementation])]
 
@@ -48,10 +62,12 @@ def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from costtrack_service.local.stack import LocalStack
 
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    folder = tmp_path_factory.mktemp("stack")
     stack = LocalStack(
         port=0,
-        state_file=tmp_path_factory.mktemp("stack") / "dev.json",
+        state_file=folder / "dev.json",
         table_prefix=f"test-{worker}-",
+        container_log=folder / "functions.log",
     )
     stack.start()
     try:

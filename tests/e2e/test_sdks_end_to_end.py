@@ -21,11 +21,9 @@ import httpx
 import pytest
 
 from costtrack import Tracker
+from tests.conftest import built_node_sdk
 
 pytestmark = pytest.mark.integration
-
-ROOT = Path(__file__).resolve().parents[2]
-NODE_SDK = ROOT / "sdk" / "node"
 
 
 class FaultProxy:
@@ -109,12 +107,7 @@ def test_a_retry_after_the_service_committed_is_a_replay(local_stack: Any, works
 
 @pytest.fixture(scope="module")
 def node_sdk() -> Path:
-    """The built Node SDK (built here when a test runs before `make test-sdk-node`)."""
-    entry = NODE_SDK / "dist" / "esm" / "index.js"
-    if not entry.exists():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_SDK, check=True)
-        subprocess.run(["npm", "run", "build", "--silent"], cwd=NODE_SDK, check=True)
-    return entry
+    return built_node_sdk() / "esm" / "index.js"
 
 
 CASES = [

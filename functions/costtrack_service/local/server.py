@@ -140,6 +140,12 @@ def _start_container(routes: list[Route], config: dict[str, Any]) -> None:
         os._exit(0)
 
     threading.Thread(target=exit_with_parent, name="exit-with-parent", daemon=True).start()
+    log_file = config.get("log_file")
+    if log_file:
+        # What the functions print (Powertools logs, EMF metrics) goes where CloudWatch would get it.
+        descriptor = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(descriptor, 1)
+        os.dup2(descriptor, 2)
     for route in routes:
         module, _, factory = route.handler.partition(":")
         _HANDLERS[route.function] = getattr(importlib.import_module(module), factory)(config)
@@ -250,7 +256,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
             elapsed = (time.perf_counter() - started) * 1000
             print(f"{self.command} {self.path} {status} {elapsed:.1f}ms", file=sys.stderr, flush=True)
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _serve
+    def __getattr__(self, name: str) -> Any:
+        # Every method (TRACE, QUERY, anything) reaches the function, as with API Gateway; the
+        # function's router answers the ones it does not know.
+        if name.startswith("do_"):
+            return self._serve
+        raise AttributeError(name)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # _serve prints its own compact line

@@ -134,6 +134,7 @@ class LocalStack:
     table_prefix: str = DEFAULT_TABLE_PREFIX
     access_log: bool = False
     prefer_engine: str = "dynamodb-local"
+    container_log: Path | None = None  # where the functions' output goes (default: this stdout)
     state: dict[str, Any] = field(default_factory=dict)
     dynamo: LocalDynamo | None = None
     api: LocalApi | None = None
@@ -176,6 +177,8 @@ class LocalStack:
             Route("costtrack-api", ("/",), f"{__name__}:api_handler"),
         ]
         config = {"endpoint": self.dynamo.endpoint, "table_prefix": self.table_prefix}
+        if self.container_log is not None:
+            config["log_file"] = str(self.container_log)
         self.api = LocalApi(routes, config, port=self.port, access_log=self.access_log)
         self.api.start()
         self.state = {

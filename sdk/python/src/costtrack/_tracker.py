@@ -53,6 +53,18 @@ _USER_AGENT = f"costtrack-python/{__version__}"
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
+def _call_back(callback: Optional[Callable[[Any], Any]], value: Any, name: str, log: Callable[..., None]) -> None:
+    """Hand ``value`` to a user callback, or log it when there is none; a callback that
+    raises is logged, never propagated (nothing the tracker does may raise into the app)."""
+    if callback is None:
+        log("costtrack: %s", value)
+        return
+    try:
+        callback(value)
+    except Exception:
+        logger.exception("costtrack: the %s callback raised; ignored", name)
+
+
 class _DropCounter:
     """Counts dropped events and says when a report is due: the first drop at once, then at
     most one report per interval, each with the count since the previous one."""
@@ -464,24 +476,10 @@ class Tracker:
     # -- callbacks ---------------------------------------------------------------------------
 
     def _warn(self, warning: TrackerWarning) -> None:
-        callback = self._on_warning
-        if callback is None:
-            logger.warning("costtrack: %s", warning)
-            return
-        try:
-            callback(warning)
-        except Exception:
-            logger.exception("costtrack: the on_warning callback raised; ignored")
+        _call_back(self._on_warning, warning, "on_warning", logger.warning)
 
     def _report_error(self, error: Exception) -> None:
-        callback = self._on_error
-        if callback is None:
-            logger.error("costtrack: %s", error)
-            return
-        try:
-            callback(error)
-        except Exception:
-            logger.exception("costtrack: the on_error callback raised; ignored")
+        _call_back(self._on_error, error, "on_error", logger.error)
 
     # -- process lifecycle -------------------------------------------------------------------
 

@@ -1,0 +1,76 @@
+"""`make bench`: every benchmark in one run, one table, and ``bench/results.json``.
+
+Runs the Python SDK benchmark (beside posthog's ``capture()``), the Node SDK benchmark and the
+service benchmark, each in its own process, and writes one flat JSON object with their figures
+and the machine they ran on. Figures are printed, never asserted: compare runs, and compare
+against the peers measured in the same run.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results.json"
+
+
+def run(command: list[str]) -> dict[str, Any]:
+    """Run one benchmark; its output goes to the terminal and its last line is its JSON."""
+    print(f"\n$ {' '.join(command)}", flush=True)
+    result = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True)
+    lines = result.stdout.strip().splitlines()
+    print("\n".join(lines[:-1]), flush=True)
+    figures: dict[str, Any] = json.loads(lines[-1])
+    return figures
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = float("nan")
+    return {
+        "machine_cpu": cpu,
+        "machine_cores": os.cpu_count(),
+        "machine_os": f"{platform.system()} {platform.release()}",
+        "machine_python": platform.python_version(),
+        "machine_node": node,
+        "machine_load_average_1m": round(load, 2),
+        "measured_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+def main() -> None:
+    results: dict[str, Any] = {}
+    results.update(run([sys.executable, "bench/python_sdk.py"]))
+    results.update(run(["node", "bench/node_sdk.mjs"]))
+    results.update(run([sys.executable, "bench/service.py"]))
+    results.update(machine())
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+
+    width = max(len(name) for name in results)
+    print("\ncosttrack benchmarks")
+    for name, value in results.items():
+        shown = f"{value:.3f}" if isinstance(value, float) else str(value)
+        print(f"  {name:<{width}}  {shown}")
+    print(f"\nwritten to {RESULTS.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,315 @@
+"""Exactness under pressure, on the local stack (DynamoDB Local, containers as processes).
+
+Every test here fails on any lost or double-counted event. ``make test`` runs a fast slice;
+``make chaos`` (``COSTTRACK_CHAOS=full``) runs the sizes the issue names:
+
+* idempotency storm: 100 unique events x 5 concurrent copies -> exactly 100 counted, cost exact;
+* quota race: allowance 50, 200 concurrent distinct events -> exactly 50 accepted;
+* both SDKs through a proxy that fails 20% of requests (503 before the service sees them; 500,
+  reset or timeout after the service committed) -> every event stored exactly once;
+* transaction conflicts injected under the store -> retried, then 503 with Retry-After; never
+  another code, never a double count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from botocore.exceptions import ClientError
+
+from costtrack import Tracker
+from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.ingestion import IngestRequest, IngestService, IngestSettings
+from costtrack_service.domain.usage import TOTAL
+from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION
+from costtrack_service.store import DynamoStore, dynamodb_client
+from costtrack_service.tables import TableNames
+from tests.conftest import built_node_sdk
+
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
+
+FULL = os.environ.get("COSTTRACK_CHAOS") == "full"
+EVENT = {
+    "provider": "openai",
+    "model": "gpt-5",
+    "feature": "chaos",
+    "prompt_tokens": 10_000,
+    "cached_input_tokens": 8_000,
+    "completion_tokens": 3_000,
+}
+EVENT_COST = Decimal("0.0335")  # (2000 x 1.25 + 8000 x 0.125 + 3000 x 10) / 1M: CONTRACT.md §6
+
+
+def post(api_url: str, key: str, body: dict[str, Any], idempotency_key: str, client: httpx.Client) -> httpx.Response:
+    """Like an SDK: the same key again while the service says 503."""
+    headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": idempotency_key}
+    for _ in range(30):
+        response = client.post(f"{api_url}/v1/events", json=body, headers=headers)
+        if response.status_code != 503:
+            return response
+        time.sleep(float(response.headers.get("Retry-After", "0.1")) * random.random())
+    return response
+
+
+def totals(local_stack: Any, workspace_id: str) -> tuple[int, Decimal, int]:
+    """(stored events, their total cost, the day-rollup event count)."""
+    events = list(local_stack.store.iter_events(workspace_id))
+    rows = local_stack.store.query_rollups(workspace_id, (TOTAL,), "2000-01-01", "2999-12-31")
+    return len(events), sum((event.cost for event in events), Decimal(0)), sum(counts.events for _, counts in rows)
+
+
+def test_idempotency_storm(local_stack: Any, workspace_factory: Any) -> None:
+    unique, copies = (100, 5) if FULL else (20, 5)
+    workspace_id, key = workspace_factory(included=10_000)
+    jobs = [str(uuid.uuid4()) for _ in range(unique)] * copies
+    random.Random(7).shuffle(jobs)
+    with httpx.Client(timeout=60) as client, ThreadPoolExecutor(max_workers=25) as pool:
+        responses = list(pool.map(lambda k: post(local_stack.state["api_url"], key, EVENT, k, client), jobs))
+
+    assert {r.status_code for r in responses} == {200}
+    by_key: dict[str, set[str]] = {}
+    for idempotency_key, response in zip(jobs, responses, strict=True):
+        by_key.setdefault(idempotency_key, set()).add(response.json()["event_id"])
+    assert all(len(ids) == 1 for ids in by_key.values())  # every copy got the one stored answer
+    assert sum(1 for r in responses if not r.json()["replayed"]) == unique
+    stored, cost, rolled_up = totals(local_stack, workspace_id)
+    assert (stored, rolled_up) == (unique, unique)
+    assert cost == unique * EVENT_COST
+    assert local_stack.store.get_workspace(workspace_id).included_used == unique
+
+
+def test_quota_race(local_stack: Any, workspace_factory: Any) -> None:
+    allowance, sent = (50, 200) if FULL else (10, 40)
+    workspace_id, key = workspace_factory(included=allowance)
+    with httpx.Client(timeout=60) as client, ThreadPoolExecutor(max_workers=25) as pool:
+        responses = list(
+            pool.map(lambda n: post(local_stack.state["api_url"], key, EVENT, f"race-{n}", client), range(sent))
+        )
+    statuses = [r.status_code for r in responses]
+    assert statuses.count(200) == allowance and statuses.count(429) == sent - allowance
+    stored, _, rolled_up = totals(local_stack, workspace_id)
+    assert (stored, rolled_up) == (allowance, allowance)
+    assert local_stack.store.get_workspace(workspace_id).included_used == allowance
+
+
+# -- SDKs through a faulty network ---------------------------------------------------------------
+
+
+class ChaosProxy:
+    """In front of the service, fails a share of requests, seeded: ``unavailable`` (503 with
+    Retry-After, not forwarded), and after the service committed: ``error`` (500), ``reset``
+    (connection closed, no answer) and ``timeout`` (answer held past the client's timeout)."""
+
+    FAULTS = ("unavailable", "error", "reset", "timeout")
+
+    def __init__(self, upstream: str, rate: float, seed: int, hold_seconds: float) -> None:
+        self.upstream, self.rate, self.hold = upstream, rate, hold_seconds
+        self.random = random.Random(seed)
+        self.lock = threading.Lock()
+        self.faults: dict[str, int] = dict.fromkeys(self.FAULTS, 0)
+        self.requests = 0
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with proxy.lock:
+                    proxy.requests += 1
+                    fault = proxy.random.choice(proxy.FAULTS) if proxy.random.random() < proxy.rate else None
+                    if fault:
+                        proxy.faults[fault] += 1
+                if fault == "unavailable":
+                    return self.reply(
+                        503,
+                        b'{"error":{"code":"UNAVAILABLE","message":"injected"},"request_id":null}',
+                        {"Retry-After": "0"},
+                    )
+                headers = {
+                    name: value
+                    for name, value in self.headers.items()
+                    if name.lower() not in ("host", "content-length")
+                }
+                upstream = httpx.post(proxy.upstream + self.path, content=body, headers=headers, timeout=60)
+                if fault == "reset":
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                    self.close_connection = True
+                    return None
+                if fault == "timeout":
+                    time.sleep(proxy.hold)
+                if fault == "error":
+                    return self.reply(
+                        500, b'{"error":{"code":"INTERNAL_ERROR","message":"injected"},"request_id":null}', {}
+                    )
+                return self.reply(upstream.status_code, upstream.content, {})
+
+            def reply(self, status: int, content: bytes, headers: dict[str, str]) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(content)))
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(content)
+                except OSError:
+                    self.close_connection = True  # the client gave up (timeout) first
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def sdk_events(count: int, tag: str) -> list[dict[str, Any]]:
+    return [{**EVENT, "customer_id": f"{tag}-{n}", "prompt_tokens": 10_000 + n} for n in range(count)]
+
+
+def assert_stored_exactly_once(local_stack: Any, workspace_id: str, events: list[dict[str, Any]]) -> None:
+    stored = list(local_stack.store.iter_events(workspace_id))
+    assert sorted(record.event.customer_id for record in stored) == sorted(event["customer_id"] for event in events)
+    assert local_stack.store.get_workspace(workspace_id).included_used == len(events)
+    _, _, rolled_up = totals(local_stack, workspace_id)
+    assert rolled_up == len(events)
+
+
+@pytest.fixture
+def chaos_proxy(local_stack: Any) -> Any:
+    proxy = ChaosProxy(local_stack.state["api_url"], rate=0.2, seed=11, hold_seconds=1.5)
+    yield proxy
+    proxy.close()
+
+
+def test_python_sdk_through_a_faulty_network(local_stack: Any, workspace_factory: Any, chaos_proxy: ChaosProxy) -> None:
+    count = 200 if FULL else 30
+    workspace_id, key = workspace_factory(included=10_000)
+    events = sdk_events(count, "py")
+    warnings: list[Any] = []
+    tracker = Tracker(key, base_url=chaos_proxy.url, timeout_ms=1000, max_retries=10, on_warning=warnings.append)
+    for event in events:
+        tracker.track(event)
+    assert tracker.shutdown(timeout=300)
+    assert warnings == []
+    assert_stored_exactly_once(local_stack, workspace_id, events)
+    assert sum(chaos_proxy.faults.values()) > 0 and chaos_proxy.requests > count
+
+
+def test_node_sdk_through_a_faulty_network(
+    local_stack: Any, workspace_factory: Any, chaos_proxy: ChaosProxy, tmp_path: Path
+) -> None:
+    count = 200 if FULL else 30
+    workspace_id, key = workspace_factory(included=10_000)
+    events = sdk_events(count, "node")
+    entry = built_node_sdk() / "esm" / "index.js"
+    camel = [
+        {"".join(p.capitalize() if i else p for i, p in enumerate(name.split("_"))): value for name, value in e.items()}
+        for e in events
+    ]
+    script = tmp_path / "chaos.mjs"
+    script.write_text(
+        f"""
+import {{ Tracker }} from {json.dumps(entry.as_uri())};
+const warnings = [];
+const tracker = new Tracker({{ apiKey: process.env.KEY, baseUrl: process.env.URL, timeoutMs: 1000, maxRetries: 10,
+  onWarning: (w) => warnings.push(w.code) }});
+for (const event of {json.dumps(camel)}) tracker.track(event);
+const done = await tracker.shutdown(300000);
+console.log(JSON.stringify({{ done, warnings, stats: tracker.stats() }}));
+"""
+    )
+    env = {**os.environ, "KEY": key, "URL": chaos_proxy.url}
+    result = subprocess.run(["node", str(script)], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome["done"] is True and outcome["warnings"] == []
+    assert_stored_exactly_once(local_stack, workspace_id, events)
+    assert sum(chaos_proxy.faults.values()) > 0
+
+
+# -- transaction conflicts -----------------------------------------------------------------------
+
+
+class ConflictInjector:
+    """Makes a share of TransactWriteItems calls fail as DynamoDB does when another
+    transaction holds an item: cancelled, with TransactionConflict among the reasons."""
+
+    def __init__(self, rate: float, seed: int) -> None:
+        self.rate = rate
+        self.random = random.Random(seed)
+        self.lock = threading.Lock()
+        self.injected = 0
+
+    def __call__(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        if model.name != "TransactWriteItems":
+            return
+        with self.lock:
+            fire = self.random.random() < self.rate
+            self.injected += fire
+        if fire:
+            reasons = [{"Code": "None"}] * len(params["TransactItems"])
+            reasons[1] = {"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"}
+            raise ClientError(
+                {
+                    "Error": {"Code": "TransactionCanceledException", "Message": "injected"},
+                    "CancellationReasons": reasons,
+                },
+                "TransactWriteItems",
+            )
+
+
+@pytest.mark.parametrize("rate", [0.3, 1.0], ids=["some-conflicts", "always-conflicting"])
+def test_injected_transaction_conflicts(local_stack: Any, workspace_factory: Any, rate: float) -> None:
+    workspace_id, key = workspace_factory(included=10_000)
+    client = dynamodb_client(local_stack.state["dynamodb_endpoint"], LOCAL_REGION, LOCAL_CREDENTIALS)
+    injector = ConflictInjector(rate, seed=3)
+    client.meta.events.register("provide-client-params.dynamodb.TransactWriteItems", injector)
+    service = IngestService(DynamoStore(client, TableNames.with_prefix(local_stack.table_prefix)), IngestSettings())
+    count = 200 if FULL else 40
+
+    def send(n: int) -> tuple[int, dict[str, str]]:
+        body = json.dumps({**EVENT, "customer_id": f"c-{n}"}).encode()
+        request = IngestRequest({"authorization": f"Bearer {key}", "idempotency-key": f"conflict-{n}"}, body)
+        try:
+            service.ingest(request)
+        except ApiError as error:
+            return error.status, {"code": error.code, **error.headers}
+        return 200, {}
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outcomes = list(pool.map(send, range(count)))
+    accepted = sum(1 for status, _ in outcomes if status == 200)
+    refused = [info for status, info in outcomes if status != 200]
+    assert all(info == {"code": "UNAVAILABLE", "Retry-After": "1"} for info in refused)  # never a wrong code
+    if rate < 1:
+        assert accepted > count * 0.9  # retried with jitter: nearly everything gets through
+    else:
+        assert accepted == 0 and len(refused) == count
+    stored, _, rolled_up = totals(local_stack, workspace_id)
+    assert (stored, rolled_up) == (accepted, accepted)
+    assert local_stack.store.get_workspace(workspace_id).included_used == accepted
+    assert injector.injected > 0
