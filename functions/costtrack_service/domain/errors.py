@@ -14,20 +14,11 @@ ERROR_STATUS: Mapping[str, int] = {
     "INVALID_ADMIN_TOKEN": 401,  # the key owners' API (/v1/workspace/...)
     "PLAN_INACTIVE": 403,
     "NOT_FOUND": 404,
-    "METHOD_NOT_ALLOWED": 405,
     "INVALID_KEY_TRANSITION": 409,  # management API: e.g. reactivating a revoked key
     "IDEMPOTENCY_KEY_REUSED": 422,
     "QUOTA_EXCEEDED": 429,
     "INTERNAL_ERROR": 500,
     "UNAVAILABLE": 503,
-}
-
-REMEDIES: Mapping[str, str] = {
-    "INVALID_API_KEY": "Use an active ingestion key.",
-    "REVOKED_API_KEY": "The key was revoked; create and use a new key.",
-    "INACTIVE_API_KEY": "The key is deactivated; reactivate it or use an active key.",
-    "PLAN_INACTIVE": "The workspace plan cannot ingest events; restore an active plan.",
-    "QUOTA_EXCEEDED": "The plan's event allowance is used up; wait for the monthly reset or add credits.",
 }
 
 

@@ -30,8 +30,15 @@ from costtrack_service.domain.events import (
     validate,
 )
 from costtrack_service.domain.ids import new_event_id
-from costtrack_service.domain.keys import KeyRecord, KeyState, credential_from_headers, hash_secret, rejection_for
-from costtrack_service.domain.pricing import PricingEntry, entry_in_force, format_timestamp
+from costtrack_service.domain.keys import (
+    KeyRecord,
+    KeyState,
+    credential_from_headers,
+    hash_secret,
+    invalid_key,
+    rejection_for,
+)
+from costtrack_service.domain.pricing import PricingEntry, entry_in_force, format_timestamp, model_key
 from costtrack_service.domain.quota import (
     ACTIVE,
     Charge,
@@ -262,7 +269,7 @@ class IngestService:
         self._workspaces.put(workspace_id, workspace, self.settings.workspace_ttl_seconds)
 
     def _pricing_entries(self, provider: str, model: str) -> list[PricingEntry]:
-        cache_key = f"{provider}\x00{model}"
+        cache_key = model_key(provider, model)  # "GPT-5 " and "gpt-5" are one model
         cached = self._pricing.get(cache_key)
         if cached is not None:
             return cached.value
@@ -282,7 +289,7 @@ class IngestService:
         # 1. key
         secret = credential_from_headers(request.headers)
         if secret is None:
-            raise ApiError("INVALID_API_KEY", "The API key is missing or invalid.")
+            raise invalid_key()
         key_hash = hash_secret(secret)
         key = self._key(key_hash)
         rejection = rejection_for(key)
@@ -299,7 +306,7 @@ class IngestService:
         workspace = self._workspace(key.workspace_id)
         if workspace is None:
             # A key whose workspace is gone is as good as no key.
-            raise ApiError("INVALID_API_KEY", "The API key is missing or invalid.")
+            raise invalid_key()
         received = request.received_at or self._clock()
         record = self._price(key, workspace, event, received, idempotency_key, validated.unknown_fields)
 
@@ -418,12 +425,11 @@ class IngestService:
 
             if rejected.key_failed:
                 self._remember_key(key_hash, rejected.key)
-                key_error = rejection_for(rejected.key) or ApiError("INVALID_API_KEY", "The API key is invalid.")
-                raise key_error
+                raise rejection_for(rejected.key) or invalid_key()
             if rejected.workspace_failed:
                 if rejected.workspace is None:
                     self._remember_workspace(workspace.workspace_id, None)
-                    raise ApiError("INVALID_API_KEY", "The API key is missing or invalid.")  # workspace deleted
+                    raise invalid_key()  # workspace deleted
                 workspace, fresh = rejected.workspace, True
                 self._remember_workspace(workspace.workspace_id, workspace)
                 if workspace.status != ACTIVE:
@@ -446,7 +452,7 @@ class IngestService:
         workspace = self.store.get_workspace(workspace_id, consistent=True)
         self._remember_workspace(workspace_id, workspace)
         if workspace is None:
-            raise ApiError("INVALID_API_KEY", "The API key is missing or invalid.")
+            raise invalid_key()
         return workspace
 
     def _replay(self, attempted: EventRecord, existing: EventRecord) -> IngestResult:

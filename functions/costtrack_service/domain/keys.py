@@ -120,10 +120,14 @@ def credential_from_headers(headers: Mapping[str, str], prefix: str = INGEST_KEY
     return candidate
 
 
+def invalid_key() -> ApiError:
+    return ApiError("INVALID_API_KEY", "The API key is missing or invalid.")
+
+
 def rejection_for(record: KeyRecord | None) -> ApiError | None:
     """The 401 an ingestion key in this state gets, or None for an active key."""
     if record is None or record.kind != INGEST:
-        return ApiError("INVALID_API_KEY", "The API key is missing or invalid.")
+        return invalid_key()
     if record.state is KeyState.REVOKED:
         return ApiError("REVOKED_API_KEY", "The API key was revoked; create and use a new key.")
     if record.state is KeyState.INACTIVE:
