@@ -6,6 +6,7 @@
 #   make build   sam build only
 #   make bench   benchmarks (figures to bench/results.json)
 #   make chaos   full-size chaos and fuzzing
+#   make catalogue  regenerate the bundled prices from the pinned genai-prices
 #
 # Tools are installed into the project: .venv (service, uv-managed), .costtrack/tools (uv,
 # SAM CLI), node_modules (DynamoDB Local), sdk/node/node_modules. Nothing global is touched.
@@ -35,7 +36,7 @@ export UV_PYTHON_DOWNLOADS := automatic
 export UV_COMPILE_BYTECODE := 1
 PYTEST := $(ROOT)/scripts/pytest-run
 
-.PHONY: help dev test lint build bench chaos chromium test-service test-sdk-python test-sdk-node lint-template deps clean
+.PHONY: help dev test catalogue lint build bench chaos chromium test-service test-sdk-python test-sdk-node lint-template deps clean
 
 help:
 	@echo "make dev    - run the local stack on http://127.0.0.1:3000 (Ctrl-C stops it)"
@@ -44,6 +45,7 @@ help:
 	@echo "make build  - sam build (functions and both SDK layers) into .aws-sam/build"
 	@echo "make bench  - benchmarks: prints a table, writes bench/results.json"
 	@echo "make chaos  - full-size chaos and fuzzing runs (a fast slice is part of make test)"
+	@echo "make catalogue - regenerate the bundled prices from the pinned genai-prices"
 
 # -- installs ----------------------------------------------------------------------------
 
@@ -118,6 +120,11 @@ test-sdk-python: | $(UV)
 
 test-sdk-node:
 	cd sdk/node && npm ci --no-audit --no-fund --loglevel=error && npm run build && npm test
+
+# The bundled catalogue, spec/pricing-names.json and the README's price tables, from the pinned
+# genai-prices (bump the pin in pyproject.toml, uv lock, then this; a test holds them equal).
+catalogue: .venv/.synced
+	.venv/bin/python scripts/generate_catalogue.py
 
 # -- proof --------------------------------------------------------------------------------
 

@@ -97,7 +97,6 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 def handler_cpu() -> dict[str, float]:
-    from costtrack_service.catalogue import bundled_entries
     from costtrack_service.domain.ingestion import IngestService
     from costtrack_service.domain.quota import PAID, WorkspaceState
     from costtrack_service.edge.ingest import create_handler, logger
@@ -106,8 +105,6 @@ def handler_cpu() -> dict[str, float]:
 
     store = MemoryStore()
     store.add_workspace(WorkspaceState("ws_bench", "bench", PAID, "active", 10**9, 0, None))
-    for entry in bundled_entries():
-        store.add_pricing(entry)
     key = store.add_key("ws_bench")
     os.environ["POWERTOOLS_METRICS_DISABLED"] = "false"
     handler = create_handler(IngestService(store))
@@ -132,6 +129,39 @@ def handler_cpu() -> dict[str, float]:
             sys.stdout = stdout
             logger.registered_handler.setStream(previous_stream)
     return {"handler_cpu_us_median": statistics.median(samples), "handler_cpu_us_p99": percentile(samples, 0.99)}
+
+
+# -- pricing ----------------------------------------------------------------------------------
+
+PRICING_CALLS = 20_000
+
+
+def pricing() -> dict[str, float]:
+    """One warm price: Claude Sonnet 4.5 by its dated snapshot name (found by a rule, not by
+    name), above the long-context tier, with one-hour cache writes and a service-tier context,
+    through the same Pricer as ingestion."""
+    from datetime import UTC, datetime
+    from functools import cache
+
+    from costtrack_service import catalogue
+    from costtrack_service.domain.cost import counts_of
+    from costtrack_service.domain.pricer import Call, Pricer
+
+    pricer = Pricer(cache(catalogue.book), catalogue.registry(), catalogue.flags_for)
+    metadata = {"service_tier": "priority", "cache_write_1h_tokens": 2_000}
+    counts = counts_of(250_000, 1_200, None, 10_000, 2_000, metadata)
+    names = [f"claude-sonnet-4-5-20250929-{n}" for n in range(64)]  # each name is matched by the rule once
+    at = datetime(2026, 11, 22, 10, tzinfo=UTC)
+    first = pricer.price(Call("anthropic", names[0], counts, metadata), at)
+    if not first.priced or first.tier_start != 200_000:
+        raise RuntimeError(f"the benchmark call should be priced at the long-context tier: {first}")
+    samples = []
+    for n in range(PRICING_CALLS):
+        call = Call("anthropic", names[n % len(names)], counts, metadata)
+        started = time.perf_counter_ns()
+        pricer.price(call, at)
+        samples.append((time.perf_counter_ns() - started) / 1000)
+    return {"pricing_us_median": statistics.median(samples), "pricing_us_p99": percentile(samples, 0.99)}
 
 
 # -- DynamoDB round trips and capacity ----------------------------------------------------------
@@ -165,7 +195,6 @@ def item_size(item: dict[str, Any]) -> int:
 def dynamodb_costs() -> dict[str, float]:
     import boto3
 
-    from costtrack_service.catalogue import bundled_entries
     from costtrack_service.domain.ingestion import IngestRequest, IngestService
     from costtrack_service.domain.quota import PAID
     from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
@@ -176,8 +205,6 @@ def dynamodb_costs() -> dict[str, float]:
         tables = TableNames.with_prefix("bench-")
         store = DynamoStore(dynamodb_client(dynamo.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS), tables)
         store.ensure_tables()
-        for entry in bundled_entries():
-            store.put_pricing_entry(entry)
         workspace = store.create_workspace("bench", tier=PAID, included_events=10**9)
         key, _ = store.create_key(workspace.workspace_id)
 
@@ -312,6 +339,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "functions"))
     figures: dict[str, float] = {}
     figures.update(handler_cpu())
+    figures.update(pricing())
     figures.update(dynamodb_costs())
     figures.update(cold_imports())
     money, arithmetic = cost_per_million(figures)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,17 +19,11 @@ from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from costtrack_service.catalogue import CatalogueError, check_catalogue, load_raw
-from costtrack_service.domain.cost import RATE_NAMES
+from costtrack_service.admin_output import AdminError, emit, table
+from costtrack_service.admin_pricing import add_pricing_parser
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.keys import ADMIN, INGEST, KEY_TRANSITIONS, KeyRecord
-from costtrack_service.domain.pricing import (
-    PricingEntry,
-    format_timestamp,
-    model_key,
-    parse_entry,
-    parse_timestamp,
-)
+from costtrack_service.domain.pricing import parse_timestamp
 from costtrack_service.domain.quota import FREE, INACTIVE, PAID, PLAN_STATUSES, TIERS, WorkspaceState, billing_period
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.usage import GROUPINGS, dimensions_for, report
@@ -40,10 +34,6 @@ from costtrack_service.tables import TABLES, TableNames
 
 DEFAULT_INCLUDED = {FREE: 1_000, PAID: 100_000}
 STACK_OUTPUTS = {spec.name: f"{spec.name.capitalize()}TableName" for spec in TABLES}
-
-
-class AdminError(Exception):
-    """A problem to report in one line."""
 
 
 # -- targets ------------------------------------------------------------------------------
@@ -83,24 +73,6 @@ def _store_from_stack(stack: str, region: str | None, cloudformation: Any) -> Dy
         raise AdminError(f"stack {stack} has no output {', '.join(missing)}: is it a costtrack stack?")
     tables = TableNames(**{name: outputs[key] for name, key in STACK_OUTPUTS.items()})
     return DynamoStore(dynamodb_client(None, region), tables)
-
-
-# -- output -------------------------------------------------------------------------------
-
-
-def emit(args: argparse.Namespace, data: Any, human: Callable[[], str]) -> None:
-    if args.json:
-        print(json.dumps(data, indent=2, ensure_ascii=False))
-    else:
-        print(human())
-
-
-def table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:
-    cells = [[str(cell) for cell in headers]] + [["" if cell is None else str(cell) for cell in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in cells]
-    lines.insert(1, "  ".join("-" * width for width in widths))
-    return "\n".join(lines)
 
 
 def workspace_dict(workspace: WorkspaceState) -> dict[str, Any]:
@@ -273,154 +245,6 @@ def token_revoke(store: DynamoStore, args: argparse.Namespace) -> None:
     emit(args, key_dict(revoked), lambda: f"admin token {revoked.key_id} is now {revoked.state.value}")
 
 
-# -- pricing ------------------------------------------------------------------------------
-
-
-def _entry_dict(entry: PricingEntry) -> dict[str, Any]:
-    return entry.to_mapping()
-
-
-def pricing_import(store: DynamoStore, args: argparse.Namespace) -> None:
-    path = Path(args.file) if args.file else None
-    try:
-        entries = check_catalogue(load_raw(path))
-    except CatalogueError as exc:
-        raise AdminError(str(exc)) from None
-    added = sum(store.put_pricing_entry(entry) for entry in entries)
-    data = {
-        "source": str(path) if path else "bundled",
-        "entries": len(entries),
-        "added": added,
-        "unchanged": len(entries) - added,
-    }
-    emit(args, data, lambda: f"imported {data['source']} catalogue: {added} added, {data['unchanged']} already present")
-
-
-def pricing_list(store: DynamoStore, args: argparse.Namespace) -> None:
-    now = datetime.now(UTC)
-    entries = [e for e in store.list_pricing_entries() if not args.provider or e.provider == args.provider.lower()]
-    if not args.all:
-        entries = [entry for entry in entries if entry.in_force_at(now)]
-    data = [_entry_dict(entry) for entry in entries]
-    rows = [
-        (
-            f"{e['provider']}/{e['model']}",
-            e["rates"]["input"],
-            e["rates"]["output"],
-            e["rates"]["cached_input"],
-            "yes" if e["tiers"] else "",
-            e["effective_from"][:10],
-            e["status"],
-        )
-        for e in data
-    ]
-    emit(args, data, lambda: table(rows, ["model", "input", "output", "cached", "tiers", "from", "status"]))
-
-
-def _split_model(text: str) -> tuple[str, str]:
-    provider, sep, model = text.partition("/")
-    if not sep or not provider.strip() or not model.strip():
-        raise AdminError(f"expected provider/model, got {text!r}")
-    return provider, model
-
-
-def pricing_show(store: DynamoStore, args: argparse.Namespace) -> None:
-    provider, model = _split_model(args.model)
-    entries = store.get_pricing_entries(provider, model)
-    if not entries:
-        raise AdminError(f"no pricing for {model_key(provider, model).replace('#', '/')} (nor an alias of that name)")
-    data = [_entry_dict(entry) for entry in sorted(entries, key=lambda entry: entry.effective_from)]
-
-    def human() -> str:
-        lines = []
-        for entry in data:
-            period = f"{entry['effective_from']} → {entry['effective_to'] or 'open'}"
-            rates = ", ".join(f"{name} {value}" for name, value in entry["rates"].items())
-            lines.append(f"{entry['provider']}/{entry['model']}  {period}  [{entry['status']}]  {entry['id']}")
-            lines.append(f"  rates per 1M: {rates}")
-            for tier in entry["tiers"]:
-                above = tier["above_prompt_tokens"]
-                lines.append(f"  above {above} prompt tokens: input {tier['input']}, output {tier['output']}")
-            lines.append(
-                f"  prompt_includes_cached={entry['prompt_includes_cached']} "
-                f"completion_includes_reasoning={entry['completion_includes_reasoning']}"
-            )
-            if entry["aliases"]:
-                lines.append(f"  aliases: {', '.join(entry['aliases'])}")
-        return "\n".join(lines)
-
-    emit(args, data, human)
-
-
-def _parse_tier(text: str) -> dict[str, Any]:
-    """``200000:input=2.5,output=15,cached_input=0.25``"""
-    threshold, _, rates = text.partition(":")
-    try:
-        tier: dict[str, Any] = {"above_prompt_tokens": int(threshold)}
-        for pair in rates.split(","):
-            name, _, value = pair.partition("=")
-            tier[name.strip()] = value.strip()
-    except ValueError:
-        raise AdminError(f"--tier: expected THRESHOLD:input=X,output=Y[,...], got {text!r}") from None
-    return tier
-
-
-def pricing_add(store: DynamoStore, args: argparse.Namespace) -> None:
-    if args.file:
-        raw = json.loads(Path(args.file).read_text())
-    else:
-        if not args.model or args.input is None or args.output is None or not args.effective_from:
-            raise AdminError("give provider/model, --effective-from, --input and --output (or --file entry.json)")
-        provider, model = _split_model(args.model)
-        previous = sorted(store.get_pricing_entries(provider, model), key=lambda entry: entry.effective_from)
-        last = previous[-1] if previous and previous[-1].key == model_key(provider, model) else None
-
-        def flag(value: bool | None, name: str) -> bool:
-            if value is not None:
-                return value
-            if last is None:
-                raise AdminError(f"a new model needs --{name.replace('_', '-')} or --no-{name.replace('_', '-')}")
-            return bool(getattr(last.pricing, name))
-
-        rates = {name: getattr(args, name) for name in RATE_NAMES if getattr(args, name) is not None}
-        raw = {
-            "provider": provider,
-            "model": model,
-            # A price change keeps the model's aliases, flags and source unless told otherwise.
-            "aliases": args.alias or (list(last.aliases) if last else []),
-            "effective_from": args.effective_from,
-            "rates": rates,
-            "tiers": [_parse_tier(text) for text in args.tier or ()],
-            "prompt_includes_cached": flag(args.prompt_includes_cached, "prompt_includes_cached"),
-            "completion_includes_reasoning": flag(args.completion_includes_reasoning, "completion_includes_reasoning"),
-            "source": args.source or (last.source if last else None),
-        }
-    try:
-        entry = parse_entry({**raw, "id": raw.get("id") or None})
-    except ValueError as exc:
-        raise AdminError(str(exc)) from None
-    closed = store.add_pricing_entry(entry)
-    data = {"added": _entry_dict(entry), "closed": _entry_dict(closed) if closed else None}
-    emit(
-        args,
-        data,
-        lambda: (
-            f"added {entry.entry_id}"
-            + (f"\nclosed {closed.entry_id} at {format_timestamp(entry.effective_from)}" if closed else "")
-        ),
-    )
-
-
-def pricing_retire(store: DynamoStore, args: argparse.Namespace) -> None:
-    provider, model = _split_model(args.model)
-    at = parse_timestamp(args.at) if args.at else datetime.now(UTC)
-    retired = store.retire_pricing_entry(provider, model, at)
-    data = _entry_dict(retired)
-    emit(
-        args, data, lambda: f"retired {retired.entry_id} from {format_timestamp(at)}: new events price as unknown_model"
-    )
-
-
 # -- usage --------------------------------------------------------------------------------
 
 
@@ -540,34 +364,7 @@ def add_admin_parser(commands: Any) -> None:
     revoke_token.add_argument("workspace")
     revoke_token.add_argument("token_id")
 
-    pricing = groups.add_parser("pricing", help="import, list, show, add and retire prices").add_subparsers(
-        dest="action", required=True
-    )
-    command(pricing, "import", pricing_import, "import the bundled catalogue or a file (idempotent)").add_argument(
-        "file", nargs="?", help="a catalogue JSON file (default: the bundled catalogue)"
-    )
-    listing = command(pricing, "list", pricing_list, "list the entries in force now")
-    listing.add_argument("--provider")
-    listing.add_argument("--all", action="store_true", help="include closed and retired entries")
-    command(pricing, "show", pricing_show, "show a model's entries over time").add_argument(
-        "model", metavar="PROVIDER/MODEL"
-    )
-    add = command(
-        pricing, "add", pricing_add, "start a new price for a model; the previous entry closes at the same instant"
-    )
-    add.add_argument("model", nargs="?", metavar="PROVIDER/MODEL")
-    add.add_argument("--file", help="an entry as JSON (catalogue form) instead of the options")
-    add.add_argument("--effective-from", help="ISO date or instant (UTC when no offset)")
-    for name in RATE_NAMES:
-        add.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar="USD", help=f"{name} rate per 1M tokens")
-    add.add_argument("--tier", action="append", metavar="N:input=X,output=Y", help="rates above N prompt tokens")
-    add.add_argument("--alias", action="append", help="an exact alias (repeatable; default: the model's current ones)")
-    for flag in ("prompt-includes-cached", "completion-includes-reasoning"):
-        add.add_argument(f"--{flag}", action=argparse.BooleanOptionalAction, default=None)
-    add.add_argument("--source", help="URL of the published price")
-    retire = command(pricing, "retire", pricing_retire, "stop pricing a model (new events become unknown_model)")
-    retire.add_argument("model", metavar="PROVIDER/MODEL")
-    retire.add_argument("--at", help="ISO instant (default now)")
+    add_pricing_parser(groups, command)
 
     usage_report = groups.add_parser("usage", parents=[common], help="events, tokens and cost over a date range")
     usage_report.set_defaults(run=run_admin, handler=usage)

@@ -15,9 +15,10 @@ from datetime import UTC, datetime
 
 from costtrack_service.domain.ingestion import EventRecord, WriteRejected
 from costtrack_service.domain.keys import KeyRecord, KeyState, display_prefix, hash_secret, new_key_id, new_secret
-from costtrack_service.domain.pricing import PricingEntry, format_timestamp, model_key
+from costtrack_service.domain.overrides import Override
+from costtrack_service.domain.pricing import PricingEntry, format_timestamp
 from costtrack_service.domain.quota import ChargePlan, PlanInactive, WorkspaceState, after_charge, plan_charge
-from costtrack_service.domain.source import Source
+from costtrack_service.domain.source import Source, normalize_provider
 from costtrack_service.domain.usage import Counts, RollupKey, rollup_deltas
 
 
@@ -25,8 +26,8 @@ class MemoryStore:
     def __init__(self) -> None:
         self.keys: dict[str, KeyRecord] = {}
         self.workspaces: dict[str, WorkspaceState] = {}
-        self.pricing: dict[str, list[PricingEntry]] = {}
-        self.aliases: dict[str, str] = {}
+        self.pricing: dict[str, list[PricingEntry]] = {}  # by provider
+        self.overrides: dict[str, list[Override]] = {}  # by workspace
         self.events: dict[tuple[str, str], EventRecord] = {}
         self.rollups: dict[tuple[str, RollupKey], Counts] = {}
         self.writes = 0
@@ -57,9 +58,11 @@ class MemoryStore:
         self.keys[key_hash] = replace(self.keys[key_hash], state=state)
 
     def add_pricing(self, entry: PricingEntry) -> None:
-        self.pricing.setdefault(entry.key, []).append(entry)
-        for alias in entry.aliases:
-            self.aliases[model_key(entry.provider, alias)] = entry.key
+        """A database-held entry (an operator's or a synced one); the bundled catalogue is built in."""
+        self.pricing.setdefault(entry.provider, []).append(entry)
+
+    def add_override(self, override: Override) -> None:
+        self.overrides.setdefault(override.workspace_id, []).append(override)
 
     # -- IngestStore ----------------------------------------------------------------------
 
@@ -69,9 +72,11 @@ class MemoryStore:
     def get_workspace(self, workspace_id: str, *, consistent: bool = False) -> WorkspaceState | None:
         return self.workspaces.get(workspace_id)
 
-    def get_pricing_entries(self, provider: str, model: str) -> list[PricingEntry]:
-        key = model_key(provider, model)
-        return list(self.pricing.get(self.aliases.get(key, key), []))
+    def get_price_entries(self, provider: str) -> list[PricingEntry]:
+        return list(self.pricing.get(normalize_provider(provider), []))
+
+    def get_price_overrides(self, workspace_id: str) -> list[Override]:
+        return list(self.overrides.get(workspace_id, []))
 
     def record_event(self, record: EventRecord, plan: ChargePlan, key_hash: str) -> WriteRejected | None:
         with self._lock:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import replace as replace_dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -31,7 +30,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.events import UsageEvent
 from costtrack_service.domain.ids import new_workspace_id
-from costtrack_service.domain.ingestion import EventRecord, Notice, StoreUnavailable, WriteRejected
+from costtrack_service.domain.ingestion import UNKNOWN_MODEL, EventRecord, Notice, StoreUnavailable, WriteRejected
 from costtrack_service.domain.keys import (
     INGEST,
     KEY_TRANSITIONS,
@@ -44,7 +43,7 @@ from costtrack_service.domain.keys import (
     new_secret,
     transition_refusal,
 )
-from costtrack_service.domain.pricing import PricingEntry, entry_in_force, format_timestamp, model_key, parse_entry
+from costtrack_service.domain.pricing import format_timestamp, model_key
 from costtrack_service.domain.quota import (
     ACTIVE,
     PAID,
@@ -54,8 +53,9 @@ from costtrack_service.domain.quota import (
     billing_period,
 )
 from costtrack_service.domain.source import Source
-from costtrack_service.domain.usage import Counts, RollupKey, rollup_deltas
+from costtrack_service.domain.usage import Counts, RollupKey, repricing_deltas, rollup_deltas
 from costtrack_service.domain.visibility import Visibility
+from costtrack_service.price_store import PriceTable
 from costtrack_service.tables import TABLES, TableNames
 
 if TYPE_CHECKING:
@@ -85,8 +85,6 @@ _USAGE_FIELDS = (
     "cache_write_tokens",
     "latency_ms",
 )
-_ALIAS_ENTRY_KEY = "alias"
-_ENTRY_KEY_PREFIX = "entry#"
 
 
 def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -131,7 +129,7 @@ def dynamodb_client(
     return client
 
 
-class DynamoStore:
+class DynamoStore(PriceTable):
     """costtrack's tables. Thread-safe (botocore clients are)."""
 
     def __init__(self, client: DynamoDBClient, tables: TableNames) -> None:
@@ -343,130 +341,6 @@ class DynamoStore:
             raise
         return _workspace_from_item(from_item(response["Attributes"]))
 
-    # -- pricing ------------------------------------------------------------------------
-
-    def get_pricing_entries(self, provider: str, model: str) -> list[PricingEntry]:
-        """Every entry of a model (all periods), following an alias to its model."""
-        items = self._pricing_items(model_key(provider, model))
-        alias = next((item for item in items if item["entry_key"] == _ALIAS_ENTRY_KEY), None)
-        if alias is not None:
-            items = self._pricing_items(str(alias["target"]))
-        return [_entry_from_item(item) for item in items if str(item["entry_key"]).startswith(_ENTRY_KEY_PREFIX)]
-
-    def _pricing_items(self, key: str) -> list[dict[str, Any]]:
-        response = self._call(
-            self.client.query,
-            TableName=self.tables.pricing,
-            KeyConditionExpression="model_key = :k",
-            ExpressionAttributeValues=to_item({":k": key}),
-        )
-        return [from_item(item) for item in response.get("Items", [])]
-
-    def put_pricing_entry(self, entry: PricingEntry, *, replace: bool = False) -> bool:
-        """Write an entry (unless one already starts at the same instant, or ``replace``) and
-        a pointer for each alias. Returns whether the entry was written: importing a catalogue
-        twice adds nothing and never undoes an operator's later change."""
-        item = to_item(_entry_to_item(entry))
-        try:
-            if replace:
-                self.client.put_item(TableName=self.tables.pricing, Item=item)
-            else:
-                self.client.put_item(
-                    TableName=self.tables.pricing, Item=item, ConditionExpression="attribute_not_exists(entry_key)"
-                )
-            written = True
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
-            written = False
-        self._put_aliases(entry)
-        return written
-
-    def _put_aliases(self, entry: PricingEntry) -> None:
-        requests = [
-            {
-                "PutRequest": {
-                    "Item": to_item({"model_key": alias_key, "entry_key": _ALIAS_ENTRY_KEY, "target": entry.key})
-                }
-            }
-            for alias_key in dict.fromkeys(model_key(entry.provider, alias) for alias in entry.aliases)
-            if alias_key != entry.key
-        ]
-        self._batch_write(self.tables.pricing, requests)
-
-    def add_pricing_entry(self, entry: PricingEntry) -> PricingEntry | None:
-        """Open a new price period for a model. The entry in force at its start is closed at
-        that same instant, in the same transaction, so events before it keep their rates and
-        events after it get the new ones. Returns the closed entry, if any."""
-        current = entry_in_force(self.get_pricing_entries(entry.provider, entry.model), entry.effective_from)
-        if current is not None and current.key != entry.key:
-            current = None  # ``entry.model`` was an alias: never close another model's entry
-        later = [
-            other
-            for other in self.get_pricing_entries(entry.provider, entry.model)
-            if other.effective_from >= entry.effective_from and other.key == entry.key
-        ]
-        if later:
-            raise ApiError(
-                "INVALID_PAYLOAD",
-                f"{entry.key} already has an entry from {format_timestamp(later[0].effective_from)}; "
-                "a new price must start after the latest one",
-            )
-        transaction: list[dict[str, Any]] = [
-            {
-                "Put": {
-                    "TableName": self.tables.pricing,
-                    "Item": to_item(_entry_to_item(entry)),
-                    "ConditionExpression": "attribute_not_exists(entry_key)",
-                }
-            }
-        ]
-        closed = None
-        if current is not None:
-            closed = replace_dataclass(current, effective_to=entry.effective_from)
-            old_item = _entry_to_item(current)
-            transaction.append(
-                {
-                    "Put": {
-                        "TableName": self.tables.pricing,
-                        "Item": to_item(_entry_to_item(closed)),
-                        # Optimistic: nobody changed the old entry since we read it.
-                        "ConditionExpression": "#entry = :seen",
-                        "ExpressionAttributeNames": {"#entry": "entry"},
-                        "ExpressionAttributeValues": to_item({":seen": old_item["entry"]}),
-                    }
-                }
-            )
-        try:
-            self.client.transact_write_items(TransactItems=transaction)  # type: ignore[arg-type]
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "TransactionCanceledException":
-                raise ApiError(
-                    "INVALID_PAYLOAD", f"{entry.key} changed while adding the entry; read it again and retry"
-                ) from None
-            raise
-        self._put_aliases(entry)
-        return closed
-
-    def retire_pricing_entry(self, provider: str, model: str, at: datetime) -> PricingEntry:
-        """Stop pricing a model from ``at`` on: the entry in force is closed and marked retired.
-        Events already stored keep their cost; new ones get ``unknown_model``."""
-        current = entry_in_force(self.get_pricing_entries(provider, model), at)
-        if current is None:
-            raise ApiError("NOT_FOUND", f"No active pricing entry for {provider}/{model} at {format_timestamp(at)}.")
-        retired = replace_dataclass(current, effective_to=at if at > current.effective_from else None, status="retired")
-        self.put_pricing_entry(retired, replace=True)
-        return retired
-
-    def list_pricing_entries(self) -> list[PricingEntry]:
-        entries = []
-        for page in self.client.get_paginator("scan").paginate(TableName=self.tables.pricing):
-            for raw in page.get("Items", []):
-                item = from_item(raw)
-                if str(item["entry_key"]).startswith(_ENTRY_KEY_PREFIX):
-                    entries.append(_entry_from_item(item))
-        return sorted(entries, key=lambda entry: (entry.key, entry.effective_from))
-
     def _batch_write(self, table: str, requests: list[dict[str, Any]]) -> None:
         for start in range(0, len(requests), 25):
             pending: dict[str, Any] = {table: requests[start : start + 25]}
@@ -542,6 +416,60 @@ class DynamoStore:
                 "ExpressionAttributeValues": to_item(values),
             }
         }
+
+    # -- backfill -------------------------------------------------------------------------
+
+    def iter_unpriced_events(self) -> Iterator[EventRecord]:
+        """Every event still waiting for a price (the sparse ``unpriced`` index)."""
+        pages = self.client.get_paginator("scan").paginate(TableName=self.tables.events, IndexName="unpriced")
+        for page in pages:
+            for item in page.get("Items", []):
+                yield event_from_item(from_item(item))
+
+    def reprice_event(self, old: EventRecord, new: EventRecord) -> bool:
+        """Price an unpriced event once: the event and its rollups move by exactly the added
+        cost, in one transaction conditional on the event still being unpriced, so concurrent
+        or repeated backfills change nothing twice. False when it was priced already."""
+        item = _event_to_item(new)
+        names = (
+            "cost",
+            "pricing_status",
+            "pricing_entry_id",
+            "rates",
+            "tier_above_prompt_tokens",
+            "pricing_version",
+            "pricing_match",
+            "pricing_override_id",
+            "priced_at",
+            "warnings",
+        )
+        values = {f":{name}": item.get(name) for name in names}
+        present = [name for name in names if values[f":{name}"] is not None]
+        update = "SET " + ", ".join(f"#{name} = :{name}" for name in present) + " REMOVE unpriced_model"
+        transaction: list[dict[str, Any]] = [
+            {
+                "Update": {
+                    "TableName": self.tables.events,
+                    "Key": to_item({"workspace_id": old.workspace_id, "event_key": old.event_key}),
+                    "UpdateExpression": update,
+                    "ConditionExpression": "pricing_status = :was",
+                    "ExpressionAttributeNames": {f"#{name}": name for name in present},
+                    "ExpressionAttributeValues": to_item(
+                        {**{f":{name}": values[f":{name}"] for name in present}, ":was": old.pricing_status}
+                    ),
+                }
+            }
+        ]
+        transaction += [
+            self._rollup_update(old.workspace_id, key, counts) for key, counts in repricing_deltas(old, new).items()
+        ]
+        try:
+            self._call(self.client.transact_write_items, TransactItems=transaction)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
+                return False
+            raise
+        return True
 
     def query_rollups(
         self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
@@ -655,8 +583,7 @@ class DynamoStore:
 
     # -- plumbing -----------------------------------------------------------------------
 
-    @staticmethod
-    def _call(operation: Any, **kwargs: Any) -> dict[str, Any]:
+    def _call(self, operation: Any, **kwargs: Any) -> dict[str, Any]:
         """A read on the ingestion path: throttling and outages become StoreUnavailable (503)."""
         try:
             response: dict[str, Any] = operation(**kwargs)
@@ -792,18 +719,6 @@ def _workspace_from_item(item: Mapping[str, Any]) -> WorkspaceState:
     )
 
 
-def _entry_to_item(entry: PricingEntry) -> dict[str, Any]:
-    return {
-        "model_key": entry.key,
-        "entry_key": _ENTRY_KEY_PREFIX + format_timestamp(entry.effective_from),
-        "entry": json.dumps(entry.to_mapping(), separators=(",", ":")),
-    }
-
-
-def _entry_from_item(item: Mapping[str, Any]) -> PricingEntry:
-    return parse_entry(json.loads(item["entry"]))
-
-
 def _event_to_item(record: EventRecord) -> dict[str, Any]:
     event = record.event
     item: dict[str, Any] = {
@@ -832,12 +747,19 @@ def _event_to_item(record: EventRecord) -> dict[str, Any]:
         "pricing_entry_id": record.pricing_entry_id,
         "rates": dict(record.rates) if record.rates else None,
         "tier_above_prompt_tokens": record.tier_above_prompt_tokens,
+        "pricing_version": record.pricing_version,
+        "pricing_match": record.pricing_match,
+        "pricing_override_id": record.pricing_override_id,
+        "priced_at": record.priced_at,
         "dashboard_visible": record.visibility.dashboard_visible,
         "visibility_reason": record.visibility.reason,
         "warnings": json.dumps([notice.to_dict() for notice in record.warnings], separators=(",", ":")),
         "charge": record.charge.value,
         "expires_at": record.expires_at,
     }
+    if record.pricing_status == UNKNOWN_MODEL:
+        # The sparse ``unpriced`` index: what a backfill prices once a price arrives.
+        item["unpriced_model"] = model_key(record.event.provider, record.event.model)
     if record.visibility.dashboard_visible:
         # The sparse dashboard index: hidden events never enter it.
         item["visible_workspace_id"] = record.workspace_id
@@ -882,4 +804,8 @@ def event_from_item(item: Mapping[str, Any]) -> EventRecord:
         expires_at=int(item["expires_at"]),
         charge=Charge(item.get("charge", Charge.INCLUDED.value)),
         currency=item.get("currency", "USD"),
+        pricing_version=item.get("pricing_version"),
+        pricing_match=item.get("pricing_match"),
+        pricing_override_id=item.get("pricing_override_id"),
+        priced_at=item.get("priced_at"),
     )

@@ -9,8 +9,10 @@ so the deployed tables and the local ones cannot drift apart.
                  ingestion write updates under its allowance condition.
 * ``events``     one item per accepted event, keyed by idempotency key within the workspace;
                  ``visible_by_time`` is sparse (visible events only), newest first for the
-                 dashboard. Items expire through the ``expires_at`` TTL attribute.
-* ``pricing``    pricing entries by normalized ``provider#model``, and alias pointers.
+                 dashboard; ``unpriced`` is sparse too (events waiting for a price, for the
+                 backfill). Items expire through the ``expires_at`` TTL attribute.
+* ``pricing``    synced and operators' prices by provider, workspace overrides, the sync's state
+                 (``price_store.py``); the bundled catalogue is in the package.
 * ``rollups``    daily usage counters per workspace (``dimension#day#value``), added to by the
                  ingestion write itself, so dashboards never read the event history.
 """
@@ -85,7 +87,10 @@ EVENTS = TableSpec(
     name="events",
     hash_key="workspace_id",
     range_key="event_key",
-    indexes=(Index("visible_by_time", "visible_workspace_id", "received_event"),),
+    indexes=(
+        Index("visible_by_time", "visible_workspace_id", "received_event"),
+        Index("unpriced", "unpriced_model", "received_at"),
+    ),
     ttl_attribute="expires_at",
 )
 PRICING = TableSpec(name="pricing", hash_key="model_key", range_key="entry_key")

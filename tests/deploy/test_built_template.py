@@ -20,7 +20,6 @@ import pytest
 import yaml
 from moto import mock_aws
 
-from costtrack_service.catalogue import bundled_entries
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingestion import IngestRequest, IngestService
 from costtrack_service.domain.quota import PAID
@@ -171,8 +170,6 @@ def ingestion_calls() -> dict[str, set[str]]:
     with mock_aws():
         admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
         admin.ensure_tables()
-        for entry in bundled_entries()[:5]:
-            admin.put_pricing_entry(entry)
         workspace = admin.create_workspace("iam", tier=PAID, included_events=1)
         secret, _ = admin.create_key(workspace.workspace_id)
 
@@ -236,6 +233,42 @@ def test_ingestion_policy_grants_exactly_what_the_code_uses(
     assert dict(grants) == dict(ingestion_calls)
     everything = set().union(*grants.values())
     assert not everything & {"dynamodb:Scan", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
+
+
+@pytest.fixture(scope="module")
+def price_sync_calls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
+    """What the scheduled price sync really does: read and add prices, then backfill an
+    unpriced event (its rollups included)."""
+    pytest.importorskip("genai_prices")
+    from scripts.generate_catalogue import package_data_file
+
+    from costtrack_service.pricing_jobs import sync
+
+    providers = [provider for provider in package_data_file() if provider["id"] == "openai"]
+    providers[0]["models"].append({"id": "iam-new", "match": {"equals": "iam-new"}, "prices": {"input_mtok": "1"}})
+    data = tmp_path_factory.mktemp("sync") / "data.json"
+    data.write_text(json.dumps(providers, default=str))
+    names = TableNames.with_prefix("iam-sync-")
+    recorder = CallRecorder(names)
+    with mock_aws():
+        admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
+        admin.ensure_tables()
+        workspace = admin.create_workspace("iam", tier=PAID, included_events=10)
+        secret, _ = admin.create_key(workspace.workspace_id)
+        body = json.dumps({"provider": "openai", "model": "iam-new", "prompt_tokens": 5}).encode()
+        IngestService(admin).ingest(IngestRequest({"authorization": f"Bearer {secret}"}, body))
+        result = sync(DynamoStore(recorder.attach(boto3.client("dynamodb", region_name="us-east-1")), names), str(data))
+        assert result["backfill"]["priced"] == 1
+    return recorder.calls
+
+
+def test_price_sync_policy_grants_exactly_what_the_code_uses(
+    built: dict[str, Any], price_sync_calls: dict[str, set[str]]
+) -> None:
+    grants = granted(built["Resources"]["PriceSyncFunction"])
+    assert dict(grants) == dict(price_sync_calls)
+    schedule = built["Resources"]["PriceSyncFunction"]["Properties"]["Events"]["Daily"]
+    assert schedule["Type"] == "ScheduleV2"
 
 
 def test_no_function_has_managed_or_wildcard_policies(built: dict[str, Any]) -> None:

@@ -4,6 +4,7 @@ how its cancellation reasons come back, pricing aliases, key-state transitions."
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -11,14 +12,17 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from costtrack_service.catalogue import bundled_entries
+from costtrack_service import catalogue
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.events import to_usage_event, validate
 from costtrack_service.domain.ingestion import EventRecord, Notice
 from costtrack_service.domain.keys import KeyState
+from costtrack_service.domain.overrides import parse_override
+from costtrack_service.domain.pricing import Origin, PricingEntry, parse_entry
 from costtrack_service.domain.quota import FREE, PAID, Charge, ChargePlan
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.visibility import VISIBLE, Visibility
+from costtrack_service.price_store import PricingConflict
 from costtrack_service.store import DynamoStore
 from costtrack_service.tables import TABLES, TableNames
 
@@ -174,15 +178,54 @@ def test_last_used_never_moves_backwards(store: DynamoStore) -> None:
     assert store.get_key(key.key_hash).last_used_at == "2026-11-22T10:00:00.000Z"  # type: ignore[union-attr]
 
 
-def test_pricing_entries_and_aliases(store: DynamoStore) -> None:
-    for entry in bundled_entries():
-        store.put_pricing_entry(entry)
-        store.put_pricing_entry(entry)  # importing twice changes nothing
-    [gpt4o] = store.get_pricing_entries("openai", "gpt-4o")
-    assert store.get_pricing_entries("OpenAI", " gpt-4o-2024-08-06 ") == [gpt4o]
-    assert store.get_pricing_entries("gemini", "gemini-2.5-pro")[0].pricing.tiers
-    assert store.get_pricing_entries("openai", "gpt-99") == []
-    assert len(store.list_pricing_entries()) == len(bundled_entries())
+def operator_entry(model: str, effective_from: str, rates: dict[str, str]) -> PricingEntry:
+    raw = {"provider": "openai", "model": model, "effective_from": effective_from, "rates": rates}
+    return parse_entry(raw, catalogue.registry(), origin=Origin.OPERATOR)
+
+
+def test_price_entries_are_read_per_provider_and_written_once(store: DynamoStore) -> None:
+    first = operator_entry("my-ft", "2026-01-01", {"input": "1", "output": "2"})
+    assert store.put_price_entry(first) and not store.put_price_entry(first)  # importing twice adds nothing
+    second = operator_entry("my-ft", "2026-06-01", {"input": "2", "output": "4"})
+    closed = store.open_price_period(second)
+    assert closed is not None and closed.effective_to == second.effective_from
+    entries = sorted(store.get_price_entries("OpenAI"), key=lambda entry: entry.effective_from)
+    assert [e.effective_to for e in entries] == [second.effective_from, None]
+    assert store.get_price_entries("anthropic") == []
+    with pytest.raises(PricingConflict, match="must start after"):
+        store.open_price_period(operator_entry("my-ft", "2026-03-01", {"input": "3", "output": "3"}))
+    assert len(store.list_price_entries()) == 2
+
+
+def test_overrides_and_the_sync_state(store: DynamoStore) -> None:
+    override = parse_override("ws_1", {"provider": "openai", "discount_percent": "12.5"})
+    store.put_price_override(override)
+    assert store.get_price_overrides("ws_1") == [override] and store.get_price_overrides("ws_2") == []
+    assert store.delete_price_override("ws_1", override.override_id)
+    assert not store.delete_price_override("ws_1", override.override_id)
+    store.put_sync_state({"version": "v1"})
+    assert store.get_sync_state() == {"version": "v1"}
+
+
+def test_an_unpriced_event_is_repriced_exactly_once(store: DynamoStore) -> None:
+    workspace = store.create_workspace("w", tier=PAID, included_events=5)
+    _, key = store.create_key(workspace.workspace_id)
+    unpriced = record(
+        workspace.workspace_id, cost=Decimal(0), pricing_status="unknown_model", pricing_entry_id=None, rates=None
+    )
+    assert store.record_event(unpriced, included(), key.key_hash) is None
+    [waiting] = list(store.iter_unpriced_events())
+    assert waiting.event_key == unpriced.event_key
+    priced = replace(unpriced, cost=Decimal("0.5"), pricing_status="priced", pricing_entry_id="e", priced_at="now")
+    assert store.reprice_event(waiting, priced)
+    assert not store.reprice_event(waiting, priced)  # a second run changes nothing
+    assert list(store.iter_unpriced_events()) == []
+    stored = store.get_event(workspace.workspace_id, unpriced.event_key)
+    assert stored is not None and (stored.cost, stored.priced_at) == (Decimal("0.5"), "now")
+    rows = store.query_rollups(workspace.workspace_id, ("total", "unknown_model"), "2026-11-22", "2026-11-22")
+    totals = {key.dimension: counts for key, counts in rows}
+    assert totals["total"].cost == Decimal("0.5") and totals["total"].events == 1
+    assert totals["unknown_model"].events == 0
 
 
 def test_hidden_events_stay_out_of_the_dashboard_index(store: DynamoStore) -> None:

@@ -1,150 +1,130 @@
-"""The bundled pricing catalogue: valid, broad, exact, and free of the usual mistakes
-(prefix matching, double-billed cache, 1-hour writes at the 5-minute rate, partial tiers)."""
+"""The bundled catalogue: generated from the pinned genai-prices, matched by its rules only,
+corrected where a provider's rule says genai-prices is wrong; and operators' catalogue files."""
 
 from __future__ import annotations
 
 import copy
 import json
-from decimal import Decimal
-from fractions import Fraction
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from costtrack_service.catalogue import CatalogueError, bundled_entries, check_catalogue, load_raw
-from costtrack_service.domain.cost import Usage, quote
-from costtrack_service.domain.pricing import PricingEntry, entry_in_force, parse_timestamp
-from costtrack_service.memory_store import MemoryStore
+from costtrack_service import catalogue
+from costtrack_service.catalogue import CatalogueError, check_catalogue
+from costtrack_service.domain.pricebook import MatchKind, find_model
 
-RAW = load_raw()
-ENTRIES = check_catalogue(RAW)
-NOW = parse_timestamp("2026-11-22T00:00:00Z")
-REFERENCE = Usage(
-    prompt=12_000, completion=800, reasoning=300, cached_input=4_000, cache_write=1_000, cache_write_1h=400
-)
+ROOT = Path(__file__).resolve().parents[2]
+OPERATOR_FILE = ROOT / "tests" / "data" / "operator_catalogue.json"
+RAW = json.loads(OPERATOR_FILE.read_text())
+book = cache(catalogue.book)
 
 
-def catalogue_store() -> MemoryStore:
-    store = MemoryStore()
-    for entry in ENTRIES:
-        store.add_pricing(entry)
-    return store
+def test_generated_files_equal_what_the_pinned_genai_prices_gives() -> None:
+    """`make catalogue` regenerates these; this fails when the pin moved and nobody did."""
+    pytest.importorskip("genai_prices")
+    from scripts.generate_catalogue import generated_files
 
-
-def test_catalogue_is_broad() -> None:
-    models = {(entry.provider, entry.model) for entry in ENTRIES}
-    providers = {provider for provider, _ in models}
-    assert len(models) >= 30
-    assert providers >= {"openai", "azure", "anthropic", "google", "bedrock", "mistral", "deepseek", "groq"}
-    assert all(entry.source and entry.source.startswith("https://") for entry in ENTRIES)
-
-
-def test_bundled_loader_agrees_with_the_checked_catalogue() -> None:
-    assert bundled_entries() == ENTRIES
-
-
-def expected_cost(raw: dict[str, Any], usage: Usage) -> Fraction:
-    """The contract's formula written out independently, from the JSON itself."""
-    size = usage.prompt if raw["prompt_includes_cached"] else usage.prompt + usage.cached_input + usage.cache_write
-    tiers = [tier for tier in raw.get("tiers", []) if size > tier["above_prompt_tokens"]]
-    rates = max(tiers, key=lambda tier: tier["above_prompt_tokens"]) if tiers else raw["rates"]
-    rate = {name: Fraction(Decimal(value)) for name, value in rates.items() if name != "above_prompt_tokens"}
-    rate.setdefault("cached_input", rate["input"])
-    rate.setdefault("cache_write", rate["input"])
-    rate.setdefault("cache_write_1h", rate["cache_write"])
-    rate.setdefault("reasoning", rate["output"])
-    uncached = usage.prompt - usage.cached_input - usage.cache_write if raw["prompt_includes_cached"] else usage.prompt
-    reasoning = 0 if raw["completion_includes_reasoning"] else usage.reasoning
-    total = (
-        uncached * rate["input"]
-        + usage.cached_input * rate["cached_input"]
-        + (usage.cache_write - usage.cache_write_1h) * rate["cache_write"]
-        + usage.cache_write_1h * rate["cache_write_1h"]
-        + usage.completion * rate["output"]
-        + reasoning * rate["reasoning"]
-    )
-    return total / 1_000_000
+    for path, text in generated_files().items():
+        assert path.read_text(encoding="utf-8") == text, f"{path} is stale: run make catalogue"
+    on_disk = {path.name for path in catalogue.GENERATED_DIR.iterdir() if path.suffix == ".json"}
+    assert on_disk == {path.name for path in generated_files() if path.parent == catalogue.GENERATED_DIR}
 
 
 @pytest.mark.parametrize(
-    ("raw", "entry"),
-    list(zip(RAW["entries"], ENTRIES, strict=True)),
-    ids=[entry.entry_id for entry in ENTRIES],
-)
-def test_every_entry_prices_a_reference_event(raw: dict[str, Any], entry: PricingEntry) -> None:
-    for usage in (REFERENCE, Usage(prompt=250_000, completion=1_000, cached_input=10_000)):
-        assert Fraction(quote(entry.pricing, usage).cost) == expected_cost(raw, usage)
-
-
-def test_contract_vectors_with_the_bundled_prices() -> None:
-    store = catalogue_store()
-
-    def cost(provider: str, model: str, usage: Usage) -> Decimal:
-        entry = entry_in_force(store.get_pricing_entries(provider, model), NOW)
-        assert entry is not None
-        return quote(entry.pricing, usage).cost
-
-    assert cost(
-        "openai", "gpt-5", Usage(prompt=10_000, cached_input=8_000, completion=3_000, reasoning=2_000)
-    ) == Decimal("0.0335")
-    assert cost(
-        "anthropic", "claude-sonnet-4-5", Usage(prompt=1_000, cached_input=10_000, cache_write=2_000, completion=500)
-    ) == Decimal("0.021")
-    assert cost(
-        "gemini", "gemini-2.5-pro", Usage(prompt=250_000, cached_input=200_000, completion=1_000, reasoning=2_000)
-    ) == Decimal("0.22")
-
-
-def test_every_alias_prices_like_its_model() -> None:
-    store = catalogue_store()
-    for entry in ENTRIES:
-        for alias in entry.aliases:
-            resolved = store.get_pricing_entries(entry.provider, alias)
-            assert {e.key for e in resolved} == {entry.key}, alias
-
-
-@pytest.mark.parametrize(
-    ("provider", "model", "expected"),
+    ("provider", "at_least"),
     [
-        ("openai", "gpt-4o-mini-2024-07-18", "openai#gpt-4o-mini"),  # not gpt-4o by prefix
-        ("openai", "gpt-4o-2024-05-13", None),  # an older snapshot with other prices: no guess
-        ("openai", "gpt-5-turbo", None),
+        ("openai", 100),
+        ("anthropic", 25),
+        ("google", 60),
+        ("bedrock", 110),
+        ("xai", 20),
+        ("mistral", 40),
+        ("deepseek", 8),
+        ("groq", 30),
+        ("azure", 20),
+        ("openrouter", 900),
+    ],
+)
+def test_every_provider_of_genai_prices_is_priced(provider: str, at_least: int) -> None:
+    assert len(catalogue.bundled_entries(provider)) >= at_least
+
+
+@pytest.mark.parametrize(
+    ("provider", "name", "model", "kind"),
+    [
+        ("openai", "gpt-5", "gpt-5", MatchKind.EXACT),
+        ("openai", "GPT-5-2025-08-07 ", "gpt-5", MatchKind.ALIAS),
+        ("openai", "gpt-5.2-20251211", "gpt-5.2", MatchKind.DATED),
         (
             "bedrock",
             "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-            "bedrock#anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "regional.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            MatchKind.RULE,
         ),
-        ("gemini", "gemini-2.5-flash", "google#gemini-2.5-flash"),
+        (
+            "bedrock",
+            "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            MatchKind.EXACT,
+        ),
+        ("azure", "gpt-5", "gpt-5", MatchKind.FALLBACK),
+        ("gemini", "gemini-2.5-pro", "gemini-2.5-pro", MatchKind.EXACT),
+        ("xai", "grok-4", "grok-4-0709", MatchKind.ALIAS),
     ],
 )
-def test_exact_matching_only(provider: str, model: str, expected: str | None) -> None:
-    keys = {entry.key for entry in catalogue_store().get_pricing_entries(provider, model)}
-    assert keys == ({expected} if expected else set())
+def test_names_find_their_model(provider: str, name: str, model: str, kind: MatchKind) -> None:
+    from costtrack_service.domain.source import normalize_provider
+
+    found = find_model(name, book(normalize_provider(provider)), book)
+    assert found is not None and (found.model, found.kind) == (model, kind)
 
 
-@pytest.mark.parametrize(("model", "threshold"), [("gemini-2.5-pro", 200_000), ("claude-sonnet-4-5", 200_000)])
-def test_long_context_tier_applies_to_the_whole_request_strictly_above(model: str, threshold: int) -> None:
-    [entry] = [e for e in ENTRIES if e.model == model]
-    at = quote(entry.pricing, Usage(prompt=threshold, completion=1_000))
-    above = quote(entry.pricing, Usage(prompt=threshold + 1, completion=1_000))
-    assert at.tier_above_prompt_tokens is None and above.tier_above_prompt_tokens == threshold
-    assert above.cost == (Decimal(threshold + 1) * above.rates.input + 1_000 * above.rates.output) / 1_000_000
-    assert above.rates.input > at.rates.input
+@pytest.mark.parametrize("name", ["gpt-99", "claude-unknown", "my-finetune", ""])
+def test_nothing_looser_than_the_rules(name: str) -> None:
+    assert find_model(name, book("openai"), book) is None
 
 
-def test_one_hour_cache_writes_cost_more_than_five_minute_ones() -> None:
-    [sonnet] = [e for e in ENTRIES if e.key == "anthropic#claude-sonnet-4-5"]
-    five_minute = quote(sonnet.pricing, Usage(cache_write=1_000)).cost
-    mixed = quote(sonnet.pricing, Usage(cache_write=1_000, cache_write_1h=400)).cost
-    assert five_minute == Decimal("0.00375")
-    assert mixed == (600 * Decimal("3.75") + 400 * Decimal(6)) / 1_000_000
+def test_bedrock_geo_profiles_cost_ten_percent_more_than_global() -> None:
+    at = datetime(2026, 11, 22, tzinfo=UTC)
+    regional = find_model("us.anthropic.claude-sonnet-4-5-20250929-v1:0", book("bedrock"), book)
+    global_ = find_model("global.anthropic.claude-sonnet-4-5-20250929-v1:0", book("bedrock"), book)
+    assert regional and global_
+    sheets = [
+        f.book.entry_at(f.model, at).prices(catalogue.registry()).resolve(at, None)  # type: ignore[union-attr]
+        for f in (regional, global_)
+    ]
+    assert sheets[0]["input_mtok"] == sheets[1]["input_mtok"] * 11 / 10
 
 
-def test_price_history_has_no_gaps_or_overlaps() -> None:
-    [o3_launch, o3_cut] = sorted((e for e in ENTRIES if e.key == "openai#o3"), key=lambda e: e.effective_from)
-    assert o3_launch.effective_to == o3_cut.effective_from
-    assert entry_in_force([o3_launch, o3_cut], parse_timestamp("2025-05-01")) == o3_launch
-    assert entry_in_force([o3_launch, o3_cut], parse_timestamp("2025-06-10")) == o3_cut
+def test_corrections_have_a_source_and_a_reason_and_win() -> None:
+    corrections = catalogue.corrections()
+    assert corrections and all(entry.source and entry.note for entry in corrections)
+    found = find_model("mistral-large-latest", book("mistral"), book)
+    assert found is not None
+    before = found.book.entry_at(found.model, datetime(2025, 11, 1, tzinfo=UTC))
+    assert before is not None and before.origin == "correction"
+    registry = catalogue.registry()
+    old = before.prices(registry).resolve(datetime(2025, 11, 1, tzinfo=UTC), None)
+    new = before.prices(registry).resolve(datetime(2026, 1, 1, tzinfo=UTC), None)
+    assert (str(old["input_mtok"]), str(new["input_mtok"])) == ("2", "0.5")
+
+
+def test_pricing_names_spec_is_generated_from_genai_prices() -> None:
+    from costtrack.validation import PRICING_CONTEXT_NAMES, PRICING_COUNT_PARENTS
+
+    spec = json.loads((ROOT / "spec" / "pricing-names.json").read_text())
+    assert tuple(spec["context"]) == tuple(PRICING_CONTEXT_NAMES)
+    assert {name: tuple(parents) for name, parents in spec["counts"].items()} == {
+        name: tuple(parents) for name, parents in PRICING_COUNT_PARENTS.items()
+    }
+
+
+def test_an_operator_catalogue_file_is_accepted() -> None:
+    entries = check_catalogue(copy.deepcopy(RAW))
+    assert len(entries) == len(RAW["entries"]) and all(entry.origin == "operator" for entry in entries)
 
 
 def broken(mutate: Any) -> dict[str, Any]:
@@ -164,17 +144,8 @@ def broken(mutate: Any) -> dict[str, Any]:
         (lambda entries: entries[1]["aliases"].append("gpt-5-2025-08-07"), "points at both"),
         (lambda entries: entries[0].update(effective_to="2020-01-01"), "effective_to must be after"),
     ],
-    ids=[
-        "float-rate",
-        "bad-decimal",
-        "no-source",
-        "overlap",
-        "alias-is-model",
-        "alias-twice",
-        "period",
-    ],
+    ids=["float-rate", "bad-decimal", "no-source", "overlap", "alias-is-model", "alias-twice", "period"],
 )
 def test_inconsistent_catalogues_are_refused(mutate: Any, message: str) -> None:
-    document = broken(mutate)
     with pytest.raises(CatalogueError, match=message):
-        check_catalogue(json.loads(json.dumps(document)))
+        check_catalogue(json.loads(json.dumps(broken(mutate))))

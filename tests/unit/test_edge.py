@@ -14,7 +14,6 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from costtrack_service.catalogue import bundled_entries
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.keys import ADMIN
 from costtrack_service.domain.quota import PAID, WorkspaceState
@@ -34,8 +33,6 @@ SECRET_METADATA = "do-not-log-this-metadata-value"
 def store() -> MemoryStore:
     store = MemoryStore()
     store.add_workspace(WorkspaceState("ws_1", "w", PAID, "active", 100, 0, "2026-11"))
-    for entry in bundled_entries():
-        store.add_pricing(entry)
     return store
 
 
@@ -60,8 +57,6 @@ def dynamo() -> Iterator[DynamoStore]:
     with mock_aws():
         store = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), TableNames.with_prefix("edge-"))
         store.ensure_tables()
-        for entry in bundled_entries():
-            store.put_pricing_entry(entry)
         yield store
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.catalogue import bundled_entries
+from costtrack_service import catalogue
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingestion import (
     EventRecord,
@@ -43,8 +43,6 @@ GPT5_EVENT = {
 class Harness:
     def __init__(self, store: MemoryStore | None = None, settings: IngestSettings | None = None) -> None:
         self.store = store or MemoryStore()
-        for entry in bundled_entries():
-            self.store.add_pricing(entry)
         self.now = NOW
         self.sleeps: list[float] = []
         self.service = IngestService(
@@ -97,7 +95,7 @@ def test_accepted_event_is_priced_exactly(harness: Harness, paid_key: str) -> No
     body = result.body
     assert body["cost"] == "0.0335" and body["currency"] == "USD"
     assert body["pricing_status"] == "priced"
-    assert body["pricing_entry_id"] == "openai/gpt-5@2025-08-07T00:00:00.000Z"
+    assert body["pricing_entry_id"] == "openai/gpt-5@bundled"
     assert body["total_tokens"] == 15_000
     assert (body["feature"], body["environment"]) == ("chat", "production")
     assert (body["dashboard_visible"], body["visibility_reason"]) == (True, None)
@@ -105,14 +103,8 @@ def test_accepted_event_is_priced_exactly(harness: Harness, paid_key: str) -> No
     assert body["received_at"] == "2026-11-22T10:00:00.000Z"
     assert body["event_id"].startswith("evt_") and body["warnings"] == []
     stored = next(iter(harness.store.events.values()))
-    assert stored.rates == {
-        "input": "1.25",
-        "output": "10",
-        "cached_input": "0.125",
-        "cache_write": "1.25",
-        "cache_write_1h": "1.25",
-        "reasoning": "10",
-    }
+    assert stored.rates == {"input_mtok": "1.25", "output_mtok": "10", "cache_read_mtok": "0.125"}
+    assert (stored.pricing_match, stored.pricing_version) == ("exact", catalogue.catalogue_version())
 
 
 @pytest.mark.parametrize(
@@ -157,21 +149,18 @@ def test_a_genuine_zero_is_priced_not_unknown(harness: Harness, paid_key: str) -
 
 def test_price_changes_never_reprice_history(harness: Harness, paid_key: str) -> None:
     first = harness.send(paid_key, GPT5_EVENT, "before").body
-    old = next(e for e in harness.store.pricing["openai#gpt-5"])
-    change = datetime(2026, 12, 1, tzinfo=UTC)
-    harness.store.pricing["openai#gpt-5"] = [
-        replace(old, effective_to=change),
+    harness.store.add_pricing(
         parse_entry(
             {
-                **old.to_mapping(),
-                "id": None,
+                "provider": "openai",
+                "model": "gpt-5",
                 "effective_from": "2026-12-01",
-                "effective_to": None,
                 "rates": {"input": "2.5", "output": "20", "cached_input": "0.25"},
-            }
-        ),
-    ]
-    harness.service._pricing.clear()
+            },
+            catalogue.registry(),
+        )
+    )
+    harness.service._books.clear()
     harness.now = datetime(2026, 12, 2, tzinfo=UTC)
     second = harness.send(paid_key, GPT5_EVENT, "after").body
     assert (first["cost"], second["cost"]) == ("0.0335", "0.067")
@@ -247,7 +236,7 @@ def test_reactivation_takes_effect_within_the_negative_ttl() -> None:
         service.ingest(request)
     store.set_key_state(key, KeyState.ACTIVE)
     clock[0] = 6.0
-    assert service.ingest(request).body["pricing_status"] == "unknown_model"  # no catalogue here, but accepted
+    assert service.ingest(request).body["event_id"].startswith("evt_")  # accepted again
 
 
 # -- order of checks ------------------------------------------------------------------------
@@ -447,9 +436,9 @@ class CountingStore(MemoryStore):
         self.reads["workspace"] += 1
         return super().get_workspace(workspace_id)
 
-    def get_pricing_entries(self, provider: str, model: str) -> Any:
+    def get_price_entries(self, provider: str) -> Any:
         self.reads["pricing"] += 1
-        return super().get_pricing_entries(provider, model)
+        return super().get_price_entries(provider)
 
 
 def test_a_warm_function_reads_keys_plans_and_prices_once() -> None:

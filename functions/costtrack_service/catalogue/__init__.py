@@ -1,9 +1,13 @@
-"""Pricing catalogues: the bundled one (``pricing.json``) and any file an operator imports.
+"""The prices costtrack ships with, and operators' catalogue files.
 
-A catalogue is checked twice before anything is written: against ``pricing.schema.json``
-(shapes, decimal strings, no prefix patterns) and against the rules a schema cannot state: one
-entry per model and instant (no overlapping periods), and aliases that point at exactly one
-model and never shadow another model's name.
+* ``genai_prices/``: generated from the pinned genai-prices package (``make catalogue``), one
+  file per provider, loaded only when an event of that provider is first priced, so a cold start
+  reads none of it.
+* ``corrections.json``: costtrack's own corrections and additions, each with a source and a
+  reason; they win over the generated data.
+* An operator's file for ``costtrack admin pricing import FILE`` (``pricing.schema.json``): entries
+  with ``rates`` in USD per 1M tokens, checked against the schema and the rules a schema cannot
+  state (no overlapping periods, aliases that name one model).
 """
 
 from __future__ import annotations
@@ -11,25 +15,127 @@ from __future__ import annotations
 import itertools
 import json
 from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from costtrack_service.domain.pricing import PricingEntry, model_key, parse_entry
+from costtrack_service.domain.cost import ReportingFlags, UnitRegistry
+from costtrack_service.domain.pricebook import ProviderBook
+from costtrack_service.domain.pricing import EPOCH, EntryStatus, Origin, PricingEntry, model_key, parse_entry
+
+GENERATED_DIR = Path(__file__).resolve().parent / "genai_prices"
+
+#: How each provider reports usage (README, "Prices"); every other provider is OpenAI-style.
+PROVIDER_FLAGS = {
+    "anthropic": ReportingFlags(prompt_includes_cached=False, completion_includes_reasoning=True),
+    "bedrock": ReportingFlags(prompt_includes_cached=False, completion_includes_reasoning=True),
+    "google": ReportingFlags(prompt_includes_cached=True, completion_includes_reasoning=False),
+    # xAI's chat completions count reasoning apart from completion_tokens (as genai-prices reads them).
+    "xai": ReportingFlags(prompt_includes_cached=True, completion_includes_reasoning=False),
+}
+DEFAULT_FLAGS = ReportingFlags()
 
 
 class CatalogueError(ValueError):
     """The catalogue is not usable; the message lists every problem found."""
 
 
-def _read_resource(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(resources.files(__package__).joinpath(name).read_text(encoding="utf-8"))
+def flags_for(provider: str) -> ReportingFlags:
+    return PROVIDER_FLAGS.get(provider, DEFAULT_FLAGS)
+
+
+def _read(name: str) -> Any:
+    return json.loads(resources.files(__package__).joinpath(name).read_text(encoding="utf-8"))
+
+
+@cache
+def index() -> dict[str, Any]:
+    data: dict[str, Any] = _read("genai_prices/index.json")
     return data
 
 
-def load_raw(path: Path | None = None) -> dict[str, Any]:
-    if path is None:
-        return _read_resource("pricing.json")
+@cache
+def registry() -> UnitRegistry:
+    """genai-prices' units, as pinned."""
+    return UnitRegistry(index()["units"])
+
+
+def catalogue_version() -> str:
+    return f"genai-prices {index()['version']}"
+
+
+@dataclass(frozen=True)
+class ProviderInfo:
+    provider: str
+    fallback: tuple[str, ...]
+
+
+def provider_info(provider: str) -> ProviderInfo:
+    info = index()["providers"].get(provider)
+    return ProviderInfo(provider, tuple(info["fallback"]) if info else ())
+
+
+def catalogued_providers() -> list[str]:
+    return sorted(index()["providers"])
+
+
+@cache
+def bundled_entries(provider: str) -> tuple[PricingEntry, ...]:
+    """The generated entries of one provider (none for a provider genai-prices lacks)."""
+    if provider not in index()["providers"]:
+        return ()
+    return entries_from_document(_read(f"genai_prices/{provider}.json"), Origin.BUNDLED, catalogue_version())
+
+
+def entries_from_document(document: dict[str, Any], origin: Origin, version: str) -> tuple[PricingEntry, ...]:
+    """Entries from one provider's catalogue document (trusted: checked when it was made)."""
+    provider = document["provider"]
+    return tuple(
+        PricingEntry(
+            entry_id=f"{provider}/{model['id'].lower()}@{origin.value}",
+            provider=provider,
+            model=model["id"].lower(),
+            aliases=(),
+            effective_from=EPOCH,
+            effective_to=None,
+            status=EntryStatus.ACTIVE,
+            origin=origin,
+            raw_prices=json.dumps(
+                # Key order kept: genai-prices sums in it, which fixes the last digit where it rounds.
+                {"prices": model["prices"], "variants": model.get("variants") or []},
+                separators=(",", ":"),
+            ),
+            match=json.dumps(model["match"], separators=(",", ":"), sort_keys=True),
+            position=model["position"],
+            version=version,
+        )
+        for model in document["models"]
+    )
+
+
+@cache
+def corrections() -> tuple[PricingEntry, ...]:
+    """costtrack's own corrections and additions (``corrections.json``)."""
+    document = _read("corrections.json")
+    entries = []
+    for raw in document["entries"]:
+        if not raw.get("source") or not raw.get("reason"):
+            raise CatalogueError(f"{raw.get('provider')}/{raw.get('model')}: a correction needs a source and a reason")
+        entries.append(parse_entry({**raw, "version": "costtrack corrections"}, registry(), origin=Origin.CORRECTION))
+    return tuple(entries)
+
+
+def correction_entries(provider: str) -> tuple[PricingEntry, ...]:
+    return tuple(entry for entry in corrections() if entry.provider == provider)
+
+
+# -- operators' catalogue files ---------------------------------------------------------------
+
+
+def load_raw(path: Path) -> dict[str, Any]:
     try:
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -38,10 +144,10 @@ def load_raw(path: Path | None = None) -> dict[str, Any]:
 
 
 def check_catalogue(document: dict[str, Any]) -> list[PricingEntry]:
-    """Validate a catalogue document; returns its entries or raises CatalogueError."""
-    import jsonschema  # only operators load catalogues; the ingestion path never does
+    """Validate an operator's catalogue document; returns its entries or raises CatalogueError."""
+    import jsonschema  # only operators load catalogue files; the ingestion path never does
 
-    schema = _read_resource("pricing.schema.json")
+    schema = _read("pricing.schema.json")
     validator = jsonschema.Draft202012Validator(schema)
     problems = [
         f"{'/'.join(str(part) for part in error.absolute_path) or '(root)'}: {error.message}"
@@ -51,11 +157,11 @@ def check_catalogue(document: dict[str, Any]) -> list[PricingEntry]:
         raise CatalogueError("catalogue does not match pricing.schema.json:\n  " + "\n  ".join(problems[:20]))
 
     entries = []
-    for index, raw in enumerate(document["entries"]):
+    for position, raw in enumerate(document["entries"]):
         try:
-            entries.append(parse_entry(raw))
+            entries.append(parse_entry(raw, registry(), origin=Origin.OPERATOR))
         except ValueError as exc:
-            problems.append(f"entries/{index}: {exc}")
+            problems.append(f"entries/{position}: {exc}")
     problems += _overlaps(entries) + _alias_conflicts(entries)
     if problems:
         raise CatalogueError("catalogue is inconsistent:\n  " + "\n  ".join(problems))
@@ -89,6 +195,8 @@ def _alias_conflicts(entries: list[PricingEntry]) -> list[str]:
     return problems
 
 
-def bundled_entries() -> list[PricingEntry]:
-    """The bundled catalogue (checked by the test suite, so parsing alone suffices here)."""
-    return [parse_entry(raw) for raw in load_raw()["entries"]]
+def book(provider: str, stored: Iterable[PricingEntry] = ()) -> ProviderBook:
+    """One provider's book: the bundled entries, the corrections and ``stored`` (the synced and
+    operators' entries from the database)."""
+    entries = [*bundled_entries(provider), *correction_entries(provider), *stored]
+    return ProviderBook(provider, entries, provider_info(provider).fallback)

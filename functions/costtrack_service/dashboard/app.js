@@ -263,7 +263,8 @@ async function loadEvents(reset) {
       el("td", event.customer_id || "–"),
       el("td", event.status),
       el("td", number(event.total_tokens), "num"),
-      el("td", event.pricing_status === "unknown_model" ? `${usd(event.cost)} (no price)` : usd(event.cost), "num"),
+      // Unpriced is a state, not $0: the event is priced once its model's price arrives.
+      el("td", event.pricing_status === "unknown_model" ? "unpriced" : usd(event.cost), "num"),
     );
     body.append(row);
   }

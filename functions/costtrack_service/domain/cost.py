@@ -1,47 +1,54 @@
-"""The cost of one model call (CONTRACT.md §6), exact, in Decimal.
+"""The cost of one model call, exact, in Decimal: genai-prices' unit model, data-driven.
 
-Providers report usage in two different ways, and most cost trackers get one of them wrong:
+Usage and prices are both keyed by *units* (genai-prices' registry, bundled with the
+catalogue): ``input_tokens`` priced by ``input_mtok`` per 1,000,000, ``cache_read_tokens`` by
+``cache_read_mtok``, ``web_searches`` by ``web_searches_kcount`` per 1,000, and so on. A unit's
+dimensions say what it is part of: ``cache_audio_read_tokens`` (input, tokens, audio,
+cache_read) is part of ``input_tokens``, ``cache_read_tokens`` and ``input_audio_tokens``. Each
+token is charged once, at the most specific price the model has for it: every priced unit is
+charged for its own count minus what its priced descendants already charged (inclusion and
+exclusion over the dimension lattice). A unit the model has no price for is simply part of its
+nearest priced ancestor.
 
-* ``prompt_includes_cached``: OpenAI-style prompts count cached and cache-write tokens inside
-  ``prompt_tokens``; Anthropic-style prompts count only the uncached rest.
-* ``completion_includes_reasoning``: most providers count reasoning inside the completion;
-  Gemini reports it apart.
-
-So the uncached input is derived, never assumed, and reasoning is only charged when the
-provider did not already count it in the completion: a client that passes reasoning tokens
-either way is never charged twice.
+Providers report usage in two different ways (see ``ReportingFlags``), so the event's fields
+are turned into units here, never assumed: a client that passes reasoning tokens the provider
+already counted in its output is never charged twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation, localcontext
+from typing import Any
 
-MILLION = Decimal(1_000_000)
+from costtrack.validation import PRICING_COUNT_PARENTS
+
 ZERO = Decimal(0)
-
-MAX_RATE = Decimal(1_000_000)
-MAX_RATE_DECIMALS = 10
-
-RATE_NAMES = ("input", "output", "cached_input", "cache_write", "cache_write_1h", "reasoning")
+MAX_RATE = Decimal(1_000_000_000)
+MAX_RATE_DECIMALS = 20
+#: DynamoDB keeps 38 significant digits; a cost is never longer (only absurd counts come close).
+MAX_COST_DIGITS = 38
+#: Where a unit's price does not divide exactly (per hour), genai-prices rounds to Python's default.
+GENAI_PRICES_DIGITS = 28
+#: The one unit that is charged per call, not per count.
+REQUESTS = "requests"
 
 
 def parse_rate(name: str, value: object) -> Decimal:
-    """A rate in USD per 1,000,000 tokens, given as a decimal string (or an int/Decimal).
-    Floats are refused: a binary fraction is not a price."""
+    """A price as a decimal string (or int/Decimal). Floats are refused: a binary fraction is
+    not a price. Bounded so that every cost fits DynamoDB's 38 significant digits exactly."""
     if isinstance(value, bool) or not isinstance(value, (str, int, Decimal)):
-        raise ValueError(f"rate {name} must be a decimal string, got {type(value).__name__}")
+        raise ValueError(f"price {name} must be a decimal string, got {type(value).__name__}")
     try:
         rate = Decimal(value)
     except InvalidOperation:
-        raise ValueError(f"rate {name} is not a decimal number: {value!r}") from None
+        raise ValueError(f"price {name} is not a decimal number: {value!r}") from None
     if not rate.is_finite() or rate < 0:
-        raise ValueError(f"rate {name} must be a finite, non-negative number")
-    # Bounded so that every cost fits DynamoDB's 38 significant digits exactly:
-    # tokens (at most 16 digits) x rate (at most 6 + 10 digits), shifted by 10**-6.
-    if rate >= MAX_RATE or rate.as_tuple().exponent < -MAX_RATE_DECIMALS:  # type: ignore[operator]
-        raise ValueError(f"rate {name} must be below {MAX_RATE} with at most {MAX_RATE_DECIMALS} decimal places")
+        raise ValueError(f"price {name} must be a finite, non-negative number")
+    exponent = rate.as_tuple().exponent
+    if rate >= MAX_RATE or (isinstance(exponent, int) and exponent < -MAX_RATE_DECIMALS):
+        raise ValueError(f"price {name} must be below {MAX_RATE} with at most {MAX_RATE_DECIMALS} decimal places")
     return rate
 
 
@@ -55,142 +62,225 @@ def format_decimal(value: Decimal) -> str:
 
 
 @dataclass(frozen=True)
-class Rates:
-    """USD per 1,000,000 tokens, every rate resolved (defaults applied)."""
+class Unit:
+    usage_key: str
+    price_key: str
+    per: int
+    dimensions: frozenset[tuple[str, str]]
 
-    input: Decimal
-    output: Decimal
-    cached_input: Decimal
-    cache_write: Decimal
-    cache_write_1h: Decimal
-    reasoning: Decimal
+    def contains(self, other: Unit) -> bool:
+        """``other`` is this unit or a more specific part of it."""
+        return self.dimensions <= other.dimensions
 
-    @classmethod
-    def from_mapping(cls, raw: Mapping[str, object]) -> Rates:
-        """``input`` and ``output`` are required; ``cached_input`` and ``cache_write`` default to
-        ``input``, ``cache_write_1h`` (Anthropic's one-hour cache writes, dearer than the
-        five-minute ones) to ``cache_write``, ``reasoning`` to ``output``."""
-        missing = [name for name in ("input", "output") if raw.get(name) is None]
-        if missing:
-            raise ValueError("missing rate " + ", ".join(missing))
-        unknown = sorted(set(raw) - set(RATE_NAMES) - {"above_prompt_tokens"})
-        if unknown:
-            raise ValueError("unknown rate " + ", ".join(unknown))
-        input_rate = parse_rate("input", raw["input"])
-        output_rate = parse_rate("output", raw["output"])
 
-        def optional(name: str, default: Decimal) -> Decimal:
-            value = raw.get(name)
-            return default if value is None else parse_rate(name, value)
+class UnitRegistry:
+    """genai-prices' units, from the catalogue's ``units`` table."""
 
-        cache_write = optional("cache_write", input_rate)
-        return cls(
-            input=input_rate,
-            output=output_rate,
-            cached_input=optional("cached_input", input_rate),
-            cache_write=cache_write,
-            cache_write_1h=optional("cache_write_1h", cache_write),
-            reasoning=optional("reasoning", output_rate),
-        )
-
-    def to_mapping(self) -> dict[str, str]:
-        return {name: format_decimal(getattr(self, name)) for name in RATE_NAMES}
+    def __init__(self, raw: Mapping[str, Mapping[str, Any]]) -> None:
+        self.units: dict[str, Unit] = {}
+        for usage_key, spec in raw.items():
+            dimensions = frozenset(dict(spec.get("dimensions") or {}).items())
+            self.units[usage_key] = Unit(usage_key, str(spec.get("price_key", usage_key)), int(spec["per"]), dimensions)
+        self.by_price_key = {unit.price_key: unit for unit in self.units.values()}
 
 
 @dataclass(frozen=True)
-class PriceTier:
-    """Rates for requests whose prompt strictly exceeds ``above_prompt_tokens``."""
+class TieredPrice:
+    """A price that changes for the whole call once the call's input exceeds a threshold
+    (genai-prices' "cliff" tiers: 200,001 input tokens price every token at the tier)."""
 
-    above_prompt_tokens: int
-    rates: Rates
+    base: Decimal
+    tiers: tuple[tuple[int, Decimal], ...]  # (start, price), ascending
+
+    def at(self, input_tokens: int) -> tuple[Decimal, int | None]:
+        for start, price in reversed(self.tiers):
+            if input_tokens > start:
+                return price, start
+        return self.base, None
+
+
+Price = Decimal | TieredPrice
+#: price key → price: one resolved set of prices (after dates, windows and variants).
+PriceSheet = Mapping[str, Price]
+
+
+def parse_price(name: str, raw: object) -> Price:
+    if isinstance(raw, Mapping):
+        tiers = []
+        for index, tier in enumerate(raw.get("tiers") or ()):
+            start = tier.get("start") if isinstance(tier, Mapping) else None
+            if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+                raise ValueError(f"price {name}: tier {index} needs a non-negative integer start")
+            tiers.append((start, parse_rate(f"{name} tier {index}", tier.get("price"))))
+        return TieredPrice(parse_rate(name, raw.get("base")), tuple(sorted(tiers)))
+    return parse_rate(name, raw)
+
+
+def parse_sheet(raw: Mapping[str, object], registry: UnitRegistry) -> dict[str, Price]:
+    """Prices keyed by genai-prices price keys; raises ValueError naming an unknown key."""
+    sheet: dict[str, Price] = {}
+    for name, value in raw.items():
+        if name not in registry.by_price_key:
+            raise ValueError(f"unknown price {name!r}")
+        if value is not None:
+            sheet[name] = parse_price(name, value)
+    return sheet
+
+
+def sheet_to_json(sheet: PriceSheet) -> dict[str, Any]:
+    def one(price: Price) -> Any:
+        if isinstance(price, TieredPrice):
+            tiers = [{"start": start, "price": format_decimal(value)} for start, value in price.tiers]
+            return {"base": format_decimal(price.base), "tiers": tiers}
+        return format_decimal(price)
+
+    return {name: one(price) for name, price in sheet.items()}
 
 
 @dataclass(frozen=True)
-class Pricing:
-    """How one model is priced: base rates, the provider's reporting flags, optional tiers."""
+class ReportingFlags:
+    """How a provider reports usage (the README's provider table):
 
-    rates: Rates
-    prompt_includes_cached: bool
-    completion_includes_reasoning: bool
-    tiers: tuple[PriceTier, ...] = field(default=())
+    * ``prompt_includes_cached``: OpenAI-style prompts count cached and cache-write tokens
+      inside ``prompt_tokens``; Anthropic-style prompts count only the uncached rest.
+    * ``completion_includes_reasoning``: most providers count reasoning inside the completion;
+      Gemini reports thoughts apart.
+    """
+
+    prompt_includes_cached: bool = True
+    completion_includes_reasoning: bool = True
 
 
 @dataclass(frozen=True)
-class Usage:
-    """Token counts of one call; an absent count is 0. ``cache_write_1h`` is the part of
-    ``cache_write`` written to a one-hour cache (never more than ``cache_write``)."""
+class Counts:
+    """The event's own counts (absent = 0) plus the reserved ``metadata`` counts."""
 
     prompt: int = 0
     completion: int = 0
     reasoning: int = 0
     cached_input: int = 0
     cache_write: int = 0
-    cache_write_1h: int = 0
+    extra: tuple[tuple[str, int], ...] = ()
+
+
+def to_units(counts: Counts, flags: ReportingFlags) -> dict[str, int]:
+    """The event in genai-prices' units: ``input_tokens`` is every input token of the call,
+    ``output_tokens`` every output token, whatever the provider left out of its own counts."""
+    input_tokens = counts.prompt
+    if not flags.prompt_includes_cached:
+        input_tokens += counts.cached_input + counts.cache_write
+    output_tokens = counts.completion
+    if not flags.completion_includes_reasoning:
+        output_tokens += counts.reasoning
+    units = {
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cache_read_tokens": counts.cached_input,
+        "cache_write_tokens": counts.cache_write,
+        "output_reasoning_tokens": counts.reasoning,
+    }
+    units.update(counts.extra)
+    return units
+
+
+def counts_of(
+    prompt: int | None,
+    completion: int | None,
+    reasoning: int | None,
+    cached_input: int | None,
+    cache_write: int | None,
+    metadata: Mapping[str, object] | None,
+) -> Counts:
+    extra = tuple(
+        (name, value)
+        for name in PRICING_COUNT_PARENTS
+        if isinstance(value := (metadata or {}).get(name), int) and not isinstance(value, bool)
+    )
+    return Counts(prompt or 0, completion or 0, reasoning or 0, cached_input or 0, cache_write or 0, extra)
 
 
 @dataclass(frozen=True)
 class Quote:
-    """The priced call: its cost, the rates used and which tier applied (None for the base)."""
+    """The priced call: its cost, the price applied per price key, the tier start that applied
+    (None: base prices), and whether the counts contradicted each other."""
 
     cost: Decimal
-    rates: Rates
-    tier_above_prompt_tokens: int | None
+    applied: dict[str, str]
+    tier_start: int | None
     usage_inconsistent: bool
 
 
-def billed_prompt_tokens(pricing: Pricing, usage: Usage) -> int:
-    """The prompt size that selects a tier: every input token of the request, however the
-    provider splits them."""
-    if pricing.prompt_includes_cached:
-        return usage.prompt
-    return usage.prompt + usage.cached_input + usage.cache_write
-
-
-def select_tier(pricing: Pricing, usage: Usage) -> PriceTier | None:
-    """The highest tier whose threshold the prompt strictly exceeds; the whole request is
-    priced at it (a prompt of exactly the threshold stays at the base rates)."""
-    size = billed_prompt_tokens(pricing, usage)
-    chosen: PriceTier | None = None
-    for tier in pricing.tiers:
-        exceeded = size > tier.above_prompt_tokens
-        if exceeded and (chosen is None or tier.above_prompt_tokens > chosen.above_prompt_tokens):
-            chosen = tier
-    return chosen
-
-
-def quote(pricing: Pricing, usage: Usage) -> Quote:
-    tier = select_tier(pricing, usage)
-    rates = tier.rates if tier else pricing.rates
-
+def quote(sheet: PriceSheet, units: Mapping[str, int], registry: UnitRegistry) -> Quote:
+    priced = sorted(
+        (registry.by_price_key[key] for key in sheet if key in registry.by_price_key),
+        key=lambda unit: (-len(unit.dimensions), unit.usage_key),
+    )
+    input_tokens = units.get("input_tokens", 0)
+    leaves: dict[str, int] = {}
     inconsistent = False
-    if pricing.prompt_includes_cached:
-        uncached_input = usage.prompt - usage.cached_input - usage.cache_write
-        if uncached_input < 0:
-            # The client reported more cached tokens than prompt tokens: charge what is
-            # certain and say so, rather than produce a negative or invented cost.
-            uncached_input = 0
-            inconsistent = True
-    else:
-        uncached_input = usage.prompt
-    reasoning_extra = 0 if pricing.completion_includes_reasoning else usage.reasoning
+    for unit in priced:
+        if unit.usage_key == REQUESTS:
+            continue
+        descendants = (leaves[other.usage_key] for other in priced if other is not unit and unit.contains(other))
+        leaf = units.get(unit.usage_key, 0) - sum(descendants)
+        if leaf < 0:
+            # The client reported more of a part than of the whole (more cached tokens than
+            # prompt tokens, say): charge what is certain and say so, never a negative cost.
+            leaf, inconsistent = 0, True
+        leaves[unit.usage_key] = leaf
 
-    # Token counts reach 2**53 and rates may carry many digits: compute with enough precision
-    # that nothing is ever rounded, then divide by 10**6 exactly (scaleb shifts the exponent).
+    applied: dict[str, str] = {}
+    tier_start: int | None = None
+    # genai-prices' order: the sheet's own (it matters only where rounding happens, below).
+    terms: list[tuple[Decimal, int, int]] = []  # (price, count, per)
+    for key, price in sheet.items():
+        found = registry.by_price_key.get(key)
+        if found is None:
+            continue
+        unit = found
+        if isinstance(price, TieredPrice):
+            price, start = price.at(input_tokens)
+            if start is not None:
+                tier_start = start if tier_start is None else max(tier_start, start)
+        count = units.get(REQUESTS, 1) if unit.usage_key == REQUESTS else leaves[unit.usage_key]
+        if count:
+            applied[key] = format_decimal(price)
+        terms.append((price, count, unit.per))
+    return Quote(cost=_total(terms), applied=applied, tier_start=tier_start, usage_inconsistent=inconsistent)
+
+
+def _total(terms: list[tuple[Decimal, int, int]]) -> Decimal:
+    """The sum of ``price × count / per``. Exact when every ``per`` is a power of ten (tokens,
+    thousands of requests): counts reach 2**53 and prices carry many digits, so the precision is
+    ample and dividing by a power of ten only shifts the exponent. A unit priced per hour or
+    minute has no finite decimal (a third of a cent): then the sum is worked exactly as
+    genai-prices works it, in Python's default 28 significant digits, term by term in the
+    sheet's order, so both give the same last digit."""
+    with localcontext() as ctx:
+        if all(_is_power_of_ten(per) for _, _, per in terms):
+            ctx.prec = 80
+            total = sum((price * count / per for price, count, per in terms), ZERO)
+            if len(total.as_tuple().digits) > MAX_COST_DIGITS:
+                ctx.prec = MAX_COST_DIGITS
+                total = +total  # half-even to 38 digits: needs counts near 2**53 and 20-decimal prices
+            return total
+        ctx.prec = GENAI_PRICES_DIGITS
+        total = ZERO
+        for price, count, per in terms:
+            total += price * count / per
+        return total
+
+
+def _is_power_of_ten(number: int) -> bool:
+    return number > 0 and str(number).rstrip("0") == "1"
+
+
+def scale(cost: Decimal, factor: Decimal) -> Decimal:
+    """``cost × factor`` exactly (a workspace's percentage discount)."""
     with localcontext() as ctx:
         ctx.prec = 80
-        one_hour_writes = min(usage.cache_write_1h, usage.cache_write)
-        micro_dollars = (
-            uncached_input * rates.input
-            + usage.cached_input * rates.cached_input
-            + (usage.cache_write - one_hour_writes) * rates.cache_write
-            + one_hour_writes * rates.cache_write_1h
-            + usage.completion * rates.output
-            + reasoning_extra * rates.reasoning
-        )
-        cost = micro_dollars.scaleb(-6)
-    return Quote(
-        cost=cost,
-        rates=rates,
-        tier_above_prompt_tokens=tier.above_prompt_tokens if tier else None,
-        usage_inconsistent=inconsistent,
-    )
+        return cost * factor
+
+
+def unknown_price_keys(raw: Iterable[str], registry: UnitRegistry) -> list[str]:
+    return sorted(set(raw) - set(registry.by_price_key))

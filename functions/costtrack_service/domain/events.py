@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from costtrack.validation import EventValidationError, ValidatedEvent, canonical_json, trim, validate_event
-from costtrack_service.domain.cost import Usage
+from costtrack_service.domain.cost import Counts, counts_of
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.source import Source
 
@@ -25,7 +25,6 @@ DEFAULT_STATUS = "success"
 #: Optional metadata key: how many of ``cache_write_tokens`` went to a one-hour cache, which
 #: Anthropic bills at its own (higher) rate. The wire event has no field for it, so it travels
 #: in metadata; the SDKs' Anthropic helpers fill it in.
-CACHE_WRITE_1H_KEY = "cache_write_1h_tokens"
 
 
 def _reject_constant(name: str) -> Any:
@@ -103,28 +102,15 @@ class UsageEvent:
     metadata: dict[str, Any] | None = None
 
     @property
-    def cache_write_1h_tokens(self) -> int | None:
-        """``metadata.cache_write_1h_tokens`` when it is a usable count (an integer from 0 to
-        ``cache_write_tokens``); None when absent or unusable."""
-        value = (self.metadata or {}).get(CACHE_WRITE_1H_KEY)
-        if isinstance(value, bool) or not isinstance(value, int):
-            return None
-        return value if 0 <= value <= (self.cache_write_tokens or 0) else None
-
-    @property
-    def cache_write_1h_ignored(self) -> bool:
-        """The metadata names a one-hour cache-write count that cannot be right."""
-        return CACHE_WRITE_1H_KEY in (self.metadata or {}) and self.cache_write_1h_tokens is None
-
-    @property
-    def usage(self) -> Usage:
-        return Usage(
-            prompt=self.prompt_tokens or 0,
-            completion=self.completion_tokens or 0,
-            reasoning=self.reasoning_tokens or 0,
-            cached_input=self.cached_input_tokens or 0,
-            cache_write=self.cache_write_tokens or 0,
-            cache_write_1h=self.cache_write_1h_tokens or 0,
+    def counts(self) -> Counts:
+        """What pricing counts: the token fields and the reserved ``metadata`` counts."""
+        return counts_of(
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.reasoning_tokens,
+            self.cached_input_tokens,
+            self.cache_write_tokens,
+            self.metadata,
         )
 
     @property

@@ -18,11 +18,11 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from costtrack.validation import suggest_field
+from costtrack_service import catalogue
 from costtrack_service.domain.cache import TTLCache
-from costtrack_service.domain.cost import ZERO, format_decimal, quote
+from costtrack_service.domain.cost import format_decimal
 from costtrack_service.domain.errors import ApiError, unavailable
 from costtrack_service.domain.events import (
-    CACHE_WRITE_1H_KEY,
     UsageEvent,
     parse_body,
     parse_idempotency_key,
@@ -38,7 +38,10 @@ from costtrack_service.domain.keys import (
     invalid_key,
     rejection_for,
 )
-from costtrack_service.domain.pricing import PricingEntry, entry_in_force, format_timestamp, model_key
+from costtrack_service.domain.overrides import Override
+from costtrack_service.domain.pricebook import ProviderBook
+from costtrack_service.domain.pricer import Call, Priced, Pricer
+from costtrack_service.domain.pricing import PricingEntry, format_timestamp
 from costtrack_service.domain.quota import (
     ACTIVE,
     Charge,
@@ -94,13 +97,17 @@ class EventRecord:
     cost: Decimal
     pricing_status: str
     pricing_entry_id: str | None
-    rates: Mapping[str, str] | None
-    tier_above_prompt_tokens: int | None
+    rates: Mapping[str, str] | None  # the prices applied, by genai-prices price key
+    tier_above_prompt_tokens: int | None  # the long-context tier's threshold, when one applied
     visibility: Visibility
     warnings: tuple[Notice, ...]
     expires_at: int
     charge: Charge = Charge.INCLUDED
     currency: str = CURRENCY
+    pricing_version: str | None = None  # the catalogue the entry came from
+    pricing_match: str | None = None  # how the model name found the entry (exact, alias, rule, …)
+    pricing_override_id: str | None = None  # the workspace override that priced it, if any
+    priced_at: str | None = None  # set when a backfill priced an event that came in unpriced
 
     @property
     def event_key(self) -> str:
@@ -167,7 +174,11 @@ class IngestStore(Protocol):
 
     def get_workspace(self, workspace_id: str, *, consistent: bool = False) -> WorkspaceState | None: ...
 
-    def get_pricing_entries(self, provider: str, model: str) -> list[PricingEntry]: ...
+    def get_price_entries(self, provider: str) -> list[PricingEntry]:
+        """The database-held (synced and operators') entries of one provider."""
+        ...
+
+    def get_price_overrides(self, workspace_id: str) -> list[Override]: ...
 
     def record_event(self, record: EventRecord, plan: ChargePlan, key_hash: str) -> WriteRejected | None:
         """One atomic write: store the event unless its key is taken, count it against the
@@ -239,7 +250,9 @@ class IngestService:
         self._monotonic = monotonic
         self._keys: TTLCache[str, KeyRecord | None] = TTLCache(clock=monotonic)
         self._workspaces: TTLCache[str, WorkspaceState | None] = TTLCache(clock=monotonic)
-        self._pricing: TTLCache[str, list[PricingEntry]] = TTLCache(clock=monotonic)
+        self._books: TTLCache[str, ProviderBook] = TTLCache(clock=monotonic)
+        self._overrides: TTLCache[str, list[Override]] = TTLCache(clock=monotonic)
+        self.pricer = Pricer(self.book, catalogue.registry(), catalogue.flags_for)
         self._touched: TTLCache[str, bool] = TTLCache(clock=monotonic)
 
     # -- cached reads -------------------------------------------------------------------
@@ -268,14 +281,23 @@ class IngestService:
     def _remember_workspace(self, workspace_id: str, workspace: WorkspaceState | None) -> None:
         self._workspaces.put(workspace_id, workspace, self.settings.workspace_ttl_seconds)
 
-    def _pricing_entries(self, provider: str, model: str) -> list[PricingEntry]:
-        cache_key = model_key(provider, model)  # "GPT-5 " and "gpt-5" are one model
-        cached = self._pricing.get(cache_key)
+    def book(self, provider: str) -> ProviderBook:
+        """One provider's prices: the bundled catalogue plus the database's entries, re-read at
+        most every ``pricing_ttl_seconds`` (so schedule a price change that long ahead)."""
+        cached = self._books.get(provider)
         if cached is not None:
             return cached.value
-        entries = self.store.get_pricing_entries(provider, model)
-        self._pricing.put(cache_key, entries, self.settings.pricing_ttl_seconds)
-        return entries
+        book = catalogue.book(provider, self.store.get_price_entries(provider))
+        self._books.put(provider, book, self.settings.pricing_ttl_seconds)
+        return book
+
+    def _price_overrides(self, workspace_id: str) -> list[Override]:
+        cached = self._overrides.get(workspace_id)
+        if cached is not None:
+            return cached.value
+        overrides = self.store.get_price_overrides(workspace_id)
+        self._overrides.put(workspace_id, overrides, self.settings.pricing_ttl_seconds)
+        return overrides
 
     # -- the request --------------------------------------------------------------------
 
@@ -334,36 +356,9 @@ class IngestService:
                 )
             )
 
-        entry = entry_in_force(self._pricing_entries(event.provider, event.model), received)
-        if entry is None:
-            cost, rates, tier, status, entry_id = ZERO, None, None, UNKNOWN_MODEL, None
-            notices.append(
-                Notice(
-                    UNKNOWN_MODEL,
-                    f"No active pricing entry for {event.provider}/{event.model}: cost is 0. "
-                    "Add one with 'costtrack admin pricing add'.",
-                )
-            )
-        else:
-            priced = quote(entry.pricing, event.usage)
-            cost, rates, tier = priced.cost, priced.rates.to_mapping(), priced.tier_above_prompt_tokens
-            status, entry_id = PRICED, entry.entry_id
-            if priced.usage_inconsistent:
-                notices.append(
-                    Notice(
-                        USAGE_INCONSISTENT,
-                        "cached_input_tokens + cache_write_tokens exceed prompt_tokens, which already include "
-                        "them for this provider; uncached input was priced as 0.",
-                    )
-                )
-        if event.cache_write_1h_ignored:
-            notices.append(
-                Notice(
-                    USAGE_INCONSISTENT,
-                    f"metadata.{CACHE_WRITE_1H_KEY} must be an integer from 0 to cache_write_tokens; it was ignored "
-                    "and every cache write was priced at the five-minute rate.",
-                )
-            )
+        call = Call(event.provider, event.model, event.counts, event.metadata)
+        priced = self.pricer.price(call, received, self._price_overrides(key.workspace_id))
+        notices += pricing_notices(event, priced)
 
         visibility = decide(workspace.tier, key.bound, event.source)
         if not visibility.dashboard_visible:
@@ -384,11 +379,7 @@ class IngestService:
             received_at=format_timestamp(received),
             event=event,
             fingerprint=event.fingerprint(),
-            cost=cost,
-            pricing_status=status,
-            pricing_entry_id=entry_id,
-            rates=rates,
-            tier_above_prompt_tokens=tier,
+            **priced_fields(priced),
             visibility=visibility,
             warnings=tuple(notices),
             expires_at=int((received + timedelta(days=self.settings.event_retention_days)).timestamp()),
@@ -489,3 +480,38 @@ def _unknown_field_notices(names: tuple[str, ...]) -> list[Notice]:
         extra = len(names) - MAX_UNKNOWN_FIELD_WARNINGS
         notices.append(Notice(UNKNOWN_FIELD, f"{extra} more unknown fields were ignored."))
     return notices
+
+
+def priced_fields(priced: Priced) -> dict[str, Any]:
+    """The record's pricing fields for an outcome (also what a backfill writes)."""
+    entry = priced.entry
+    return {
+        "cost": priced.cost,
+        "pricing_status": PRICED if priced.priced else UNKNOWN_MODEL,
+        "pricing_entry_id": entry.entry_id if entry else None,
+        "rates": priced.applied,
+        "tier_above_prompt_tokens": priced.tier_start,
+        "pricing_version": entry.version if entry else None,
+        "pricing_match": priced.match.value if priced.match else None,
+        "pricing_override_id": priced.override.override_id if priced.override else None,
+    }
+
+
+def pricing_notices(event: UsageEvent, priced: Priced) -> list[Notice]:
+    if not priced.priced:
+        return [
+            Notice(
+                UNKNOWN_MODEL,
+                f"No price for {event.provider}/{event.model} yet: the event is unpriced (cost 0 for now) and is "
+                "priced once a price arrives (sync or 'costtrack admin pricing add').",
+            )
+        ]
+    if priced.usage_inconsistent:
+        return [
+            Notice(
+                USAGE_INCONSISTENT,
+                "A count is larger than the count it is part of (e.g. cached_input_tokens + cache_write_tokens above "
+                "prompt_tokens, which include them for this provider); the difference was priced as 0.",
+            )
+        ]
+    return []

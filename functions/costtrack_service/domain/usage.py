@@ -117,6 +117,18 @@ def rollup_deltas(record: EventRecord) -> dict[RollupKey, Counts]:
     return dict.fromkeys(keys, counts)
 
 
+def repricing_deltas(old: EventRecord, new: EventRecord) -> dict[RollupKey, Counts]:
+    """What the rollups move by when ``old`` is priced as ``new`` (a backfill): the added cost
+    on every row, and the event leaves the unknown-model rows. Never counts an event twice."""
+    before, after = rollup_deltas(old), rollup_deltas(new)
+    deltas = {}
+    for key in dict.fromkeys([*before, *after]):
+        delta = after.get(key, Counts()).minus(before.get(key, Counts()))
+        if delta != Counts():
+            deltas[key] = delta
+    return deltas
+
+
 @dataclass
 class UsageReport:
     by: str
@@ -200,8 +212,8 @@ def unknown_models(rows: Iterable[tuple[RollupKey, Counts]]) -> list[dict[str, A
     """Models that came in without a pricing entry, most frequent first, with the last day seen."""
     seen: dict[str, tuple[Counts, str]] = {}
     for key, counts in rows:
-        if key.dimension != UNKNOWN_MODELS:
-            continue
+        if key.dimension != UNKNOWN_MODELS or counts.events <= 0:
+            continue  # a backfill moved every event of that row out
         total, last = seen.get(key.value, (Counts(), key.day))
         total.add(counts)
         seen[key.value] = (total, max(last, key.day))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from costtrack_service.catalogue import bundled_entries
+from costtrack_service.catalogue import bundled_entries, catalogued_providers
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.keys import ADMIN, KeyState
 from costtrack_service.domain.quota import FREE, INACTIVE, PAID
@@ -38,10 +38,10 @@ QUOTA_ALLOWANCE = 5
 
 
 def import_catalogue(store: DynamoStore) -> int:
-    entries = bundled_entries()
-    for entry in entries:
-        store.put_pricing_entry(entry)
-    return len(entries)
+    """The prices the local stack starts with: the bundled catalogue is built in, so this only
+    counts its models (a deployed stack adds synced and operators' prices to the table)."""
+    del store
+    return sum(len(bundled_entries(provider)) for provider in catalogued_providers())
 
 
 def seed_demo(store: DynamoStore) -> dict[str, Any]:

@@ -10,6 +10,6 @@
 export { Tracker } from "./tracker.js";
 export { withFlush, type WithFlushOptions } from "./lambda.js";
 export { EventValidationError, ConfigurationError, type FieldError } from "./errors.js";
-export { fromOpenAI, fromAnthropic, fromGemini, fromBedrockConverse } from "./providers.js";
+export { fromOpenAI, fromAnthropic, fromGemini, fromBedrockConverse, fromVercelAI, type HelperOptions } from "./providers.js";
 export type { TrackOptions, TrackerOptions, TrackerWarning, TrackerStats, CallStatus } from "./types.js";
 export { VERSION } from "./version.js";

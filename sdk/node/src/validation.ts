@@ -9,7 +9,83 @@ import { EventValidationError, type FieldError } from "./errors.js";
 
 export const METADATA_MAX_BYTES = 8192;
 export const STATUSES: readonly string[] = Object.freeze(["success", "error", "timeout", "cancelled"]);
+/** How deep metadata may nest: the metadata object itself is level 1, and arrays are levels too. */
+export const METADATA_MAX_DEPTH = 32;
+/** Longest value of a pricing-context name, in code points. */
+export const PRICING_CONTEXT_MAX = 64;
 
+// The reserved metadata names (CONTRACT.md §6), as spec/pricing-names.json lists them (generated
+// from genai-prices; a test keeps these equal to that file). Metadata keys are never camelCased:
+// they are the same snake_case names in every SDK and on the wire.
+
+/** Pricing context: each a string of at most 64 characters when present (null is not absent). */
+export const PRICING_CONTEXT_NAMES: readonly string[] = Object.freeze(["processing", "route", "search_type", "service_tier", "speed"]);
+
+/**
+ * Extra counts: each an integer 0..Number.MAX_SAFE_INTEGER when present, and never larger than
+ * any of its parents — the event's own count fields (wire names) or other reserved counts — an
+ * absent parent counting as 0.
+ */
+export const PRICING_COUNT_PARENTS: ReadonlyMap<string, readonly string[]> = new Map(
+  (
+    [
+      ["cache_write_5m_tokens", ["cache_write_tokens"]],
+      ["cache_write_1h_tokens", ["cache_write_tokens"]],
+      ["input_text_tokens", ["prompt_tokens"]],
+      ["output_text_tokens", ["completion_tokens"]],
+      ["cache_text_read_tokens", ["cached_input_tokens", "input_text_tokens"]],
+      ["cache_text_write_tokens", ["cache_write_tokens", "input_text_tokens"]],
+      ["cache_text_write_5m_tokens", ["cache_write_tokens", "cache_write_5m_tokens", "input_text_tokens", "cache_text_write_tokens"]],
+      ["cache_text_write_1h_tokens", ["cache_write_tokens", "cache_write_1h_tokens", "input_text_tokens", "cache_text_write_tokens"]],
+      ["input_audio_tokens", ["prompt_tokens"]],
+      ["output_audio_tokens", ["completion_tokens"]],
+      ["cache_audio_read_tokens", ["cached_input_tokens", "input_audio_tokens"]],
+      ["cache_audio_write_tokens", ["cache_write_tokens", "input_audio_tokens"]],
+      ["cache_audio_write_5m_tokens", ["cache_write_tokens", "cache_write_5m_tokens", "input_audio_tokens", "cache_audio_write_tokens"]],
+      ["cache_audio_write_1h_tokens", ["cache_write_tokens", "cache_write_1h_tokens", "input_audio_tokens", "cache_audio_write_tokens"]],
+      ["input_image_tokens", ["prompt_tokens"]],
+      ["output_image_tokens", ["completion_tokens"]],
+      ["cache_image_read_tokens", ["cached_input_tokens", "input_image_tokens"]],
+      ["cache_image_write_tokens", ["cache_write_tokens", "input_image_tokens"]],
+      ["cache_image_write_5m_tokens", ["cache_write_tokens", "cache_write_5m_tokens", "input_image_tokens", "cache_image_write_tokens"]],
+      ["cache_image_write_1h_tokens", ["cache_write_tokens", "cache_write_1h_tokens", "input_image_tokens", "cache_image_write_tokens"]],
+      ["input_video_tokens", ["prompt_tokens"]],
+      ["output_video_tokens", ["completion_tokens"]],
+      ["cache_video_read_tokens", ["cached_input_tokens", "input_video_tokens"]],
+      ["cache_video_write_tokens", ["cache_write_tokens", "input_video_tokens"]],
+      ["cache_video_write_5m_tokens", ["cache_write_tokens", "cache_write_5m_tokens", "input_video_tokens", "cache_video_write_tokens"]],
+      ["cache_video_write_1h_tokens", ["cache_write_tokens", "cache_write_1h_tokens", "input_video_tokens", "cache_video_write_tokens"]],
+      ["input_tool_tokens", ["prompt_tokens"]],
+      ["input_text_tool_tokens", ["prompt_tokens", "input_text_tokens", "input_tool_tokens"]],
+      ["input_audio_tool_tokens", ["prompt_tokens", "input_audio_tokens", "input_tool_tokens"]],
+      ["input_image_tool_tokens", ["prompt_tokens", "input_image_tokens", "input_tool_tokens"]],
+      ["input_video_tool_tokens", ["prompt_tokens", "input_video_tokens", "input_tool_tokens"]],
+      ["output_text_reasoning_tokens", ["output_text_tokens", "reasoning_tokens"]],
+      ["output_audio_reasoning_tokens", ["output_audio_tokens", "reasoning_tokens"]],
+      ["output_image_reasoning_tokens", ["output_image_tokens", "reasoning_tokens"]],
+      ["output_video_reasoning_tokens", ["output_video_tokens", "reasoning_tokens"]],
+      ["output_citation_tokens", ["completion_tokens"]],
+      ["output_text_citation_tokens", ["completion_tokens", "output_text_tokens", "output_citation_tokens"]],
+      ["output_audio_citation_tokens", ["completion_tokens", "output_audio_tokens", "output_citation_tokens"]],
+      ["output_image_citation_tokens", ["completion_tokens", "output_image_tokens", "output_citation_tokens"]],
+      ["output_video_citation_tokens", ["completion_tokens", "output_video_tokens", "output_citation_tokens"]],
+      ["input_characters", []],
+      ["input_text_messages", []],
+      ["audio_seconds", []],
+      ["input_audio_seconds", ["audio_seconds"]],
+      ["output_audio_seconds", ["audio_seconds"]],
+      ["input_pixels", []],
+      ["input_document_pages", []],
+      ["input_annotated_document_pages", ["input_document_pages"]],
+      ["rerank_searches", []],
+      ["web_searches", []],
+      ["social_searches", []],
+      ["storage_searches", []],
+      ["code_executions", []],
+      ["requests", []],
+    ] as [string, string[]][]
+  ).map(([name, parents]) => [name, Object.freeze(parents)]),
+);
 type Rule =
   | { readonly kind: "string"; readonly wire: string; readonly max: number; readonly required: boolean; readonly trimmed: boolean }
   | { readonly kind: "integer"; readonly wire: string }
@@ -38,6 +114,7 @@ const RULES: ReadonlyMap<string, Rule> = new Map<string, Rule>([
 
 /** Node field name → wire (snake_case) name. */
 export const WIRE_NAMES: ReadonlyMap<string, string> = new Map([...RULES].map(([node, rule]) => [node, rule.wire]));
+const NODE_NAMES: ReadonlyMap<string, string> = new Map([...RULES].map(([node, rule]) => [rule.wire, node]));
 
 const STATUS_SET: ReadonlySet<string> = new Set(STATUSES);
 const FEATURE_MAX = 200;
@@ -130,6 +207,47 @@ function isPlainObject(value: object): boolean {
   return proto === null || Object.getPrototypeOf(proto) === null;
 }
 
+// Walks metadata without recursion (a deep object must not overflow the stack, and JSON.stringify
+// would), tracking the objects on the current path so that a cycle ends the walk at once.
+function nestingProblem(root: object): string | undefined {
+  type Step = { readonly value: object; readonly depth: number; readonly leave: boolean };
+  const path = new Set<object>();
+  const stack: Step[] = [{ value: root, depth: 1, leave: false }];
+  for (let step = stack.pop(); step !== undefined; step = stack.pop()) {
+    const { value, depth } = step;
+    if (step.leave) {
+      path.delete(value);
+      continue;
+    }
+    if (path.has(value)) return "metadata must be serializable as JSON (circular structure)";
+    if (depth > METADATA_MAX_DEPTH) return `metadata must nest at most ${METADATA_MAX_DEPTH} levels`;
+    path.add(value);
+    stack.push({ value, depth, leave: true });
+    if (Array.isArray(value)) {
+      // Every element takes at least one byte and a comma: a longer array is too large anyway.
+      if (value.length > METADATA_MAX_BYTES / 2) {
+        return `metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON (an array of ${value.length} items)`;
+      }
+      for (let i = value.length - 1; i >= 0; i--) {
+        const child: unknown = value[i];
+        if (typeof child === "object" && child !== null) stack.push({ value: child, depth: depth + 1, leave: false });
+      }
+    } else {
+      const object = value as Record<string, unknown>;
+      const keys = Object.keys(object);
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const child = object[keys[i] as string];
+        if (typeof child === "object" && child !== null) stack.push({ value: child, depth: depth + 1, leave: false });
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Checks the shape of `metadata` and returns its JSON when it is an object that serializes, even
+ * if a rule about its content fails (so the reserved names can still be checked and reported).
+ */
 function checkMetadata(value: unknown, errors: FieldError[]): string | undefined {
   if (typeof value !== "object" || value === null || Array.isArray(value) || !isPlainObject(value)) {
     errors.push({ field: "metadata", message: "metadata must be a JSON object" });
@@ -137,6 +255,11 @@ function checkMetadata(value: unknown, errors: FieldError[]): string | undefined
   }
   let json: string | undefined;
   try {
+    const problem = nestingProblem(value);
+    if (problem !== undefined) {
+      errors.push({ field: "metadata", message: problem });
+      return undefined;
+    }
     json = JSON.stringify(value);
   } catch (err) {
     const kind = err instanceof Error ? err.name : typeof err;
@@ -155,7 +278,6 @@ function checkMetadata(value: unknown, errors: FieldError[]): string | undefined
   const size = Buffer.byteLength(json, "utf8");
   if (size > METADATA_MAX_BYTES) {
     errors.push({ field: "metadata", message: `metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON (got ${size})` });
-    return undefined;
   }
   // metadata.feature can become the event's feature, so it obeys the feature's length cap.
   const feature: unknown = Object.prototype.hasOwnProperty.call(value, "feature")
@@ -163,9 +285,95 @@ function checkMetadata(value: unknown, errors: FieldError[]): string | undefined
     : undefined;
   if (typeof feature === "string" && longerThan(trim(feature), FEATURE_MAX) !== undefined) {
     errors.push({ field: "metadata.feature", message: `metadata.feature must be at most ${FEATURE_MAX} characters` });
-    return undefined;
   }
   return json;
+}
+
+const CONTEXT_SET: ReadonlySet<string> = new Set(PRICING_CONTEXT_NAMES);
+
+function isCount(value: unknown): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
+}
+
+/** What `exceededParent` found: the parent (a wire name or a reserved count) and its value. */
+export interface ExceededParent {
+  readonly parent: string;
+  readonly limit: number;
+  readonly absent: boolean;
+}
+
+/**
+ * The first parent (CONTRACT.md §6) that the reserved count `name` = `value` exceeds, or
+ * undefined when it fits in all of them. A parent is one of the event's counts, read through
+ * `event(wireName)`, or another reserved count in `metadata`. An absent parent counts as 0; a
+ * parent that is present but not a valid count is skipped (its own error says so). The provider
+ * helpers use this too, so they never build an event that breaks the rule.
+ */
+export function exceededParent(
+  name: string,
+  value: number,
+  metadata: Record<string, unknown>,
+  event: (wire: string) => unknown,
+): ExceededParent | undefined {
+  for (const parent of PRICING_COUNT_PARENTS.get(name) ?? []) {
+    const reserved = PRICING_COUNT_PARENTS.has(parent);
+    const given: unknown = reserved
+      ? Object.prototype.hasOwnProperty.call(metadata, parent)
+        ? metadata[parent]
+        : undefined
+      : event(parent);
+    // Inside metadata only undefined is absent (JSON leaves it out); null is sent, and invalid.
+    const absent = given === undefined || (!reserved && given === null);
+    if (!absent && !isCount(given)) continue;
+    const limit = absent ? 0 : (given as number);
+    if (value > limit) return { parent, limit, absent };
+  }
+  return undefined;
+}
+
+const NOT_A_COUNT = Symbol("invalid");
+
+/**
+ * The reserved names of CONTRACT.md §6 inside `metadata`. `fields` holds the event's valid values
+ * (wire names) and `invalid` the wire names of given but invalid ones, whose parent checks are
+ * skipped (their own error is reported already). A reserved name whose value is `undefined` is
+ * absent: `JSON.stringify` leaves it out.
+ */
+function checkReservedNames(
+  metadata: Record<string, unknown>,
+  fields: Record<string, string | number>,
+  invalid: ReadonlySet<string>,
+  errors: FieldError[],
+): void {
+  const counts: [string, number][] = [];
+  for (const name of Object.keys(metadata)) {
+    const value = metadata[name];
+    if (value === undefined) continue;
+    const field = `metadata.${name}`;
+    if (CONTEXT_SET.has(name)) {
+      if (typeof value !== "string") {
+        const kind = value === null ? "null" : Array.isArray(value) ? "an array" : typeof value;
+        errors.push({ field, message: `${field} must be a string (got ${kind})` });
+      } else {
+        const length = longerThan(value, PRICING_CONTEXT_MAX);
+        if (length !== undefined) {
+          errors.push({ field, message: `${field} must be at most ${PRICING_CONTEXT_MAX} characters (got ${length})` });
+        }
+      }
+    } else if (PRICING_COUNT_PARENTS.has(name)) {
+      const number = checkInteger(field, value, errors);
+      if (number !== undefined) counts.push([name, number]);
+    }
+  }
+  const event = (wire: string): unknown => (invalid.has(wire) ? NOT_A_COUNT : fields[wire]);
+  for (const [name, value] of counts) {
+    const exceeded = exceededParent(name, value, metadata, event);
+    if (exceeded === undefined) continue;
+    const field = `metadata.${name}`;
+    const label = PRICING_COUNT_PARENTS.has(exceeded.parent) ? `metadata.${exceeded.parent}` : NODE_NAMES.get(exceeded.parent) ?? exceeded.parent;
+    const limit = exceeded.absent ? "absent, so 0" : String(exceeded.limit);
+    errors.push({ field, message: `${field} (${value}) must not exceed ${label} (${limit})` });
+  }
 }
 
 function checkInteger(name: string, value: unknown, errors: FieldError[]): number | undefined {
@@ -244,6 +452,7 @@ function checkObject(raw: Record<string, unknown>): CheckedEvent {
   const errors: FieldError[] = [];
   const fields: Record<string, string | number> = {};
   const unknownFields: string[] = [];
+  const invalidIntegers = new Set<string>();
   let metadata: Record<string, unknown> | undefined;
   let metadataJson: string | undefined;
   let hasProvider = false;
@@ -269,6 +478,7 @@ function checkObject(raw: Record<string, unknown>): CheckedEvent {
       case "integer": {
         const number = checkInteger(name, value, errors);
         if (number !== undefined) fields[rule.wire] = number;
+        else invalidIntegers.add(rule.wire);
         break;
       }
       case "status":
@@ -284,6 +494,13 @@ function checkObject(raw: Record<string, unknown>): CheckedEvent {
         break;
       }
     }
+  }
+
+  // After the loop: the parent checks need the event's counts, wherever metadata stood.
+  if (metadata !== undefined && metadataJson !== undefined) {
+    // A toJSON() member sends something else than the object itself: check what is sent.
+    const sent = typeof metadata["toJSON"] === "function" ? (JSON.parse(metadataJson) as Record<string, unknown>) : metadata;
+    checkReservedNames(sent, fields, invalidIntegers, errors);
   }
 
   if (!hasProvider) errors.push({ field: "provider", message: "provider is required" });

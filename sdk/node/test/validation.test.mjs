@@ -6,7 +6,15 @@ import { after, before, describe, test } from "node:test";
 import vm from "node:vm";
 
 import { EventValidationError, Tracker } from "costtrack";
-import { WIRE_NAMES, checkEvent, suggestField, trim } from "../dist/esm/validation.js";
+import {
+  METADATA_MAX_DEPTH,
+  PRICING_CONTEXT_NAMES,
+  PRICING_COUNT_PARENTS,
+  WIRE_NAMES,
+  checkEvent,
+  suggestField,
+  trim,
+} from "../dist/esm/validation.js";
 import { collector, startServer } from "./helpers.mjs";
 
 const vectors = JSON.parse(readFileSync(new URL("../../../spec/validation-vectors.json", import.meta.url), "utf8"));
@@ -198,5 +206,165 @@ describe("Node-only validation rules", () => {
     assert.equal(suggestField("latency-ms"), "latencyMs");
     assert.equal(suggestField("foo"), undefined);
     assert.equal(suggestField("promptTokens"), undefined);
+  });
+});
+
+describe("reserved metadata names (CONTRACT.md §6)", () => {
+  const base = { provider: "openai", model: "gpt-5" };
+  const details = (event) => checkEvent(event).error?.details ?? [];
+  const fieldsOf = (event) => details(event).map((d) => d.field);
+
+  test("the names equal spec/pricing-names.json (generated from genai-prices), so they cannot drift", () => {
+    const spec = JSON.parse(readFileSync(new URL("../../../spec/pricing-names.json", import.meta.url), "utf8"));
+    assert.deepEqual([...PRICING_CONTEXT_NAMES], spec.context);
+    assert.deepEqual(Object.fromEntries([...PRICING_COUNT_PARENTS].map(([k, v]) => [k, [...v]])), spec.counts);
+    assert.deepEqual([...PRICING_COUNT_PARENTS.keys()], Object.keys(spec.counts));
+    assert.equal(METADATA_MAX_DEPTH, 32);
+    // Every parent is an event count (wire name) or another reserved count.
+    const eventCounts = new Set(["prompt_tokens", "completion_tokens", "cached_input_tokens", "cache_write_tokens", "reasoning_tokens"]);
+    for (const parents of PRICING_COUNT_PARENTS.values()) {
+      for (const parent of parents) assert.ok(eventCounts.has(parent) || PRICING_COUNT_PARENTS.has(parent), parent);
+    }
+    assert.ok(Object.isFrozen(PRICING_CONTEXT_NAMES) && Object.isFrozen(PRICING_COUNT_PARENTS.get("cache_write_1h_tokens")));
+  });
+
+  test("messages name the count, its parent (in Node casing) and both values", () => {
+    assert.deepEqual(details({ ...base, cacheWriteTokens: 100, metadata: { cache_write_1h_tokens: 101 } }), [
+      { field: "metadata.cache_write_1h_tokens", message: "metadata.cache_write_1h_tokens (101) must not exceed cacheWriteTokens (100)" },
+    ]);
+    assert.deepEqual(details({ ...base, metadata: { input_audio_tokens: 1 } }), [
+      { field: "metadata.input_audio_tokens", message: "metadata.input_audio_tokens (1) must not exceed promptTokens (absent, so 0)" },
+    ]);
+    assert.deepEqual(details({ ...base, promptTokens: 9, cachedInputTokens: 9, metadata: { input_audio_tokens: 1, cache_audio_read_tokens: 2 } }), [
+      {
+        field: "metadata.cache_audio_read_tokens",
+        message: "metadata.cache_audio_read_tokens (2) must not exceed metadata.input_audio_tokens (1)",
+      },
+    ]);
+    assert.deepEqual(details({ ...base, metadata: { service_tier: null, speed: "f".repeat(65), web_searches: "2" } }), [
+      { field: "metadata.service_tier", message: "metadata.service_tier must be a string (got null)" },
+      { field: "metadata.speed", message: "metadata.speed must be at most 64 characters (got 65)" },
+      { field: "metadata.web_searches", message: "metadata.web_searches must be an integer" },
+    ]);
+  });
+
+  test("counts follow the token-field rules: no boolean, fraction, string, NaN or unsafe integer", () => {
+    // A bigint is not JSON at all: the whole metadata is refused.
+    assert.deepEqual(fieldsOf({ ...base, metadata: { requests: 1n } }), ["metadata"]);
+    for (const bad of [true, 1.5, "1", NaN, Infinity, -1, Number.MAX_SAFE_INTEGER + 1, null, {}, [1]]) {
+      assert.deepEqual(fieldsOf({ ...base, metadata: { requests: bad } }), ["metadata.requests"], String(bad));
+    }
+    assert.deepEqual(fieldsOf({ ...base, metadata: { requests: -0, code_executions: Number.MAX_SAFE_INTEGER } }), []);
+  });
+
+  test("context values are strings of at most 64 code points, empty allowed, not trimmed", () => {
+    assert.deepEqual(fieldsOf({ ...base, metadata: { route: "😀".repeat(64), search_type: "", processing: " batch " } }), []);
+    assert.deepEqual(fieldsOf({ ...base, metadata: { route: "😀".repeat(65) } }), ["metadata.route"]);
+    for (const bad of [1, true, ["flex"], { tier: "flex" }, new String("flex")]) {
+      assert.deepEqual(fieldsOf({ ...base, metadata: { service_tier: bad } }), ["metadata.service_tier"], String(bad));
+    }
+  });
+
+  test("parents: only checked when both values are valid; every reserved error is reported with the others", () => {
+    // The event's own field is invalid: its error alone, no parent error on top.
+    assert.deepEqual(fieldsOf({ ...base, cacheWriteTokens: -1, metadata: { cache_write_1h_tokens: 5 } }), ["cacheWriteTokens"]);
+    assert.deepEqual(fieldsOf({ ...base, cacheWriteTokens: null, metadata: { cache_write_1h_tokens: 5 } }), ["metadata.cache_write_1h_tokens"]);
+    // A reserved parent that is invalid: no second error for the child.
+    assert.deepEqual(fieldsOf({ ...base, promptTokens: 10, cachedInputTokens: 5, metadata: { input_audio_tokens: "x", cache_audio_read_tokens: 5 } }), [
+      "metadata.input_audio_tokens",
+    ]);
+    // Metadata before the counts it depends on (key order does not matter).
+    assert.deepEqual(fieldsOf({ metadata: { output_audio_tokens: 5 }, completionTokens: 5, ...base }), []);
+    assert.deepEqual(fieldsOf({ metadata: { output_audio_tokens: 5, feature: "f".repeat(201) }, completionTokens: 4, ...base }), [
+      "metadata.feature",
+      "metadata.output_audio_tokens",
+    ]);
+    // Reasoning parents, and counts with no parents at all.
+    assert.deepEqual(fieldsOf({ ...base, reasoningTokens: 3, metadata: { output_text_tokens: 0, output_text_reasoning_tokens: 1 } }), [
+      "metadata.output_text_reasoning_tokens",
+    ]);
+    assert.deepEqual(fieldsOf({ ...base, metadata: { web_searches: 7, input_pixels: 1e6, audio_seconds: 3, input_audio_seconds: 3 } }), []);
+  });
+
+  test("names are exact and snake_case: other spellings are free-form", () => {
+    assert.deepEqual(fieldsOf({ ...base, metadata: { serviceTier: 5, cacheWrite1hTokens: "x", SERVICE_TIER: 1, nested: { service_tier: 2 } } }), []);
+    const inherited = Object.create({ service_tier: 5 });
+    assert.deepEqual(fieldsOf({ ...base, metadata: Object.assign(Object.create(null), { service_tier: "flex" }) }), []);
+    assert.deepEqual(fieldsOf({ ...base, metadata: { ...inherited } }), []);
+  });
+
+  test("a toJSON() member is checked as what it sends", () => {
+    assert.deepEqual(fieldsOf({ ...base, metadata: { toJSON: () => ({ service_tier: 5 }) } }), ["metadata.service_tier"]);
+    assert.deepEqual(fieldsOf({ ...base, metadata: { service_tier: 5, toJSON: () => ({ service_tier: "flex" }) } }), []);
+  });
+
+  test("the valid reserved names go out unchanged, under their own names", async () => {
+    const server = await startServer();
+    try {
+      const seen = collector();
+      const tracker = new Tracker({ apiKey: "ct_test", baseUrl: server.url, ...seen });
+      const metadata = { service_tier: "flex", cache_write_1h_tokens: 300, web_searches: 2, route: "/chat" };
+      tracker.track({ ...base, promptTokens: 10, cacheWriteTokens: 300, metadata });
+      tracker.track({ ...base, metadata: { input_audio_tokens: 1 } });
+      assert.equal(await tracker.shutdown(5000), true);
+      assert.equal(server.requests.length, 1);
+      assert.deepEqual(server.requests[0].json.metadata, metadata);
+      assert.deepEqual(seen.errors.map((e) => e.fields), [["metadata.input_audio_tokens"]]);
+      assert.deepEqual(seen.warnings, []);
+    } finally {
+      await server.close();
+    }
+  });
+
+  describe("nesting", () => {
+    // `depth` counts metadata's own level: chain(1) is {}, chain(2) is { a: {} }, ...
+    const chain = (depth) => {
+      let value = {};
+      for (let i = 1; i < depth; i++) value = { a: value };
+      return value;
+    };
+    const arrays = (depth) => {
+      let value = [];
+      for (let i = 2; i < depth; i++) value = [value];
+      return { a: value };
+    };
+
+    test("at most 32 levels, objects and arrays alike, scalars not counted", () => {
+      assert.deepEqual(fieldsOf({ ...base, metadata: chain(32) }), []);
+      assert.deepEqual(details({ ...base, metadata: chain(33) }), [{ field: "metadata", message: "metadata must nest at most 32 levels" }]);
+      assert.deepEqual(fieldsOf({ ...base, metadata: arrays(32) }), []);
+      assert.deepEqual(fieldsOf({ ...base, metadata: arrays(33) }), ["metadata"]);
+      assert.deepEqual(fieldsOf({ ...base, metadata: { ...chain(31), b: [1, "x", null, true] } }), []);
+    });
+
+    test("a very deep object is refused without a stack overflow", () => {
+      let deep = {};
+      for (let i = 0; i < 200000; i++) deep = { a: deep };
+      assert.deepEqual(details({ ...base, metadata: deep }), [{ field: "metadata", message: "metadata must nest at most 32 levels" }]);
+      let deepArray = [];
+      for (let i = 0; i < 200000; i++) deepArray = [deepArray];
+      assert.deepEqual(fieldsOf({ ...base, metadata: { a: deepArray } }), ["metadata"]);
+    });
+
+    test("cycles end the walk at once, however wide; shared (acyclic) objects are fine", () => {
+      const wide = {};
+      for (let i = 0; i < 20; i++) wide[`k${i}`] = wide;
+      const started = Date.now();
+      assert.deepEqual(details({ ...base, metadata: wide }), [{ field: "metadata", message: "metadata must be serializable as JSON (circular structure)" }]);
+      assert.ok(Date.now() - started < 1000);
+      const shared = { x: 1 };
+      assert.deepEqual(fieldsOf({ ...base, metadata: { a: shared, b: shared, c: [shared, shared] } }), []);
+    });
+
+    test("a huge array is too large before it is walked or serialized", () => {
+      const started = Date.now();
+      assert.deepEqual(fieldsOf({ ...base, metadata: { a: new Array(1e8) } }), ["metadata"]);
+      assert.ok(Date.now() - started < 1000);
+    });
+
+    test("a getter that throws while walking is a metadata error, not a throw", () => {
+      const metadata = { a: Object.defineProperty({}, "b", { enumerable: true, get() { throw new TypeError("no"); } }) };
+      assert.deepEqual(details({ ...base, metadata }), [{ field: "metadata", message: "metadata must be serializable as JSON (TypeError)" }]);
+    });
   });
 });

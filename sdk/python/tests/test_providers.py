@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any, Dict
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from costtrack.providers import from_anthropic, from_bedrock_converse, from_gemini, from_openai
-from costtrack.validation import validate_event
+from costtrack.validation import EventValidationError, validate_event
 
 OPENAI_CHAT: Dict[str, Any] = {
     "id": "chatcmpl-1",
@@ -137,6 +139,66 @@ def test_openai_from_plain_dicts() -> None:
     assert from_openai({**OPENAI_CHAT, "usage": usage})["cache_write_tokens"] == 1500
 
 
+def test_openai_pricing_context_and_audio() -> None:
+    usage = {
+        **OPENAI_CHAT["usage"],
+        "prompt_tokens_details": {"cached_tokens": 8000, "audio_tokens": 900},
+        "completion_tokens_details": {"reasoning_tokens": 2000, "audio_tokens": 700},
+    }
+    chat = {**OPENAI_CHAT, "usage": usage, "service_tier": "priority"}
+    event = valid(from_openai(chat, processing="batch", metadata={"route": "/chat"}))
+    assert event["metadata"] == {
+        "service_tier": "priority",
+        "input_audio_tokens": 900,
+        "output_audio_tokens": 700,
+        "processing": "batch",
+        "route": "/chat",
+    }
+    # The caller's keys win, also over processing=.
+    event = valid(from_openai(chat, processing="batch", metadata={"service_tier": "flex", "processing": "x"}))
+    assert (event["metadata"]["service_tier"], event["metadata"]["processing"]) == ("flex", "x")
+    # No tier, an empty one, or one that is not a string: no service_tier.
+    for tier in (None, "", 3, "t" * 65):
+        assert "metadata" not in from_openai({**OPENAI_CHAT, "service_tier": tier})
+    responses_usage = {
+        **OPENAI_RESPONSE["usage"],
+        "input_tokens_details": {"cached_tokens": 8000, "audio_tokens": 100},
+        "output_tokens_details": {"reasoning_tokens": 2000, "audio_tokens": 50},
+    }
+    event = valid(from_openai({**OPENAI_RESPONSE, "usage": responses_usage, "service_tier": "flex"}))
+    assert event["metadata"] == {"service_tier": "flex", "input_audio_tokens": 100, "output_audio_tokens": 50}
+
+
+def test_openai_inconsistent_audio_is_left_out() -> None:
+    usage = {**OPENAI_CHAT["usage"], "prompt_tokens": 10, "prompt_tokens_details": {"audio_tokens": 11}}
+    event = valid(from_openai({**OPENAI_CHAT, "usage": usage}))
+    assert "metadata" not in event
+    assert event["prompt_tokens"] == 10
+
+
+def test_deepseek_cache_hits() -> None:
+    usage = {
+        "prompt_tokens": 1500,
+        "completion_tokens": 10,
+        "prompt_cache_hit_tokens": 1000,
+        "prompt_cache_miss_tokens": 500,
+    }
+    event = valid(from_openai({"model": "deepseek-chat", "usage": usage}, provider="deepseek"))
+    assert (event["prompt_tokens"], event["cached_input_tokens"]) == (1500, 1000)
+    with_details = {**usage, "prompt_tokens_details": {"cached_tokens": 900}}
+    assert from_openai({"model": "deepseek-chat", "usage": with_details})["cached_input_tokens"] == 900
+
+
+def test_metadata_that_is_not_an_object_is_passed_as_given() -> None:
+    event = from_anthropic(
+        {**ANTHROPIC_MESSAGE, "usage": {**ANTHROPIC_MESSAGE["usage"], "speed": "fast"}}, metadata=[1]
+    )  # type: ignore[arg-type]
+    assert event["metadata"] == [1]  # type: ignore[comparison-overlap]
+    with pytest.raises(EventValidationError) as caught:
+        validate_event(event)
+    assert caught.value.fields == ("metadata",)
+
+
 def test_openai_with_the_sdks_types() -> None:
     pytest.importorskip("openai")
     from openai.types.chat import ChatCompletion
@@ -173,7 +235,7 @@ def test_anthropic_with_the_sdks_types() -> None:
     assert "reasoning_tokens" not in from_anthropic(thinking)  # thinking is inside output_tokens
 
 
-def test_anthropic_one_hour_cache_writes_travel_in_metadata() -> None:
+def test_anthropic_cache_write_lifetimes_travel_in_metadata() -> None:
     usage = {
         "input_tokens": 10,
         "output_tokens": 5,
@@ -183,13 +245,44 @@ def test_anthropic_one_hour_cache_writes_travel_in_metadata() -> None:
     message = {**ANTHROPIC_MESSAGE, "usage": usage}
     event = valid(from_anthropic(message, metadata={"route": "/chat"}))
     assert event["cache_write_tokens"] == 3000
-    assert event["metadata"] == {"cache_write_1h_tokens": 2000, "route": "/chat"}
-    no_one_hour = {**usage, "cache_creation": {"ephemeral_5m_input_tokens": 3000, "ephemeral_1h_input_tokens": 0}}
-    assert "metadata" not in from_anthropic({**ANTHROPIC_MESSAGE, "usage": no_one_hour})
+    assert event["metadata"] == {"cache_write_1h_tokens": 2000, "cache_write_5m_tokens": 1000, "route": "/chat"}
+    five_minutes_only = {**usage, "cache_creation": {"ephemeral_5m_input_tokens": 3000, "ephemeral_1h_input_tokens": 0}}
+    event = from_anthropic({**ANTHROPIC_MESSAGE, "usage": five_minutes_only})
+    assert event["metadata"] == {"cache_write_5m_tokens": 3000}  # a count of 0 is left out
     anthropic = pytest.importorskip("anthropic")
     if hasattr(anthropic.types, "CacheCreation"):  # SDK versions that type the split
         typed = anthropic.types.Message.model_validate(message)
-        assert from_anthropic(typed)["metadata"] == {"cache_write_1h_tokens": 2000}
+        assert from_anthropic(typed)["metadata"] == {"cache_write_1h_tokens": 2000, "cache_write_5m_tokens": 1000}
+
+
+def test_anthropic_tier_speed_and_web_searches() -> None:
+    usage = {
+        **ANTHROPIC_MESSAGE["usage"],
+        "server_tool_use": {"web_search_requests": 2, "web_fetch_requests": 4},
+        "service_tier": "batch",
+        "speed": "fast",
+    }
+    event = valid(from_anthropic({**ANTHROPIC_MESSAGE, "usage": usage}))
+    assert event["metadata"] == {"service_tier": "batch", "processing": "batch", "speed": "fast", "web_searches": 2}
+    standard = {**usage, "service_tier": "standard", "server_tool_use": {"web_search_requests": 0}}
+    event = valid(from_anthropic({**ANTHROPIC_MESSAGE, "usage": standard}, processing="batch"))
+    assert event["metadata"] == {"service_tier": "standard", "speed": "fast", "processing": "batch"}
+
+
+def test_anthropic_inconsistent_cache_lifetimes_are_left_out() -> None:
+    """A lifetime count larger than cache_write_tokens would make the event invalid: it is
+    left out, and the rest of the event is kept."""
+    usage = {
+        "input_tokens": 10,
+        "output_tokens": 5,
+        "cache_creation_input_tokens": 100,
+        "cache_creation": {"ephemeral_5m_input_tokens": 50, "ephemeral_1h_input_tokens": 500},
+    }
+    event = valid(from_anthropic({**ANTHROPIC_MESSAGE, "usage": usage}))
+    assert event["cache_write_tokens"] == 100
+    assert event["metadata"] == {"cache_write_5m_tokens": 50}
+    no_total = {**usage, "cache_creation_input_tokens": None}
+    assert "metadata" not in valid(from_anthropic({**ANTHROPIC_MESSAGE, "usage": no_total}))
 
 
 def test_gemini_from_a_plain_dict() -> None:
@@ -214,9 +307,106 @@ def test_gemini_with_the_sdks_types() -> None:
     assert (event["prompt_tokens"], event["total_tokens"]) == (140, 150)
 
 
+GEMINI_MODALITIES: Dict[str, Any] = {
+    "prompt_token_count": 3000,
+    "cached_content_token_count": 1000,
+    "candidates_token_count": 600,
+    "tool_use_prompt_token_count": 200,
+    "total_token_count": 3800,
+    "prompt_tokens_details": [
+        {"modality": "TEXT", "token_count": 500},
+        {"modality": "AUDIO", "token_count": 1500},
+        {"modality": "IMAGE", "token_count": 500},
+        {"modality": "DOCUMENT", "token_count": 258},
+        {"modality": "VIDEO", "token_count": 242},
+    ],
+    "tool_use_prompt_tokens_details": [
+        {"modality": "TEXT", "token_count": 150},
+        {"modality": "AUDIO", "token_count": 50},
+    ],
+    "cache_tokens_details": [{"modality": "AUDIO", "token_count": 700}, {"modality": "VIDEO", "token_count": 100}],
+    "candidates_tokens_details": [{"modality": "TEXT", "token_count": 100}, {"modality": "AUDIO", "token_count": 500}],
+}
+GEMINI_MODALITY_METADATA = {
+    "input_audio_tokens": 1550,  # prompt 1500 + tool-use prompt 50
+    "input_image_tokens": 758,  # IMAGE + DOCUMENT
+    "input_video_tokens": 242,
+    "cache_audio_read_tokens": 700,
+    "cache_video_read_tokens": 100,
+    "output_audio_tokens": 500,
+}
+
+
+def test_gemini_modalities_from_the_sdks_types() -> None:
+    genai_types = pytest.importorskip("google.genai.types")
+    response = genai_types.GenerateContentResponse(
+        model_version="gemini-2.5-flash",
+        usage_metadata=genai_types.GenerateContentResponseUsageMetadata(**GEMINI_MODALITIES),
+        sdk_http_response=genai_types.HttpResponse(headers={"X-Gemini-Service-Tier": "priority"}),
+    )
+    modality = response.usage_metadata.prompt_tokens_details[1].modality
+    assert modality is not None and type(modality) is not str  # an enum, as the SDK parses it
+    event = valid(from_gemini(response))
+    assert event["prompt_tokens"] == 3200
+    assert event["metadata"] == {"service_tier": "priority", **GEMINI_MODALITY_METADATA}
+
+
+def test_gemini_modalities_from_rest_json() -> None:
+    def camel(name: str) -> str:
+        head, *rest = name.split("_")
+        return head + "".join(part.title() for part in rest)
+
+    def to_rest(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {camel(key): to_rest(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [to_rest(item) for item in value]
+        return value
+
+    rest = {"modelVersion": "gemini-2.5-flash", "usageMetadata": to_rest(GEMINI_MODALITIES)}
+    assert "promptTokensDetails" in rest["usageMetadata"]
+    event = valid(from_gemini(rest))
+    assert (event["model"], event["prompt_tokens"], event["total_tokens"]) == ("gemini-2.5-flash", 3200, 3800)
+    assert event["metadata"] == GEMINI_MODALITY_METADATA
+
+
+def test_gemini_inconsistent_modalities_are_left_out() -> None:
+    usage = {
+        "prompt_token_count": 100,
+        "cached_content_token_count": 50,
+        "candidates_token_count": 10,
+        "prompt_tokens_details": [{"modality": "AUDIO", "token_count": 40}],
+        "cache_tokens_details": [{"modality": "AUDIO", "token_count": 45}],  # more than the prompt's audio
+        "candidates_tokens_details": [{"modality": "IMAGE", "token_count": 11}],  # more than the candidates
+    }
+    event = valid(from_gemini({"model_version": "gemini-2.5-flash", "usage_metadata": usage}))
+    assert event["metadata"] == {"input_audio_tokens": 40}
+    weird = {**usage, "prompt_tokens_details": [{"modality": None, "token_count": 1}, {"modality": "AUDIO"}, "x"]}
+    assert "metadata" not in from_gemini({"usage_metadata": weird})
+
+
 def test_bedrock_converse_from_a_plain_dict() -> None:
     event = from_bedrock_converse(BEDROCK_CONVERSE, model="anthropic.claude-sonnet-4-5-v1:0", **ATTRIBUTION)
     assert valid(event) == BEDROCK_EXPECTED
+    assert from_bedrock_converse(
+        BEDROCK_CONVERSE, model_id="anthropic.claude-sonnet-4-5-v1:0"
+    ) == from_bedrock_converse(BEDROCK_CONVERSE, model="anthropic.claude-sonnet-4-5-v1:0")
+    with pytest.raises(TypeError, match="modelId"):
+        from_bedrock_converse(BEDROCK_CONVERSE)
+
+
+def test_bedrock_cache_details_and_service_tier() -> None:
+    usage = {
+        **BEDROCK_CONVERSE["usage"],
+        "cacheDetails": [{"ttl": "1h", "inputTokens": 1500}, {"ttl": "5m", "inputTokens": 500}],
+    }
+    response = {**BEDROCK_CONVERSE, "usage": usage, "serviceTier": {"type": "flex"}}
+    event = valid(from_bedrock_converse(response, model="us.anthropic.claude-sonnet-4-5-20250929-v1:0"))
+    assert event["model"] == "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    assert event["metadata"] == {"service_tier": "flex", "cache_write_1h_tokens": 1500, "cache_write_5m_tokens": 500}
+    too_many = {**usage, "cacheDetails": [{"ttl": "1h", "inputTokens": 2500}, {"ttl": "12h", "inputTokens": 7}]}
+    event = valid(from_bedrock_converse({**BEDROCK_CONVERSE, "usage": too_many}, model="m"))
+    assert "metadata" not in event  # 2500 > cacheWriteInputTokens 2000: left out; unknown TTLs ignored
 
 
 def test_bedrock_converse_checked_by_botocore() -> None:
@@ -248,3 +438,77 @@ def test_helpers_never_count_reasoning_twice() -> None:
         gemini_event["prompt_tokens"] + gemini_event["completion_tokens"] + gemini_event["reasoning_tokens"]
         == gemini_event["total_tokens"]
     )
+
+
+COUNT_VALUES = st.none() | st.integers(min_value=-5, max_value=3000) | st.floats(allow_nan=True) | st.booleans()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.fixed_dictionaries(
+        {name: COUNT_VALUES for name in ("a", "b", "c", "d", "e", "f", "g", "h")},
+    ),
+    tier=st.none() | st.text(max_size=70) | st.integers(),
+)
+def test_helpers_never_break_the_metadata_rules(values: Dict[str, Any], tier: Any) -> None:
+    """Whatever usage a provider reports, the helpers' own metadata is valid: any error is
+    about the provider's standard counts, never about a metadata name the helper added."""
+    a, b, c, d, e, f, g, h = (values[name] for name in "abcdefgh")
+    events = [
+        from_openai(
+            {
+                "model": "m",
+                "service_tier": tier,
+                "usage": {
+                    "prompt_tokens": a,
+                    "completion_tokens": b,
+                    "prompt_tokens_details": {"cached_tokens": c, "audio_tokens": d},
+                    "completion_tokens_details": {"audio_tokens": e},
+                },
+            }
+        ),
+        from_anthropic(
+            {
+                "model": "m",
+                "usage": {
+                    "input_tokens": a,
+                    "output_tokens": b,
+                    "cache_creation_input_tokens": c,
+                    "cache_creation": {"ephemeral_1h_input_tokens": d, "ephemeral_5m_input_tokens": e},
+                    "server_tool_use": {"web_search_requests": f},
+                    "service_tier": tier,
+                    "speed": tier,
+                },
+            }
+        ),
+        from_gemini(
+            {
+                "model_version": "m",
+                "usage_metadata": {
+                    "prompt_token_count": a,
+                    "cached_content_token_count": b,
+                    "candidates_token_count": c,
+                    "prompt_tokens_details": [{"modality": "AUDIO", "token_count": d}],
+                    "cache_tokens_details": [{"modality": "AUDIO", "token_count": e}],
+                    "candidates_tokens_details": [{"modality": "IMAGE", "token_count": f}],
+                    "tool_use_prompt_tokens_details": [{"modality": "AUDIO", "token_count": g}],
+                },
+            }
+        ),
+        from_bedrock_converse(
+            {
+                "usage": {
+                    "inputTokens": a,
+                    "cacheWriteInputTokens": b,
+                    "cacheDetails": [{"ttl": "1h", "inputTokens": c}, {"ttl": "5m", "inputTokens": h}],
+                },
+                "serviceTier": {"type": tier},
+            },
+            model="m",
+        ),
+    ]
+    for event in events:
+        try:
+            validate_event(event)
+        except EventValidationError as error:
+            assert not [field for field in error.fields if field.startswith("metadata")], error

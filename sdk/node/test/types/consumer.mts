@@ -1,3 +1,9 @@
+import type AnthropicClient from "@anthropic-ai/sdk";
+import type { GenerateContentResponse } from "@google/genai";
+import { generateText, streamText } from "ai";
+import { generateText as generateText5 } from "ai-v5";
+import type OpenAIClient from "openai";
+
 import {
   ConfigurationError,
   EventValidationError,
@@ -7,7 +13,9 @@ import {
   fromBedrockConverse,
   fromGemini,
   fromOpenAI,
+  fromVercelAI,
   withFlush,
+  type HelperOptions,
   type TrackOptions,
   type TrackerStats,
   type TrackerWarning,
@@ -50,6 +58,36 @@ tracker.track(fromGemini({ modelVersion: "gemini-2.5-pro", usageMetadata: { prom
 tracker.track(fromBedrockConverse({ usage: { inputTokens: 1, outputTokens: 2 } }, { model: "anthropic.claude-sonnet-4-5" }));
 // @ts-expect-error Bedrock needs the model id
 fromBedrockConverse({ usage: { inputTokens: 1 } }, {});
+const helperOptions: HelperOptions = { processing: "batch", feature: "batch-job", metadata: { service_tier: "flex" } };
+tracker.track(fromOpenAI({ model: "gpt-5", service_tier: "flex" }, helperOptions));
+tracker.track(fromVercelAI({ usage: { inputTokens: 1, outputTokens: 2 }, response: { modelId: "gpt-5" } }, { provider: "openai" }));
+
+// The official clients' own result types are accepted as they are.
+declare const chatCompletion: OpenAIClient.Chat.Completions.ChatCompletion;
+declare const chatChunk: OpenAIClient.Chat.Completions.ChatCompletionChunk;
+declare const response: OpenAIClient.Responses.Response;
+declare const message: AnthropicClient.Messages.Message;
+declare const geminiResponse: GenerateContentResponse;
+tracker.track(fromOpenAI(chatCompletion));
+tracker.track(fromOpenAI(chatChunk));
+tracker.track(fromOpenAI(response, { processing: "batch" }));
+tracker.track(fromAnthropic(message));
+tracker.track(fromGemini(geminiResponse));
+
+// So are the Vercel AI SDK's (7, and 5 under its alias): generateText results, steps, onFinish events.
+declare const generated: Awaited<ReturnType<typeof generateText>>;
+declare const generated5: Awaited<ReturnType<typeof generateText5>>;
+tracker.track(fromVercelAI(generated));
+tracker.track(fromVercelAI(generated.steps[0]!));
+tracker.track(fromVercelAI(generated5, { feature: "chat" }));
+streamText({
+  model: "openai/gpt-5",
+  prompt: "hi",
+  onFinish: (event) => tracker.track(fromVercelAI(event)),
+  onStepFinish: (step) => tracker.track(fromVercelAI(step)),
+});
+// @ts-expect-error a streamText result holds promises: pass its onFinish event
+fromVercelAI(streamText({ model: "openai/gpt-5", prompt: "hi" }));
 
 const done: Promise<boolean> = tracker.flush(1000);
 const stopped: Promise<boolean> = tracker.shutdown();

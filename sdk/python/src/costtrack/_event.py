@@ -17,7 +17,22 @@ class TrackEvent(_RequiredEventFields, total=False):
 
     ``provider`` and ``model`` are required; ``None`` means absent for every other field.
     Token counts and ``latency_ms`` are non-negative ``int`` (not ``bool``, not ``float``).
-    ``metadata`` is a JSON object of at most 8192 bytes when serialized.
+
+    ``metadata`` is a JSON object of at most 8192 bytes when serialized, nested at most 32
+    levels. It is free-form except for the names that genai-prices prices by (CONTRACT.md §6,
+    ``costtrack.validation.PRICING_CONTEXT_NAMES`` and ``PRICING_COUNT_PARENTS``):
+
+    * pricing context, a string of at most 64 characters: ``service_tier`` (``"flex"``,
+      ``"priority"``, ...), ``processing`` (``"batch"``), ``speed`` (``"fast"``), ``route``,
+      ``search_type``;
+    * extra counts, an ``int`` like the token fields, each part of a standard count and never
+      larger than it: ``cache_write_1h_tokens`` / ``cache_write_5m_tokens`` (of
+      ``cache_write_tokens``), ``input_audio_tokens`` (of ``prompt_tokens``),
+      ``output_audio_tokens`` (of ``completion_tokens``), ``cache_audio_read_tokens`` (of
+      ``cached_input_tokens`` and ``input_audio_tokens``), the image and video likewise, and
+      per-request counts such as ``web_searches``.
+
+    The provider helpers (``costtrack.providers``) fill these in from the provider's response.
     """
 
     feature: Optional[str]

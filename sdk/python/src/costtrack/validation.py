@@ -2,8 +2,9 @@
 
 The SDK runs :func:`validate_event` inside ``track()`` so a mistake reaches ``on_error`` at once;
 the service runs the very same function on every request, because it never trusts a client.
-The rules are CONTRACT.md §3; ``spec/validation-vectors.json`` holds the cases that the
-service, this SDK and the Node SDK must all agree on.
+The rules are CONTRACT.md §3 (and §6 for the reserved ``metadata`` names);
+``spec/validation-vectors.json`` holds the cases that the service, this SDK and the Node SDK
+must all agree on.
 
 This module imports nothing outside the standard library, so the service can use it without
 pulling in the HTTP client.
@@ -22,6 +23,10 @@ __all__ = [
     "INTEGER_FIELDS",
     "MAX_SAFE_INTEGER",
     "METADATA_MAX_BYTES",
+    "METADATA_MAX_DEPTH",
+    "PRICING_CONTEXT_MAX_CHARS",
+    "PRICING_CONTEXT_NAMES",
+    "PRICING_COUNT_PARENTS",
     "STATUSES",
     "STRING_LIMITS",
     "EventValidationError",
@@ -39,6 +44,128 @@ MAX_SAFE_INTEGER = 9007199254740991
 
 #: ``metadata`` may serialize to at most this many UTF-8 bytes of compact JSON.
 METADATA_MAX_BYTES = 8192
+
+#: ``metadata`` may nest at most this many levels: the metadata object itself is level 1, and
+#: every object or array inside it adds one.
+METADATA_MAX_DEPTH = 32
+
+# -- reserved metadata names (CONTRACT.md §6) ------------------------------------------------
+# Generated from the pinned genai-prices: ``spec/pricing-names.json`` holds the same names, and a
+# test fails when the two disagree. Every other name in ``metadata`` stays free-form.
+
+#: Pricing context (genai-prices' price-variant keys): when present, a string of at most
+#: ``PRICING_CONTEXT_MAX_CHARS`` characters (``null`` is invalid, not absent).
+PRICING_CONTEXT_NAMES: Tuple[str, ...] = (
+    "processing",
+    "route",
+    "search_type",
+    "service_tier",
+    "speed",
+)
+
+PRICING_CONTEXT_MAX_CHARS = 64
+
+#: Extra counts (genai-prices' usage units beyond the event's own token fields): when present,
+#: an integer from 0 to ``MAX_SAFE_INTEGER``, and never larger than any of its parents. A parent
+#: is an event field (``prompt_tokens``, ``completion_tokens``, ``cached_input_tokens``,
+#: ``cache_write_tokens``, ``reasoning_tokens``) or another reserved count; an absent parent
+#: counts as 0 (the audio part of the prompt cannot exceed the prompt).
+PRICING_COUNT_PARENTS: Dict[str, Tuple[str, ...]] = {
+    "cache_write_5m_tokens": ("cache_write_tokens",),
+    "cache_write_1h_tokens": ("cache_write_tokens",),
+    "input_text_tokens": ("prompt_tokens",),
+    "output_text_tokens": ("completion_tokens",),
+    "cache_text_read_tokens": ("cached_input_tokens", "input_text_tokens"),
+    "cache_text_write_tokens": ("cache_write_tokens", "input_text_tokens"),
+    "cache_text_write_5m_tokens": (
+        "cache_write_tokens",
+        "cache_write_5m_tokens",
+        "input_text_tokens",
+        "cache_text_write_tokens",
+    ),
+    "cache_text_write_1h_tokens": (
+        "cache_write_tokens",
+        "cache_write_1h_tokens",
+        "input_text_tokens",
+        "cache_text_write_tokens",
+    ),
+    "input_audio_tokens": ("prompt_tokens",),
+    "output_audio_tokens": ("completion_tokens",),
+    "cache_audio_read_tokens": ("cached_input_tokens", "input_audio_tokens"),
+    "cache_audio_write_tokens": ("cache_write_tokens", "input_audio_tokens"),
+    "cache_audio_write_5m_tokens": (
+        "cache_write_tokens",
+        "cache_write_5m_tokens",
+        "input_audio_tokens",
+        "cache_audio_write_tokens",
+    ),
+    "cache_audio_write_1h_tokens": (
+        "cache_write_tokens",
+        "cache_write_1h_tokens",
+        "input_audio_tokens",
+        "cache_audio_write_tokens",
+    ),
+    "input_image_tokens": ("prompt_tokens",),
+    "output_image_tokens": ("completion_tokens",),
+    "cache_image_read_tokens": ("cached_input_tokens", "input_image_tokens"),
+    "cache_image_write_tokens": ("cache_write_tokens", "input_image_tokens"),
+    "cache_image_write_5m_tokens": (
+        "cache_write_tokens",
+        "cache_write_5m_tokens",
+        "input_image_tokens",
+        "cache_image_write_tokens",
+    ),
+    "cache_image_write_1h_tokens": (
+        "cache_write_tokens",
+        "cache_write_1h_tokens",
+        "input_image_tokens",
+        "cache_image_write_tokens",
+    ),
+    "input_video_tokens": ("prompt_tokens",),
+    "output_video_tokens": ("completion_tokens",),
+    "cache_video_read_tokens": ("cached_input_tokens", "input_video_tokens"),
+    "cache_video_write_tokens": ("cache_write_tokens", "input_video_tokens"),
+    "cache_video_write_5m_tokens": (
+        "cache_write_tokens",
+        "cache_write_5m_tokens",
+        "input_video_tokens",
+        "cache_video_write_tokens",
+    ),
+    "cache_video_write_1h_tokens": (
+        "cache_write_tokens",
+        "cache_write_1h_tokens",
+        "input_video_tokens",
+        "cache_video_write_tokens",
+    ),
+    "input_tool_tokens": ("prompt_tokens",),
+    "input_text_tool_tokens": ("prompt_tokens", "input_text_tokens", "input_tool_tokens"),
+    "input_audio_tool_tokens": ("prompt_tokens", "input_audio_tokens", "input_tool_tokens"),
+    "input_image_tool_tokens": ("prompt_tokens", "input_image_tokens", "input_tool_tokens"),
+    "input_video_tool_tokens": ("prompt_tokens", "input_video_tokens", "input_tool_tokens"),
+    "output_text_reasoning_tokens": ("output_text_tokens", "reasoning_tokens"),
+    "output_audio_reasoning_tokens": ("output_audio_tokens", "reasoning_tokens"),
+    "output_image_reasoning_tokens": ("output_image_tokens", "reasoning_tokens"),
+    "output_video_reasoning_tokens": ("output_video_tokens", "reasoning_tokens"),
+    "output_citation_tokens": ("completion_tokens",),
+    "output_text_citation_tokens": ("completion_tokens", "output_text_tokens", "output_citation_tokens"),
+    "output_audio_citation_tokens": ("completion_tokens", "output_audio_tokens", "output_citation_tokens"),
+    "output_image_citation_tokens": ("completion_tokens", "output_image_tokens", "output_citation_tokens"),
+    "output_video_citation_tokens": ("completion_tokens", "output_video_tokens", "output_citation_tokens"),
+    "input_characters": (),
+    "input_text_messages": (),
+    "audio_seconds": (),
+    "input_audio_seconds": ("audio_seconds",),
+    "output_audio_seconds": ("audio_seconds",),
+    "input_pixels": (),
+    "input_document_pages": (),
+    "input_annotated_document_pages": ("input_document_pages",),
+    "rerank_searches": (),
+    "web_searches": (),
+    "social_searches": (),
+    "storage_searches": (),
+    "code_executions": (),
+    "requests": (),
+}
 
 STATUSES: Tuple[str, ...] = ("success", "error", "timeout", "cancelled")
 
@@ -65,6 +192,10 @@ INTEGER_FIELDS: Tuple[str, ...] = (
 
 #: Every top-level field of the wire event (snake_case, CONTRACT.md §3).
 EVENT_FIELDS = frozenset((*STRING_LIMITS, *INTEGER_FIELDS, "status", "metadata"))
+
+# The event's own counts, which reserved counts name as parents (the others are reserved counts).
+_EVENT_COUNT_FIELDS = frozenset(INTEGER_FIELDS)
+_CONTEXT_NAMES = frozenset(PRICING_CONTEXT_NAMES)
 
 # Trimming removes ASCII whitespace only. Python's str.strip() and JavaScript's trim() disagree
 # on a few Unicode characters; a narrow, explicit set keeps the three implementations identical.
@@ -189,7 +320,19 @@ def _check_metadata(value: object, errors: List[FieldError]) -> Tuple[Optional[D
     if not isinstance(value, Mapping):
         errors.append(FieldError("metadata", "metadata must be a JSON object"))
         return None, 0
+    try:
+        return _read_metadata(value, errors)
+    except Exception as exc:  # a mapping (or a value inside it) whose methods raise
+        errors.append(FieldError("metadata", f"metadata could not be read ({type(exc).__name__})"))
+        return None, 0
+
+
+def _read_metadata(value: Mapping[str, Any], errors: List[FieldError]) -> Tuple[Optional[Dict[str, Any]], int]:
     metadata = dict(value)
+    # Before serializing: json.dumps recurses, and a few hundred levels raise RecursionError.
+    if _nests_too_deep(metadata):
+        errors.append(FieldError("metadata", f"metadata must nest at most {METADATA_MAX_DEPTH} levels"))
+        return None, 0
     try:
         size = metadata_size(metadata)
     except (TypeError, ValueError, RecursionError) as exc:
@@ -208,6 +351,81 @@ def _check_metadata(value: object, errors: List[FieldError]) -> Tuple[Optional[D
     return metadata, size
 
 
+def _nests_too_deep(metadata: Dict[str, Any]) -> bool:
+    """Whether ``metadata`` nests deeper than ``METADATA_MAX_DEPTH`` levels (objects and arrays,
+    the metadata object being level 1). Iterative, and it stops at the first container one
+    level too deep, so a cyclic or absurdly deep structure costs at most that many levels."""
+    stack: List[Tuple[Any, int]] = [(metadata, 1)]
+    while stack:
+        container, depth = stack.pop()
+        for child in container.values() if isinstance(container, dict) else container:
+            if isinstance(child, (dict, list, tuple)):  # what json.dumps writes as an object or array
+                if depth >= METADATA_MAX_DEPTH:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+def _as_count(value: object) -> Optional[int]:
+    """``value`` when it is a valid count (an integer from 0 to ``MAX_SAFE_INTEGER``, not a
+    bool), else ``None``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return None
+    number = int(value)
+    return number if 0 <= number <= MAX_SAFE_INTEGER else None
+
+
+def _parent_count(parent: str, metadata: Mapping[Any, Any], event: Mapping[Any, Any]) -> Optional[int]:
+    """A parent's value: an event field or a reserved count in ``metadata``. An absent parent
+    counts as 0; ``None`` when the parent is present but not a valid count (then its own error
+    says so, and no comparison is made)."""
+    if parent in _EVENT_COUNT_FIELDS:
+        value = event.get(parent)
+        return 0 if value is None else _as_count(value)
+    if parent not in metadata:
+        return 0
+    return _as_count(metadata[parent])
+
+
+def _exceeded_parent(
+    name: str, value: int, metadata: Mapping[Any, Any], event: Mapping[Any, Any]
+) -> Optional[Tuple[str, int]]:
+    """The first parent (CONTRACT.md §6) that the reserved count ``name`` = ``value`` exceeds,
+    with that parent's value; ``None`` when the count fits in all of them. ``event`` holds the
+    event's fields (``None`` or missing means absent), ``metadata`` the event's metadata. The
+    provider helpers use this too, so they never build an event that breaks the rule."""
+    for parent in PRICING_COUNT_PARENTS.get(name, ()):
+        limit = _parent_count(parent, metadata, event)
+        if limit is not None and value > limit:
+            return parent, limit
+    return None
+
+
+def _check_reserved_names(metadata: Dict[Any, Any], event: Mapping[Any, Any], errors: List[FieldError]) -> None:
+    """The reserved pricing names in ``metadata`` (CONTRACT.md §6); other names are free-form."""
+    counts: List[Tuple[str, int]] = []
+    for name, value in metadata.items():
+        if name in _CONTEXT_NAMES:
+            field = f"metadata.{name}"
+            if not isinstance(value, str):
+                what = "null" if value is None else type(value).__name__
+                errors.append(FieldError(field, f"{field} must be a string, not {what}"))
+            elif len(value) > PRICING_CONTEXT_MAX_CHARS:
+                message = f"{field} must be at most {PRICING_CONTEXT_MAX_CHARS} characters (got {len(value)})"
+                errors.append(FieldError(field, message))
+        elif name in PRICING_COUNT_PARENTS:
+            number = _check_integer(f"metadata.{name}", value, errors)
+            if number is not None:
+                counts.append((name, number))
+    for name, number in counts:
+        exceeded = _exceeded_parent(name, number, metadata, event)
+        if exceeded is not None:
+            parent, limit = exceeded
+            label = parent if parent in _EVENT_COUNT_FIELDS else f"metadata.{parent}"
+            field = f"metadata.{name}"
+            errors.append(FieldError(field, f"{field} ({number}) must not exceed {label} ({limit})"))
+
+
 def validate_event(raw: object) -> ValidatedEvent:
     """Check one usage event (snake_case fields) against CONTRACT.md §3.
 
@@ -221,6 +439,7 @@ def validate_event(raw: object) -> ValidatedEvent:
     errors: List[FieldError] = []
     fields: Dict[str, Any] = {}
     unknown: List[str] = []
+    metadata: Optional[Dict[str, Any]] = None
     metadata_bytes = 0
 
     for name, value in raw.items():
@@ -250,6 +469,13 @@ def validate_event(raw: object) -> ValidatedEvent:
     for name, (_, required, _) in STRING_LIMITS.items():
         if required and raw.get(name) is None:
             errors.append(FieldError(name, f"{name} is required"))
+
+    if metadata is not None:
+        # After the loop: a count is compared with event fields that may come after metadata.
+        try:
+            _check_reserved_names(metadata, raw, errors)
+        except Exception as exc:  # a key or value whose methods raise
+            errors.append(FieldError("metadata", f"metadata could not be read ({type(exc).__name__})"))
 
     if errors:
         raise EventValidationError(errors)

@@ -1,0 +1,127 @@
+"""The price sync and the backfill, as the scheduled function and ``costtrack admin`` run them.
+
+``sync`` fetches genai-prices' published data file, converts and checks it, adds the entries the
+plan calls for (``domain/price_sync.py``), remembers what it did, and backfills. ``backfill``
+prices, once each, the events that came in before their model had a price.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import urllib.request
+from dataclasses import replace
+from datetime import UTC, datetime
+from decimal import Decimal
+from functools import cache
+from pathlib import Path
+from typing import Any, Protocol
+
+from costtrack_service import catalogue
+from costtrack_service.catalogue.convert import convert
+from costtrack_service.domain.ingestion import UNKNOWN_MODEL, EventRecord, priced_fields
+from costtrack_service.domain.overrides import Override
+from costtrack_service.domain.price_sync import plan_sync
+from costtrack_service.domain.pricer import Call, Pricer
+from costtrack_service.domain.pricing import PricingEntry, format_timestamp, parse_timestamp
+
+#: Where genai-prices publishes its data (the file its own UpdatePrices fetches).
+DEFAULT_SOURCE = "https://raw.githubusercontent.com/pydantic/genai-prices/refs/heads/main/prices/new_data/v2/data.json"
+MAX_DATA_BYTES = 32 * 1024 * 1024
+
+
+class PricingJobStore(Protocol):
+    def get_price_entries(self, provider: str) -> list[PricingEntry]: ...
+
+    def put_price_entry(self, entry: PricingEntry) -> bool: ...
+
+    def put_sync_state(self, state: dict[str, Any]) -> None: ...
+
+    def get_price_overrides(self, workspace_id: str) -> list[Override]: ...
+
+    def iter_unpriced_events(self) -> Any: ...
+
+    def reprice_event(self, old: EventRecord, new: EventRecord) -> bool: ...
+
+
+class SyncError(Exception):
+    """The data file could not be read or is not genai-prices data at all."""
+
+
+def read_source(source: str, timeout: float = 30.0) -> bytes:
+    """A data file from an http(s) URL or a local path."""
+    if source.startswith(("http://", "https://")):
+        request = urllib.request.Request(source, headers={"User-Agent": "costtrack-price-sync"})  # noqa: S310
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+                data: bytes = response.read(MAX_DATA_BYTES + 1)
+        except OSError as exc:
+            raise SyncError(f"could not fetch {source}: {exc}") from None
+    else:
+        try:
+            data = Path(source).read_bytes()
+        except OSError as exc:
+            raise SyncError(f"could not read {source}: {exc}") from None
+    if len(data) > MAX_DATA_BYTES:
+        raise SyncError(f"{source} is larger than {MAX_DATA_BYTES} bytes")
+    return data
+
+
+def sync(store: PricingJobStore, source: str, *, dry_run: bool = False, now: datetime | None = None) -> dict[str, Any]:
+    """Bring the prices up to the data file's; returns the diff (and, applied, the backfill)."""
+    now = now or datetime.now(UTC)
+    data = read_source(source)
+    try:
+        raw = json.loads(data, parse_float=Decimal)
+    except ValueError as exc:
+        raise SyncError(f"{source} is not JSON: {exc}") from None
+    converted = convert(raw, catalogue.registry())
+    if not converted.providers:
+        raise SyncError(f"{source} holds no providers: " + "; ".join(converted.problems[:3]))
+    version = f"genai-prices data {hashlib.sha256(data).hexdigest()[:12]} of {format_timestamp(now)}"
+    books = cache(lambda provider: catalogue.book(provider, store.get_price_entries(provider)))
+    plan = plan_sync(converted.providers, converted.problems, books, catalogue.registry(), now, version)
+    result: dict[str, Any] = {"source": source, "dry_run": dry_run, **plan.to_dict()}
+    if dry_run:
+        return result
+    result["written"] = sum(store.put_price_entry(change.entry) for change in plan.changes)
+    store.put_sync_state(
+        {key: value for key, value in result.items() if key != "held_back"}
+        | {
+            "at": format_timestamp(now),
+            "held_back": result["held_back"],
+        }
+    )
+    result["backfill"] = backfill(store, now=now)
+    return result
+
+
+def backfill(store: PricingJobStore, *, now: datetime | None = None) -> dict[str, Any]:
+    """Price each event still unpriced whose model has a price now; each exactly once."""
+    stamp = format_timestamp(now or datetime.now(UTC))
+    books = cache(lambda provider: catalogue.book(provider, store.get_price_entries(provider)))
+    overrides = cache(store.get_price_overrides)
+    pricer = Pricer(books, catalogue.registry(), catalogue.flags_for)
+    priced = still_unpriced = already = 0
+    added = Decimal(0)
+    for record in store.iter_unpriced_events():
+        if record.pricing_status != UNKNOWN_MODEL:
+            continue
+        event = record.event
+        outcome = pricer.price(
+            Call(event.provider, event.model, event.counts, event.metadata),
+            parse_timestamp(record.received_at),
+            overrides(record.workspace_id),
+            backfill=True,
+        )
+        if not outcome.priced:
+            still_unpriced += 1
+            continue
+        warnings = tuple(notice for notice in record.warnings if notice.code != UNKNOWN_MODEL)
+        new = replace(record, **priced_fields(outcome), priced_at=stamp, warnings=warnings)
+        if store.reprice_event(record, new):
+            priced += 1
+            added += outcome.cost
+        else:
+            already += 1
+    return {"priced": priced, "added_cost": str(added), "still_unpriced": still_unpriced, "already_priced": already}

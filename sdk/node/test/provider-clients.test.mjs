@@ -1,0 +1,653 @@
+// The provider helpers fed by the official client libraries (openai, @anthropic-ai/sdk,
+// @google/genai) and by the Vercel AI SDK (ai with @ai-sdk/openai, @ai-sdk/anthropic,
+// @ai-sdk/google), each pointed at a canned provider on 127.0.0.1 that answers with the
+// provider's real response JSON. Nothing leaves this machine: fetch and https refuse any other
+// host, and the test fails if anything tried.
+import assert from "node:assert/strict";
+import http from "node:http";
+import https from "node:https";
+import { after, before, describe, test } from "node:test";
+
+import { Tracker, fromAnthropic, fromGemini, fromOpenAI, fromVercelAI } from "costtrack";
+import { checkEvent } from "../dist/esm/validation.js";
+import { collector, startServer } from "./helpers.mjs";
+
+// -- the network guard, installed before any client library is loaded ---------------------------
+
+const escapes = [];
+const realFetch = globalThis.fetch;
+globalThis.fetch = (input, init) => {
+  const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
+  if (url.hostname !== "127.0.0.1") {
+    escapes.push(String(url));
+    return Promise.reject(new Error(`test network guard: ${url} is not 127.0.0.1`));
+  }
+  return realFetch(input, init);
+};
+for (const module of [http, https]) {
+  for (const name of ["request", "get"]) {
+    const real = module[name];
+    module[name] = function guarded(...args) {
+      const target = args.find((a) => typeof a === "string" || a instanceof URL || (a && typeof a === "object" && ("host" in a || "hostname" in a)));
+      const host = typeof target === "string" || target instanceof URL ? new URL(target).hostname : target?.hostname ?? target?.host;
+      if (host !== "127.0.0.1") {
+        escapes.push(`${name} ${host}`);
+        throw new Error(`test network guard: ${host} is not 127.0.0.1`);
+      }
+      return real.apply(this, args);
+    };
+  }
+}
+
+const [{ default: OpenAI }, { default: Anthropic }, { GoogleGenAI }, ai, { createOpenAI }, { createAnthropic }, { createGoogleGenerativeAI }] =
+  await Promise.all([
+    import("openai"),
+    import("@anthropic-ai/sdk"),
+    import("@google/genai"),
+    import("ai"),
+    import("@ai-sdk/openai"),
+    import("@ai-sdk/anthropic"),
+    import("@ai-sdk/google"),
+  ]);
+// AI SDK 5 and its providers (@ai-sdk/*@2), installed under aliases beside the current ones: its
+// usage has another shape and other meanings (see fromVercelAI).
+const [ai5, { createOpenAI: createOpenAI5 }, { createAnthropic: createAnthropic5 }, { createGoogleGenerativeAI: createGoogle5 }] = await Promise.all([
+  import("ai-v5"),
+  import("ai-sdk-openai-v2"),
+  import("ai-sdk-anthropic-v2"),
+  import("ai-sdk-google-v2"),
+]);
+
+// -- the providers' response JSON ---------------------------------------------------------------
+
+const CREATED = 1763000000;
+
+/** Chat Completions: the flex tier, audio in and out, part of the prompt cached. */
+const CHAT_FLEX_AUDIO = {
+  id: "chatcmpl-CQ1flexAudio",
+  object: "chat.completion",
+  created: CREATED,
+  model: "gpt-4o-audio-preview-2025-06-03",
+  service_tier: "flex",
+  system_fingerprint: "fp_1c9d3e2b4f",
+  choices: [{ index: 0, message: { role: "assistant", content: "Hello!", refusal: null, annotations: [] }, logprobs: null, finish_reason: "stop" }],
+  usage: {
+    prompt_tokens: 1200,
+    completion_tokens: 300,
+    total_tokens: 1500,
+    prompt_tokens_details: { cached_tokens: 200, audio_tokens: 700 },
+    completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 250, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+  },
+};
+
+/** Responses API: gpt-5 on the priority tier, with cached input and reasoning. */
+const RESPONSE_GPT5 = {
+  id: "resp_68f1c2d3e4",
+  object: "response",
+  created_at: CREATED,
+  status: "completed",
+  background: false,
+  error: null,
+  incomplete_details: null,
+  instructions: null,
+  max_output_tokens: null,
+  model: "gpt-5-2025-08-07",
+  output: [
+    { id: "rs_68f1c2d3e5", type: "reasoning", summary: [] },
+    {
+      id: "msg_68f1c2d3e6",
+      type: "message",
+      status: "completed",
+      role: "assistant",
+      content: [{ type: "output_text", text: "Hello!", annotations: [], logprobs: [] }],
+    },
+  ],
+  parallel_tool_calls: true,
+  previous_response_id: null,
+  reasoning: { effort: "medium", summary: null },
+  service_tier: "priority",
+  store: true,
+  temperature: 1,
+  text: { format: { type: "text" }, verbosity: "medium" },
+  tool_choice: "auto",
+  tools: [],
+  top_p: 1,
+  truncation: "disabled",
+  usage: {
+    input_tokens: 10000,
+    input_tokens_details: { cached_tokens: 8000 },
+    output_tokens: 3000,
+    output_tokens_details: { reasoning_tokens: 2000 },
+    total_tokens: 13000,
+  },
+  user: null,
+  metadata: {},
+};
+
+/** DeepSeek: cache hits and misses beside prompt_tokens, no prompt_tokens_details. */
+const DEEPSEEK = {
+  id: "930c60df-bf64-41c9-a88e-3ec75f81e00e",
+  object: "chat.completion",
+  created: CREATED,
+  model: "deepseek-chat",
+  choices: [{ index: 0, message: { role: "assistant", content: "Hello!" }, logprobs: null, finish_reason: "stop" }],
+  usage: { prompt_tokens: 1000, completion_tokens: 50, total_tokens: 1050, prompt_cache_hit_tokens: 800, prompt_cache_miss_tokens: 200 },
+  system_fingerprint: "fp_ffc7281d48_prod0820_fp8_kvcache",
+};
+
+/** Anthropic: one-hour cache writes, cache reads, and two web searches. */
+const ANTHROPIC_MESSAGE = {
+  id: "msg_01XFDUDYJgAACzvnptvVoYEL",
+  type: "message",
+  role: "assistant",
+  model: "claude-sonnet-4-5-20250929",
+  content: [{ type: "text", text: "Hello!" }],
+  stop_reason: "end_turn",
+  stop_sequence: null,
+  usage: {
+    input_tokens: 1000,
+    cache_creation_input_tokens: 2000,
+    cache_read_input_tokens: 10000,
+    cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 2000 },
+    output_tokens: 500,
+    server_tool_use: { web_search_requests: 2, web_fetch_requests: 0 },
+    service_tier: "standard",
+  },
+};
+
+/** Gemini: audio in the prompt and in the cache, thoughts apart from the candidates. */
+const GEMINI_RESPONSE = {
+  candidates: [{ content: { parts: [{ text: "Hello!" }], role: "model" }, finishReason: "STOP", index: 0 }],
+  usageMetadata: {
+    promptTokenCount: 1000,
+    candidatesTokenCount: 300,
+    totalTokenCount: 2000,
+    cachedContentTokenCount: 500,
+    promptTokensDetails: [
+      { modality: "TEXT", tokenCount: 400 },
+      { modality: "AUDIO", tokenCount: 600 },
+    ],
+    cacheTokensDetails: [
+      { modality: "TEXT", tokenCount: 200 },
+      { modality: "AUDIO", tokenCount: 300 },
+    ],
+    candidatesTokensDetails: [{ modality: "TEXT", tokenCount: 300 }],
+    thoughtsTokenCount: 700,
+  },
+  modelVersion: "gemini-2.5-flash",
+  responseId: "mHr5aKqAEqOQ1dkP3aWhsAE",
+};
+
+// A two-step Anthropic call: a tool call (writing the cache), then the answer (reading it).
+const ANTHROPIC_TOOL_CALL = {
+  ...ANTHROPIC_MESSAGE,
+  id: "msg_01ToolCall",
+  content: [{ type: "tool_use", id: "toolu_01A09q90qw90lq917835lq9", name: "weather", input: { city: "Paris" } }],
+  stop_reason: "tool_use",
+  usage: {
+    input_tokens: 400,
+    cache_creation_input_tokens: 3000,
+    cache_read_input_tokens: 0,
+    cache_creation: { ephemeral_5m_input_tokens: 1000, ephemeral_1h_input_tokens: 2000 },
+    output_tokens: 60,
+    service_tier: "standard",
+  },
+};
+const ANTHROPIC_AFTER_TOOL = {
+  ...ANTHROPIC_MESSAGE,
+  id: "msg_01AfterTool",
+  content: [{ type: "text", text: "Sunny in Paris." }],
+  usage: {
+    input_tokens: 90,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 3000,
+    cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+    output_tokens: 20,
+    server_tool_use: { web_search_requests: 1, web_fetch_requests: 0 },
+    service_tier: "priority",
+  },
+};
+
+/** A Chat Completions stream with `stream_options.include_usage`: usage in the last chunk. */
+const CHAT_STREAM = [
+  { choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }], usage: null },
+  { choices: [{ index: 0, delta: { content: "Hello!" }, logprobs: null, finish_reason: null }], usage: null },
+  { choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: "stop" }], usage: null },
+  {
+    choices: [],
+    usage: {
+      prompt_tokens: 50,
+      completion_tokens: 5,
+      total_tokens: 55,
+      prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+    },
+  },
+].map((chunk) => ({
+  id: "chatcmpl-CQ1stream",
+  object: "chat.completion.chunk",
+  created: CREATED,
+  model: "gpt-4o-mini-2024-07-18",
+  service_tier: "default",
+  system_fingerprint: "fp_560af6e559",
+  ...chunk,
+}));
+
+// -- the canned provider ------------------------------------------------------------------------
+
+function answer(path, body) {
+  const headers = { "content-type": "application/json" };
+  if (path === "/openai/v1/chat/completions") {
+    if (body.stream) return { headers: { "content-type": "text/event-stream" }, sse: CHAT_STREAM };
+    return { headers, json: CHAT_FLEX_AUDIO };
+  }
+  if (path === "/openai/v1/responses") return { headers, json: RESPONSE_GPT5 };
+  if (path === "/deepseek/chat/completions") return { headers, json: DEEPSEEK };
+  if (path === "/anthropic/v1/messages") {
+    const sawToolResult = JSON.stringify(body.messages ?? []).includes('"tool_result"');
+    const wantsTool = (body.tools ?? []).length > 0;
+    return { headers, json: wantsTool ? (sawToolResult ? ANTHROPIC_AFTER_TOOL : ANTHROPIC_TOOL_CALL) : ANTHROPIC_MESSAGE };
+  }
+  if (/^\/gemini\/v1(beta)?\/models\/gemini-2\.5-flash:generateContent$/.test(path)) {
+    return { headers: { ...headers, "x-gemini-service-tier": "flex" }, json: GEMINI_RESPONSE };
+  }
+  return { status: 404, headers, json: { error: { message: `no canned answer for ${path}` } } };
+}
+
+let provider;
+let requests;
+
+before(async () => {
+  requests = [];
+  const server = http.createServer((req, res) => {
+    let text = "";
+    req.on("data", (chunk) => (text += chunk));
+    req.on("end", () => {
+      const path = req.url.split("?")[0];
+      const body = text ? JSON.parse(text) : {};
+      requests.push({ method: req.method, path, body, headers: req.headers });
+      const reply = answer(path, body);
+      res.writeHead(reply.status ?? 200, reply.headers);
+      if (reply.sse) {
+        for (const chunk of reply.sse) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+        res.end("data: [DONE]\n\n");
+      } else {
+        res.end(JSON.stringify(reply.json));
+      }
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  provider = {
+    url: `http://127.0.0.1:${server.address().port}`,
+    close: () => {
+      server.closeAllConnections?.();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+});
+
+after(async () => {
+  await provider.close();
+  assert.deepEqual(escapes, [], "a client tried to reach a host other than 127.0.0.1");
+});
+
+/** Every event built here, tracked for real at the end. */
+const built = [];
+
+function expectEvent(event, expected) {
+  assert.deepEqual(event, expected);
+  const checked = checkEvent(event);
+  assert.equal(checked.error, undefined, checked.error?.message);
+  built.push(event);
+}
+
+/**
+ * What the direct helper gives, as fromVercelAI gives it: without totalTokens (left to the
+ * service) and without cache counts of 0 (the AI SDK says 0 for "not reported").
+ */
+function withoutTotal(event) {
+  const { totalTokens: _total, ...rest } = event;
+  if (rest.cachedInputTokens === 0) delete rest.cachedInputTokens;
+  if (rest.cacheWriteTokens === 0) delete rest.cacheWriteTokens;
+  return rest;
+}
+
+const lastRequest = () => requests[requests.length - 1];
+
+// -- the official clients -----------------------------------------------------------------------
+
+describe("official clients → helpers", () => {
+  test("openai: Chat Completions with the flex tier and audio", async () => {
+    const client = new OpenAI({ apiKey: "sk-test", baseURL: `${provider.url}/openai/v1`, maxRetries: 0 });
+    const completion = await client.chat.completions.create({
+      model: "gpt-4o-audio-preview",
+      service_tier: "flex",
+      messages: [{ role: "user", content: "Say hello" }],
+    });
+    assert.equal(lastRequest().path, "/openai/v1/chat/completions");
+    expectEvent(fromOpenAI(completion, { feature: "voice" }), {
+      provider: "openai",
+      model: "gpt-4o-audio-preview-2025-06-03",
+      promptTokens: 1200,
+      completionTokens: 300,
+      totalTokens: 1500,
+      cachedInputTokens: 200,
+      feature: "voice",
+      metadata: { service_tier: "flex", input_audio_tokens: 700, output_audio_tokens: 250 },
+    });
+    // The same result from the Batch API.
+    assert.deepEqual(fromOpenAI(completion, { processing: "batch" }).metadata, {
+      service_tier: "flex",
+      input_audio_tokens: 700,
+      output_audio_tokens: 250,
+      processing: "batch",
+    });
+  });
+
+  test("openai: Responses API", async () => {
+    const client = new OpenAI({ apiKey: "sk-test", baseURL: `${provider.url}/openai/v1`, maxRetries: 0 });
+    const response = await client.responses.create({ model: "gpt-5", input: "Say hello", service_tier: "priority" });
+    assert.equal(lastRequest().path, "/openai/v1/responses");
+    expectEvent(fromOpenAI(response), {
+      provider: "openai",
+      model: "gpt-5-2025-08-07",
+      promptTokens: 10000,
+      completionTokens: 3000,
+      totalTokens: 13000,
+      cachedInputTokens: 8000,
+      metadata: { service_tier: "priority" },
+    });
+  });
+
+  test("openai client against DeepSeek: cache hits become the cached input", async () => {
+    const client = new OpenAI({ apiKey: "sk-test", baseURL: `${provider.url}/deepseek`, maxRetries: 0 });
+    const completion = await client.chat.completions.create({ model: "deepseek-chat", messages: [{ role: "user", content: "Say hello" }] });
+    expectEvent(fromOpenAI(completion, { provider: "deepseek" }), {
+      provider: "deepseek",
+      model: "deepseek-chat",
+      promptTokens: 1000,
+      completionTokens: 50,
+      totalTokens: 1050,
+      cachedInputTokens: 800,
+    });
+  });
+
+  test("@anthropic-ai/sdk: one-hour cache writes and web searches", async () => {
+    const client = new Anthropic({ apiKey: "sk-ant-test", baseURL: `${provider.url}/anthropic`, maxRetries: 0 });
+    const message = await client.messages.create({
+      model: "claude-sonnet-4-5",
+      max_tokens: 1024,
+      messages: [{ role: "user", content: "Say hello" }],
+    });
+    assert.equal(lastRequest().path, "/anthropic/v1/messages");
+    expectEvent(fromAnthropic(message, { customerId: "cus_42" }), {
+      provider: "anthropic",
+      model: "claude-sonnet-4-5-20250929",
+      promptTokens: 1000,
+      completionTokens: 500,
+      cachedInputTokens: 10000,
+      cacheWriteTokens: 2000,
+      customerId: "cus_42",
+      metadata: { service_tier: "standard", cache_write_1h_tokens: 2000, web_searches: 2 },
+    });
+  });
+
+  test("@google/genai: audio prompt and cache details, thoughts, the tier header", async () => {
+    const client = new GoogleGenAI({ apiKey: "test-key", httpOptions: { baseUrl: `${provider.url}/gemini` } });
+    const response = await client.models.generateContent({ model: "gemini-2.5-flash", contents: "Say hello" });
+    assert.match(lastRequest().path, /:generateContent$/);
+    expectEvent(fromGemini(response), {
+      provider: "google",
+      model: "gemini-2.5-flash",
+      promptTokens: 1000,
+      completionTokens: 300,
+      reasoningTokens: 700,
+      cachedInputTokens: 500,
+      totalTokens: 2000,
+      metadata: { input_audio_tokens: 600, cache_audio_read_tokens: 300, service_tier: "flex" },
+    });
+  });
+});
+
+// -- the Vercel AI SDK --------------------------------------------------------------------------
+
+describe("Vercel AI SDK (ai) → fromVercelAI", () => {
+  const { generateText, streamText, jsonSchema, tool, stepCountIs } = ai;
+
+  test("@ai-sdk/openai Chat Completions: the same event as fromOpenAI on the raw response", async () => {
+    const openai = createOpenAI({ apiKey: "sk-test", baseURL: `${provider.url}/openai/v1` });
+    // AI SDK 7 keeps the provider's response body only when asked; its usage parser drops the
+    // audio counts and its Chat Completions metadata has no tier, so without the body they are unknown.
+    const bare = await generateText({ model: openai.chat("gpt-4o-audio-preview"), prompt: "Say hello", maxRetries: 0 });
+    assert.equal(lastRequest().path, "/openai/v1/chat/completions");
+    const counts = {
+      provider: "openai",
+      model: "gpt-4o-audio-preview-2025-06-03",
+      promptTokens: 1200,
+      completionTokens: 300,
+      cachedInputTokens: 200,
+    };
+    expectEvent(fromVercelAI(bare), counts);
+    const result = await generateText({
+      model: openai.chat("gpt-4o-audio-preview"),
+      prompt: "Say hello",
+      maxRetries: 0,
+      include: { responseBody: true },
+    });
+    expectEvent(fromVercelAI(result), { ...counts, metadata: { service_tier: "flex", input_audio_tokens: 700, output_audio_tokens: 250 } });
+    assert.deepEqual(fromVercelAI(result), withoutTotal(fromOpenAI(CHAT_FLEX_AUDIO)));
+  });
+
+  test("@ai-sdk/openai Responses API (the default model kind)", async () => {
+    const openai = createOpenAI({ apiKey: "sk-test", baseURL: `${provider.url}/openai/v1` });
+    const result = await generateText({ model: openai("gpt-5"), prompt: "Say hello", maxRetries: 0 });
+    assert.equal(lastRequest().path, "/openai/v1/responses");
+    expectEvent(fromVercelAI(result, { feature: "chat" }), {
+      provider: "openai",
+      model: "gpt-5-2025-08-07",
+      promptTokens: 10000,
+      completionTokens: 3000,
+      cachedInputTokens: 8000,
+      feature: "chat",
+      metadata: { service_tier: "priority" },
+    });
+  });
+
+  test("@ai-sdk/anthropic: inputTokens counts the cache reads and writes, which are taken out again", async () => {
+    const anthropic = createAnthropic({ apiKey: "sk-ant-test", baseURL: `${provider.url}/anthropic/v1` });
+    const result = await generateText({ model: anthropic("claude-sonnet-4-5"), prompt: "Say hello", maxRetries: 0 });
+    assert.equal(lastRequest().path, "/anthropic/v1/messages");
+    // What this AI SDK reports: all input, the cache included.
+    assert.equal(result.usage.inputTokens, 13000);
+    assert.deepEqual(result.usage.inputTokenDetails, { noCacheTokens: 1000, cacheReadTokens: 10000, cacheWriteTokens: 2000 });
+    const expected = {
+      provider: "anthropic",
+      model: "claude-sonnet-4-5-20250929",
+      promptTokens: 1000,
+      completionTokens: 500,
+      cachedInputTokens: 10000,
+      cacheWriteTokens: 2000,
+      metadata: { service_tier: "standard", cache_write_1h_tokens: 2000, web_searches: 2 },
+    };
+    expectEvent(fromVercelAI(result), expected);
+    assert.deepEqual(fromVercelAI(result), fromAnthropic(ANTHROPIC_MESSAGE));
+  });
+
+  test("@ai-sdk/google: outputTokens counts the thoughts, which go back to reasoningTokens", async () => {
+    const google = createGoogleGenerativeAI({ apiKey: "test-key", baseURL: `${provider.url}/gemini/v1beta` });
+    const result = await generateText({ model: google("gemini-2.5-flash"), prompt: "Say hello", maxRetries: 0 });
+    assert.match(lastRequest().path, /^\/gemini\/v1beta\/models\/gemini-2\.5-flash:generateContent$/);
+    assert.equal(result.usage.outputTokens, 1000); // 300 candidates + 700 thoughts
+    expectEvent(fromVercelAI(result), {
+      provider: "google",
+      model: "gemini-2.5-flash",
+      promptTokens: 1000,
+      completionTokens: 300,
+      reasoningTokens: 700,
+      cachedInputTokens: 500,
+      metadata: { input_audio_tokens: 600, cache_audio_read_tokens: 300, service_tier: "flex" },
+    });
+    assert.deepEqual(
+      fromVercelAI(result),
+      withoutTotal(fromGemini({ ...GEMINI_RESPONSE, sdkHttpResponse: { headers: { "x-gemini-service-tier": "flex" } } })),
+    );
+  });
+
+  test("a tool loop: each step counted once with its own cache use; onFinish gives the same", async () => {
+    const anthropic = createAnthropic({ apiKey: "sk-ant-test", baseURL: `${provider.url}/anthropic/v1` });
+    let finished;
+    const weather = tool({
+      description: "The weather in a city",
+      inputSchema: jsonSchema({ type: "object", properties: { city: { type: "string" } }, required: ["city"] }),
+      execute: async ({ city }) => `Sunny in ${city}`,
+    });
+    const result = await generateText({
+      model: anthropic("claude-sonnet-4-5"),
+      prompt: "Weather in Paris?",
+      tools: { weather },
+      stopWhen: stepCountIs(3),
+      maxRetries: 0,
+      onFinish: (event) => (finished = event),
+    });
+    assert.equal(result.steps.length, 2);
+    const expected = {
+      provider: "anthropic",
+      model: "claude-sonnet-4-5-20250929",
+      promptTokens: 490,
+      completionTokens: 80,
+      cachedInputTokens: 3000,
+      cacheWriteTokens: 3000,
+      // The tier of the last step; the counts summed over the steps.
+      metadata: { service_tier: "priority", cache_write_1h_tokens: 2000, cache_write_5m_tokens: 1000, web_searches: 1 },
+    };
+    expectEvent(fromVercelAI(result), expected);
+    assert.deepEqual(fromVercelAI(finished), expected);
+    // One step at a time (onStepFinish) adds up to the same.
+    const [first, second] = result.steps.map((step) => fromVercelAI(step));
+    assert.deepEqual(first, withoutTotal(fromAnthropic(ANTHROPIC_TOOL_CALL)));
+    assert.deepEqual(second, withoutTotal(fromAnthropic(ANTHROPIC_AFTER_TOOL)));
+  });
+
+  test("streamText: the onFinish event (a stream's tier is not in it: pass it in metadata when it matters)", async () => {
+    const openai = createOpenAI({ apiKey: "sk-test", baseURL: `${provider.url}/openai/v1` });
+    let finished;
+    const stream = streamText({
+      model: openai.chat("gpt-4o-mini"),
+      prompt: "Say hello",
+      maxRetries: 0,
+      onFinish: (event) => (finished = event),
+    });
+    let text = "";
+    for await (const delta of stream.textStream) text += delta;
+    assert.equal(text, "Hello!");
+    assert.equal(lastRequest().body.stream_options?.include_usage, true);
+    assert.ok(finished, "onFinish ran");
+    expectEvent(fromVercelAI(finished, { feature: "stream" }), {
+      provider: "openai",
+      model: "gpt-4o-mini-2024-07-18",
+      promptTokens: 50,
+      completionTokens: 5,
+      feature: "stream",
+    });
+  });
+});
+
+describe("Vercel AI SDK 5 (ai@5, @ai-sdk/*@2) → fromVercelAI", () => {
+  const { generateText, jsonSchema, tool, stepCountIs } = ai5;
+
+  test("the usage shape of AI SDK 5", async () => {
+    const anthropic = createAnthropic5({ apiKey: "sk-ant-test", baseURL: `${provider.url}/anthropic/v1` });
+    const result = await generateText({ model: anthropic("claude-sonnet-4-5"), prompt: "Say hello", maxRetries: 0 });
+    // Anthropic's own numbers: input without the cache; the cache write only in providerMetadata.
+    assert.deepEqual(result.usage, { inputTokens: 1000, outputTokens: 500, totalTokens: 1500, cachedInputTokens: 10000 });
+    assert.equal(result.providerMetadata.anthropic.cacheCreationInputTokens, 2000);
+    assert.equal(result.model, undefined); // AI SDK 5 does not name the provider: providerMetadata's key does
+  });
+
+  test("@ai-sdk/anthropic@2: inputTokens already excludes the cache; the provider from providerMetadata", async () => {
+    const anthropic = createAnthropic5({ apiKey: "sk-ant-test", baseURL: `${provider.url}/anthropic/v1` });
+    const result = await generateText({ model: anthropic("claude-sonnet-4-5"), prompt: "Say hello", maxRetries: 0 });
+    expectEvent(fromVercelAI(result), {
+      provider: "anthropic",
+      model: "claude-sonnet-4-5-20250929",
+      promptTokens: 1000,
+      completionTokens: 500,
+      cachedInputTokens: 10000,
+      cacheWriteTokens: 2000,
+      metadata: { service_tier: "standard", cache_write_1h_tokens: 2000, web_searches: 2 },
+    });
+    assert.deepEqual(fromVercelAI(result), fromAnthropic(ANTHROPIC_MESSAGE));
+  });
+
+  test("@ai-sdk/google@2: outputTokens already excludes the thoughts", async () => {
+    const google = createGoogle5({ apiKey: "test-key", baseURL: `${provider.url}/gemini/v1beta` });
+    const result = await generateText({ model: google("gemini-2.5-flash"), prompt: "Say hello", maxRetries: 0 });
+    assert.equal(result.usage.outputTokens, 300);
+    assert.equal(result.usage.reasoningTokens, 700);
+    expectEvent(fromVercelAI(result), {
+      provider: "google",
+      model: "gemini-2.5-flash",
+      promptTokens: 1000,
+      completionTokens: 300,
+      reasoningTokens: 700,
+      cachedInputTokens: 500,
+      metadata: { input_audio_tokens: 600, cache_audio_read_tokens: 300, service_tier: "flex" },
+    });
+  });
+
+  test("@ai-sdk/openai@2 Chat Completions: the response body is kept, so the tier and audio are known", async () => {
+    const openai = createOpenAI5({ apiKey: "sk-test", baseURL: `${provider.url}/openai/v1` });
+    const result = await generateText({ model: openai.chat("gpt-4o-audio-preview"), prompt: "Say hello", maxRetries: 0 });
+    expectEvent(fromVercelAI(result), withoutTotal(fromOpenAI(CHAT_FLEX_AUDIO)));
+  });
+
+  test("a tool loop, step by step", async () => {
+    const anthropic = createAnthropic5({ apiKey: "sk-ant-test", baseURL: `${provider.url}/anthropic/v1` });
+    const weather = tool({
+      description: "The weather in a city",
+      inputSchema: jsonSchema({ type: "object", properties: { city: { type: "string" } }, required: ["city"] }),
+      execute: async ({ city }) => `Sunny in ${city}`,
+    });
+    const result = await generateText({
+      model: anthropic("claude-sonnet-4-5"),
+      prompt: "Weather in Paris?",
+      tools: { weather },
+      stopWhen: stepCountIs(3),
+      maxRetries: 0,
+    });
+    assert.equal(result.steps.length, 2);
+    expectEvent(fromVercelAI(result), {
+      provider: "anthropic",
+      model: "claude-sonnet-4-5-20250929",
+      promptTokens: 490,
+      completionTokens: 80,
+      cachedInputTokens: 3000,
+      cacheWriteTokens: 3000,
+      metadata: { service_tier: "priority", cache_write_1h_tokens: 2000, cache_write_5m_tokens: 1000, web_searches: 1 },
+    });
+  });
+});
+
+test("every event built above is valid and goes out as built", async () => {
+  assert.ok(built.length >= 15, `only ${built.length} events`);
+  const sink = await startServer();
+  try {
+    const seen = collector();
+    const tracker = new Tracker({ apiKey: "ct_test", baseUrl: sink.url, ...seen });
+    for (const event of built) tracker.track(event);
+    assert.equal(await tracker.shutdown(5000), true);
+    assert.deepEqual(seen.errors, []);
+    assert.deepEqual(seen.warnings, []);
+    assert.equal(sink.requests.length, built.length);
+    const sent = sink.requests.map((r) => r.json).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+    const wire = built
+      .map((event) => {
+        const checked = checkEvent(event);
+        return { ...checked.fields, environment: "production", ...(checked.metadata ? { metadata: checked.metadata } : {}) };
+      })
+      .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+    assert.deepEqual(sent, wire);
+  } finally {
+    await sink.close();
+  }
+});

@@ -1,0 +1,705 @@
+"""The provider helpers fed by the providers' official client libraries.
+
+A canned provider on a free 127.0.0.1 port answers with the JSON each provider documents
+(service tiers, audio token details, one-hour cache writes, web searches, DeepSeek's cache hits,
+Bedrock's cacheDetails); the real clients (openai, anthropic, google-genai, boto3) call it and
+parse the answer into their own response objects, and the helpers turn those into events. So
+the helpers are checked against what the clients really hand back, not against objects built by
+hand. Nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
+
+import pytest
+
+from costtrack.providers import from_anthropic, from_bedrock_converse, from_gemini, from_openai
+from costtrack.validation import validate_event
+
+Body = Union[Dict[str, Any], List[Any], str]
+
+pytestmark = [
+    # Notices about the clients themselves, not about what is tested here.
+    pytest.mark.filterwarnings("ignore:Boto3 will no longer support Python"),
+    pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning"),
+]
+
+
+@dataclass
+class Canned:
+    status: int = 200
+    body: Body = field(default_factory=dict)
+    headers: Dict[str, str] = field(default_factory=dict)
+    content_type: str = "application/json"
+
+
+@dataclass
+class Call:
+    method: str
+    path: str
+    headers: Dict[str, str]
+    body: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body.decode("utf-8"))
+
+
+class CannedProvider:
+    """Answers ``(method, path)`` with a canned reply and records every request. A body may
+    be a function of the server's URL (for replies that link back to the server)."""
+
+    def __init__(self) -> None:
+        self.routes: Dict[Tuple[str, str], Union[Canned, Callable[[str], Canned]]] = {}
+        self.calls: List[Call] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                path = self.path.split("?", 1)[0]
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                server.calls.append(Call(self.command, path, headers, body))
+                route = server.routes.get((self.command, path))
+                reply = route(server.url) if callable(route) else route
+                if reply is None:
+                    reply = Canned(404, {"error": {"message": f"no canned reply for {self.command} {path}"}})
+                if isinstance(reply.body, str):
+                    payload = reply.body.encode("utf-8")
+                else:
+                    payload = json.dumps(reply.body).encode("utf-8")
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = _answer
+            do_POST = _answer
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+
+    def route(self, method: str, path: str, reply: Union[Canned, Callable[[str], Canned]]) -> None:
+        self.routes[(method, path)] = reply
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+_CLIENT_ENVIRONMENT = (
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "GOOGLE_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_VERTEX_BASE_URL",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+)
+
+
+@pytest.fixture
+def provider(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[CannedProvider]:
+    """The canned provider, with an environment in which no client finds a real key, a
+    credentials file, a proxy or an instance metadata service."""
+    for name in _CLIENT_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config-absent"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials-absent"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    server = CannedProvider()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def valid(event: Any) -> Dict[str, Any]:
+    """The event as the service would store it: validation must pass."""
+    return validate_event(event).fields
+
+
+# -- OpenAI (and OpenAI-compatible APIs) ----------------------------------------------------
+
+
+def openai_client(provider: CannedProvider, prefix: str = "/v1") -> Any:
+    openai = pytest.importorskip("openai")
+    return openai.OpenAI(base_url=provider.url + prefix, api_key="test", max_retries=0, timeout=10)
+
+
+def chat_completion(model: str, usage: Dict[str, Any], service_tier: Optional[str] = None) -> Dict[str, Any]:
+    """A Chat Completions response as documented (https://platform.openai.com/docs/api-reference/chat/object)."""
+    body: Dict[str, Any] = {
+        "id": "chatcmpl-CT0001",
+        "object": "chat.completion",
+        "created": 1_763_800_000,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Paris.", "refusal": None, "annotations": []},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": usage,
+        "system_fingerprint": None,
+    }
+    if service_tier is not None:
+        body["service_tier"] = service_tier
+    return body
+
+
+OPENAI_FLEX = chat_completion(
+    "o4-mini-2025-04-16",
+    {
+        "prompt_tokens": 10000,
+        "completion_tokens": 3000,
+        "total_tokens": 13000,
+        "prompt_tokens_details": {"cached_tokens": 8000, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 2000,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    },
+    service_tier="flex",
+)
+
+OPENAI_AUDIO = chat_completion(
+    "gpt-audio-2025-08-28",
+    {
+        "prompt_tokens": 1500,
+        "completion_tokens": 900,
+        "total_tokens": 2400,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 1200},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 850,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    },
+    service_tier="default",
+)
+OPENAI_AUDIO["choices"][0]["message"] = {
+    "role": "assistant",
+    "content": None,
+    "refusal": None,
+    "annotations": [],
+    "audio": {"id": "audio_01", "data": "UklGRiQAAABXQVZF", "expires_at": 1_763_803_600, "transcript": "Paris."},
+}
+
+OPENAI_RESPONSE_PRIORITY: Dict[str, Any] = {
+    "id": "resp_01",
+    "object": "response",
+    "created_at": 1_763_800_000,
+    "status": "completed",
+    "error": None,
+    "incomplete_details": None,
+    "instructions": None,
+    "model": "gpt-5-2025-08-07",
+    "output": [
+        {
+            "type": "reasoning",
+            "id": "rs_01",
+            "summary": [],
+        },
+        {
+            "type": "message",
+            "id": "msg_01",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Paris.", "annotations": []}],
+        },
+    ],
+    "parallel_tool_calls": True,
+    "tool_choice": "auto",
+    "tools": [],
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "service_tier": "priority",
+    "usage": {
+        "input_tokens": 10000,
+        "input_tokens_details": {"cached_tokens": 4000, "cache_write_tokens": 0},
+        "output_tokens": 3000,
+        "output_tokens_details": {"reasoning_tokens": 2000},
+        "total_tokens": 13000,
+    },
+}
+
+
+def test_openai_chat_completion_on_the_flex_tier(provider: CannedProvider) -> None:
+    provider.route("POST", "/v1/chat/completions", Canned(body=OPENAI_FLEX))
+    client = openai_client(provider)
+    completion = client.chat.completions.create(
+        model="o4-mini", messages=[{"role": "user", "content": "Capital of France?"}], service_tier="flex"
+    )
+    client.close()
+
+    assert provider.calls[0].json["service_tier"] == "flex"
+    assert valid(from_openai(completion, feature="qa")) == {
+        "provider": "openai",
+        "model": "o4-mini-2025-04-16",
+        "prompt_tokens": 10000,
+        "completion_tokens": 3000,  # includes the 2000 reasoning tokens
+        "total_tokens": 13000,
+        "cached_input_tokens": 8000,
+        "feature": "qa",
+        "metadata": {"service_tier": "flex"},  # audio_tokens 0: nothing to price apart
+    }
+
+
+def test_openai_chat_completion_with_audio(provider: CannedProvider) -> None:
+    provider.route("POST", "/v1/chat/completions", Canned(body=OPENAI_AUDIO))
+    client = openai_client(provider)
+    completion = client.chat.completions.create(
+        model="gpt-audio",
+        modalities=["text", "audio"],
+        audio={"voice": "alloy", "format": "wav"},
+        messages=[{"role": "user", "content": "Capital of France?"}],
+    )
+    client.close()
+
+    assert valid(from_openai(completion, metadata={"session": "s-1"})) == {
+        "provider": "openai",
+        "model": "gpt-audio-2025-08-28",
+        "prompt_tokens": 1500,
+        "completion_tokens": 900,
+        "total_tokens": 2400,
+        "cached_input_tokens": 0,
+        "metadata": {
+            "service_tier": "default",
+            "input_audio_tokens": 1200,  # part of prompt_tokens
+            "output_audio_tokens": 850,  # part of completion_tokens
+            "session": "s-1",
+        },
+    }
+
+
+def test_openai_responses_api_on_the_priority_tier(provider: CannedProvider) -> None:
+    provider.route("POST", "/v1/responses", Canned(body=OPENAI_RESPONSE_PRIORITY))
+    client = openai_client(provider)
+    response = client.responses.create(model="gpt-5", input="Capital of France?", service_tier="priority")
+    client.close()
+
+    assert valid(from_openai(response, customer_id="cus_42")) == {
+        "provider": "openai",
+        "model": "gpt-5-2025-08-07",
+        "prompt_tokens": 10000,
+        "completion_tokens": 3000,
+        "total_tokens": 13000,
+        "cached_input_tokens": 4000,
+        "cache_write_tokens": 0,
+        "customer_id": "cus_42",
+        "metadata": {"service_tier": "priority"},
+    }
+
+
+def test_openai_batch_results_are_marked_as_batch(provider: CannedProvider) -> None:
+    """A Batch API output file holds one JSON line per request; its ``response.body`` is the
+    same ChatCompletion, which does not say that it was a batch: ``processing="batch"`` does."""
+    line = {
+        "id": "batch_req_01",
+        "custom_id": "request-1",
+        "response": {"status_code": 200, "request_id": "req_01", "body": {**OPENAI_FLEX, "service_tier": "default"}},
+        "error": None,
+    }
+    provider.route(
+        "GET",
+        "/v1/files/file-out01/content",
+        Canned(body=json.dumps(line) + "\n", content_type="application/octet-stream"),
+    )
+    client = openai_client(provider)
+    content = client.files.content("file-out01")
+    client.close()
+
+    body = json.loads(content.text.splitlines()[0])["response"]["body"]
+    event = valid(from_openai(body, processing="batch"))
+    assert event["metadata"] == {"service_tier": "default", "processing": "batch"}
+    assert (event["prompt_tokens"], event["cached_input_tokens"]) == (10000, 8000)
+
+
+def test_deepseek_cache_hits_through_the_openai_client(provider: CannedProvider) -> None:
+    """DeepSeek reports its context cache as prompt_cache_hit_tokens / prompt_cache_miss_tokens
+    (https://api-docs.deepseek.com/api/create-chat-completion); prompt_tokens is their sum."""
+    body = chat_completion(
+        "deepseek-reasoner",
+        {
+            "prompt_tokens": 1500,
+            "completion_tokens": 700,
+            "total_tokens": 2200,
+            "prompt_cache_hit_tokens": 1000,
+            "prompt_cache_miss_tokens": 500,
+            "completion_tokens_details": {"reasoning_tokens": 400},
+        },
+    )
+    provider.route("POST", "/chat/completions", Canned(body=body))
+    client = openai_client(provider, prefix="")
+    completion = client.chat.completions.create(
+        model="deepseek-reasoner", messages=[{"role": "user", "content": "Capital of France?"}]
+    )
+    client.close()
+
+    assert valid(from_openai(completion, provider="deepseek")) == {
+        "provider": "deepseek",
+        "model": "deepseek-reasoner",
+        "prompt_tokens": 1500,  # hits + misses
+        "completion_tokens": 700,  # includes the 400 reasoning tokens
+        "total_tokens": 2200,
+        "cached_input_tokens": 1000,
+    }
+
+
+# -- Anthropic -------------------------------------------------------------------------------
+
+
+def anthropic_client(provider: CannedProvider) -> Any:
+    anthropic = pytest.importorskip("anthropic")
+    return anthropic.Anthropic(base_url=provider.url, api_key="test", max_retries=0, timeout=10)
+
+
+def anthropic_message(model: str, usage: Dict[str, Any]) -> Dict[str, Any]:
+    """A Messages API response as documented (https://docs.claude.com/en/api/messages)."""
+    return {
+        "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": "Paris."}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": usage,
+    }
+
+
+ANTHROPIC_CACHE_AND_SEARCH = anthropic_message(
+    "claude-sonnet-4-5-20250929",
+    {
+        "input_tokens": 1200,
+        "cache_creation_input_tokens": 3000,
+        "cache_read_input_tokens": 10000,
+        "cache_creation": {"ephemeral_5m_input_tokens": 1000, "ephemeral_1h_input_tokens": 2000},
+        "output_tokens": 500,
+        "server_tool_use": {"web_search_requests": 3, "web_fetch_requests": 1},
+        "service_tier": "priority",
+        "inference_geo": "global",
+    },
+)
+
+
+def test_anthropic_one_hour_cache_writes_and_web_searches(provider: CannedProvider) -> None:
+    provider.route("POST", "/v1/messages", Canned(body=ANTHROPIC_CACHE_AND_SEARCH))
+    client = anthropic_client(provider)
+    message = client.messages.create(
+        model="claude-sonnet-4-5-20250929",
+        max_tokens=512,
+        messages=[{"role": "user", "content": "Capital of France?"}],
+        tools=[{"type": "web_search_20250305", "name": "web_search", "max_uses": 5}],
+    )
+    client.close()
+
+    request = provider.calls[0]
+    assert request.json["model"] == "claude-sonnet-4-5-20250929"
+    assert "test" in (request.headers.get("x-api-key"), request.headers.get("authorization", "")[len("Bearer ") :])
+    assert valid(from_anthropic(message, feature="qa", metadata={"route": "eu"})) == {
+        "provider": "anthropic",
+        "model": "claude-sonnet-4-5-20250929",
+        "prompt_tokens": 1200,  # excludes cache reads and writes
+        "completion_tokens": 500,
+        "cached_input_tokens": 10000,
+        "cache_write_tokens": 3000,
+        "feature": "qa",
+        "metadata": {
+            "service_tier": "priority",
+            "cache_write_1h_tokens": 2000,
+            "cache_write_5m_tokens": 1000,
+            "web_searches": 3,  # web_fetch_requests is not billed per request: not passed
+            "route": "eu",  # the caller's own
+        },
+    }
+
+
+def test_anthropic_fast_mode(provider: CannedProvider) -> None:
+    body = anthropic_message(
+        "claude-opus-4-6",
+        {"input_tokens": 40, "output_tokens": 900, "service_tier": "standard", "speed": "fast"},
+    )
+    provider.route("POST", "/v1/messages", Canned(body=body))
+    client = anthropic_client(provider)
+    message = client.messages.create(
+        model="claude-opus-4-6",
+        max_tokens=1024,
+        messages=[{"role": "user", "content": "Capital of France?"}],
+        extra_body={"speed": "fast"},
+    )
+    client.close()
+
+    assert provider.calls[0].json["speed"] == "fast"
+    assert valid(from_anthropic(message)) == {
+        "provider": "anthropic",
+        "model": "claude-opus-4-6",
+        "prompt_tokens": 40,
+        "completion_tokens": 900,
+        "metadata": {"service_tier": "standard", "speed": "fast"},
+    }
+
+
+def test_anthropic_message_batch_results_are_marked_as_batch(provider: CannedProvider) -> None:
+    """Message Batches results report ``usage.service_tier: "batch"``, priced as batch."""
+    batch_message = anthropic_message(
+        "claude-haiku-4-5-20251001",
+        {
+            "input_tokens": 800,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": 120,
+            "service_tier": "batch",
+        },
+    )
+
+    def batch(url: str) -> Canned:
+        return Canned(
+            body={
+                "id": "msgbatch_01",
+                "type": "message_batch",
+                "processing_status": "ended",
+                "request_counts": {"processing": 0, "succeeded": 1, "errored": 0, "canceled": 0, "expired": 0},
+                "created_at": "2026-11-22T09:00:00Z",
+                "ended_at": "2026-11-22T09:30:00Z",
+                "expires_at": "2026-11-23T09:00:00Z",
+                "archived_at": None,
+                "cancel_initiated_at": None,
+                "results_url": f"{url}/v1/messages/batches/msgbatch_01/results",
+            }
+        )
+
+    result = {"custom_id": "request-1", "result": {"type": "succeeded", "message": batch_message}}
+    provider.route("GET", "/v1/messages/batches/msgbatch_01", batch)
+    provider.route(
+        "GET",
+        "/v1/messages/batches/msgbatch_01/results",
+        Canned(body=json.dumps(result) + "\n", content_type="application/binary"),
+    )
+    client = anthropic_client(provider)
+    results = list(client.messages.batches.results("msgbatch_01"))
+    client.close()
+
+    assert [r.custom_id for r in results] == ["request-1"]
+    assert valid(from_anthropic(results[0].result.message)) == {
+        "provider": "anthropic",
+        "model": "claude-haiku-4-5-20251001",
+        "prompt_tokens": 800,
+        "completion_tokens": 120,
+        "cached_input_tokens": 0,
+        "cache_write_tokens": 0,
+        "metadata": {"service_tier": "batch", "processing": "batch"},
+    }
+
+
+# -- Gemini ----------------------------------------------------------------------------------
+
+
+def gemini_client(provider: CannedProvider) -> Any:
+    genai = pytest.importorskip("google.genai")
+    from google.genai import types
+
+    options = types.HttpOptions(base_url=provider.url, api_version="v1beta", timeout=10_000)
+    return genai.Client(api_key="test", http_options=options)
+
+
+def gemini_response(model: str, usage: Dict[str, Any]) -> Dict[str, Any]:
+    """A generateContent response as documented (REST, camelCase:
+    https://ai.google.dev/api/generate-content#v1beta.GenerateContentResponse)."""
+    return {
+        "candidates": [
+            {"content": {"parts": [{"text": "Paris."}], "role": "model"}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": usage,
+        "modelVersion": model,
+        "responseId": "mYkgafHCLK2hz7IPl5yXoAk",
+    }
+
+
+GEMINI_AUDIO = gemini_response(
+    "gemini-2.5-flash",
+    {
+        "promptTokenCount": 2000,
+        "candidatesTokenCount": 400,
+        "totalTokenCount": 2700,
+        "cachedContentTokenCount": 1000,
+        "thoughtsTokenCount": 300,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 800}, {"modality": "AUDIO", "tokenCount": 1200}],
+        "cacheTokensDetails": [{"modality": "TEXT", "tokenCount": 200}, {"modality": "AUDIO", "tokenCount": 800}],
+        "candidatesTokensDetails": [{"modality": "TEXT", "tokenCount": 400}],
+    },
+)
+
+GEMINI_AUDIO_EVENT = {
+    "provider": "google",
+    "model": "gemini-2.5-flash",
+    "prompt_tokens": 2000,  # includes the cached 1000
+    "completion_tokens": 400,
+    "reasoning_tokens": 300,  # thoughts are not part of the candidates count
+    "total_tokens": 2700,
+    "cached_input_tokens": 1000,
+}
+
+GEMINI_IMAGES = gemini_response(
+    "gemini-2.5-flash-image",
+    {
+        "promptTokenCount": 794,
+        "candidatesTokenCount": 1290,
+        "totalTokenCount": 2084,
+        "promptTokensDetails": [
+            {"modality": "TEXT", "tokenCount": 20},
+            {"modality": "IMAGE", "tokenCount": 258},
+            {"modality": "DOCUMENT", "tokenCount": 516},
+        ],
+        "candidatesTokensDetails": [{"modality": "IMAGE", "tokenCount": 1290}],
+    },
+)
+
+
+def test_gemini_audio_on_the_flex_tier(provider: CannedProvider) -> None:
+    path = "/v1beta/models/gemini-2.5-flash:generateContent"
+    provider.route("POST", path, Canned(body=GEMINI_AUDIO, headers={"x-gemini-service-tier": "flex"}))
+    client = gemini_client(provider)
+    response = client.models.generate_content(model="gemini-2.5-flash", contents="Transcribe and answer.")
+
+    assert provider.calls[0].headers["x-goog-api-key"] == "test"
+    expected_metadata = {"input_audio_tokens": 1200, "cache_audio_read_tokens": 800}
+    assert valid(from_gemini(response)) == {
+        **GEMINI_AUDIO_EVENT,
+        "metadata": {"service_tier": "flex", **expected_metadata},
+    }
+    # The REST JSON itself (camelCase) gives the same counts; the tier is a header, not in it.
+    assert valid(from_gemini(GEMINI_AUDIO)) == {**GEMINI_AUDIO_EVENT, "metadata": expected_metadata}
+
+
+def test_gemini_images_in_and_out(provider: CannedProvider) -> None:
+    path = "/v1beta/models/gemini-2.5-flash-image:generateContent"
+    provider.route("POST", path, Canned(body=GEMINI_IMAGES, headers={"x-gemini-service-tier": "standard"}))
+    client = gemini_client(provider)
+    response = client.models.generate_content(model="gemini-2.5-flash-image", contents="Draw the Eiffel tower.")
+
+    assert valid(from_gemini(response, processing="batch")) == {
+        "provider": "google",
+        "model": "gemini-2.5-flash-image",
+        "prompt_tokens": 794,
+        "completion_tokens": 1290,
+        "total_tokens": 2084,
+        "metadata": {
+            "service_tier": "standard",
+            "input_image_tokens": 774,  # IMAGE 258 + DOCUMENT 516, as genai-prices counts them
+            "output_image_tokens": 1290,
+            "processing": "batch",
+        },
+    }
+
+
+# -- Amazon Bedrock --------------------------------------------------------------------------
+
+BEDROCK_MODEL_ID = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+
+BEDROCK_CONVERSE: Dict[str, Any] = {
+    "output": {"message": {"role": "assistant", "content": [{"text": "Paris."}]}},
+    "stopReason": "end_turn",
+    "usage": {
+        "inputTokens": 1000,
+        "outputTokens": 500,
+        "totalTokens": 16500,
+        "cacheReadInputTokens": 10000,
+        "cacheWriteInputTokens": 5000,
+        "cacheDetails": [{"ttl": "1h", "inputTokens": 3000}, {"ttl": "5m", "inputTokens": 2000}],
+    },
+    "metrics": {"latencyMs": 850},
+    "serviceTier": {"type": "priority"},
+}
+
+
+def test_bedrock_converse_with_one_hour_cache_writes(provider: CannedProvider) -> None:
+    boto3 = pytest.importorskip("boto3")
+    from botocore.config import Config
+
+    provider.route(
+        "POST",
+        "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse",
+        Canned(body=BEDROCK_CONVERSE, headers={"x-amzn-RequestId": "0e4c8a3e-1b7e-4b8e-9a55-6b1f5e0f2a11"}),
+    )
+    client = boto3.client(
+        "bedrock-runtime",
+        endpoint_url=provider.url,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+        config=Config(retries={"total_max_attempts": 1}),
+    )
+    shape = client.meta.service_model.shape_for("TokenUsage")
+    if "cacheDetails" not in shape.members:  # botocore older than the TTL breakdown drops it
+        pytest.skip("this botocore does not model TokenUsage.cacheDetails")
+    response = client.converse(
+        modelId=BEDROCK_MODEL_ID, messages=[{"role": "user", "content": [{"text": "Capital of France?"}]}]
+    )
+
+    assert provider.calls[0].headers["authorization"].startswith("AWS4-HMAC-SHA256 Credential=test/")
+    assert valid(from_bedrock_converse(response, model_id=BEDROCK_MODEL_ID, feature="qa")) == {
+        "provider": "bedrock",
+        "model": BEDROCK_MODEL_ID,  # the regional profile as called: priced apart from global
+        "prompt_tokens": 1000,
+        "completion_tokens": 500,
+        "total_tokens": 16500,
+        "cached_input_tokens": 10000,
+        "cache_write_tokens": 5000,
+        "latency_ms": 850,
+        "feature": "qa",
+        "metadata": {"service_tier": "priority", "cache_write_1h_tokens": 3000, "cache_write_5m_tokens": 2000},
+    }
