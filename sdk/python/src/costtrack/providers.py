@@ -77,6 +77,11 @@ def from_openai(
         prompt, completion = _get(usage, "prompt_tokens"), _get(usage, "completion_tokens")
         prompt_details = _get(usage, "prompt_tokens_details")
         completion_details = _get(usage, "completion_tokens_details")
+        reasoning = _get(completion_details, "reasoning_tokens")
+        if provider in ("xai", "x-ai") and _is_count(reasoning) and _is_count(completion):
+            # xAI's Chat Completions count reasoning apart from completion_tokens: fold it in,
+            # the OpenAI convention, which prices right whichever way the entry reads it.
+            completion += reasoning
     cached = _get(prompt_details, "cached_tokens")
     if cached is None:
         cached = _get(usage, "prompt_cache_hit_tokens")  # DeepSeek
@@ -426,3 +431,7 @@ def _merge_metadata(
                 del merged[name]
                 dropped = True
     return merged
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
