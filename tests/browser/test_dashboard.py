@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from costtrack_service.domain.keys import ADMIN
+from costtrack_service.domain.overrides import parse_override
 
 pytestmark = pytest.mark.integration
 
@@ -65,6 +66,8 @@ def seeded(local_stack: Any, workspace_factory: Any, api: httpx.Client) -> dict[
         body = {"provider": "openai", "model": "gpt-4o-mini", "prompt_tokens": 1000, "completion_tokens": 100, **event}
         assert api.post("/v1/events", json=body, headers={"Authorization": f"Bearer {key}"}).status_code == 200
     [record] = local_stack.store.list_keys(workspace_id)
+    discount = {"provider": "anthropic", "discount_percent": "12.5", "effective_from": "2026-01-01"}
+    local_stack.store.put_price_override(parse_override(workspace_id, discount))
     return {"workspace_id": workspace_id, "token": token, "key": key, "key_id": record.key_id}
 
 
@@ -89,6 +92,10 @@ def test_dashboard_end_to_end(browser: Any, local_stack: Any, seeded: dict[str, 
     notice.wait_for()
     assert "1 events hidden: free_source_mismatch" in notice.inner_text()
     assert "binding" in notice.inner_text()  # interface.md §7.5's troubleshooting hint
+
+    overrides = page.locator("#overrides-card")
+    overrides.wait_for()
+    assert "anthropic" in overrides.inner_text() and "12.5% off" in overrides.inner_text()
 
     rows = page.locator("#events tbody tr")
     rows.first.wait_for()

@@ -280,3 +280,39 @@ def test_responses_match_the_openapi_document(make_workspace: Callable[..., Work
     check(ws.post(f"/v1/workspace/keys/{key_id}/revoke"), "/v1/workspace/keys/{key_id}/{action}", "post")
     check(ws.post(f"/v1/workspace/keys/{key_id}/reactivate"), "/v1/workspace/keys/{key_id}/{action}", "post")
     check(ws.post("/v1/workspace/keys/key_unknown/revoke"), "/v1/workspace/keys/{key_id}/{action}", "post")
+
+
+def test_price_overrides_are_set_listed_used_and_deleted(make_workspace: Callable[..., Workspace]) -> None:
+    ws, other = make_workspace(), make_workspace()
+    discount = ws.post("/v1/workspace/price-overrides", {"provider": "openai", "discount_percent": "50"})
+    assert discount.status_code == 200, discount.text
+    negotiated = {"provider": "openai", "model": "gpt-4o", "rates": {"input": "1", "output": "2"}, "note": "contract"}
+    assert ws.post("/v1/workspace/price-overrides", negotiated).status_code == 200
+    listed = ws.get("/v1/workspace/price-overrides").json()["overrides"]
+    assert [(o["model"], o["discount_percent"]) for o in listed] == [(None, "50"), ("gpt-4o", None)]
+    assert other.get("/v1/workspace/price-overrides").json() == {"overrides": []}
+
+    halved = ws.send().json()  # gpt-4o-mini: 1000 x 0.15 + 100 x 0.6 per 1M, then 50% off
+    assert halved["cost"] == "0.000105"
+    assert ws.send(model="gpt-4o").json()["cost"] == "0.0012"  # the model's own rates beat the provider's discount
+    assert other.send().json()["cost"] == "0.00021"  # overrides belong to their workspace only
+    stored = next(ws.stack.store.iter_events(ws.workspace_id))
+    assert stored.pricing_override_id is not None
+
+    for body, field in [
+        ({"provider": "openai"}, "discount_percent"),
+        ({"provider": "openai", "discount_percent": "150"}, "discount_percent"),
+        ({"provider": "openai", "rates": {"input": "x", "output": "1"}}, "rates"),
+        ({"model": "gpt-4o", "discount_percent": "5"}, "provider"),
+        ({"provider": "openai", "discount_percent": "5", "extra": 1}, "extra"),
+        ([1], "body"),
+    ]:
+        refused = ws.post("/v1/workspace/price-overrides", body)
+        assert refused.status_code == 400 and refused.json()["error"]["details"][0]["field"] == field, refused.text
+
+    override_id = listed[0]["override_id"]
+    headers = {"Authorization": f"Bearer {ws.token}"}
+    path = f"/v1/workspace/price-overrides/{override_id}"
+    assert other.api.delete(path, headers={"Authorization": f"Bearer {other.token}"}).status_code == 404
+    assert ws.api.delete(path, headers=headers).json() == {"deleted": override_id}
+    assert ws.api.delete(path, headers=headers).status_code == 404

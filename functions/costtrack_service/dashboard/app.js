@@ -122,12 +122,13 @@ function renderSummary(summary) {
 
 async function loadUsage() {
   status("Loading…");
-  const [byDay, byFeature, byModel, byCustomer, unknown] = await Promise.all([
+  const [byDay, byFeature, byModel, byCustomer, unknown, overrides] = await Promise.all([
     api(`/v1/workspace/usage?${range()}&group_by=day`),
     api(`/v1/workspace/usage?${range()}&group_by=feature`),
     api(`/v1/workspace/usage?${range()}&group_by=model`),
     api(`/v1/workspace/usage?${range()}&group_by=customer`),
     api(`/v1/workspace/unknown-models?${range()}`),
+    api("/v1/workspace/price-overrides"),
   ]);
   $("total-cost").textContent = usd(byDay.totals.cost);
   $("total-events").textContent = number(byDay.totals.events);
@@ -138,6 +139,7 @@ async function loadUsage() {
   renderTop("top-model", byModel.groups);
   renderTop("top-customer", byCustomer.groups);
   renderUnknown(unknown.models);
+  renderOverrides(overrides.overrides);
   status("");
 }
 
@@ -241,6 +243,29 @@ function renderUnknown(models) {
   for (const model of models) {
     const row = el("tr");
     row.append(el("td", model.model), el("td", number(model.events), "num"), el("td", model.last_seen));
+    table.append(row);
+  }
+}
+
+function renderOverrides(overrides) {
+  $("overrides-card").hidden = !overrides.length;
+  const table = $("overrides");
+  table.replaceChildren();
+  const head = el("tr");
+  head.append(el("th", "Provider"), el("th", "Model"), el("th", "Price"), el("th", "From"), el("th", "Until"));
+  table.append(head);
+  for (const override of overrides) {
+    const price = override.discount_percent !== null
+      ? `${override.discount_percent}% off`
+      : Object.entries(override.prices).map(([name, value]) => `${name} ${value}`).join(", ");
+    const row = el("tr");
+    row.append(
+      el("td", override.provider),
+      el("td", override.model ?? "all models"),
+      el("td", price),
+      el("td", override.effective_from.slice(0, 10)),
+      el("td", override.effective_to ? override.effective_to.slice(0, 10) : "open"),
+    );
     table.append(row);
   }
 }

@@ -9,6 +9,7 @@ override wins over its provider's. The stored event records the override that pr
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -64,9 +65,10 @@ class Override:
 
 
 def override_id_for(provider: str, model: str | None, effective_from: datetime) -> str:
-    return (
-        f"{normalize_provider(provider)}/{normalize_name(model) if model else '*'}@{format_timestamp(effective_from)}"
-    )
+    """One id per scope and start, so setting it again replaces it; safe in a URL path."""
+    scope = normalize_name(model) if model else "*"
+    text = f"{normalize_provider(provider)}/{scope}@{format_timestamp(effective_from)}"
+    return "ovr_" + hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
 def parse_override(workspace_id: str, raw: Mapping[str, Any]) -> Override:

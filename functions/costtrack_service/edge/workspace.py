@@ -13,12 +13,14 @@ from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from typing import Any
+from urllib.parse import unquote
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
 
 from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.overrides_api import OverrideService
 from costtrack_service.domain.workspace_api import Caller, WorkspaceService, invalid
 from costtrack_service.edge.http import install_error_handlers, json_response, request_body, request_headers
 
@@ -50,6 +52,7 @@ def static_file(name: str) -> str | None:
 
 def build_app(service: WorkspaceService) -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver()
+    overrides = OverrideService(service.store)  # type: ignore[arg-type]
     install_error_handlers(app, logger)
 
     def caller() -> Caller:
@@ -104,6 +107,21 @@ def build_app(service: WorkspaceService) -> APIGatewayHttpResolver:
             "key changed", extra={"workspace_id": who.workspace.workspace_id, "key_id": key_id, "action": action}
         )
         return json_response(200, changed)
+
+    @app.get("/v1/workspace/price-overrides")
+    def get_overrides() -> Response[str]:
+        return json_response(200, overrides.list(caller()))
+
+    @app.post("/v1/workspace/price-overrides")
+    def post_override() -> Response[str]:
+        who = caller()
+        created = overrides.set(who, body())
+        logger.info("price override set", extra={"workspace_id": who.workspace.workspace_id})
+        return json_response(200, created)
+
+    @app.delete("/v1/workspace/price-overrides/<override_id>")
+    def delete_override(override_id: str) -> Response[str]:
+        return json_response(200, overrides.delete(caller(), unquote(override_id)))
 
     @app.get("/")
     def get_root() -> Response[str]:

@@ -518,7 +518,11 @@ def test_xai_chat_reasoning_is_folded_into_the_completion() -> None:
     """xAI counts reasoning apart from completion_tokens; folded in, it is charged once."""
     response = {
         "model": "grok-4",
-        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "completion_tokens_details": {"reasoning_tokens": 300}},
+        "usage": {
+            "prompt_tokens": 100,
+            "completion_tokens": 20,
+            "completion_tokens_details": {"reasoning_tokens": 300},
+        },
     }
     event = from_openai(response, provider="xai")
     assert (event["completion_tokens"], event.get("reasoning_tokens")) == (320, None)

@@ -1,0 +1,59 @@
+"""The owners' API for their workspace's price overrides (README, "Workspace overrides").
+
+The workspace always comes from the admin token (``Caller``), never from the request, exactly as
+for the rest of ``/v1/workspace/...``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol
+
+from costtrack_service.domain.overrides import Override, parse_override
+from costtrack_service.domain.workspace_api import Caller, invalid, not_found
+
+MAX_OVERRIDES = 200
+
+
+class OverrideStore(Protocol):
+    def get_price_overrides(self, workspace_id: str) -> list[Override]: ...
+
+    def put_price_override(self, override: Override) -> None: ...
+
+    def delete_price_override(self, workspace_id: str, override_id: str) -> bool: ...
+
+
+class OverrideService:
+    def __init__(self, store: OverrideStore) -> None:
+        self.store = store
+
+    def list(self, caller: Caller) -> dict[str, Any]:
+        overrides = self.store.get_price_overrides(caller.workspace.workspace_id)
+        ordered = sorted(overrides, key=lambda o: (o.provider, o.model or "", o.effective_from))
+        return {"overrides": [override.to_mapping() for override in ordered]}
+
+    def set(self, caller: Caller, body: object) -> dict[str, Any]:
+        """Create or replace the override of a scope (provider, model, start)."""
+        if not isinstance(body, dict):
+            raise invalid("body", "the body must be a JSON object: provider, model, discount_percent or rates")
+        unknown = sorted(
+            set(body) - {"provider", "model", "discount_percent", "rates", "effective_from", "effective_to", "note"}
+        )
+        if unknown:
+            raise invalid(unknown[0], f"unknown field {unknown[0]!r}")
+        try:
+            override = parse_override(caller.workspace.workspace_id, body)
+        except ValueError as exc:
+            # parse_override's messages start with the field they are about ("rates: …").
+            field = re.split(r"[ /:]", str(exc), maxsplit=1)[0]
+            raise invalid(field or "body", str(exc)) from None
+        existing = self.store.get_price_overrides(caller.workspace.workspace_id)
+        if len(existing) >= MAX_OVERRIDES and override.override_id not in {o.override_id for o in existing}:
+            raise invalid("body", f"a workspace has at most {MAX_OVERRIDES} price overrides")
+        self.store.put_price_override(override)
+        return {"override": override.to_mapping()}
+
+    def delete(self, caller: Caller, override_id: str) -> dict[str, Any]:
+        if len(override_id) > 600 or not self.store.delete_price_override(caller.workspace.workspace_id, override_id):
+            raise not_found("price override")
+        return {"deleted": override_id}
