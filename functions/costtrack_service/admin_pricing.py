@@ -48,8 +48,17 @@ def pricing_import(store: DynamoStore, args: argparse.Namespace) -> None:
     except CatalogueError as exc:
         raise AdminError(str(exc)) from None
     added = sum(store.put_price_entry(entry) for entry in entries)
+    filled = backfill(store) if added else {"priced": 0, "added_cost": "0"}
     data = {"source": args.file, "entries": len(entries), "added": added, "unchanged": len(entries) - added}
-    emit(args, data, lambda: f"imported {args.file}: {added} added, {data['unchanged']} already present")
+    data["backfill"] = filled
+    emit(
+        args,
+        data,
+        lambda: (
+            f"imported {args.file}: {added} added, {data['unchanged']} already present; "
+            f"backfill: {filled['priced']} unpriced events priced (+{filled['added_cost']} USD)"
+        ),
+    )
 
 
 def pricing_list(store: DynamoStore, args: argparse.Namespace) -> None:
