@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation, localcontext
+from functools import lru_cache
 from typing import Any
 
 from costtrack.validation import PRICING_COUNT_PARENTS
@@ -210,19 +211,27 @@ class Quote:
     usage_inconsistent: bool
 
 
-def quote(sheet: PriceSheet, units: Mapping[str, int], registry: UnitRegistry) -> Quote:
+@lru_cache(maxsize=4096)
+def _decomposition(registry: UnitRegistry, price_keys: tuple[str, ...]) -> tuple[tuple[Unit, tuple[str, ...]], ...]:
+    """The priced units, most specific first, each with its priced descendants: what a sheet
+    with these price keys charges, worked out once per set of keys."""
     priced = sorted(
-        (registry.by_price_key[key] for key in sheet if key in registry.by_price_key),
+        (registry.by_price_key[key] for key in price_keys if key in registry.by_price_key),
         key=lambda unit: (-len(unit.dimensions), unit.usage_key),
     )
+    return tuple(
+        (unit, tuple(other.usage_key for other in priced if other is not unit and unit.contains(other)))
+        for unit in priced
+        if unit.usage_key != REQUESTS
+    )
+
+
+def quote(sheet: PriceSheet, units: Mapping[str, int], registry: UnitRegistry) -> Quote:
     input_tokens = units.get("input_tokens", 0)
     leaves: dict[str, int] = {}
     inconsistent = False
-    for unit in priced:
-        if unit.usage_key == REQUESTS:
-            continue
-        descendants = (leaves[other.usage_key] for other in priced if other is not unit and unit.contains(other))
-        leaf = units.get(unit.usage_key, 0) - sum(descendants)
+    for unit, descendants in _decomposition(registry, tuple(sheet)):
+        leaf = units.get(unit.usage_key, 0) - sum(leaves[key] for key in descendants)
         if leaf < 0:
             # The client reported more of a part than of the whole (more cached tokens than
             # prompt tokens, say): charge what is certain and say so, never a negative cost.

@@ -103,20 +103,27 @@ class ProviderBook:
 def find_model(model_name: str, book: ProviderBook, books: Callable[[str], ProviderBook]) -> Found | None:
     """The model ``model_name`` refers to (steps 1 to 4 above)."""
     name = normalize_name(model_name)
-    names = [name]
-    dashed = dashed_date_form(name)
-    if dashed != name:
-        names.append(dashed)
-    for attempt, candidate in enumerate(names):
-        found = book.own_model(candidate)
-        if found is not None:
-            model, kind = found
-            return Found(book, model, MatchKind.DATED if attempt else kind)
-        for other in book.fallback:
-            fallback_book = books(other)
-            found = fallback_book.own_model(candidate)
-            if found is not None:
-                return Found(fallback_book, found[0], MatchKind.FALLBACK)
+    found = _find(name, book, books)
+    if found is None:
+        dashed = dashed_date_form(name)
+        if (
+            dashed != name
+            and (found := _find(dashed, book, books)) is not None
+            and found.kind is not MatchKind.FALLBACK
+        ):
+            found = Found(found.book, found.model, MatchKind.DATED)
+    return found
+
+
+def _find(name: str, book: ProviderBook, books: Callable[[str], ProviderBook]) -> Found | None:
+    found = book.own_model(name)
+    if found is not None:
+        return Found(book, found[0], found[1])
+    for other in book.fallback:
+        fallback_book = books(other)
+        in_fallback = fallback_book.own_model(name)
+        if in_fallback is not None:
+            return Found(fallback_book, in_fallback[0], MatchKind.FALLBACK)
     return None
 
 
