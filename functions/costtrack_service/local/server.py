@@ -270,6 +270,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # The listen backlog: socketserver's default of 5 makes the kernel reset the 6th connection
+    # that arrives while the accept loop is busy (20 concurrent clients were enough). The kernel
+    # caps it at net.core.somaxconn (4096 on current Linux).
+    request_queue_size = 1024
 
     def __init__(self, address: tuple[str, int], routes: list[Route], containers: Containers, access_log: bool) -> None:
         super().__init__(address, _RequestHandler)
