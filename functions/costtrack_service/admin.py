@@ -22,6 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from costtrack_service.admin_output import AdminError, emit, table
 from costtrack_service.admin_pricing import add_pricing_parser
 from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.ingestion import StoreUnavailable
 from costtrack_service.domain.keys import ADMIN, INGEST, KEY_TRANSITIONS, KeyRecord
 from costtrack_service.domain.pricing import parse_timestamp
 from costtrack_service.domain.quota import FREE, INACTIVE, PAID, PLAN_STATUSES, TIERS, WorkspaceState, billing_period
@@ -393,5 +394,8 @@ def run_admin(args: argparse.Namespace, cloudformation: Any = None) -> int:
         return 1
     except BotoCoreError as exc:
         print(f"costtrack admin: cannot reach DynamoDB: {exc} (is make dev running?)", file=sys.stderr)
+        return 1
+    except StoreUnavailable as exc:  # throttled, or no answer at all: nothing was changed
+        print(f"costtrack admin: DynamoDB is busy or cannot be reached ({exc}); is make dev running?", file=sys.stderr)
         return 1
     return 0

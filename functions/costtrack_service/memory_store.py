@@ -66,7 +66,7 @@ class MemoryStore:
 
     # -- IngestStore ----------------------------------------------------------------------
 
-    def get_key(self, key_hash: str) -> KeyRecord | None:
+    def get_key(self, key_hash: str, *, consistent: bool = False) -> KeyRecord | None:
         return self.keys.get(key_hash)
 
     def get_workspace(self, workspace_id: str, *, consistent: bool = False) -> WorkspaceState | None:

@@ -11,6 +11,11 @@ The ingestion path costs one conditional ``TransactWriteItems`` per accepted eve
 When the transaction is cancelled, every failed item comes back as it is now
 (``ReturnValuesOnConditionCheckFailure=ALL_OLD``); :meth:`DynamoStore.record_event` turns those
 into a :class:`~costtrack_service.domain.ingestion.WriteRejected` and the domain decides.
+
+Every call of the store's client, whatever method makes it (pages and waiters included), has
+its failures translated in one place, :func:`unavailable_error`: throttling, capacity and
+DynamoDB's own outages become :class:`StoreUnavailable`, which every route answers with ``503``
+and ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as EndpointUnreachable
 
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.events import UsageEvent
@@ -76,6 +82,10 @@ _TRANSIENT_CODES = frozenset(
     }
 )
 _TRANSIENT_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
+# A plain write that meets a transaction holding its item; record_event retries its own.
+_TRANSACTION_CONFLICT = "TransactionConflictException"
+_TRANSACT_WRITE = "TransactWriteItems"
+_ERRORS_HOOK = "costtrack-store-unavailable"
 
 _USAGE_FIELDS = (
     "prompt_tokens",
@@ -129,11 +139,53 @@ def dynamodb_client(
     return client
 
 
+def unavailable_error(error: BaseException, operation: str = "") -> StoreUnavailable | None:
+    """The one translation of DynamoDB failures: a :class:`StoreUnavailable` (503, retry later)
+    for throttling, exceeded capacity, DynamoDB's internal errors and an endpoint that cannot be
+    reached (each after botocore's own retries); None for anything else, which is either a
+    refusal the caller handles (a failed condition) or a bug (a 500 that pages someone)."""
+    if isinstance(error, ClientError):
+        operation = operation or error.operation_name
+        code = str(error.response.get("Error", {}).get("Code", ""))
+        return StoreUnavailable(f"{operation}: {code}") if _transient(code, operation) else None
+    if isinstance(error, EndpointUnreachable | HTTPClientError):
+        return StoreUnavailable(f"{operation or 'DynamoDB'}: {type(error).__name__}")
+    return None
+
+
+def _transient(code: str, operation: str) -> bool:
+    return code in _TRANSIENT_CODES or (code == _TRANSACTION_CONFLICT and operation != _TRANSACT_WRITE)
+
+
+def _refuse_transient_response(http_response: Any, parsed: Mapping[str, Any], model: Any, **_: Any) -> None:
+    """botocore hook, after each call's last attempt: raise StoreUnavailable instead of the
+    ClientError botocore is about to raise for a transient error."""
+    if getattr(http_response, "status_code", 200) < 300:
+        return
+    code = str((parsed.get("Error") or {}).get("Code", ""))
+    if _transient(code, model.name):
+        raise StoreUnavailable(f"{model.name}: {code}")
+
+
+def _refuse_unreachable(exception: BaseException, context: Mapping[str, Any], **_: Any) -> None:
+    """botocore hook, when a call could not get an answer at all (after its retries)."""
+    translated = unavailable_error(exception, "")
+    if translated is not None:
+        raise translated from exception
+
+
+def translate_errors(client: DynamoDBClient) -> DynamoDBClient:
+    """Make every call of ``client`` raise StoreUnavailable for transient failures (idempotent)."""
+    client.meta.events.register("after-call.dynamodb", _refuse_transient_response, unique_id=_ERRORS_HOOK)
+    client.meta.events.register("after-call-error.dynamodb", _refuse_unreachable, unique_id=_ERRORS_HOOK + "-io")
+    return client
+
+
 class DynamoStore(PriceTable):
     """costtrack's tables. Thread-safe (botocore clients are)."""
 
     def __init__(self, client: DynamoDBClient, tables: TableNames) -> None:
-        self.client = client
+        self.client = translate_errors(client)
         self.tables = tables
 
     @classmethod
@@ -167,8 +219,13 @@ class DynamoStore(PriceTable):
 
     # -- keys ---------------------------------------------------------------------------
 
-    def get_key(self, key_hash: str) -> KeyRecord | None:
-        response = self._call(self.client.get_item, TableName=self.tables.keys, Key=to_item({"key_hash": key_hash}))
+    def get_key(self, key_hash: str, *, consistent: bool = False) -> KeyRecord | None:
+        response = self._call(
+            self.client.get_item,
+            TableName=self.tables.keys,
+            Key=to_item({"key_hash": key_hash}),
+            ConsistentRead=consistent,
+        )
         item = response.get("Item")
         return _key_from_item(from_item(item)) if item else None
 
@@ -392,13 +449,17 @@ class DynamoStore(PriceTable):
             code = error.get("Code", "")
             if code == "TransactionCanceledException":
                 return _rejection(exc.response.get("CancellationReasons") or [])
-            if code == "TransactionConflictException":
+            if code == _TRANSACTION_CONFLICT:
                 return WriteRejected(conflict=True)
-            if code in _TRANSIENT_CODES:
-                raise StoreUnavailable(code) from exc
-            raise
+            translated = unavailable_error(exc, _TRANSACT_WRITE)
+            if translated is None:
+                raise
+            raise translated from exc
         except BotoCoreError as exc:  # endpoint unreachable, timeouts after botocore's retries
-            raise StoreUnavailable(type(exc).__name__) from exc
+            translated = unavailable_error(exc, _TRANSACT_WRITE)
+            if translated is None:
+                raise
+            raise translated from exc
         return None
 
     def _rollup_update(self, workspace_id: str, key: RollupKey, counts: Counts) -> dict[str, Any]:
@@ -408,14 +469,18 @@ class DynamoStore(PriceTable):
         if counts.unknown_model_events:
             expression += ", unknown_model_events :unknown"
             values[":unknown"] = counts.unknown_model_events
-        return {
-            "Update": {
-                "TableName": self.tables.rollups,
-                "Key": to_item({"workspace_id": workspace_id, "rollup_key": str(key)}),
-                "UpdateExpression": expression,
-                "ExpressionAttributeValues": to_item(values),
-            }
+        update: dict[str, Any] = {
+            "TableName": self.tables.rollups,
+            "Key": to_item({"workspace_id": workspace_id, "rollup_key": str(key)}),
         }
+        if key.hashed:
+            # The key holds a hash of a long value: the row keeps the value itself for reports.
+            expression = "SET #value = :value " + expression
+            values[":value"] = key.value
+            update["ExpressionAttributeNames"] = {"#value": "value"}
+        update["UpdateExpression"] = expression
+        update["ExpressionAttributeValues"] = to_item(values)
+        return {"Update": update}
 
     # -- backfill -------------------------------------------------------------------------
 
@@ -493,7 +558,9 @@ class DynamoStore(PriceTable):
                         Decimal(item.get("cost", 0)),
                         int(item.get("unknown_model_events", 0)),
                     )
-                    rows.append((RollupKey.parse(str(item["rollup_key"])), counts))
+                    value = item.get("value")
+                    key = RollupKey.parse(str(item["rollup_key"]), None if value is None else str(value))
+                    rows.append((key, counts))
         return rows
 
     def list_visible_events(
@@ -584,16 +651,16 @@ class DynamoStore(PriceTable):
     # -- plumbing -----------------------------------------------------------------------
 
     def _call(self, operation: Any, **kwargs: Any) -> dict[str, Any]:
-        """A read on the ingestion path: throttling and outages become StoreUnavailable (503)."""
+        """A call whose transient failures become StoreUnavailable (503) even when they do not
+        come through the client's hook (a test's stub raising ClientError itself)."""
         try:
             response: dict[str, Any] = operation(**kwargs)
             return response
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in _TRANSIENT_CODES:
-                raise StoreUnavailable(exc.response["Error"]["Code"]) from exc
-            raise
-        except BotoCoreError as exc:
-            raise StoreUnavailable(type(exc).__name__) from exc
+        except (ClientError, BotoCoreError) as exc:
+            translated = unavailable_error(exc)
+            if translated is None:
+                raise
+            raise translated from exc
 
 
 # -- the allowance write ------------------------------------------------------------------

@@ -239,6 +239,110 @@ def test_reactivation_takes_effect_within_the_negative_ttl() -> None:
     assert service.ingest(request).body["event_id"].startswith("evt_")  # accepted again
 
 
+# -- key state changes: the next request, with the right code (CONTRACT.md §7) ---------------
+
+
+def _deactivate_plan(harness: Harness, workspace_id: str) -> None:
+    harness.store.workspaces[workspace_id] = replace(harness.store.workspaces[workspace_id], status="inactive")
+
+
+@pytest.mark.parametrize("state", [KeyState.REVOKED, KeyState.INACTIVE])
+@pytest.mark.parametrize(
+    "situation",
+    ["allowance used up", "plan inactive", "replay", "replay, allowance used up", "reused key", "invalid payload"],
+)
+def test_a_key_state_change_outranks_every_other_answer(harness: Harness, state: KeyState, situation: str) -> None:
+    """A warm function that holds the key as active, and has seen the plan inactive or the
+    allowance used up, still answers for the key on the very next request."""
+    workspace_id = harness.workspace(included=1 if "allowance" in situation else 5)
+    key = harness.key(workspace_id)
+    harness.send(key, idempotency_key="first")  # the key is now in the warm cache, active
+    event: Any = GPT5_EVENT
+    idempotency_key = "second"
+    if situation == "allowance used up":
+        assert harness.error(key, idempotency_key="other").code == "QUOTA_EXCEEDED"
+    elif situation == "plan inactive":
+        _deactivate_plan(harness, workspace_id)
+        assert harness.error(key, idempotency_key="other").code == "PLAN_INACTIVE"
+    elif situation == "replay":
+        idempotency_key = "first"
+    elif situation == "replay, allowance used up":
+        idempotency_key = "first"
+        assert harness.error(key, idempotency_key="other").code == "QUOTA_EXCEEDED"
+    elif situation == "reused key":
+        idempotency_key, event = "first", {**GPT5_EVENT, "prompt_tokens": 1}
+    else:
+        event = {"provider": "openai"}
+    harness.store.set_key_state(key, state)
+    error = harness.error(key, event, idempotency_key=idempotency_key)
+    expected = "REVOKED_API_KEY" if state is KeyState.REVOKED else "INACTIVE_API_KEY"
+    assert (error.code, error.status) == (expected, 401)
+
+
+def test_the_key_check_runs_before_the_plan_and_the_allowance_in_a_cancelled_write() -> None:
+    """The write's cancellation reasons name the key, the plan and the event at once: the key
+    decides (here the cached plan is still active, so the write itself meets the inactive plan)."""
+    harness = Harness()
+    workspace_id = harness.workspace()
+    key = harness.key(workspace_id)
+    harness.send(key, idempotency_key="first")
+    _deactivate_plan(harness, workspace_id)
+    harness.store.set_key_state(key, KeyState.REVOKED)
+    assert harness.error(key, idempotency_key="first").code == "REVOKED_API_KEY"
+
+
+def test_refused_keys_are_cached_at_most_one_second() -> None:
+    assert IngestSettings().key_negative_ttl_seconds <= 1.0
+    clock = [0.0]
+    store = MemoryStore()
+    service = IngestService(store, monotonic=lambda: clock[0])
+    store.add_workspace(WorkspaceState("ws", "w", PAID, "active", 10, 0, "2026-11"))
+    key = store.add_key("ws", state=KeyState.INACTIVE)
+    request = IngestRequest({"authorization": f"Bearer {key}"}, json.dumps(GPT5_EVENT).encode())
+
+    def code() -> str:
+        try:
+            service.ingest(request)
+        except ApiError as error:
+            return error.code
+        return "accepted"
+
+    assert code() == "INACTIVE_API_KEY"
+    store.set_key_state(key, KeyState.ACTIVE)  # reactivated
+    clock[0] = 1.0
+    assert code() == "accepted"
+    store.set_key_state(key, KeyState.INACTIVE)
+    assert code() == "INACTIVE_API_KEY"  # the write itself refuses it, with the key's own state
+    store.set_key_state(key, KeyState.REVOKED)  # revoked after being seen inactive
+    clock[0] = 2.0
+    assert code() == "REVOKED_API_KEY"
+
+
+def test_accepted_events_and_write_checked_replays_read_no_key() -> None:
+    store = CountingStore()
+    harness = Harness(store)
+    key = harness.key(harness.workspace())
+    for i in range(20):
+        harness.send(key, idempotency_key=f"e{i}")
+    harness.send(key, idempotency_key="e0")  # a replay found by the write, which checked the key
+    assert store.reads["key"] == 1
+
+
+def test_answers_given_without_the_write_read_the_key_once() -> None:
+    store = CountingStore()
+    harness = Harness(store)
+    workspace_id = harness.workspace(included=1)
+    key = harness.key(workspace_id)
+    harness.send(key, idempotency_key="a")
+    assert store.reads["key"] == 1
+    assert harness.error(key, idempotency_key="b").code == "QUOTA_EXCEEDED"
+    assert store.reads["key"] == 2
+    assert harness.send(key, idempotency_key="a").replayed  # found by reading: the key is read too
+    assert store.reads["key"] == 3
+    assert harness.error(key, b"{").code == "INVALID_PAYLOAD"
+    assert store.reads["key"] == 4
+
+
 # -- order of checks ------------------------------------------------------------------------
 
 
@@ -428,7 +532,7 @@ class CountingStore(MemoryStore):
         super().__init__()
         self.reads: dict[str, int] = {"key": 0, "workspace": 0, "pricing": 0}
 
-    def get_key(self, key_hash: str) -> Any:
+    def get_key(self, key_hash: str, *, consistent: bool = False) -> Any:
         self.reads["key"] += 1
         return super().get_key(key_hash)
 

@@ -15,6 +15,7 @@ from typing import Any
 from costtrack.validation import EventValidationError, ValidatedEvent, canonical_json, trim, validate_event
 from costtrack_service.domain.cost import Counts, counts_of
 from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.jsonlimits import MAX_JSON_DEPTH, too_deep
 from costtrack_service.domain.source import Source
 
 MAX_BODY_BYTES = 64 * 1024
@@ -42,11 +43,16 @@ def parse_body(body: bytes) -> object:
     try:
         text = body.decode("utf-8")
         # NaN and Infinity are not JSON, whatever Python's json module would accept.
-        return json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=_reject_constant)
     except UnicodeDecodeError:
         raise invalid_payload("body", "the request body must be UTF-8 encoded JSON") from None
-    except (ValueError, RecursionError):
+    except RecursionError:
+        raise invalid_payload("body", f"the request body must not nest deeper than {MAX_JSON_DEPTH} levels") from None
+    except ValueError:
         raise invalid_payload("body", "the request body is not valid JSON") from None
+    if too_deep(value):
+        raise invalid_payload("body", f"the request body must not nest deeper than {MAX_JSON_DEPTH} levels")
+    return value
 
 
 def parse_idempotency_key(value: str | None) -> str | None:

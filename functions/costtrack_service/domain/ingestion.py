@@ -4,6 +4,15 @@ Order of checks (CONTRACT.md §2): key (401) → payload (400/413) → plan (403
 (replay / 422) → quota (429). Reads of keys, plans and prices come from a warm function's cache;
 the one conditional write per accepted event re-checks the key state, the plan and the
 allowance, so a revoked key or an exhausted allowance is never missed because of the cache.
+
+Key states (CONTRACT.md §7: the next request, with the right code): every answer is decided on
+a key state read from the database during the request itself. An accepted event's write checks
+the key; a cancelled write returns the key's item when its check failed, and reads of its
+reasons start with the key, so a revoked key is never answered as a replay, a 403 or a 429. An
+answer given without that write (a payload error, an inactive plan or a used-up allowance seen
+before writing, a replay found by reading) first reads the key, consistently. So a warm function
+keeps an active key for a minute at no risk and accepted events read nothing; a refused key
+(unknown, inactive, revoked) is kept at most a second.
 """
 
 from __future__ import annotations
@@ -164,13 +173,19 @@ class WriteRejected:
     existing: EventRecord | None = None  # the event already stored under this idempotency key
     conflict: bool = False  # another write touched the same items at the same moment
 
+    @property
+    def key_checked(self) -> bool:
+        """Whether the write's key check ran and passed (a cancelled write reports every failed
+        condition, so a key that is not among them was active at that moment)."""
+        return not (self.key_failed or self.conflict)
+
 
 class StoreUnavailable(Exception):
     """The database is throttling or unreachable: a 503 the client should retry."""
 
 
 class IngestStore(Protocol):
-    def get_key(self, key_hash: str) -> KeyRecord | None: ...
+    def get_key(self, key_hash: str, *, consistent: bool = False) -> KeyRecord | None: ...
 
     def get_workspace(self, workspace_id: str, *, consistent: bool = False) -> WorkspaceState | None: ...
 
@@ -192,10 +207,11 @@ class IngestStore(Protocol):
 
 @dataclass(frozen=True)
 class IngestSettings:
+    # An active key may be kept long: no answer relies on its cached state (see the module notes).
     key_ttl_seconds: float = 60.0
-    # Negative answers (unknown, inactive, revoked keys) are kept briefly, so a reactivated key
-    # works again within seconds.
-    key_negative_ttl_seconds: float = 5.0
+    # Refused keys (unknown, inactive, revoked) are answered from the cache for at most a
+    # second (CONTRACT.md §7), so a reactivated key works again within one.
+    key_negative_ttl_seconds: float = 1.0
     workspace_ttl_seconds: float = 5.0
     pricing_ttl_seconds: float = 60.0
     touch_interval_seconds: float = 60.0
@@ -231,6 +247,18 @@ class IngestResult:
     status: int = 200
 
 
+#: Answers about the key itself, and answers that never depend on the key's state.
+_KEY_CODES = frozenset({"INVALID_API_KEY", "INACTIVE_API_KEY", "REVOKED_API_KEY"})
+_NOT_ABOUT_THE_CALLER = frozenset({"INTERNAL_ERROR", "UNAVAILABLE"})
+
+
+@dataclass
+class _KeyCheck:
+    """One request's note of whether the key's state came from the database during it."""
+
+    done: bool = False
+
+
 class IngestService:
     """Accepts events. One instance per warm function: it owns the read caches."""
 
@@ -257,13 +285,24 @@ class IngestService:
 
     # -- cached reads -------------------------------------------------------------------
 
-    def _key(self, key_hash: str) -> KeyRecord | None:
+    def _key(self, key_hash: str) -> tuple[KeyRecord | None, bool]:
+        """The key, and whether it was read from the database just now."""
         cached = self._keys.get(key_hash)
         if cached is not None:
-            return cached.value
-        record = self.store.get_key(key_hash)
+            return cached.value, False
+        return self._read_key(key_hash), True
+
+    def _read_key(self, key_hash: str) -> KeyRecord | None:
+        record = self.store.get_key(key_hash, consistent=True)
         self._remember_key(key_hash, record)
         return record
+
+    def _check_key(self, key_hash: str) -> None:
+        """Before an answer that no write checked the key for: read it, and answer for the key
+        instead when it is no longer active."""
+        rejection = rejection_for(self._read_key(key_hash))
+        if rejection is not None:
+            raise rejection
 
     def _remember_key(self, key_hash: str, record: KeyRecord | None) -> None:
         active = record is not None and record.state is KeyState.ACTIVE
@@ -313,12 +352,28 @@ class IngestService:
         if secret is None:
             raise invalid_key()
         key_hash = hash_secret(secret)
-        key = self._key(key_hash)
+        key, fresh_key = self._key(key_hash)
         rejection = rejection_for(key)
         if rejection is not None:
             raise rejection
         assert key is not None
 
+        checked = _KeyCheck(done=fresh_key)
+        try:
+            result = self._checks_after_the_key(request, key, key_hash, checked)
+        except ApiError as error:
+            if not checked.done and error.code not in _KEY_CODES | _NOT_ABOUT_THE_CALLER:
+                self._check_key(key_hash)  # the key outranks every other answer
+            raise
+        if not checked.done:
+            self._check_key(key_hash)  # a replay found by reading, not by the write
+        if not result.replayed:
+            self._touch(key_hash, result.record.received_at)
+        return result
+
+    def _checks_after_the_key(
+        self, request: IngestRequest, key: KeyRecord, key_hash: str, checked: _KeyCheck
+    ) -> IngestResult:
         # 2. payload
         validated = validate(parse_body(request.body))
         idempotency_key = parse_idempotency_key(request.headers.get("idempotency-key"))
@@ -333,10 +388,7 @@ class IngestService:
         record = self._price(key, workspace, event, received, idempotency_key, validated.unknown_fields)
 
         # 4 and 5: idempotency and quota, decided by one conditional write
-        result = self._record(record, key_hash, workspace, billing_period(received))
-        if not result.replayed:
-            self._touch(key_hash, record.received_at)
-        return result
+        return self._record(record, key_hash, workspace, billing_period(received), checked)
 
     def _price(
         self,
@@ -385,7 +437,9 @@ class IngestService:
             expires_at=int((received + timedelta(days=self.settings.event_retention_days)).timestamp()),
         )
 
-    def _record(self, record: EventRecord, key_hash: str, workspace: WorkspaceState, period: str) -> IngestResult:
+    def _record(
+        self, record: EventRecord, key_hash: str, workspace: WorkspaceState, period: str, checked: _KeyCheck
+    ) -> IngestResult:
         fresh = False  # is `workspace` straight from the database?
         conflicts = 0
         for _ in range(self.settings.max_conflict_retries + _MAX_STATE_CHANGES):
@@ -410,10 +464,13 @@ class IngestService:
 
             stored = replace(record, charge=plan.charge)
             rejected = self.store.record_event(stored, plan, key_hash)
+            if rejected is None or rejected.key_checked:
+                checked.done = True
             if rejected is None:
                 self._remember_workspace(workspace.workspace_id, after_charge(workspace, plan))
                 return IngestResult(body=stored.response(replayed=False), record=stored, replayed=False)
 
+            # The key first: a revoked key is never answered as a replay, a 403 or a 429.
             if rejected.key_failed:
                 self._remember_key(key_hash, rejected.key)
                 raise rejection_for(rejected.key) or invalid_key()

@@ -13,11 +13,15 @@ so the rollups always equal the sum of the accepted events, retries and races in
   groups; they are counted apart so nobody wonders where they went.
 
 Rows are small and independent, so a workspace with many features or customers never grows
-one item towards DynamoDB's size limit.
+one item towards DynamoDB's size limit. A row's sort key holds its value only while that value
+is short in UTF-8 bytes: DynamoDB refuses sort keys over 1,024 bytes, and a customer id of 256
+emoji is 1,024 bytes by itself. A longer value goes into the key as its SHA-256 and is kept
+whole in the row's ``value`` attribute, which is what reports show.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -35,23 +39,46 @@ UNKNOWN_MODELS = "unknown_model"
 #: What usage can be grouped by.
 GROUPINGS = ("feature", "model", "customer", "environment", "status", "day")
 
+#: DynamoDB's limit for a sort key, in UTF-8 bytes.
+MAX_SORT_KEY_BYTES = 1024
+#: The longest value a rollup key holds as it is (the dimension and day take at most 25 bytes).
+MAX_KEY_VALUE_BYTES = 512
+#: How a hashed value starts in a key; a value that itself starts so is hashed too, so the two
+#: kinds never meet.
+HASHED_VALUE_PREFIX = "#sha256:"
+
+
+def key_value(value: str) -> str:
+    """``value`` as a rollup key holds it: itself when it is short enough, else its hash."""
+    encoded = value.encode("utf-8", "surrogatepass")
+    if len(encoded) <= MAX_KEY_VALUE_BYTES and not value.startswith(HASHED_VALUE_PREFIX):
+        return value
+    return HASHED_VALUE_PREFIX + hashlib.sha256(encoded).hexdigest()
+
 
 @dataclass(frozen=True, order=True)
 class RollupKey:
     """``dimension#day#value``: sorts by dimension, then day, so one query reads one dimension
-    over a range of days."""
+    over a range of days. ``value`` is always the whole value; the key's text holds
+    :func:`key_value` of it."""
 
     dimension: str
     day: str  # YYYY-MM-DD, UTC
     value: str = ""
 
     def __str__(self) -> str:
-        return f"{self.dimension}#{self.day}#{self.value}"
+        return f"{self.dimension}#{self.day}#{key_value(self.value)}"
+
+    @property
+    def hashed(self) -> bool:
+        """Whether the key's text holds a hash of the value (so the row must keep the value)."""
+        return key_value(self.value) != self.value
 
     @classmethod
-    def parse(cls, text: str) -> RollupKey:
-        dimension, day, value = text.split("#", 2)
-        return cls(dimension, day, value)
+    def parse(cls, text: str, value: str | None = None) -> RollupKey:
+        """The key of a stored row: its text, and the row's ``value`` attribute when it has one."""
+        dimension, day, stored = text.split("#", 2)
+        return cls(dimension, day, stored if value is None else value)
 
     @staticmethod
     def range(dimension: str, first_day: str, last_day: str) -> tuple[str, str]:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
 from costtrack_service.domain.errors import ApiError
@@ -44,6 +45,20 @@ DEFAULT_DAYS = 30
 MAX_DAYS = 366
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
+#: Longest value of an event-list filter (customer ids are at most 256 characters).
+MAX_FILTER_CHARS = 1024
+#: The same caps as an event's provider, model and feature (CONTRACT.md §3): a binding longer
+#: than those could never match an event.
+BIND_CAPS = {"provider": 64, "model": 200, "feature": 200}
+MAX_KEY_NAME_CHARS = 100
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_LIMIT = re.compile(r"[0-9]{1,6}")
+_KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# Positions in the dashboard index, as next_cursor carries them: visible ASCII, bounded.
+_CURSOR_PARTS = {
+    "received_event": re.compile(r"[!-~]{1,64}"),
+    "event_key": re.compile(r"[kn]#[!-~]{1,255}"),
+}
 #: Query parameter -> stored event attribute, for filtering the event list.
 EVENT_FILTERS = {
     "feature": "feature",
@@ -56,7 +71,7 @@ EVENT_FILTERS = {
 
 
 class WorkspaceStore(Protocol):
-    def get_key(self, key_hash: str) -> KeyRecord | None: ...
+    def get_key(self, key_hash: str, *, consistent: bool = False) -> KeyRecord | None: ...
 
     def get_workspace(self, workspace_id: str, *, consistent: bool = False) -> WorkspaceState | None: ...
 
@@ -100,20 +115,32 @@ class Caller:
     workspace: WorkspaceState
 
 
+def encodable(text: str) -> bool:
+    """Whether ``text`` is valid Unicode (no lone surrogate), as every stored string must be."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def day_range(params: Mapping[str, str], today: date) -> tuple[str, str]:
     """``from`` and ``to`` as inclusive UTC days (default: the last 30 days, today included)."""
 
-    def parse(name: str, default: date) -> date:
+    def parse(name: str) -> date | None:
         value = params.get(name)
         if not value:
-            return default
+            return None
         try:
-            return date.fromisoformat(value[:10])
+            if _DAY.fullmatch(value):
+                return date.fromisoformat(value)
         except ValueError:
-            raise invalid(name, f"{name} must be a date, YYYY-MM-DD") from None
+            pass
+        raise invalid(name, f"{name} must be a date, YYYY-MM-DD")
 
-    last = parse("to", today)
-    first = parse("from", last - timedelta(days=DEFAULT_DAYS - 1))
+    last = parse("to") or today
+    # The default start, without stepping before the first day a date can have.
+    first = parse("from") or date.fromordinal(max(1, last.toordinal() - (DEFAULT_DAYS - 1)))
     if first > last:
         raise invalid("from", "from must not be after to")
     if (last - first).days >= MAX_DAYS:
@@ -126,15 +153,39 @@ def encode_cursor(position: Mapping[str, str]) -> str:
 
 
 def decode_cursor(cursor: str) -> dict[str, str]:
+    refusal = invalid("cursor", "cursor is not one this API returned")
+    if not cursor.isascii() or len(cursor) > 1024:
+        raise refusal
     try:
         data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (binascii.Error, ValueError):
-        raise invalid("cursor", "cursor is not one this API returned") from None
-    if not (isinstance(data, dict) and set(data) == {"received_event", "event_key"}):
-        raise invalid("cursor", "cursor is not one this API returned")
-    if not all(isinstance(value, str) for value in data.values()):
-        raise invalid("cursor", "cursor is not one this API returned")
+    except (binascii.Error, ValueError, RecursionError):
+        raise refusal from None
+    if not (isinstance(data, dict) and set(data) == set(_CURSOR_PARTS)):
+        raise refusal
+    for name, pattern in _CURSOR_PARTS.items():
+        value = data[name]
+        if not (isinstance(value, str) and pattern.fullmatch(value)):
+            raise refusal
     return data
+
+
+def event_filters(params: Mapping[str, str]) -> dict[str, str]:
+    """The event list's filters (stored attribute -> value), each checked like a parameter."""
+    filters = {}
+    for name, attribute in EVENT_FILTERS.items():
+        value = params.get(name)
+        if not value:
+            continue
+        if len(value) > MAX_FILTER_CHARS or not encodable(value):
+            raise invalid(name, f"{name} must be text of at most {MAX_FILTER_CHARS} characters")
+        filters[attribute] = value
+    return filters
+
+
+def check_key_id(key_id: str) -> str:
+    if not _KEY_ID.fullmatch(key_id):
+        raise invalid("key_id", "key_id must be a key's id, as the key list shows it (key_...)")
+    return key_id
 
 
 class WorkspaceService:
@@ -144,7 +195,8 @@ class WorkspaceService:
 
     def authenticate(self, headers: Mapping[str, str]) -> Caller:
         secret = credential_from_headers(headers, ADMIN_TOKEN_PREFIX)
-        token = self.store.get_key(hash_secret(secret)) if secret else None
+        # Consistent: a revoked token stops working on the very next request.
+        token = self.store.get_key(hash_secret(secret), consistent=True) if secret else None
         if token is None or token.kind != ADMIN or token.state is not KeyState.ACTIVE:
             raise ApiError("INVALID_ADMIN_TOKEN", "The admin token is missing, invalid or revoked.")
         workspace = self.store.get_workspace(token.workspace_id, consistent=True)
@@ -178,11 +230,11 @@ class WorkspaceService:
 
     def events(self, caller: Caller, params: Mapping[str, str]) -> dict[str, Any]:
         raw_limit = params.get("limit") or str(DEFAULT_LIMIT)
-        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_LIMIT:
+        if not _LIMIT.fullmatch(raw_limit) or not 1 <= int(raw_limit) <= MAX_LIMIT:
             raise invalid("limit", f"limit must be an integer from 1 to {MAX_LIMIT}")
         cursor = params.get("cursor")
         after = decode_cursor(cursor) if cursor else None
-        filters = {EVENT_FILTERS[name]: value for name, value in params.items() if name in EVENT_FILTERS and value}
+        filters = event_filters(params)
         records, position = self.store.list_visible_events(
             caller.workspace.workspace_id, limit=int(raw_limit), after=after, filters=filters
         )
@@ -205,8 +257,8 @@ class WorkspaceService:
         if unknown:
             raise invalid(unknown[0], f"unknown field {unknown[0]}; expected name and/or bind")
         name = body.get("name")
-        if name is not None and (not isinstance(name, str) or len(name) > 100):
-            raise invalid("name", "name must be a string of at most 100 characters")
+        if name is not None and (not isinstance(name, str) or len(name) > MAX_KEY_NAME_CHARS or not encodable(name)):
+            raise invalid("name", f"name must be text of at most {MAX_KEY_NAME_CHARS} characters")
         bound = self._binding(body.get("bind"))
         if caller.workspace.tier == FREE and bound is None:
             raise invalid("bind", "a free-plan key must be bound to one provider/model/feature")
@@ -217,21 +269,28 @@ class WorkspaceService:
     def _binding(raw: object) -> Source | None:
         if raw is None:
             return None
+        source = None
         try:
             if isinstance(raw, str):
-                return Source.parse(raw)
-            if isinstance(raw, dict) and all(
+                source = Source.parse(raw)
+            elif isinstance(raw, dict) and all(
                 isinstance(raw.get(part), str) for part in ("provider", "model", "feature")
             ):
-                return Source.parse(f"{raw['provider']}/{raw['model']}/{raw['feature']}")
+                source = Source.parse(f"{raw['provider']}/{raw['model']}/{raw['feature']}")
         except ValueError:
             pass
-        raise invalid("bind", "bind must be provider/model/feature (a string or an object with those fields)")
+        if source is None:
+            raise invalid("bind", "bind must be provider/model/feature (a string or an object with those fields)")
+        parts = source.as_dict()
+        if not all(len(parts[name]) <= cap and encodable(parts[name]) for name, cap in BIND_CAPS.items()):
+            caps = ", ".join(f"{name} {cap}" for name, cap in BIND_CAPS.items())
+            raise invalid("bind", f"bind's parts must be text of at most these lengths: {caps} characters")
+        return source
 
     def change_key(self, caller: Caller, key_id: str, action: str) -> dict[str, Any]:
         if action not in KEY_TRANSITIONS:
             raise not_found("action")
-        record = self.store.find_key(caller.workspace.workspace_id, key_id)
+        record = self.store.find_key(caller.workspace.workspace_id, check_key_id(key_id))
         if record is None or record.kind != INGEST:
             raise not_found("key")
         return {"key": self.store.change_key_state(record.key_hash, action).view()}

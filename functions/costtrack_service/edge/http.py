@@ -18,11 +18,25 @@ from costtrack_service.domain.ingestion import StoreUnavailable
 RETRY_AFTER_SECONDS = 1
 
 
+def json_text(body: Mapping[str, Any]) -> str:
+    """Compact JSON that is always valid UTF-8 text. What a client sent can come back in a body
+    (an unknown field's name in a warning), and a JSON string may hold a lone surrogate
+    (``"\\ud800"``), which no UTF-8 encoder takes: then every non-ASCII character is written as
+    a JSON escape instead, which is still exactly what was sent."""
+    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(body, separators=(",", ":"))
+    return text
+
+
 def json_response(status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> Response[str]:
     return Response(
         status_code=status,
         content_type=content_types.APPLICATION_JSON,
-        body=json.dumps(body, separators=(",", ":"), ensure_ascii=False),
+        body=json_text(body),
         headers={"Cache-Control": "no-store", **(headers or {})},
     )
 

@@ -19,7 +19,7 @@ from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from costtrack_service.domain.cost import format_decimal
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingestion import IngestRequest, IngestService, IngestSettings
+from costtrack_service.domain.ingestion import IngestRequest, IngestResult, IngestService, IngestSettings
 from costtrack_service.edge.http import (
     error_response,
     install_error_handlers,
@@ -49,34 +49,43 @@ def build_app(service: IngestService, metrics: EphemeralMetrics) -> APIGatewayHt
             logger.info("event rejected", extra={"code": error.code, "status": error.status})
             return error_response(app, error)
 
-        record = result.record
-        if result.replayed:
-            metrics.add_metric(name="EventsReplayed", unit=MetricUnit.Count, value=1)
-        else:
-            metrics.add_metric(name="EventsAccepted", unit=MetricUnit.Count, value=1)
-            # Metric values are doubles; nano-dollars keep them integral. The exact Decimal
-            # cost is the one stored with the event.
-            nano_usd = int(record.cost.scaleb(9).to_integral_value(rounding=ROUND_HALF_EVEN))
-            metrics.add_metric(name="CostNanoUSD", unit=MetricUnit.Count, value=nano_usd)
-        logger.info(
-            "event replayed" if result.replayed else "event accepted",
-            extra={
-                "workspace_id": record.workspace_id,
-                "key_id": record.key_id,
-                "event_id": record.event_id,
-                "pricing_status": record.pricing_status,
-                "dashboard_visible": record.visibility.dashboard_visible,
-                "charge": record.charge.value,
-                "cost": format_decimal(record.cost),
-            },
-        )
-        return json_response(result.status, result.body, result.headers)
+        # The event is stored: from here on nothing may keep the client from its answer.
+        response = json_response(result.status, result.body, result.headers)
+        try:
+            _count_and_log(result, metrics)
+        except Exception:
+            logger.exception("could not count or log an accepted event")
+        return response
 
     @app.get("/v1/openapi.json")
     def get_openapi() -> Response[str]:
         return json_response(200, openapi_document())
 
     return app
+
+
+def _count_and_log(result: IngestResult, metrics: EphemeralMetrics) -> None:
+    record = result.record
+    if result.replayed:
+        metrics.add_metric(name="EventsReplayed", unit=MetricUnit.Count, value=1)
+    else:
+        metrics.add_metric(name="EventsAccepted", unit=MetricUnit.Count, value=1)
+        # Metric values are doubles; nano-dollars keep them integral. The exact Decimal
+        # cost is the one stored with the event.
+        nano_usd = int(record.cost.scaleb(9).to_integral_value(rounding=ROUND_HALF_EVEN))
+        metrics.add_metric(name="CostNanoUSD", unit=MetricUnit.Count, value=nano_usd)
+    logger.info(
+        "event replayed" if result.replayed else "event accepted",
+        extra={
+            "workspace_id": record.workspace_id,
+            "key_id": record.key_id,
+            "event_id": record.event_id,
+            "pricing_status": record.pricing_status,
+            "dashboard_visible": record.visibility.dashboard_visible,
+            "charge": record.charge.value,
+            "cost": format_decimal(record.cost),
+        },
+    )
 
 
 def create_handler(service: IngestService | None = None) -> LambdaHandler:

@@ -335,7 +335,7 @@ def _workspace_paths() -> dict[str, Any]:
         }
         for name in EVENT_FILTERS
     ]
-    return {
+    paths: dict[str, Any] = {
         "/v1/workspace": {
             "get": {
                 "operationId": "getWorkspace",
@@ -414,6 +414,7 @@ def _workspace_paths() -> dict[str, Any]:
                     "201": _json("CreatedKey", "The key and its secret"),
                     "400": invalid,
                     "401": unauthorized,
+                    "413": _error("Body too large", ["INVALID_PAYLOAD"]),
                 },
             },
         },
@@ -428,6 +429,7 @@ def _workspace_paths() -> dict[str, Any]:
                 ],
                 "responses": {
                     "200": _json("KeyResult", "The key in its new state"),
+                    "400": _error("Not a key id", ["INVALID_PAYLOAD"]),
                     "401": unauthorized,
                     "404": _error("No such key in this workspace", ["NOT_FOUND"]),
                     "409": _error("Not allowed from the key's state", ["INVALID_KEY_TRANSITION"]),
@@ -435,6 +437,12 @@ def _workspace_paths() -> dict[str, Any]:
             }
         },
     }
+    # Every route reads DynamoDB, so every route can be told to come back later.
+    busy = _error("Busy; retry after Retry-After", ["UNAVAILABLE"])
+    for operations in paths.values():
+        for operation in operations.values():
+            operation["responses"]["503"] = busy
+    return paths
 
 
 @cache

@@ -20,11 +20,15 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
 
 from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.jsonlimits import MAX_JSON_DEPTH, too_deep
 from costtrack_service.domain.overrides_api import OverrideService
 from costtrack_service.domain.workspace_api import Caller, WorkspaceService, invalid
 from costtrack_service.edge.http import install_error_handlers, json_response, request_body, request_headers
 
 logger = Logger(service="costtrack-api")
+
+#: A key owner's request body is a small JSON object ({"name", "bind"}).
+MAX_BODY_BYTES = 64 * 1024
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -63,12 +67,23 @@ def build_app(service: WorkspaceService) -> APIGatewayHttpResolver:
 
     def body() -> object:
         raw = request_body(app)
+        if len(raw) > MAX_BODY_BYTES:
+            error = invalid("body", f"the body must be at most {MAX_BODY_BYTES} bytes")
+            raise ApiError(error.code, error.message, details=error.details, status=413)
         if not raw.strip():
             return None
         try:
-            return json.loads(raw)
+            value = json.loads(raw)
+        except RecursionError:
+            value = None
+            deep = True
         except ValueError:
             raise invalid("body", "the body is not valid JSON") from None
+        else:
+            deep = too_deep(value)
+        if deep:
+            raise invalid("body", f"the body must not nest deeper than {MAX_JSON_DEPTH} levels")
+        return value
 
     @app.get("/v1/workspace")
     def get_workspace() -> Response[str]:

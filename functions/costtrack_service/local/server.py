@@ -31,6 +31,8 @@ from urllib.parse import parse_qsl, urlsplit
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's own limit; the handler enforces the API's
+#: What API Gateway answers when the function fails or returns something it cannot send.
+FAILED_RESPONSE = {"statusCode": 500, "body": '{"message":"Internal Server Error"}', "headers": {}}
 
 log = logging.getLogger("costtrack.local")
 
@@ -198,6 +200,24 @@ class Containers:
         self._executor.shutdown(wait=True, cancel_futures=True)
 
 
+def _http_response(result: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Status, headers and body bytes of a Lambda proxy result (payload format 2.0)."""
+    status = int(result.get("statusCode", 200))
+    payload = result.get("body") or ""
+    data = base64.b64decode(payload) if result.get("isBase64Encoded") else str(payload).encode("utf-8")
+    headers = [(name, str(value)) for name, value in (result.get("headers") or {}).items()]
+    for name, values in (result.get("multiValueHeaders") or {}).items():
+        headers += [(name, str(value)) for value in values]
+    headers += [("Set-Cookie", str(cookie)) for cookie in result.get("cookies") or []]
+    for name, value in headers:
+        # http.server would send these as Latin-1; refuse what it could not (API Gateway would, too).
+        name.encode("latin-1")
+        value.encode("latin-1")
+        if "\r" in name + value or "\n" in name + value:
+            raise ValueError(f"header {name!r} contains a line break")
+    return status, headers, data
+
+
 class _RequestHandler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"  # keep-alive, as API Gateway offers
@@ -226,7 +246,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         started = time.perf_counter()
-        body = self._read_body()
+        try:
+            body = self._read_body()
+        except ValueError:  # a Content-Length or chunk size that is not a number
+            self.send_error(400, "Bad Request")
+            return
         if body is None:
             self.send_error(413, "Request Entity Too Large")
             return
@@ -236,18 +260,21 @@ class _RequestHandler(BaseHTTPRequestHandler):
             result = self.server.containers.invoke(function, event)
         except Exception:  # the handler itself crashed: API Gateway answers 500 then
             log.exception("handler crashed")
-            result = {"statusCode": 500, "body": '{"message":"Internal Server Error"}', "headers": {}}
-        status = int(result.get("statusCode", 200))
-        payload = result.get("body") or ""
-        data = base64.b64decode(payload) if result.get("isBase64Encoded") else str(payload).encode("utf-8")
+            result = FAILED_RESPONSE
+        if self.server.durable is not None and self.command not in ("GET", "HEAD", "OPTIONS"):
+            # What the function wrote is on disk before the client hears that it was (see LocalApi).
+            try:
+                self.server.durable()
+            except Exception:
+                log.exception("durability barrier failed")
+        try:
+            status, headers, data = _http_response(result)
+        except Exception:  # a response API Gateway could not send either: still answer
+            log.exception("invalid function response")
+            status, headers, data = _http_response(FAILED_RESPONSE)
         self.send_response(status)
-        for name, value in (result.get("headers") or {}).items():
-            self.send_header(name, str(value))
-        for name, values in (result.get("multiValueHeaders") or {}).items():
-            for value in values:
-                self.send_header(name, str(value))
-        for cookie in result.get("cookies") or []:
-            self.send_header("Set-Cookie", cookie)
+        for name, value in headers:
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         if self.command != "HEAD":
@@ -275,11 +302,19 @@ class _Server(ThreadingHTTPServer):
     # caps it at net.core.somaxconn (4096 on current Linux).
     request_queue_size = 1024
 
-    def __init__(self, address: tuple[str, int], routes: list[Route], containers: Containers, access_log: bool) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        routes: list[Route],
+        containers: Containers,
+        access_log: bool,
+        durable: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__(address, _RequestHandler)
         self.routes = routes
         self.containers = containers
         self.access_log = access_log
+        self.durable = durable
 
     def route(self, path: str) -> str:
         clean = urlsplit(path).path
@@ -292,7 +327,10 @@ class _Server(ThreadingHTTPServer):
 class LocalApi:
     """Serve Lambda handlers on 127.0.0.1, routed by path, each request in a container process.
 
-    ``config`` is passed to each route's handler factory in every container.
+    ``config`` is passed to each route's handler factory in every container. ``durable``, when
+    given, is called after a function handled a request that may have written (anything but
+    GET, HEAD, OPTIONS) and before the client gets the answer: the local stack passes a call
+    that returns once the database's acknowledged writes are on disk.
     """
 
     def __init__(
@@ -304,9 +342,10 @@ class LocalApi:
         host: str = "127.0.0.1",
         access_log: bool = False,
         max_containers: int = 4,
+        durable: Callable[[], None] | None = None,
     ) -> None:
         self.containers = Containers(routes, config, max_containers)
-        self._server = _Server((host, port), routes, self.containers, access_log)
+        self._server = _Server((host, port), routes, self.containers, access_log, durable)
         self._thread = threading.Thread(target=self._server.serve_forever, name="costtrack-local-api", daemon=True)
 
     @property

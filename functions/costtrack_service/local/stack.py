@@ -179,7 +179,14 @@ class LocalStack:
         config = {"endpoint": self.dynamo.endpoint, "table_prefix": self.table_prefix}
         if self.container_log is not None:
             config["log_file"] = str(self.container_log)
-        self.api = LocalApi(routes, config, port=self.port, access_log=self.access_log)
+        self.api = LocalApi(
+            routes,
+            config,
+            port=self.port,
+            access_log=self.access_log,
+            # --persist: an acknowledged write is on disk before the client is told (see local.dynamodb).
+            durable=self.dynamo.sync if self.persist_dir is not None else None,
+        )
         self.api.start()
         self.state = {
             "api_url": self.api.url,

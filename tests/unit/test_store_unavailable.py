@@ -1,0 +1,127 @@
+"""DynamoDB saying "later" (throttling, exceeded capacity, its own errors, or no answer at all)
+is a 503 with Retry-After on every route, whichever of the route's calls it hits: every call of
+the store's client goes through one translation (``store.unavailable_error``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.awsrequest import AWSResponse
+from moto import mock_aws
+
+from costtrack_service.domain.ingestion import IngestService, StoreUnavailable
+from costtrack_service.domain.keys import ADMIN
+from costtrack_service.domain.quota import PAID
+from costtrack_service.domain.workspace_api import WorkspaceService
+from costtrack_service.edge.ingest import create_handler
+from costtrack_service.edge.workspace import create_handler as create_api_handler
+from costtrack_service.local.server import LambdaContext
+from costtrack_service.store import DynamoStore, dynamodb_client, unavailable_error
+from costtrack_service.tables import TableNames
+
+EVENTS = Path(__file__).resolve().parents[2] / "events"
+INGEST_PATHS = ("/v1/events", "/v1/openapi.json")
+TRANSIENT = (
+    "ThrottlingException",
+    "ProvisionedThroughputExceededException",
+    "RequestLimitExceeded",
+    "InternalServerError",
+    "ServiceUnavailable",
+)
+
+
+class Throttle:
+    """Answers every DynamoDB call from the ``start``-th on (0-based) with a transient error,
+    as DynamoDB would after botocore's retries; records which operations it refused."""
+
+    def __init__(self, start: int, code: str) -> None:
+        self.start, self.code = start, code
+        self.calls = 0
+        self.refused: list[str] = []
+
+    def __call__(self, model: Any, **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+        self.calls += 1
+        if self.calls <= self.start:
+            return None
+        self.refused.append(model.name)
+        parsed = {"Error": {"Code": self.code, "Message": "injected"}, "ResponseMetadata": {"HTTPStatusCode": 400}}
+        return AWSResponse("http://dynamodb.invalid", 400, {}, None), parsed  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def dynamo() -> Iterator[DynamoStore]:
+    with mock_aws():
+        store = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), TableNames.with_prefix("busy-"))
+        store.ensure_tables()
+        yield store
+
+
+@pytest.mark.parametrize("name", sorted(path.name for path in EVENTS.glob("*.json")))
+def test_every_call_of_every_route_answers_503_when_dynamodb_is_busy(dynamo: DynamoStore, name: str) -> None:
+    workspace = dynamo.create_workspace("busy", tier=PAID, included_events=100)
+    key, record = dynamo.create_key(workspace.workspace_id)
+    token, _ = dynamo.create_key(workspace.workspace_id, kind=ADMIN)
+    text = (EVENTS / name).read_text()
+    text = text.replace("ct_REPLACE_WITH_AN_INGESTION_KEY", key).replace("cta_REPLACE_WITH_AN_ADMIN_TOKEN", token)
+    text = text.replace("key_REPLACE_WITH_A_KEY_ID", record.key_id)
+    event = json.loads(text)
+
+    for start in range(40):
+        # A fresh client and service each time: a cold function, so every call happens.
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        throttle = Throttle(start, TRANSIENT[start % len(TRANSIENT)])
+        client.meta.events.register("before-call.dynamodb", throttle)  # type: ignore[arg-type]
+        store = DynamoStore(client, dynamo.tables)
+        if event["rawPath"] in INGEST_PATHS:
+            handler = create_handler(IngestService(store))
+        else:
+            handler = create_api_handler(WorkspaceService(store))
+        result = handler(json.loads(json.dumps(event)), LambdaContext("busy"))
+        if not throttle.refused:
+            assert result["statusCode"] in (200, 201), result["body"]
+            break  # every call of this route has been refused once
+        if result["statusCode"] in (200, 201):
+            # Only the key's last-used note may fail quietly: it is written after the event.
+            assert event["rawPath"] == "/v1/events" and set(throttle.refused) == {"UpdateItem"}, throttle.refused
+            continue
+        body = json.loads(result["body"])
+        assert (result["statusCode"], body["error"]["code"]) == (503, "UNAVAILABLE"), (start, result["body"])
+        assert result["headers"]["Retry-After"] == "1"
+    else:
+        pytest.fail("the route never completed")
+
+
+@pytest.mark.parametrize("code", TRANSIENT)
+def test_transient_codes_become_store_unavailable(code: str) -> None:
+    from botocore.exceptions import ClientError
+
+    error = ClientError({"Error": {"Code": code, "Message": "x"}}, "Query")
+    assert isinstance(unavailable_error(error), StoreUnavailable)
+
+
+def test_refusals_and_bugs_are_not_translated() -> None:
+    from botocore.exceptions import ClientError
+
+    for code in ("ConditionalCheckFailedException", "ValidationException", "ResourceNotFoundException"):
+        assert unavailable_error(ClientError({"Error": {"Code": code, "Message": "x"}}, "PutItem")) is None
+    conflict = ClientError({"Error": {"Code": "TransactionConflictException", "Message": "x"}}, "UpdateItem")
+    assert isinstance(unavailable_error(conflict), StoreUnavailable)  # a plain write met a transaction
+    assert unavailable_error(conflict, "TransactWriteItems") is None  # the ingestion write retries its own
+
+
+def test_an_unreachable_database_is_store_unavailable_on_every_kind_of_call() -> None:
+    """Nothing listens on port 9: pages, single calls and the ingestion read all say 503."""
+    credentials = {"aws_access_key_id": "x", "aws_secret_access_key": "x"}
+    client = dynamodb_client("http://127.0.0.1:9", "us-east-1", credentials)
+    store = DynamoStore(client, TableNames.with_prefix("nowhere-"))
+    with pytest.raises(StoreUnavailable):
+        store.list_keys("ws_1")  # a paginator
+    with pytest.raises(StoreUnavailable):
+        store.find_key("ws_1", "key_1")
+    with pytest.raises(StoreUnavailable):
+        store.get_key("0" * 64, consistent=True)
