@@ -392,10 +392,7 @@ def run_admin(args: argparse.Namespace, cloudformation: Any = None) -> int:
         )
         print(f"costtrack admin: DynamoDB said {error.get('Code')}: {error.get('Message')}{hint}", file=sys.stderr)
         return 1
-    except BotoCoreError as exc:
-        print(f"costtrack admin: cannot reach DynamoDB: {exc} (is make dev running?)", file=sys.stderr)
-        return 1
-    except StoreUnavailable as exc:  # throttled, or no answer at all: nothing was changed
-        print(f"costtrack admin: DynamoDB is busy or cannot be reached ({exc}); is make dev running?", file=sys.stderr)
+    except (BotoCoreError, StoreUnavailable) as exc:  # unreachable, or throttled: nothing was changed
+        print(f"costtrack admin: DynamoDB is busy or cannot be reached: {exc} (is make dev running?)", file=sys.stderr)
         return 1
     return 0
