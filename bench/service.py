@@ -37,8 +37,7 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 CPU_EVENTS = 5_000
 CPU_WARMUP = 500
-DDB_WARMUP = 20
-DDB_EVENTS = 300
+CPU_BATCHES = 100
 IMPORT_RUNS = 7
 
 # AWS list prices, us-east-1, as published (USD).
@@ -128,7 +127,32 @@ def handler_cpu() -> dict[str, float]:
         finally:
             sys.stdout = stdout
             logger.registered_handler.setStream(previous_stream)
-    return {"handler_cpu_us_median": statistics.median(samples), "handler_cpu_us_p99": percentile(samples, 0.99)}
+    batch_samples = []
+    with open(os.devnull, "w") as devnull:
+        previous_stream = logger.registered_handler.setStream(devnull)
+        stdout, sys.stdout = sys.stdout, devnull
+        try:
+            for number in range(CPU_BATCHES + 5):
+                event = api_event(key, f"batch-{number}")
+                del event["headers"]["idempotency-key"]
+                event["body"] = json.dumps(
+                    {"batch": [{"idempotency_key": f"cpu-b{number}-{n}", "event": EVENT} for n in range(100)]}
+                )
+                started = time.thread_time_ns()
+                result = handler(event, context)
+                elapsed = time.thread_time_ns() - started
+                if result["statusCode"] != 200:
+                    raise RuntimeError(result["body"])
+                if number >= 5:
+                    batch_samples.append(elapsed / 1000 / 100)
+        finally:
+            sys.stdout = stdout
+            logger.registered_handler.setStream(previous_stream)
+    return {
+        "handler_cpu_us_median": statistics.median(samples),
+        "handler_cpu_us_p99": percentile(samples, 0.99),
+        "handler_cpu_us_per_event_batched": statistics.median(batch_samples),
+    }
 
 
 # -- pricing ----------------------------------------------------------------------------------
@@ -167,105 +191,108 @@ def pricing() -> dict[str, float]:
 # -- DynamoDB round trips and capacity ----------------------------------------------------------
 
 
-def attribute_size(value: dict[str, Any]) -> int:
-    """DynamoDB's size rules for one attribute value (in the low-level wire form)."""
-    ((kind, data),) = value.items()
-    if kind == "S":
-        return len(data.encode("utf-8"))
-    if kind == "N":
-        digits = data.lstrip("-").replace(".", "").lstrip("0") or "0"
-        return math.ceil(len(digits) / 2) + 1
-    if kind == "B":
-        return len(data)
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind == "M":
-        return 3 + sum(len(name.encode()) + attribute_size(item) + 1 for name, item in data.items())
-    if kind == "L":
-        return 3 + sum(attribute_size(item) + 1 for item in data)
-    if kind in ("SS", "NS", "BS"):
-        return sum(attribute_size({kind[0]: item}) for item in data)
-    raise ValueError(kind)
-
-
-def item_size(item: dict[str, Any]) -> int:
-    return sum(len(name.encode("utf-8")) + attribute_size(value) for name, value in item.items())
+BUSY_EVENTS = 10_000  # one workspace, one key, at batch 100
+SINGLE_EVENTS = 1_000  # one event per request, as before batches
+TARGET_EPS = 10_000
+TRANSACTION_SECONDS = 0.010
 
 
 def dynamodb_costs() -> dict[str, float]:
+    """Replay events of one workspace and one key through the real store on DynamoDB Local, in
+    batches of 100 and one by one, recording what each transaction touches and costs."""
     import boto3
 
     from costtrack_service.domain.ingestion import IngestRequest, IngestService
     from costtrack_service.domain.quota import PAID
     from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
+    from costtrack_service.local.item_size import item_size, write_units
     from costtrack_service.store import DynamoStore, dynamodb_client
     from costtrack_service.tables import TableNames
 
+    figures: dict[str, float] = {}
     with LocalDynamo() as dynamo:
         tables = TableNames.with_prefix("bench-")
         store = DynamoStore(dynamodb_client(dynamo.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS), tables)
         store.ensure_tables()
-        workspace = store.create_workspace("bench", tier=PAID, included_events=10**9)
-        key, _ = store.create_key(workspace.workspace_id)
+        raw = boto3.client("dynamodb", endpoint_url=dynamo.endpoint, region_name=LOCAL_REGION, **LOCAL_CREDENTIALS)
 
-        client = dynamodb_client(dynamo.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS)
-        calls: list[str] = []
-        reported: list[float] = []
-        written: list[list[tuple[str, dict[str, Any]]]] = []
+        for mode, batch, events in (("batched", 100, BUSY_EVENTS), ("single", 1, SINGLE_EVENTS)):
+            workspace = store.create_workspace(f"bench-{mode}", tier=PAID, included_events=10**9)
+            key, _ = store.create_key(workspace.workspace_id)
+            client = dynamodb_client(dynamo.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS)
+            calls: list[str] = []
+            written: list[list[tuple[str, dict[str, Any]]]] = []
 
-        def before(params: dict[str, Any], model: Any, **_: Any) -> None:
-            calls.append(model.name)
-            if model.name == "TransactWriteItems":
-                params["ReturnConsumedCapacity"] = "TOTAL"
-                written.append([(kind, body) for item in params["TransactItems"] for kind, body in item.items()])
+            def before(params: dict[str, Any], model: Any, **_: Any) -> None:
+                calls.append(model.name)  # noqa: B023 - each mode registers on its own client
+                if model.name == "TransactWriteItems":
+                    written.append([(k, body) for item in params["TransactItems"] for k, body in item.items()])  # noqa: B023
 
-        def after(parsed: dict[str, Any], model: Any, **_: Any) -> None:
-            if model.name == "TransactWriteItems":
-                reported.append(sum(entry.get("CapacityUnits", 0) for entry in parsed.get("ConsumedCapacity", [])))
-
-        client.meta.events.register("provide-client-params.dynamodb.*", before)
-        client.meta.events.register("after-call.dynamodb.*", after)
-        service = IngestService(DynamoStore(client, tables))
-
-        timings = []
-        for n in range(DDB_WARMUP + DDB_EVENTS):
-            if n == DDB_WARMUP:  # the warm-up filled the caches; count from here
-                calls.clear()
-                reported.clear()
-                written.clear()
-            started = time.perf_counter()
-            request = IngestRequest(
-                {"authorization": f"Bearer {key}", "idempotency-key": f"ddb-{n}"}, json.dumps(EVENT).encode()
-            )
-            service.ingest(request)
-            if n >= DDB_WARMUP:
+            client.meta.events.register("provide-client-params.dynamodb.*", before)
+            service = IngestService(DynamoStore(client, tables))
+            send = _sender(service, key, batch, IngestRequest)
+            send(0)  # the warm-up fills the caches
+            calls.clear()
+            written.clear()
+            timings = []
+            for start in range(1, events // batch + 1):
+                started = time.perf_counter()
+                send(start)
                 timings.append((time.perf_counter() - started) * 1000)
 
-        # AWS's rule: 2 WCU per transactional item per started KB of the item (the larger of its
-        # before and after images for an update; their after image is what we read back).
-        raw = boto3.client("dynamodb", endpoint_url=dynamo.endpoint, region_name=LOCAL_REGION, **LOCAL_CREDENTIALS)
-        documented = []
-        for transaction in written:
+            # Items touched: busiest item's transactions at the target rate x one transaction's time.
+            touched: dict[tuple[str, str], int] = {}
+            for transaction in written:
+                for _kind, body in transaction:
+                    item = (body["TableName"], json.dumps(body.get("Key") or _key_of(body), sort_keys=True))
+                    touched[item] = touched.get(item, 0) + 1
+            busiest = max(touched.values())
+            # AWS's rule: 2 WCU per transactional item per started KB (for an update, the larger
+            # image; the item as read back afterwards is its after image).
             units = 0
-            for kind, body in transaction:
-                item = (
-                    body["Item"]
-                    if kind == "Put"
-                    else raw.get_item(TableName=body["TableName"], Key=body["Key"])["Item"]
-                )
-                units += 2 * max(1, math.ceil(item_size(item) / 1024))
-            documented.append(units)
-        transactions = len(written)
-    events = DDB_EVENTS
-    return {
-        "ddb_round_trips_per_event": len(calls) / events,
-        "ddb_transactions_per_event": transactions / events,
-        "ddb_items_per_transaction": statistics.mean(len(t) for t in written),
-        "ddb_wcu_per_event": statistics.mean(documented),
-        "ddb_wcu_per_event_reported_by_dynamodb_local": statistics.mean(reported),
-        "ddb_rru_per_event": sum(1 for call in calls if call in ("GetItem", "Query")) / events,
-        "ingest_local_ms_median": statistics.median(timings),
-    }
+            for transaction in written:
+                for kind, body in transaction:
+                    item = (
+                        body["Item"]
+                        if kind == "Put"
+                        else raw.get_item(TableName=body["TableName"], Key=body["Key"])["Item"]
+                    )
+                    units += write_units(item_size(item), transactional=True)
+            suffix = "" if mode == "batched" else "_single"
+            figures[f"hot_item_busy_fraction_at_10k_eps{suffix}"] = busiest * TARGET_EPS / events * TRANSACTION_SECONDS
+            figures[f"ddb_wcu_per_event{suffix}"] = units / events
+            figures[f"ddb_transactions_per_event{suffix}"] = len(written) / events
+            figures[f"ddb_rru_per_event{suffix}"] = (
+                sum(1 for c in calls if c in ("GetItem", "Query", "BatchGetItem")) / events
+            )
+            figures[f"ingest_local_ms_per_request{suffix}"] = statistics.median(timings)
+            figures[f"events_per_request{suffix}"] = batch
+    # Before batches and shards every event was one transaction through the workspace item.
+    figures["hot_item_busy_fraction_at_10k_eps_before"] = TARGET_EPS * TRANSACTION_SECONDS
+    return figures
+
+
+def _key_of(body: dict[str, Any]) -> dict[str, Any]:
+    """A Put's primary key: the attributes of the events table's key."""
+    return {name: body["Item"][name] for name in ("partition", "event_key") if name in body["Item"]}
+
+
+def _sender(service: Any, key: str, batch: int, request: Any) -> Any:
+    def send(number: int) -> None:
+        if batch == 1:
+            body = json.dumps(EVENT).encode()
+            answer = service.ingest(
+                request({"authorization": f"Bearer {key}", "idempotency-key": f"one-{number}"}, body)
+            )
+            if answer.status != 200:
+                raise RuntimeError(answer.body)
+            return
+        items = [{"idempotency_key": f"b-{number}-{n}", "event": EVENT} for n in range(batch)]
+        answer = service.ingest(request({"authorization": f"Bearer {key}"}, json.dumps({"batch": items}).encode()))
+        if any(result["status"] != 200 for result in answer.body["results"]):
+            raise RuntimeError(answer.body)
+
+    return send
 
 
 # -- cold imports -------------------------------------------------------------------------------
@@ -303,36 +330,42 @@ def cold_imports() -> dict[str, float]:
 # -- money --------------------------------------------------------------------------------------
 
 
-def cost_per_million(figures: dict[str, float]) -> tuple[dict[str, float], list[str]]:
-    duration_ms = Decimal(str(round(figures["ingest_local_ms_median"], 3)))
+def cost_per_million(figures: dict[str, float], suffix: str = "") -> tuple[dict[str, float], list[str]]:
+    """AWS list price per million accepted events, sent ``events_per_request`` to a request."""
+    per_request = Decimal(str(figures[f"events_per_request{suffix}"]))
+    duration_ms = Decimal(str(round(figures[f"ingest_local_ms_per_request{suffix}"], 3)))
     billed_ms = Decimal(math.ceil(duration_ms))  # Lambda bills whole milliseconds
     gb_seconds = Decimal(LAMBDA_MEMORY_MB) / 1024 * billed_ms / 1000
-    wru = Decimal(str(figures["ddb_wcu_per_event"]))
-    rru = Decimal(str(figures["ddb_rru_per_event"]))
+    requests = Decimal(1_000_000) / per_request
+    wru = Decimal(str(round(figures[f"ddb_wcu_per_event{suffix}"], 4)))
+    rru = Decimal(str(round(figures[f"ddb_rru_per_event{suffix}"], 4)))
     parts = {
-        "API Gateway HTTP API": HTTP_API_PER_MILLION,
-        "Lambda requests": LAMBDA_REQUEST_PER_MILLION,
-        "Lambda duration": gb_seconds * LAMBDA_ARM_GB_SECOND * 1_000_000,
+        "API Gateway HTTP API": HTTP_API_PER_MILLION * requests / 1_000_000,
+        "Lambda requests": LAMBDA_REQUEST_PER_MILLION * requests / 1_000_000,
+        "Lambda duration": gb_seconds * LAMBDA_ARM_GB_SECOND * requests,
         "DynamoDB writes": wru * DYNAMODB_WRU_PER_MILLION,
         "DynamoDB reads": rru * DYNAMODB_RRU_PER_MILLION,
     }
     total = sum(parts.values(), Decimal(0))
     lines = [
-        f"  HTTP API        {HTTP_API_PER_MILLION} USD per million requests",
-        f"  Lambda requests {LAMBDA_REQUEST_PER_MILLION} USD per million",
-        f"  Lambda duration {LAMBDA_MEMORY_MB} MB x {billed_ms} ms (measured {duration_ms} ms on DynamoDB Local) = "
-        f"{gb_seconds} GB-s x {LAMBDA_ARM_GB_SECOND} USD x 1e6 = {parts['Lambda duration']:.4f} USD",
-        f"  DynamoDB writes {wru} WRU x {DYNAMODB_WRU_PER_MILLION} USD per million = "
+        f"  at {per_request} events per request: {requests:.0f} requests per million events",
+        f"  HTTP API        {requests:.0f} requests x {HTTP_API_PER_MILLION} USD per million = "
+        f"{parts['API Gateway HTTP API']:.4f} USD (each request under 512 KB: one metered request)",
+        f"  Lambda requests {requests:.0f} x {LAMBDA_REQUEST_PER_MILLION} USD per million = "
+        f"{parts['Lambda requests']:.4f} USD",
+        f"  Lambda duration {requests:.0f} x {LAMBDA_MEMORY_MB} MB x {billed_ms} ms "
+        f"(measured {duration_ms} ms a request on DynamoDB Local) = "
+        f"{gb_seconds * requests:.1f} GB-s x {LAMBDA_ARM_GB_SECOND} USD = "
+        f"{parts['Lambda duration']:.4f} USD",
+        f"  DynamoDB writes {wru} WRU per event x {DYNAMODB_WRU_PER_MILLION} USD per million = "
         f"{parts['DynamoDB writes']:.4f} USD",
-        f"  DynamoDB reads  {rru} RRU x {DYNAMODB_RRU_PER_MILLION} USD per million = {parts['DynamoDB reads']:.4f} USD",
+        f"  DynamoDB reads  {rru} RRU per event x {DYNAMODB_RRU_PER_MILLION} USD per million = "
+        f"{parts['DynamoDB reads']:.4f} USD",
         f"  total           {total:.4f} USD per million accepted events",
         f"  Langfuse Cloud  {LANGFUSE_OVERAGE_PER_MILLION} USD per million units of overage "
         f"({LANGFUSE_OVERAGE_PER_MILLION / total:.1f}x)",
     ]
-    return {
-        "usd_per_million_events": float(round(total, 4)),
-        "langfuse_overage_usd_per_million": float(LANGFUSE_OVERAGE_PER_MILLION),
-    }, lines
+    return {f"usd_per_million_events{suffix}": float(round(total, 4))}, lines
 
 
 def main() -> None:
@@ -343,13 +376,18 @@ def main() -> None:
     figures.update(dynamodb_costs())
     figures.update(cold_imports())
     money, arithmetic = cost_per_million(figures)
+    single, single_arithmetic = cost_per_million(figures, "_single")
     figures.update(money)
+    figures.update(single)
+    figures["langfuse_overage_usd_per_million"] = float(LANGFUSE_OVERAGE_PER_MILLION)
     width = max(len(name) for name in figures)
     print("costtrack service benchmark")
     for name, value in figures.items():
         print(f"  {name:<{width}}  {value:>12.3f}")
-    print("cost per million accepted events (AWS list prices, us-east-1):")
+    print("cost per million accepted events (AWS list prices, us-east-1), in batches of 100:")
     print("\n".join(arithmetic))
+    print("one event per request:")
+    print("\n".join(single_arithmetic))
     print(json.dumps({name: round(value, 4) for name, value in figures.items()}))
 
 

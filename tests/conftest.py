@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -98,3 +99,13 @@ def workspace_factory(local_stack: Any) -> Any:
         return workspace.workspace_id, secret
 
     return make
+
+
+def month_usage(store: Any, workspace_id: str) -> Any:
+    """What this month used of a workspace's plan, as owners see it (from the ``charge`` rollups
+    and the credit shards: the workspace item holds leases, not uses)."""
+    from costtrack_service.domain.quota import billing_period
+
+    workspace = store.get_workspace(workspace_id, consistent=True)
+    assert workspace is not None
+    return store.usage(workspace, billing_period(datetime.now(UTC)))

@@ -22,10 +22,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 from costtrack_service.admin_output import AdminError, emit, table
 from costtrack_service.admin_pricing import add_pricing_parser
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingestion import StoreUnavailable
 from costtrack_service.domain.keys import ADMIN, INGEST, KEY_TRANSITIONS, KeyRecord
 from costtrack_service.domain.pricing import parse_timestamp
 from costtrack_service.domain.quota import FREE, INACTIVE, PAID, PLAN_STATUSES, TIERS, WorkspaceState, billing_period
+from costtrack_service.domain.records import StoreUnavailable
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.usage import GROUPINGS, dimensions_for, report
 from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS
@@ -76,8 +76,9 @@ def _store_from_stack(stack: str, region: str | None, cloudformation: Any) -> Dy
     return DynamoStore(dynamodb_client(None, region), tables)
 
 
-def workspace_dict(workspace: WorkspaceState) -> dict[str, Any]:
-    return workspace.view(billing_period(datetime.now(UTC)))
+def workspace_dict(store: DynamoStore, workspace: WorkspaceState) -> dict[str, Any]:
+    period = billing_period(datetime.now(UTC))
+    return workspace.view(period, store.usage(workspace, period))
 
 
 def key_dict(record: KeyRecord) -> dict[str, Any]:
@@ -108,7 +109,7 @@ def workspace_create(store: DynamoStore, args: argparse.Namespace) -> None:
         credits=args.credits,
         status=INACTIVE if args.inactive else "active",
     )
-    data = workspace_dict(workspace)
+    data = workspace_dict(store, workspace)
     hint = "" if args.plan == PAID else "\nfree-plan keys need a binding: costtrack admin key create WS --bind p/m/f"
     emit(args, data, lambda: describe_workspace(data) + hint)
 
@@ -121,13 +122,13 @@ def _workspace(store: DynamoStore, workspace_id: str) -> WorkspaceState:
 
 
 def workspace_show(store: DynamoStore, args: argparse.Namespace) -> None:
-    data = workspace_dict(_workspace(store, args.workspace))
+    data = workspace_dict(store, _workspace(store, args.workspace))
     data["keys"] = [key_dict(key) for key in store.list_keys(args.workspace)]
     emit(args, data, lambda: describe_workspace(data) + f"\n  keys: {len(data['keys'])}")
 
 
 def workspace_list(store: DynamoStore, args: argparse.Namespace) -> None:
-    data = [workspace_dict(workspace) for workspace in store.list_workspaces()]
+    data = [workspace_dict(store, workspace) for workspace in store.list_workspaces()]
     rows = [
         (
             w["workspace_id"],
@@ -147,7 +148,7 @@ def plan_set(store: DynamoStore, args: argparse.Namespace) -> None:
     if args.tier is None and args.status is None and args.included is None:
         raise AdminError("nothing to change: give --tier, --status and/or --included")
     workspace = store.update_plan(args.workspace, tier=args.tier, status=args.status, included_events=args.included)
-    data = workspace_dict(workspace)
+    data = workspace_dict(store, workspace)
     note = ""
     if args.tier == FREE:
         unbound = [key.key_id for key in store.list_keys(args.workspace) if key.bound is None]
@@ -159,12 +160,12 @@ def plan_set(store: DynamoStore, args: argparse.Namespace) -> None:
 def plan_add_credits(store: DynamoStore, args: argparse.Namespace) -> None:
     if args.credits <= 0:
         raise AdminError("credits to add must be a positive number")
-    data = workspace_dict(store.update_plan(args.workspace, add_credits=args.credits))
+    data = workspace_dict(store, store.update_plan(args.workspace, add_credits=args.credits))
     emit(args, data, lambda: describe_workspace(data))
 
 
 def plan_usage(store: DynamoStore, args: argparse.Namespace) -> None:
-    data = workspace_dict(_workspace(store, args.workspace))
+    data = workspace_dict(store, _workspace(store, args.workspace))
     emit(args, data, lambda: describe_workspace(data))
 
 

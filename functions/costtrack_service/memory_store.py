@@ -1,25 +1,28 @@
 """An in-memory :class:`~costtrack_service.domain.ingestion.IngestStore`, atomic under a lock.
 
-For domain tests and for measuring the handler's own CPU cost without I/O. Its write is
-all-or-nothing like the DynamoDB transaction, and it accepts a charge exactly when the domain's
-``plan_charge`` on the stored workspace would choose that same charge, which is what the
-DynamoDB condition expressions state.
+For domain tests and for measuring the handler's own CPU cost without I/O. Its chunk write is
+all-or-nothing like the DynamoDB transaction and checks the same conditions the store's
+expressions state (``event_store.py``): the event key is free, each shard holds what is spent
+from it, and a lease fits the plan as the planner saw it.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from costtrack_service.domain.ingestion import EventRecord, WriteRejected
+from costtrack_service.domain.allowance import ShardId
+from costtrack_service.domain.ingestion import Chunk, ChunkRejected, Survey
 from costtrack_service.domain.keys import KeyRecord, KeyState, display_prefix, hash_secret, new_key_id, new_secret
 from costtrack_service.domain.overrides import Override
 from costtrack_service.domain.pricing import PricingEntry, format_timestamp
-from costtrack_service.domain.quota import ChargePlan, PlanInactive, WorkspaceState, after_charge, plan_charge
+from costtrack_service.domain.quota import ACTIVE, PAID, Charge, Usage, WorkspaceState
+from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.shards import SHARDS
 from costtrack_service.domain.source import Source, normalize_provider
-from costtrack_service.domain.usage import Counts, RollupKey, rollup_deltas
+from costtrack_service.domain.usage import CHARGE, Counts, RollupKey, month_usage, rollup_deltas
 
 
 class MemoryStore:
@@ -30,6 +33,7 @@ class MemoryStore:
         self.overrides: dict[str, list[Override]] = {}  # by workspace
         self.events: dict[tuple[str, str], EventRecord] = {}
         self.rollups: dict[tuple[str, RollupKey], Counts] = {}
+        self.shards: dict[tuple[str, str, ShardId], int] = {}  # (workspace, period or "", shard) -> available
         self.writes = 0
         self._lock = threading.Lock()
 
@@ -57,6 +61,22 @@ class MemoryStore:
         key_hash = hash_secret(secret)
         self.keys[key_hash] = replace(self.keys[key_hash], state=state)
 
+    def update_plan(self, workspace_id: str, **changes: object) -> WorkspaceState:
+        """What an operator's plan change does (``DynamoStore.update_plan``): change the workspace
+        item and, when the allowance is lowered or the plan deactivated, hand the month's unspent
+        included leases back to it."""
+        with self._lock:
+            workspace = replace(self.workspaces[workspace_id], **changes)  # type: ignore[arg-type]
+            if ("included_events" in changes or changes.get("status", ACTIVE) != ACTIVE) and workspace.usage_period:
+                back = 0
+                for key in list(self.shards):
+                    owner, period, (charge, _) = key
+                    if owner == workspace_id and charge is Charge.INCLUDED and period == workspace.usage_period:
+                        back += self.shards.pop(key)
+                workspace = replace(workspace, included_leased=workspace.included_leased - back)
+            self.workspaces[workspace_id] = workspace
+            return workspace
+
     def add_pricing(self, entry: PricingEntry) -> None:
         """A database-held entry (an operator's or a synced one); the bundled catalogue is built in."""
         self.pricing.setdefault(entry.provider, []).append(entry)
@@ -78,31 +98,66 @@ class MemoryStore:
     def get_price_overrides(self, workspace_id: str) -> list[Override]:
         return list(self.overrides.get(workspace_id, []))
 
-    def record_event(self, record: EventRecord, plan: ChargePlan, key_hash: str) -> WriteRejected | None:
+    def write_chunk(self, chunk: Chunk) -> ChunkRejected | None:
         with self._lock:
-            key = self.keys.get(key_hash)
-            workspace = self.workspaces.get(record.workspace_id)
-            existing = self.events.get((record.workspace_id, record.event_key))
-            try:
-                workspace_ok = workspace is not None and plan_charge(workspace, plan.period) == plan
-            except PlanInactive:
-                workspace_ok = False
-            key_ok = key is not None and key.state is KeyState.ACTIVE
-            if not (workspace_ok and key_ok and existing is None):
-                return WriteRejected(
-                    key_failed=not key_ok,
-                    key=key,
-                    workspace_failed=not workspace_ok,
-                    workspace=workspace,
-                    existing=existing,
-                )
-            assert workspace is not None
-            self.workspaces[workspace.workspace_id] = after_charge(workspace, plan)
-            self.events[(record.workspace_id, record.event_key)] = record
-            for rollup, counts in rollup_deltas(record).items():
-                self.rollups.setdefault((record.workspace_id, rollup), Counts()).add(counts)
+            workspace_id, period = chunk.workspace_id, chunk.period
+            existing = {
+                record.event_key: self.events[(workspace_id, record.event_key)]
+                for record in chunk.records
+                if (workspace_id, record.event_key) in self.events
+            }
+            short = {
+                (spend.charge, spend.shard): self._available(workspace_id, period, spend.charge, spend.shard)
+                for spend in chunk.payment.spends
+                if spend.need > 0 and self._available(workspace_id, period, spend.charge, spend.shard) < spend.need
+            }
+            central = self.workspaces.get(workspace_id)
+            leases = [spend for spend in chunk.payment.spends if spend.lease]
+            lease = sum(spend.lease for spend in leases)
+            central_ok = not leases or (central is not None and _lease_fits(central, chunk, leases[0].charge, lease))
+            if existing or short or not central_ok:
+                return ChunkRejected(existing, short, not central_ok, central if not central_ok else None)
+            for spend in chunk.payment.spends:
+                key = self._shard(workspace_id, period, spend.charge, spend.shard)
+                self.shards[key] = self.shards.get(key, 0) + spend.lease - spend.take
+            if leases:
+                assert central is not None
+                self.workspaces[workspace_id] = _leased(central, chunk, leases[0].charge, lease)
+            for record in chunk.records:
+                self.events[(workspace_id, record.event_key)] = record
+                for rollup, counts in rollup_deltas(record).items():
+                    self.rollups.setdefault((workspace_id, rollup), Counts()).add(counts)
             self.writes += 1
             return None
+
+    @staticmethod
+    def _shard(workspace_id: str, period: str, charge: Charge, shard: int) -> tuple[str, str, ShardId]:
+        return (workspace_id, period if charge is Charge.INCLUDED else "", (charge, shard))
+
+    def _available(self, workspace_id: str, period: str, charge: Charge, shard: int) -> int:
+        return self.shards.get(self._shard(workspace_id, period, charge, shard), 0)
+
+    def survey(self, workspace_id: str, period: str) -> Survey:
+        with self._lock:
+            balances = {
+                (charge, index): self._available(workspace_id, period, charge, index)
+                for charge in Charge
+                for index in range(SHARDS)
+            }
+            return Survey(self.workspaces.get(workspace_id), balances)
+
+    def find_events(self, workspace_id: str, event_keys: Sequence[str]) -> dict[str, EventRecord]:
+        return {key: self.events[(workspace_id, key)] for key in event_keys if (workspace_id, key) in self.events}
+
+    def usage(self, workspace: WorkspaceState, period: str) -> Usage:
+        rows = self.query_rollups(workspace.workspace_id, (CHARGE,), f"{period}-01", f"{period}-31")
+        included, credits = month_usage(rows)
+        leased = sum(
+            available
+            for (workspace_id, _, (charge, _)), available in self.shards.items()
+            if workspace_id == workspace.workspace_id and charge is Charge.CREDIT
+        )
+        return Usage(included, credits, workspace.credits + leased)
 
     def get_event(self, workspace_id: str, event_key: str) -> EventRecord | None:
         return self.events.get((workspace_id, event_key))
@@ -121,3 +176,28 @@ class MemoryStore:
         key = self.keys.get(key_hash)
         if key is not None:
             self.keys[key_hash] = replace(key, last_used_at=at)
+
+
+def _lease_fits(central: WorkspaceState, chunk: Chunk, charge: Charge, lease: int) -> bool:
+    """The lease's condition, as ``event_store.EventTable._lease`` states it."""
+    if central.status != ACTIVE:
+        return False
+    if charge is Charge.CREDIT:
+        return central.tier == PAID and central.credits >= lease
+    planned = chunk.payment.central
+    if planned.usage_period != chunk.period:
+        return (central.usage_period is None or central.usage_period < chunk.period) and (
+            central.included_events >= lease
+        )
+    return (
+        central.usage_period == chunk.period
+        and central.included_events == planned.included_events
+        and central.included_leased <= planned.included_events - lease
+    )
+
+
+def _leased(central: WorkspaceState, chunk: Chunk, charge: Charge, lease: int) -> WorkspaceState:
+    if charge is Charge.CREDIT:
+        return replace(central, credits=central.credits - lease)
+    leased = central.included_leased_in(chunk.period) + lease
+    return replace(central, usage_period=chunk.period, included_leased=leased)

@@ -19,11 +19,11 @@ from typing import Any, Protocol
 
 from costtrack_service import catalogue
 from costtrack_service.catalogue.convert import convert
-from costtrack_service.domain.ingestion import UNKNOWN_MODEL, EventRecord, priced_fields
 from costtrack_service.domain.overrides import Override
 from costtrack_service.domain.price_sync import plan_sync
 from costtrack_service.domain.pricer import Call, Pricer
 from costtrack_service.domain.pricing import PricingEntry, format_timestamp, parse_timestamp
+from costtrack_service.domain.records import UNKNOWN_MODEL, EventRecord, priced_fields
 
 #: Where genai-prices publishes its data (the file its own UpdatePrices fetches).
 DEFAULT_SOURCE = "https://raw.githubusercontent.com/pydantic/genai-prices/refs/heads/main/prices/new_data/v2/data.json"

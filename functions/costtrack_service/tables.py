@@ -5,16 +5,19 @@ so the deployed tables and the local ones cannot drift apart.
 
 * ``keys``       one item per API key, by SHA-256 of the secret; ``by_workspace`` lists a
                  workspace's keys.
-* ``workspaces`` one item per workspace: the plan and this month's usage counters, which the
-                 ingestion write updates under its allowance condition.
-* ``events``     one item per accepted event, keyed by idempotency key within the workspace;
-                 ``visible_by_time`` is sparse (visible events only), newest first for the
-                 dashboard; ``unpriced`` is sparse too (events waiting for a price, for the
-                 backfill). Items expire through the ``expires_at`` TTL attribute.
+* ``workspaces`` one item per workspace: the plan, the credits not yet leased and the
+                 included events leased this month (``allowance.py``).
+* ``events``     one item per accepted event, keyed by idempotency key within one of the
+                 workspace's partitions (``shards.py``); ``visible_by_time`` is sparse (visible
+                 events only), newest first per partition for the dashboard; ``unpriced`` is
+                 sparse too (events waiting for a price, for the backfill). Items expire through
+                 the ``expires_at`` TTL attribute.
 * ``pricing``    synced and operators' prices by provider, workspace overrides, the sync's state
                  (``price_store.py``); the bundled catalogue is in the package.
-* ``rollups``    daily usage counters per workspace (``dimension#day#value``), added to by the
-                 ingestion write itself, so dashboards never read the event history.
+* ``rollups``    daily usage counters per workspace shard (``dimension#day#value``), added to
+                 by the ingestion write itself, so dashboards never read the event history.
+* ``allowance``  the allowance shards: included events of a month and credits leased from the
+                 workspace item, spent by the ingestion write (``allowance.py``).
 """
 
 from __future__ import annotations
@@ -85,18 +88,19 @@ KEYS = TableSpec(
 WORKSPACES = TableSpec(name="workspaces", hash_key="workspace_id")
 EVENTS = TableSpec(
     name="events",
-    hash_key="workspace_id",
+    hash_key="partition",
     range_key="event_key",
     indexes=(
-        Index("visible_by_time", "visible_workspace_id", "received_event"),
+        Index("visible_by_time", "visible_partition", "received_event"),
         Index("unpriced", "unpriced_model", "received_at"),
     ),
     ttl_attribute="expires_at",
 )
 PRICING = TableSpec(name="pricing", hash_key="model_key", range_key="entry_key")
-ROLLUPS = TableSpec(name="rollups", hash_key="workspace_id", range_key="rollup_key")
+ROLLUPS = TableSpec(name="rollups", hash_key="partition", range_key="rollup_key")
+ALLOWANCE = TableSpec(name="allowance", hash_key="shard_key")
 
-TABLES: tuple[TableSpec, ...] = (KEYS, WORKSPACES, EVENTS, PRICING, ROLLUPS)
+TABLES: tuple[TableSpec, ...] = (KEYS, WORKSPACES, EVENTS, PRICING, ROLLUPS, ALLOWANCE)
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,7 @@ class TableNames:
     events: str
     pricing: str
     rollups: str
+    allowance: str
 
     @classmethod
     def with_prefix(cls, prefix: str) -> TableNames:

@@ -45,7 +45,7 @@ from costtrack_service.domain.usage import TOTAL
 from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION
 from costtrack_service.store import DynamoStore, dynamodb_client
 from costtrack_service.tables import TableNames
-from tests.conftest import built_node_sdk
+from tests.conftest import built_node_sdk, month_usage
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
@@ -96,7 +96,7 @@ def test_idempotency_storm(local_stack: Any, workspace_factory: Any) -> None:
     stored, cost, rolled_up = totals(local_stack, workspace_id)
     assert (stored, rolled_up) == (unique, unique)
     assert cost == unique * EVENT_COST
-    assert local_stack.store.get_workspace(workspace_id).included_used == unique
+    assert month_usage(local_stack.store, workspace_id).included_used == unique
 
 
 def test_quota_race(local_stack: Any, workspace_factory: Any) -> None:
@@ -110,7 +110,7 @@ def test_quota_race(local_stack: Any, workspace_factory: Any) -> None:
     assert statuses.count(200) == allowance and statuses.count(429) == sent - allowance
     stored, _, rolled_up = totals(local_stack, workspace_id)
     assert (stored, rolled_up) == (allowance, allowance)
-    assert local_stack.store.get_workspace(workspace_id).included_used == allowance
+    assert month_usage(local_stack.store, workspace_id).included_used == allowance
 
 
 # -- SDKs through a faulty network ---------------------------------------------------------------
@@ -200,7 +200,7 @@ def sdk_events(count: int, tag: str) -> list[dict[str, Any]]:
 def assert_stored_exactly_once(local_stack: Any, workspace_id: str, events: list[dict[str, Any]]) -> None:
     stored = list(local_stack.store.iter_events(workspace_id))
     assert sorted(record.event.customer_id for record in stored) == sorted(event["customer_id"] for event in events)
-    assert local_stack.store.get_workspace(workspace_id).included_used == len(events)
+    assert month_usage(local_stack.store, workspace_id).included_used == len(events)
     _, _, rolled_up = totals(local_stack, workspace_id)
     assert rolled_up == len(events)
 
@@ -256,6 +256,93 @@ console.log(JSON.stringify({{ done, warnings, stats: tracker.stats() }}));
     assert outcome["done"] is True and outcome["warnings"] == []
     assert_stored_exactly_once(local_stack, workspace_id, events)
     assert sum(chaos_proxy.faults.values()) > 0
+
+
+# -- both SDKs at full speed until the allowance runs out ---------------------------------------
+
+PYTHON_SENDER = """
+import json, os, sys
+from costtrack import Tracker
+codes = {}
+refused = []
+def on_warning(warning):
+    codes[warning.code] = codes.get(warning.code, 0) + 1
+    if warning.code == "QUOTA_EXCEEDED":
+        refused.append(warning.idempotency_key)
+tracker = Tracker(os.environ["KEY"], base_url=os.environ["URL"], on_warning=on_warning, max_queue_size=100000)
+tag, count = os.environ["TAG"], int(os.environ["COUNT"])
+for n in range(count):
+    tracker.track({"provider": "openai", "model": "gpt-5", "feature": "flood", "customer_id": f"{tag}-{n}",
+                   "prompt_tokens": 1000 + n, "completion_tokens": 10})
+done = tracker.shutdown(timeout=600)
+print(json.dumps({"done": done, "codes": codes, "refused": refused}))
+"""
+
+NODE_SENDER = """
+import { Tracker } from "%s";
+const codes = {};
+const refused = [];
+const tracker = new Tracker({ apiKey: process.env.KEY, baseUrl: process.env.URL, maxQueueSize: 100000,
+  onWarning: (w) => {
+    codes[w.code] = (codes[w.code] || 0) + 1;
+    if (w.code === "QUOTA_EXCEEDED") refused.push(w.idempotencyKey);
+  } });
+const tag = process.env.TAG, count = Number(process.env.COUNT);
+for (let n = 0; n < count; n++) {
+  tracker.track({ provider: "openai", model: "gpt-5", feature: "flood", customerId: `${tag}-${n}`,
+                  promptTokens: 1000 + n, completionTokens: 10 });
+}
+const done = await tracker.shutdown(600000);
+console.log(JSON.stringify({ done, codes, refused }));
+"""
+
+
+def test_both_sdks_flood_one_workspace_until_its_allowance_runs_out(
+    local_stack: Any, workspace_factory: Any, tmp_path: Path
+) -> None:
+    """SDK processes in both languages send as fast as they can, with their default retries,
+    to one workspace whose allowance runs out midway: exactly the allowance is accepted, every
+    other event is refused with QUOTA_EXCEEDED and reported, nothing is lost or doubled."""
+    per_process = 3_000 if FULL else 300
+    senders = 2  # per language
+    total = per_process * senders * 2
+    allowance = total // 2
+    workspace_id, key = workspace_factory(included=allowance)
+    script = tmp_path / "flood.mjs"
+    script.write_text(NODE_SENDER % (built_node_sdk() / "esm" / "index.js").as_uri())
+    base = {**os.environ, "KEY": key, "URL": local_stack.state["api_url"], "COUNT": str(per_process)}
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", PYTHON_SENDER], env={**base, "TAG": f"py{n}"}, stdout=subprocess.PIPE, text=True
+        )
+        for n in range(senders)
+    ] + [
+        subprocess.Popen(["node", str(script)], env={**base, "TAG": f"node{n}"}, stdout=subprocess.PIPE, text=True)
+        for n in range(senders)
+    ]
+    outcomes = []
+    for process in processes:
+        out, _ = process.communicate(timeout=900)
+        assert process.returncode == 0
+        outcomes.append(json.loads(out.strip().splitlines()[-1]))
+
+    assert all(outcome["done"] for outcome in outcomes)
+    codes: dict[str, int] = {}
+    refused: list[str] = []
+    for outcome in outcomes:
+        for code, count in outcome["codes"].items():
+            codes[code] = codes.get(code, 0) + count
+        refused += outcome["refused"]
+    assert codes == {"QUOTA_EXCEEDED": total - allowance}  # no NETWORK_ERROR, no 503 given up on
+    stored = list(local_stack.store.iter_events(workspace_id))
+    assert len(stored) == allowance
+    assert len({record.event.customer_id for record in stored}) == allowance  # nothing doubled
+    assert not {record.idempotency_key for record in stored} & set(refused)  # refused means not stored
+    assert len(set(refused)) == total - allowance
+    _, _, rolled_up = totals(local_stack, workspace_id)
+    assert rolled_up == allowance
+    usage = month_usage(local_stack.store, workspace_id)
+    assert (usage.included_used, usage.credits_used) == (allowance, 0)
 
 
 # -- transaction conflicts -----------------------------------------------------------------------
@@ -318,7 +405,7 @@ def test_injected_transaction_conflicts(local_stack: Any, workspace_factory: Any
         assert accepted == 0 and len(refused) == count
     stored, _, rolled_up = totals(local_stack, workspace_id)
     assert (stored, rolled_up) == (accepted, accepted)
-    assert local_stack.store.get_workspace(workspace_id).included_used == accepted
+    assert month_usage(local_stack.store, workspace_id).included_used == accepted
     assert injector.injected > 0
 
 

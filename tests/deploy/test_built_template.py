@@ -155,6 +155,9 @@ class CallRecorder:
                 ((kind, body),) = item.items()
                 action = {"Put": "PutItem", "Update": "UpdateItem", "ConditionCheck": "ConditionCheckItem"}[kind]
                 self.calls[self.logical[body["TableName"]]].add(f"dynamodb:{action}")
+        elif "RequestItems" in params:  # BatchGetItem, BatchWriteItem: authorized per table
+            for table in params["RequestItems"]:
+                self.calls[self.logical[table]].add(f"dynamodb:{operation}")
         elif "TableName" in params:
             target = self.logical[params["TableName"]]
             if params.get("IndexName"):

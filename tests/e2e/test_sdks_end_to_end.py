@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from costtrack import Tracker
-from tests.conftest import built_node_sdk
+from tests.conftest import built_node_sdk, month_usage
 
 pytestmark = pytest.mark.integration
 
@@ -100,7 +100,7 @@ def test_a_retry_after_the_service_committed_is_a_replay(local_stack: Any, works
     assert len({key for key, _ in proxy.seen}) == 8  # ...with the same idempotency key
     events = stored(local_stack, workspace_id)
     assert sorted(event.event.prompt_tokens for event in events) == [1000 + n for n in range(8)]
-    assert local_stack.store.get_workspace(workspace_id).included_used == 8
+    assert month_usage(local_stack.store, workspace_id).included_used == 8
     assert tracker.stats()["sent"] == 8 and tracker.stats()["retried"] == 4
     assert [w.code for w in warnings] == []
 

@@ -1,5 +1,5 @@
-"""DynamoStore on moto's in-process mock: the item mapping, the one transaction per event and
-how its cancellation reasons come back, pricing aliases, key-state transitions."""
+"""DynamoStore on moto's in-process mock: the item mapping, the chunk transaction and how its
+cancellation reasons come back, pricing aliases, key-state transitions."""
 
 from __future__ import annotations
 
@@ -7,24 +7,30 @@ from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
 
 from costtrack_service import catalogue
+from costtrack_service.domain.allowance import Payment, Spend
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.events import to_usage_event, validate
-from costtrack_service.domain.ingestion import EventRecord, Notice
+from costtrack_service.domain.ingestion import Chunk
 from costtrack_service.domain.keys import KeyState
 from costtrack_service.domain.overrides import parse_override
 from costtrack_service.domain.pricing import Origin, PricingEntry, parse_entry
-from costtrack_service.domain.quota import FREE, PAID, Charge, ChargePlan
+from costtrack_service.domain.quota import FREE, PAID, Charge, Usage, WorkspaceState
+from costtrack_service.domain.records import EventRecord, Notice
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.visibility import VISIBLE, Visibility
 from costtrack_service.price_store import PricingConflict
 from costtrack_service.store import DynamoStore
+from costtrack_service.store_items import event_item_key
 from costtrack_service.tables import TABLES, TableNames
+
+TODAY = datetime.now(UTC).strftime("%Y-%m-%d")
 
 
 @pytest.fixture
@@ -47,7 +53,7 @@ def record(workspace_id: str, idempotency_key: str | None = "k1", **overrides: o
         "event_id": "evt_01JDTEST00000000000000000",
         "idempotency_key": idempotency_key,
         "key_id": "key_1",
-        "received_at": "2026-11-22T10:00:00.000Z",
+        "received_at": f"{TODAY}T10:00:00.000Z",
         "event": event,
         "fingerprint": event.fingerprint(),
         "cost": Decimal("0.0000125"),
@@ -67,80 +73,118 @@ def period() -> str:
     return datetime.now(UTC).strftime("%Y-%m")
 
 
-def included(rollover: bool = False) -> ChargePlan:
-    return ChargePlan(Charge.INCLUDED, period(), rollover)
+def write(store: DynamoStore, workspace: WorkspaceState, *records: EventRecord, spends: tuple[Spend, ...]) -> Any:
+    chunk = Chunk(workspace.workspace_id, period(), records, Payment(spends, workspace), rollup_shard=3)
+    return store.write_chunk(chunk)
 
 
-def test_an_accepted_event_round_trips(store: DynamoStore) -> None:
+def test_an_accepted_chunk_round_trips(store: DynamoStore) -> None:
     workspace = store.create_workspace("w", tier=PAID, included_events=5)
-    _, key = store.create_key(workspace.workspace_id)
     original = record(workspace.workspace_id)
-    assert store.record_event(original, included(), key.key_hash) is None
+    assert write(store, workspace, original, spends=(Spend(Charge.INCLUDED, 2, take=1, lease=5),)) is None
     assert store.get_event(workspace.workspace_id, original.event_key) == original
-    after = store.get_workspace(workspace.workspace_id)
-    assert after is not None and after.included_used == 1
+    central = store.get_workspace(workspace.workspace_id, consistent=True)
+    assert central is not None and central.included_leased == 5
+    survey = store.survey(workspace.workspace_id, period())
+    assert survey.balances[(Charge.INCLUDED, 2)] == 4 and sum(survey.balances.values()) == 4
+    assert store.usage(central, period()) == Usage(included_used=1, credits_used=0, credits_left=0)
+    assert store.find_events(workspace.workspace_id, [original.event_key, "k#other"]) == {original.event_key: original}
 
 
-def test_a_taken_idempotency_key_comes_back_with_the_stored_event(store: DynamoStore) -> None:
+def test_a_taken_event_key_cancels_the_chunk_and_comes_back(store: DynamoStore) -> None:
     workspace = store.create_workspace("w", tier=PAID, included_events=5)
-    _, key = store.create_key(workspace.workspace_id)
     first = record(workspace.workspace_id)
-    store.record_event(first, included(), key.key_hash)
-    rejected = store.record_event(record(workspace.workspace_id, event_id="evt_other"), included(), key.key_hash)
-    assert rejected is not None and rejected.existing == first
-    assert not rejected.workspace_failed and not rejected.key_failed
-    assert store.get_workspace(workspace.workspace_id).included_used == 1  # type: ignore[union-attr]
+    write(store, workspace, first, spends=(Spend(Charge.INCLUDED, 0, take=1, lease=5),))
+    fresh = store.get_workspace(workspace.workspace_id, consistent=True)
+    assert fresh is not None
+    other = record(workspace.workspace_id, "k2", event_id="evt_other")
+    again = record(workspace.workspace_id, event_id="evt_again")
+    rejected = write(store, fresh, other, again, spends=(Spend(Charge.INCLUDED, 0, take=2),))
+    assert rejected is not None and set(rejected.existing) == {first.event_key}
+    assert rejected.existing[first.event_key].event_id == first.event_id
+    assert store.get_event(workspace.workspace_id, other.event_key) is None  # all or nothing
+    assert store.survey(workspace.workspace_id, period()).balances[(Charge.INCLUDED, 0)] == 4
 
 
-def test_an_exhausted_allowance_comes_back_with_the_workspace(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=PAID, included_events=1)
-    _, key = store.create_key(workspace.workspace_id)
-    store.record_event(record(workspace.workspace_id, "a"), included(), key.key_hash)
-    rejected = store.record_event(record(workspace.workspace_id, "b"), included(), key.key_hash)
-    assert rejected is not None and rejected.workspace_failed and rejected.existing is None
-    assert rejected.workspace is not None and rejected.workspace.included_used == 1
-
-
-def test_credits_are_spent_only_when_included_events_are_gone(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=PAID, included_events=1, credits=1)
-    _, key = store.create_key(workspace.workspace_id)
-    credit = ChargePlan(Charge.CREDIT, period(), False)
-    refused = store.record_event(record(workspace.workspace_id, "a"), credit, key.key_hash)
-    assert refused is not None and refused.workspace_failed  # included events are still left
-    assert store.record_event(record(workspace.workspace_id, "a"), included(), key.key_hash) is None
-    assert store.record_event(record(workspace.workspace_id, "b"), credit, key.key_hash) is None
-    state = store.get_workspace(workspace.workspace_id)
-    assert state is not None and (state.credits, state.credits_used) == (0, 1)
-    assert store.record_event(record(workspace.workspace_id, "c"), credit, key.key_hash) is not None
-
-
-def test_a_new_month_rolls_the_counters_over_once(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=PAID, included_events=1)
-    _, key = store.create_key(workspace.workspace_id)
-    next_month = ChargePlan(Charge.INCLUDED, "2999-01", True)
-    assert store.record_event(record(workspace.workspace_id, "a"), next_month, key.key_hash) is None
-    again = store.record_event(record(workspace.workspace_id, "b"), next_month, key.key_hash)
-    assert again is not None and again.workspace_failed  # the month already rolled over
-    state = store.get_workspace(workspace.workspace_id)
-    assert state is not None and (state.usage_period, state.included_used) == ("2999-01", 1)
-
-
-def test_an_inactive_plan_refuses_the_write(store: DynamoStore) -> None:
+def test_a_short_shard_comes_back_with_its_balance(store: DynamoStore) -> None:
     workspace = store.create_workspace("w", tier=PAID, included_events=5)
-    _, key = store.create_key(workspace.workspace_id)
+    write(store, workspace, record(workspace.workspace_id, "a"), spends=(Spend(Charge.INCLUDED, 1, take=1, lease=3),))
+    fresh = store.get_workspace(workspace.workspace_id, consistent=True)
+    assert fresh is not None
+    records = [record(workspace.workspace_id, f"b{i}", event_id=f"evt_b{i}") for i in range(3)]
+    rejected = write(store, fresh, *records, spends=(Spend(Charge.INCLUDED, 1, take=3), Spend(Charge.INCLUDED, 7, 0)))
+    assert rejected is not None and rejected.balances == {(Charge.INCLUDED, 1): 2}
+    assert not rejected.central_failed and not rejected.existing
+
+
+def test_a_lease_beyond_the_plan_fails_and_returns_the_plan(store: DynamoStore) -> None:
+    workspace = store.create_workspace("w", tier=PAID, included_events=5)
+    write(store, workspace, record(workspace.workspace_id, "a"), spends=(Spend(Charge.INCLUDED, 0, take=1, lease=5),))
+    # A stale copy of the plan believes nothing was leased yet.
+    rejected = write(
+        store,
+        replace(workspace, included_leased=0),
+        record(workspace.workspace_id, "b"),
+        spends=(Spend(Charge.INCLUDED, 1, take=1, lease=1),),
+    )
+    assert rejected is not None and rejected.central_failed
+    assert rejected.central is not None and rejected.central.included_leased == 5
+
+
+def test_credits_are_leased_only_on_a_paid_plan_with_credits(store: DynamoStore) -> None:
+    workspace = store.create_workspace("w", tier=PAID, included_events=0, credits=2)
+    assert (
+        write(
+            store,
+            workspace,
+            record(workspace.workspace_id, "a", charge=Charge.CREDIT),
+            spends=(Spend(Charge.CREDIT, 0, 1, lease=2),),
+        )
+        is None
+    )
+    state = store.get_workspace(workspace.workspace_id, consistent=True)
+    assert state is not None and state.credits == 0
+    assert store.usage(state, period()) == Usage(included_used=0, credits_used=1, credits_left=1)
+    rejected = write(store, state, record(workspace.workspace_id, "b"), spends=(Spend(Charge.CREDIT, 1, 1, lease=1),))
+    assert rejected is not None and rejected.central_failed
+    free = store.create_workspace("f", tier=FREE, included_events=0, credits=5)
+    refused = write(store, free, record(free.workspace_id, "a"), spends=(Spend(Charge.CREDIT, 0, 1, lease=1),))
+    assert refused is not None and refused.central_failed
+
+
+def test_the_months_first_lease_restarts_the_count(store: DynamoStore) -> None:
+    workspace = store.create_workspace("w", tier=PAID, included_events=3)
+    write(store, workspace, record(workspace.workspace_id, "a"), spends=(Spend(Charge.INCLUDED, 0, 1, lease=3),))
+    state = store.get_workspace(workspace.workspace_id, consistent=True)
+    assert state is not None
+    chunk = Chunk(
+        workspace.workspace_id,
+        "2999-01",
+        (record(workspace.workspace_id, "b"),),
+        Payment((Spend(Charge.INCLUDED, 0, 1, lease=3),), state),
+        rollup_shard=0,
+    )
+    assert store.write_chunk(chunk) is None
+    state = store.get_workspace(workspace.workspace_id, consistent=True)
+    assert state is not None and (state.usage_period, state.included_leased) == ("2999-01", 3)
+    assert store.survey(workspace.workspace_id, "2999-01").balances[(Charge.INCLUDED, 0)] == 2
+
+
+def test_an_inactive_plan_refuses_a_lease(store: DynamoStore) -> None:
+    workspace = store.create_workspace("w", tier=PAID, included_events=5)
     store.update_plan(workspace.workspace_id, status="inactive")
-    rejected = store.record_event(record(workspace.workspace_id), included(), key.key_hash)
-    assert rejected is not None and rejected.workspace is not None and rejected.workspace.status == "inactive"
+    rejected = write(store, workspace, record(workspace.workspace_id), spends=(Spend(Charge.INCLUDED, 0, 1, lease=1),))
+    assert rejected is not None and rejected.central is not None and rejected.central.status == "inactive"
 
 
-def test_a_revoked_key_refuses_the_write(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=PAID, included_events=5)
-    _, key = store.create_key(workspace.workspace_id)
-    store.change_key_state(key.key_hash, "revoke")
-    rejected = store.record_event(record(workspace.workspace_id), included(), key.key_hash)
-    assert rejected is not None and rejected.key_failed
-    assert rejected.key is not None and rejected.key.state is KeyState.REVOKED
-    assert store.get_event(workspace.workspace_id, "k#k1") is None
+def test_lowering_a_plan_takes_back_the_unspent_leases(store: DynamoStore) -> None:
+    workspace = store.create_workspace("w", tier=PAID, included_events=100)
+    write(store, workspace, record(workspace.workspace_id, "a"), spends=(Spend(Charge.INCLUDED, 4, 1, lease=60),))
+    lowered = store.update_plan(workspace.workspace_id, included_events=10)
+    state = store.get_workspace(workspace.workspace_id, consistent=True)
+    assert state is not None and state.included_leased == 1 and lowered.included_events == 10
+    assert sum(store.survey(workspace.workspace_id, period()).balances.values()) == 0
+    assert store.usage(state, period()).included_used == 1
 
 
 def test_keys_are_stored_as_hashes_with_their_binding(store: DynamoStore) -> None:
@@ -209,11 +253,10 @@ def test_overrides_and_the_sync_state(store: DynamoStore) -> None:
 
 def test_an_unpriced_event_is_repriced_exactly_once(store: DynamoStore) -> None:
     workspace = store.create_workspace("w", tier=PAID, included_events=5)
-    _, key = store.create_key(workspace.workspace_id)
     unpriced = record(
         workspace.workspace_id, cost=Decimal(0), pricing_status="unknown_model", pricing_entry_id=None, rates=None
     )
-    assert store.record_event(unpriced, included(), key.key_hash) is None
+    assert write(store, workspace, unpriced, spends=(Spend(Charge.INCLUDED, 0, 1, lease=1),)) is None
     [waiting] = list(store.iter_unpriced_events())
     assert waiting.event_key == unpriced.event_key
     priced = replace(unpriced, cost=Decimal("0.5"), pricing_status="priced", pricing_entry_id="e", priced_at="now")
@@ -222,7 +265,7 @@ def test_an_unpriced_event_is_repriced_exactly_once(store: DynamoStore) -> None:
     assert list(store.iter_unpriced_events()) == []
     stored = store.get_event(workspace.workspace_id, unpriced.event_key)
     assert stored is not None and (stored.cost, stored.priced_at) == (Decimal("0.5"), "now")
-    rows = store.query_rollups(workspace.workspace_id, ("total", "unknown_model"), "2026-11-22", "2026-11-22")
+    rows = store.query_rollups(workspace.workspace_id, ("total", "unknown_model"), TODAY, TODAY)
     totals = {key.dimension: counts for key, counts in rows}
     assert totals["total"].cost == Decimal("0.5") and totals["total"].events == 1
     assert totals["unknown_model"].events == 0
@@ -230,11 +273,10 @@ def test_an_unpriced_event_is_repriced_exactly_once(store: DynamoStore) -> None:
 
 def test_hidden_events_stay_out_of_the_dashboard_index(store: DynamoStore) -> None:
     workspace = store.create_workspace("w", tier=PAID, included_events=5)
-    _, key = store.create_key(workspace.workspace_id)
     hidden = record(workspace.workspace_id, visibility=Visibility(False, "free_source_mismatch"))
-    store.record_event(hidden, included(), key.key_hash)
-    raw = store.client.get_item(
-        TableName=store.tables.events, Key={"workspace_id": {"S": workspace.workspace_id}, "event_key": {"S": "k#k1"}}
-    )["Item"]
-    assert "visible_workspace_id" not in raw and raw["dashboard_visible"] == {"BOOL": False}
+    write(store, workspace, hidden, spends=(Spend(Charge.INCLUDED, 0, 1, lease=1),))
+    raw = store.client.get_item(TableName=store.tables.events, Key=event_item_key(workspace.workspace_id, "k#k1"))[
+        "Item"
+    ]
+    assert "visible_partition" not in raw and raw["dashboard_visible"] == {"BOOL": False}
     assert raw["cost"] == {"N": "0.0000125"}

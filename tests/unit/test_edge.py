@@ -133,7 +133,7 @@ def test_logs_never_contain_keys_or_metadata(store: MemoryStore, log_output: io.
     assert statuses == [200, 401, 400]
 
     output = log_output.getvalue()
-    assert "event accepted" in output and "event rejected" in output
+    assert "events answered" in output and "event rejected" in output
     assert key not in output and key[:-4] not in output
     assert SECRET_METADATA not in output
 

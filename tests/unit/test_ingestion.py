@@ -1,5 +1,7 @@
 """The whole ingestion decision on an in-memory store: every code, every warning, the order of
-checks, idempotency, the allowance, caching and transaction conflicts. No AWS here."""
+checks, idempotency, the allowance, caching and transaction conflicts. No AWS here.
+
+Batches and the leased allowance in detail are ``test_allowance.py``."""
 
 from __future__ import annotations
 
@@ -14,17 +16,17 @@ import pytest
 from costtrack_service import catalogue
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingestion import (
-    EventRecord,
+    Chunk,
+    ChunkRejected,
     IngestRequest,
     IngestResult,
     IngestService,
     IngestSettings,
-    StoreUnavailable,
-    WriteRejected,
 )
 from costtrack_service.domain.keys import KeyState
 from costtrack_service.domain.pricing import parse_entry
-from costtrack_service.domain.quota import FREE, PAID, ChargePlan, WorkspaceState
+from costtrack_service.domain.quota import FREE, PAID, Usage, WorkspaceState
+from costtrack_service.domain.records import StoreUnavailable
 from costtrack_service.domain.source import Source
 from costtrack_service.memory_store import MemoryStore
 
@@ -41,13 +43,27 @@ GPT5_EVENT = {
 
 
 class Harness:
+    """One warm function (``service``) on a store; ``now`` is the wall clock, ``elapsed`` the
+    monotonic clock its caches expire by (it only moves when a test moves it)."""
+
     def __init__(self, store: MemoryStore | None = None, settings: IngestSettings | None = None) -> None:
         self.store = store or MemoryStore()
         self.now = NOW
+        self.elapsed = 0.0
         self.sleeps: list[float] = []
         self.service = IngestService(
-            self.store, settings or IngestSettings(), clock=lambda: self.now, sleep=self.sleeps.append
+            self.store,
+            settings or IngestSettings(),
+            clock=lambda: self.now,
+            sleep=self.sleeps.append,
+            monotonic=lambda: self.elapsed,
         )
+
+    def wait(self, seconds: float) -> None:
+        self.elapsed += seconds
+
+    def usage(self, workspace_id: str, period: str = "2026-11") -> Usage:
+        return self.store.usage(self.store.workspaces[workspace_id], period)
 
     def workspace(self, tier: str = PAID, included: int = 100, credits: int = 0, status: str = "active") -> str:
         workspace_id = f"ws_{len(self.store.workspaces)}"
@@ -218,28 +234,61 @@ def test_key_states(harness: Harness, state: KeyState, code: str) -> None:
     assert (error.code, error.status) == (code, 401)
 
 
-def test_revocation_is_immediate_although_the_key_is_cached(harness: Harness, paid_key: str) -> None:
-    harness.send(paid_key, idempotency_key="one")
-    harness.store.set_key_state(paid_key, KeyState.REVOKED)
-    assert harness.error(paid_key, idempotency_key="two").code == "REVOKED_API_KEY"
-    assert len(harness.store.events) == 1
+# -- key state changes hold within a second (CONTRACT.md §7) ---------------------------------
+#
+# No event write checks the key any more (a per-event condition on the key item made every
+# event of a key contend on it): the key's state is read at most a second old instead.
 
 
-def test_reactivation_takes_effect_within_the_negative_ttl() -> None:
-    clock = [0.0]
-    store = MemoryStore()
-    service = IngestService(store, IngestSettings(key_negative_ttl_seconds=5), monotonic=lambda: clock[0])
-    store.add_workspace(WorkspaceState("ws", "w", PAID, "active", 10, 0, "2026-11"))
-    key = store.add_key("ws", state=KeyState.INACTIVE)
-    request = IngestRequest({"authorization": f"Bearer {key}"}, json.dumps(GPT5_EVENT).encode())
-    with pytest.raises(ApiError):
-        service.ingest(request)
-    store.set_key_state(key, KeyState.ACTIVE)
-    clock[0] = 6.0
-    assert service.ingest(request).body["event_id"].startswith("evt_")  # accepted again
+@pytest.mark.parametrize(
+    ("state", "code"), [(KeyState.REVOKED, "REVOKED_API_KEY"), (KeyState.INACTIVE, "INACTIVE_API_KEY")]
+)
+def test_a_key_state_change_holds_within_one_second(
+    harness: Harness, paid_key: str, state: KeyState, code: str
+) -> None:
+    harness.send(paid_key, idempotency_key="one")  # the key is now in the warm cache, active
+    harness.store.set_key_state(paid_key, state)
+    harness.wait(0.75)
+    assert not harness.send(paid_key, idempotency_key="two").replayed  # less than a second: still cached
+    harness.wait(0.25)
+    error = harness.error(paid_key, idempotency_key="three")
+    assert (error.code, error.status) == (code, 401)
+    assert sorted(record.idempotency_key or "" for record in harness.store.events.values()) == ["one", "two"]
 
 
-# -- key state changes: the next request, with the right code (CONTRACT.md §7) ---------------
+def test_a_reactivated_key_is_accepted_within_one_second(harness: Harness) -> None:
+    key = harness.key(harness.workspace(), state=KeyState.INACTIVE)
+    assert harness.error(key).code == "INACTIVE_API_KEY"  # now cached as inactive
+    harness.store.set_key_state(key, KeyState.ACTIVE)
+    harness.wait(0.5)
+    assert harness.error(key).code == "INACTIVE_API_KEY"
+    harness.wait(0.5)
+    assert harness.send(key).body["event_id"].startswith("evt_")  # accepted again
+
+
+def test_key_and_plan_reads_are_at_most_one_second_old() -> None:
+    settings = IngestSettings()
+    assert settings.key_ttl_seconds <= 1.0 and settings.workspace_ttl_seconds <= 1.0
+    harness = Harness()
+    key = harness.key(harness.workspace(), state=KeyState.INACTIVE)
+
+    def code() -> str:
+        try:
+            harness.send(key, idempotency_key=None)
+        except ApiError as error:
+            return error.code
+        return "accepted"
+
+    assert code() == "INACTIVE_API_KEY"
+    harness.store.set_key_state(key, KeyState.ACTIVE)  # reactivated
+    harness.wait(1.0)
+    assert code() == "accepted"
+    harness.store.set_key_state(key, KeyState.INACTIVE)
+    harness.wait(1.0)
+    assert code() == "INACTIVE_API_KEY"
+    harness.store.set_key_state(key, KeyState.REVOKED)  # revoked after being seen inactive
+    harness.wait(1.0)
+    assert code() == "REVOKED_API_KEY"
 
 
 def _deactivate_plan(harness: Harness, workspace_id: str) -> None:
@@ -253,7 +302,7 @@ def _deactivate_plan(harness: Harness, workspace_id: str) -> None:
 )
 def test_a_key_state_change_outranks_every_other_answer(harness: Harness, state: KeyState, situation: str) -> None:
     """A warm function that holds the key as active, and has seen the plan inactive or the
-    allowance used up, still answers for the key on the very next request."""
+    allowance used up, answers for the key from the first request a second after the change."""
     workspace_id = harness.workspace(included=1 if "allowance" in situation else 5)
     key = harness.key(workspace_id)
     harness.send(key, idempotency_key="first")  # the key is now in the warm cache, active
@@ -263,6 +312,7 @@ def test_a_key_state_change_outranks_every_other_answer(harness: Harness, state:
         assert harness.error(key, idempotency_key="other").code == "QUOTA_EXCEEDED"
     elif situation == "plan inactive":
         _deactivate_plan(harness, workspace_id)
+        harness.wait(1.0)
         assert harness.error(key, idempotency_key="other").code == "PLAN_INACTIVE"
     elif situation == "replay":
         idempotency_key = "first"
@@ -274,73 +324,47 @@ def test_a_key_state_change_outranks_every_other_answer(harness: Harness, state:
     else:
         event = {"provider": "openai"}
     harness.store.set_key_state(key, state)
+    harness.wait(1.0)
     error = harness.error(key, event, idempotency_key=idempotency_key)
     expected = "REVOKED_API_KEY" if state is KeyState.REVOKED else "INACTIVE_API_KEY"
     assert (error.code, error.status) == (expected, 401)
 
 
-def test_the_key_check_runs_before_the_plan_and_the_allowance_in_a_cancelled_write() -> None:
-    """The write's cancellation reasons name the key, the plan and the event at once: the key
-    decides (here the cached plan is still active, so the write itself meets the inactive plan)."""
-    harness = Harness()
+def test_the_key_outranks_the_plan_when_both_change(harness: Harness) -> None:
     workspace_id = harness.workspace()
     key = harness.key(workspace_id)
     harness.send(key, idempotency_key="first")
     _deactivate_plan(harness, workspace_id)
     harness.store.set_key_state(key, KeyState.REVOKED)
+    harness.wait(1.0)
     assert harness.error(key, idempotency_key="first").code == "REVOKED_API_KEY"
+    batch = {"batch": [{"idempotency_key": "first", "event": GPT5_EVENT}]}
+    error = harness.error(key, batch, idempotency_key=None)
+    assert (error.code, error.status) == ("REVOKED_API_KEY", 401)  # for the batch as a whole
 
 
-def test_refused_keys_are_cached_at_most_one_second() -> None:
-    assert IngestSettings().key_negative_ttl_seconds <= 1.0
-    clock = [0.0]
-    store = MemoryStore()
-    service = IngestService(store, monotonic=lambda: clock[0])
-    store.add_workspace(WorkspaceState("ws", "w", PAID, "active", 10, 0, "2026-11"))
-    key = store.add_key("ws", state=KeyState.INACTIVE)
-    request = IngestRequest({"authorization": f"Bearer {key}"}, json.dumps(GPT5_EVENT).encode())
-
-    def code() -> str:
-        try:
-            service.ingest(request)
-        except ApiError as error:
-            return error.code
-        return "accepted"
-
-    assert code() == "INACTIVE_API_KEY"
-    store.set_key_state(key, KeyState.ACTIVE)  # reactivated
-    clock[0] = 1.0
-    assert code() == "accepted"
-    store.set_key_state(key, KeyState.INACTIVE)
-    assert code() == "INACTIVE_API_KEY"  # the write itself refuses it, with the key's own state
-    store.set_key_state(key, KeyState.REVOKED)  # revoked after being seen inactive
-    clock[0] = 2.0
-    assert code() == "REVOKED_API_KEY"
-
-
-def test_accepted_events_and_write_checked_replays_read_no_key() -> None:
+def test_a_warm_function_reads_the_key_and_the_workspace_at_most_once_a_second() -> None:
+    """Whatever the answer (accepted, replayed, refused for the allowance, invalid), a warm
+    function reads the key and the workspace item at most once a second."""
     store = CountingStore()
     harness = Harness(store)
-    key = harness.key(harness.workspace())
-    for i in range(20):
-        harness.send(key, idempotency_key=f"e{i}")
-    harness.send(key, idempotency_key="e0")  # a replay found by the write, which checked the key
-    assert store.reads["key"] == 1
-
-
-def test_answers_given_without_the_write_read_the_key_once() -> None:
-    store = CountingStore()
-    harness = Harness(store)
-    workspace_id = harness.workspace(included=1)
-    key = harness.key(workspace_id)
-    harness.send(key, idempotency_key="a")
-    assert store.reads["key"] == 1
-    assert harness.error(key, idempotency_key="b").code == "QUOTA_EXCEEDED"
-    assert store.reads["key"] == 2
-    assert harness.send(key, idempotency_key="a").replayed  # found by reading: the key is read too
-    assert store.reads["key"] == 3
-    assert harness.error(key, b"{").code == "INVALID_PAYLOAD"
-    assert store.reads["key"] == 4
+    key = harness.key(harness.workspace(included=5))
+    answers = set()
+    for i in range(40):  # ten seconds, four requests a second
+        if i % 4 == 1:
+            answers.add("replayed" if harness.send(key, idempotency_key="e0").replayed else "new")
+        elif i % 4 == 2:
+            answers.add(harness.error(key, b"{").code)
+        else:
+            try:
+                harness.send(key, idempotency_key=f"e{i}")
+                answers.add("accepted")
+            except ApiError as error:
+                answers.add(error.code)
+        harness.wait(0.25)
+    assert answers == {"accepted", "replayed", "INVALID_PAYLOAD", "QUOTA_EXCEEDED"}
+    assert store.reads["key"] == 10
+    assert 1 <= store.reads["workspace"] <= 10
 
 
 # -- order of checks ------------------------------------------------------------------------
@@ -365,15 +389,40 @@ def test_plan_outranks_idempotency(harness: Harness) -> None:
     workspace_id = harness.workspace()
     key = harness.key(workspace_id)
     harness.send(key)
-    harness.store.workspaces[workspace_id] = replace(harness.store.workspaces[workspace_id], status="inactive")
+    _deactivate_plan(harness, workspace_id)
+    harness.wait(1.0)
     assert harness.error(key).code == "PLAN_INACTIVE"
 
 
-def test_reactivated_plan_is_not_refused_from_a_stale_cache(harness: Harness) -> None:
+def test_a_deactivated_plan_is_honoured_within_one_second(harness: Harness) -> None:
+    """Events already paid for by leased allowance may still be accepted for up to a second;
+    from then on the plan's status answers, for new events and retries alike."""
+    workspace_id = harness.workspace(included=1000)
+    key = harness.key(workspace_id)
+    for i in range(40):  # allowance leased into every shard
+        harness.send(key, idempotency_key=f"e{i}")
+    _deactivate_plan(harness, workspace_id)
+    harness.wait(0.5)
+    try:
+        harness.send(key, idempotency_key="meanwhile")
+    except ApiError as error:
+        assert error.code == "PLAN_INACTIVE"
+    stored = len(harness.store.events)
+    harness.wait(0.5)
+    for idempotency_key in ("late", "e0", "e39"):
+        error = harness.error(key, idempotency_key=idempotency_key)
+        assert (error.code, error.status) == ("PLAN_INACTIVE", 403)
+    assert len(harness.store.events) == stored
+
+
+def test_a_reactivated_plan_is_honoured_within_one_second(harness: Harness) -> None:
     workspace_id = harness.workspace(status="inactive")
     key = harness.key(workspace_id)
     assert harness.error(key).code == "PLAN_INACTIVE"
     harness.store.workspaces[workspace_id] = replace(harness.store.workspaces[workspace_id], status="active")
+    harness.wait(0.5)
+    assert harness.error(key).code == "PLAN_INACTIVE"  # the cached plan, less than a second old
+    harness.wait(0.5)
     assert harness.send(key).body["cost"] == "0.0335"
 
 
@@ -386,7 +435,8 @@ def test_a_retry_is_a_replay_counted_once(harness: Harness, paid_key: str) -> No
     assert again.replayed and again.headers == {"Idempotent-Replayed": "true"}
     assert again.body == {**first.body, "replayed": True}
     assert harness.store.writes == 1
-    assert harness.store.workspaces["ws_0"].included_used == 1
+    assert harness.usage("ws_0").included_used == 1
+    assert len(harness.store.events) == 1
 
 
 def test_a_retry_spelling_out_defaults_is_still_a_replay(harness: Harness, paid_key: str) -> None:
@@ -416,10 +466,9 @@ def test_included_then_credits_then_quota_exceeded(harness: Harness) -> None:
         harness.send(key, idempotency_key=f"e{i}")
     error = harness.error(key, idempotency_key="e3")
     assert (error.code, error.status) == ("QUOTA_EXCEEDED", 429)
-    charges = sorted(record.charge.value for record in harness.store.events.values())
-    assert charges == ["credit", "included", "included"]
-    state = harness.store.workspaces[workspace_id]
-    assert (state.included_used, state.credits_used, state.credits) == (2, 1, 0)
+    charges = {record.idempotency_key: record.charge.value for record in harness.store.events.values()}
+    assert charges == {"e0": "included", "e1": "included", "e2": "credit"}
+    assert harness.usage(workspace_id) == Usage(included_used=2, credits_used=1, credits_left=0)
 
 
 def test_free_plans_stop_at_the_included_events(harness: Harness) -> None:
@@ -442,18 +491,26 @@ def test_the_allowance_restarts_each_month(harness: Harness) -> None:
     assert harness.error(key, idempotency_key="nov-2").code == "QUOTA_EXCEEDED"
     harness.now = datetime(2026, 12, 1, 0, 0, 1, tzinfo=UTC)
     assert not harness.send(key, idempotency_key="dec").replayed
+    assert harness.error(key, idempotency_key="dec-2").code == "QUOTA_EXCEEDED"
     assert harness.store.workspaces[workspace_id].usage_period == "2026-12"
+    assert harness.usage(workspace_id, "2026-11").included_used == 1
+    assert harness.usage(workspace_id, "2026-12").included_used == 1
 
 
 def test_a_stale_cached_allowance_is_corrected_by_the_write(harness: Harness) -> None:
-    """Another function spent the allowance: this one's cache says there is room; the
-    conditional write says otherwise and nothing is overspent."""
-    workspace_id = harness.workspace(included=1)
+    """Another function leased and spent the rest of the allowance: this one's cached workspace
+    says there is some to lease; the conditional write says otherwise and nothing is overspent."""
+    workspace_id = harness.workspace(included=2)
     key = harness.key(workspace_id)
-    harness.send(key, idempotency_key="warm")  # caches the workspace (now 1 of 1 used)
-    harness.service._remember_workspace(workspace_id, replace(harness.store.workspaces[workspace_id], included_used=0))
+    assert harness.service._workspace(workspace_id).included_leased == 0  # read and cached: none leased
+    other = Harness(harness.store)  # another warm function
+    other.send(key, idempotency_key="one")
+    other.send(key, idempotency_key="two")
+    assert harness.store.workspaces[workspace_id].included_leased == 2
+    assert harness.service._workspace(workspace_id).included_leased == 0  # this function's stale view
     assert harness.error(key, idempotency_key="next").code == "QUOTA_EXCEEDED"
-    assert harness.store.workspaces[workspace_id].included_used == 1
+    assert harness.usage(workspace_id).included_used == 2
+    assert len(harness.store.events) == 2
 
 
 # -- visibility -----------------------------------------------------------------------------
@@ -468,7 +525,7 @@ def test_free_source_mismatch_is_accepted_counted_and_hidden(harness: Harness) -
     assert (other.body["dashboard_visible"], other.body["visibility_reason"]) == (False, "free_source_mismatch")
     assert codes(other) == ["free_source_mismatch"]
     assert other.body["cost"] == "0.0335"
-    assert harness.store.workspaces[workspace_id].included_used == 2
+    assert harness.usage(workspace_id).included_used == 2
 
 
 def test_top_level_feature_wins_for_the_binding(harness: Harness) -> None:
@@ -494,18 +551,33 @@ class ConflictingStore(MemoryStore):
         super().__init__()
         self.conflicts = conflicts
 
-    def record_event(self, record: EventRecord, plan: ChargePlan, key_hash: str) -> WriteRejected | None:
+    def write_chunk(self, chunk: Chunk) -> ChunkRejected | None:
         if self.conflicts > 0:
             self.conflicts -= 1
-            return WriteRejected(conflict=True)
-        return super().record_event(record, plan, key_hash)
+            return ChunkRejected(conflict=True)
+        return super().write_chunk(chunk)
 
 
 def test_transaction_conflicts_are_retried_with_jitter() -> None:
     harness = Harness(ConflictingStore(conflicts=3))
-    key = harness.key(harness.workspace())
+    workspace_id = harness.workspace()
+    key = harness.key(workspace_id)
     assert harness.send(key).body["cost"] == "0.0335"
-    assert len(harness.sleeps) == 3 and all(0 <= delay <= 0.4 for delay in harness.sleeps)
+    backoff = IngestSettings().conflict_backoff_seconds
+    assert len(harness.sleeps) == 3
+    assert all(0 <= delay <= backoff * 2 ** (attempt + 1) <= 0.4 for attempt, delay in enumerate(harness.sleeps))
+    assert harness.store.writes == 1 and harness.usage(workspace_id).included_used == 1
+
+
+def test_conflicts_inside_a_batch_are_retried_and_counted_once() -> None:
+    harness = Harness(ConflictingStore(conflicts=2))
+    workspace_id = harness.workspace(included=3)
+    key = harness.key(workspace_id)
+    items = [{"idempotency_key": f"b{i}", "event": GPT5_EVENT} for i in range(5)]
+    result = harness.send(key, {"batch": items}, idempotency_key=None)
+    assert [item["status"] for item in result.body["results"]] == [200, 200, 200, 429, 429]
+    assert len(harness.sleeps) == 2
+    assert len(harness.store.events) == 3 and harness.usage(workspace_id).included_used == 3
 
 
 def test_persistent_conflicts_become_503_with_retry_after() -> None:

@@ -45,6 +45,14 @@ class TTLCache[K, V]:
             while len(self._entries) > self._max_entries:
                 self._entries.popitem(last=False)
 
+    def update(self, key: K, value: V) -> None:
+        """Replace a cached value without extending its life (a copy we changed ourselves is no
+        fresher than what it was read as)."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries[key] = (entry[0], Cached(value))
+
     def discard(self, key: K) -> None:
         with self._lock:
             self._entries.pop(key, None)

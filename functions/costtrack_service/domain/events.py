@@ -36,10 +36,10 @@ def invalid_payload(field: str, message: str, *, status: int = 400) -> ApiError:
     return ApiError("INVALID_PAYLOAD", message, details=[{"field": field, "message": message}], status=status)
 
 
-def parse_body(body: bytes) -> object:
+def parse_body(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> object:
     """The request body as a JSON value. Too large → 413; not UTF-8 JSON → 400."""
-    if len(body) > MAX_BODY_BYTES:
-        raise invalid_payload("body", f"the request body must be at most {MAX_BODY_BYTES} bytes", status=413)
+    if len(body) > max_bytes:
+        raise body_too_large(max_bytes)
     try:
         text = body.decode("utf-8")
         # NaN and Infinity are not JSON, whatever Python's json module would accept.
@@ -53,6 +53,10 @@ def parse_body(body: bytes) -> object:
     if too_deep(value):
         raise invalid_payload("body", f"the request body must not nest deeper than {MAX_JSON_DEPTH} levels")
     return value
+
+
+def body_too_large(max_bytes: int) -> ApiError:
+    return invalid_payload("body", f"the request body must be at most {max_bytes} bytes", status=413)
 
 
 def parse_idempotency_key(value: str | None) -> str | None:

@@ -8,6 +8,8 @@ so the rollups always equal the sum of the accepted events, retries and races in
 * ``feature``, ``model``, ``environment``, ``status``, ``customer`` (when given): one row
   per day and value;
 * ``unknown_model``: one row per day and model that had no pricing entry;
+* ``charge``:        one row per day and charge (``included``, ``credit``) for every event,
+  hidden ones too: what a month used of the plan (``Usage``) is read from these;
 * ``hidden``:        instead of all the above, one row per day and reason for an event hidden
   from the dashboard (a free-plan key's other sources). Hidden events never reach charts or
   groups; they are counted apart so nobody wonders where they went.
@@ -28,13 +30,15 @@ from decimal import Decimal
 from typing import Any
 
 from costtrack_service.domain.cost import format_decimal
-from costtrack_service.domain.ingestion import UNKNOWN_MODEL, EventRecord
+from costtrack_service.domain.quota import Charge
+from costtrack_service.domain.records import UNKNOWN_MODEL, EventRecord
 from costtrack_service.domain.source import normalize_name, normalize_provider
 
 NO_VALUE = "(none)"
 TOTAL = "total"
 HIDDEN = "hidden"
 UNKNOWN_MODELS = "unknown_model"
+CHARGE = "charge"
 
 #: What usage can be grouped by.
 GROUPINGS = ("feature", "model", "customer", "environment", "status", "day")
@@ -126,8 +130,9 @@ def rollup_deltas(record: EventRecord) -> dict[RollupKey, Counts]:
     day = record.received_at[:10]
     unknown = record.pricing_status == UNKNOWN_MODEL
     counts = Counts(1, record.event.total_tokens, record.cost, 1 if unknown else 0)
+    charge = RollupKey(CHARGE, day, record.charge.value)
     if not record.visibility.dashboard_visible:
-        return {RollupKey(HIDDEN, day, record.visibility.reason or HIDDEN): counts}
+        return {RollupKey(HIDDEN, day, record.visibility.reason or HIDDEN): counts, charge: counts}
     event = record.event
     model = model_name(event.provider, event.model)
     keys = [
@@ -141,6 +146,7 @@ def rollup_deltas(record: EventRecord) -> dict[RollupKey, Counts]:
         keys.append(RollupKey("customer", day, event.customer_id))
     if unknown:
         keys.append(RollupKey(UNKNOWN_MODELS, day, model))
+    keys.append(charge)
     return dict.fromkeys(keys, counts)
 
 
@@ -249,3 +255,12 @@ def unknown_models(rows: Iterable[tuple[RollupKey, Counts]]) -> list[dict[str, A
         {"model": model, "events": counts.events, "tokens": counts.tokens, "last_seen": last}
         for model, (counts, last) in ordered
     ]
+
+
+def month_usage(rows: Iterable[tuple[RollupKey, Counts]]) -> tuple[int, int]:
+    """Included events and credits used, from a month's ``charge`` rows."""
+    used = {Charge.INCLUDED.value: 0, Charge.CREDIT.value: 0}
+    for key, counts in rows:
+        if key.dimension == CHARGE and key.value in used:
+            used[key.value] += counts.events
+    return used[Charge.INCLUDED.value], used[Charge.CREDIT.value]

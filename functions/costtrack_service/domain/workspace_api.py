@@ -18,7 +18,6 @@ from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingestion import EventRecord
 from costtrack_service.domain.keys import (
     ADMIN,
     ADMIN_TOKEN_PREFIX,
@@ -29,7 +28,8 @@ from costtrack_service.domain.keys import (
     credential_from_headers,
     hash_secret,
 )
-from costtrack_service.domain.quota import FREE, WorkspaceState, billing_period
+from costtrack_service.domain.quota import FREE, Usage, WorkspaceState, billing_period
+from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.usage import (
     GROUPINGS,
@@ -57,7 +57,6 @@ _KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Positions in the dashboard index, as next_cursor carries them: visible ASCII, bounded.
 _CURSOR_PARTS = {
     "received_event": re.compile(r"[!-~]{1,64}"),
-    "event_key": re.compile(r"[kn]#[!-~]{1,255}"),
 }
 #: Query parameter -> stored event attribute, for filtering the event list.
 EVENT_FILTERS = {
@@ -87,6 +86,8 @@ class WorkspaceStore(Protocol):
         after: Mapping[str, str] | None = None,
         filters: Mapping[str, str] | None = None,
     ) -> tuple[list[EventRecord], dict[str, str] | None]: ...
+
+    def usage(self, workspace: WorkspaceState, period: str) -> Usage: ...
 
     def list_keys(self, workspace_id: str, kind: str = INGEST) -> list[KeyRecord]: ...
 
@@ -208,7 +209,8 @@ class WorkspaceService:
 
     def summary(self, caller: Caller) -> dict[str, Any]:
         """The plan, this month's allowance and credits."""
-        return caller.workspace.view(billing_period(self._clock()))
+        period = billing_period(self._clock())
+        return caller.workspace.view(period, self.store.usage(caller.workspace, period))
 
     def usage(self, caller: Caller, params: Mapping[str, str]) -> dict[str, Any]:
         group_by = params.get("group_by") or "day"

@@ -13,7 +13,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from costtrack_service.domain.errors import ApiError, unavailable
-from costtrack_service.domain.ingestion import StoreUnavailable
+from costtrack_service.domain.records import StoreUnavailable
 
 RETRY_AFTER_SECONDS = 1
 

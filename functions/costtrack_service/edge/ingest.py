@@ -1,7 +1,7 @@
 """``POST /v1/events`` and ``GET /v1/openapi.json``: the ingestion function's routes.
 
 Thin on purpose: read the request, call :class:`IngestService`, shape the response, log one
-line and count it. Keys and metadata are never logged.
+line per request and count each event. Keys and metadata are never logged.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
-from costtrack_service.domain.cost import format_decimal
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingestion import IngestRequest, IngestResult, IngestService, IngestSettings
 from costtrack_service.edge.http import (
@@ -65,25 +64,34 @@ def build_app(service: IngestService, metrics: EphemeralMetrics) -> APIGatewayHt
 
 
 def _count_and_log(result: IngestResult, metrics: EphemeralMetrics) -> None:
-    record = result.record
-    if result.replayed:
-        metrics.add_metric(name="EventsReplayed", unit=MetricUnit.Count, value=1)
-    else:
-        metrics.add_metric(name="EventsAccepted", unit=MetricUnit.Count, value=1)
-        # Metric values are doubles; nano-dollars keep them integral. The exact Decimal
-        # cost is the one stored with the event.
-        nano_usd = int(record.cost.scaleb(9).to_integral_value(rounding=ROUND_HALF_EVEN))
+    accepted = replayed = refused = 0
+    nano_usd = 0
+    for outcome in result.outcomes:
+        if outcome.record is None:
+            refused += 1
+        elif outcome.replayed:
+            replayed += 1
+        else:
+            accepted += 1
+            # Metric values are doubles; nano-dollars keep them integral. The exact Decimal
+            # cost is the one stored with the event.
+            nano_usd += int(outcome.record.cost.scaleb(9).to_integral_value(rounding=ROUND_HALF_EVEN))
+    for name, value in (("EventsAccepted", accepted), ("EventsReplayed", replayed), ("EventsRejected", refused)):
+        if value:
+            metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+    if accepted:
         metrics.add_metric(name="CostNanoUSD", unit=MetricUnit.Count, value=nano_usd)
+    first = next((outcome.record for outcome in result.outcomes if outcome.record is not None), None)
     logger.info(
-        "event replayed" if result.replayed else "event accepted",
+        "events answered",
         extra={
-            "workspace_id": record.workspace_id,
-            "key_id": record.key_id,
-            "event_id": record.event_id,
-            "pricing_status": record.pricing_status,
-            "dashboard_visible": record.visibility.dashboard_visible,
-            "charge": record.charge.value,
-            "cost": format_decimal(record.cost),
+            "workspace_id": first.workspace_id if first else None,
+            "key_id": first.key_id if first else None,
+            "items": len(result.outcomes),
+            "accepted": accepted,
+            "replayed": replayed,
+            "refused": refused,
+            "codes": sorted({outcome.error.code for outcome in result.outcomes if outcome.error}),
         },
     )
 

@@ -11,10 +11,11 @@ from typing import Any
 
 from costtrack.validation import INTEGER_FIELDS, MAX_SAFE_INTEGER, METADATA_MAX_BYTES, STATUSES, STRING_LIMITS
 from costtrack_service import __version__
+from costtrack_service.domain.batch import MAX_BATCH_BYTES, MAX_BATCH_ITEMS
 from costtrack_service.domain.errors import ERROR_STATUS
 from costtrack_service.domain.events import MAX_BODY_BYTES, MAX_IDEMPOTENCY_KEY_LENGTH
-from costtrack_service.domain.ingestion import WARNING_CODES
 from costtrack_service.domain.keys import KEY_TRANSITIONS, KeyState
+from costtrack_service.domain.records import WARNING_CODES
 from costtrack_service.domain.usage import GROUPINGS
 from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH
 from costtrack_service.domain.workspace_api import DEFAULT_LIMIT, EVENT_FILTERS, MAX_LIMIT
@@ -116,6 +117,47 @@ def _error_schema() -> dict[str, Any]:
                 },
             },
             "request_id": {"type": ["string", "null"]},
+        },
+    }
+
+
+def _batch_schemas() -> dict[str, Any]:
+    """CONTRACT.md §9: a batch, and its answer per item in request order."""
+    item_key = {"type": "string", "minLength": 1, "maxLength": MAX_IDEMPOTENCY_KEY_LENGTH, "pattern": "^[!-~]+$"}
+    return {
+        "Batch": {
+            "type": "object",
+            "required": ["batch"],
+            "additionalProperties": False,
+            "properties": {
+                "batch": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": MAX_BATCH_ITEMS,
+                    "items": {
+                        "type": "object",
+                        "required": ["idempotency_key", "event"],
+                        "additionalProperties": False,
+                        "properties": {"idempotency_key": item_key, "event": {"$ref": "#/components/schemas/Event"}},
+                    },
+                }
+            },
+        },
+        "BatchResults": {
+            "type": "object",
+            "required": ["results"],
+            "properties": {
+                "results": {
+                    "type": "array",
+                    "description": "One per item, in order: the single-event answer plus its status "
+                    "(200 accepted or replayed; 400, 422 or 429 with an error).",
+                    "items": {
+                        "type": "object",
+                        "required": ["status"],
+                        "properties": {"status": {"enum": [200, 400, 422, 429]}},
+                    },
+                }
+            },
         },
     }
 
@@ -461,7 +503,7 @@ def openapi_document() -> dict[str, Any]:
             "/v1/events": {
                 "post": {
                     "operationId": "trackEvent",
-                    "summary": "Record one usage event",
+                    "summary": "Record one usage event, or a batch of up to 100",
                     "parameters": [
                         {
                             "name": "Idempotency-Key",
@@ -479,8 +521,18 @@ def openapi_document() -> dict[str, Any]:
                     ],
                     "requestBody": {
                         "required": True,
-                        "description": f"At most {MAX_BODY_BYTES} bytes.",
-                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Event"}}},
+                        "description": f"One event (at most {MAX_BODY_BYTES} bytes, with the Idempotency-Key "
+                        f"header) or a batch (at most {MAX_BATCH_BYTES} bytes, no header: each item has its key).",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "anyOf": [
+                                        {"$ref": "#/components/schemas/Event"},
+                                        {"$ref": "#/components/schemas/Batch"},
+                                    ]
+                                }
+                            }
+                        },
                     },
                     "responses": {
                         "200": {
@@ -491,7 +543,16 @@ def openapi_document() -> dict[str, Any]:
                                     "schema": {"type": "string"},
                                 }
                             },
-                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AcceptedEvent"}}},
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "anyOf": [
+                                            {"$ref": "#/components/schemas/AcceptedEvent"},
+                                            {"$ref": "#/components/schemas/BatchResults"},
+                                        ]
+                                    }
+                                }
+                            },
                         },
                         "400": _error("Invalid event", ["INVALID_PAYLOAD"]),
                         "401": _error("Bad key", ["INVALID_API_KEY", "REVOKED_API_KEY", "INACTIVE_API_KEY"]),
@@ -523,6 +584,7 @@ def openapi_document() -> dict[str, Any]:
             "schemas": {
                 "Event": _event_schema(),
                 "AcceptedEvent": _accepted_schema(),
+                **_batch_schemas(),
                 "Warning": {
                     "type": "object",
                     "required": ["code", "message"],

@@ -26,6 +26,7 @@ from costtrack_service.domain.keys import ADMIN, KeyState
 from costtrack_service.domain.quota import FREE, INACTIVE, PAID
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.workspace_api import WorkspaceService
+from costtrack_service.local.aws_front import AwsFront, AwsRules
 from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
 from costtrack_service.local.server import LocalApi, Route
 from costtrack_service.store import DynamoStore, dynamodb_client
@@ -135,8 +136,12 @@ class LocalStack:
     access_log: bool = False
     prefer_engine: str = "dynamodb-local"
     container_log: Path | None = None  # where the functions' output goes (default: this stdout)
+    # Tests: every DynamoDB call (the containers' and self.store's) goes through an AwsFront
+    # that conflicts and throttles like AWS (see local.aws_front).
+    aws_rules: AwsRules | None = None
     state: dict[str, Any] = field(default_factory=dict)
     dynamo: LocalDynamo | None = None
+    front: AwsFront | None = None
     api: LocalApi | None = None
     store: DynamoStore | None = None
 
@@ -150,8 +155,13 @@ class LocalStack:
         self.dynamo = LocalDynamo(port=self.dynamodb_port, persist_dir=self.persist_dir, prefer=self.prefer_engine)
         self.dynamo.start()
         try:
+            if self.aws_rules is not None:
+                self.front = AwsFront(self.dynamo.endpoint, self.aws_rules).start()
             self._start_api()
         except BaseException:
+            if self.front is not None:
+                self.front.stop()
+                self.front = None
             self.dynamo.stop()
             raise
         return self
@@ -162,7 +172,8 @@ class LocalStack:
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
         # The handlers get their store explicitly rather than from the environment, so a test
         # process can run this stack beside moto-mocked tests without either seeing the other.
-        client = dynamodb_client(self.dynamo.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS)
+        endpoint = self.front.url if self.front is not None else self.dynamo.endpoint
+        client = dynamodb_client(endpoint, LOCAL_REGION, LOCAL_CREDENTIALS)
         store = DynamoStore(client, TableNames.with_prefix(self.table_prefix))
         self.store = store
         store.ensure_tables()
@@ -176,7 +187,7 @@ class LocalStack:
             Route("costtrack-ingest", ("/v1/events", "/v1/openapi.json"), f"{__name__}:ingest_handler"),
             Route("costtrack-api", ("/",), f"{__name__}:api_handler"),
         ]
-        config = {"endpoint": self.dynamo.endpoint, "table_prefix": self.table_prefix}
+        config = {"endpoint": endpoint, "table_prefix": self.table_prefix}
         if self.container_log is not None:
             config["log_file"] = str(self.container_log)
         self.api = LocalApi(
@@ -191,7 +202,7 @@ class LocalStack:
         self.state = {
             "api_url": self.api.url,
             "dashboard_url": f"{self.api.url}/dashboard",
-            "dynamodb_endpoint": self.dynamo.endpoint,
+            "dynamodb_endpoint": endpoint,
             "engine": self.dynamo.engine,
             "table_prefix": self.table_prefix,
             "workspaces": seeded["workspaces"],
@@ -222,6 +233,9 @@ class LocalStack:
         if self.api is not None:
             self.api.stop()
             self.api = None
+        if self.front is not None:
+            self.front.stop()
+            self.front = None
         if self.dynamo is not None:
             self.dynamo.stop()
             self.dynamo = None

@@ -1,0 +1,165 @@
+"""An accepted event as stored and answered, and the notes (warnings) it carries.
+
+Shared by ingestion, the store, rollups and the backfill: what an event record holds is
+decided here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from costtrack.validation import suggest_field
+from costtrack_service.domain.cost import format_decimal
+from costtrack_service.domain.events import UsageEvent
+from costtrack_service.domain.pricer import Priced
+from costtrack_service.domain.quota import Charge
+from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, Visibility
+
+CURRENCY = "USD"
+PRICED = "priced"
+UNKNOWN_MODEL = "unknown_model"
+UNKNOWN_FIELD = "unknown_field"
+USAGE_INCONSISTENT = "usage_inconsistent"
+MISSING_IDEMPOTENCY_KEY = "missing_idempotency_key"
+#: Every warning an accepted event can carry (CONTRACT.md §5).
+WARNING_CODES = (UNKNOWN_MODEL, FREE_SOURCE_MISMATCH, UNKNOWN_FIELD, USAGE_INCONSISTENT, MISSING_IDEMPOTENCY_KEY)
+MAX_UNKNOWN_FIELD_WARNINGS = 20
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A warning returned with an accepted event."""
+
+    code: str
+    message: str
+    field: str | None = None
+
+    def to_dict(self) -> dict[str, str]:
+        data = {"code": self.code, "message": self.message}
+        if self.field is not None:
+            data["field"] = self.field
+        return data
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """An accepted event as stored: the event, its price, its visibility, how it was paid."""
+
+    workspace_id: str
+    event_id: str
+    idempotency_key: str | None
+    key_id: str
+    received_at: str
+    event: UsageEvent
+    fingerprint: str
+    cost: Decimal
+    pricing_status: str
+    pricing_entry_id: str | None
+    rates: Mapping[str, str] | None  # the prices applied, by genai-prices price key
+    tier_above_prompt_tokens: int | None  # the long-context tier's threshold, when one applied
+    visibility: Visibility
+    warnings: tuple[Notice, ...]
+    expires_at: int
+    charge: Charge = Charge.INCLUDED
+    currency: str = CURRENCY
+    pricing_version: str | None = None  # the catalogue the entry came from
+    pricing_match: str | None = None  # how the model name found the entry (exact, alias, rule, …)
+    pricing_override_id: str | None = None  # the workspace override that priced it, if any
+    priced_at: str | None = None  # set when a backfill priced an event that came in unpriced
+
+    @property
+    def event_key(self) -> str:
+        """The record's key in its workspace: the idempotency key when the client sent one
+        (so a retry collides with its original), else the event id."""
+        return event_key_for(self.idempotency_key, self.event_id)
+
+    def view(self) -> dict[str, Any]:
+        """The stored event as the dashboard lists it."""
+        return {
+            "event_id": self.event_id,
+            "received_at": self.received_at,
+            **self.event.fields(),
+            "cost": format_decimal(self.cost),
+            "currency": self.currency,
+            "pricing_status": self.pricing_status,
+            "pricing_entry_id": self.pricing_entry_id,
+            "key_id": self.key_id,
+            "idempotency_key": self.idempotency_key,
+        }
+
+    def response(self, *, replayed: bool) -> dict[str, Any]:
+        """The accepted-event body (CONTRACT.md §5); a replay returns the same body."""
+        return {
+            "event_id": self.event_id,
+            "idempotency_key": self.idempotency_key,
+            "replayed": replayed,
+            "received_at": self.received_at,
+            "feature": self.event.feature,
+            "environment": self.event.environment,
+            "total_tokens": self.event.total_tokens,
+            "cost": format_decimal(self.cost),
+            "currency": self.currency,
+            "pricing_status": self.pricing_status,
+            "pricing_entry_id": self.pricing_entry_id,
+            "dashboard_visible": self.visibility.dashboard_visible,
+            "visibility_reason": self.visibility.reason,
+            "warnings": [notice.to_dict() for notice in self.warnings],
+        }
+
+
+def event_key_for(idempotency_key: str | None, event_id: str) -> str:
+    return f"k#{idempotency_key}" if idempotency_key is not None else f"n#{event_id}"
+
+
+class StoreUnavailable(Exception):
+    """The database is throttling or unreachable: a 503 the client should retry."""
+
+
+def unknown_field_notices(names: tuple[str, ...]) -> list[Notice]:
+    notices = []
+    for name in names[:MAX_UNKNOWN_FIELD_WARNINGS]:
+        suggestion = suggest_field(name)
+        hint = f"; did you mean '{suggestion}'? Wire fields are snake_case" if suggestion else ""
+        notices.append(Notice(UNKNOWN_FIELD, f"Unknown field '{name}' was ignored{hint}.", field=name))
+    if len(names) > MAX_UNKNOWN_FIELD_WARNINGS:
+        extra = len(names) - MAX_UNKNOWN_FIELD_WARNINGS
+        notices.append(Notice(UNKNOWN_FIELD, f"{extra} more unknown fields were ignored."))
+    return notices
+
+
+def priced_fields(priced: Priced) -> dict[str, Any]:
+    """The record's pricing fields for an outcome (also what a backfill writes)."""
+    entry = priced.entry
+    return {
+        "cost": priced.cost,
+        "pricing_status": PRICED if priced.priced else UNKNOWN_MODEL,
+        "pricing_entry_id": entry.entry_id if entry else None,
+        "rates": priced.applied,
+        "tier_above_prompt_tokens": priced.tier_start,
+        "pricing_version": entry.version if entry else None,
+        "pricing_match": priced.match.value if priced.match else None,
+        "pricing_override_id": priced.override.override_id if priced.override else None,
+    }
+
+
+def pricing_notices(event: UsageEvent, priced: Priced) -> list[Notice]:
+    if not priced.priced:
+        return [
+            Notice(
+                UNKNOWN_MODEL,
+                f"No price for {event.provider}/{event.model} yet: the event is unpriced (cost 0 for now) and is "
+                "priced once a price arrives (sync or 'costtrack admin pricing add').",
+            )
+        ]
+    if priced.usage_inconsistent:
+        return [
+            Notice(
+                USAGE_INCONSISTENT,
+                "A count is larger than the count it is part of (e.g. cached_input_tokens + cache_write_tokens above "
+                "prompt_tokens, which include them for this provider); the difference was priced as 0.",
+            )
+        ]
+    return []

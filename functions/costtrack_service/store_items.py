@@ -1,0 +1,197 @@
+"""DynamoDB items of costtrack's records, both ways: one place for each item's attributes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from costtrack_service.domain.events import UsageEvent
+from costtrack_service.domain.keys import INGEST, KeyRecord, KeyState
+from costtrack_service.domain.pricing import model_key
+from costtrack_service.domain.quota import Charge, WorkspaceState
+from costtrack_service.domain.records import UNKNOWN_MODEL, EventRecord, Notice
+from costtrack_service.domain.shards import event_partition
+from costtrack_service.domain.source import Source
+from costtrack_service.domain.visibility import Visibility
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+_USAGE_FIELDS = (
+    "prompt_tokens",
+    "completion_tokens",
+    "reasoning_tokens",
+    "cached_input_tokens",
+    "cache_write_tokens",
+    "latency_ms",
+)
+
+
+def event_item_key(workspace_id: str, event_key: str) -> dict[str, Any]:
+    """An event's primary key, as DynamoDB takes it."""
+    return to_item({"partition": event_partition(workspace_id, event_key), "event_key": event_key})
+
+
+def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Serialize a dict to DynamoDB's attribute-value form, leaving out absent (None) values."""
+    return {name: _serializer.serialize(value) for name, value in values.items() if value is not None}
+
+
+def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: _deserializer.deserialize(value) for name, value in item.items()}
+
+
+def key_to_item(record: KeyRecord) -> dict[str, Any]:
+    return {
+        "key_hash": record.key_hash,
+        "key_id": record.key_id,
+        "workspace_id": record.workspace_id,
+        "state": record.state.value,
+        "display_prefix": record.display_prefix,
+        "created_at": record.created_at,
+        "bound": record.bound.as_dict() if record.bound else None,
+        "last_used_at": record.last_used_at,
+        "name": record.name,
+        "kind": record.kind,
+    }
+
+
+def key_from_item(item: Mapping[str, Any]) -> KeyRecord:
+    bound = item.get("bound")
+    return KeyRecord(
+        key_id=item["key_id"],
+        key_hash=item["key_hash"],
+        workspace_id=item["workspace_id"],
+        state=KeyState(item["state"]),
+        display_prefix=item.get("display_prefix", ""),
+        created_at=item.get("created_at", ""),
+        bound=Source(bound["provider"], bound["model"], bound["feature"]) if bound else None,
+        last_used_at=item.get("last_used_at"),
+        name=item.get("name"),
+        kind=item.get("kind", INGEST),
+    )
+
+
+def workspace_to_item(workspace: WorkspaceState) -> dict[str, Any]:
+    return {
+        "workspace_id": workspace.workspace_id,
+        "name": workspace.name,
+        "plan_tier": workspace.tier,
+        "plan_status": workspace.status,
+        "included_events": workspace.included_events,
+        "credits": workspace.credits,
+        "usage_period": workspace.usage_period,
+        "included_leased": workspace.included_leased,
+    }
+
+
+def workspace_from_item(item: Mapping[str, Any]) -> WorkspaceState:
+    return WorkspaceState(
+        workspace_id=item["workspace_id"],
+        name=item.get("name", ""),
+        tier=item["plan_tier"],
+        status=item["plan_status"],
+        included_events=int(item.get("included_events", 0)),
+        credits=int(item.get("credits", 0)),
+        usage_period=item.get("usage_period"),
+        included_leased=int(item.get("included_leased", 0)),
+    )
+
+
+def event_to_item(record: EventRecord) -> dict[str, Any]:
+    event = record.event
+    partition = event_partition(record.workspace_id, record.event_key)
+    item: dict[str, Any] = {
+        "partition": partition,
+        "workspace_id": record.workspace_id,
+        "event_key": record.event_key,
+        "event_id": record.event_id,
+        "idempotency_key": record.idempotency_key,
+        "key_id": record.key_id,
+        "received_at": record.received_at,
+        "provider": event.provider,
+        "model": event.model,
+        "feature": event.feature,
+        "environment": event.environment,
+        "status": event.status,
+        "customer_id": event.customer_id,
+        "customer_name": event.customer_name,
+        "total_tokens": event.total_tokens,
+        **{name: getattr(event, name) for name in _USAGE_FIELDS},
+        # Kept as the JSON text it arrived as: DynamoDB maps would turn floats into decimals
+        # and refuse empty keys.
+        "metadata": json.dumps(event.metadata, separators=(",", ":"), ensure_ascii=False) if event.metadata else None,
+        "fingerprint": record.fingerprint,
+        "cost": record.cost,
+        "currency": record.currency,
+        "pricing_status": record.pricing_status,
+        "pricing_entry_id": record.pricing_entry_id,
+        "rates": dict(record.rates) if record.rates else None,
+        "tier_above_prompt_tokens": record.tier_above_prompt_tokens,
+        "pricing_version": record.pricing_version,
+        "pricing_match": record.pricing_match,
+        "pricing_override_id": record.pricing_override_id,
+        "priced_at": record.priced_at,
+        "dashboard_visible": record.visibility.dashboard_visible,
+        "visibility_reason": record.visibility.reason,
+        "warnings": json.dumps([notice.to_dict() for notice in record.warnings], separators=(",", ":")),
+        "charge": record.charge.value,
+        "expires_at": record.expires_at,
+    }
+    if record.pricing_status == UNKNOWN_MODEL:
+        # The sparse ``unpriced`` index: what a backfill prices once a price arrives.
+        # Spread like the events themselves, so one model's unpriced events are not one hot key.
+        item["unpriced_model"] = f"{model_key(record.event.provider, record.event.model)}#{partition[-2:]}"
+    if record.visibility.dashboard_visible:
+        # The sparse dashboard index: hidden events never enter it.
+        item["visible_partition"] = partition
+        item["received_event"] = f"{record.received_at}#{record.event_id}"
+    return item
+
+
+def event_from_item(item: Mapping[str, Any]) -> EventRecord:
+    def optional_int(name: str) -> int | None:
+        value = item.get(name)
+        return int(value) if value is not None else None
+
+    metadata = item.get("metadata")
+    event = UsageEvent(
+        provider=item["provider"],
+        model=item["model"],
+        feature=item["feature"],
+        environment=item["environment"],
+        status=item["status"],
+        total_tokens=int(item["total_tokens"]),
+        customer_id=item.get("customer_id"),
+        customer_name=item.get("customer_name"),
+        metadata=json.loads(metadata) if metadata else None,
+        **{name: optional_int(name) for name in _USAGE_FIELDS},
+    )
+    rates = item.get("rates")
+    return EventRecord(
+        workspace_id=item["workspace_id"],
+        event_id=item["event_id"],
+        idempotency_key=item.get("idempotency_key"),
+        key_id=item["key_id"],
+        received_at=item["received_at"],
+        event=event,
+        fingerprint=item["fingerprint"],
+        cost=Decimal(item["cost"]),
+        pricing_status=item["pricing_status"],
+        pricing_entry_id=item.get("pricing_entry_id"),
+        rates={name: str(value) for name, value in rates.items()} if rates else None,
+        tier_above_prompt_tokens=optional_int("tier_above_prompt_tokens"),
+        visibility=Visibility(bool(item["dashboard_visible"]), item.get("visibility_reason")),
+        warnings=tuple(Notice(**notice) for notice in json.loads(item.get("warnings") or "[]")),
+        expires_at=int(item["expires_at"]),
+        charge=Charge(item.get("charge", Charge.INCLUDED.value)),
+        currency=item.get("currency", "USD"),
+        pricing_version=item.get("pricing_version"),
+        pricing_match=item.get("pricing_match"),
+        pricing_override_id=item.get("pricing_override_id"),
+        priced_at=item.get("priced_at"),
+    )
