@@ -7,8 +7,10 @@ so it does not compete with the measured process for the GIL):
 
 - the cost of one ``Tracker.track()`` call (median, p99), and of one posthog ``capture()``
   with the same payload, both clients delivering to the sink in the background meanwhile;
-- delivery throughput: events per second from the first ``track()`` to the end of ``flush()``;
-- peak memory with 10,000 events queued (the service unreachable, so they stay queued).
+- delivery throughput: events per second from the first ``track()`` to the end of ``flush()``,
+  sent as batches (CONTRACT.md §9) to a sink that answers each with one result per event, as
+  the service does; and how many events a request carried on average;
+- peak memory with 10,000 events queued (the service never answers, so they stay queued).
 
 Prints a table, then one JSON object on the last line. Nothing leaves this machine: posthog is
 pointed at the sink with its own ``host`` option.
@@ -29,7 +31,7 @@ from typing import Any
 
 TIMED_CALLS = 10_000
 WARMUP_CALLS = 1_000
-DELIVERY_EVENTS = 5_000
+DELIVERY_EVENTS = 20_000
 QUEUED_EVENTS = 10_000
 
 EVENT: dict[str, Any] = {
@@ -48,8 +50,18 @@ EVENT: dict[str, Any] = {
 # -- the sink (runs in a subprocess) -------------------------------------------------------------
 
 
+def batch_answer(body: bytes) -> bytes:
+    """What the service answers a batch: one result per item, in order."""
+    items = json.loads(body)["batch"]
+    results = [
+        {"status": 200, "event_id": "evt_bench", "idempotency_key": item["idempotency_key"], "replayed": False}
+        | {"cost": "0.0335", "currency": "USD", "pricing_status": "priced", "warnings": []}
+        for item in items
+    ]
+    return json.dumps({"results": results}).encode()
+
+
 def serve_sink() -> None:
-    accepted = json.dumps({"event_id": "evt_bench", "replayed": False, "warnings": []}).encode()
     posthog_ok = json.dumps({"status": 1}).encode()
 
     class Handler(BaseHTTPRequestHandler):
@@ -59,8 +71,8 @@ def serve_sink() -> None:
         disable_nagle_algorithm = True
 
         def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            body = accepted if self.path.startswith("/v1/events") else posthog_ok
+            request = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = batch_answer(request) if self.path.startswith("/v1/events") else posthog_ok
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -132,23 +144,25 @@ def measure_posthog(sink_url: str) -> list[float]:
     return samples
 
 
-def measure_delivery(sink_url: str) -> float:
+def measure_delivery(sink_url: str) -> tuple[float, float]:
+    """Events per second, and events per request."""
     from costtrack import Tracker
 
-    tracker = Tracker("ct_bench", base_url=sink_url)
-    for _ in range(200):  # warm: worker started, connections open
+    tracker = Tracker("ct_bench", base_url=sink_url, max_queue_size=DELIVERY_EVENTS + 1_000)
+    for _ in range(200):  # warm: consumers started, connections open
         tracker.track(EVENT)
     tracker.flush(timeout=60)
+    before = tracker.stats()["batches_sent"]
     started = time.perf_counter()
     for _ in range(DELIVERY_EVENTS):
         tracker.track(EVENT)
     delivered = tracker.flush(timeout=120)
     elapsed = time.perf_counter() - started
-    sent = tracker.stats()["sent"]
+    stats = tracker.stats()
     tracker.shutdown(timeout=10)
-    if not delivered or sent != DELIVERY_EVENTS + 200:
-        raise SystemExit(f"delivery benchmark incomplete: {tracker.stats()}")
-    return DELIVERY_EVENTS / elapsed
+    if not delivered or stats["sent"] != DELIVERY_EVENTS + 200:
+        raise SystemExit(f"delivery benchmark incomplete: {stats}")
+    return DELIVERY_EVENTS / elapsed, DELIVERY_EVENTS / (stats["batches_sent"] - before)
 
 
 def measure_queue_memory() -> float:
@@ -159,8 +173,10 @@ def measure_queue_memory() -> float:
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
     url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-    tracker = Tracker("ct_bench", base_url=url, timeout_ms=600_000, on_warning=lambda warning: None)
-    tracker.track(EVENT)  # the worker starts and imports httpx before measuring
+    tracker = Tracker(
+        "ct_bench", base_url=url, timeout_ms=600_000, max_queue_size=QUEUED_EVENTS + 1, on_warning=lambda warning: None
+    )
+    tracker.track(EVENT)  # a consumer starts and imports httpx before measuring
     time.sleep(1.0)
     tracemalloc.start()
     baseline, _ = tracemalloc.get_traced_memory()
@@ -185,7 +201,7 @@ def main() -> None:
     try:
         track = measure_track(sink_url)
         capture = measure_posthog(sink_url)
-        throughput = measure_delivery(sink_url)
+        throughput, per_request = measure_delivery(sink_url)
     finally:
         sink.terminate()
         sink.wait(10)
@@ -198,6 +214,7 @@ def main() -> None:
         "posthog_capture_us_p99": round(p99(capture), 2),
         "py_track_vs_posthog_ratio": round(statistics.median(track) / statistics.median(capture), 3),
         "sdk_delivery_events_per_s": round(throughput, 1),
+        "sdk_delivery_events_per_request": round(per_request, 1),
         "py_queue_10k_peak_mb": round(queue_mb, 2),
     }
     version = sys.version.split()[0]
@@ -209,6 +226,7 @@ def main() -> None:
         ("posthog capture()  p99", f"{results['posthog_capture_us_p99']:.2f} us"),
         ("track / capture (median)", f"{results['py_track_vs_posthog_ratio']:.3f}"),
         ("delivery to the sink", f"{results['sdk_delivery_events_per_s']:.0f} events/s"),
+        ("events per request (batch)", f"{results['sdk_delivery_events_per_request']:.1f}"),
         ("10,000 queued events, peak", f"{results['py_queue_10k_peak_mb']:.2f} MB"),
     ]
     width = max(len(name) for name, _ in rows)

@@ -5,7 +5,7 @@ Every test here fails on any lost or double-counted event. ``make test`` runs a 
 
 * idempotency storm: 100 unique events x 5 concurrent copies -> exactly 100 counted, cost exact;
 * quota race: allowance 50, 200 concurrent distinct events -> exactly 50 accepted;
-* both SDKs through a proxy that fails 20% of requests (503 before the service sees them; 500,
+* both SDKs through a proxy that fails half the requests (503 before the service sees them; 500,
   reset or timeout after the service committed) -> every event stored exactly once;
 * transaction conflicts injected under the store -> retried, then 503 with Retry-After; never
   another code, never a double count;
@@ -207,7 +207,8 @@ def assert_stored_exactly_once(local_stack: Any, workspace_id: str, events: list
 
 @pytest.fixture
 def chaos_proxy(local_stack: Any) -> Any:
-    proxy = ChaosProxy(local_stack.state["api_url"], rate=0.2, seed=11, hold_seconds=1.5)
+    # Half the requests fail: batches make requests few, and the seed faults the very first one.
+    proxy = ChaosProxy(local_stack.state["api_url"], rate=0.5, seed=11, hold_seconds=1.5)
     yield proxy
     proxy.close()
 
@@ -223,7 +224,7 @@ def test_python_sdk_through_a_faulty_network(local_stack: Any, workspace_factory
     assert tracker.shutdown(timeout=300)
     assert warnings == []
     assert_stored_exactly_once(local_stack, workspace_id, events)
-    assert sum(chaos_proxy.faults.values()) > 0 and chaos_proxy.requests > count
+    assert sum(chaos_proxy.faults.values()) > 0
 
 
 def test_node_sdk_through_a_faulty_network(

@@ -33,7 +33,7 @@ class FaultProxy:
     def __init__(self, upstream: str, plan: list[str]) -> None:
         self.upstream = upstream
         self.plan = list(plan)
-        self.seen: list[tuple[str | None, str]] = []
+        self.seen: list[tuple[tuple[str, ...], str]] = []  # each request's idempotency keys, and its fault
         self.lock = threading.Lock()
         proxy = self
 
@@ -46,7 +46,7 @@ class FaultProxy:
                 upstream = httpx.post(proxy.upstream + self.path, content=body, headers=headers, timeout=30)
                 with proxy.lock:
                     fault = proxy.plan.pop(0) if proxy.plan else "pass"
-                    proxy.seen.append((self.headers.get("Idempotency-Key"), fault))
+                    proxy.seen.append((request_keys(self.headers.get("Idempotency-Key"), body), fault))
                 if fault == "reset":
                     self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
                     self.close_connection = True
@@ -82,6 +82,14 @@ class FaultProxy:
         self.server.server_close()
 
 
+def request_keys(header: str | None, body: bytes) -> tuple[str, ...]:
+    """The idempotency keys a request carries: its header (one event) or its batch items."""
+    if header is not None:
+        return (header,)
+    payload = json.loads(body)
+    return tuple(item["idempotency_key"] for item in payload.get("batch", []))
+
+
 def stored(local_stack: Any, workspace_id: str) -> list[Any]:
     return list(local_stack.store.iter_events(workspace_id))
 
@@ -92,16 +100,20 @@ def test_a_retry_after_the_service_committed_is_a_replay(local_stack: Any, works
     plan = ["500", "pass", "reset", "pass", "500", "500", "pass"] + ["pass"] * 20
     with FaultProxy(local_stack.state["api_url"], plan) as proxy:
         tracker = Tracker(key, base_url=proxy.url, on_warning=warnings.append, max_retries=3)
-        for n in range(8):
+        for n in range(8):  # one at a time, so that each fault hits a batch of its own
             tracker.track({"provider": "openai", "model": "gpt-5", "feature": "e2e", "prompt_tokens": 1000 + n})
+            assert tracker.flush(timeout=30)
         assert tracker.shutdown(timeout=60)
 
-    assert len(proxy.seen) == 8 + 4  # every injected fault cost one extra attempt
-    assert len({key for key, _ in proxy.seen}) == 8  # ...with the same idempotency key
+    faulted = [keys for keys, fault in proxy.seen if fault != "pass"]
+    assert len(faulted) == 4  # every injected fault cost one extra attempt...
+    sent = [key for keys, _ in proxy.seen for key in keys]
+    assert len(set(sent)) == 8  # ...of the same items with the same idempotency keys
+    assert len(sent) == 8 + sum(len(keys) for keys in faulted)
     events = stored(local_stack, workspace_id)
     assert sorted(event.event.prompt_tokens for event in events) == [1000 + n for n in range(8)]
     assert month_usage(local_stack.store, workspace_id).included_used == 8
-    assert tracker.stats()["sent"] == 8 and tracker.stats()["retried"] == 4
+    assert tracker.stats()["sent"] == 8
     assert [w.code for w in warnings] == []
 
 

@@ -18,7 +18,9 @@ API_KEY = "ct_test_0123456789"
 
 
 @dataclass
-class Received:
+class Request:
+    """One HTTP request as the sink received it."""
+
     method: str
     path: str
     headers: Dict[str, str]
@@ -30,8 +32,43 @@ class Received:
         return json.loads(self.body.decode("utf-8"))
 
     @property
-    def idempotency_key(self) -> Optional[str]:
-        return self.headers.get("idempotency-key")
+    def keys(self) -> List[Optional[str]]:
+        """The idempotency keys of its events, in order."""
+        return [item.get("idempotency_key") for item in self.json["batch"]]
+
+
+@dataclass
+class Received:
+    """One event as the sink received it: an item of a batch request (or a single-event request)."""
+
+    request: Request
+    idempotency_key: Optional[str]
+    event: Any
+
+    @property
+    def json(self) -> Any:
+        return self.event
+
+    @property
+    def method(self) -> str:
+        return self.request.method
+
+    @property
+    def path(self) -> str:
+        return self.request.path
+
+    @property
+    def headers(self) -> Dict[str, str]:
+        return self.request.headers
+
+    @property
+    def body(self) -> bytes:
+        """The whole request body the event came in (the same bytes on every retry)."""
+        return self.request.body
+
+    @property
+    def at(self) -> float:
+        return self.request.at
 
 
 @dataclass
@@ -43,6 +80,17 @@ class Reply:
     delay: float = 0.0
     #: Never answer (until the server is closed).
     hang: bool = False
+
+    @property
+    def for_the_item(self) -> bool:
+        """Whether this answers one event inside a 200 batch answer (CONTRACT.md §9); any other
+        reply (401, 403, 413, 5xx, 404, a hang, a delay ...) answers the whole request."""
+        return self.status in ITEM_STATUSES and not self.hang and not self.delay
+
+
+#: The statuses a batch answer's results carry; a 400 may also be a request-level answer, but
+#: the SDK reports both alike, so the sink always answers it per item.
+ITEM_STATUSES = (200, 400, 422, 429)
 
 
 def accepted(received: Received, warnings: Optional[List[Dict[str, str]]] = None, replayed: bool = False) -> Reply:
@@ -64,6 +112,11 @@ def error_reply(status: int, code: str, message: str = "rejected") -> Reply:
     return Reply(status, {"error": {"code": code, "message": message, "details": []}, "request_id": "req_test"})
 
 
+def results_reply(replies: List[Reply]) -> Reply:
+    """A 200 batch answer: each item's reply as its result, with its status."""
+    return Reply(200, {"results": [{**(reply.body or {}), "status": reply.status} for reply in replies]})
+
+
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -72,11 +125,17 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 class Sink:
-    """Records every request; ``respond`` decides each answer (default: accepted)."""
+    """Records every request and each event in it; ``respond`` answers each event (default:
+    accepted), and the sink makes the batch answer of them: the first reply that answers a
+    whole request (see ``Reply.for_the_item``) answers it, else a 200 with one result per event.
+    ``respond_request``, when set, answers whole requests first (``None``: leave it to ``respond``).
+    """
 
     def __init__(self) -> None:
+        self.requests: List[Request] = []
         self.received: List[Received] = []
         self.respond: Callable[[Received], Reply] = accepted
+        self.respond_request: Optional[Callable[[Request], Optional[Reply]]] = None
         self.released = threading.Event()
         self._changed = threading.Condition()
         sink = self
@@ -89,16 +148,9 @@ class Sink:
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                received = Received(
-                    "POST",
-                    self.path,
-                    {name.lower(): value for name, value in self.headers.items()},
-                    self.rfile.read(length),
-                )
-                with sink._changed:
-                    sink.received.append(received)
-                    sink._changed.notify_all()
-                reply = sink.respond(received)
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                request = Request("POST", self.path, headers, self.rfile.read(length))
+                reply = sink.answer(request)
                 if reply.hang:
                     sink.released.wait(60)
                     return
@@ -121,7 +173,28 @@ class Sink:
         self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
 
+    def answer(self, request: Request) -> Reply:
+        body = request.json
+        if isinstance(body, dict) and "batch" in body:
+            items = [Received(request, item.get("idempotency_key"), item.get("event")) for item in body["batch"]]
+        else:
+            items = [Received(request, request.headers.get("idempotency-key"), body)]
+        with self._changed:
+            self.requests.append(request)
+            self.received.extend(items)
+            self._changed.notify_all()
+        if self.respond_request is not None:
+            reply = self.respond_request(request)
+            if reply is not None:
+                return reply
+        replies = [self.respond(item) for item in items]
+        if not (isinstance(body, dict) and "batch" in body):
+            return replies[0]
+        whole = [reply for reply in replies if not reply.for_the_item]
+        return whole[0] if whole else results_reply(replies)
+
     def wait_for(self, count: int, timeout: float = 10.0) -> bool:
+        """Wait until ``count`` events (not requests) have arrived."""
         deadline = time.monotonic() + timeout
         with self._changed:
             while len(self.received) < count:

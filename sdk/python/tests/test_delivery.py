@@ -5,10 +5,20 @@ from __future__ import annotations
 import random
 import threading
 import uuid
-from typing import Callable, Dict, Set
+from typing import Callable, Set
 
 import pytest
-from conftest import API_KEY, Collected, Received, Reply, Sink, accepted, error_reply, free_port_refusing_connections
+from conftest import (
+    API_KEY,
+    Collected,
+    Received,
+    Reply,
+    Request,
+    Sink,
+    accepted,
+    error_reply,
+    free_port_refusing_connections,
+)
 
 import costtrack
 from costtrack import Tracker
@@ -38,13 +48,18 @@ def test_wire_format(make_tracker: Callable[..., Tracker], sink: Sink, collected
     assert tracker.flush(timeout=5)
 
     assert len(sink.received) == 2
-    for request in sink.received:
+    for request in sink.requests:
         assert request.method == "POST"
         assert request.path == "/v1/events"
         assert request.headers["authorization"] == f"Bearer {API_KEY}"
         assert request.headers["content-type"] == "application/json"
         assert request.headers["user-agent"] == f"costtrack-python/{costtrack.__version__}"
-        assert uuid.UUID(request.idempotency_key or "").version == 4
+        assert "idempotency-key" not in request.headers  # a batch carries a key per item (CONTRACT.md §9)
+        assert list(request.json) == ["batch"]
+        assert all(list(item) == ["idempotency_key", "event"] for item in request.json["batch"])
+    for received in sink.received:
+        key = received.idempotency_key or ""
+        assert uuid.UUID(key).version == 8 and str(uuid.UUID(key)) == key
     bodies = sorted((r.json for r in sink.received), key=lambda body: body["environment"])
     assert bodies == [{**EVENT, "environment": "eu-prod"}, {**EVENT, "environment": "staging"}]
     assert sink.received[0].idempotency_key != sink.received[1].idempotency_key
@@ -70,7 +85,7 @@ def test_retries_keep_the_idempotency_key_and_body(
 
     assert len(sink.received) == 3
     assert len({r.idempotency_key for r in sink.received}) == 1
-    assert len({r.body for r in sink.received}) == 1
+    assert len({r.body for r in sink.received}) == 1  # the very same request body each time
     assert collected.warnings == []
     assert tracker.stats() == {
         "queued": 1,
@@ -80,6 +95,7 @@ def test_retries_keep_the_idempotency_key_and_body(
         "failed": 0,
         "dropped": 0,
         "invalid": 0,
+        "batches_sent": 3,
     }
 
 
@@ -227,29 +243,25 @@ def test_retry_after_is_a_floor(make_tracker: Callable[..., Tracker], sink: Sink
 def test_one_slow_request_does_not_stall_the_others(
     make_tracker: Callable[..., Tracker], sink: Sink, collected: Collected
 ) -> None:
-    """The first request is held until three more have arrived: with one request at a time
-    they never would."""
-    three_more = threading.Event()
-    lock = threading.Lock()
-    seen: Dict[str, int] = {}
+    """The first request is held until another one has arrived: with one request at a time it
+    never would."""
+    another = threading.Event()
 
-    def respond(received: Received) -> Reply:
-        with lock:
-            seen[received.idempotency_key or ""] = len(seen)
-            first = len(seen) == 1
-            if len(seen) >= 4:
-                three_more.set()
-        if first:
-            three_more.wait(10)
-        return accepted(received)
+    def respond_request(request: Request) -> None:
+        if request is sink.requests[0]:
+            another.wait(10)
+        else:
+            another.set()
 
-    sink.respond = respond
+    sink.respond_request = respond_request
     tracker = make_tracker()
-    for _ in range(4):
+    tracker.track(EVENT)
+    assert sink.wait_for(1)  # the first event is in flight, alone, and held
+    for _ in range(3):
         tracker.track(EVENT)
     assert tracker.flush(timeout=15)
-    assert three_more.is_set()
-    assert len(sink.received) == 4 and collected.warnings == []
+    assert another.is_set()
+    assert len(sink.received) == 4 and len(sink.requests) >= 2 and collected.warnings == []
 
 
 def test_a_callback_that_raises_does_not_kill_the_worker(sink: Sink) -> None:

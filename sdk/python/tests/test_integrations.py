@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import importlib.metadata
 import re
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, List
+from typing import Any, Callable, Dict, List, Set
 
 import pytest
 from conftest import API_KEY, Received, Reply, Sink, accepted
@@ -153,6 +154,35 @@ def test_version_is_in_one_place() -> None:
     assert importlib.metadata.version("costtrack") == costtrack.__version__
 
 
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    """Every import of a costtrack module, wherever it is (top level, inside a function, under
+    TYPE_CHECKING), makes an edge; the graph has no cycle."""
+    modules = {path.stem: path for path in PACKAGE.glob("*.py")}
+    edges: Dict[str, Set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "costtrack":
+                edges[name] |= {alias.name for alias in node.names if alias.name in modules}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("costtrack."):
+                edges[name].add((node.module or "").split(".")[1])
+            elif isinstance(node, ast.Import):
+                edges[name] |= {a.name.split(".")[1] for a in node.names if a.name.startswith("costtrack.")}
+    assert edges["_tracker"] and edges["_delivery"]  # the walk found the imports
+
+    def cycle_from(start: str, path: List[str]) -> List[str]:
+        for target in sorted(edges[path[-1]]):
+            if target == start:
+                return [*path, target]
+            if target not in path:
+                found = cycle_from(start, [*path, target])
+                if found:
+                    return found
+        return []
+
+    cycles = [cycle for cycle in (cycle_from(name, [name]) for name in modules) if cycle]
+    assert cycles == []
+
+
 def test_typed_package() -> None:
     assert (PACKAGE / "py.typed").exists()
 
@@ -166,4 +196,4 @@ def test_repr_never_shows_the_key(sink: Sink) -> None:
 
 def test_stats_keys(make_tracker: Callable[..., Tracker]) -> None:
     keys: List[str] = sorted(make_tracker().stats())
-    assert keys == sorted(["queued", "pending", "sent", "retried", "failed", "dropped", "invalid"])
+    assert keys == sorted(["queued", "pending", "sent", "retried", "failed", "dropped", "invalid", "batches_sent"])

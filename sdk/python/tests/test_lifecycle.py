@@ -11,6 +11,7 @@ import sys
 import textwrap
 import threading
 import time
+import uuid
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Mapping
@@ -21,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from costtrack import ConfigurationError, EventValidationError, Tracker
+from costtrack._keys import new_idempotency_key
 from costtrack.validation import EVENT_FIELDS
 
 EVENT = {"provider": "anthropic", "model": "claude-sonnet-4-5", "prompt_tokens": 100, "completion_tokens": 20}
@@ -232,9 +234,11 @@ def test_events_after_shutdown_are_reported_with_a_count(
     assert tracker.stats()["dropped"] == 50 and len(sink.received) == 1
 
 
-def test_flush_deadline_aborts_the_request_and_the_event_is_sent_later(
+def test_flush_is_bounded_while_the_server_hangs(
     make_tracker: Callable[..., Tracker], sink: Sink, collected: Collected
 ) -> None:
+    """flush() returns at its deadline; the hung request carries on in the background, times
+    out, and its retry (same key) delivers the event, counted once."""
     hang_first = threading.Event()
 
     def respond(received: Received) -> Reply:
@@ -244,11 +248,12 @@ def test_flush_deadline_aborts_the_request_and_the_event_is_sent_later(
         return accepted(received)
 
     sink.respond = respond
-    tracker = make_tracker(timeout_ms=60_000)
+    tracker = make_tracker(timeout_ms=1500)
     tracker.track(EVENT)
     started = time.monotonic()
     assert tracker.flush(timeout=0.5) is False
-    assert time.monotonic() - started < 5  # not the hung request's 60 s
+    assert time.monotonic() - started < 1.4  # the deadline, not the request's 1.5 s
+    assert tracker.stats()["pending"] == 1
     assert tracker.flush(timeout=10)
     assert len(sink.received) == 2
     assert sink.received[0].idempotency_key == sink.received[1].idempotency_key
@@ -378,6 +383,47 @@ def test_a_forked_child_delivers(make_tracker: Callable[..., Tracker], sink: Sin
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert tracker.flush(timeout=5)
     origins = sorted(r.json["metadata"]["from"] for r in sink.received)
-    assert origins == ["child", "parent", "parent, queued at fork"]
+    assert origins == ["child", "parent", "parent, queued at fork"]  # the parent's queued event, once
     tracker.track(EVENT)  # the parent goes on as before
     assert tracker.flush(timeout=5) and len(sink.received) == 4
+    keys = [r.idempotency_key or "" for r in sink.received]
+    assert len(set(keys)) == 4 and all(uuid.UUID(key).version == 8 for key in keys)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_a_forked_child_makes_keys_of_its_own() -> None:
+    """Keys are a counter and per-process random bits: a child that kept its parent's would
+    make the very keys its parent makes next."""
+    new_idempotency_key()
+    read_end, write_end = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(write_end, " ".join(new_idempotency_key() for _ in range(3)).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    parent = [new_idempotency_key() for _ in range(3)]
+    os.waitpid(pid, 0)
+    with os.fdopen(read_end) as pipe:
+        child = pipe.read().split()
+    assert len(child) == 3 and not set(child) & set(parent)
+    assert {key[:19] for key in child} != {key[:19] for key in parent}  # a random prefix of its own
+
+
+def test_keys_are_unique_across_threads() -> None:
+    keys: List[str] = []
+
+    def make() -> None:
+        made = [new_idempotency_key() for _ in range(20_000)]
+        keys.extend(made)
+
+    threads = [threading.Thread(target=make) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(keys)) == len(keys) == 80_000
+    assert all(uuid.UUID(key).version == 8 for key in keys[:100])

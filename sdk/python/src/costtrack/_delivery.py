@@ -1,264 +1,232 @@
-"""The worker thread's side of delivery: an asyncio loop, a keep-alive httpx client, lanes.
+"""Delivery: consumer threads that send the queue as batches (CONTRACT.md §9).
 
-Each lane takes one event at a time from the backlog and delivers it: one POST per attempt,
-retried after connection errors, timeouts and 5xx with the same ``Idempotency-Key`` and body.
-Every delivery runs as its own task, so a ``flush()`` or ``shutdown()`` deadline can abort
-requests in flight (cancellation) instead of waiting for a hung server.
+As plain as posthog-python's consumer: daemon threads, one shared queue (``_queue``), a
+blocking keep-alive HTTP client per thread (``_http``). A consumer takes what is waiting (up to
+100 events and 1 MiB; it never waits to fill a batch, so a lone event goes at once), posts it,
+and reports each event's result as a single-event answer would be reported. A connection
+error, a timeout, a 5xx or an unreadable 2xx is retried as a whole batch, with the same body
+and so the same keys, after exponential backoff with jitter (``Retry-After`` a capped floor).
+
+The first event starts a consumer. When events are tracked while every consumer is busy,
+another starts, up to ``MAX_CONSUMERS``, as the Node SDK keeps up to four requests in flight:
+one slow request does not stall the others. Consumers then live as long as the tracker.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import functools
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Set
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional
 
-import httpx
-
-from costtrack._backlog import PendingEvent
-from costtrack._retry import backoff_delay, parse_retry_after
+from costtrack._queue import Batch, EventQueue
+from costtrack._retry import backoff_delay
 from costtrack._warnings import NETWORK_ERROR, TrackerWarning
-from costtrack._worker import DeliveryWorker
+from costtrack._wire import EventAnswer, join_items, read_results, service_error, service_warnings
 
-__all__ = ["DeliveryService"]
+if TYPE_CHECKING:
+    from costtrack._http import Answer, Transport
+
+__all__ = ["MAX_CONSUMERS", "Delivery", "DeliveryHooks", "DeliverySettings"]
 
 logger = logging.getLogger("costtrack")
 
-#: How long closing the HTTP client may take when the thread ends.
-_CLOSE_TIMEOUT_S = 1.0
-
-_ACCEPTED = "accepted"
-_REJECTED = "rejected"
-_RETRYABLE = "retryable"
+#: Requests in flight at once, at most: enough that one slow request does not hold up the
+#: others, few enough to be gentle with the service and the application's process.
+MAX_CONSUMERS = 4
 
 
 @dataclass(frozen=True)
-class _Attempt:
-    """What one POST came to."""
+class DeliverySettings:
+    endpoint: str
+    api_key: str
+    user_agent: str
+    timeout_s: float
+    max_retries: int
 
-    outcome: str
-    message: str
-    status: Optional[int] = None
-    body: Optional[Dict[str, Any]] = None
-    retry_after: Optional[float] = None
-
-
-class _DeliveryLoop(asyncio.SelectorEventLoop):
-    """asyncio resolves host names with ``run_in_executor(None, ...)``. The standard thread pool
-    refuses work once the interpreter has begun to exit (and cannot even be imported then),
-    which is exactly when the ``atexit`` drain may need a new connection. Here a short-lived
-    daemon thread per call does the work instead: lookups are rare with keep-alive."""
-
-    def run_in_executor(  # type: ignore[override]
-        self, executor: Any, func: Callable[..., Any], *args: Any
-    ) -> asyncio.Future[Any]:
-        if executor is not None:
-            return super().run_in_executor(executor, func, *args)
-        future: asyncio.Future[Any] = self.create_future()
-
-        def settle(outcome: Callable[[], None]) -> None:
-            if not future.done():
-                outcome()
-
-        def run() -> None:
-            try:
-                result = func(*args)
-            except BaseException as exc:
-                self._settle_threadsafe(settle, functools.partial(future.set_exception, exc))
-            else:
-                self._settle_threadsafe(settle, functools.partial(future.set_result, result))
-
-        threading.Thread(target=run, name="costtrack-resolve", daemon=True).start()
-        return future
-
-    def _settle_threadsafe(self, settle: Callable[[Callable[[], None]], None], outcome: Callable[[], None]) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody is waiting
-            self.call_soon_threadsafe(settle, outcome)
+    def headers(self) -> Dict[str, str]:
+        return {
+            "Authorization": f"Bearer {self.api_key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": self.user_agent,
+        }
 
 
-class DeliveryService:
-    """Runs on the worker thread, from ``run()`` until ``stop()``."""
+@dataclass(frozen=True)
+class DeliveryHooks:
+    """How consumers report back to their tracker (every hook must not raise)."""
 
-    def __init__(self, worker: DeliveryWorker) -> None:
-        self._worker = worker
-        self._backlog = worker.backlog
-        self._settings = worker.settings
-        self._hooks = worker.hooks
-        self._loop = _DeliveryLoop()
-        self._deliveries: Set[asyncio.Future[None]] = set()
-        self._work_available: Optional[asyncio.Event] = None
-        self._stopped: Optional[asyncio.Event] = None
-        self._stopping = False
+    warn: Callable[[TrackerWarning], None]
+    count: Callable[[str, int], None]
+    #: Called after each batch: a chance to report rate-limited drop counts.
+    progress: Callable[[], None]
 
-    # -- called from other threads -----------------------------------------------------------
 
-    def call_threadsafe(self, callback: Callable[[], None]) -> None:
-        # A closed loop means the thread has ended: there is nothing left to tell it.
-        with contextlib.suppress(RuntimeError):
-            self._loop.call_soon_threadsafe(callback)
+class Delivery:
+    """The consumer threads of one tracker in one process."""
 
-    def wake_threadsafe(self) -> None:
-        if self._work_available is not None:
-            self.call_threadsafe(self._work_available.set)
+    def __init__(self, queue: EventQueue, settings: DeliverySettings, hooks: DeliveryHooks) -> None:
+        self.queue = queue
+        self._settings = settings
+        self._hooks = hooks
+        self._lock = threading.Lock()
+        self._threads: List[threading.Thread] = []
+        self._stopped = False
 
-    # -- called on the loop ------------------------------------------------------------------
+    def renewed(self, queue: EventQueue) -> Delivery:
+        """The same delivery, for a forked child: no thread yet, and ``queue``."""
+        return Delivery(queue, self._settings, self._hooks)
 
-    def abort_held(self) -> None:
-        for delivery in list(self._deliveries):
-            delivery.cancel()
+    def start_consumer(self) -> None:
+        """Start the consumer the queue asked for (``START_CONSUMER``, ``need_consumer()``)."""
+        with self._lock:
+            if not self._stopped:
+                thread = threading.Thread(target=self._consume, name="costtrack-delivery", daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError:  # no new threads now (interpreter shutdown, thread limit)
+                    logger.warning("costtrack: could not start a delivery thread", exc_info=True)
+                else:
+                    self._threads.append(thread)
+                    return
+        self.queue.consumer_not_started()
 
     def stop(self) -> None:
-        self._stopping = True  # lanes take no new event
-        self.abort_held()
-        if self._stopped is not None:
-            self._stopped.set()
+        """Consumers end when they are back at the queue; a request in flight is not waited for."""
+        with self._lock:
+            self._stopped = True
+        self.queue.stop()
 
-    def run(self) -> None:
-        asyncio.set_event_loop(self._loop)
+    def join(self, timeout: float) -> None:
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, timeout))
+
+    def on_consumer_thread(self) -> bool:
+        with self._lock:
+            return threading.current_thread() in self._threads
+
+    # -- on a consumer thread ----------------------------------------------------------------
+
+    def _consume(self) -> None:
+        self.queue.consumer_started()
+        transport: Optional[Transport] = None
         try:
-            self._loop.run_until_complete(self._serve())
+            from costtrack import _http  # here, not at the top: importing httpx is the thread's job
+
+            settings = self._settings
+            transport = _http.Transport(settings.endpoint, settings.headers(), settings.timeout_s)
+            while True:
+                batch = self.queue.take()
+                if batch is None:
+                    return
+                try:
+                    self._deliver(transport, batch)
+                except Exception:  # a bug here must not take the thread, or the other events, down
+                    logger.exception("costtrack: delivering a batch failed")
+                    if self.queue.claim(batch) and self.queue.settle(batch):
+                        self._hooks.count("failed", len(batch.events))
+                self._hooks.progress()
+        except BaseException as exc:  # the thread must report, whatever ended it
+            self._consumer_failed(exc)
         finally:
-            try:
-                self._loop.run_until_complete(self._loop.shutdown_asyncgens())
-            finally:
-                asyncio.set_event_loop(None)
-                self._loop.close()
+            if transport is not None:
+                transport.close()
+            with self._lock:
+                if threading.current_thread() in self._threads:
+                    self._threads.remove(threading.current_thread())
+            self.queue.consumer_ended()
 
-    async def _serve(self) -> None:
-        # Created here so they belong to this loop (Python 3.9 binds them at creation).
-        self._work_available = asyncio.Event()
-        self._stopped = asyncio.Event()
-        if not self._worker.attach(self):
-            return
-        settings = self._settings
-        client = httpx.AsyncClient(
-            headers={
-                "Authorization": f"Bearer {settings.api_key}",
-                "Content-Type": "application/json",
-                "Accept": "application/json",
-                "User-Agent": settings.user_agent,
-            },
-            timeout=httpx.Timeout(settings.timeout_s),
-            limits=httpx.Limits(max_connections=settings.lanes, max_keepalive_connections=settings.lanes),
-            follow_redirects=False,
-        )
-        lanes: List[asyncio.Future[None]] = [asyncio.ensure_future(self._lane(client)) for _ in range(settings.lanes)]
-        try:
-            await self._stopped.wait()
-        finally:
-            pending = [*self._deliveries, *lanes]
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-            try:
-                await asyncio.wait_for(client.aclose(), _CLOSE_TIMEOUT_S)
-            except Exception:  # closing is best effort; the process may be exiting
-                logger.debug("costtrack: closing the HTTP client failed", exc_info=True)
+    def _consumer_failed(self, exc: BaseException) -> None:
+        with self._lock:
+            last = len(self._threads) == 1
+            if self._stopped:
+                return
+        logger.error("costtrack: a delivery thread failed", exc_info=exc)
+        if not last:
+            return  # the others carry on; events do not depend on this thread
+        lost = self.queue.clear()
+        if lost:
+            self._hooks.count("failed", lost)
+            message = f"{lost} event(s) lost: the delivery thread failed ({type(exc).__name__}: {exc})"
+            self._hooks.warn(TrackerWarning(NETWORK_ERROR, message, count=lost))
 
-    async def _lane(self, client: httpx.AsyncClient) -> None:
-        work_available = self._work_available
-        assert work_available is not None
-        while not self._stopping:
-            work_available.clear()
-            event = self._backlog.take(self.wake_threadsafe)
-            if event is None:
-                await work_available.wait()
-                continue
-            delivery = asyncio.ensure_future(self._deliver(client, event))
-            self._deliveries.add(delivery)
-            try:
-                await asyncio.wait({delivery})
-            finally:
-                self._deliveries.discard(delivery)
-            if delivery.cancelled():
-                self._backlog.put_back(event)  # aborted at a deadline: it waits again
-            elif delivery.exception() is not None:
-                logger.error("costtrack: delivering an event failed", exc_info=delivery.exception())
-                self._hooks.count("failed", 1)
-                self._backlog.finish(event)
-            self._hooks.progress()
-
-    async def _deliver(self, client: httpx.AsyncClient, event: PendingEvent) -> None:
-        max_retries = self._settings.max_retries
+    def _deliver(self, transport: Transport, batch: Batch) -> None:
+        events = batch.events
+        batch.body = join_items([event.item for event in events])
         while True:
-            event.attempts += 1
-            attempt = await self._post(client, event)
-            if attempt.outcome == _RETRYABLE and event.attempts <= max_retries:
-                self._hooks.count("retried", 1)
-                await asyncio.sleep(backoff_delay(event.attempts, attempt.retry_after))
-                continue
-            # Report before finishing, so that when flush() returns, the callbacks have run.
-            self._report(event, attempt)
-            self._backlog.finish(event)
-            return
+            batch.attempts += 1
+            answer = transport.post(batch.body)
+            self._hooks.count("batches_sent", 1)
+            answers = _event_answers(answer, len(events))
+            if answers is not None:
+                self.queue.record(healthy=True)
+                break
+            self.queue.record(healthy=False)
+            if batch.attempts > self._settings.max_retries:
+                break
+            if batch.abandoned:
+                return
+            self._hooks.count("retried", len(events))
+            if not self.queue.sleep(backoff_delay(batch.attempts, answer.retry_after)):
+                return  # stopped meanwhile: the shutdown that stopped us drops the batch
+        if not self.queue.claim(batch):
+            return  # dropped at a shutdown deadline, and counted then
+        try:  # report before settling: when flush() returns, the callbacks have run
+            if answers is None:
+                self._report_network_error(batch, answer)
+            else:
+                self._report_answers(batch, answers)
+        finally:
+            self.queue.settle(batch)
 
-    async def _post(self, client: httpx.AsyncClient, event: PendingEvent) -> _Attempt:
-        settings = self._settings
-        try:
-            # httpx's timeout bounds each read and write; wait_for bounds the whole attempt.
-            response = await asyncio.wait_for(
-                client.post(settings.endpoint, content=event.body, headers={"Idempotency-Key": event.idempotency_key}),
-                settings.timeout_s,
-            )
-        except asyncio.TimeoutError:
-            return _Attempt(_RETRYABLE, f"no response within {settings.timeout_s * 1000:.0f} ms")
-        except Exception as exc:  # connection refused or reset, DNS, TLS, protocol errors ...
-            return _Attempt(_RETRYABLE, f"{type(exc).__name__}: {exc}".rstrip(": "))
-        status = response.status_code
-        body = _json_object(response)
-        if 200 <= status < 300:
-            return _Attempt(_ACCEPTED, "accepted", status, body)
-        if status >= 500:
-            retry_after = parse_retry_after(response.headers.get("retry-after"))
-            return _Attempt(_RETRYABLE, f"HTTP {status}", status, body, retry_after)
-        return _Attempt(_REJECTED, f"HTTP {status}", status, body)
+    def _report_answers(self, batch: Batch, answers: List[EventAnswer]) -> None:
+        """Each event's answer (below 500), exactly as for a single-event request."""
+        warnings: List[TrackerWarning] = []
+        sent = 0
+        for index, event in enumerate(batch.events):
+            status, body = answers[index]
+            if 200 <= status < 300:
+                sent += 1
+                for code, message in service_warnings(body):
+                    warnings.append(TrackerWarning(code, message, event.key, status, body))
+            else:
+                code, message = service_error(status, body)
+                warnings.append(TrackerWarning(code, message, event.key, status, body))
+        self._count(sent, len(batch.events) - sent)
+        for warning in warnings:
+            self._hooks.warn(warning)
 
-    def _report(self, event: PendingEvent, attempt: _Attempt) -> None:
-        key = event.idempotency_key
-        if attempt.outcome == _ACCEPTED:
-            self._hooks.count("sent", 1)
-            for code, message in _service_warnings(attempt.body):
-                self._hooks.warn(TrackerWarning(code, message, key, attempt.status, attempt.body))
-            return
-        self._hooks.count("failed", 1)
-        if attempt.outcome == _REJECTED:
-            code, message = _service_error(attempt.status, attempt.body)
-            self._hooks.warn(TrackerWarning(code, message, key, attempt.status, attempt.body))
-            return
-        tries = "1 attempt" if event.attempts == 1 else f"{event.attempts} attempts"
-        message = f"the event could not be delivered after {tries}: {attempt.message}"
-        self._hooks.warn(TrackerWarning(NETWORK_ERROR, message, key, attempt.status, attempt.body))
+    def _report_network_error(self, batch: Batch, answer: Answer) -> None:
+        tries = "1 attempt" if batch.attempts == 1 else f"{batch.attempts} attempts"
+        reason = answer.failure or _describe_answer(answer, len(batch.events))
+        message = f"the event could not be delivered after {tries}: {reason}"
+        self._count(0, len(batch.events))
+        for event in batch.events:
+            self._hooks.warn(TrackerWarning(NETWORK_ERROR, message, event.key, answer.status, answer.body))
+
+    def _count(self, sent: int, failed: int) -> None:
+        if sent:
+            self._hooks.count("sent", sent)
+        if failed:
+            self._hooks.count("failed", failed)
 
 
-def _json_object(response: httpx.Response) -> Optional[Dict[str, Any]]:
-    try:
-        body = response.json()
-    except Exception:  # not JSON: a proxy's HTML page, an empty body ...
+def _event_answers(answer: Answer, count: int) -> Optional[List[EventAnswer]]:
+    """Each event's status and body; ``None`` when the batch is to be retried: a connection
+    error, a timeout, a 5xx, or a 2xx without one result per event."""
+    status = answer.status
+    if status is None or status >= 500:
         return None
-    return body if isinstance(body, dict) else None
+    if 200 <= status < 300:
+        return read_results(answer.body, count)
+    return [(status, answer.body)] * count  # a request-level answer (401, 400/413, 403 ...) is every event's
 
 
-def _service_warnings(body: Optional[Dict[str, Any]]) -> List[tuple[str, str]]:
-    warnings = body.get("warnings") if body else None
-    if not isinstance(warnings, list):
-        return []
-    found = []
-    for warning in warnings:
-        if isinstance(warning, dict) and isinstance(warning.get("code"), str):
-            message = warning.get("message")
-            found.append((warning["code"], message if isinstance(message, str) else warning["code"]))
-    return found
-
-
-def _service_error(status: Optional[int], body: Optional[Dict[str, Any]]) -> tuple[str, str]:
-    error = body.get("error") if body else None
-    code = error.get("code") if isinstance(error, dict) else None
-    message = error.get("message") if isinstance(error, dict) else None
-    if not isinstance(code, str) or not code:
-        code = f"HTTP_{status}"
-    if not isinstance(message, str) or not message:
-        message = f"the service rejected the event (HTTP {status})"
-    return code, message
+def _describe_answer(answer: Answer, count: int) -> str:
+    if answer.status is not None and 200 <= answer.status < 300:
+        return f"HTTP {answer.status} without one result per event ({count} sent)"
+    return f"HTTP {answer.status}"

@@ -7,10 +7,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, TypeVar
-
-if TYPE_CHECKING:
-    from costtrack._tracker import Tracker
+from typing import Any, Callable, Dict, Optional, Protocol, Tuple, TypeVar
 
 __all__ = ["flush_after"]
 
@@ -22,7 +19,17 @@ DEFAULT_FLUSH_TIMEOUT_S = 5.0
 LAMBDA_MARGIN_S = 0.5
 
 
-def flush_after(tracker: Tracker, *, timeout: Optional[float] = None) -> Callable[[Handler], Handler]:
+class Flushable(Protocol):
+    """What ``flush_after`` needs of a tracker (a ``Tracker``); named here rather than imported,
+    so this module and ``_tracker`` (which offers ``Tracker.lambda_handler``) do not import each
+    other."""
+
+    def flush(self, timeout: Optional[float] = None) -> bool: ...
+
+    async def aflush(self, timeout: Optional[float] = None) -> bool: ...
+
+
+def flush_after(tracker: Flushable, *, timeout: Optional[float] = None) -> Callable[[Handler], Handler]:
     """Decorator: run the handler, then ``tracker.flush()`` before returning (or raising).
 
     ``timeout`` (seconds, default 5) bounds the flush; when the handler's second argument is a

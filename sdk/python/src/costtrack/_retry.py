@@ -13,8 +13,8 @@ __all__ = ["backoff_delay", "parse_retry_after"]
 BACKOFF_BASE_S = 0.25
 #: ... up to this ceiling.
 BACKOFF_CAP_S = 8.0
-#: A server's ``Retry-After`` is honoured up to this many seconds, so one answer cannot park an
-#: event (and one of the few delivery lanes) for an hour.
+#: A server's ``Retry-After`` is honoured up to this many seconds, so one answer cannot park a
+#: batch (and one of the few delivery threads) for an hour.
 RETRY_AFTER_CAP_S = 30.0
 
 

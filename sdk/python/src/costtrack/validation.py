@@ -13,6 +13,7 @@ pulling in the HTTP client.
 from __future__ import annotations
 
 import json
+import json.encoder
 import numbers
 import re
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ __all__ = [
     "FieldError",
     "ValidatedEvent",
     "canonical_json",
+    "check_event",
     "metadata_size",
     "suggest_field",
     "trim",
@@ -203,6 +205,44 @@ _WHITESPACE = " \t\n\r\f\v"
 
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
+_REQUIRED_STRINGS = tuple(name for name, (_, required, _) in STRING_LIMITS.items() if required)
+
+# What each field is, so the validation loop makes one lookup per field.
+_STRING, _INTEGER, _STATUS, _METADATA = "string", "integer", "status", "metadata"
+_FIELD_KINDS: Dict[str, str] = {
+    **dict.fromkeys(STRING_LIMITS, _STRING),
+    **dict.fromkeys(INTEGER_FIELDS, _INTEGER),
+    "status": _STATUS,
+    "metadata": _METADATA,
+}
+
+# One encoder for every metadata measurement: json.dumps() with options builds a new encoder
+# per call, a good part of the cost of validating a small event. Its settings are the
+# contract's (compact, UTF-8, strict JSON); it holds no state between calls.
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _unserializable(value: object) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# Inside validation, after the nesting check has ruled out cycles, the C encoder is called
+# directly, built once (JSONEncoder.encode builds one per call): the same output, without the
+# cycle bookkeeping. Interpreters without it use the encoder above.
+_make_c_encoder = getattr(json.encoder, "c_make_encoder", None)
+_C_COMPACT_JSON = (
+    None
+    if _make_c_encoder is None
+    else _make_c_encoder(None, _unserializable, json.encoder.encode_basestring, None, ":", ",", False, False, False)
+)
+
+
+def _compact_json(metadata: Dict[str, Any]) -> str:
+    """``metadata`` as compact JSON; only for metadata that ``_nests_too_deep`` accepted."""
+    if _C_COMPACT_JSON is None:
+        return _COMPACT_JSON.encode(metadata)
+    return "".join(_C_COMPACT_JSON(metadata, 0))
+
 
 @dataclass(frozen=True)
 class FieldError:
@@ -236,12 +276,15 @@ class ValidatedEvent:
 
     ``fields`` holds only known fields, without nulls, with the trimmed strings and plain ints:
     exactly what goes on the wire. ``unknown_fields`` lists the ignored top-level names, in the
-    order given. ``metadata_bytes`` is the measured size of ``metadata`` (0 when absent).
+    order given. ``metadata_bytes`` is the measured size of ``metadata`` (0 when absent), and
+    ``metadata_json`` the compact JSON it was measured on (``None`` when absent): the SDK sends
+    that very text, so metadata is serialized once per event.
     """
 
     fields: Dict[str, Any]
     unknown_fields: Tuple[str, ...]
     metadata_bytes: int
+    metadata_json: Optional[str] = None
 
 
 def trim(value: str) -> str:
@@ -253,8 +296,11 @@ def metadata_size(metadata: Mapping[str, Any]) -> int:
     """UTF-8 byte length of the compact JSON serialization (what JavaScript's
     ``JSON.stringify`` produces). Raises ``ValueError``/``TypeError`` when it cannot be
     serialized as strict JSON (NaN, Infinity, sets, lone surrogates ...)."""
-    text = json.dumps(metadata, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return len(text.encode("utf-8"))
+    return _utf8_length(_COMPACT_JSON.encode(metadata))
+
+
+def _utf8_length(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def canonical_json(fields: Mapping[str, Any]) -> str:
@@ -302,6 +348,8 @@ def _check_string(name: str, value: object, errors: List[FieldError]) -> Optiona
 
 
 def _check_integer(name: str, value: object, errors: List[FieldError]) -> Optional[int]:
+    if type(value) is int and 0 <= value <= MAX_SAFE_INTEGER:  # the common case, without the ABC check
+        return value
     # bool is an int subclass in Python and a distinct type on the wire: never a count.
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         errors.append(FieldError(name, f"{name} must be an integer"))
@@ -316,50 +364,65 @@ def _check_integer(name: str, value: object, errors: List[FieldError]) -> Option
     return number
 
 
-def _check_metadata(value: object, errors: List[FieldError]) -> Tuple[Optional[Dict[str, Any]], int]:
-    if not isinstance(value, Mapping):
+#: What ``_check_metadata`` found: the metadata, its size and its compact JSON; or nothing.
+_Metadata = Tuple[Optional[Dict[str, Any]], int, Optional[str]]
+_NO_METADATA: _Metadata = (None, 0, None)
+
+
+def _check_metadata(value: object, errors: List[FieldError]) -> _Metadata:
+    if type(value) is not dict and not isinstance(value, Mapping):
         errors.append(FieldError("metadata", "metadata must be a JSON object"))
-        return None, 0
+        return _NO_METADATA
     try:
         return _read_metadata(value, errors)
     except Exception as exc:  # a mapping (or a value inside it) whose methods raise
         errors.append(FieldError("metadata", f"metadata could not be read ({type(exc).__name__})"))
-        return None, 0
+        return _NO_METADATA
 
 
-def _read_metadata(value: Mapping[str, Any], errors: List[FieldError]) -> Tuple[Optional[Dict[str, Any]], int]:
+def _read_metadata(value: Mapping[str, Any], errors: List[FieldError]) -> _Metadata:
     metadata = dict(value)
     # Before serializing: json.dumps recurses, and a few hundred levels raise RecursionError.
     if _nests_too_deep(metadata):
         errors.append(FieldError("metadata", f"metadata must nest at most {METADATA_MAX_DEPTH} levels"))
-        return None, 0
+        return _NO_METADATA
     try:
-        size = metadata_size(metadata)
+        text = _compact_json(metadata)
+        size = _utf8_length(text)  # a lone surrogate fails here (UnicodeEncodeError, a ValueError)
     except (TypeError, ValueError, RecursionError) as exc:
         errors.append(FieldError("metadata", f"metadata must be serializable as JSON ({type(exc).__name__})"))
-        return None, 0
+        return _NO_METADATA
     if size > METADATA_MAX_BYTES:
         message = f"metadata must be at most {METADATA_MAX_BYTES} bytes as JSON (got {size})"
         errors.append(FieldError("metadata", message))
-        return None, 0
+        return _NO_METADATA
     feature = metadata.get("feature")
     limit = STRING_LIMITS["feature"][0]
     # metadata.feature can become the event's feature, so it obeys the feature's length cap.
     if isinstance(feature, str) and len(trim(feature)) > limit:
         errors.append(FieldError("metadata.feature", f"metadata.feature must be at most {limit} characters"))
-        return None, 0
-    return metadata, size
+        return _NO_METADATA
+    return metadata, size, text
+
+
+#: What json.dumps writes as an object or an array.
+_CONTAINERS = (dict, list, tuple)
 
 
 def _nests_too_deep(metadata: Dict[str, Any]) -> bool:
     """Whether ``metadata`` nests deeper than ``METADATA_MAX_DEPTH`` levels (objects and arrays,
     the metadata object being level 1). Iterative, and it stops at the first container one
     level too deep, so a cyclic or absurdly deep structure costs at most that many levels."""
+    for child in metadata.values():
+        if isinstance(child, _CONTAINERS):
+            break
+    else:
+        return False  # flat, as most metadata is: no need for the walk below
     stack: List[Tuple[Any, int]] = [(metadata, 1)]
     while stack:
         container, depth = stack.pop()
         for child in container.values() if isinstance(container, dict) else container:
-            if isinstance(child, (dict, list, tuple)):  # what json.dumps writes as an object or array
+            if isinstance(child, _CONTAINERS):
                 if depth >= METADATA_MAX_DEPTH:
                     return True
                 stack.append((child, depth + 1))
@@ -433,7 +496,14 @@ def validate_event(raw: object) -> ValidatedEvent:
     field. Never raises anything else, whatever it is given. ``null`` (``None``) means absent for
     every optional field.
     """
-    if not isinstance(raw, Mapping):
+    return ValidatedEvent(*check_event(raw))
+
+
+def check_event(raw: object) -> Tuple[Dict[str, Any], Tuple[str, ...], int, Optional[str]]:
+    """:func:`validate_event` without the result object: the fields of a ``ValidatedEvent`` as a
+    tuple, for the SDK's ``track()``, where each microsecond counts."""
+    # type() first: the Mapping check is an ABC lookup, and nearly every event is a plain dict.
+    if type(raw) is not dict and not isinstance(raw, Mapping):
         raise EventValidationError([FieldError("body", "the event must be a JSON object")])
 
     errors: List[FieldError] = []
@@ -441,33 +511,35 @@ def validate_event(raw: object) -> ValidatedEvent:
     unknown: List[str] = []
     metadata: Optional[Dict[str, Any]] = None
     metadata_bytes = 0
+    metadata_json: Optional[str] = None
 
     for name, value in raw.items():
-        if name not in EVENT_FIELDS:
+        kind = _FIELD_KINDS.get(name)
+        if kind is None:
             unknown.append(str(name))
             continue
         if value is None:
             continue
-        if name in STRING_LIMITS:
+        if kind is _INTEGER:
+            number = _check_integer(name, value, errors)
+            if number is not None:
+                fields[name] = number
+        elif kind is _STRING:
             text = _check_string(name, value, errors)
             if text is not None:
                 fields[name] = text
-        elif name == "status":
+        elif kind is _STATUS:
             if value in STATUSES and isinstance(value, str):
                 fields[name] = value
             else:
                 errors.append(FieldError("status", "status must be one of " + ", ".join(STATUSES)))
-        elif name == "metadata":
-            metadata, metadata_bytes = _check_metadata(value, errors)
+        else:
+            metadata, metadata_bytes, metadata_json = _check_metadata(value, errors)
             if metadata is not None:
                 fields[name] = metadata
-        else:
-            number = _check_integer(name, value, errors)
-            if number is not None:
-                fields[name] = number
 
-    for name, (_, required, _) in STRING_LIMITS.items():
-        if required and raw.get(name) is None:
+    for name in _REQUIRED_STRINGS:
+        if raw.get(name) is None:
             errors.append(FieldError(name, f"{name} is required"))
 
     if metadata is not None:
@@ -479,4 +551,4 @@ def validate_event(raw: object) -> ValidatedEvent:
 
     if errors:
         raise EventValidationError(errors)
-    return ValidatedEvent(fields=fields, unknown_fields=tuple(unknown), metadata_bytes=metadata_bytes)
+    return fields, tuple(unknown), metadata_bytes, metadata_json
