@@ -1,25 +1,28 @@
-// Background delivery: a bounded queue, up to MAX_IN_FLIGHT requests at once, retries with
-// backoff, and bounded flushing. One event per request (the endpoint takes one event).
+// Background delivery: a bounded queue sent as batches (CONTRACT.md §9), up to MAX_IN_FLIGHT
+// requests at once, retries with backoff, and bounded flushing.
+//
+// Batching never waits to fill a batch: the queue is drained on the next turn of the event
+// loop, so a lone event goes at once as a batch of one, and what queues up while requests are
+// in flight goes in the next batch. A batch is retried as a whole, with the same keys: what a
+// failed attempt committed comes back as replays.
 //
 // Lifetime rules, so the SDK never keeps a process alive on its own:
 // - the per-request timeout and the retry backoff timers are unref'd;
-// - while the service is failing (an event waits for a retry, or the last answer was a network
-//   error, timeout or 5xx), queued events don't start on their own: one "probe" event is sent
+// - while the service is failing (a batch waits for a retry, or the last answer was a network
+//   error, timeout or 5xx), queued events don't start on their own: one "probe" batch is sent
 //   from an unref'd timer once nothing else is under way, and a good answer resumes normal
 //   sending. So a failing service is not hammered, and a backlog of timeouts cannot keep the
 //   process alive: at most the attempts already under way do (each bounded by timeoutMs);
 // - only the flush/shutdown deadline timer is ref'd: the caller is awaiting that bounded wait,
 //   and an unref'd one could let the process end with the caller's promise never settled.
 
+import { type Batch, EventQueue, readResults, singleBody } from "./batch.js";
+import { backoffDelay, isRecord, type Outcome, post, serviceError } from "./transport.js";
 import type { TrackerWarning } from "./types.js";
 
 export const MAX_IN_FLIGHT = 4;
-const BACKOFF_BASE_MS = 250;
-const BACKOFF_CAP_MS = 8000;
-const RETRY_AFTER_CAP_MS = 30_000;
 // setTimeout treats anything above 2^31-1 ms as 1 ms.
 export const MAX_TIMER_MS = 2_147_483_647;
-const MAX_RESPONSE_TEXT = 2000;
 const PROBE_DELAY_MS = 1000;
 
 export interface DeliveryOptions {
@@ -32,83 +35,39 @@ export interface DeliveryOptions {
   readonly warn: (warning: TrackerWarning) => void;
 }
 
-interface Item {
-  readonly key: string;
-  readonly body: string;
-  /** Order of arrival, so a flush waits exactly for the events queued before it. */
-  readonly seq: number;
-  attempts: number;
-}
-
 interface Waiter {
   readonly lastSeq: number;
   remaining: number;
   readonly settle: (done: boolean) => void;
 }
 
-type Outcome =
-  | { readonly kind: "response"; readonly status: number; readonly body: unknown; readonly retryAfterMs: number | undefined }
-  | { readonly kind: "failure"; readonly reason: string };
-
-/** Delay before retry `n` (1-based): full jitter over an exponential cap, `Retry-After` as a capped floor. */
-export function backoffDelay(n: number, retryAfterMs: number | undefined): number {
-  const jitter = Math.random() * Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (n - 1));
-  return retryAfterMs === undefined ? jitter : Math.max(jitter, Math.min(retryAfterMs, RETRY_AFTER_CAP_MS));
+/** Why an attempt failed in a way worth retrying, as the final NETWORK_ERROR will tell it. */
+interface Failure {
+  readonly reason: string;
+  readonly status?: number;
+  readonly body?: unknown;
+  readonly retryAfterMs?: number | undefined;
 }
 
-/** `Retry-After` as delay-seconds or an HTTP date, in milliseconds; undefined when absent or unreadable. */
-export function parseRetryAfter(value: string | null): number | undefined {
-  if (value === null) return undefined;
-  const text = value.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
-  const date = Date.parse(text);
-  return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
-}
-
-function parseBody(text: string): unknown {
-  if (text === "") return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text.length > MAX_RESPONSE_TEXT ? text.slice(0, MAX_RESPONSE_TEXT) : text;
-  }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function describeFailure(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  // fetch() wraps socket errors: TypeError("fetch failed") with the real one as `cause`.
-  const cause: unknown = (err as { cause?: unknown }).cause;
-  if (isRecord(cause)) {
-    const detail = typeof cause["code"] === "string" ? cause["code"] : cause["message"];
-    if (typeof detail === "string" && detail !== "") return `${err.message} (${detail})`;
-  }
-  return err.message;
-}
-
-function serviceError(body: unknown, status: number): { code: string; message: string } {
-  const error = isRecord(body) ? body["error"] : undefined;
-  const code = isRecord(error) && typeof error["code"] === "string" && error["code"] !== "" ? error["code"] : `HTTP_${status}`;
-  const message =
-    isRecord(error) && typeof error["message"] === "string" && error["message"] !== ""
-      ? error["message"]
-      : `the service rejected the event (HTTP ${status})`;
-  return { code, message };
+// What a callback sees as `response`: the single-event body, also for a result in a batch.
+function shownBody(body: unknown, perEvent: boolean): unknown {
+  return perEvent && isRecord(body) ? singleBody(body) : body;
 }
 
 export class Delivery {
+  /** Per event, not per request. */
   readonly counters = { sent: 0, retried: 0, failed: 0 };
 
   readonly #options: DeliveryOptions;
-  // A FIFO with a moving head: Array#shift is O(n) on a long backlog.
-  #pending: (Item | undefined)[] = [];
-  #head = 0;
-  readonly #inFlight = new Map<Item, AbortController>();
-  readonly #waiting = new Map<Item, ReturnType<typeof setTimeout>>();
+  readonly #queue = new EventQueue();
+  // Batches due for another attempt (retries, and batches requeued at a flush deadline), oldest
+  // first. They go before the queue: their events are older.
+  #ready: Batch[] = [];
+  readonly #inFlight = new Map<Batch, AbortController>();
+  readonly #waiting = new Map<Batch, ReturnType<typeof setTimeout>>();
   readonly #waiters = new Set<Waiter>();
+  // Events held in #ready, #inFlight and #waiting, so `size` stays O(1) for track().
+  #batched = 0;
   #seq = 0;
   #pumpScheduled = false;
   #stopped = false;
@@ -121,17 +80,18 @@ export class Delivery {
 
   /** Events accepted and not yet delivered or given up: queued, in flight or waiting to retry. */
   get size(): number {
-    return this.#pending.length - this.#head + this.#inFlight.size + this.#waiting.size;
+    return this.#queue.length + this.#batched;
   }
 
   /** False when the queue is full or delivery has stopped: the caller drops the event. */
   enqueue(key: string, body: string): boolean {
     if (this.#stopped || this.size >= this.#options.maxQueueSize) return false;
-    this.#pending.push({ key, body, seq: ++this.#seq, attempts: 0 });
+    this.#queue.push({ key, body, seq: ++this.#seq });
     if (!this.#pumpScheduled) {
       this.#pumpScheduled = true;
-      // Next turn of the event loop, so track() returns before any request work starts. Ref'd
-      // on purpose: a short script's events get their first attempt before it exits.
+      // Next turn of the event loop, so track() returns before any request work starts, and
+      // the events tracked in this turn go together. Ref'd on purpose: a short script's events
+      // get their first attempt before it exits.
       setImmediate(this.#pump);
     }
     return true;
@@ -140,7 +100,7 @@ export class Delivery {
   /**
    * Resolves true once every event queued before the call is delivered or finally failed,
    * false at the deadline. Never rejects. With `requeue`, requests still in flight at the
-   * deadline are aborted and their events wait again in their place, with the same keys (the
+   * deadline are aborted and their batches wait again in their place, with the same keys (the
    * aborted attempt does not count): in AWS Lambda, which freezes the process once the handler
    * returns, no request is left hanging mid-flight.
    */
@@ -176,93 +136,61 @@ export class Delivery {
     clearTimeout(this.#probeTimer);
     this.#inFlight.clear();
     this.#waiting.clear();
-    this.#pending = [];
-    this.#head = 0;
+    this.#ready = [];
+    this.#queue.clear();
+    this.#batched = 0;
     for (const waiter of [...this.#waiters]) waiter.settle(false);
     return undelivered;
   }
 
   #requeueInFlight(): void {
     if (this.#stopped || this.#inFlight.size === 0) return;
-    // Youngest first, so the oldest ends up at the very front.
-    const items = [...this.#inFlight.keys()].sort((a, b) => b.seq - a.seq);
-    for (const item of items) {
-      this.#inFlight.get(item)?.abort();
-      this.#inFlight.delete(item);
-      item.attempts--;
-      this.#pushFront(item);
+    for (const [batch, controller] of this.#inFlight) {
+      controller.abort();
+      batch.attempts--;
+      this.#makeReady(batch);
     }
+    this.#inFlight.clear();
     this.#pump();
   }
 
   readonly #pump = (probe = false): void => {
     this.#pumpScheduled = false;
-    while (this.#inFlight.size < MAX_IN_FLIGHT && this.#head < this.#pending.length) {
-      const item = this.#pending[this.#head];
-      if (item === undefined) break;
-      // Retries sit at the front and always go; first attempts wait while the service is failing.
-      if (item.attempts === 0 && (this.#failing || this.#waiting.size > 0)) {
+    while (this.#inFlight.size < MAX_IN_FLIGHT) {
+      const due = this.#ready[0];
+      if (due === undefined && this.#queue.length === 0) break;
+      // Retries always go; first attempts wait while the service is failing, but for one probe.
+      if ((due === undefined || due.attempts === 0) && (this.#failing || this.#waiting.size > 0)) {
         if (!probe) {
           this.#scheduleProbe();
           break;
         }
         probe = false;
       }
-      this.#pending[this.#head++] = undefined;
-      void this.#send(item);
-    }
-    if (this.#head === this.#pending.length) {
-      this.#pending = [];
-      this.#head = 0;
-    } else if (this.#head > 1024 && this.#head * 2 > this.#pending.length) {
-      this.#pending = this.#pending.slice(this.#head);
-      this.#head = 0;
+      let batch: Batch;
+      if (due !== undefined) {
+        this.#ready.shift();
+        batch = due;
+      } else {
+        batch = this.#queue.takeBatch();
+        this.#batched += batch.events.length;
+      }
+      void this.#send(batch);
     }
   };
 
-  async #send(item: Item): Promise<void> {
+  async #send(batch: Batch): Promise<void> {
     const controller = new AbortController();
-    this.#inFlight.set(item, controller);
-    item.attempts++;
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, this.#options.timeoutMs);
-    timer.unref();
-
-    let outcome: Outcome;
-    try {
-      // Node's fetch keeps connections alive by default (undici pools them per origin), and
-      // lets idle pooled sockets not hold the process open.
-      const response = await fetch(this.#options.url, {
-        method: "POST",
-        headers: { ...this.#options.headers, "Idempotency-Key": item.key },
-        body: item.body,
-        signal: controller.signal,
-        // A redirect would turn the POST into a GET elsewhere; report it instead.
-        redirect: "manual",
-      });
-      // Read the body under the same timeout: it carries the warnings, and reading it
-      // releases the connection back to the pool.
-      const text = await response.text();
-      outcome = {
-        kind: "response",
-        status: response.status,
-        body: parseBody(text),
-        retryAfterMs: parseRetryAfter(response.headers.get("retry-after")),
-      };
-    } catch (err) {
-      outcome = { kind: "failure", reason: timedOut ? `no response within ${this.#options.timeoutMs} ms` : describeFailure(err) };
-    } finally {
-      clearTimeout(timer);
-    }
+    this.#inFlight.set(batch, controller);
+    batch.attempts++;
+    const { url, headers, timeoutMs } = this.#options;
+    const outcome = await post(url, headers, batch.body, timeoutMs, controller);
     // Aborted by stop() (already counted as undelivered) or requeued at a flush deadline (the
-    // event waits again, possibly already in a new attempt): nothing more to do here.
-    if (this.#inFlight.get(item) !== controller) return;
-    this.#inFlight.delete(item);
+    // batch waits again, possibly already in a new attempt): nothing more to do here.
+    if (this.#inFlight.get(batch) !== controller) return;
+    this.#inFlight.delete(batch);
     try {
-      this.#handle(item, outcome);
+      this.#handle(batch, outcome);
     } catch {
       // #handle only calls wrapped callbacks; this guard keeps a bug from becoming an
       // unhandled rejection in the user's process.
@@ -270,61 +198,89 @@ export class Delivery {
     this.#pump();
   }
 
-  #handle(item: Item, outcome: Outcome): void {
-    if (outcome.kind === "response" && outcome.status < 500) {
-      this.#failing = false;
-      const { status, body } = outcome;
-      if (status >= 200 && status < 300) {
-        this.counters.sent++;
-        const warnings = isRecord(body) && Array.isArray(body["warnings"]) ? (body["warnings"] as unknown[]) : [];
-        for (const w of warnings) {
-          if (!isRecord(w) || typeof w["code"] !== "string") continue;
-          const message = typeof w["message"] === "string" ? w["message"] : w["code"];
-          this.#options.warn({ code: w["code"], message, idempotencyKey: item.key, status, response: body });
-        }
-      } else {
-        // 4xx (and anything else below 500): the answer would be the same next time.
-        this.counters.failed++;
-        const { code, message } = serviceError(body, status);
-        this.#options.warn({ code, message, idempotencyKey: item.key, status, response: body });
+  #handle(batch: Batch, outcome: Outcome): void {
+    if (outcome.kind === "failure") {
+      this.#retryOrGiveUp(batch, { reason: outcome.reason });
+      return;
+    }
+    const { status, body } = outcome;
+    if (status >= 500) {
+      this.#retryOrGiveUp(batch, { reason: `HTTP ${status}`, status, body, retryAfterMs: outcome.retryAfterMs });
+      return;
+    }
+    if (status >= 200 && status < 300) {
+      const results = readResults(body, batch.events.length);
+      if (results === undefined) {
+        this.#retryOrGiveUp(batch, { reason: `HTTP ${status} without one result per event`, status, body });
+        return;
       }
-      this.#settle(item);
-      return;
-    }
-
-    // Network error, timeout or 5xx: retry while attempts remain.
-    this.#failing = true;
-    if (item.attempts <= this.#options.maxRetries) {
-      this.counters.retried++;
-      const retryAfter = outcome.kind === "response" ? outcome.retryAfterMs : undefined;
-      const timer = setTimeout(() => {
-        this.#waiting.delete(item);
-        this.#pushFront(item);
-        this.#pump();
-      }, backoffDelay(item.attempts, retryAfter));
-      timer.unref();
-      this.#waiting.set(item, timer);
-      return;
-    }
-
-    this.counters.failed++;
-    const attempts = `${item.attempts} attempt${item.attempts === 1 ? "" : "s"}`;
-    if (outcome.kind === "response") {
-      this.#options.warn({
-        code: "NETWORK_ERROR",
-        message: `the event could not be delivered after ${attempts}: HTTP ${outcome.status}`,
-        idempotencyKey: item.key,
-        status: outcome.status,
-        response: outcome.body,
-      });
+      this.#failing = false;
+      const { events } = batch;
+      for (let i = 0; i < events.length; i++) {
+        const event = events[i];
+        const result = results[i];
+        if (event !== undefined && result !== undefined) this.#report(event.key, result.status, result.body, true);
+      }
     } else {
-      this.#options.warn({
-        code: "NETWORK_ERROR",
-        message: `the event could not be delivered after ${attempts}: ${outcome.reason}`,
-        idempotencyKey: item.key,
-      });
+      // A request-level answer (401, 400/413, 403, a redirect, ...) is every event's answer.
+      this.#failing = false;
+      for (const event of batch.events) this.#report(event.key, status, body, false);
     }
-    this.#settle(item);
+    this.#settle(batch);
+  }
+
+  /**
+   * One event's final answer (below 500), reported exactly as for a single-event request.
+   * `perEvent`: `body` is the event's result in a batch answer, not the whole answer.
+   */
+  #report(key: string, status: number, body: unknown, perEvent: boolean): void {
+    if (status >= 200 && status < 300) {
+      this.counters.sent++;
+      const warnings = isRecord(body) && Array.isArray(body["warnings"]) ? (body["warnings"] as unknown[]) : [];
+      if (warnings.length === 0) return;
+      const shown = shownBody(body, perEvent);
+      for (const w of warnings) {
+        if (!isRecord(w) || typeof w["code"] !== "string") continue;
+        const message = typeof w["message"] === "string" ? w["message"] : w["code"];
+        this.#options.warn({ code: w["code"], message, idempotencyKey: key, status, response: shown });
+      }
+      return;
+    }
+    // 4xx (and anything else below 500): the answer would be the same next time.
+    this.counters.failed++;
+    const { code, message } = serviceError(body, status);
+    this.#options.warn({ code, message, idempotencyKey: key, status, response: shownBody(body, perEvent) });
+  }
+
+  // Network error, timeout, 5xx or an unreadable 2xx: retry the whole batch while attempts
+  // remain, else give every event up with one NETWORK_ERROR each.
+  #retryOrGiveUp(batch: Batch, failure: Failure): void {
+    this.#failing = true;
+    const count = batch.events.length;
+    if (batch.attempts <= this.#options.maxRetries) {
+      this.counters.retried += count;
+      const timer = setTimeout(() => {
+        this.#waiting.delete(batch);
+        this.#makeReady(batch);
+        this.#pump();
+      }, backoffDelay(batch.attempts, failure.retryAfterMs));
+      timer.unref();
+      this.#waiting.set(batch, timer);
+      return;
+    }
+
+    this.counters.failed += count;
+    const attempts = `${batch.attempts} attempt${batch.attempts === 1 ? "" : "s"}`;
+    const message = `the event could not be delivered after ${attempts}: ${failure.reason}`;
+    for (const event of batch.events) {
+      const warning: TrackerWarning = { code: "NETWORK_ERROR", message, idempotencyKey: event.key };
+      if (failure.status !== undefined) {
+        warning.status = failure.status;
+        warning.response = failure.body;
+      }
+      this.#options.warn(warning);
+    }
+    this.#settle(batch);
   }
 
   // Only when nothing under way will call #pump again.
@@ -337,14 +293,20 @@ export class Delivery {
     this.#probeTimer.unref();
   }
 
-  #pushFront(item: Item): void {
-    if (this.#head > 0) this.#pending[--this.#head] = item;
-    else this.#pending.unshift(item);
+  // In order of the batches' oldest events, so the oldest is always sent first.
+  #makeReady(batch: Batch): void {
+    const first = batch.events[0]?.seq ?? 0;
+    let i = this.#ready.length;
+    while (i > 0 && (this.#ready[i - 1]?.events[0]?.seq ?? 0) > first) i--;
+    this.#ready.splice(i, 0, batch);
   }
 
-  #settle(item: Item): void {
+  #settle(batch: Batch): void {
+    this.#batched -= batch.events.length;
     for (const waiter of this.#waiters) {
-      if (item.seq <= waiter.lastSeq && --waiter.remaining === 0) waiter.settle(true);
+      let count = 0;
+      for (const event of batch.events) if (event.seq <= waiter.lastSeq) count++;
+      if (count > 0 && (waiter.remaining -= count) <= 0) waiter.settle(true);
     }
   }
 }

@@ -86,7 +86,7 @@ export interface TrackerStats {
   queued: number;
   /** Events the service accepted. */
   sent: number;
-  /** Retry attempts made. */
+  /** Retry attempts made, per event: a batch of 10 events retried once counts 10. */
   retried: number;
   /** Events dropped because the queue was full, the tracker was shut down, or a shutdown deadline passed. */
   dropped: number;

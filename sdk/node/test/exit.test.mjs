@@ -53,11 +53,16 @@ test("exits by itself after track() without shutdown(), having sent the event", 
 });
 
 test("a hung server holds the process only for the attempts already under way, not the backlog", async () => {
-  // 20 events at 4 in flight would be 5 rounds of timeouts; queued events do not start while
-  // others wait to retry, so the process lives at most (1 + maxRetries) request timeouts.
+  // Four requests of one event in flight, then 2,000 events queued behind them: 20 batches, at 4
+  // in flight 5 more rounds of timeouts. Queued events do not start while others wait to retry,
+  // so the process lives at most (1 + maxRetries) request timeouts.
   const result = await runChild(`
-    const tracker = new Tracker({ apiKey: "ct_k", baseUrl: ${JSON.stringify(hung.url)}, timeoutMs: 500, maxRetries: 1 });
-    for (let i = 0; i < 20; i++) tracker.track({ provider: "openai", model: "gpt-5" });
+    const tracker = new Tracker({ apiKey: "ct_k", baseUrl: ${JSON.stringify(hung.url)}, timeoutMs: 500, maxRetries: 1, onWarning() {} });
+    for (let i = 0; i < 4; i++) {
+      tracker.track({ provider: "openai", model: "gpt-5" });
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    for (let i = 0; i < 2000; i++) tracker.track({ provider: "openai", model: "gpt-5" });
   `);
   assert.equal(result.code, 0, result.stderr);
   // Waiting for the whole backlog would take 5 rounds of 1 s; under 4.5 s proves it did not.

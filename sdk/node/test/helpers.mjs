@@ -3,10 +3,10 @@ import http from "node:http";
 
 /**
  * Starts a sink on 127.0.0.1:<free port>. `respond(request, index)` returns
- * `{ status, body, headers, delayMs }` or the string "hang" (never answer). Default: 200 with no
- * warnings.
+ * `{ status, body, headers, delayMs }` or the string "hang" (never answer). Default: 200 with one
+ * accepted result (no warnings) per event of the batch.
  */
-export async function startServer(respond = () => ({ status: 200, body: accepted() })) {
+export async function startServer(respond = perEvent(() => ({ status: 200, body: accepted() }))) {
   const requests = [];
   const server = http.createServer((req, res) => {
     const chunks = [];
@@ -88,4 +88,43 @@ export function collector() {
   const errors = [];
   const warnings = [];
   return { errors, warnings, onError: (e) => errors.push(e), onWarning: (w) => warnings.push(w) };
+}
+
+/**
+ * A `respond` for batch requests (CONTRACT.md §9): 200 with one result per item, in order.
+ * `answer(item, index, request)` returns the item's `{ status, body }` as a single-event request
+ * would get it; the result is that body plus `status`.
+ */
+export function perEvent(answer) {
+  return (request) => {
+    // As the service would: a body that is not a batch is not answered per event.
+    if (!Array.isArray(request.json?.batch)) return { status: 400, body: errorBody("INVALID_PAYLOAD", "not a batch") };
+    return {
+      status: 200,
+      body: {
+        results: request.json.batch.map((item, i) => {
+          const { status, body } = answer(item, i, request);
+          return { ...body, status };
+        }),
+      },
+    };
+  };
+}
+
+/** Every event the requests carried, in order: `{ key, event, request }` per batch item. */
+export function sentEvents(requests) {
+  return requests.flatMap((request) => request.json.batch.map((item) => ({ key: item.idempotency_key, event: item.event, request })));
+}
+
+/** The idempotency keys of one batch request, in order. */
+export function keysOf(request) {
+  return request.json.batch.map((item) => item.idempotency_key);
+}
+
+/**
+ * The next turn of the event loop: events tracked in different turns go in different requests
+ * while fewer than 4 are in flight (the tracker sends what was queued on the turn after track()).
+ */
+export function nextTurn() {
+  return new Promise((resolve) => setImmediate(resolve));
 }

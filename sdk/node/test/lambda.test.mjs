@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
 import { Tracker, withFlush } from "costtrack";
-import { accepted, startServer } from "./helpers.mjs";
+import { accepted, perEvent, startServer } from "./helpers.mjs";
 
 const EVENT = { provider: "anthropic", model: "claude-sonnet-4-5", promptTokens: 1000, completionTokens: 500 };
 let hung;
@@ -12,10 +12,15 @@ before(async () => {
 });
 after(() => hung.close());
 
-test("the wrapped handler resolves only after its events are delivered, with the handler's result", async () => {
+test("the wrapped handler resolves only after its events are delivered, with the handler's result", async (t) => {
   // Answers 200 ms late: without the flush the event would still be in flight at return.
-  const server = await startServer(() => ({ status: 200, body: accepted(), delayMs: 200 }));
+  const server = await startServer((req) => ({ ...perEvent(() => ({ status: 200, body: accepted() }))(req), delayMs: 200 }));
   const tracker = new Tracker({ apiKey: "k", baseUrl: server.url });
+  // Also when an assertion fails: an open server would keep the test process from ending.
+  t.after(async () => {
+    await tracker.shutdown();
+    await server.close();
+  });
   const handler = withFlush(async (event) => {
     tracker.track({ ...EVENT, feature: event.feature });
     return { ok: true };
@@ -25,13 +30,15 @@ test("the wrapped handler resolves only after its events are delivered, with the
   assert.equal(server.requests.length, 1);
   assert.equal(tracker.stats().sent, 1);
   assert.equal(tracker.stats().queued, 0);
-  await tracker.shutdown();
-  await server.close();
 });
 
-test("errors from the handler pass through after the flush", async () => {
-  const server = await startServer(() => ({ status: 200, body: accepted() }));
+test("errors from the handler pass through after the flush", async (t) => {
+  const server = await startServer();
   const tracker = new Tracker({ apiKey: "k", baseUrl: server.url });
+  t.after(async () => {
+    await tracker.shutdown();
+    await server.close();
+  });
   const handler = withFlush(
     async () => {
       tracker.track(EVENT);
@@ -41,8 +48,6 @@ test("errors from the handler pass through after the flush", async () => {
   );
   await assert.rejects(handler({}, {}), /handler failed/);
   assert.equal(tracker.stats().sent, 1);
-  await tracker.shutdown();
-  await server.close();
 });
 
 test("the flush never runs past the invocation's remaining time", async () => {

@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 
 import { Tracker, fromAnthropic, fromGemini, fromOpenAI, fromVercelAI } from "costtrack";
 import { checkEvent } from "../dist/esm/validation.js";
-import { collector, startServer } from "./helpers.mjs";
+import { collector, sentEvents, startServer } from "./helpers.mjs";
 
 // -- the network guard, installed before any client library is loaded ---------------------------
 
@@ -638,8 +638,9 @@ test("every event built above is valid and goes out as built", async () => {
     assert.equal(await tracker.shutdown(5000), true);
     assert.deepEqual(seen.errors, []);
     assert.deepEqual(seen.warnings, []);
-    assert.equal(sink.requests.length, built.length);
-    const sent = sink.requests.map((r) => r.json).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+    const sent = sentEvents(sink.requests).map((e) => e.event);
+    assert.equal(sent.length, built.length);
+    sent.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
     const wire = built
       .map((event) => {
         const checked = checkEvent(event);

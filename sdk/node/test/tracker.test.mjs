@@ -4,11 +4,12 @@ import { readFileSync } from "node:fs";
 import { afterEach, describe, test } from "node:test";
 
 import { ConfigurationError, EventValidationError, Tracker } from "costtrack";
-import { accepted, closedPort, collector, errorBody, startServer, waitFor } from "./helpers.mjs";
+import { accepted, closedPort, collector, errorBody, keysOf, nextTurn, perEvent, sentEvents, startServer, waitFor } from "./helpers.mjs";
 
 const VERSION = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
 const EVENT = { provider: "openai", model: "gpt-5", promptTokens: 10, completionTokens: 5 };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+const ok = perEvent(() => ({ status: 200, body: accepted() }));
 
 const cleanup = [];
 afterEach(async () => {
@@ -24,7 +25,7 @@ async function setup(respond, options = {}) {
 }
 
 describe("wire format", () => {
-  test("POST /v1/events with the contract's headers and a snake_case body", async () => {
+  test("POST /v1/events with the contract's headers and a batch of snake_case events", async () => {
     const { server, tracker, warnings, errors } = await setup();
     tracker.track({ ...EVENT, customerId: "c_1", latencyMs: 12, metadata: { route: "/chat" } });
     assert.equal(await tracker.flush(), true);
@@ -35,16 +36,26 @@ describe("wire format", () => {
     assert.equal(req.headers.authorization, "Bearer ct_test");
     assert.equal(req.headers["content-type"], "application/json");
     assert.equal(req.headers["user-agent"], `costtrack-node/${VERSION}`);
-    assert.match(req.headers["idempotency-key"], UUID);
+    // The key travels in the item; the header on a batch is a 400 (CONTRACT.md §9).
+    assert.equal(req.headers["idempotency-key"], undefined);
+    assert.equal(req.json.batch.length, 1);
+    assert.match(req.json.batch[0].idempotency_key, UUID);
     assert.deepEqual(req.json, {
-      provider: "openai",
-      model: "gpt-5",
-      prompt_tokens: 10,
-      completion_tokens: 5,
-      customer_id: "c_1",
-      latency_ms: 12,
-      environment: "production",
-      metadata: { route: "/chat" },
+      batch: [
+        {
+          idempotency_key: req.json.batch[0].idempotency_key,
+          event: {
+            provider: "openai",
+            model: "gpt-5",
+            prompt_tokens: 10,
+            completion_tokens: 5,
+            customer_id: "c_1",
+            latency_ms: 12,
+            environment: "production",
+            metadata: { route: "/chat" },
+          },
+        },
+      ],
     });
     assert.deepEqual(warnings, []);
     assert.deepEqual(errors, []);
@@ -54,8 +65,11 @@ describe("wire format", () => {
     const { server, tracker } = await setup();
     for (let i = 0; i < 5; i++) tracker.track(EVENT);
     await tracker.flush();
-    const keys = new Set(server.requests.map((r) => r.headers["idempotency-key"]));
+    const sent = sentEvents(server.requests);
+    assert.equal(sent.length, 5);
+    const keys = new Set(sent.map((e) => e.key));
     assert.equal(keys.size, 5);
+    for (const key of keys) assert.match(key, UUID);
   });
 
   test("environment: the event's, else the tracker's option, else production", async () => {
@@ -64,7 +78,7 @@ describe("wire format", () => {
     tracker.track({ ...EVENT, environment: "dev" });
     tracker.track({ ...EVENT, environment: "  " });
     await tracker.flush();
-    assert.deepEqual(server.requests.map((r) => r.json.environment).sort(), ["dev", "staging", "staging"]);
+    assert.deepEqual(sentEvents(server.requests).map((e) => e.event.environment).sort(), ["dev", "staging", "staging"]);
   });
 
   test("baseUrl trailing slashes are tolerated; COSTTRACK_BASE_URL is the default", async () => {
@@ -94,20 +108,20 @@ describe("wire format", () => {
     metadata.step = 2;
     event.model = "changed";
     await tracker.flush();
-    assert.deepEqual(server.requests[0].json.metadata, { step: 1 });
-    assert.equal(server.requests[0].json.model, "gpt-5");
+    assert.deepEqual(sentEvents(server.requests)[0].event.metadata, { step: 1 });
+    assert.equal(sentEvents(server.requests)[0].event.model, "gpt-5");
   });
 });
 
 describe("retries", () => {
   test("5xx then success: same idempotency key and body on every attempt", async () => {
-    const { server, tracker, warnings } = await setup((_req, i) =>
-      i < 2 ? { status: 503, body: errorBody("UNAVAILABLE") } : { status: 200, body: accepted() },
+    const { server, tracker, warnings } = await setup((req, i) =>
+      i < 2 ? { status: 503, body: errorBody("UNAVAILABLE") } : ok(req),
     );
     tracker.track(EVENT);
     assert.equal(await tracker.flush(10_000), true);
     assert.equal(server.requests.length, 3);
-    const keys = new Set(server.requests.map((r) => r.headers["idempotency-key"]));
+    const keys = new Set(sentEvents(server.requests).map((e) => e.key));
     assert.equal(keys.size, 1);
     assert.equal(new Set(server.requests.map((r) => r.text)).size, 1);
     assert.deepEqual(warnings, []);
@@ -115,8 +129,8 @@ describe("retries", () => {
   });
 
   test("Retry-After is a floor on the delay", async () => {
-    const { server, tracker } = await setup((_req, i) =>
-      i === 0 ? { status: 503, body: errorBody("UNAVAILABLE"), headers: { "retry-after": "1" } } : { status: 200, body: accepted() },
+    const { server, tracker } = await setup((req, i) =>
+      i === 0 ? { status: 503, body: errorBody("UNAVAILABLE"), headers: { "retry-after": "1" } } : ok(req),
     );
     tracker.track(EVENT);
     assert.equal(await tracker.flush(10_000), true);
@@ -136,7 +150,7 @@ describe("retries", () => {
     assert.equal(w.code, "NETWORK_ERROR");
     assert.equal(w.status, 500);
     assert.deepEqual(w.response, errorBody("INTERNAL_ERROR"));
-    assert.equal(w.idempotencyKey, server.requests[0].headers["idempotency-key"]);
+    assert.equal(w.idempotencyKey, keysOf(server.requests[0])[0]);
     assert.match(w.message, /3 attempts/);
     assert.deepEqual(tracker.stats(), { queued: 0, sent: 0, retried: 2, dropped: 0, failed: 1 });
   });
@@ -156,13 +170,14 @@ describe("retries", () => {
   });
 
   test("a timeout is retried with the same key", async () => {
-    const { server, tracker, warnings } = await setup((_req, i) => (i === 0 ? "hang" : { status: 200, body: accepted() }), {
+    const { server, tracker, warnings } = await setup((req, i) => (i === 0 ? "hang" : ok(req)), {
       timeoutMs: 200,
     });
     tracker.track(EVENT);
     assert.equal(await tracker.flush(5000), true);
     assert.equal(server.requests.length, 2);
-    assert.equal(server.requests[0].headers["idempotency-key"], server.requests[1].headers["idempotency-key"]);
+    assert.deepEqual(keysOf(server.requests[0]), keysOf(server.requests[1]));
+    assert.equal(server.requests[0].text, server.requests[1].text);
     assert.deepEqual(warnings, []);
   });
 
@@ -175,17 +190,23 @@ describe("retries", () => {
     assert.match(warnings[0].message, /1 attempt: no response within 100 ms/);
   });
 
-  for (const [status, code] of [
-    [400, "INVALID_PAYLOAD"],
-    [401, "REVOKED_API_KEY"],
-    [403, "PLAN_INACTIVE"],
-    [413, "INVALID_PAYLOAD"],
-    [422, "IDEMPOTENCY_KEY_REUSED"],
-    [429, "QUOTA_EXCEEDED"],
+  // Request-level answers (key, body shape or size, plan) are the whole batch's; per-event ones
+  // come inside a 200 batch answer (CONTRACT.md §9). Either way the event gets the same report.
+  for (const [scope, status, code] of [
+    ["request", 400, "INVALID_PAYLOAD"],
+    ["request", 401, "REVOKED_API_KEY"],
+    ["request", 403, "PLAN_INACTIVE"],
+    ["request", 413, "INVALID_PAYLOAD"],
+    ["event", 400, "INVALID_PAYLOAD"],
+    ["event", 422, "IDEMPOTENCY_KEY_REUSED"],
+    ["event", 429, "QUOTA_EXCEEDED"],
   ]) {
-    test(`${status} ${code} is never retried and is reported with the service's code`, async () => {
+    test(`${status} ${code} (${scope}) is never retried and is reported with the service's code`, async () => {
       const body = errorBody(code, `because ${code}`);
-      const { server, tracker, warnings } = await setup(() => ({ status, body, headers: { "retry-after": "1" } }));
+      const headers = { "retry-after": "1" };
+      const { server, tracker, warnings } = await setup(
+        scope === "request" ? () => ({ status, body, headers }) : (req) => ({ ...perEvent(() => ({ status, body }))(req), headers }),
+      );
       tracker.track(EVENT);
       assert.equal(await tracker.flush(), true);
       await new Promise((r) => setTimeout(r, 300));
@@ -194,8 +215,8 @@ describe("retries", () => {
       const [w] = warnings;
       assert.equal(w.code, code);
       assert.equal(w.status, status);
-      assert.deepEqual(w.response, body);
-      assert.equal(w.idempotencyKey, server.requests[0].headers["idempotency-key"]);
+      assert.deepEqual(w.response, body); // the single-event body: a per-event result without its "status"
+      assert.equal(w.idempotencyKey, keysOf(server.requests[0])[0]);
       assert.match(w.message, new RegExp(`because ${code}`));
       assert.deepEqual(tracker.stats(), { queued: 0, sent: 0, retried: 0, dropped: 0, failed: 1 });
     });
@@ -221,10 +242,16 @@ describe("retries", () => {
   });
 
   test("while the service fails, queued events wait; a good answer resumes sending; nothing is lost", async () => {
-    const { server, tracker, warnings } = await setup((_req, i) =>
-      i < 6 ? { status: 503, body: errorBody("UNAVAILABLE") } : { status: 200, body: accepted() },
-    { maxRetries: 1 });
-    for (let i = 0; i < 10; i++) tracker.track({ ...EVENT, promptTokens: i });
+    const { server, tracker, warnings } = await setup(
+      (req, i) => (i < 6 ? { status: 503, body: errorBody("UNAVAILABLE"), delayMs: 50 } : ok(req)),
+      { maxRetries: 1 },
+    );
+    // Four requests of one event each in flight when the failures begin, six events queued.
+    for (let i = 0; i < 4; i++) {
+      tracker.track({ ...EVENT, promptTokens: i });
+      await nextTurn();
+    }
+    for (let i = 4; i < 10; i++) tracker.track({ ...EVENT, promptTokens: i });
     assert.equal(await tracker.flush(15_000), true);
     const stats = tracker.stats();
     const failed = warnings.filter((w) => w.code === "NETWORK_ERROR");
@@ -232,7 +259,8 @@ describe("retries", () => {
     assert.equal(failed.length, stats.failed);
     // Only the first 4 (in flight when the failures began) can have started before recovery.
     assert.ok(stats.failed <= 4, JSON.stringify(stats));
-    const delivered = new Set(server.requests.slice(6).map((r) => r.json.prompt_tokens));
+    assert.deepEqual(server.requests.slice(0, 4).map((r) => r.json.batch.length), [1, 1, 1, 1]);
+    const delivered = new Set(sentEvents(server.requests.slice(6)).map((e) => e.event.prompt_tokens));
     assert.equal(delivered.size, stats.sent);
   });
 
@@ -244,7 +272,10 @@ describe("retries", () => {
     server.setRespond(() => "hang");
     const tracker = new Tracker({ apiKey: "k", baseUrl: server.url, timeoutMs: 300, maxRetries: 0, ...seen });
     cleanup.push(() => server.close());
-    for (let i = 0; i < 10; i++) tracker.track(EVENT);
+    for (let i = 0; i < 10; i++) {
+      tracker.track(EVENT);
+      await nextTurn();
+    }
     await waitFor(() => server.requests.length >= 4);
     await new Promise((r) => setTimeout(r, 100));
     peak = server.requests.length;
@@ -261,10 +292,10 @@ describe("warnings routing", () => {
       { code: "unknown_model", message: "no active pricing entry: cost is 0" },
       { code: "free_source_mismatch", message: "hidden from the dashboard" },
     ];
-    const { server, tracker, warnings } = await setup(() => ({ status: 200, body: accepted(list) }));
+    const { server, tracker, warnings } = await setup(perEvent(() => ({ status: 200, body: accepted(list) })));
     tracker.track(EVENT);
     await tracker.flush();
-    const key = server.requests[0].headers["idempotency-key"];
+    const key = keysOf(server.requests[0])[0];
     assert.deepEqual(
       warnings.map((w) => ({ ...w, response: undefined })),
       list.map((w) => ({ ...w, idempotencyKey: key, status: 200, response: undefined })),
@@ -279,14 +310,15 @@ describe("warnings routing", () => {
     tracker.track({ ...EVENT, prompt_tokens: 99 });
     await tracker.flush();
     assert.deepEqual(errors, []);
-    assert.equal(server.requests.length, 2);
-    for (const r of server.requests) assert.equal(r.json.prompt_tokens, 10);
+    const sent = sentEvents(server.requests);
+    assert.equal(sent.length, 2);
+    for (const e of sent) assert.equal(e.event.prompt_tokens, 10);
     assert.deepEqual(
       warnings.map((w) => w.code),
       ["ignored_field", "ignored_field"],
     );
     assert.match(warnings[0].message, /"prompt_tokens".*ignored.*"promptTokens"/);
-    assert.equal(warnings[0].idempotencyKey, server.requests[0].headers["idempotency-key"]);
+    assert.equal(warnings[0].idempotencyKey, sent[0].key);
     assert.doesNotMatch(warnings[1].message, /did you mean/);
 
     const other = new Tracker({ apiKey: "k", baseUrl: server.url, onWarning: (w) => warnings.push(w) });
@@ -296,7 +328,7 @@ describe("warnings routing", () => {
   });
 
   test("default onWarning writes console.warn", async (t) => {
-    const server = await startServer(() => ({ status: 200, body: accepted([{ code: "unknown_model", message: "cost is 0" }]) }));
+    const server = await startServer(perEvent(() => ({ status: 200, body: accepted([{ code: "unknown_model", message: "cost is 0" }]) })));
     cleanup.push(() => server.close());
     const warn = t.mock.method(console, "warn", () => {});
     const tracker = new Tracker({ apiKey: "k", baseUrl: server.url });
@@ -319,6 +351,7 @@ describe("validation routing", () => {
     assert.deepEqual(errors[0].fields, ["promptTokens", "metadata", "model"]);
     for (const f of ["promptTokens", "metadata", "model"]) assert.match(errors[0].message, new RegExp(f));
     assert.equal(server.requests.length, 1);
+    assert.equal(sentEvents(server.requests).length, 1);
     assert.deepEqual(warnings, []);
   });
 
@@ -333,6 +366,7 @@ describe("validation routing", () => {
     assert.equal(errors.length, weird.length + 1);
     assert.ok(errors.every((e) => e instanceof EventValidationError && e.fields[0] === "body"));
     assert.equal(server.requests.length, 1);
+    assert.equal(sentEvents(server.requests).length, 1);
   });
 
   test("without onError, validation errors are written to console.error", async (t) => {
@@ -410,7 +444,7 @@ describe("configuration", () => {
       assert.equal(seen.errors.length, 1);
       assert.ok(seen.errors[0] instanceof ConfigurationError);
     }
-    assert.deepEqual(server.requests.map((r) => r.json.environment), ["production", "production"]);
+    assert.deepEqual(sentEvents(server.requests).map((e) => e.event.environment), ["production", "production"]);
   });
 
   test("a bad numeric option is reported and its default used", async () => {
@@ -422,13 +456,18 @@ describe("configuration", () => {
     tracker.track(EVENT);
     await tracker.flush();
     assert.equal(server.requests.length, 1);
+    assert.equal(tracker.stats().sent, 1);
   });
 });
 
 describe("flush and shutdown", () => {
   test("a hung server does not hang shutdown(1000); in-flight requests are aborted", async () => {
     const { server, tracker, warnings } = await setup(() => "hang", { timeoutMs: 60_000 });
-    for (let i = 0; i < 6; i++) tracker.track(EVENT);
+    // Four requests in flight, two events queued behind them.
+    for (let i = 0; i < 6; i++) {
+      tracker.track(EVENT);
+      await nextTurn();
+    }
     await waitFor(() => server.requests.length === 4);
     const started = Date.now();
     const result = await tracker.shutdown(1000);
@@ -441,6 +480,7 @@ describe("flush and shutdown", () => {
     );
     assert.deepEqual(tracker.stats(), { queued: 0, sent: 0, retried: 0, dropped: 6, failed: 0 });
     assert.equal(server.requests.length, 4);
+    assert.equal(sentEvents(server.requests).length, 4);
   });
 
   test("track() after shutdown is dropped and reported, rate-limited, with counts", async () => {
@@ -461,7 +501,7 @@ describe("flush and shutdown", () => {
   });
 
   test("at flush's deadline, requests in flight are aborted and sent again with the same key", async () => {
-    const { server, tracker, warnings } = await setup((_req, i) => (i === 0 ? "hang" : { status: 200, body: accepted() }), {
+    const { server, tracker, warnings } = await setup((req, i) => (i === 0 ? "hang" : ok(req)), {
       timeoutMs: 60_000,
     });
     tracker.track(EVENT);
@@ -470,18 +510,21 @@ describe("flush and shutdown", () => {
     assert.ok(Date.now() - started < 5000); // not the hung request's 60 s
     assert.equal(await tracker.flush(2000), true);
     assert.equal(server.requests.length, 2);
-    assert.equal(server.requests[0].headers["idempotency-key"], server.requests[1].headers["idempotency-key"]);
+    assert.deepEqual(keysOf(server.requests[0]), keysOf(server.requests[1]));
+    assert.equal(server.requests[0].text, server.requests[1].text);
     // The aborted attempt was ours, not a failure: no retry counted, no warning.
     assert.deepEqual(tracker.stats(), { queued: 0, sent: 1, retried: 0, dropped: 0, failed: 0 });
     assert.deepEqual(warnings, []);
   });
 
   test("flush waits only for events queued before it; odd timeouts are tolerated", async () => {
-    const { server, tracker } = await setup((_req, i) => (i === 0 ? { status: 200, body: accepted() } : "hang"), {
+    // The first answer comes late, so the second event is tracked while the first is in flight.
+    const { server, tracker } = await setup((req, i) => (i === 0 ? { ...ok(req), delayMs: 100 } : "hang"), {
       timeoutMs: 60_000,
     });
     tracker.track(EVENT);
     const first = tracker.flush(2000);
+    await waitFor(() => server.requests.length === 1);
     tracker.track(EVENT);
     assert.equal(await first, true);
     const started = Date.now();
@@ -489,7 +532,10 @@ describe("flush and shutdown", () => {
     assert.equal(await tracker.flush(0), false);
     assert.ok(Date.now() - started < 2000);
     await waitFor(() => server.requests.length >= 2);
-    assert.equal(new Set(server.requests.slice(1).map((r) => r.headers["idempotency-key"])).size, 1);
+    assert.equal(server.requests[0].json.batch.length, 1);
+    const later = sentEvents(server.requests.slice(1)).map((e) => e.key);
+    assert.equal(new Set(later).size, 1);
+    assert.notEqual(later[0], keysOf(server.requests[0])[0]);
     const idle = new Tracker({ apiKey: "k", baseUrl: server.url });
     for (const odd of [NaN, "x", null, {}, Infinity]) assert.equal(await idle.flush(odd), true);
     assert.equal(await idle.shutdown(NaN), true);
@@ -500,8 +546,10 @@ describe("flush and shutdown", () => {
     const onRejection = (r) => rejections.push(r);
     process.on("unhandledRejection", onRejection);
     cleanup.push(() => process.off("unhandledRejection", onRejection));
-    const server = await startServer((_req, i) =>
-      i % 2 === 0 ? { status: 200, body: accepted([{ code: "unknown_model", message: "m" }]) } : { status: 200, body: accepted() },
+    const server = await startServer(
+      perEvent((_item, i) =>
+        i % 2 === 0 ? { status: 200, body: accepted([{ code: "unknown_model", message: "m" }]) } : { status: 200, body: accepted() },
+      ),
     );
     cleanup.push(() => server.close());
     let warningCalls = 0;
@@ -525,7 +573,7 @@ describe("flush and shutdown", () => {
     }
     assert.equal(await tracker.shutdown(5000), true);
     await new Promise((r) => setTimeout(r, 20));
-    assert.equal(server.requests.length, 6);
+    assert.equal(sentEvents(server.requests).length, 6);
     assert.equal(tracker.stats().sent, 6);
     assert.equal(errorCalls, 6);
     assert.equal(warningCalls, 7 + 3); // ignored fields + unknown_model on every other event
@@ -544,8 +592,8 @@ describe("flush and shutdown", () => {
     assert.deepEqual(warnings[1].count, 6);
     assert.equal(tracker.stats().dropped, 7);
     assert.equal(tracker.stats().queued, 3);
-    await waitFor(() => server.requests.length === 3);
-    const keys = new Set(server.requests.map((r) => r.headers["idempotency-key"]));
+    await waitFor(() => sentEvents(server.requests).length === 3);
+    const keys = new Set(sentEvents(server.requests).map((e) => e.key));
     assert.equal(keys.size, 3);
   });
 });
