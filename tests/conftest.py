@@ -60,15 +60,21 @@ def vectors_for(implementation: str) -> list[dict[str, Any]]:
 def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """DynamoDB Local (moto's server where Java is missing) + the HTTP front, on free ports,
     seeded like ``make dev``. One per test process."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    yield from running_stack(tmp_path_factory, f"test-{worker}-")
+
+
+def running_stack(tmp_path_factory: pytest.TempPathFactory, table_prefix: str, **options: Any) -> Iterator[Any]:
+    """A started local stack in a fresh folder, stopped when the fixture that yields from this ends."""
     from costtrack_service.local.stack import LocalStack
 
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     folder = tmp_path_factory.mktemp("stack")
     stack = LocalStack(
         port=0,
         state_file=folder / "dev.json",
-        table_prefix=f"test-{worker}-",
+        table_prefix=table_prefix,
         container_log=folder / "functions.log",
+        **options,
     )
     stack.start()
     try:

@@ -11,23 +11,13 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import running_stack
+
 
 @pytest.fixture(scope="session")
 def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from costtrack_service.local.aws_front import AwsRules
-    from costtrack_service.local.stack import LocalStack
 
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    folder = tmp_path_factory.mktemp("chaos-stack")
-    stack = LocalStack(
-        port=0,
-        state_file=folder / "dev.json",
-        table_prefix=f"chaos-{worker}-",
-        container_log=folder / "functions.log",
-        aws_rules=AwsRules(transaction_latency_s=0.01, partition_wcu_per_s=1000),
-    )
-    stack.start()
-    try:
-        yield stack
-    finally:
-        stack.stop()
+    rules = AwsRules(transaction_latency_s=0.01, partition_wcu_per_s=1000)
+    yield from running_stack(tmp_path_factory, f"chaos-{worker}-", aws_rules=rules)

@@ -41,6 +41,7 @@ from costtrack_service.local.item_size import (
     write_units,
 )
 from costtrack_service.local.stack import LocalStack
+from tests.conftest import running_stack
 
 pytestmark = pytest.mark.integration
 
@@ -52,19 +53,8 @@ BIG = 300_000  # bytes: 293 write units standard, 586 in a transaction
 def aws_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     """A local stack whose DynamoDB calls all go through an AwsFront (built as conftest's
     ``local_stack``). The other tests put fronts of their own before its DynamoDB Local."""
-    folder = tmp_path_factory.mktemp("aws-stack")
-    stack = LocalStack(
-        port=0,
-        state_file=folder / "dev.json",
-        table_prefix="aws-front-",
-        container_log=folder / "functions.log",
-        aws_rules=AwsRules(transaction_latency_s=0.01, partition_wcu_per_s=1000),
-    )
-    stack.start()
-    try:
-        yield stack
-    finally:
-        stack.stop()
+    rules = AwsRules(transaction_latency_s=0.01, partition_wcu_per_s=1000)
+    yield from running_stack(tmp_path_factory, "aws-front-", aws_rules=rules)
 
 
 @pytest.fixture(scope="module")

@@ -173,9 +173,9 @@ def test_spends_come_from_the_chosen_shard_then_the_fullest() -> None:
     assert not payment.leases and payment.covered == 7
 
 
-def test_a_lease_is_about_a_sixteenth_of_what_is_left() -> None:
+def test_a_lease_is_about_a_thirty_second_of_what_is_left() -> None:
     assert lease_size(1_000_000, 1) == 2000  # at most LEASE_EVENTS
-    assert lease_size(1600, 1) == 100
+    assert lease_size(3200, 1) == 100
     assert lease_size(5, 1) == 1  # a small plan is spread over the shards, not parked in one
     assert lease_size(5, 3) == 3  # never less than wanted...
     assert lease_size(5, 30) == 5  # ...nor more than is left

@@ -71,7 +71,7 @@ def test_every_call_of_every_route_answers_503_when_dynamodb_is_busy(dynamo: Dyn
     text = text.replace("key_REPLACE_WITH_A_KEY_ID", record.key_id)
     event = json.loads(text)
 
-    for start in range(200):  # more than any route's calls (a usage report reads 16 shards a dimension)
+    for start in range(400):  # more than any route's calls (a usage report reads 32 shards a dimension)
         # A fresh client and service each time: a cold function, so every call happens.
         client = boto3.client("dynamodb", region_name="us-east-1")
         throttle = Throttle(start, TRANSIENT[start % len(TRANSIENT)])

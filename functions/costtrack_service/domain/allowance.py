@@ -25,10 +25,10 @@ Why this is exact:
   no included event left, in the central item or any shard, for the month; the central item is
   re-read within a second, so an operator who raises the plan is honoured within one.
 
-A lease is at most ``LEASE_EVENTS`` (and about a sixteenth of what is left, so a small plan is
+A lease is at most ``LEASE_EVENTS`` (and about a thirty-second of what is left, so a small plan is
 spread over the shards rather than parked in one), and the write that leases into its own shard
 also leases into every shard it knows to be empty: a cold workspace writes its central item once
-for all sixteen shards, and at 10,000 events/s the central item is written about once every
+for all its shards, and at 10,000 events/s the central item is written about once every
 three seconds.
 """
 

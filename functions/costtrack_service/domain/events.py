@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from costtrack.validation import EventValidationError, ValidatedEvent, canonical_json, trim, validate_event
@@ -128,13 +129,17 @@ class UsageEvent:
         return Source.of(self.provider, self.model, self.feature)
 
     def fields(self) -> dict[str, Any]:
-        """The resolved event without absent fields."""
-        return {name: value for name, value in asdict(self).items() if value is not None}
+        """The resolved event without absent fields (metadata shared, not copied: this is read
+        for every event of a batch, and nothing writes to it)."""
+        return {name: value for name in _FIELD_NAMES if (value := getattr(self, name)) is not None}
 
     def fingerprint(self) -> str:
         """Same event, same fingerprint: a retry matches its original even if it spelled a
         default out (``"environment": "production"``) or left it implicit."""
         return hashlib.sha256(canonical_json(self.fields()).encode("utf-8")).hexdigest()
+
+
+_FIELD_NAMES = tuple(field.name for field in dataclass_fields(UsageEvent))
 
 
 def to_usage_event(validated: ValidatedEvent) -> UsageEvent:

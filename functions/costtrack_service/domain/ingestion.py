@@ -374,7 +374,7 @@ class IngestService:
         surveyed = False
         pending = list(records)
         done: dict[str, Outcome] = {}
-        conflicts = failures = 0
+        conflicts = failures = short_writes = 0
         while pending:
             shard = self._next_shard()
             payment = self._payment(central, balances, pending, shard, surveyed)
@@ -384,10 +384,7 @@ class IngestService:
                     break
                 if surveyed:
                     raise RuntimeError("a surveyed allowance paid nothing and is not exhausted")
-                survey = self.store.survey(workspace_id, period)
-                central = self._fresh_central(workspace_id, survey.central)
-                balances.available = dict(survey.balances)
-                surveyed = True
+                central, surveyed = self._survey(workspace_id, balances), True
                 continue
             chunk_records = tuple(
                 replace(record, charge=charge) for record, charge in zip(pending, payment.charges(), strict=False)
@@ -411,6 +408,12 @@ class IngestService:
                     done[event_key] = Outcome(existing, replayed=True)
                 pending = [record for record in pending if record.event_key not in rejected.existing]
             balances.learn(rejected.balances)
+            short_writes += bool(rejected.balances)
+            if short_writes >= 2 and not surveyed:
+                # What this function knows of the shards is stale (others spent, or a plan was
+                # lowered): read them all once rather than learn them one failed write at a time.
+                central, surveyed = self._survey(workspace_id, balances), True
+                continue
             if rejected.central_failed:
                 central = self._fresh_central(workspace_id, rejected.central)
             if rejected.conflict:
@@ -434,6 +437,13 @@ class IngestService:
             if needed <= reserve:
                 return payment
             reserve = needed
+
+    def _survey(self, workspace_id: str, balances: Balances) -> WorkspaceState:
+        """Read the workspace item, then every shard: what this request decides from now on."""
+        survey = self.store.survey(workspace_id, balances.period)
+        central = self._fresh_central(workspace_id, survey.central)
+        balances.available = dict(survey.balances)
+        return central
 
     def _fresh_central(self, workspace_id: str, central: WorkspaceState | None) -> WorkspaceState:
         self._remember_workspace(workspace_id, central)

@@ -22,7 +22,7 @@ import threading
 import zlib
 
 EVENT_PARTITIONS = 32
-SHARDS = 16
+SHARDS = 32
 
 
 def event_partition(workspace_id: str, event_key: str) -> str:
