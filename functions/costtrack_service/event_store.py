@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from costtrack_service.domain.allowance import ShardId, Spend
-from costtrack_service.domain.ingestion import Chunk, ChunkRejected, Survey
+from costtrack_service.domain.chunks import Chunk, ChunkRejected, Survey
 from costtrack_service.domain.quota import ACTIVE, PAID, Charge, WorkspaceState
 from costtrack_service.domain.records import EventRecord, StoreUnavailable
 from costtrack_service.domain.shards import (

@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from costtrack_service.domain.allowance import ShardId
-from costtrack_service.domain.ingestion import Chunk, ChunkRejected, Survey
+from costtrack_service.domain.chunks import Chunk, ChunkRejected, Survey
 from costtrack_service.domain.keys import KeyRecord, KeyState, display_prefix, hash_secret, new_key_id, new_secret
 from costtrack_service.domain.overrides import Override
 from costtrack_service.domain.pricing import PricingEntry, format_timestamp

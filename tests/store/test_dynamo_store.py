@@ -15,9 +15,9 @@ from moto import mock_aws
 
 from costtrack_service import catalogue
 from costtrack_service.domain.allowance import Payment, Spend
+from costtrack_service.domain.chunks import Chunk
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.events import to_usage_event, validate
-from costtrack_service.domain.ingestion import Chunk
 from costtrack_service.domain.keys import KeyState
 from costtrack_service.domain.overrides import parse_override
 from costtrack_service.domain.pricing import Origin, PricingEntry, parse_entry

@@ -23,16 +23,10 @@ from hypothesis import strategies as st
 
 from costtrack_service.domain.allowance import Balances, Payment, ShardId, plan_payment, unleased
 from costtrack_service.domain.batch import MAX_BATCH_BYTES, MAX_BATCH_ITEMS
+from costtrack_service.domain.chunks import MAX_TRANSACTION_ITEMS, Chunk, ChunkRejected
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.events import MAX_BODY_BYTES
-from costtrack_service.domain.ingestion import (
-    MAX_TRANSACTION_ITEMS,
-    Chunk,
-    ChunkRejected,
-    IngestRequest,
-    IngestResult,
-    IngestService,
-)
+from costtrack_service.domain.ingestion import IngestRequest, IngestResult, IngestService
 from costtrack_service.domain.quota import FREE, PAID, Charge, Usage, WorkspaceState
 from costtrack_service.domain.records import EventRecord, StoreUnavailable
 from costtrack_service.domain.shards import SHARDS

@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 
 from costtrack_service import catalogue
+from costtrack_service.domain.chunks import Chunk, ChunkRejected
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingestion import (
-    Chunk,
-    ChunkRejected,
     IngestRequest,
     IngestResult,
     IngestService,

@@ -25,9 +25,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from costtrack_service import catalogue
-from costtrack_service.domain.allowance import Balances, Payment, ShardId, plan_payment
+from costtrack_service.domain.allowance import Balances, Payment, plan_payment
 from costtrack_service.domain.batch import Item, read_submission
 from costtrack_service.domain.cache import TTLCache
+from costtrack_service.domain.chunks import (
+    ALLOWANCE_ITEMS,
+    MAX_TRANSACTION_ITEMS,
+    Chunk,
+    ChunkRejected,
+    Survey,
+    after_lease,
+    fitting,
+)
 from costtrack_service.domain.errors import ApiError, unavailable
 from costtrack_service.domain.events import to_usage_event
 from costtrack_service.domain.ids import new_event_id
@@ -36,7 +45,7 @@ from costtrack_service.domain.overrides import Override
 from costtrack_service.domain.pricebook import ProviderBook
 from costtrack_service.domain.pricer import Call, Pricer
 from costtrack_service.domain.pricing import PricingEntry, format_timestamp
-from costtrack_service.domain.quota import ACTIVE, Charge, WorkspaceState, billing_period
+from costtrack_service.domain.quota import ACTIVE, WorkspaceState, billing_period
 from costtrack_service.domain.records import (
     MISSING_IDEMPOTENCY_KEY,
     EventRecord,
@@ -47,43 +56,7 @@ from costtrack_service.domain.records import (
     unknown_field_notices,
 )
 from costtrack_service.domain.shards import ShardCycle
-from costtrack_service.domain.usage import CHARGE, RollupKey, rollup_deltas
 from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, decide
-
-#: DynamoDB's limit on the items of one transaction.
-MAX_TRANSACTION_ITEMS = 100
-#: Items a write keeps for the allowance: its shard, a second shard, the central item.
-_ALLOWANCE_ITEMS = 3
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """One transaction: events, how they are paid, and into which rollup shard they add."""
-
-    workspace_id: str
-    period: str
-    records: tuple[EventRecord, ...]
-    payment: Payment
-    rollup_shard: int
-
-
-@dataclass(frozen=True)
-class ChunkRejected:
-    """Why a chunk's transaction did not happen; each part is set only when it failed."""
-
-    existing: Mapping[str, EventRecord] = field(default_factory=dict)  # by event key: already stored
-    balances: Mapping[ShardId, int] = field(default_factory=dict)  # short shards, as they are now
-    central_failed: bool = False
-    central: WorkspaceState | None = None  # the workspace as it is now (None: deleted)
-    conflict: bool = False  # another write held an item
-
-
-@dataclass(frozen=True)
-class Survey:
-    """A consistent read of the workspace item, then of every allowance shard of a month."""
-
-    central: WorkspaceState | None
-    balances: Mapping[ShardId, int]
 
 
 class IngestStore(Protocol):
@@ -394,7 +367,7 @@ class IngestService:
             if rejected is None:
                 balances.spent(payment)
                 if payment.leases:
-                    central = _after_lease(central, payment, period)
+                    central = after_lease(central, payment, period)
                     self._workspaces.update(workspace_id, central)  # still re-read within the second
                 for record in chunk_records:
                     done[record.event_key] = Outcome(record)
@@ -429,9 +402,9 @@ class IngestService:
     ) -> Payment:
         """How the next transaction pays, sized so that its events, their rollup rows and the
         allowance items fit in one transaction."""
-        reserve = _ALLOWANCE_ITEMS
+        reserve = ALLOWANCE_ITEMS
         while True:
-            count = _fitting(pending, MAX_TRANSACTION_ITEMS - reserve)
+            count = fitting(pending, MAX_TRANSACTION_ITEMS - reserve)
             payment = plan_payment(central, balances, count, shard, surveyed=surveyed)
             needed = len(payment.spends) + (1 if payment.leases else 0)
             if needed <= reserve:
@@ -480,33 +453,6 @@ def _matched(attempted: EventRecord, outcome: Outcome) -> Outcome:
     if outcome.replayed and outcome.record is not None and outcome.record.fingerprint != attempted.fingerprint:
         return Outcome(error=key_reused())
     return outcome
-
-
-def _fitting(pending: list[EventRecord], room: int) -> int:
-    """How many of the first pending events fit in ``room`` items with their rollup rows
-    (summed per transaction: events that share a day and values share rows)."""
-    rows: set[RollupKey] = set()
-    count = 0
-    for record in pending:
-        rows.update(rollup_deltas(record))
-        rows.add(RollupKey(CHARGE, record.received_at[:10], Charge.CREDIT.value))  # either charge may pay it
-        if count + 1 + len(rows) > room:
-            break
-        count += 1
-    return max(count, 1)
-
-
-def _after_lease(central: WorkspaceState, payment: Payment, period: str) -> WorkspaceState:
-    """The workspace item as a successful lease left it."""
-    for spend in payment.spends:
-        if not spend.lease:
-            continue
-        if spend.charge is Charge.INCLUDED:
-            leased = central.included_leased_in(period) + spend.lease
-            central = replace(central, usage_period=period, included_leased=leased)
-        else:
-            central = replace(central, credits=central.credits - spend.lease)
-    return central
 
 
 def _hidden_notice(key: KeyRecord) -> Notice:

@@ -1,0 +1,77 @@
+"""One transaction of a batch: its events, how it pays, and how many events fit in one.
+
+The ingestion service (``ingestion.py``) cuts a request's events into chunks; the store writes
+each chunk as one ``TransactWriteItems`` (``event_store.py``) and answers with what failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from costtrack_service.domain.allowance import Payment, ShardId
+from costtrack_service.domain.quota import Charge, WorkspaceState
+from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.usage import CHARGE, RollupKey, rollup_deltas
+
+#: DynamoDB's limit on the items of one transaction.
+MAX_TRANSACTION_ITEMS = 100
+#: Items a write keeps for the allowance: its shard, a second shard, the central item.
+ALLOWANCE_ITEMS = 3
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One transaction: events, how they are paid, and into which rollup shard they add."""
+
+    workspace_id: str
+    period: str
+    records: tuple[EventRecord, ...]
+    payment: Payment
+    rollup_shard: int
+
+
+@dataclass(frozen=True)
+class ChunkRejected:
+    """Why a chunk's transaction did not happen; each part is set only when it failed."""
+
+    existing: Mapping[str, EventRecord] = field(default_factory=dict)  # by event key: already stored
+    balances: Mapping[ShardId, int] = field(default_factory=dict)  # short shards, as they are now
+    central_failed: bool = False
+    central: WorkspaceState | None = None  # the workspace as it is now (None: deleted)
+    conflict: bool = False  # another write held an item
+
+
+@dataclass(frozen=True)
+class Survey:
+    """A consistent read of the workspace item, then of every allowance shard of a month."""
+
+    central: WorkspaceState | None
+    balances: Mapping[ShardId, int]
+
+
+def fitting(pending: list[EventRecord], room: int) -> int:
+    """How many of the first pending events fit in ``room`` items with their rollup rows
+    (summed per transaction: events that share a day and values share rows)."""
+    rows: set[RollupKey] = set()
+    count = 0
+    for record in pending:
+        rows.update(rollup_deltas(record))
+        rows.add(RollupKey(CHARGE, record.received_at[:10], Charge.CREDIT.value))  # either charge may pay it
+        if count + 1 + len(rows) > room:
+            break
+        count += 1
+    return max(count, 1)
+
+
+def after_lease(central: WorkspaceState, payment: Payment, period: str) -> WorkspaceState:
+    """The workspace item as a successful lease left it."""
+    for spend in payment.spends:
+        if not spend.lease:
+            continue
+        if spend.charge is Charge.INCLUDED:
+            leased = central.included_leased_in(period) + spend.lease
+            central = replace(central, usage_period=period, included_leased=leased)
+        else:
+            central = replace(central, credits=central.credits - spend.lease)
+    return central
