@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 from costtrack_service import catalogue
+from costtrack_service.domain.batch import Item
 from costtrack_service.domain.chunks import Chunk, ChunkRejected
 from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.events import validate
 from costtrack_service.domain.ingestion import (
     IngestRequest,
     IngestResult,
@@ -629,3 +631,24 @@ def test_a_warm_function_reads_keys_plans_and_prices_once() -> None:
 def test_stored_cost_is_a_decimal(harness: Harness, paid_key: str) -> None:
     harness.send(paid_key)
     assert next(iter(harness.store.events.values())).cost == Decimal("0.0335")
+
+
+@pytest.mark.parametrize(
+    ("own", "expected"),
+    [
+        (datetime(2026, 11, 22, 9, 59, 30, tzinfo=UTC), "2026-11-22T09:59:30.000Z"),  # its own time
+        (datetime(2026, 10, 31, 23, 59, tzinfo=UTC), "2026-11-22T10:00:00.000Z"),  # last month: now
+        (datetime(2026, 11, 22, 10, 5, tzinfo=UTC), "2026-11-22T10:00:00.000Z"),  # the future: now
+    ],
+)
+def test_an_item_keeps_its_own_time_only_within_the_requests_month(
+    harness: Harness, paid_key: str, own: datetime, expected: str
+) -> None:
+    """Fronts that know when a call happened (OTLP spans) pass it on; each month's allowance
+    still pays only for events received in it."""
+    key = harness.service.authenticate({"authorization": f"Bearer {paid_key}"})
+    item = Item("span-1", validate(GPT5_EVENT), received_at=own)
+    (outcome,) = harness.service.accept(key, [item])
+    assert outcome.record is not None
+    assert outcome.record.received_at == expected
+    assert harness.usage(key.workspace_id).included_used == 1

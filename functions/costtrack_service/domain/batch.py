@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from costtrack.validation import ValidatedEvent
 from costtrack_service.domain.errors import ApiError
@@ -29,11 +30,13 @@ BATCH = "batch"
 
 @dataclass(frozen=True)
 class Item:
-    """One event of the request: validated, or the error that is its answer."""
+    """One event of the request: validated, or the error that is its answer. ``received_at``
+    is set by fronts that know when the call happened (an OpenTelemetry span's end)."""
 
     idempotency_key: str | None
     event: ValidatedEvent | None
     error: ApiError | None = None
+    received_at: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -239,33 +239,10 @@ class IngestService:
     # -- the request --------------------------------------------------------------------
 
     def ingest(self, request: IngestRequest) -> IngestResult:
-        try:
-            return self._ingest(request)
-        except StoreUnavailable:
-            raise unavailable(self.settings.retry_after_seconds) from None
-
-    def _ingest(self, request: IngestRequest) -> IngestResult:
-        secret = credential_from_headers(request.headers)
-        if secret is None:
-            raise invalid_key()
-        key_hash = hash_secret(secret)
-        key = self._key(key_hash)
-        rejection = rejection_for(key)
-        if rejection is not None:
-            raise rejection
-        assert key is not None
-
+        """``POST /v1/events``: one event or a batch, answered as the API says."""
+        key = self.authenticate(request.headers)
         submission = read_submission(request.body, request.headers)
-        workspace = self._workspace(key.workspace_id)
-        if workspace is None:
-            raise invalid_key()  # a key whose workspace is gone is as good as no key
-        if workspace.status != ACTIVE:
-            raise ApiError("PLAN_INACTIVE", "The workspace plan cannot ingest events.")
-
-        received = request.received_at or self._clock()
-        outcomes = self._accept(key, workspace, submission.items, received)
-        if any(outcome.record is not None and not outcome.replayed for outcome in outcomes):
-            self._touch(key_hash, format_timestamp(received))
+        outcomes = self.accept(key, submission.items, request.received_at)
         if submission.batch:
             return IngestResult({"results": [outcome.body() for outcome in outcomes]}, tuple(outcomes))
         outcome = outcomes[0]
@@ -274,6 +251,45 @@ class IngestService:
         assert outcome.record is not None
         headers = {"Idempotent-Replayed": "true"} if outcome.replayed else {}
         return IngestResult(outcome.record.response(replayed=outcome.replayed), (outcome,), headers=headers)
+
+    def authenticate(self, headers: Mapping[str, str]) -> KeyRecord:
+        """The request's ingestion key, or the 401/403 that refuses it (the first check)."""
+        secret = credential_from_headers(headers)
+        if secret is None:
+            raise invalid_key()
+        with self._store_errors():
+            key = self._key(hash_secret(secret))
+        rejection = rejection_for(key)
+        if rejection is not None:
+            raise rejection
+        assert key is not None
+        return key
+
+    def accept(self, key: KeyRecord, items: Sequence[Item], received_at: datetime | None = None) -> list[Outcome]:
+        """Each item's outcome, in order, for items read by any front (events, OTLP spans).
+
+        Raises the 403 of an inactive plan, and 503 when the store fails. An item may carry its
+        own ``received_at`` (a span's end time); it counts only within the request's billing
+        month and not after the request, so each month's allowance pays for its own events.
+        """
+        with self._store_errors():
+            workspace = self._workspace(key.workspace_id)
+            if workspace is None:
+                raise invalid_key()  # a key whose workspace is gone is as good as no key
+            if workspace.status != ACTIVE:
+                raise ApiError("PLAN_INACTIVE", "The workspace plan cannot ingest events.")
+            received = received_at or self._clock()
+            outcomes = self._accept(key, workspace, items, received)
+            if any(outcome.record is not None and not outcome.replayed for outcome in outcomes):
+                self._touch(key.key_hash, format_timestamp(received))
+            return outcomes
+
+    @contextlib.contextmanager
+    def _store_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except StoreUnavailable:
+            raise unavailable(self.settings.retry_after_seconds) from None
 
     def _accept(
         self, key: KeyRecord, workspace: WorkspaceState, items: Sequence[Item], received: datetime
@@ -286,7 +302,7 @@ class IngestService:
             if item.error is not None or item.event is None:
                 outcomes[index] = Outcome(error=item.error)
                 continue
-            record = self._record(key, workspace, item, received)
+            record = self._record(key, workspace, item, _item_time(item, received))
             first = firsts.setdefault(record.event_key, index)
             if first != index:
                 repeats.append((index, first, record))
@@ -446,6 +462,13 @@ class IngestService:
         # Last-used is informational: never fail an accepted event because it could not be noted.
         with contextlib.suppress(Exception):
             self.store.touch_key(key_hash, at)
+
+
+def _item_time(item: Item, received: datetime) -> datetime:
+    own = item.received_at
+    if own is None or own > received or billing_period(own) != billing_period(received):
+        return received
+    return own
 
 
 def _matched(attempted: EventRecord, outcome: Outcome) -> Outcome:
