@@ -5,6 +5,8 @@
 - Handler CPU per accepted event, excluding I/O: the real Lambda handler (Powertools resolver,
   logging and metrics on) in front of an in-memory store behind the same interface; thread CPU
   time, median and p99.
+- CPU of the DynamoDB side per batched event (item mapping, botocore serialization and
+  signing), which the handler figure leaves out, with a canned reply instead of the network.
 - DynamoDB round trips and write units per accepted event on a warm function, on DynamoDB Local:
   calls counted with botocore event hooks. DynamoDB Local reports one capacity figure per table
   in a transaction, whatever the number of items, so the write units are also computed by AWS's
@@ -153,6 +155,57 @@ def handler_cpu() -> dict[str, float]:
         "handler_cpu_us_p99": percentile(samples, 0.99),
         "handler_cpu_us_per_event_batched": statistics.median(batch_samples),
     }
+
+
+def store_client_cpu() -> dict[str, float]:
+    """CPU of the DynamoDB side of a batched event, which the handler figure leaves out: the
+    store's item mapping and botocore's serialization and signing of each ``TransactWriteItems``,
+    answered by a canned empty reply at botocore's ``before-send`` (no network)."""
+    from botocore.awsrequest import AWSResponse
+
+    from costtrack_service.domain.chunks import Chunk, ChunkRejected
+    from costtrack_service.domain.ingestion import IngestRequest, IngestService
+    from costtrack_service.domain.quota import PAID, WorkspaceState
+    from costtrack_service.memory_store import MemoryStore
+    from costtrack_service.store import DynamoStore, dynamodb_client
+    from costtrack_service.tables import TableNames
+
+    chunks: list[Chunk] = []
+
+    class Recording(MemoryStore):
+        def write_chunk(self, chunk: Chunk) -> ChunkRejected | None:
+            chunks.append(chunk)
+            return super().write_chunk(chunk)
+
+    memory = Recording()
+    memory.add_workspace(WorkspaceState("ws_bench", "bench", PAID, "active", 10**9, 0, None))
+    key = memory.add_key("ws_bench")
+    service = IngestService(memory)
+    for number in range(CPU_BATCHES // 2):
+        batch = [{"idempotency_key": f"store-{number}-{n}", "event": EVENT} for n in range(100)]
+        service.ingest(IngestRequest({"authorization": f"Bearer {key}"}, json.dumps({"batch": batch}).encode()))
+
+    class EmptyReply:
+        def stream(self, **_: Any) -> Any:
+            yield b"{}"
+
+        def read(self, *_: Any, **__: Any) -> bytes:
+            return b"{}"
+
+    client = dynamodb_client(
+        "http://127.0.0.1:9", "us-east-1", {"aws_access_key_id": "bench", "aws_secret_access_key": "bench"}
+    )
+    client.meta.events.register(
+        "before-send.dynamodb", lambda request, **_: AWSResponse(request.url, 200, {}, EmptyReply())
+    )
+    store = DynamoStore(client, TableNames.from_env({}))
+    store.write_chunk(chunks[0])
+    samples = []
+    for chunk in chunks:
+        started = time.thread_time_ns()
+        store.write_chunk(chunk)
+        samples.append((time.thread_time_ns() - started) / 1000 / len(chunk.records))
+    return {"store_cpu_us_per_event_batched": statistics.median(samples)}
 
 
 # -- pricing ----------------------------------------------------------------------------------
@@ -372,6 +425,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "functions"))
     figures: dict[str, float] = {}
     figures.update(handler_cpu())
+    figures.update(store_client_cpu())
     figures.update(pricing())
     figures.update(dynamodb_costs())
     figures.update(cold_imports())

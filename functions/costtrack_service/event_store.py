@@ -35,7 +35,7 @@ from costtrack_service.domain.shards import (
     rollup_partition,
     rollup_partitions,
 )
-from costtrack_service.domain.usage import Counts, RollupKey, repricing_deltas, rollup_deltas
+from costtrack_service.domain.usage import Counts, RollupKey, repricing_deltas
 from costtrack_service.store_items import (
     event_from_item,
     event_item_key,
@@ -87,12 +87,8 @@ class EventTable:
         leases = [spend for spend in spends if spend.lease]
         if leases:
             transaction.append(self._lease(chunk, leases[0].charge, sum(spend.lease for spend in leases)))
-        deltas: dict[RollupKey, Counts] = {}
-        for record in records:
-            for key, counts in rollup_deltas(record).items():
-                deltas.setdefault(key, Counts()).add(counts)
         partition = rollup_partition(chunk.workspace_id, chunk.rollup_shard)
-        transaction += [self._rollup_update(partition, key, counts) for key, counts in deltas.items()]
+        transaction += [self._rollup_update(partition, key, counts) for key, counts in chunk.rollups.items()]
         try:
             self.client.transact_write_items(TransactItems=transaction)  # type: ignore[arg-type]
         except ClientError as exc:

@@ -22,7 +22,7 @@ from costtrack_service.domain.quota import ACTIVE, PAID, Charge, Usage, Workspac
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.shards import SHARDS
 from costtrack_service.domain.source import Source, normalize_provider
-from costtrack_service.domain.usage import CHARGE, Counts, RollupKey, month_usage, rollup_deltas
+from costtrack_service.domain.usage import CHARGE, Counts, RollupKey, month_usage
 
 
 class MemoryStore:
@@ -125,8 +125,8 @@ class MemoryStore:
                 self.workspaces[workspace_id] = _leased(central, chunk, leases[0].charge, lease)
             for record in chunk.records:
                 self.events[(workspace_id, record.event_key)] = record
-                for rollup, counts in rollup_deltas(record).items():
-                    self.rollups.setdefault((workspace_id, rollup), Counts()).add(counts)
+            for rollup, counts in chunk.rollups.items():
+                self.rollups.setdefault((workspace_id, rollup), Counts()).add(counts)
             self.writes += 1
             return None
 

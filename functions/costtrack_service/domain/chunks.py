@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from costtrack_service.domain.allowance import Payment, ShardId
 from costtrack_service.domain.quota import Charge, WorkspaceState
 from costtrack_service.domain.records import EventRecord
-from costtrack_service.domain.usage import CHARGE, RollupKey, rollup_deltas
+from costtrack_service.domain.usage import CHARGE, Counts, RollupKey, rollup_rows, summed_deltas
 
 #: DynamoDB's limit on the items of one transaction.
 MAX_TRANSACTION_ITEMS = 100
@@ -29,6 +30,11 @@ class Chunk:
     records: tuple[EventRecord, ...]
     payment: Payment
     rollup_shard: int
+
+    @cached_property
+    def rollups(self) -> dict[RollupKey, Counts]:
+        """The rollup rows the chunk adds to, summed over its events: one update per row."""
+        return summed_deltas(self.records)
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,7 @@ def fitting(pending: list[EventRecord], room: int) -> int:
     rows: set[RollupKey] = set()
     count = 0
     for record in pending:
-        rows.update(rollup_deltas(record))
+        rows.update(rollup_rows(record)[0])
         rows.add(RollupKey(CHARGE, record.received_at[:10], Charge.CREDIT.value))  # either charge may pay it
         if count + 1 + len(rows) > room:
             break

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation, localcontext
+from decimal import Context, Decimal, InvalidOperation, localcontext
 from functools import lru_cache
 from typing import Any
 
@@ -192,11 +192,14 @@ def counts_of(
     cache_write: int | None,
     metadata: Mapping[str, object] | None,
 ) -> Counts:
-    extra = tuple(
-        (name, value)
-        for name in PRICING_COUNT_PARENTS
-        if isinstance(value := (metadata or {}).get(name), int) and not isinstance(value, bool)
-    )
+    extra: tuple[tuple[str, int], ...] = ()
+    # Most events carry no reserved count: look at the event's few metadata names, not all of ours.
+    if metadata and not PRICING_COUNT_PARENTS.keys().isdisjoint(metadata):
+        extra = tuple(
+            (name, value)
+            for name in PRICING_COUNT_PARENTS
+            if isinstance(value := metadata.get(name), int) and not isinstance(value, bool)
+        )
     return Counts(prompt or 0, completion or 0, reasoning or 0, cached_input or 0, cache_write or 0, extra)
 
 
@@ -226,6 +229,27 @@ def _decomposition(registry: UnitRegistry, price_keys: tuple[str, ...]) -> tuple
     )
 
 
+@dataclass(frozen=True)
+class _Term:
+    price_key: str
+    usage_key: str
+    per: int
+    price: Price
+    shown: str  # the flat price as answered in ``applied`` ("" for a tiered one)
+
+
+@lru_cache(maxsize=4096)
+def _terms(registry: UnitRegistry, sheet: tuple[tuple[str, Price], ...]) -> tuple[tuple[_Term, ...], bool]:
+    """A sheet's priced terms in genai-prices' order (the sheet's own: it matters only where
+    rounding happens) and whether every ``per`` is a power of ten, worked out once per sheet."""
+    terms = tuple(
+        _Term(key, unit.usage_key, unit.per, price, "" if isinstance(price, TieredPrice) else format_decimal(price))
+        for key, price in sheet
+        if (unit := registry.by_price_key.get(key)) is not None
+    )
+    return terms, all(_is_power_of_ten(term.per) for term in terms)
+
+
 def quote(sheet: PriceSheet, units: Mapping[str, int], registry: UnitRegistry) -> Quote:
     input_tokens = units.get("input_tokens", 0)
     leaves: dict[str, int] = {}
@@ -240,39 +264,42 @@ def quote(sheet: PriceSheet, units: Mapping[str, int], registry: UnitRegistry) -
 
     applied: dict[str, str] = {}
     tier_start: int | None = None
-    # genai-prices' order: the sheet's own (it matters only where rounding happens, below).
+    sheet_terms, exact = _terms(registry, tuple(sheet.items()))
     terms: list[tuple[Decimal, int, int]] = []  # (price, count, per)
-    for key, price in sheet.items():
-        found = registry.by_price_key.get(key)
-        if found is None:
-            continue
-        unit = found
+    for term in sheet_terms:
+        price, shown = term.price, term.shown
         if isinstance(price, TieredPrice):
             price, start = price.at(input_tokens)
+            shown = format_decimal(price)
             if start is not None:
                 tier_start = start if tier_start is None else max(tier_start, start)
-        count = units.get(REQUESTS, 1) if unit.usage_key == REQUESTS else leaves[unit.usage_key]
+        count = units.get(REQUESTS, 1) if term.usage_key == REQUESTS else leaves[term.usage_key]
         if count:
-            applied[key] = format_decimal(price)
-        terms.append((price, count, unit.per))
-    return Quote(cost=_total(terms), applied=applied, tier_start=tier_start, usage_inconsistent=inconsistent)
+            applied[term.price_key] = shown
+        terms.append((price, count, term.per))
+    return Quote(cost=_total(terms, exact), applied=applied, tier_start=tier_start, usage_inconsistent=inconsistent)
 
 
-def _total(terms: list[tuple[Decimal, int, int]]) -> Decimal:
+#: Enough digits that no product of a count and a price is rounded (see ``_total``).
+_EXACT = Context(prec=80)
+_STORED = Context(prec=MAX_COST_DIGITS)
+
+
+def _total(terms: list[tuple[Decimal, int, int]], exact: bool) -> Decimal:
     """The sum of ``price × count / per``. Exact when every ``per`` is a power of ten (tokens,
     thousands of requests): counts reach 2**53 and prices carry many digits, so the precision is
     ample and dividing by a power of ten only shifts the exponent. A unit priced per hour or
     minute has no finite decimal (a third of a cent): then the sum is worked exactly as
     genai-prices works it, in Python's default 28 significant digits, term by term in the
     sheet's order, so both give the same last digit."""
+    if exact:
+        total = ZERO
+        for price, count, per in terms:
+            total = _EXACT.add(total, _EXACT.divide(_EXACT.multiply(price, count), per))
+        if len(total.as_tuple().digits) > MAX_COST_DIGITS:
+            total = _STORED.plus(total)  # half-even to 38 digits: needs counts near 2**53 and 20-decimal prices
+        return total
     with localcontext() as ctx:
-        if all(_is_power_of_ten(per) for _, _, per in terms):
-            ctx.prec = 80
-            total = sum((price * count / per for price, count, per in terms), ZERO)
-            if len(total.as_tuple().digits) > MAX_COST_DIGITS:
-                ctx.prec = MAX_COST_DIGITS
-                total = +total  # half-even to 38 digits: needs counts near 2**53 and 20-decimal prices
-            return total
         ctx.prec = GENAI_PRICES_DIGITS
         total = ZERO
         for price, count, per in terms:

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any, Protocol
 
 from costtrack_service import catalogue
@@ -339,18 +340,19 @@ class IngestService:
         visibility = decide(workspace.tier, key.bound, event.source)
         if not visibility.dashboard_visible:
             notices.append(_hidden_notice(key))
+        millis, received_at, expires_at = _stamps(received, self.settings.event_retention_days)
         return EventRecord(
             workspace_id=key.workspace_id,
-            event_id=new_event_id(int(received.timestamp() * 1000)),
+            event_id=new_event_id(millis),
             idempotency_key=item.idempotency_key,
             key_id=key.key_id,
-            received_at=format_timestamp(received),
+            received_at=received_at,
             event=event,
             fingerprint=event.fingerprint(),
             **priced_fields(priced),
             visibility=visibility,
             warnings=tuple(notices),
-            expires_at=int((received + timedelta(days=self.settings.event_retention_days)).timestamp()),
+            expires_at=expires_at,
         )
 
     # -- the writes -----------------------------------------------------------------------
@@ -376,7 +378,8 @@ class IngestService:
                 central, surveyed = self._survey(workspace_id, balances), True
                 continue
             chunk_records = tuple(
-                replace(record, charge=charge) for record, charge in zip(pending, payment.charges(), strict=False)
+                record if record.charge is charge else replace(record, charge=charge)
+                for record, charge in zip(pending, payment.charges(), strict=False)
             )
             chunk = Chunk(workspace_id, period, chunk_records, payment, shard)
             rejected = self.store.write_chunk(chunk)
@@ -462,6 +465,14 @@ class IngestService:
         # Last-used is informational: never fail an accepted event because it could not be noted.
         with contextlib.suppress(Exception):
             self.store.touch_key(key_hash, at)
+
+
+@lru_cache(maxsize=64)
+def _stamps(received: datetime, retention_days: int) -> tuple[int, str, int]:
+    """An event's id milliseconds, ``received_at`` text and expiry: the same for every event of
+    a request, so worked out once."""
+    expires = int((received + timedelta(days=retention_days)).timestamp())
+    return int(received.timestamp() * 1000), format_timestamp(received), expires
 
 
 def _item_time(item: Item, received: datetime) -> datetime:

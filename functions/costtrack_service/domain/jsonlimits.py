@@ -29,7 +29,7 @@ def json_depth(value: object, limit: int = MAX_JSON_DEPTH) -> int:
         deepest = max(deepest, depth)
         if deepest > limit:
             break
-        pending += [(child, depth + 1) for child in children]
+        pending += [(child, depth + 1) for child in children if isinstance(child, (dict, list))]
     return deepest
 
 

@@ -17,6 +17,7 @@ from costtrack.validation import PRICING_CONTEXT_NAMES
 from costtrack_service.domain.cost import (
     ZERO,
     Counts,
+    PriceSheet,
     ReportingFlags,
     UnitRegistry,
     parse_sheet,
@@ -73,6 +74,22 @@ def _billed_units(entry: PricingEntry, units: dict[str, int]) -> dict[str, int]:
     return {**units, "audio_seconds": billed, "input_audio_seconds": billed}
 
 
+#: Resolutions a pricer remembers (a request's worth: see ``Pricer._resolved``).
+MEMO_SIZE = 256
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    """What pricing a call needs besides its counts."""
+
+    entry: PricingEntry | None
+    kind: MatchKind | None
+    override: Override | None
+    flags: ReportingFlags
+    sheet: PriceSheet | None  # the entry's prices for the moment and context
+    override_sheet: PriceSheet | None  # an override's own prices, when it has them
+
+
 class Pricer:
     """Prices calls from provider books (``books(provider)``, cached by the caller)."""
 
@@ -85,10 +102,42 @@ class Pricer:
         self._books = books
         self._registry = registry
         self._flags_for = flags_for
+        self._memo: dict[tuple[object, ...], tuple[Iterable[Override], _Resolved]] = {}
 
     def price(self, call: Call, at: datetime, overrides: Iterable[Override] = (), *, backfill: bool = False) -> Priced:
         """The call's cost at ``at``. ``backfill``: a call that came in before its model had any
         price takes the model's first price (it is priced once, when that price arrives)."""
+        resolved = self._resolved(call, at, overrides, backfill)
+        units = to_units(call.counts, resolved.flags)
+        if resolved.override_sheet is not None:
+            q = quote(resolved.override_sheet, units, self._registry)
+            entry, kind, override = resolved.entry, resolved.kind, resolved.override
+            return Priced(q.cost, entry, kind, q.applied, q.tier_start, q.usage_inconsistent, override)
+        if resolved.entry is None or resolved.sheet is None:
+            return UNPRICED
+        q = quote(resolved.sheet, _billed_units(resolved.entry, units), self._registry)
+        override = resolved.override
+        cost = scale(q.cost, override.factor) if override is not None else q.cost
+        return Priced(cost, resolved.entry, resolved.kind, q.applied, q.tier_start, q.usage_inconsistent, override)
+
+    def _resolved(self, call: Call, at: datetime, overrides: Iterable[Override], backfill: bool) -> _Resolved:
+        """Everything but the counts, remembered for the same name, moment, context and
+        overrides: the events of one request share their moment, so a batch resolves each
+        model once. Keyed by the exact moment, so nothing outlives a price change."""
+        context = price_context(call.metadata, PRICING_CONTEXT_NAMES)
+        memo_key = (call.provider, call.model, at, backfill, id(overrides), tuple(context.items()))
+        remembered = self._memo.get(memo_key)
+        if remembered is not None and remembered[0] is overrides:
+            return remembered[1]
+        resolved = self._resolve(call, at, overrides, backfill, context)
+        if len(self._memo) >= MEMO_SIZE:
+            self._memo.clear()
+        self._memo[memo_key] = (overrides, resolved)
+        return resolved
+
+    def _resolve(
+        self, call: Call, at: datetime, overrides: Iterable[Override], backfill: bool, context: Mapping[str, str]
+    ) -> _Resolved:
         provider = normalize_provider(call.provider)
         found = find_model(call.model, self._books(provider), self._books)
         entry = None
@@ -98,21 +147,15 @@ class Pricer:
                 entry = found.book.first_entry_after(found.model, at)
         names = [normalize_name(call.model)] + ([found.model] if found else [])
         override = applicable(overrides, provider, names, at)
-
         flags = self._flags(entry, provider)
-        units = to_units(call.counts, flags)
+        kind = found.kind if found else None
         if override is not None and override.prices is not None:
-            q = quote(parse_sheet(override.prices, self._registry), units, self._registry)
-            kind = found.kind if found else None
-            return Priced(q.cost, entry, kind, q.applied, q.tier_start, q.usage_inconsistent, override)
+            return _Resolved(entry, kind, override, flags, None, parse_sheet(override.prices, self._registry))
         if entry is None or found is None:
-            return UNPRICED
+            return _Resolved(None, None, override, flags, None, None)
         # genai-prices prices a fallback provider's model at its standard prices (no variants).
-        context = {} if found.kind is MatchKind.FALLBACK else price_context(call.metadata, PRICING_CONTEXT_NAMES)
-        sheet = entry.prices(self._registry).resolve(at, context)
-        q = quote(sheet, _billed_units(entry, units), self._registry)
-        cost = scale(q.cost, override.factor) if override is not None else q.cost
-        return Priced(cost, entry, found.kind, q.applied, q.tier_start, q.usage_inconsistent, override)
+        sheet = entry.prices(self._registry).resolve(at, {} if found.kind is MatchKind.FALLBACK else context)
+        return _Resolved(entry, kind, override, flags, sheet, None)
 
     def _flags(self, entry: PricingEntry | None, provider: str) -> ReportingFlags:
         if entry is None:

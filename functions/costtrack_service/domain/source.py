@@ -7,6 +7,7 @@ normalized (provider, model, feature) triple. Both normalize here, so they alway
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from costtrack.validation import trim
 
@@ -14,11 +15,15 @@ from costtrack.validation import trim
 PROVIDER_ALIASES = {"gemini": "google"}
 
 
+# Cached: every event normalizes its provider and model several times (pricing, rollups, the
+# free-plan binding), and a workspace sends few distinct names.
+@lru_cache(maxsize=4096)
 def normalize_provider(provider: str) -> str:
     name = trim(provider).lower()
     return PROVIDER_ALIASES.get(name, name)
 
 
+@lru_cache(maxsize=4096)
 def normalize_name(name: str) -> str:
     return trim(name).lower()
 

@@ -27,7 +27,8 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from costtrack_service.domain.cost import format_decimal
 from costtrack_service.domain.quota import Charge
@@ -60,11 +61,10 @@ def key_value(value: str) -> str:
     return HASHED_VALUE_PREFIX + hashlib.sha256(encoded).hexdigest()
 
 
-@dataclass(frozen=True, order=True)
-class RollupKey:
+class RollupKey(NamedTuple):
     """``dimension#day#value``: sorts by dimension, then day, so one query reads one dimension
     over a range of days. ``value`` is always the whole value; the key's text holds
-    :func:`key_value` of it."""
+    :func:`key_value` of it. (A named tuple: every accepted event hashes a dozen of these.)"""
 
     dimension: str
     day: str  # YYYY-MM-DD, UTC
@@ -121,18 +121,19 @@ class Counts:
         }
 
 
+@lru_cache(maxsize=4096)
 def model_name(provider: str, model: str) -> str:
     return f"{normalize_provider(provider)}/{normalize_name(model)}"
 
 
-def rollup_deltas(record: EventRecord) -> dict[RollupKey, Counts]:
-    """The rollup rows one accepted event adds to, and what it adds."""
+def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
+    """The rollup rows one accepted event adds to, and what it adds to each."""
     day = record.received_at[:10]
     unknown = record.pricing_status == UNKNOWN_MODEL
     counts = Counts(1, record.event.total_tokens, record.cost, 1 if unknown else 0)
     charge = RollupKey(CHARGE, day, record.charge.value)
     if not record.visibility.dashboard_visible:
-        return {RollupKey(HIDDEN, day, record.visibility.reason or HIDDEN): counts, charge: counts}
+        return (RollupKey(HIDDEN, day, record.visibility.reason or HIDDEN), charge), counts
     event = record.event
     model = model_name(event.provider, event.model)
     keys = [
@@ -147,7 +148,27 @@ def rollup_deltas(record: EventRecord) -> dict[RollupKey, Counts]:
     if unknown:
         keys.append(RollupKey(UNKNOWN_MODELS, day, model))
     keys.append(charge)
+    return tuple(keys), counts
+
+
+def rollup_deltas(record: EventRecord) -> dict[RollupKey, Counts]:
+    """The rollup rows one accepted event adds to, and what it adds."""
+    keys, counts = rollup_rows(record)
     return dict.fromkeys(keys, counts)
+
+
+def summed_deltas(records: Iterable[EventRecord]) -> dict[RollupKey, Counts]:
+    """The rows many events add to, summed: one update per row. Events that share all their
+    rows (same day, feature, model, customer, …) are summed first, then spread over the rows."""
+    groups: dict[tuple[RollupKey, ...], Counts] = {}
+    for record in records:
+        keys, counts = rollup_rows(record)
+        groups.setdefault(keys, Counts()).add(counts)
+    deltas: dict[RollupKey, Counts] = {}
+    for keys, counts in groups.items():
+        for key in keys:
+            deltas.setdefault(key, Counts()).add(counts)
+    return deltas
 
 
 def repricing_deltas(old: EventRecord, new: EventRecord) -> dict[RollupKey, Counts]:
