@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from costtrack_service import catalogue
 from costtrack_service.domain.allowance import Balances, Payment, plan_payment
 from costtrack_service.domain.batch import Item, read_submission
+from costtrack_service.domain.budget_watch import BudgetReader, BudgetWatch
 from costtrack_service.domain.cache import TTLCache
 from costtrack_service.domain.chunks import (
     ALLOWANCE_ITEMS,
@@ -59,7 +60,7 @@ from costtrack_service.domain.shards import ShardCycle
 from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, decide
 
 
-class IngestStore(Protocol):
+class IngestStore(BudgetReader, Protocol):
     def get_key(self, key_hash: str, *, consistent: bool = False) -> KeyRecord | None: ...
 
     def get_workspace(self, workspace_id: str, *, consistent: bool = False) -> WorkspaceState | None: ...
@@ -190,6 +191,7 @@ class IngestService:
         self._balances: dict[str, Balances] = {}
         self._next_shard = ShardCycle()
         self.pricer = Pricer(self.book, catalogue.registry(), catalogue.flags_for)
+        self.budget_watch = BudgetWatch(store, monotonic=monotonic)
 
     # -- cached reads -------------------------------------------------------------------
 
@@ -339,6 +341,7 @@ class IngestService:
         visibility = decide(workspace.tier, key.bound, event.source)
         if not visibility.dashboard_visible:
             notices.append(_hidden_notice(key))
+        notices += self.budget_watch.notices(key.workspace_id, event, visibility, received)
         return EventRecord(
             workspace_id=key.workspace_id,
             event_id=new_event_id(int(received.timestamp() * 1000)),
