@@ -246,3 +246,13 @@ def test_events_of_an_exceeded_budget_carry_the_warning_and_are_still_counted() 
     assert "past 100%" in answer["warnings"][0]["message"] and answer["cost"] != "0"
     assert send("chat", "c") == {**answer, "replayed": True}  # a replay answers the same
     assert len(store.events) == 3
+
+
+@pytest.mark.parametrize("field", ["scope", "period", "name", "scope_value", "amount", "thresholds"])
+@pytest.mark.parametrize("value", [{}, [], [[1]], {"a": 1}, 1.5, None, True])
+def test_any_json_value_in_any_field_is_an_error_naming_it_or_a_budget(field: str, value: Any) -> None:
+    fields = {"amount": "1", "scope": "feature", "scope_value": "chat", field: value}
+    try:
+        budget(**fields)
+    except BudgetError as error:
+        assert error.field == field

@@ -162,9 +162,8 @@ def _text(raw: object, name: str, cap: int) -> str:
 
 
 def parse_scope(kind: object, value: object) -> tuple[str, str | None]:
-    if kind not in SCOPES:
+    if not isinstance(kind, str) or kind not in SCOPES:
         raise BudgetError("scope", f"scope must be one of {', '.join(SCOPES)}")
-    assert isinstance(kind, str)
     if kind == WORKSPACE:
         if value is not None:
             raise BudgetError("scope_value", "a workspace budget has no scope_value")
@@ -195,7 +194,7 @@ def change_budget(budget: Budget, raw: object, *, now: str, revision: int | None
         kind = fields.get("scope", scope)
         scope, scope_value = parse_scope(kind, fields.get("scope_value", None if kind == WORKSPACE else scope_value))
     period = fields.get("period", budget.period)
-    if period not in PERIODS:
+    if not isinstance(period, str) or period not in PERIODS:
         raise BudgetError("period", f"period must be one of {', '.join(PERIODS)}")
     name = fields.get("name", budget.name)
     return replace(
