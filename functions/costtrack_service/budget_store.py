@@ -41,7 +41,9 @@ if TYPE_CHECKING:
 
 BUDGET_SET = "budgets"
 DUE_SET = "due"
-_FAILED_CONDITION = "ConditionalCheckFailedException"
+# A cancelled claim (its condition, or a conflict or throttling of one of its items) claimed
+# nothing: the next evaluator run claims what is still unclaimed.
+_FAILED_CONDITION = ("ConditionalCheckFailedException", "TransactionCanceledException")
 
 
 def _partition(workspace_id: str) -> str:
@@ -181,13 +183,7 @@ class BudgetTable:
         transaction += [
             {"Put": {"TableName": self.tables.budgets, "Item": to_item(_delivery_item(d, expires))}} for d in deliveries
         ]
-        try:
-            self._call(self.client.transact_write_items, TransactItems=transaction)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
-                return False
-            raise
-        return True
+        return self._conditional(self.client.transact_write_items, TransactItems=transaction)
 
     def get_notification_body(self, workspace_id: str, key: str) -> str | None:
         item = self._get(workspace_id, f"n#{key}")
@@ -282,10 +278,11 @@ class BudgetTable:
             arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
     def _conditional(self, operation: Any, **kwargs: Any) -> bool:
+        """Whether a conditional write (or transaction) was made; False when its condition failed."""
         try:
             self._call(operation, **kwargs)
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == _FAILED_CONDITION:
+            if exc.response.get("Error", {}).get("Code") in _FAILED_CONDITION:
                 return False
             raise
         return True

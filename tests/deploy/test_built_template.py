@@ -268,6 +268,17 @@ def test_ingestion_policy_grants_exactly_what_the_code_uses(
     assert not everything & {"dynamodb:Scan", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
 
 
+def tables_with_one_event(names: TableNames, model: str, prompt_tokens: int) -> tuple[DynamoStore, Any]:
+    """In moto: the tables, a paid workspace, and one event of ``model`` accepted."""
+    admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
+    admin.ensure_tables()
+    workspace = admin.create_workspace("iam", tier=PAID, included_events=10)
+    secret, _ = admin.create_key(workspace.workspace_id)
+    body = json.dumps({"provider": "openai", "model": model, "prompt_tokens": prompt_tokens}).encode()
+    IngestService(admin).ingest(IngestRequest({"authorization": f"Bearer {secret}"}, body))
+    return admin, workspace
+
+
 @pytest.fixture(scope="module")
 def budget_alerts_calls() -> dict[str, set[str]]:
     """What the budget alerts function really does: evaluate (claim, mark exceeded), dispatch to
@@ -275,12 +286,7 @@ def budget_alerts_calls() -> dict[str, set[str]]:
     names = TableNames.with_prefix("iam-alerts-")
     recorder = CallRecorder(names)
     with mock_aws():
-        admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
-        admin.ensure_tables()
-        workspace = admin.create_workspace("iam", tier=PAID, included_events=10)
-        secret, _ = admin.create_key(workspace.workspace_id)
-        body = json.dumps({"provider": "openai", "model": "gpt-5", "prompt_tokens": 100000}).encode()
-        IngestService(admin).ingest(IngestRequest({"authorization": f"Bearer {secret}"}, body))
+        admin, workspace = tables_with_one_event(names, "gpt-5", 100000)
         budgets = BudgetService(admin, resolve=lambda host, port: ["93.184.216.34"])
         budgets.create(workspace.workspace_id, {"amount": "0.01"})
         rolling = budgets.create(workspace.workspace_id, {"amount": "0.1", "period": "rolling_7d", "thresholds": [1]})
@@ -343,12 +349,7 @@ def price_sync_calls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[
     names = TableNames.with_prefix("iam-sync-")
     recorder = CallRecorder(names)
     with mock_aws():
-        admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
-        admin.ensure_tables()
-        workspace = admin.create_workspace("iam", tier=PAID, included_events=10)
-        secret, _ = admin.create_key(workspace.workspace_id)
-        body = json.dumps({"provider": "openai", "model": "iam-new", "prompt_tokens": 5}).encode()
-        IngestService(admin).ingest(IngestRequest({"authorization": f"Bearer {secret}"}, body))
+        tables_with_one_event(names, "iam-new", 5)
         result = sync(DynamoStore(recorder.attach(boto3.client("dynamodb", region_name="us-east-1")), names), str(data))
         assert result["backfill"]["priced"] == 1
     return recorder.calls

@@ -27,19 +27,12 @@ from costtrack_service.domain.keys import ADMIN
 from costtrack_service.domain.quota import PAID
 from costtrack_service.domain.webhooks import UrlPolicy
 from costtrack_service.store import DynamoStore
+from tests.unit.test_ingestion import GPT5_EVENT
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-GPT5 = {  # 0.0335 USD (CONTRACT.md §6's first vector)
-    "provider": "openai",
-    "model": "gpt-5",
-    "feature": "chat",
-    "prompt_tokens": 10000,
-    "cached_input_tokens": 8000,
-    "completion_tokens": 3000,
-    "reasoning_tokens": 2000,
-}
+GPT5 = GPT5_EVENT  # 0.0335 USD (CONTRACT.md §6's first vector), feature chat
 LOCAL = UrlPolicy(allow_loopback=True)
 
 
