@@ -48,6 +48,9 @@ class BudgetWatch:
         none: budgets read the dashboard's rollups)."""
         if not visibility.dashboard_visible:
             return []
+        marked = self._read(workspace_id)
+        if not marked:
+            return []  # the common case costs one cache lookup per event
         at = format_timestamp(received)
         return [
             Notice(
@@ -56,7 +59,7 @@ class BudgetWatch:
                 f"for {budget.describe()}, {budget.period}) is past 100%. The event was accepted and counted.",
                 budget_id=budget.budget_id,
             )
-            for budget in self._read(workspace_id)
+            for budget in marked
             if budget.warns_at(at) and budget.covers(event)
         ]
 
