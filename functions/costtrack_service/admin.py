@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from costtrack_service.admin_budgets import add_budgets_parser
 from costtrack_service.admin_output import AdminError, emit, table
 from costtrack_service.admin_pricing import add_pricing_parser
 from costtrack_service.domain.errors import ApiError
@@ -304,7 +305,7 @@ def _target_options() -> argparse.ArgumentParser:
 def add_admin_parser(commands: Any) -> None:
     common = _target_options()
     admin = commands.add_parser("admin", help="operate costtrack: workspaces, plans, keys, pricing, usage")
-    groups = admin.add_subparsers(dest="group", required=True, metavar="{workspace,plan,key,token,pricing,usage}")
+    groups = admin.add_subparsers(dest="group", required=True)
 
     def command(parent: Any, name: str, handler: Callable[[DynamoStore, argparse.Namespace], None], help_: str) -> Any:
         parser = parent.add_parser(name, parents=[common], help=help_, description=help_)
@@ -367,9 +368,9 @@ def add_admin_parser(commands: Any) -> None:
     revoke_token.add_argument("token_id")
 
     add_pricing_parser(groups, command)
+    add_budgets_parser(groups, command)
 
-    usage_report = groups.add_parser("usage", parents=[common], help="events, tokens and cost over a date range")
-    usage_report.set_defaults(run=run_admin, handler=usage)
+    usage_report = command(groups, "usage", usage, "events, tokens and cost over a date range")
     usage_report.add_argument("--workspace", required=True)
     usage_report.add_argument("--from", dest="from_", metavar="DAY", help="first UTC day (default: this month's first)")
     usage_report.add_argument("--to", metavar="DAY", help="last UTC day, inclusive (default: today)")

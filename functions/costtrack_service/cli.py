@@ -55,6 +55,7 @@ def run_dev(args: argparse.Namespace) -> int:
         persist_dir=Path(args.persist) if args.persist else None,
         dynamodb_port=args.dynamodb_port,
         access_log=not args.quiet,
+        alerts_interval=15.0,  # budgets: evaluate and deliver alerts every 15 s
     )
     stopping = threading.Event()
 

@@ -14,6 +14,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from costtrack_service.domain.allowance import ShardId
+from costtrack_service.domain.budgets import Budget
 from costtrack_service.domain.chunks import Chunk, ChunkRejected, Survey
 from costtrack_service.domain.keys import KeyRecord, KeyState, display_prefix, hash_secret, new_key_id, new_secret
 from costtrack_service.domain.overrides import Override
@@ -31,6 +32,7 @@ class MemoryStore:
         self.workspaces: dict[str, WorkspaceState] = {}
         self.pricing: dict[str, list[PricingEntry]] = {}  # by provider
         self.overrides: dict[str, list[Override]] = {}  # by workspace
+        self.budgets: dict[str, list[Budget]] = {}  # by workspace
         self.events: dict[tuple[str, str], EventRecord] = {}
         self.rollups: dict[tuple[str, RollupKey], Counts] = {}
         self.shards: dict[tuple[str, str, ShardId], int] = {}  # (workspace, period or "", shard) -> available
@@ -94,6 +96,9 @@ class MemoryStore:
 
     def get_price_entries(self, provider: str) -> list[PricingEntry]:
         return list(self.pricing.get(normalize_provider(provider), []))
+
+    def list_budgets(self, workspace_id: str) -> list[Budget]:
+        return list(self.budgets.get(workspace_id, []))
 
     def get_price_overrides(self, workspace_id: str) -> list[Override]:
         return list(self.overrides.get(workspace_id, []))

@@ -1,7 +1,8 @@
 """DynamoDB: every read and write of costtrack's tables.
 
 Keys, workspaces and plumbing are here; events, rollups and allowance shards are
-``event_store.py``; prices are ``price_store.py``; item attributes are ``store_items.py``.
+``event_store.py``; prices are ``price_store.py``; budgets and alerts are ``budget_store.py``;
+item attributes are ``store_items.py``.
 
 Every call of the store's client, whatever method makes it (pages and waiters included), has
 its failures translated in one place, :func:`unavailable_error`: throttling, capacity and
@@ -22,6 +23,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as EndpointUnreachable
 
+from costtrack_service.budget_store import BudgetTable
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ids import new_workspace_id
 from costtrack_service.domain.keys import (
@@ -155,7 +157,7 @@ def translate_errors(client: DynamoDBClient) -> DynamoDBClient:
     return client
 
 
-class DynamoStore(EventTable, PriceTable):
+class DynamoStore(EventTable, PriceTable, BudgetTable):
     """costtrack's tables. Thread-safe (botocore clients are)."""
 
     def __init__(self, client: DynamoDBClient, tables: TableNames) -> None:

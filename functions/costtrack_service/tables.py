@@ -18,6 +18,10 @@ so the deployed tables and the local ones cannot drift apart.
                  by the ingestion write itself, so dashboards never read the event history.
 * ``allowance``  the allowance shards: included events of a month and credits leased from the
                  workspace item, spent by the ingestion write (``allowance.py``).
+* ``budgets``    per workspace (``w#<workspace>``): budgets, webhook endpoints, the claimed
+                 notifications and their deliveries (``budget_store.py``); ``all_budgets``
+                 (sparse) lists every budget for the evaluator, ``due_deliveries`` (sparse) the
+                 deliveries waiting for an attempt. Notifications and deliveries expire by TTL.
 """
 
 from __future__ import annotations
@@ -99,8 +103,18 @@ EVENTS = TableSpec(
 PRICING = TableSpec(name="pricing", hash_key="model_key", range_key="entry_key")
 ROLLUPS = TableSpec(name="rollups", hash_key="partition", range_key="rollup_key")
 ALLOWANCE = TableSpec(name="allowance", hash_key="shard_key")
+BUDGETS = TableSpec(
+    name="budgets",
+    hash_key="partition",
+    range_key="item_key",
+    indexes=(
+        Index("all_budgets", "budget_set", "budget_ref"),
+        Index("due_deliveries", "due_set", "due_at"),
+    ),
+    ttl_attribute="expires_at",
+)
 
-TABLES: tuple[TableSpec, ...] = (KEYS, WORKSPACES, EVENTS, PRICING, ROLLUPS, ALLOWANCE)
+TABLES: tuple[TableSpec, ...] = (KEYS, WORKSPACES, EVENTS, PRICING, ROLLUPS, ALLOWANCE, BUDGETS)
 
 
 @dataclass(frozen=True)
@@ -111,6 +125,7 @@ class TableNames:
     pricing: str
     rollups: str
     allowance: str
+    budgets: str
 
     @classmethod
     def with_prefix(cls, prefix: str) -> TableNames:

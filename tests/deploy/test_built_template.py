@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from collections import defaultdict
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ import pytest
 import yaml
 from moto import mock_aws
 
+from costtrack_service.budget_jobs import Alerts, AlertSettings
+from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingestion import IngestRequest, IngestService
 from costtrack_service.domain.overrides_api import OverrideService
@@ -124,6 +127,8 @@ def granted(function: dict[str, Any]) -> dict[str, set[str]]:
 def _resource_name(target: Any) -> str:
     """``KeysTable`` for a table's ARN, ``KeysTable/index/by_workspace`` for one named index;
     anything else (a wildcard, a literal ARN) fails the test."""
+    if isinstance(target, dict) and set(target) == {"Ref"}:  # an SNS topic of the stack
+        return str(target["Ref"])
     if isinstance(target, dict) and "Fn::GetAtt" in target:
         logical, attribute = target["Fn::GetAtt"]
         assert attribute == "Arn"
@@ -146,7 +151,11 @@ class CallRecorder:
 
     def attach(self, client: Any) -> Any:
         client.meta.events.register("provide-client-params.dynamodb.*", self.record)
+        client.meta.events.register("provide-client-params.sns.*", self.record_sns)
         return client
+
+    def record_sns(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        self.calls["BudgetAlertTopic"].add(f"sns:{model.name}")  # the stack's one topic a function uses
 
     def record(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         operation = model.name
@@ -224,7 +233,23 @@ def api_calls() -> dict[str, set[str]]:
         set_ = overrides.set(caller, {"provider": "openai", "discount_percent": "10"})
         overrides.list(caller)
         overrides.delete(caller, set_["override"]["override_id"])
+        exercise_budget_routes(service.store, workspace.workspace_id)  # type: ignore[arg-type]
     return recorder.calls
+
+
+def exercise_budget_routes(store: DynamoStore, workspace_id: str) -> None:
+    """Every budgets and webhooks operation of the owners' API, once."""
+    budgets = BudgetService(store, resolve=lambda host, port: ["93.184.216.34"])
+    budget_id = budgets.create(workspace_id, {"amount": "10", "scope": "feature", "scope_value": "f0"})["budget"][
+        "budget_id"
+    ]
+    budgets.list(workspace_id)
+    budgets.change(workspace_id, budget_id, {"amount": "20"})
+    budgets.delete(workspace_id, budget_id)
+    endpoint = budgets.add_endpoint(workspace_id, {"url": "https://hooks.example.com/x"})["webhook"]
+    budgets.endpoints(workspace_id)
+    budgets.deliveries(workspace_id, {})
+    budgets.delete_endpoint(workspace_id, endpoint["endpoint_id"])
 
 
 def test_api_policy_grants_exactly_what_the_code_uses(built: dict[str, Any], api_calls: dict[str, set[str]]) -> None:
@@ -243,6 +268,72 @@ def test_ingestion_policy_grants_exactly_what_the_code_uses(
     assert not everything & {"dynamodb:Scan", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
 
 
+def tables_with_one_event(names: TableNames, model: str, prompt_tokens: int) -> tuple[DynamoStore, Any]:
+    """In moto: the tables, a paid workspace, and one event of ``model`` accepted."""
+    admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
+    admin.ensure_tables()
+    workspace = admin.create_workspace("iam", tier=PAID, included_events=10)
+    secret, _ = admin.create_key(workspace.workspace_id)
+    body = json.dumps({"provider": "openai", "model": model, "prompt_tokens": prompt_tokens}).encode()
+    IngestService(admin).ingest(IngestRequest({"authorization": f"Bearer {secret}"}, body))
+    return admin, workspace
+
+
+@pytest.fixture(scope="module")
+def budget_alerts_calls() -> dict[str, set[str]]:
+    """What the budget alerts function really does: evaluate (claim, mark exceeded), dispatch to
+    SNS and a webhook (one fails, so its retry is recorded too), re-arm a rolling budget."""
+    names = TableNames.with_prefix("iam-alerts-")
+    recorder = CallRecorder(names)
+    with mock_aws():
+        admin, workspace = tables_with_one_event(names, "gpt-5", 100000)
+        budgets = BudgetService(admin, resolve=lambda host, port: ["93.184.216.34"])
+        budgets.create(workspace.workspace_id, {"amount": "0.01"})
+        rolling = budgets.create(workspace.workspace_id, {"amount": "0.1", "period": "rolling_7d", "thresholds": [1]})
+        budgets.add_endpoint(workspace.workspace_id, {"url": "https://hooks.example.com/x"})
+        sns = recorder.attach(boto3.client("sns", region_name="us-east-1"))
+        topic = boto3.client("sns", region_name="us-east-1").create_topic(Name="alerts")["TopicArn"]
+        store = DynamoStore(recorder.attach(boto3.client("dynamodb", region_name="us-east-1")), names)
+        statuses = iter([500, 200, 200, 200])
+        alerts = Alerts(
+            store,
+            AlertSettings(sns_topic_arn=topic, first_retry=timedelta(0)),
+            sns=sns,
+            send=lambda *_: next(statuses),
+            resolve=lambda host, port: ["93.184.216.34"],
+        )
+        alerts.run()
+        alerts.dispatch()
+        # A week later the rolling window holds no spend: its notified threshold re-arms.
+        week_later = datetime.now(UTC) + timedelta(days=8)
+        assert Alerts(store, AlertSettings(), clock=lambda: week_later).evaluate()["rearmed"] == 1
+        assert store.get_budget(workspace.workspace_id, rolling["budget"]["budget_id"]).episodes == {"1": 1}
+    return dict(recorder.calls)
+
+
+def test_budget_alerts_policy_grants_exactly_what_the_code_uses(
+    built: dict[str, Any], budget_alerts_calls: dict[str, set[str]]
+) -> None:
+    function = built["Resources"]["BudgetAlertsFunction"]
+    assert dict(granted(function)) == budget_alerts_calls
+    assert function["Properties"]["Events"]["Schedule"]["Type"] == "ScheduleV2"
+    topic = function["Properties"]["Environment"]["Variables"]["COSTTRACK_ALERTS_TOPIC_ARN"]
+    assert topic == {"Ref": "BudgetAlertTopic"}
+
+
+def test_budget_alert_emails_are_optional_subscriptions(built: dict[str, Any]) -> None:
+    for n in (1, 2, 3):
+        subscription = built["Resources"][f"BudgetAlertSubscription{n}"]
+        assert subscription["Condition"] == f"HasBudgetAlertEmail{n}"
+        assert subscription["Properties"] == {
+            "TopicArn": {"Ref": "BudgetAlertTopic"},
+            "Protocol": "email",
+            "Endpoint": {"Ref": f"BudgetAlertEmail{n}"},
+        }
+        assert built["Parameters"][f"BudgetAlertEmail{n}"]["Default"] == ""
+    assert built["Outputs"]["BudgetAlertTopicArn"]["Value"] == {"Ref": "BudgetAlertTopic"}
+
+
 @pytest.fixture(scope="module")
 def price_sync_calls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
     """What the scheduled price sync really does: read and add prices, then backfill an
@@ -258,12 +349,7 @@ def price_sync_calls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[
     names = TableNames.with_prefix("iam-sync-")
     recorder = CallRecorder(names)
     with mock_aws():
-        admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
-        admin.ensure_tables()
-        workspace = admin.create_workspace("iam", tier=PAID, included_events=10)
-        secret, _ = admin.create_key(workspace.workspace_id)
-        body = json.dumps({"provider": "openai", "model": "iam-new", "prompt_tokens": 5}).encode()
-        IngestService(admin).ingest(IngestRequest({"authorization": f"Bearer {secret}"}, body))
+        tables_with_one_event(names, "iam-new", 5)
         result = sync(DynamoStore(recorder.attach(boto3.client("dynamodb", region_name="us-east-1")), names), str(data))
         assert result["backfill"]["priced"] == 1
     return recorder.calls

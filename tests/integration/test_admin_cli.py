@@ -17,6 +17,7 @@ from botocore.stub import Stubber
 
 from costtrack_service.admin import AdminError, resolve_store
 from costtrack_service.cli import main
+from costtrack_service.tables import TABLES
 
 pytestmark = pytest.mark.integration
 
@@ -243,7 +244,7 @@ def test_stack_outputs_name_the_tables() -> None:
     cloudformation = boto3.client("cloudformation", region_name="eu-west-1")
     outputs = [
         {"OutputKey": f"{name}TableName", "OutputValue": f"prod-{name}-ABC"}
-        for name in ("Keys", "Workspaces", "Events", "Pricing", "Rollups", "Allowance")
+        for name in (spec.name.capitalize() for spec in TABLES)
     ] + [{"OutputKey": "ApiUrl", "OutputValue": "https://x.execute-api.eu-west-1.amazonaws.com"}]
     with Stubber(cloudformation) as stub:
         stub.add_response(

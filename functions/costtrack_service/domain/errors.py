@@ -15,6 +15,7 @@ ERROR_STATUS: Mapping[str, int] = {
     "PLAN_INACTIVE": 403,
     "NOT_FOUND": 404,
     "INVALID_KEY_TRANSITION": 409,  # management API: e.g. reactivating a revoked key
+    "CONFLICT": 409,  # owners' API: a budget changed meanwhile
     "IDEMPOTENCY_KEY_REUSED": 422,
     "QUOTA_EXCEEDED": 429,
     "INTERNAL_ERROR": 500,

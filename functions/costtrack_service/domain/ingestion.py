@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from costtrack_service import catalogue
 from costtrack_service.domain.allowance import Balances, Payment, plan_payment
 from costtrack_service.domain.batch import Item, read_submission
+from costtrack_service.domain.budget_watch import BudgetReader, BudgetWatch
 from costtrack_service.domain.cache import TTLCache
 from costtrack_service.domain.chunks import (
     ALLOWANCE_ITEMS,
@@ -60,7 +61,7 @@ from costtrack_service.domain.shards import ShardCycle
 from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, decide
 
 
-class IngestStore(Protocol):
+class IngestStore(BudgetReader, Protocol):
     def get_key(self, key_hash: str, *, consistent: bool = False) -> KeyRecord | None: ...
 
     def get_workspace(self, workspace_id: str, *, consistent: bool = False) -> WorkspaceState | None: ...
@@ -191,6 +192,7 @@ class IngestService:
         self._balances: dict[str, Balances] = {}
         self._next_shard = ShardCycle()
         self.pricer = Pricer(self.book, catalogue.registry(), catalogue.flags_for)
+        self.budget_watch = BudgetWatch(store, monotonic=monotonic)
 
     # -- cached reads -------------------------------------------------------------------
 
@@ -340,6 +342,7 @@ class IngestService:
         visibility = decide(workspace.tier, key.bound, event.source)
         if not visibility.dashboard_visible:
             notices.append(_hidden_notice(key))
+        notices += self.budget_watch.notices(key.workspace_id, event, visibility, received)
         millis, received_at, expires_at = _stamps(received, self.settings.event_retention_days)
         return EventRecord(
             workspace_id=key.workspace_id,

@@ -24,8 +24,17 @@ UNKNOWN_MODEL = "unknown_model"
 UNKNOWN_FIELD = "unknown_field"
 USAGE_INCONSISTENT = "usage_inconsistent"
 MISSING_IDEMPOTENCY_KEY = "missing_idempotency_key"
-#: Every warning an accepted event can carry (CONTRACT.md §5).
-WARNING_CODES = (UNKNOWN_MODEL, FREE_SOURCE_MISMATCH, UNKNOWN_FIELD, USAGE_INCONSISTENT, MISSING_IDEMPOTENCY_KEY)
+BUDGET_EXCEEDED = "budget_exceeded"
+#: Every warning an accepted event can carry (CONTRACT.md §5; ``budget_exceeded``: README,
+#: "Budgets and alerts").
+WARNING_CODES = (
+    UNKNOWN_MODEL,
+    FREE_SOURCE_MISMATCH,
+    UNKNOWN_FIELD,
+    USAGE_INCONSISTENT,
+    MISSING_IDEMPOTENCY_KEY,
+    BUDGET_EXCEEDED,
+)
 MAX_UNKNOWN_FIELD_WARNINGS = 20
 
 
@@ -36,11 +45,14 @@ class Notice:
     code: str
     message: str
     field: str | None = None
+    budget_id: str | None = None  # the budget a ``budget_exceeded`` warning is about
 
     def to_dict(self) -> dict[str, str]:
         data = {"code": self.code, "message": self.message}
         if self.field is not None:
             data["field"] = self.field
+        if self.budget_id is not None:
+            data["budget_id"] = self.budget_id
         return data
 
 

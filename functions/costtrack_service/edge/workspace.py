@@ -19,6 +19,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
 
+from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.jsonlimits import MAX_JSON_DEPTH, too_deep
 from costtrack_service.domain.overrides_api import OverrideService
@@ -54,9 +55,12 @@ def static_file(name: str) -> str | None:
     return path.read_text(encoding="utf-8") if name in {entry.name for entry in folder.iterdir()} else None
 
 
-def build_app(service: WorkspaceService) -> APIGatewayHttpResolver:
+def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver()
     overrides = OverrideService(service.store)  # type: ignore[arg-type]
+    # A deployed stack's webhooks may point only at public addresses (the local stack passes
+    # its own, which allows loopback receivers).
+    budgets = budgets or BudgetService(service.store)  # type: ignore[arg-type]
     install_error_handlers(app, logger)
 
     def caller() -> Caller:
@@ -138,6 +142,46 @@ def build_app(service: WorkspaceService) -> APIGatewayHttpResolver:
     def delete_override(override_id: str) -> Response[str]:
         return json_response(200, overrides.delete(caller(), unquote(override_id)))
 
+    # -- budgets and alerts (README, "Budgets and alerts") --------------------------------
+
+    def workspace_id() -> str:
+        return caller().workspace.workspace_id
+
+    @app.get("/v1/workspace/budgets")
+    def get_budgets() -> Response[str]:
+        return json_response(200, budgets.list(workspace_id()))
+
+    @app.post("/v1/workspace/budgets")
+    def post_budget() -> Response[str]:
+        return json_response(201, budgets.create(workspace_id(), body()))
+
+    @app.patch("/v1/workspace/budgets/<budget_id>")
+    def patch_budget(budget_id: str) -> Response[str]:
+        return json_response(200, budgets.change(workspace_id(), unquote(budget_id), body()))
+
+    @app.delete("/v1/workspace/budgets/<budget_id>")
+    def delete_budget(budget_id: str) -> Response[str]:
+        return json_response(200, budgets.delete(workspace_id(), unquote(budget_id)))
+
+    @app.get("/v1/workspace/webhooks")
+    def get_webhooks() -> Response[str]:
+        return json_response(200, budgets.endpoints(workspace_id()))
+
+    @app.post("/v1/workspace/webhooks")
+    def post_webhook() -> Response[str]:
+        who = workspace_id()
+        created = budgets.add_endpoint(who, body())
+        logger.info("webhook added", extra={"workspace_id": who, "endpoint_id": created["webhook"]["endpoint_id"]})
+        return json_response(201, created)
+
+    @app.delete("/v1/workspace/webhooks/<endpoint_id>")
+    def delete_webhook(endpoint_id: str) -> Response[str]:
+        return json_response(200, budgets.delete_endpoint(workspace_id(), unquote(endpoint_id)))
+
+    @app.get("/v1/workspace/webhook-deliveries")
+    def get_deliveries() -> Response[str]:
+        return json_response(200, budgets.deliveries(workspace_id(), params()))
+
     @app.get("/")
     def get_root() -> Response[str]:
         return Response(status_code=302, headers={"Location": "/dashboard"}, body="")
@@ -165,12 +209,12 @@ def build_app(service: WorkspaceService) -> APIGatewayHttpResolver:
     return app
 
 
-def create_handler(service: WorkspaceService | None = None) -> LambdaHandler:
+def create_handler(service: WorkspaceService | None = None, budgets: BudgetService | None = None) -> LambdaHandler:
     if service is None:
         from costtrack_service.store import DynamoStore
 
         service = WorkspaceService(DynamoStore.from_env())
-    app = build_app(service)
+    app = build_app(service, budgets)
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,7 @@ from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.keys import ADMIN, KeyState
 from costtrack_service.domain.quota import FREE, INACTIVE, PAID
 from costtrack_service.domain.source import Source
+from costtrack_service.domain.webhooks import UrlPolicy
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.local.aws_front import AwsFront, AwsRules
 from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
@@ -33,6 +37,9 @@ from costtrack_service.store import DynamoStore, dynamodb_client
 from costtrack_service.tables import TableNames
 
 DEFAULT_STATE_FILE = Path(".costtrack/dev.json")
+#: Local receivers run on 127.0.0.1, so the local stack lets webhooks (http too) reach loopback.
+LOCAL_WEBHOOKS = UrlPolicy(allow_loopback=True)
+LOCAL_FIRST_RETRY = timedelta(seconds=10)
 DEFAULT_TABLE_PREFIX = "costtrack-local-"
 FREE_BINDING = Source("openai", "gpt-4o-mini", "chat")
 QUOTA_ALLOWANCE = 5
@@ -116,14 +123,19 @@ def ingest_handler(config: Mapping[str, str]) -> Any:
     """The ingestion function's handler, built in a container (see ``local.server``)."""
     from costtrack_service.edge import ingest
 
-    return ingest.create_handler(IngestService(_container_store(config)))
+    service = IngestService(_container_store(config))
+    service.budget_watch.ttl_seconds = float(config["budget_cache_seconds"])
+    return ingest.create_handler(service)
 
 
 def api_handler(config: Mapping[str, str]) -> Any:
-    """The API function's handler, built in a container."""
+    """The API function's handler, built in a container. Webhooks may point at loopback
+    receivers here (never in a deployed stack)."""
+    from costtrack_service.domain.budgets_api import BudgetService
     from costtrack_service.edge import workspace
 
-    return workspace.create_handler(WorkspaceService(_container_store(config)))
+    store = _container_store(config)
+    return workspace.create_handler(WorkspaceService(store), BudgetService(store, url_policy=LOCAL_WEBHOOKS))
 
 
 @dataclass
@@ -139,11 +151,18 @@ class LocalStack:
     # Tests: every DynamoDB call (the containers' and self.store's) goes through an AwsFront
     # that conflicts and throttles like AWS (see local.aws_front).
     aws_rules: AwsRules | None = None
+    # The ingestion function re-reads a workspace's budgets (for budget_exceeded) this often.
+    budget_cache_seconds: float = 1.0
+    # Run the budget evaluator and dispatcher this often, in a thread (None: only on demand,
+    # ``run_alerts()`` or ``costtrack admin budgets evaluate``).
+    alerts_interval: float | None = None
     state: dict[str, Any] = field(default_factory=dict)
     dynamo: LocalDynamo | None = None
     front: AwsFront | None = None
     api: LocalApi | None = None
     store: DynamoStore | None = None
+    _alerts_stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    _alerts_thread: threading.Thread | None = field(default=None, repr=False)
 
     def __enter__(self) -> LocalStack:
         return self.start()
@@ -187,7 +206,11 @@ class LocalStack:
             Route("costtrack-ingest", ("/v1/events", "/v1/openapi.json"), f"{__name__}:ingest_handler"),
             Route("costtrack-api", ("/",), f"{__name__}:api_handler"),
         ]
-        config = {"endpoint": endpoint, "table_prefix": self.table_prefix}
+        config = {
+            "endpoint": endpoint,
+            "table_prefix": self.table_prefix,
+            "budget_cache_seconds": str(self.budget_cache_seconds),
+        }
         if self.container_log is not None:
             config["log_file"] = str(self.container_log)
         self.api = LocalApi(
@@ -209,6 +232,28 @@ class LocalStack:
             "keys": seeded["keys"],
         }
         self._write_state()
+        if self.alerts_interval:
+            self._alerts_stop.clear()
+            self._alerts_thread = threading.Thread(
+                target=self._alerts_loop, args=(self.alerts_interval,), name="budget-alerts", daemon=True
+            )
+            self._alerts_thread.start()
+
+    def run_alerts(self) -> dict[str, Any]:
+        """The budget evaluator and dispatcher once, as the deployed schedule runs them (no SNS
+        topic locally; webhooks only, retried after seconds rather than minutes)."""
+        from costtrack_service.budget_jobs import Alerts, AlertSettings
+
+        assert self.store is not None
+        settings = AlertSettings(url_policy=LOCAL_WEBHOOKS, first_retry=LOCAL_FIRST_RETRY)
+        return Alerts(self.store, settings).run()
+
+    def _alerts_loop(self, interval: float) -> None:
+        while not self._alerts_stop.wait(interval):
+            try:
+                self.run_alerts()
+            except Exception as exc:  # keep the loop alive; the next run tries again
+                print(f"costtrack dev: budget alerts failed: {exc}", file=sys.stderr)
 
     def _read_state(self) -> dict[str, Any] | None:
         if self.persist_dir is None or self.state_file is None or not self.state_file.is_file():
@@ -230,6 +275,10 @@ class LocalStack:
             handle.write("\n")
 
     def stop(self) -> None:
+        self._alerts_stop.set()
+        if self._alerts_thread is not None:
+            self._alerts_thread.join(timeout=30)
+            self._alerts_thread = None
         if self.api is not None:
             self.api.stop()
             self.api = None

@@ -38,8 +38,8 @@ export interface TrackOptions {
 /**
  * What `onWarning` receives. Codes:
  * - the service's warning codes on an accepted event (`unknown_model`, `free_source_mismatch`,
- *   `unknown_field`, `usage_inconsistent`, `missing_idempotency_key`), with `status` 200 and the
- *   response body;
+ *   `unknown_field`, `usage_inconsistent`, `missing_idempotency_key`, `budget_exceeded`), with
+ *   `status` 200 and the response body (a `budget_exceeded` warning's entry names the budget);
  * - the service's error code when it rejects an event (`QUOTA_EXCEEDED`, `REVOKED_API_KEY`, ...,
  *   or `HTTP_<status>` when the body names none), with `status` and `response`;
  * - `NETWORK_ERROR` once the last attempt after connection errors, timeouts or 5xx has failed;

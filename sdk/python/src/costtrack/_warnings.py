@@ -36,7 +36,8 @@ class ConfigurationError(ValueError):
 class TrackerWarning:
     """Something ``on_warning`` should know about; delivery problems are never raised.
 
-    ``code`` is a service warning code (``unknown_model``, ``free_source_mismatch``, ...), a
+    ``code`` is a service warning code (``unknown_model``, ``free_source_mismatch``,
+    ``budget_exceeded``, ...), a
     service error code for a rejected event (``QUOTA_EXCEEDED``, ``REVOKED_API_KEY``, ...,
     or ``HTTP_<status>`` when the body names none), ``NETWORK_ERROR``, ``queue_full``,
     ``after_shutdown`` or ``ignored_field``.

@@ -1,0 +1,257 @@
+"""The budget evaluator and the alert dispatcher (a scheduled function, every minute; also
+``costtrack admin budgets evaluate`` and the local stack).
+
+``evaluate`` reads every budget's spend from the rollups, and for each threshold reached claims
+its notification: a conditional write, with the notification's deliveries in the same
+transaction, so whatever runs at once or again, one claim wins and the others change nothing.
+It also marks budgets past 100% for the ingestion warning, and re-arms a rolling budget's
+threshold once the spend fell back below it.
+
+``dispatch`` attempts the deliveries that are due: each is leased first (a conditional write),
+so two dispatchers never send the same attempt; the attempt is recorded with its time, the
+receiver's status or the error, and a failed one is due again after the backoff
+(``domain/webhooks.py``) until the last attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from costtrack_service.domain.alerts import (
+    CANCELLED,
+    DELIVERED,
+    FAILED,
+    PENDING,
+    SNS,
+    Attempt,
+    Delivery,
+    Endpoint,
+    Notification,
+)
+from costtrack_service.domain.budgets import Budget, Status, crossed, notification_key, statuses
+from costtrack_service.domain.pricing import format_timestamp
+from costtrack_service.domain.webhooks import (
+    FIRST_RETRY,
+    SIGNATURE_HEADER,
+    Target,
+    UrlPolicy,
+    WebhookRefused,
+    check_url,
+    next_attempt_at,
+    signature_header,
+    system_resolver,
+)
+from costtrack_service.store import DynamoStore
+from costtrack_service.webhook_client import post_webhook
+
+Sender = Callable[[Target, bytes, Mapping[str, str]], int]
+USER_AGENT = "costtrack-webhooks/1"
+MAX_ERROR_CHARS = 300
+
+
+@dataclass(frozen=True)
+class AlertSettings:
+    sns_topic_arn: str | None = None
+    url_policy: UrlPolicy = field(default_factory=UrlPolicy)
+    #: The first retry's delay; the others grow from it (shortened in the local stack and tests).
+    first_retry: timedelta = FIRST_RETRY
+    #: How long one dispatcher holds a delivery for its attempt.
+    lease: timedelta = timedelta(minutes=5)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> AlertSettings:
+        """``COSTTRACK_ALERTS_TOPIC_ARN`` (the template sets it); the local stack's settings
+        are passed explicitly, never read from the environment of a deployed function."""
+        env = os.environ if env is None else env
+        return cls(sns_topic_arn=env.get("COSTTRACK_ALERTS_TOPIC_ARN") or None)
+
+
+class Alerts:
+    def __init__(
+        self,
+        store: DynamoStore,
+        settings: AlertSettings | None = None,
+        *,
+        sns: Any = None,
+        send: Sender = post_webhook,
+        resolve: Callable[[str, int], list[str]] = system_resolver,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.store = store
+        self.settings = settings or AlertSettings()
+        self._sns = sns
+        self._send = send
+        self._resolve = resolve
+        self._clock = clock
+
+    def run(self) -> dict[str, Any]:
+        return {"evaluate": self.evaluate(), "dispatch": self.dispatch()}
+
+    # -- evaluate ---------------------------------------------------------------------------
+
+    def evaluate(self) -> dict[str, int]:
+        now = self._clock()
+        counts = {"budgets": 0, "claimed": 0, "marked": 0, "rearmed": 0}
+        by_workspace: dict[str, list[Budget]] = {}
+        for budget in self.store.all_budgets():
+            by_workspace.setdefault(budget.workspace_id, []).append(budget)
+        for workspace_id, budgets in sorted(by_workspace.items()):
+            endpoints: list[Endpoint] | None = None
+            for status in statuses(self.store, workspace_id, budgets, now):
+                counts["budgets"] += 1
+                budget = status.budget
+                reached = crossed(budget, status.spent)
+                claimed = (
+                    self.store.claimed_notifications(workspace_id, f"{budget.budget_id}#{budget.revision}#")
+                    if reached or budget.rolling
+                    else set()
+                )
+                for threshold in reached:
+                    key = notification_key(budget, status.span, threshold)
+                    if key in claimed:
+                        continue
+                    if endpoints is None:
+                        endpoints = self.store.list_endpoints(workspace_id)
+                    counts["claimed"] += self._claim(status, threshold, key, endpoints, now)
+                counts["marked"] += self._mark(status)
+                counts["rearmed"] += self._rearm(status, claimed)
+        return counts
+
+    def _claim(self, status: Status, threshold: int, key: str, endpoints: list[Endpoint], now: datetime) -> bool:
+        notification = Notification.crossing(key, status.budget, status.span, threshold, status.spent, now)
+        due = notification.created_at
+        targets: list[tuple[str, str | None]] = [(SNS, None)] if self.settings.sns_topic_arn else []
+        targets += [(endpoint.endpoint_id, endpoint.url) for endpoint in endpoints]
+        deliveries = [
+            Delivery(
+                workspace_id=notification.workspace_id,
+                notification_key=key,
+                target=target,
+                target_url=url,
+                created_at=due,
+                state=PENDING,
+                due_at=due,
+                threshold=threshold,
+                budget_id=notification.budget_id,
+            )
+            for target, url in targets
+        ]
+        return self.store.claim_notification(notification, deliveries)
+
+    def _mark(self, status: Status) -> bool:
+        """Past 100%: events received until the window can next fall carry the warning."""
+        budget, span = status.budget, status.span
+        if status.spent < budget.amount:
+            return False
+        start, until = format_timestamp(span.start), format_timestamp(span.until)
+        if (budget.exceeded_from, budget.exceeded_until) == (start, until):
+            return False
+        return self.store.mark_exceeded(budget, start, until)
+
+    def _rearm(self, status: Status, claimed: set[str]) -> bool:
+        """A rolling budget's threshold that was notified and is no longer reached starts a new
+        episode: the next crossing is a new notification."""
+        budget = status.budget
+        if not budget.rolling:
+            return False
+        reached = set(crossed(budget, status.spent))
+        episodes = dict(budget.episodes)
+        for threshold in budget.thresholds:
+            if threshold not in reached and notification_key(budget, status.span, threshold) in claimed:
+                episodes[str(threshold)] = episodes.get(str(threshold), 0) + 1
+        if episodes == dict(budget.episodes):
+            return False
+        return self.store.rearm(budget, replace(budget, episodes=episodes))
+
+    # -- dispatch ---------------------------------------------------------------------------
+
+    def dispatch(self) -> dict[str, int]:
+        counts = {"attempted": 0, "delivered": 0, "retrying": 0, "failed": 0, "cancelled": 0}
+        for delivery in self.store.due_deliveries(format_timestamp(self._clock())):
+            lease = format_timestamp(self._clock() + self.settings.lease)
+            if not self.store.lease_delivery(delivery, lease):
+                continue  # another dispatcher has it
+            counts["attempted"] += 1
+            done = self._attempt(delivery, lease)
+            key = "retrying" if done.state == PENDING else done.state
+            counts[key] += 1
+        return counts
+
+    def _attempt(self, delivery: Delivery, lease: str) -> Delivery:
+        started = self._clock()
+        at = format_timestamp(started)
+        body = self.store.get_notification_body(delivery.workspace_id, delivery.notification_key)
+        if body is None:
+            expired = Attempt(at, error="the notification expired")
+            return self.store.record_attempt(delivery, lease, expired, CANCELLED, None)
+        notification = _notification(delivery, body)
+        if delivery.target == SNS:
+            attempt = self._publish(notification, at)
+        else:
+            endpoint = self.store.get_endpoint(delivery.workspace_id, delivery.target)
+            if endpoint is None:
+                attempt = Attempt(at, error="the endpoint was deleted")
+                return self.store.record_attempt(delivery, lease, attempt, CANCELLED, None)
+            attempt = self._post(endpoint, notification, at)
+        if attempt.error is None:
+            return self.store.record_attempt(delivery, lease, attempt, DELIVERED, None)
+        retry = next_attempt_at(len(delivery.attempts) + 1, started, self.settings.first_retry)
+        if retry is None:
+            return self.store.record_attempt(delivery, lease, attempt, FAILED, None)
+        return self.store.record_attempt(delivery, lease, attempt, PENDING, format_timestamp(retry))
+
+    def _publish(self, notification: Notification, at: str) -> Attempt:
+        if not self.settings.sns_topic_arn or self._sns is None:
+            return Attempt(at, error="no SNS topic is configured")
+        subject = f"costtrack budget alert: {notification.threshold}% reached"
+        try:
+            self._sns.publish(
+                TopicArn=self.settings.sns_topic_arn,
+                Subject=subject,
+                Message=f"{notification.summary()}\n\n{notification.body}",
+            )
+        except Exception as exc:  # any failure is an attempt to retry, never the job's end
+            return Attempt(at, error=_error_text(exc))
+        return Attempt(at)
+
+    def _post(self, endpoint: Endpoint, notification: Notification, at: str) -> Attempt:
+        try:
+            target = check_url(endpoint.url, self.settings.url_policy, self._resolve)
+        except WebhookRefused as exc:
+            return Attempt(at, error=str(exc))
+        body = notification.body.encode()
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+            "Costtrack-Notification-Id": notification.notification_id,
+            SIGNATURE_HEADER: signature_header(endpoint.secret, int(time.time()), body),
+        }
+        try:
+            status = self._send(target, body, headers)
+        except Exception as exc:  # connection refused, timeout, TLS: a failed attempt
+            return Attempt(at, error=_error_text(exc))
+        if 200 <= status < 300:
+            return Attempt(at, status=status)
+        return Attempt(at, status=status, error=f"the receiver answered HTTP {status}")
+
+
+def _notification(delivery: Delivery, body: str) -> Notification:
+    data = json.loads(body)
+    return Notification(
+        key=delivery.notification_key,
+        workspace_id=delivery.workspace_id,
+        budget_id=delivery.budget_id,
+        threshold=int(data["threshold"]),
+        created_at=str(data["created_at"]),
+        body=body,
+    )
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]

@@ -1,0 +1,162 @@
+// costtrack dashboard: the "Budgets and alerts" panel. Loaded after app.js, whose helpers it
+// uses ($, el, api, usd, status, failed); shown data goes through textContent only.
+"use strict";
+
+const PERIOD_NAMES = { month: "calendar month", rolling_7d: "rolling 7 days", rolling_30d: "rolling 30 days" };
+
+async function loadBudgets() {
+  const [budgets, webhooks, deliveries] = await Promise.all([
+    api("/v1/workspace/budgets"),
+    api("/v1/workspace/webhooks"),
+    api("/v1/workspace/webhook-deliveries?limit=25"),
+  ]);
+  renderBudgets(budgets.budgets);
+  renderWebhooks(webhooks.webhooks);
+  renderDeliveries(deliveries.deliveries);
+}
+
+function renderBudgets(budgets) {
+  const body = $("budgets").tBodies[0];
+  body.replaceChildren();
+  for (const budget of budgets) {
+    const row = el("tr");
+    row.dataset.budgetId = budget.budget_id;
+    const covers = budget.scope === "workspace" ? "whole workspace" : `${budget.scope}: ${budget.scope_value}`;
+    const meter = el("div", null, "meter");
+    const fill = el("div", null, budget.exceeded ? "meter-fill full" : "meter-fill");
+    fill.style.width = `${Math.min(100, Number(budget.percent))}%`;
+    meter.append(fill);
+    const used = el("td");
+    used.append(el("span", `${usd(budget.spend)} of ${usd(budget.amount)} (${budget.percent}%)`), meter);
+    const thresholds = el("td");
+    for (const threshold of budget.thresholds) {
+      const reached = budget.crossed.includes(threshold);
+      thresholds.append(el("span", `${threshold}%`, reached ? "threshold reached" : "threshold"));
+    }
+    const actions = el("td", null, "actions");
+    const amount = el("input");
+    amount.value = budget.amount;
+    amount.setAttribute("aria-label", `New amount for ${budget.name || budget.budget_id}`);
+    amount.size = 8;
+    const save = el("button", "Save");
+    save.type = "button";
+    save.addEventListener("click", () => changeBudget(budget, { amount: amount.value.trim() }));
+    const remove = el("button", "Delete", "danger");
+    remove.type = "button";
+    remove.addEventListener("click", () => deleteBudget(budget));
+    actions.append(amount, save, remove);
+    row.append(
+      el("td", budget.name || budget.budget_id),
+      el("td", covers),
+      el("td", `${PERIOD_NAMES[budget.period] || budget.period} (${budget.window.from} to ${budget.window.to})`),
+      used,
+      thresholds,
+      actions,
+    );
+    body.append(row);
+  }
+  if (!budgets.length) {
+    const row = el("tr");
+    const cell = el("td", "No budgets yet.", "empty");
+    cell.colSpan = 6;
+    row.append(cell);
+    body.append(row);
+  }
+}
+
+async function budgetAction(request, done) {
+  try {
+    await request();
+    status(done);
+    await loadBudgets();
+    return true;
+  } catch (error) {
+    failed(error);
+    return false;
+  }
+}
+
+function changeBudget(budget, fields) {
+  const path = `/v1/workspace/budgets/${encodeURIComponent(budget.budget_id)}`;
+  return budgetAction(() => api(path, { method: "PATCH", body: JSON.stringify(fields) }), "Budget changed.");
+}
+
+function deleteBudget(budget) {
+  if (!confirm(`Delete the budget ${budget.name || budget.budget_id}?`)) return;
+  const path = `/v1/workspace/budgets/${encodeURIComponent(budget.budget_id)}`;
+  return budgetAction(() => api(path, { method: "DELETE" }), "Budget deleted.");
+}
+
+$("new-budget").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const body = { amount: $("budget-amount").value.trim(), scope: $("budget-scope").value, period: $("budget-period").value };
+  if ($("budget-value").value.trim()) body.scope_value = $("budget-value").value.trim();
+  if ($("budget-name").value.trim()) body.name = $("budget-name").value.trim();
+  const thresholds = $("budget-thresholds").value.trim();
+  if (thresholds) body.thresholds = thresholds.split(",").map((part) => Number(part.trim()));
+  budgetAction(() => api("/v1/workspace/budgets", { method: "POST", body: JSON.stringify(body) }), "Budget created.")
+    .then((ok) => ok && $("new-budget").reset());
+});
+
+function renderWebhooks(webhooks) {
+  const body = $("webhooks").tBodies[0];
+  body.replaceChildren();
+  for (const webhook of webhooks) {
+    const row = el("tr");
+    row.dataset.endpointId = webhook.endpoint_id;
+    const remove = el("button", "Delete", "danger");
+    remove.type = "button";
+    remove.addEventListener("click", () => {
+      if (!confirm(`Stop sending alerts to ${webhook.url}?`)) return;
+      const path = `/v1/workspace/webhooks/${encodeURIComponent(webhook.endpoint_id)}`;
+      budgetAction(() => api(path, { method: "DELETE" }), "Webhook deleted.");
+    });
+    const actions = el("td", null, "actions");
+    actions.append(remove);
+    row.append(el("td", webhook.url), el("td", `${webhook.secret_prefix}…`), el("td", webhook.created_at.slice(0, 10)), actions);
+    body.append(row);
+  }
+}
+
+$("new-webhook").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  try {
+    const created = await api("/v1/workspace/webhooks", {
+      method: "POST",
+      body: JSON.stringify({ url: $("webhook-url").value.trim() }),
+    });
+    const secret = $("new-webhook-secret");
+    secret.hidden = false;
+    secret.textContent = `Signing secret (shown once, copy it now): ${created.webhook.secret}`;
+    $("webhook-url").value = "";
+    await loadBudgets();
+  } catch (error) {
+    failed(error);
+  }
+});
+
+function renderDeliveries(deliveries) {
+  const body = $("deliveries").tBodies[0];
+  body.replaceChildren();
+  for (const delivery of deliveries) {
+    const last = delivery.attempts[delivery.attempts.length - 1];
+    const outcome = last ? (last.error || `HTTP ${last.status}`) : "not attempted yet";
+    const row = el("tr");
+    row.append(
+      el("td", delivery.created_at.replace("T", " ").slice(0, 19)),
+      el("td", delivery.budget_id),
+      el("td", `${delivery.threshold}%`, "num"),
+      el("td", delivery.target === "sns" ? "SNS (email)" : delivery.url),
+      el("td", delivery.state, `delivery-${delivery.state}`),
+      el("td", delivery.attempts.length, "num"),
+      el("td", outcome),
+    );
+    body.append(row);
+  }
+  $("deliveries-empty").hidden = deliveries.length > 0;
+}
+
+// Load whenever the dashboard is shown (app.js shows it after signing in).
+new MutationObserver(() => {
+  if (!$("dashboard").hidden) loadBudgets().catch(failed);
+}).observe($("dashboard"), { attributes: true, attributeFilter: ["hidden"] });

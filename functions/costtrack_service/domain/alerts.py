@@ -1,0 +1,142 @@
+"""Budget alerts as records: webhook endpoints, the notification of a crossed threshold (an
+outbox entry, claimed once) and its deliveries, one per target (SNS or an endpoint), each with
+its attempts. Plain data and views; ``budget_jobs.py`` does the work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from costtrack_service.domain.budgets import Budget, Window, percent
+from costtrack_service.domain.cost import format_decimal
+from costtrack_service.domain.pricing import format_timestamp
+
+SNS = "sns"
+#: Delivery states: waiting for an attempt, being attempted, done, or given up.
+PENDING, SENDING, DELIVERED, FAILED, CANCELLED = "pending", "sending", "delivered", "failed", "cancelled"
+EVENT_TYPE = "budget.threshold_crossed"
+#: How long notifications and their deliveries are kept (DynamoDB TTL).
+RETENTION_DAYS = 90
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    endpoint_id: str
+    workspace_id: str
+    url: str
+    secret: str
+    created_at: str
+    description: str | None = None
+
+    def view(self, *, with_secret: bool = False) -> dict[str, Any]:
+        data = {
+            "endpoint_id": self.endpoint_id,
+            "url": self.url,
+            "description": self.description,
+            "created_at": self.created_at,
+            # Enough to tell secrets apart, never enough to sign with.
+            "secret_prefix": self.secret[:10],
+        }
+        if with_secret:
+            data["secret"] = self.secret
+        return data
+
+
+def notification_id(key: str) -> str:
+    """The public id of a notification: stable, so a receiver can drop a repeated delivery."""
+    return "ntf_" + hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class Notification:
+    """A threshold of a budget crossed in a period: what every target is told."""
+
+    key: str  # budget_jobs claims it under this key, once
+    workspace_id: str
+    budget_id: str
+    threshold: int
+    created_at: str
+    body: str  # the JSON every target gets, fixed at the claim so each retry sends the same
+
+    @property
+    def notification_id(self) -> str:
+        return notification_id(self.key)
+
+    @classmethod
+    def crossing(cls, key: str, budget: Budget, span: Window, threshold: int, spent: Decimal, at: datetime) -> Any:
+        created = format_timestamp(at)
+        payload = {
+            "id": notification_id(key),
+            "type": EVENT_TYPE,
+            "created_at": created,
+            "workspace_id": budget.workspace_id,
+            "budget": budget.view(),
+            "threshold": threshold,
+            "spend": format_decimal(spent),
+            "amount": format_decimal(budget.amount),
+            "percent": percent(budget, spent),
+            "currency": "USD",
+            "window": {"from": span.first_day.isoformat(), "to": span.last_day.isoformat()},
+        }
+        body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+        return cls(key, budget.workspace_id, budget.budget_id, threshold, created, body)
+
+    def summary(self) -> str:
+        """One line for people (the SNS subject and email)."""
+        data = json.loads(self.body)
+        name = data["budget"]["name"] or data["budget"]["budget_id"]
+        return (
+            f"costtrack budget {name!r} reached {data['threshold']}%: {data['spend']} of {data['amount']} USD "
+            f"({data['window']['from']} to {data['window']['to']}, workspace {data['workspace_id']})"
+        )
+
+
+@dataclass(frozen=True)
+class Attempt:
+    at: str
+    status: int | None = None  # the receiver's HTTP status, when it answered
+    error: str | None = None
+
+    def view(self) -> dict[str, Any]:
+        return {"at": self.at, "status": self.status, "error": self.error}
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One notification to one target (``sns`` or an endpoint id)."""
+
+    workspace_id: str
+    notification_key: str
+    target: str
+    target_url: str | None  # the endpoint's URL when it was claimed, for the listing
+    created_at: str
+    state: str = PENDING
+    due_at: str | None = None  # when the next attempt may start (pending and sending only)
+    attempts: tuple[Attempt, ...] = field(default_factory=tuple)
+    threshold: int = 0
+    budget_id: str = ""
+
+    @property
+    def item_key(self) -> str:
+        return f"d#{self.notification_key}#{self.target}"
+
+    def attempted(self, attempt: Attempt, state: str, due_at: str | None) -> Delivery:
+        return replace(self, attempts=(*self.attempts, attempt), state=state, due_at=due_at)
+
+    def view(self) -> dict[str, Any]:
+        return {
+            "notification_id": notification_id(self.notification_key),
+            "budget_id": self.budget_id,
+            "threshold": self.threshold,
+            "target": self.target,
+            "url": self.target_url,
+            "state": self.state,
+            "created_at": self.created_at,
+            "next_attempt_at": self.due_at if self.state in (PENDING, SENDING) else None,
+            "attempts": [attempt.view() for attempt in self.attempts],
+        }

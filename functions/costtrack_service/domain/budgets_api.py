@@ -1,0 +1,167 @@
+"""Budgets and webhook endpoints of one workspace, for the owners' API (``/v1/workspace/budgets``,
+``/v1/workspace/webhooks``, ``/v1/workspace/webhook-deliveries``) and ``costtrack admin budgets``.
+
+The workspace comes from the admin token (or the operator's command line), never from a body;
+an id of another workspace is simply not found.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from costtrack_service.domain.alerts import Delivery, Endpoint
+from costtrack_service.domain.budgets import Budget, BudgetError, change_budget, parse_budget, statuses
+from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.ids import random_token
+from costtrack_service.domain.pricing import format_timestamp
+from costtrack_service.domain.usage import Counts, RollupKey
+from costtrack_service.domain.webhooks import (
+    MAX_ENDPOINTS,
+    Resolver,
+    UrlPolicy,
+    WebhookRefused,
+    check_url,
+    new_webhook_secret,
+    system_resolver,
+)
+from costtrack_service.domain.workspace_api import invalid, not_found
+
+MAX_BUDGETS = 100
+MAX_DESCRIPTION_CHARS = 200
+MAX_DELIVERIES = 200
+_ID = re.compile(r"[A-Za-z0-9_]{1,64}")
+
+
+class BudgetStore(Protocol):
+    def query_rollups(
+        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
+    ) -> list[tuple[RollupKey, Counts]]: ...
+
+    def list_budgets(self, workspace_id: str) -> list[Budget]: ...
+
+    def get_budget(self, workspace_id: str, budget_id: str) -> Budget | None: ...
+
+    def put_budget(self, budget: Budget, *, replacing: int | None = None) -> bool: ...
+
+    def delete_budget(self, workspace_id: str, budget_id: str) -> bool: ...
+
+    def list_endpoints(self, workspace_id: str) -> list[Endpoint]: ...
+
+    def put_endpoint(self, endpoint: Endpoint) -> None: ...
+
+    def delete_endpoint(self, workspace_id: str, endpoint_id: str) -> bool: ...
+
+    def list_deliveries(self, workspace_id: str, limit: int = 100) -> list[Delivery]: ...
+
+
+def _refused(error: BudgetError) -> ApiError:
+    return invalid(error.field, error.message)
+
+
+class BudgetService:
+    def __init__(
+        self,
+        store: BudgetStore,
+        *,
+        url_policy: UrlPolicy | None = None,
+        resolve: Resolver = system_resolver,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.store = store
+        self.url_policy = url_policy or UrlPolicy()
+        self._resolve = resolve
+        self._clock = clock
+
+    # -- budgets ----------------------------------------------------------------------------
+
+    def list(self, workspace_id: str) -> dict[str, Any]:
+        """Each budget with its window and spend now (from the rollups, like the dashboard)."""
+        budgets = self.store.list_budgets(workspace_id)
+        return {"budgets": [status.view() for status in statuses(self.store, workspace_id, budgets, self._clock())]}
+
+    def create(self, workspace_id: str, body: object) -> dict[str, Any]:
+        try:
+            budget = parse_budget(body, budget_id="bud_" + random_token(16), workspace_id=workspace_id, now=self._now())
+        except BudgetError as error:
+            raise _refused(error) from None
+        if len(self.store.list_budgets(workspace_id)) >= MAX_BUDGETS:
+            raise invalid("body", f"a workspace has at most {MAX_BUDGETS} budgets")
+        self.store.put_budget(budget)
+        return {"budget": self._one(budget)}
+
+    def change(self, workspace_id: str, budget_id: str, body: object) -> dict[str, Any]:
+        current = self._budget(workspace_id, budget_id)
+        try:
+            changed = change_budget(current, body, now=self._now())
+        except BudgetError as error:
+            raise _refused(error) from None
+        if not self.store.put_budget(changed, replacing=current.revision):
+            raise ApiError("CONFLICT", "The budget changed meanwhile (or was deleted); read it again and retry.")
+        return {"budget": self._one(changed)}
+
+    def delete(self, workspace_id: str, budget_id: str) -> dict[str, Any]:
+        if not _ID.fullmatch(budget_id) or not self.store.delete_budget(workspace_id, budget_id):
+            raise not_found("budget")
+        return {"deleted": budget_id}
+
+    def _budget(self, workspace_id: str, budget_id: str) -> Budget:
+        budget = self.store.get_budget(workspace_id, budget_id) if _ID.fullmatch(budget_id) else None
+        if budget is None:
+            raise not_found("budget")
+        return budget
+
+    def _one(self, budget: Budget) -> dict[str, Any]:
+        return statuses(self.store, budget.workspace_id, [budget], self._clock())[0].view()
+
+    # -- webhook endpoints ------------------------------------------------------------------
+
+    def endpoints(self, workspace_id: str) -> dict[str, Any]:
+        return {"webhooks": [endpoint.view() for endpoint in self.store.list_endpoints(workspace_id)]}
+
+    def add_endpoint(self, workspace_id: str, body: object) -> dict[str, Any]:
+        """Register an endpoint; its signing secret is in this answer only."""
+        if not isinstance(body, dict):
+            raise invalid("body", "the body must be a JSON object: url, and optionally description")
+        unknown = sorted(set(body) - {"url", "description"})
+        if unknown:
+            raise invalid(unknown[0], f"unknown field {unknown[0]!r}; expected url and/or description")
+        description = body.get("description")
+        if description is not None and not (
+            isinstance(description, str) and len(description) <= MAX_DESCRIPTION_CHARS and description.isprintable()
+        ):
+            raise invalid("description", f"description must be text of at most {MAX_DESCRIPTION_CHARS} characters")
+        try:
+            target = check_url(body.get("url"), self.url_policy, self._resolve)
+        except WebhookRefused as error:
+            raise invalid("url", str(error)) from None
+        if len(self.store.list_endpoints(workspace_id)) >= MAX_ENDPOINTS:
+            raise invalid("body", f"a workspace has at most {MAX_ENDPOINTS} webhook endpoints")
+        endpoint = Endpoint(
+            endpoint_id="whk_" + random_token(16),
+            workspace_id=workspace_id,
+            url=target.url,
+            secret=new_webhook_secret(),
+            created_at=self._now(),
+            description=description,
+        )
+        self.store.put_endpoint(endpoint)
+        return {"webhook": endpoint.view(with_secret=True)}
+
+    def delete_endpoint(self, workspace_id: str, endpoint_id: str) -> dict[str, Any]:
+        if not _ID.fullmatch(endpoint_id) or not self.store.delete_endpoint(workspace_id, endpoint_id):
+            raise not_found("webhook")
+        return {"deleted": endpoint_id}
+
+    def deliveries(self, workspace_id: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The latest deliveries, newest first, each with its attempts."""
+        raw = (params or {}).get("limit") or "50"
+        if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_DELIVERIES:
+            raise invalid("limit", f"limit must be an integer from 1 to {MAX_DELIVERIES}")
+        deliveries = self.store.list_deliveries(workspace_id, limit=int(raw))
+        return {"deliveries": [delivery.view() for delivery in deliveries]}
+
+    def _now(self) -> str:
+        return format_timestamp(self._clock())

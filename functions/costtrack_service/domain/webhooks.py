@@ -1,0 +1,162 @@
+"""Webhooks: where a workspace's budget alerts may be sent, how they are signed, and when a
+failed delivery is tried again (README, "Budgets and alerts").
+
+* **Signing.** ``Costtrack-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">``
+  with the endpoint's secret (``whsec_…``), like Stripe's scheme: a receiver recomputes it over
+  the raw body and refuses a timestamp older than a few minutes, so a captured request cannot
+  be replayed later. Each attempt is signed afresh.
+* **Where to.** ``https`` only (``http`` only to a loopback address in the local stack). The
+  host is resolved and *every* address must be public: no private, loopback, link-local
+  (169.254.169.254 is the instance metadata service), multicast or reserved ranges. Checked at
+  registration and again at every delivery, which then connects to the address it checked,
+  so a DNS answer changed in between (rebinding) cannot steer a delivery inside.
+* **Retries.** Up to :data:`MAX_ATTEMPTS` attempts, the delay growing fourfold from a minute
+  and capped at eight hours: about 22 hours from the first attempt to the last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit
+
+from costtrack_service.domain.ids import random_token
+
+SIGNATURE_HEADER = "Costtrack-Signature"
+SECRET_PREFIX = "whsec_"  # noqa: S105 - the prefix that marks a signing secret, not a secret
+MAX_URL_CHARS = 2048
+MAX_ENDPOINTS = 10
+MAX_ATTEMPTS = 8
+FIRST_RETRY = timedelta(minutes=1)
+BACKOFF_FACTOR = 4
+MAX_RETRY_DELAY = timedelta(hours=8)
+
+Resolver = Callable[[str, int], Sequence[str]]
+
+
+class WebhookRefused(ValueError):
+    """A webhook URL that may not be used; the message says why (it names the ``url``)."""
+
+
+def new_webhook_secret() -> str:
+    return SECRET_PREFIX + random_token(32)
+
+
+def signature_header(secret: str, timestamp: int, body: bytes) -> str:
+    signed = f"{timestamp}.".encode() + body
+    digest = hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
+    return f"t={timestamp},v1={digest}"
+
+
+def retry_delay(attempts_made: int) -> timedelta | None:
+    """How long to wait after ``attempts_made`` failed attempts; None: give up."""
+    if attempts_made >= MAX_ATTEMPTS:
+        return None
+    delay: timedelta = FIRST_RETRY * BACKOFF_FACTOR ** (attempts_made - 1)
+    return min(delay, MAX_RETRY_DELAY)
+
+
+def next_attempt_at(attempts_made: int, now: datetime, first_retry: timedelta = FIRST_RETRY) -> datetime | None:
+    """When to try again after ``attempts_made`` failures (``first_retry`` scales the schedule,
+    for the local stack and tests); None when the last attempt was made."""
+    delay = retry_delay(attempts_made)
+    if delay is None:
+        return None
+    return now + delay * (first_retry / FIRST_RETRY)
+
+
+# -- where a webhook may point ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UrlPolicy:
+    """``allow_loopback``: the local stack, whose receivers run on 127.0.0.1. A deployed stack
+    refuses loopback like every other non-public address."""
+
+    allow_loopback: bool = False
+
+
+@dataclass(frozen=True)
+class Target:
+    """A checked webhook URL and the addresses it resolved to (connect to one of these)."""
+
+    url: str
+    scheme: str
+    host: str
+    port: int
+    path: str
+    addresses: tuple[str, ...]
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        raise WebhookRefused(f"url: the host {host!r} does not resolve") from None
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def check_url(url: object, policy: UrlPolicy, resolve: Resolver = system_resolver) -> Target:
+    """The URL checked and resolved now; raises WebhookRefused naming ``url``."""
+    if not isinstance(url, str) or not url or len(url) > MAX_URL_CHARS or not url.isascii() or not url.isprintable():
+        raise WebhookRefused(f"url: a webhook URL is an https URL of at most {MAX_URL_CHARS} ASCII characters")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+        host = parts.hostname
+    except ValueError:
+        raise WebhookRefused("url: not a valid URL") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("https", "http"):
+        raise WebhookRefused("url: a webhook URL must start with https://")
+    if not host or parts.username is not None or parts.password is not None or " " in url:
+        raise WebhookRefused("url: a webhook URL needs a host and no user name or password")
+    if parts.fragment:
+        raise WebhookRefused("url: a webhook URL has no #fragment")
+    port = port or (443 if scheme == "https" else 80)
+    addresses = tuple(resolve(host, port))
+    if not addresses:
+        raise WebhookRefused(f"url: the host {host!r} does not resolve")
+    for address in addresses:
+        refusal = _refusal(address, policy)
+        if refusal:
+            raise WebhookRefused(f"url: {host} resolves to {address}, {refusal}")
+    if scheme == "http" and not (policy.allow_loopback and all(_loopback(a) for a in addresses)):
+        raise WebhookRefused("url: a webhook URL must use https (http only to a loopback address in the local stack)")
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return Target(url, scheme, host, port, path, addresses)
+
+
+def _ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
+    return ip
+
+
+def _loopback(address: str) -> bool:
+    return _ip(address).is_loopback
+
+
+def _refusal(address: str, policy: UrlPolicy) -> str | None:
+    """Why a delivery may not go to ``address`` (None: it may)."""
+    try:
+        ip = _ip(address)
+    except ValueError:
+        return "not an IP address"
+    if ip.is_loopback:
+        return None if policy.allow_loopback else "a loopback address, refused in a deployed stack"
+    if ip.is_link_local:
+        return "a link-local address (such as the instance metadata service), refused"
+    if ip.is_private:
+        return "a private address, refused"
+    if ip.is_multicast or ip.is_reserved or ip.is_unspecified or not ip.is_global:
+        return "not a public address, refused"
+    return None

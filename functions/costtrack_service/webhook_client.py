@@ -1,0 +1,53 @@
+"""One webhook POST, to the address that was checked (``domain/webhooks.py``).
+
+urllib3 (it comes with botocore, so the Lambda runtime has it) connects to the checked IP
+address itself while TLS still verifies the certificate for the URL's host name (SNI and
+hostname check) and the ``Host`` header names it: a DNS answer that changes between the check
+and the connection (rebinding) cannot send the request anywhere else. Redirects are not
+followed (a redirect could point inside); a 3xx is a failed attempt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import urllib3
+
+from costtrack_service.domain.webhooks import Target
+
+CONNECT_TIMEOUT_SECONDS = 3.0
+READ_TIMEOUT_SECONDS = 5.0
+
+
+def post_webhook(target: Target, body: bytes, headers: Mapping[str, str]) -> int:
+    """POST ``body``; the receiver's HTTP status. Raises on connection errors and timeouts."""
+    address = target.addresses[0]
+    default_port = 443 if target.scheme == "https" else 80
+    host_header = target.host if target.port == default_port else f"{target.host}:{target.port}"
+    timeout = urllib3.Timeout(connect=CONNECT_TIMEOUT_SECONDS, read=READ_TIMEOUT_SECONDS)
+    pool: urllib3.HTTPConnectionPool
+    if target.scheme == "https":
+        pool = urllib3.HTTPSConnectionPool(
+            address,
+            target.port,
+            server_hostname=target.host,
+            assert_hostname=target.host,
+            cert_reqs="CERT_REQUIRED",
+            timeout=timeout,
+            retries=False,
+        )
+    else:
+        pool = urllib3.HTTPConnectionPool(address, target.port, timeout=timeout, retries=False)
+    with pool:
+        response = pool.urlopen(
+            "POST",
+            target.path,
+            body=body,
+            headers={**headers, "Host": host_header},
+            redirect=False,
+            retries=False,
+            preload_content=False,
+        )
+        response.drain_conn()
+        response.release_conn()
+        return int(response.status)

@@ -1,0 +1,96 @@
+"""The dashboard's "Budgets and alerts" panel in headless Chromium against the local stack:
+create a budget and see its spend against the thresholds, change and delete it, add a webhook
+(its secret shown once), and see the deliveries with their attempts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from costtrack_service.budget_jobs import Alerts, AlertSettings
+from costtrack_service.domain.keys import ADMIN
+from costtrack_service.local.stack import LOCAL_WEBHOOKS
+from tests.browser.test_dashboard import ARTIFACTS, browser  # noqa: F401 - the shared Chromium fixture
+from tests.integration.test_budget_alerts import GPT5, Receiver
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def receiver() -> Any:
+    server = Receiver()
+    server.failures = [500]  # the first attempt fails, so the panel shows a retry
+    server.thread.start()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+def test_budgets_panel(
+    browser: Any,  # noqa: F811
+    local_stack: Any,
+    workspace_factory: Any,
+    api: httpx.Client,
+    receiver: Receiver,
+) -> None:
+    workspace_id, key = workspace_factory()
+    token, _ = local_stack.store.create_key(workspace_id, name="browser", kind=ADMIN)
+    for n in range(2):  # 2 x 0.0335
+        headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": f"panel-{workspace_id}-{n}"}
+        assert api.post("/v1/events", json=GPT5, headers=headers).status_code == 200
+
+    page = browser.new_page(viewport={"width": 1280, "height": 2200})
+    problems: list[str] = []
+    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.goto(f"{local_stack.state['api_url']}/dashboard")
+    page.get_by_label("Admin token").fill(token)
+    page.get_by_role("button", name="Open dashboard").click()
+
+    panel = page.locator("#budgets-card")
+    panel.get_by_text("No budgets yet.").wait_for()
+    page.get_by_label("Amount (USD)").fill("0.1")
+    page.get_by_label("For", exact=True).select_option("feature")
+    page.get_by_label("Which").fill("chat")
+    page.get_by_label("Budget name").fill("chat spend")
+    page.get_by_role("button", name="Create budget").click()
+    row = page.locator("#budgets tbody tr").filter(has_text="chat spend")
+    row.wait_for()
+    assert "$0.067 of $0.1 (67%)" in row.inner_text()
+    assert "feature: chat" in row.inner_text()
+    assert row.locator(".threshold.reached").all_inner_texts() == ["50%"]
+
+    row.get_by_label("New amount for chat spend").fill("0.05")
+    row.get_by_role("button", name="Save").click()
+    page.locator("#budgets tbody tr").filter(has_text="(134%)").wait_for()
+    reached = page.locator("#budgets tbody tr").filter(has_text="chat spend").locator(".threshold.reached")
+    assert reached.all_inner_texts() == ["50%", "80%", "100%"]
+
+    page.get_by_label("Webhook URL").fill(receiver.url)
+    page.get_by_role("button", name="Add webhook").click()
+    page.locator("#new-webhook-secret").filter(has_text="whsec_").wait_for()
+    page.locator("#webhooks tbody tr").filter(has_text="127.0.0.1").wait_for()
+
+    alerts = Alerts(local_stack.store, AlertSettings(url_policy=LOCAL_WEBHOOKS))
+    alerts.run()
+    page.reload()
+    deliveries = page.locator("#deliveries tbody tr")
+    deliveries.first.wait_for()
+    assert deliveries.count() == 3
+    text = page.locator("#deliveries").inner_text()
+    assert "HTTP 500" in text and text.count("delivered") == 2 and "pending" in text
+    assert page.locator("#deliveries-empty").is_hidden()
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "dashboard-budgets.png"), full_page=True)
+
+    page.locator("#budgets tbody tr").filter(has_text="chat spend").get_by_role("button", name="Delete").click()
+    panel.get_by_text("No budgets yet.").wait_for()
+    page.locator("#webhooks tbody tr").get_by_role("button", name="Delete").click()
+    page.locator("#webhooks tbody tr").first.wait_for(state="detached")
+    assert local_stack.store.list_endpoints(workspace_id) == []
+    assert problems == []
+    page.close()

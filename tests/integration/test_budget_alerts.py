@@ -1,0 +1,370 @@
+"""Budgets and alerts on the local stack (DynamoDB Local, the HTTP front): concurrent events and
+repeated, concurrent evaluator runs make exactly one notification per threshold, at a signed
+webhook on 127.0.0.1 (verified with the README's snippets) and at SNS (moto's server, through
+an SQS subscription); retries with backoff; the budget_exceeded warning; SSRF refusals."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+
+from costtrack_service.budget_jobs import Alerts, AlertSettings
+from costtrack_service.domain.keys import ADMIN
+from costtrack_service.domain.quota import PAID
+from costtrack_service.domain.webhooks import UrlPolicy
+from costtrack_service.store import DynamoStore
+from tests.unit.test_ingestion import GPT5_EVENT
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+GPT5 = GPT5_EVENT  # 0.0335 USD (CONTRACT.md §6's first vector), feature chat
+LOCAL = UrlPolicy(allow_loopback=True)
+
+
+def readme_snippet(language: str) -> str:
+    """The verification snippet of ``language`` from the README's "Budgets and alerts"."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Budgets and alerts", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(rf"```{language}\n(.*?)```", section, re.DOTALL)
+    [snippet] = [block for block in blocks if "erif" in block]
+    return snippet
+
+
+def verify_in_python(secret: str, header: str, body: bytes) -> bool:
+    namespace: dict[str, Any] = {}
+    exec(readme_snippet("python"), namespace)  # noqa: S102 - the README's own snippet
+    return bool(namespace["verify_costtrack_signature"](secret, header, body))
+
+
+def verify_in_node(secret: str, header: str, body: bytes) -> bool:
+    script = readme_snippet("js") + (
+        "\nconst chunks = []; process.stdin.on('data', (c) => chunks.push(c)); process.stdin.on('end', () => {"
+        "  const ok = verifyCosttrackSignature(process.env.SECRET, process.env.HEADER, Buffer.concat(chunks));"
+        "  process.stdout.write(ok ? 'valid' : 'invalid'); });"
+    )
+    result = subprocess.run(
+        ["node", "-e", script],
+        input=body,
+        capture_output=True,
+        env={"SECRET": secret, "HEADER": header, "PATH": "/usr/bin:/bin:/usr/local/bin"},
+        timeout=60,
+        check=True,
+    )
+    return result.stdout == b"valid"
+
+
+class Receiver:
+    """A webhook receiver on 127.0.0.1: records each request; answers the statuses queued in
+    ``failures`` first, then 200."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[dict[str, str], bytes]] = []
+        self.failures: list[int] = []
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                with receiver.lock:
+                    receiver.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                    status = receiver.failures.pop(0) if receiver.failures else 200
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/costtrack?x=1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def bodies(self) -> list[dict[str, Any]]:
+        return [json.loads(body) for _, body in self.requests]
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    server = Receiver()
+    server.thread.start()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def sns() -> Iterator[dict[str, Any]]:
+    """moto's server on a free loopback port: an SNS topic with an SQS queue subscribed, so the
+    test reads what SNS delivered."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    client = boto3.client("sns", endpoint_url=endpoint, region_name="us-east-1")
+    sqs = boto3.client("sqs", endpoint_url=endpoint, region_name="us-east-1")
+    topic = client.create_topic(Name="budget-alerts")["TopicArn"]
+    queue = sqs.create_queue(QueueName="alerts")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    client.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+    yield {"client": client, "topic": topic, "sqs": sqs, "queue": queue}
+    server.stop()
+
+
+def received_by_sns(sns: dict[str, Any]) -> list[dict[str, Any]]:
+    messages = []
+    while True:
+        batch = sns["sqs"].receive_message(QueueUrl=sns["queue"], MaxNumberOfMessages=10).get("Messages", [])
+        if not batch:
+            return messages
+        for message in batch:
+            messages.append(json.loads(message["Body"]))
+            sns["sqs"].delete_message(QueueUrl=sns["queue"], ReceiptHandle=message["ReceiptHandle"])
+
+
+class StaleStore(DynamoStore):
+    def claimed_notifications(self, workspace_id: str, prefix: str) -> set[str]:
+        return set()
+
+
+class Owner:
+    """A fresh paid workspace: its ingestion key, admin token and HTTP calls."""
+
+    def __init__(self, local_stack: Any, api: httpx.Client) -> None:
+        store = local_stack.store
+        workspace = store.create_workspace("budgets", tier=PAID, included_events=10_000)
+        self.workspace_id = workspace.workspace_id
+        self.key, _ = store.create_key(self.workspace_id)
+        self.token, _ = store.create_key(self.workspace_id, kind=ADMIN)
+        self.api = api
+
+    def send(self, **fields: Any) -> dict[str, Any]:
+        response = self.api.post(
+            "/v1/events",
+            json={**GPT5, **fields},
+            headers={"Authorization": f"Bearer {self.key}", "Idempotency-Key": str(uuid.uuid4())},
+        )
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        return self.api.request(method, path, headers={"Authorization": f"Bearer {self.token}"}, **kwargs)
+
+
+@pytest.fixture
+def owner(local_stack: Any, api: httpx.Client) -> Owner:
+    return Owner(local_stack, api)
+
+
+def test_exactly_one_signed_notification_per_threshold_under_concurrency(
+    owner: Owner, local_stack: Any, receiver: Receiver, sns: dict[str, Any]
+) -> None:
+    received_by_sns(sns)  # an empty queue to start with
+    webhook = owner.call("POST", "/v1/workspace/webhooks", json={"url": receiver.url}).json()["webhook"]
+    created = owner.call("POST", "/v1/workspace/budgets", json={"amount": "0.335", "name": "ten events"})
+    assert created.status_code == 201, created.text
+    budget = created.json()["budget"]
+    assert budget["thresholds"] == [50, 80, 100] and budget["spend"] == "0"
+
+    settings = AlertSettings(sns_topic_arn=sns["topic"], url_policy=LOCAL)
+    # Evaluators that never see what was claimed already: only the conditional claim stands
+    # between them and a second notification.
+    stale = StaleStore(local_stack.store.client, local_stack.store.tables)
+    done = threading.Event()
+
+    def evaluate_until_done() -> int:
+        runs = 0
+        while not done.is_set() or runs < 2:
+            Alerts(stale, settings, sns=sns["client"]).run()
+            runs += 1
+        return runs
+
+    with ThreadPoolExecutor(7) as pool:
+        evaluators = [pool.submit(evaluate_until_done) for _ in range(3)]
+        senders = [pool.submit(lambda: [owner.send() for _ in range(3)]) for _ in range(4)]  # 12 events
+        for sender in senders:
+            sender.result()
+        done.set()
+        assert all(evaluator.result() >= 2 for evaluator in evaluators)
+    with ThreadPoolExecutor(4) as pool:  # and again, later, all at once: nothing new
+        list(pool.map(lambda _: Alerts(stale, settings, sns=sns["client"]).run(), range(4)))
+
+    # The spend is the rollups' figure, as the usage report gives it.
+    [status] = owner.call("GET", "/v1/workspace/budgets").json()["budgets"]
+    usage = owner.call("GET", "/v1/workspace/usage").json()
+    assert status["spend"] == usage["totals"]["cost"] == "0.402"
+    assert status["crossed"] == [50, 80, 100] and status["exceeded"] is True
+
+    assert sorted(body["threshold"] for body in receiver.bodies()) == [50, 80, 100]
+    assert len({body["id"] for body in receiver.bodies()}) == 3
+    for headers, body in receiver.requests:
+        assert headers["content-type"] == "application/json"
+        assert headers["costtrack-notification-id"] == json.loads(body)["id"]
+        assert verify_in_python(webhook["secret"], headers["costtrack-signature"], body)
+        assert verify_in_node(webhook["secret"], headers["costtrack-signature"], body)
+        assert not verify_in_python(webhook["secret"], headers["costtrack-signature"], body + b" ")
+        assert not verify_in_python("whsec_other", headers["costtrack-signature"], body)
+    assert all(body["budget"]["budget_id"] == budget["budget_id"] for body in receiver.bodies())
+
+    messages = received_by_sns(sns)
+    assert sorted(json.loads(m["Message"].split("\n\n", 1)[1])["threshold"] for m in messages) == [50, 80, 100]
+    assert all(m["Subject"].startswith("costtrack budget alert") for m in messages)
+
+    deliveries = owner.call("GET", "/v1/workspace/webhook-deliveries").json()["deliveries"]
+    assert len(deliveries) == 6
+    assert {d["target"] for d in deliveries} == {"sns", webhook["endpoint_id"]}
+    assert all(d["state"] == "delivered" and len(d["attempts"]) == 1 for d in deliveries)
+    assert all(d["attempts"][0]["error"] is None for d in deliveries)
+
+
+def test_exceeded_budgets_warn_matching_events(owner: Owner, local_stack: Any) -> None:
+    def create(**budget: Any) -> str:
+        response = owner.call("POST", "/v1/workspace/budgets", json=budget)
+        assert response.status_code == 201, response.text
+        return str(response.json()["budget"]["budget_id"])
+
+    chat = create(amount="0.03", scope="feature", scope_value="chat", period="rolling_7d")
+    other = create(amount="0.03", scope="feature", scope_value="search")
+    model = create(amount="0.03", scope="model", scope_value="OpenAI/GPT-5")
+    owner.send()  # 0.0335: past both the chat and the model budget
+    Alerts(local_stack.store, AlertSettings(url_policy=LOCAL)).run()
+
+    deadline = time.monotonic() + 30  # the ingestion function re-reads budgets every second locally
+    warned: list[dict[str, Any]] = []
+    while not warned and time.monotonic() < deadline:
+        warned = [w for w in owner.send()["warnings"] if w["code"] == "budget_exceeded"]
+        time.sleep(0.2)
+    assert sorted(w["budget_id"] for w in warned) == sorted([chat, model])
+    assert other not in warned[0]["message"] and "past 100%" in warned[0]["message"]
+    search = owner.send(feature="search")
+    assert [w["budget_id"] for w in search["warnings"] if w["code"] == "budget_exceeded"] == [model]
+    assert search["cost"] == "0.0335"  # a warning: accepted and counted as always
+
+
+def test_failed_deliveries_are_retried_with_backoff(owner: Owner, local_stack: Any, receiver: Receiver) -> None:
+    receiver.failures = [500, 503]
+    owner.call("POST", "/v1/workspace/webhooks", json={"url": receiver.url})
+    owner.call("POST", "/v1/workspace/budgets", json={"amount": "1", "thresholds": [1]})
+    owner.send()
+    now = [datetime.now(UTC)]
+    alerts = Alerts(local_stack.store, AlertSettings(url_policy=LOCAL), clock=lambda: now[0])
+
+    def attempts() -> list[dict[str, Any]]:
+        deliveries = owner.call("GET", "/v1/workspace/webhook-deliveries").json()["deliveries"]
+        return list(deliveries[0]["attempts"])
+
+    alerts.run()
+    assert [a["status"] for a in attempts()] == [500]
+    now[0] += timedelta(seconds=59)  # not due yet: the first retry waits a minute
+    alerts.dispatch()
+    assert len(attempts()) == 1
+    now[0] += timedelta(seconds=2)
+    alerts.dispatch()
+    [delivery] = owner.call("GET", "/v1/workspace/webhook-deliveries").json()["deliveries"]
+    assert [a["status"] for a in delivery["attempts"]] == [500, 503]
+    assert delivery["state"] == "pending" and "HTTP 503" in delivery["attempts"][1]["error"]
+    waited = datetime.fromisoformat(delivery["next_attempt_at"]) - datetime.fromisoformat(delivery["attempts"][1]["at"])
+    assert waited == timedelta(minutes=4)  # then four times as long
+    now[0] += timedelta(minutes=3)
+    alerts.dispatch()
+    assert len(attempts()) == 2
+    now[0] += timedelta(minutes=2)
+    alerts.dispatch()
+    assert [a["status"] for a in attempts()] == [500, 503, 200]
+    assert len(receiver.requests) == 3
+    assert len({json.loads(body)["id"] for _, body in receiver.requests}) == 1  # the same notification
+
+
+def test_delivery_checks_the_address_again(owner: Owner, local_stack: Any) -> None:
+    """Registered while the host resolved to a public address; by delivery time it resolves
+    to the metadata service (DNS rebinding): nothing is sent, the attempt says why."""
+    sent: list[Any] = []
+    answers = {"hooks.example.com": ["93.184.216.34"]}
+
+    def resolve(host: str, port: int) -> list[str]:
+        return answers[host]
+
+    from costtrack_service.domain.budgets_api import BudgetService
+
+    service = BudgetService(local_stack.store, resolve=resolve)
+    service.add_endpoint(owner.workspace_id, {"url": "https://hooks.example.com/x"})
+    owner.call("POST", "/v1/workspace/budgets", json={"amount": "0.01", "thresholds": [100]})
+    owner.send()
+    answers["hooks.example.com"] = ["169.254.169.254"]
+
+    def lookup(host: str, port: int) -> list[str]:
+        return answers.get(host) or [host]  # other tests' receivers (127.0.0.1) stay as they are
+
+    alerts = Alerts(
+        local_stack.store, AlertSettings(), send=lambda target, *_: sent.append(target) or 200, resolve=lookup
+    )
+    alerts.run()
+    assert [target for target in sent if target.host == "hooks.example.com"] == []
+    [delivery] = owner.call("GET", "/v1/workspace/webhook-deliveries").json()["deliveries"]
+    assert "link-local" in delivery["attempts"][0]["error"] and delivery["state"] == "pending"
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://10.0.0.1/hook", "private"),
+        ("https://192.168.1.20/hook", "private"),
+        ("https://169.254.169.254/latest/meta-data", "link-local"),
+        ("https://[fe80::1]/hook", "link-local"),
+        ("https://[::ffff:10.1.2.3]/hook", "private"),
+        ("http://8.8.8.8/hook", "https"),
+        ("ftp://127.0.0.1/hook", "https"),
+        ("https://user:pw@127.0.0.1/hook", "user name"),
+    ],
+)
+def test_webhook_urls_that_are_refused(owner: Owner, url: str, why: str) -> None:
+    response = owner.call("POST", "/v1/workspace/webhooks", json={"url": url})
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["details"][0]["field"] == "url" and why in error["message"]
+
+
+def test_budget_crud_over_http(owner: Owner) -> None:
+    for body, field in (({"amount": "0"}, "amount"), ({"amount": "1", "scope": "feature"}, "scope_value")):
+        bad = owner.call("POST", "/v1/workspace/budgets", json=body)
+        assert bad.status_code == 400 and bad.json()["error"]["details"][0]["field"] == field
+    created = owner.call(
+        "POST", "/v1/workspace/budgets", json={"amount": "12.5", "scope": "customer", "scope_value": "acme"}
+    ).json()["budget"]
+    budget_id = created["budget_id"]
+    changed = owner.call("PATCH", f"/v1/workspace/budgets/{budget_id}", json={"thresholds": [100, 25]})
+    assert changed.status_code == 200 and changed.json()["budget"]["thresholds"] == [25, 100]
+    assert changed.json()["budget"]["revision"] == 2 and changed.json()["budget"]["scope_value"] == "acme"
+    listed = owner.call("GET", "/v1/workspace/budgets").json()["budgets"]
+    assert [b["budget_id"] for b in listed] == [budget_id]
+    assert owner.call("DELETE", f"/v1/workspace/budgets/{budget_id}").json() == {"deleted": budget_id}
+    assert owner.call("DELETE", f"/v1/workspace/budgets/{budget_id}").status_code == 404
+    assert owner.call("PATCH", "/v1/workspace/budgets/bud_nope", json={"amount": "1"}).status_code == 404
+    hooks = owner.call("GET", "/v1/workspace/webhooks").json()["webhooks"]
+    assert hooks == []
+
+
+def test_another_workspace_sees_nothing(owner: Owner, local_stack: Any, api: httpx.Client) -> None:
+    budget_id = owner.call("POST", "/v1/workspace/budgets", json={"amount": "5"}).json()["budget"]["budget_id"]
+    stranger = Owner(local_stack, api)
+    assert stranger.call("GET", "/v1/workspace/budgets").json() == {"budgets": []}
+    assert stranger.call("DELETE", f"/v1/workspace/budgets/{budget_id}").status_code == 404
+    assert owner.call("GET", "/v1/workspace/budgets").json()["budgets"][0]["budget_id"] == budget_id
