@@ -56,7 +56,7 @@ def to_attribute(value: Any) -> dict[str, Any]:
         return {"BOOL": value}
     if kind is int and -_EXACT_INT < value < _EXACT_INT:
         return {"N": str(value)}
-    return _serializer.serialize(value)
+    return dict(_serializer.serialize(value))
 
 
 def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
