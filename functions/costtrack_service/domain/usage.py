@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -97,12 +97,24 @@ class Counts:
     tokens: int = 0
     cost: Decimal = field(default_factory=Decimal)
     unknown_model_events: int = 0
+    #: ``prompt_tokens`` and ``completion_tokens`` as clients reported them (statements show
+    #: them; ``tokens`` is the events' ``total_tokens``). Rows written before they were counted
+    #: hold 0.
+    input_tokens: int = 0
+    output_tokens: int = 0
+    #: A customer row's ``customer_name``: the name the last event written to it carried. A label,
+    #: not a count: never compared, and adding a row without one keeps the name.
+    customer_name: str | None = field(default=None, compare=False)
 
     def add(self, other: Counts) -> None:
         self.events += other.events
         self.tokens += other.tokens
         self.cost += other.cost
         self.unknown_model_events += other.unknown_model_events
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        if other.customer_name is not None:
+            self.customer_name = other.customer_name
 
     def minus(self, other: Counts) -> Counts:
         return Counts(
@@ -110,6 +122,8 @@ class Counts:
             self.tokens - other.tokens,
             self.cost - other.cost,
             self.unknown_model_events - other.unknown_model_events,
+            self.input_tokens - other.input_tokens,
+            self.output_tokens - other.output_tokens,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -129,11 +143,18 @@ def rollup_deltas(record: EventRecord) -> dict[RollupKey, Counts]:
     """The rollup rows one accepted event adds to, and what it adds."""
     day = record.received_at[:10]
     unknown = record.pricing_status == UNKNOWN_MODEL
-    counts = Counts(1, record.event.total_tokens, record.cost, 1 if unknown else 0)
+    event = record.event
+    counts = Counts(
+        1,
+        event.total_tokens,
+        record.cost,
+        1 if unknown else 0,
+        event.prompt_tokens or 0,
+        event.completion_tokens or 0,
+    )
     charge = RollupKey(CHARGE, day, record.charge.value)
     if not record.visibility.dashboard_visible:
         return {RollupKey(HIDDEN, day, record.visibility.reason or HIDDEN): counts, charge: counts}
-    event = record.event
     model = model_name(event.provider, event.model)
     keys = [
         RollupKey(TOTAL, day),
@@ -142,12 +163,14 @@ def rollup_deltas(record: EventRecord) -> dict[RollupKey, Counts]:
         RollupKey("environment", day, event.environment),
         RollupKey("status", day, event.status),
     ]
+    deltas = dict.fromkeys(keys, counts)
     if event.customer_id is not None:
-        keys.append(RollupKey("customer", day, event.customer_id))
+        # The customer's row also keeps the name it was last sent with (statements show it).
+        deltas[RollupKey("customer", day, event.customer_id)] = replace(counts, customer_name=event.customer_name)
     if unknown:
-        keys.append(RollupKey(UNKNOWN_MODELS, day, model))
-    keys.append(charge)
-    return dict.fromkeys(keys, counts)
+        deltas[RollupKey(UNKNOWN_MODELS, day, model)] = counts
+    deltas[charge] = counts
+    return deltas
 
 
 def repricing_deltas(old: EventRecord, new: EventRecord) -> dict[RollupKey, Counts]:
@@ -168,6 +191,8 @@ class UsageReport:
     totals: Counts = field(default_factory=Counts)
     groups: dict[str, Counts] = field(default_factory=dict)
     hidden: dict[str, Counts] = field(default_factory=dict)
+    #: By customer: the visible events sent without a customer id (shown as the ``(none)`` group).
+    unattributed: Counts = field(default_factory=Counts)
 
     @property
     def hidden_events(self) -> int:
@@ -185,8 +210,11 @@ class UsageReport:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        groups = list(self.groups.items())
+        if self.unattributed.events:
+            groups.append((NO_VALUE, self.unattributed))
         ordered = sorted(
-            self.groups.items(),
+            groups,
             key=lambda item: (item[0],) if self.by == "day" else (-item[1].cost, -item[1].events, item[0]),
         )
         return {
@@ -229,9 +257,7 @@ def report(rows: Iterable[tuple[RollupKey, Counts]], by: str) -> UsageReport:
         attributed = Counts()
         for counts in result.groups.values():
             attributed.add(counts)
-        rest = result.totals.minus(attributed)
-        if rest.events:
-            result.groups[NO_VALUE] = rest
+        result.unattributed = result.totals.minus(attributed)
     return result
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from costtrack_service.domain.keys import KEY_TRANSITIONS, KeyState
 from costtrack_service.domain.usage import GROUPINGS
 from costtrack_service.domain.workspace_api import DEFAULT_LIMIT, EVENT_FILTERS, MAX_LIMIT
+from costtrack_service.edge.openapi_statements import statement_paths, statement_schemas
 
 
 def error_response(description: str, codes: list[str]) -> dict[str, Any]:
@@ -69,6 +70,7 @@ def _key_schema() -> dict[str, Any]:
 def workspace_schemas() -> dict[str, Any]:
     counts = {"$ref": "#/components/schemas/Counts"}
     return {
+        **statement_schemas(),
         "Counts": _counts_schema(),
         "Key": _key_schema(),
         "WorkspaceSummary": {
@@ -331,6 +333,7 @@ def workspace_paths() -> dict[str, Any]:
             }
         },
     }
+    paths.update(statement_paths(secured, invalid, unauthorized))
     # Every route reads DynamoDB, so every route can be told to come back later.
     busy = error_response("Busy; retry after Retry-After", ["UNAVAILABLE"])
     for operations in paths.values():

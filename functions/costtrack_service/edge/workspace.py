@@ -101,6 +101,21 @@ def build_app(service: WorkspaceService) -> APIGatewayHttpResolver:
     def get_events() -> Response[str]:
         return json_response(200, service.events(caller(), params()))
 
+    @app.get("/v1/workspace/statements/<month>")
+    def get_statement(month: str) -> Response[str]:
+        statement, output = service.statement(caller(), unquote(month), params())
+        if output == "json":
+            return json_response(200, statement.to_dict())
+        return Response(
+            status_code=200,
+            content_type="text/csv; charset=utf-8",
+            body=statement.to_csv(),
+            headers={
+                "Cache-Control": "no-store",
+                "Content-Disposition": f'attachment; filename="{statement.filename("csv")}"',
+            },
+        )
+
     @app.get("/v1/workspace/keys")
     def get_keys() -> Response[str]:
         return json_response(200, service.keys(caller()))
