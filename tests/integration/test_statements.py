@@ -21,6 +21,9 @@ pytestmark = pytest.mark.integration
 
 MONTH = datetime.now(UTC).strftime("%Y-%m")
 FIRST_DAY = f"{MONTH}-01"
+# A provider of these tests' own: a warm ingestion function caches a provider's prices for a
+# minute, and prices added here must not meet another test's cached book (or the reverse).
+PROVIDER = f"statements-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture
@@ -51,7 +54,7 @@ def seed(local_stack: Any, api: httpx.Client, model: str) -> tuple[str, str, str
         {**event, "customer_id": "cus_2", "prompt_tokens": 17, "completion_tokens": 1, "reasoning_tokens": 2},
         {**event, "prompt_tokens": 100},
         {**event, "feature": "search", "customer_id": "cus_1", "prompt_tokens": 50, "completion_tokens": 5},
-        {"provider": "acme", "model": model, "feature": "chat", "customer_id": "cus_2", "prompt_tokens": 1000},
+        {"provider": PROVIDER, "model": model, "feature": "chat", "customer_id": "cus_2", "prompt_tokens": 1000},
     ]
     for number, body in enumerate(sends):
         assert post(api, key, body, f"s-{number}").status_code == 200
@@ -127,7 +130,7 @@ def test_a_backfill_moves_the_statement_with_admin_usage(admin: Admin, api: http
     key, _ = store.create_key(ws)
     token, _ = store.create_key(ws, name="finance", kind=ADMIN)
     model = f"statement-{uuid.uuid4().hex[:8]}"
-    event = {"provider": "acme", "model": model, "customer_id": "cus_9", "prompt_tokens": 3, "completion_tokens": 7}
+    event = {"provider": PROVIDER, "model": model, "customer_id": "cus_9", "prompt_tokens": 3, "completion_tokens": 7}
     assert post(api, key, event, "b-1").json()["pricing_status"] == "unknown_model"
     before = owners(api, token).json()
     assert before["total"]["cost"] == "0" and before["total"]["unknown_model_events"] == 1
@@ -135,7 +138,7 @@ def test_a_backfill_moves_the_statement_with_admin_usage(admin: Admin, api: http
     admin.json(
         "pricing",
         "add",
-        f"acme/{model}",
+        f"{PROVIDER}/{model}",
         "--effective-from",
         "2020-01-01",
         "--input",
