@@ -104,16 +104,15 @@ def build_app(service: WorkspaceService) -> APIGatewayHttpResolver:
     @app.get("/v1/workspace/statements/<month>")
     def get_statement(month: str) -> Response[str]:
         statement, output = service.statement(caller(), unquote(month), params())
+        # Named as a file in either format: the dashboard saves it under this name.
+        disposition = {"Content-Disposition": f'attachment; filename="{statement.filename(output)}"'}
         if output == "json":
-            return json_response(200, statement.to_dict())
+            return json_response(200, statement.to_dict(), disposition)
         return Response(
             status_code=200,
             content_type="text/csv; charset=utf-8",
             body=statement.to_csv(),
-            headers={
-                "Cache-Control": "no-store",
-                "Content-Disposition": f'attachment; filename="{statement.filename("csv")}"',
-            },
+            headers={"Cache-Control": "no-store", **disposition},
         )
 
     @app.get("/v1/workspace/keys")
