@@ -16,9 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.quota import PAID
-from tests.fuzz.test_owner_api_fuzz import SETTINGS, edgy_text, encoded_value
+# The owners' fuzz test's values, and its workspace's admin token (a fixture).
+from tests.fuzz.test_owner_api_fuzz import SETTINGS, edgy_text, encoded_value, token  # noqa: F401
 
 pytestmark = [pytest.mark.integration, pytest.mark.fuzz]
 
@@ -27,19 +26,6 @@ months = st.one_of(
     st.sampled_from(["2026-11", "0001-01", "0000-12", "2026-00", "9999-12", "2026-11-01", "2026-1", "２０２６-１１"]),
     st.dates().map(lambda day: day.strftime("%Y-%m")),
 )
-
-
-@pytest.fixture(scope="module")
-def statement_token(local_stack: Any) -> str:
-    store = local_stack.store
-    workspace = store.create_workspace("statement fuzz", tier=PAID, included_events=1000)
-    key, _ = store.create_key(workspace.workspace_id)
-    with httpx.Client(base_url=local_stack.state["api_url"]) as client:
-        client.post(
-            "/v1/events", json={"provider": "openai", "model": "gpt-5", "customer_id": "c"}, headers={"X-Api-Key": key}
-        )
-    secret, _ = store.create_key(workspace.workspace_id, name="fuzz", kind=ADMIN)
-    return secret
 
 
 @SETTINGS
@@ -51,13 +37,14 @@ def statement_token(local_stack: Any) -> str:
     pairs=st.lists(st.tuples(st.sampled_from(["by", "format", "unknown"]), encoded_value), max_size=3),
 )
 def test_statement_requests_are_answered_or_named(
-    local_stack: Any, statement_token: str, month: str, pairs: list[tuple[str, str]]
+    local_stack: Any,
+    token: str,  # noqa: F811 - the imported fixture
+    month: str,
+    pairs: list[tuple[str, str]],
 ) -> None:
     query = "&".join(f"{name}={value}" for name, value in pairs)
     with httpx.Client(base_url=local_stack.state["api_url"], timeout=60) as client:
-        response = client.get(
-            f"/v1/workspace/statements/{month}?{query}", headers={"Authorization": f"Bearer {statement_token}"}
-        )
+        response = client.get(f"/v1/workspace/statements/{month}?{query}", headers={"Authorization": f"Bearer {token}"})
     # An empty month or a dot segment leaves no month in the path: no such route.
     routeless = month in ("", ".", "..", "%2E", "%2E%2E")
     assert response.status_code in ((404,) if routeless else (200, 400)), (month, query, response.status_code)

@@ -11,63 +11,39 @@ _NULLABLE = {"type": ["string", "null"]}
 
 
 def statement_schemas() -> dict[str, Any]:
-    line = {
-        "type": "object",
-        "required": [
-            "kind",
-            "reason",
-            "events",
-            "input_tokens",
-            "output_tokens",
-            "total_tokens",
-            "cost",
-            "unknown_model_events",
-        ],
-        "properties": {
-            "kind": {"enum": [*STATEMENT_GROUPINGS, NO_CUSTOMER, HIDDEN, TOTAL]},
-            "customer_id": {**_NULLABLE, "description": "by customer: the customer id of a customer line"},
-            "customer_name": {**_NULLABLE, "description": "by customer: the name the customer's latest events carried"},
-            "feature": {**_NULLABLE, "description": "by feature: the feature of a feature line"},
-            "reason": {**_NULLABLE, "description": "a hidden line's reason (free_source_mismatch)"},
-            "events": {"type": "integer", "minimum": 0},
-            "input_tokens": {"type": "integer", "minimum": 0, "description": "prompt_tokens as reported"},
-            "output_tokens": {"type": "integer", "minimum": 0, "description": "completion_tokens as reported"},
-            "total_tokens": {"type": "integer", "minimum": 0},
-            "cost": _DECIMAL,
-            "unknown_model_events": {"type": "integer", "minimum": 0},
-        },
+    counts = {
+        "kind": {"enum": [*STATEMENT_GROUPINGS, NO_CUSTOMER, HIDDEN, TOTAL]},
+        "reason": {**_NULLABLE, "description": "a hidden line's reason (free_source_mismatch)"},
+        "events": {"type": "integer", "minimum": 0},
+        "input_tokens": {"type": "integer", "minimum": 0, "description": "prompt_tokens as reported"},
+        "output_tokens": {"type": "integer", "minimum": 0, "description": "completion_tokens as reported"},
+        "total_tokens": {"type": "integer", "minimum": 0},
+        "cost": _DECIMAL,
+        "unknown_model_events": {"type": "integer", "minimum": 0},
+    }
+    # By customer a line has customer_id and customer_name, by feature it has feature.
+    keys = {
+        "customer_id": {**_NULLABLE, "description": "by customer: the customer id of a customer line"},
+        "customer_name": {**_NULLABLE, "description": "by customer: the name the customer's latest events carried"},
+        "feature": {**_NULLABLE, "description": "by feature: the feature of a feature line"},
+    }
+    line = {"type": "object", "required": list(counts), "properties": {**keys, **counts}}
+    statement = {
+        "workspace_id": {"type": "string"},
+        "workspace_name": {"type": "string"},
+        "month": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"},
+        "from": {"type": "string", "format": "date"},
+        "to": {"type": "string", "format": "date"},
+        "currency": {"const": "USD"},
+        "generated_at": {"type": "string"},
+        "complete": {"type": "boolean", "description": "false while the month is not over (UTC)"},
+        "by": {"enum": list(STATEMENT_GROUPINGS)},
+        "lines": {"type": "array", "items": {"$ref": "#/components/schemas/StatementLine"}},
+        "total": {"$ref": "#/components/schemas/StatementLine"},
     }
     return {
         "StatementLine": line,
-        "Statement": {
-            "type": "object",
-            "required": [
-                "workspace_id",
-                "workspace_name",
-                "month",
-                "from",
-                "to",
-                "currency",
-                "generated_at",
-                "complete",
-                "by",
-                "lines",
-                "total",
-            ],
-            "properties": {
-                "workspace_id": {"type": "string"},
-                "workspace_name": {"type": "string"},
-                "month": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"},
-                "from": {"type": "string", "format": "date"},
-                "to": {"type": "string", "format": "date"},
-                "currency": {"const": "USD"},
-                "generated_at": {"type": "string"},
-                "complete": {"type": "boolean", "description": "false while the month is not over (UTC)"},
-                "by": {"enum": list(STATEMENT_GROUPINGS)},
-                "lines": {"type": "array", "items": {"$ref": "#/components/schemas/StatementLine"}},
-                "total": {"$ref": "#/components/schemas/StatementLine"},
-            },
-        },
+        "Statement": {"type": "object", "required": list(statement), "properties": statement},
     }
 
 
