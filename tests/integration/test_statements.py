@@ -23,6 +23,7 @@ MONTH = datetime.now(UTC).strftime("%Y-%m")
 FIRST_DAY = f"{MONTH}-01"
 # A provider of these tests' own: a warm ingestion function caches a provider's prices for a
 # minute, and prices added here must not meet another test's cached book (or the reverse).
+NAME = 'Acme, "the"\nCo'  # a comma, quotes and a line break: CSV must quote it
 PROVIDER = f"statements-{uuid.uuid4().hex[:8]}"
 
 
@@ -46,11 +47,11 @@ def seed(local_stack: Any, api: httpx.Client, model: str) -> tuple[str, str, str
         {
             **event,
             "customer_id": "cus_1",
-            "customer_name": 'Acme, "the" Co',
+            "customer_name": NAME,
             "prompt_tokens": 1234,
             "completion_tokens": 7,
         },
-        {**event, "customer_id": "cus_1", "customer_name": "Acme\nCo", "prompt_tokens": 3, "completion_tokens": 999},
+        {**event, "customer_id": "cus_1", "customer_name": NAME, "prompt_tokens": 3, "completion_tokens": 999},
         {**event, "customer_id": "cus_2", "prompt_tokens": 17, "completion_tokens": 1, "reasoning_tokens": 2},
         {**event, "prompt_tokens": 100},
         {**event, "feature": "search", "customer_id": "cus_1", "prompt_tokens": 50, "completion_tokens": 5},
@@ -115,12 +116,12 @@ def test_statements_equal_admin_usage_in_json_and_csv(admin: Admin, api: httpx.C
 
     by_customer = owners(api, token).json()
     first = by_customer["lines"][0]
-    assert (first["customer_id"], first["customer_name"]) == ("cus_1", "Acme\nCo")  # its latest name
+    assert (first["customer_id"], first["customer_name"]) == ("cus_1", NAME)
     assert (first["input_tokens"], first["output_tokens"]) == (1237, 1006)
     assert [line["kind"] for line in by_customer["lines"]] == ["customer", "customer", "no_customer", "hidden"]
     text = admin.run("statements", "--workspace", ws, "--month", MONTH, "--csv")
     assert text.splitlines()[0].startswith("workspace_id,month,currency,generated_at,kind,customer_id")
-    assert '"Acme\nCo"' in text and "cus_2" in text
+    assert '"Acme, ""the""\nCo"' in text and "cus_2" in text  # quoted, quotes doubled
 
 
 def test_a_backfill_moves_the_statement_with_admin_usage(admin: Admin, api: httpx.Client, local_stack: Any) -> None:

@@ -5,7 +5,8 @@ A statement is read from the same rollup rows and built by the same :func:`usage
 ``costtrack admin usage``, ``GET /v1/workspace/usage`` and the dashboard, so it equals them to
 the last decimal by construction. Its lines, in order:
 
-* one per customer id (``kind`` ``customer``, with the name the customer's latest events carried)
+* one per customer id (``kind`` ``customer``, with the name the customer's events of the latest
+  day carried: within a day, any one of that day's names)
   or per feature (``kind`` ``feature``), sorted by that id or feature;
 * by customer, one ``no_customer`` line: the visible events sent without a customer id (what
   ``admin usage`` shows as ``(none)``);

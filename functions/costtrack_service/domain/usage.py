@@ -102,8 +102,9 @@ class Counts:
     #: hold 0.
     input_tokens: int = 0
     output_tokens: int = 0
-    #: A customer row's ``customer_name``: the name the last event written to it carried. A label,
-    #: not a count: never compared, and adding a row without one keeps the name.
+    #: A customer row's ``customer_name``: the name the last event written to it carried (rows add
+    #: up in key order, so a month's report keeps its latest day's). A label, not a count: never
+    #: compared, and adding a row without one keeps the name.
     customer_name: str | None = field(default=None, compare=False)
 
     def add(self, other: Counts) -> None:

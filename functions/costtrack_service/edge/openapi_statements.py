@@ -24,7 +24,7 @@ def statement_schemas() -> dict[str, Any]:
     # By customer a line has customer_id and customer_name, by feature it has feature.
     keys = {
         "customer_id": {**_NULLABLE, "description": "by customer: the customer id of a customer line"},
-        "customer_name": {**_NULLABLE, "description": "by customer: the name the customer's latest events carried"},
+        "customer_name": {**_NULLABLE, "description": "by customer: the name its events of the latest day carried"},
         "feature": {**_NULLABLE, "description": "by feature: the feature of a feature line"},
     }
     line = {"type": "object", "required": list(counts), "properties": {**keys, **counts}}
