@@ -22,13 +22,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 from costtrack_service.admin_budgets import add_budgets_parser
 from costtrack_service.admin_output import AdminError, emit, table
 from costtrack_service.admin_pricing import add_pricing_parser
+from costtrack_service.admin_reports import add_report_parsers
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.keys import ADMIN, INGEST, KEY_TRANSITIONS, KeyRecord
-from costtrack_service.domain.pricing import parse_timestamp
 from costtrack_service.domain.quota import FREE, INACTIVE, PAID, PLAN_STATUSES, TIERS, WorkspaceState, billing_period
 from costtrack_service.domain.records import StoreUnavailable
 from costtrack_service.domain.source import Source
-from costtrack_service.domain.usage import GROUPINGS, dimensions_for, report
 from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS
 from costtrack_service.local.stack import DEFAULT_STATE_FILE
 from costtrack_service.store import DynamoStore, dynamodb_client
@@ -248,45 +247,6 @@ def token_revoke(store: DynamoStore, args: argparse.Namespace) -> None:
     emit(args, key_dict(revoked), lambda: f"admin token {revoked.key_id} is now {revoked.state.value}")
 
 
-# -- usage --------------------------------------------------------------------------------
-
-
-def day_range(first: str | None, last: str | None, today: datetime | None = None) -> tuple[str, str]:
-    """Inclusive UTC days ``YYYY-MM-DD``; the default is this month up to today."""
-    today = today or datetime.now(UTC)
-    try:
-        first_day = parse_timestamp(first).strftime("%Y-%m-%d") if first else today.strftime("%Y-%m-01")
-        last_day = parse_timestamp(last).strftime("%Y-%m-%d") if last else today.strftime("%Y-%m-%d")
-    except ValueError as exc:
-        raise AdminError(f"dates are YYYY-MM-DD: {exc}") from None
-    if last_day < first_day:
-        raise AdminError("--to must not be before --from")
-    return first_day, last_day
-
-
-def usage(store: DynamoStore, args: argparse.Namespace) -> None:
-    _workspace(store, args.workspace)
-    first_day, last_day = day_range(args.from_, args.to)
-    rows = store.query_rollups(args.workspace, dimensions_for(args.by), first_day, last_day)
-    data = {"workspace_id": args.workspace, "from": first_day, "to": last_day, **report(rows, args.by).to_dict()}
-
-    def human() -> str:
-        totals = data["totals"]
-        rows = [(group["key"], group["events"], group["tokens"], group["cost"]) for group in data["groups"]]
-        lines = [
-            f"usage of {args.workspace} from {first_day} to {last_day} (UTC days), by {args.by}",
-            table(rows, [args.by, "events", "tokens", "cost (USD)"]),
-            f"total: {totals['events']} events, {totals['tokens']} tokens, {totals['cost']} USD",
-        ]
-        if totals["unknown_model_events"]:
-            lines.append(f"{totals['unknown_model_events']} events had no pricing entry (unknown_model) and cost 0")
-        if data["hidden_notice"]:
-            lines.append(data["hidden_notice"])
-        return "\n".join(lines)
-
-    emit(args, data, human)
-
-
 # -- parser -------------------------------------------------------------------------------
 
 
@@ -304,7 +264,9 @@ def _target_options() -> argparse.ArgumentParser:
 
 def add_admin_parser(commands: Any) -> None:
     common = _target_options()
-    admin = commands.add_parser("admin", help="operate costtrack: workspaces, plans, keys, pricing, usage")
+    admin = commands.add_parser(
+        "admin", help="operate costtrack: workspaces, plans, keys, pricing, budgets, usage, statements"
+    )
     groups = admin.add_subparsers(dest="group", required=True)
 
     def command(parent: Any, name: str, handler: Callable[[DynamoStore, argparse.Namespace], None], help_: str) -> Any:
@@ -369,12 +331,7 @@ def add_admin_parser(commands: Any) -> None:
 
     add_pricing_parser(groups, command)
     add_budgets_parser(groups, command)
-
-    usage_report = command(groups, "usage", usage, "events, tokens and cost over a date range")
-    usage_report.add_argument("--workspace", required=True)
-    usage_report.add_argument("--from", dest="from_", metavar="DAY", help="first UTC day (default: this month's first)")
-    usage_report.add_argument("--to", metavar="DAY", help="last UTC day, inclusive (default: today)")
-    usage_report.add_argument("--by", choices=GROUPINGS, default="feature")
+    add_report_parsers(groups, command)
 
 
 def run_admin(args: argparse.Namespace, cloudformation: Any = None) -> int:

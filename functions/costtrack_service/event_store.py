@@ -193,18 +193,28 @@ class EventTable:
         # ADD creates missing counters at zero: no read, no condition.
         values: dict[str, Any] = {":events": counts.events, ":tokens": counts.tokens, ":cost": counts.cost}
         expression = "ADD events :events, tokens :tokens, cost :cost"
-        if counts.unknown_model_events:
-            expression += ", unknown_model_events :unknown"
-            values[":unknown"] = counts.unknown_model_events
+        for name, value in (
+            ("unknown_model_events", counts.unknown_model_events),
+            ("input_tokens", counts.input_tokens),
+            ("output_tokens", counts.output_tokens),
+        ):
+            if value:
+                expression += f", {name} :{name}"
+                values[f":{name}"] = value
         update: dict[str, Any] = {
             "TableName": self.tables.rollups,
             "Key": to_item({"partition": partition, "rollup_key": str(key)}),
         }
+        sets: dict[str, str | None] = {}
         if key.hashed:
             # The key holds a hash of a long value: the row keeps the value itself for reports.
-            expression = "SET #value = :value " + expression
-            values[":value"] = key.value
-            update["ExpressionAttributeNames"] = {"#value": "value"}
+            sets["value"] = key.value
+        if counts.customer_name is not None:
+            sets["customer_name"] = counts.customer_name
+        if sets:
+            expression = "SET " + ", ".join(f"#{name} = :{name}" for name in sets) + " " + expression
+            values.update({f":{name}": value for name, value in sets.items()})
+            update["ExpressionAttributeNames"] = {f"#{name}": name for name in sets}
         update["UpdateExpression"] = expression
         update["ExpressionAttributeValues"] = to_item(values)
         return {"Update": update}
@@ -289,11 +299,15 @@ class EventTable:
             for page in pages:
                 for raw in page.get("Items", []):
                     item = from_item(raw)
+                    name = item.get("customer_name")
                     counts = Counts(
                         int(item.get("events", 0)),
                         int(item.get("tokens", 0)),
                         Decimal(item.get("cost", 0)),
                         int(item.get("unknown_model_events", 0)),
+                        int(item.get("input_tokens", 0)),
+                        int(item.get("output_tokens", 0)),
+                        None if name is None else str(name),
                     )
                     value = item.get("value")
                     rows.append(

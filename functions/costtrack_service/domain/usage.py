@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -40,6 +40,7 @@ TOTAL = "total"
 HIDDEN = "hidden"
 UNKNOWN_MODELS = "unknown_model"
 CHARGE = "charge"
+CUSTOMER = "customer"
 
 #: What usage can be grouped by.
 GROUPINGS = ("feature", "model", "customer", "environment", "status", "day")
@@ -97,12 +98,25 @@ class Counts:
     tokens: int = 0
     cost: Decimal = field(default_factory=Decimal)
     unknown_model_events: int = 0
+    #: ``prompt_tokens`` and ``completion_tokens`` as clients reported them (statements show
+    #: them; ``tokens`` is the events' ``total_tokens``). Rows written before they were counted
+    #: hold 0.
+    input_tokens: int = 0
+    output_tokens: int = 0
+    #: A customer row's ``customer_name``: the name the last event written to it carried (rows add
+    #: up in key order, so a month's report keeps its latest day's). A label, not a count: never
+    #: compared, and adding a row without one keeps the name.
+    customer_name: str | None = field(default=None, compare=False)
 
     def add(self, other: Counts) -> None:
         self.events += other.events
         self.tokens += other.tokens
         self.cost += other.cost
         self.unknown_model_events += other.unknown_model_events
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        if other.customer_name is not None:
+            self.customer_name = other.customer_name
 
     def minus(self, other: Counts) -> Counts:
         return Counts(
@@ -110,6 +124,8 @@ class Counts:
             self.tokens - other.tokens,
             self.cost - other.cost,
             self.unknown_model_events - other.unknown_model_events,
+            self.input_tokens - other.input_tokens,
+            self.output_tokens - other.output_tokens,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -127,14 +143,23 @@ def model_name(provider: str, model: str) -> str:
 
 
 def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
-    """The rollup rows one accepted event adds to, and what it adds to each."""
+    """The rollup rows one accepted event adds to, and what it adds to each. ``counts`` carries
+    the event's ``customer_name``, which only the customer row keeps (statements show it)."""
     day = record.received_at[:10]
     unknown = record.pricing_status == UNKNOWN_MODEL
-    counts = Counts(1, record.event.total_tokens, record.cost, 1 if unknown else 0)
+    event = record.event
+    counts = Counts(
+        1,
+        event.total_tokens,
+        record.cost,
+        1 if unknown else 0,
+        event.prompt_tokens or 0,
+        event.completion_tokens or 0,
+        customer_name=event.customer_name if event.customer_id is not None else None,
+    )
     charge = RollupKey(CHARGE, day, record.charge.value)
     if not record.visibility.dashboard_visible:
         return (RollupKey(HIDDEN, day, record.visibility.reason or HIDDEN), charge), counts
-    event = record.event
     model = model_name(event.provider, event.model)
     keys = [
         RollupKey(TOTAL, day),
@@ -144,7 +169,7 @@ def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
         RollupKey("status", day, event.status),
     ]
     if event.customer_id is not None:
-        keys.append(RollupKey("customer", day, event.customer_id))
+        keys.append(RollupKey(CUSTOMER, day, event.customer_id))
     if unknown:
         keys.append(RollupKey(UNKNOWN_MODELS, day, model))
     keys.append(charge)
@@ -153,21 +178,22 @@ def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
 
 def rollup_deltas(record: EventRecord) -> dict[RollupKey, Counts]:
     """The rollup rows one accepted event adds to, and what it adds."""
-    keys, counts = rollup_rows(record)
-    return dict.fromkeys(keys, counts)
+    return summed_deltas((record,))
 
 
 def summed_deltas(records: Iterable[EventRecord]) -> dict[RollupKey, Counts]:
     """The rows many events add to, summed: one update per row. Events that share all their
-    rows (same day, feature, model, customer, …) are summed first, then spread over the rows."""
+    rows (same day, feature, model, customer, …) are summed first, then spread over the rows;
+    a customer's name goes to its customer row only (the latest event's, as written)."""
     groups: dict[tuple[RollupKey, ...], Counts] = {}
     for record in records:
         keys, counts = rollup_rows(record)
         groups.setdefault(keys, Counts()).add(counts)
     deltas: dict[RollupKey, Counts] = {}
     for keys, counts in groups.items():
+        unnamed = replace(counts, customer_name=None) if counts.customer_name is not None else counts
         for key in keys:
-            deltas.setdefault(key, Counts()).add(counts)
+            deltas.setdefault(key, Counts()).add(counts if key.dimension == CUSTOMER else unnamed)
     return deltas
 
 
@@ -189,6 +215,8 @@ class UsageReport:
     totals: Counts = field(default_factory=Counts)
     groups: dict[str, Counts] = field(default_factory=dict)
     hidden: dict[str, Counts] = field(default_factory=dict)
+    #: By customer: the visible events sent without a customer id (shown as the ``(none)`` group).
+    unattributed: Counts = field(default_factory=Counts)
 
     @property
     def hidden_events(self) -> int:
@@ -206,8 +234,11 @@ class UsageReport:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        groups = list(self.groups.items())
+        if self.unattributed.events:
+            groups.append((NO_VALUE, self.unattributed))
         ordered = sorted(
-            self.groups.items(),
+            groups,
             key=lambda item: (item[0],) if self.by == "day" else (-item[1].cost, -item[1].events, item[0]),
         )
         return {
@@ -250,9 +281,7 @@ def report(rows: Iterable[tuple[RollupKey, Counts]], by: str) -> UsageReport:
         attributed = Counts()
         for counts in result.groups.values():
             attributed.add(counts)
-        rest = result.totals.minus(attributed)
-        if rest.events:
-            result.groups[NO_VALUE] = rest
+        result.unattributed = result.totals.minus(attributed)
     return result
 
 

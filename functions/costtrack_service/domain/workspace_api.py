@@ -31,6 +31,7 @@ from costtrack_service.domain.keys import (
 from costtrack_service.domain.quota import FREE, Usage, WorkspaceState, billing_period
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.source import Source
+from costtrack_service.domain.statements import Statement, StatementRequestError, check_options, read_statement
 from costtrack_service.domain.usage import (
     GROUPINGS,
     UNKNOWN_MODELS,
@@ -244,6 +245,14 @@ class WorkspaceService:
             "events": [record.view() for record in records],
             "next_cursor": encode_cursor(position) if position else None,
         }
+
+    def statement(self, caller: Caller, month: str, params: Mapping[str, str]) -> tuple[Statement, str]:
+        """The month's statement and the format it was asked for (json or csv)."""
+        try:
+            _, output = check_options(None, params.get("format"))
+            return read_statement(self.store, caller.workspace, month, params.get("by"), self._clock()), output
+        except StatementRequestError as exc:
+            raise invalid(exc.field, exc.message) from None
 
     def keys(self, caller: Caller) -> dict[str, Any]:
         return {"keys": [key.view() for key in self.store.list_keys(caller.workspace.workspace_id)]}

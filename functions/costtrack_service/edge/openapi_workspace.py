@@ -9,6 +9,7 @@ from costtrack_service.domain.keys import KEY_TRANSITIONS, KeyState
 from costtrack_service.domain.usage import GROUPINGS
 from costtrack_service.domain.workspace_api import DEFAULT_LIMIT, EVENT_FILTERS, MAX_LIMIT
 from costtrack_service.edge.openapi_budgets import budget_paths, budget_schemas
+from costtrack_service.edge.openapi_statements import statement_paths, statement_schemas
 
 
 def error_response(description: str, codes: list[str]) -> dict[str, Any]:
@@ -71,6 +72,7 @@ def workspace_schemas() -> dict[str, Any]:
     counts = {"$ref": "#/components/schemas/Counts"}
     return {
         **budget_schemas(),
+        **statement_schemas(),
         "Counts": _counts_schema(),
         "Key": _key_schema(),
         "WorkspaceSummary": {
@@ -341,6 +343,7 @@ def workspace_paths() -> dict[str, Any]:
         "413": error_response("Body too large", ["INVALID_PAYLOAD"]),
     }
     paths.update(budget_paths(secured, refusals, json_response))
+    paths.update(statement_paths(secured, invalid, unauthorized))
     # Every route reads DynamoDB, so every route can be told to come back later.
     busy = error_response("Busy; retry after Retry-After", ["UNAVAILABLE"])
     for operations in paths.values():

@@ -105,6 +105,20 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
     def get_events() -> Response[str]:
         return json_response(200, service.events(caller(), params()))
 
+    @app.get("/v1/workspace/statements/<month>")
+    def get_statement(month: str) -> Response[str]:
+        statement, output = service.statement(caller(), unquote(month), params())
+        # Named as a file in either format: the dashboard saves it under this name.
+        disposition = {"Content-Disposition": f'attachment; filename="{statement.filename(output)}"'}
+        if output == "json":
+            return json_response(200, statement.to_dict(), disposition)
+        return Response(
+            status_code=200,
+            content_type="text/csv; charset=utf-8",
+            body=statement.to_csv(),
+            headers={"Cache-Control": "no-store", **disposition},
+        )
+
     @app.get("/v1/workspace/keys")
     def get_keys() -> Response[str]:
         return json_response(200, service.keys(caller()))

@@ -1,0 +1,117 @@
+"""``costtrack admin usage`` and ``costtrack admin statements``: reports read from the daily
+rollups, as the owners' API gives them (``/v1/workspace/usage``,
+``/v1/workspace/statements/{month}``). A statement prints as a table, ``--json``, or ``--csv``
+for finance."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from costtrack_service.admin_output import AdminError, emit, table
+from costtrack_service.domain.pricing import parse_timestamp
+from costtrack_service.domain.statements import STATEMENT_GROUPINGS, StatementRequestError, read_statement
+from costtrack_service.domain.usage import GROUPINGS, dimensions_for, report
+
+Handler = Callable[[Any, argparse.Namespace], None]
+
+
+def workspace(store: Any, workspace_id: str) -> Any:
+    found = store.get_workspace(workspace_id, consistent=True)
+    if found is None:
+        raise AdminError(f"no workspace {workspace_id}")
+    return found
+
+
+# -- usage --------------------------------------------------------------------------------
+
+
+def day_range(first: str | None, last: str | None, today: datetime | None = None) -> tuple[str, str]:
+    """Inclusive UTC days ``YYYY-MM-DD``; the default is this month up to today."""
+    today = today or datetime.now(UTC)
+    try:
+        first_day = parse_timestamp(first).strftime("%Y-%m-%d") if first else today.strftime("%Y-%m-01")
+        last_day = parse_timestamp(last).strftime("%Y-%m-%d") if last else today.strftime("%Y-%m-%d")
+    except ValueError as exc:
+        raise AdminError(f"dates are YYYY-MM-DD: {exc}") from None
+    if last_day < first_day:
+        raise AdminError("--to must not be before --from")
+    return first_day, last_day
+
+
+def usage(store: Any, args: argparse.Namespace) -> None:
+    workspace(store, args.workspace)
+    first_day, last_day = day_range(args.from_, args.to)
+    rows = store.query_rollups(args.workspace, dimensions_for(args.by), first_day, last_day)
+    data = {"workspace_id": args.workspace, "from": first_day, "to": last_day, **report(rows, args.by).to_dict()}
+
+    def human() -> str:
+        totals = data["totals"]
+        rows = [(group["key"], group["events"], group["tokens"], group["cost"]) for group in data["groups"]]
+        lines = [
+            f"usage of {args.workspace} from {first_day} to {last_day} (UTC days), by {args.by}",
+            table(rows, [args.by, "events", "tokens", "cost (USD)"]),
+            f"total: {totals['events']} events, {totals['tokens']} tokens, {totals['cost']} USD",
+        ]
+        if totals["unknown_model_events"]:
+            lines.append(f"{totals['unknown_model_events']} events had no pricing entry (unknown_model) and cost 0")
+        if data["hidden_notice"]:
+            lines.append(data["hidden_notice"])
+        return "\n".join(lines)
+
+    emit(args, data, human)
+
+
+# -- statements ---------------------------------------------------------------------------
+
+
+def previous_month(today: date) -> str:
+    return (today.replace(day=1) - timedelta(days=1)).strftime("%Y-%m")
+
+
+def statements(store: Any, args: argparse.Namespace) -> None:
+    found = workspace(store, args.workspace)
+    now = datetime.now(UTC)
+    try:
+        made = read_statement(store, found, args.month or previous_month(now.date()), args.by, now)
+    except StatementRequestError as exc:
+        raise AdminError(f"--{exc.field}: {exc.message}") from None
+    if args.csv:
+        print(made.to_csv(), end="")
+        return
+    data = made.to_dict()
+
+    def human() -> str:
+        key = "customer_id" if made.by == "customer" else "feature"
+        rows = [
+            (
+                line[key] or line["reason"] or "",
+                line["kind"],
+                line.get("customer_name") or "",
+                line["events"],
+                line["input_tokens"],
+                line["output_tokens"],
+                line["cost"],
+            )
+            for line in [*data["lines"], data["total"]]
+        ]
+        headers = [made.by, "kind", "name", "events", "input tokens", "output tokens", "cost (USD)"]
+        state = "complete" if data["complete"] else f"so far (generated {data['generated_at']})"
+        return f"statement of {made.workspace_id} for {made.month.text}, by {made.by}, {state}\n" + table(rows, headers)
+
+    emit(args, data, human)
+
+
+def add_report_parsers(groups: Any, command: Callable[[Any, str, Handler, str], Any]) -> None:
+    usage_report = command(groups, "usage", usage, "events, tokens and cost over a date range")
+    usage_report.add_argument("--workspace", required=True)
+    usage_report.add_argument("--from", dest="from_", metavar="DAY", help="first UTC day (default: this month's first)")
+    usage_report.add_argument("--to", metavar="DAY", help="last UTC day, inclusive (default: today)")
+    usage_report.add_argument("--by", choices=GROUPINGS, default="feature")
+    parser = command(groups, "statements", statements, "a month's statement per customer or feature (JSON, CSV)")
+    parser.add_argument("--workspace", required=True)
+    parser.add_argument("--month", metavar="YYYY-MM", help="a calendar month, UTC (default: the previous month)")
+    parser.add_argument("--by", choices=STATEMENT_GROUPINGS, default="customer")
+    parser.add_argument("--csv", action="store_true", help="print the CSV finance downloads")

@@ -1,0 +1,101 @@
+"""The daily export to S3: every workspace's accepted events of one UTC day, as gzip-compressed
+JSON Lines under Hive-style ``workspace_id=…/day=…/`` prefixes (``domain/export.py`` decides
+names and lines; this reads DynamoDB and writes S3).
+
+Idempotent: a run writes deterministic object names and bytes, then deletes every other object
+under each exported day's prefix (what an earlier run wrote and this one did not), so re-running
+a day replaces it. Readers may briefly see a mix during a re-run; the day's final state is
+exactly the events stored for it.
+
+Events are read with ``iter_events`` (a Query per events-table partition, filtered by
+``received_at``): it reads every stored event of the workspace to find one day's, which is
+fine for thousands of events a day and costly for millions (README: "Statements and export").
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any, Protocol
+
+from costtrack_service.domain.export import LINES_PER_OBJECT, day_bounds, day_prefix, encode_lines, object_key, pieces
+from costtrack_service.domain.quota import WorkspaceState
+from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.shards import event_partition
+
+CONTENT_TYPE = "application/x-ndjson"
+
+
+class EventSource(Protocol):
+    def list_workspaces(self) -> list[WorkspaceState]: ...
+
+    def iter_events(
+        self, workspace_id: str, since: str | None = None, until: str | None = None
+    ) -> Iterator[EventRecord]: ...
+
+
+@dataclass
+class DayExport:
+    """What one run did for one day."""
+
+    day: str
+    events: int = 0
+    written: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"day": self.day, "events": self.events, "objects": len(self.written), "deleted": len(self.deleted)}
+
+
+class Exporter:
+    def __init__(
+        self, source: EventSource, s3: Any, bucket: str, prefix: str, lines_per_object: int = LINES_PER_OBJECT
+    ) -> None:
+        self.source, self.s3, self.bucket, self.prefix = source, s3, bucket, prefix
+        self.lines_per_object = lines_per_object
+
+    def export_day(self, day: date, workspace_ids: Iterable[str] | None = None) -> DayExport:
+        """Export ``day`` for every workspace (or only ``workspace_ids``)."""
+        ids = list(workspace_ids) if workspace_ids is not None else self._workspace_ids()
+        result = DayExport(day.isoformat())
+        for workspace_id in ids:
+            self._export_workspace(workspace_id, day, result)
+        return result
+
+    def _workspace_ids(self) -> list[str]:
+        return [workspace.workspace_id for workspace in self.source.list_workspaces()]
+
+    def _export_workspace(self, workspace_id: str, day: date, result: DayExport) -> None:
+        since, until = day_bounds(day)
+        events = self.source.iter_events(workspace_id, since, until)
+        # iter_events reads partition by partition: consecutive events share one.
+        by_partition = (
+            (int(partition[-2:]), records)
+            for partition, records in itertools.groupby(
+                events, key=lambda record: event_partition(workspace_id, record.event_key)
+            )
+        )
+        written = set()
+        for piece in pieces(by_partition, self.lines_per_object):
+            key = object_key(self.prefix, workspace_id, day, piece.partition, piece.number)
+            self.s3.put_object(Bucket=self.bucket, Key=key, Body=encode_lines(piece.records), ContentType=CONTENT_TYPE)
+            written.add(key)
+            result.events += len(piece.records)
+            result.written.append(key)
+        stale = [key for key in self._keys_under(day_prefix(self.prefix, workspace_id, day)) if key not in written]
+        for start in range(0, len(stale), 1000):  # DeleteObjects takes at most 1,000 keys
+            batch = stale[start : start + 1000]
+            response = self.s3.delete_objects(
+                Bucket=self.bucket, Delete={"Objects": [{"Key": key} for key in batch], "Quiet": True}
+            )
+            errors = response.get("Errors") or []
+            if errors:
+                raise RuntimeError(f"could not delete {len(errors)} stale export objects, e.g. {errors[0]}")
+            result.deleted += batch
+
+    def _keys_under(self, prefix: str) -> Iterator[str]:
+        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+            for item in page.get("Contents", []):
+                yield item["Key"]
