@@ -100,7 +100,9 @@ def workspace_from_item(item: Mapping[str, Any]) -> WorkspaceState:
         credits=int(item.get("credits", 0)),
         usage_period=item.get("usage_period"),
         included_leased=int(item.get("included_leased", 0)),
-        attribute_map=tuple((target, tuple(names)) for target, names in sorted((item.get("otel_attributes") or {}).items())),
+        attribute_map=tuple(
+            (target, tuple(names)) for target, names in sorted((item.get("otel_attributes") or {}).items())
+        ),
     )
 
 

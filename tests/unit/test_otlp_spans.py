@@ -91,9 +91,7 @@ def test_a_source_that_reported_raw_uncached_input_is_read_as_such() -> None:
 
 
 def test_gemini_completion_excludes_reasoning_in_costtrack() -> None:
-    event = event_of(
-        {**GEMINI, "gen_ai.usage.output_tokens": 3000, "gen_ai.usage.reasoning.output_tokens": 2000}
-    )
+    event = event_of({**GEMINI, "gen_ai.usage.output_tokens": 3000, "gen_ai.usage.reasoning.output_tokens": 2000})
     assert (event["provider"], event["completion_tokens"], event["reasoning_tokens"]) == ("google", 1000, 2000)
     raw = event_of({**GEMINI, "gen_ai.usage.output_tokens": 1000, "gen_ai.usage.reasoning.output_tokens": 2000})
     assert raw["completion_tokens"] == 1000

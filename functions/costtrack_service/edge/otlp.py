@@ -62,7 +62,9 @@ def export(service: IngestService, headers: Mapping[str, str], body: bytes) -> O
         workspace = service.workspace(key)
         items = [item for span in spans if (item := span_item(span, workspace.attribute_map)) is not None]
         if len(items) > MAX_USAGE_SPANS:
-            raise invalid_payload("resourceSpans", f"at most {MAX_USAGE_SPANS} spans with usage per request", status=413)
+            raise invalid_payload(
+                "resourceSpans", f"at most {MAX_USAGE_SPANS} spans with usage per request", status=413
+            )
         outcomes = tuple(service.accept(key, items)) if items else ()
     except ApiError as error:
         return OtlpAnswer(error.status, reply_as, status_body(reply_as, error), dict(error.headers))
@@ -88,7 +90,9 @@ def _decompressed(headers: Mapping[str, str], body: bytes) -> bytes:
     except zlib.error:
         raise invalid_payload("body", "the request body is not valid gzip") from None
     if len(data) > MAX_BODY_BYTES:
-        raise invalid_payload("body", f"the request body must be at most {MAX_BODY_BYTES} bytes decompressed", status=413)
+        raise invalid_payload(
+            "body", f"the request body must be at most {MAX_BODY_BYTES} bytes decompressed", status=413
+        )
     if not inflater.eof:
         raise invalid_payload("body", "the gzip body is truncated")
     return data
@@ -277,7 +281,8 @@ def export_response(media: str, rejected: int, message: str) -> bytes:
     if rejected or message:
         response.partial_success.rejected_spans = rejected
         response.partial_success.error_message = message
-    return response.SerializeToString()
+    serialized: bytes = response.SerializeToString()
+    return serialized
 
 
 def status_body(media: str, error: ApiError) -> bytes:
