@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from costtrack_service.admin_otel import add_attributes_parser
 from costtrack_service.admin_output import AdminError, emit, table
 from costtrack_service.admin_pricing import add_pricing_parser
 from costtrack_service.domain.errors import ApiError
@@ -324,6 +325,7 @@ def add_admin_parser(commands: Any) -> None:
         "workspace"
     )
     command(workspace, "list", workspace_list, "list workspaces")
+    add_attributes_parser(workspace, command)
 
     plan = groups.add_parser("plan", help="change a plan, add credits, show usage").add_subparsers(
         dest="action", required=True
