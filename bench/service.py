@@ -2,9 +2,9 @@
 
     .venv/bin/python bench/service.py
 
-- Handler CPU per accepted event, excluding I/O: the real Lambda handler (Powertools resolver,
-  logging and metrics on) in front of an in-memory store behind the same interface; thread CPU
-  time, median and p99.
+- Handler CPU per accepted event (and per OTLP span: ``otlp_traces.py``), excluding I/O: the
+  real Lambda handler (Powertools resolver, logging and metrics on) in front of an in-memory
+  store behind the same interface; thread CPU time, median and p99.
 - DynamoDB round trips and write units per accepted event on a warm function, on DynamoDB Local:
   calls counted with botocore event hooks. DynamoDB Local reports one capacity figure per table
   in a transaction, whatever the number of items, so the write units are also computed by AWS's
@@ -30,6 +30,8 @@ import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+from otlp_traces import otlp_handler_cpu
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "costtrack-bench")
@@ -372,6 +374,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "functions"))
     figures: dict[str, float] = {}
     figures.update(handler_cpu())
+    figures.update(otlp_handler_cpu())  # the same measure for POST /v1/traces (bench/otlp_traces.py)
     figures.update(pricing())
     figures.update(dynamodb_costs())
     figures.update(cold_imports())
