@@ -3,6 +3,7 @@ workspace's attribute map, and which spans are not model calls. Pure: no HTTP, n
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -259,3 +260,13 @@ def test_whole_number_doubles_are_counts() -> None:
 def test_bad_ids_reject_the_span() -> None:
     item = span_item(span({**OPENAI, "gen_ai.usage.input_tokens": 1}, trace_id="0" * 32))
     assert item is not None and item.error is not None and item.error.details[0]["field"] == "traceId"
+
+
+def test_the_readme_token_table_is_the_precedence_the_code_uses() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("<!-- otlp-tokens -->")[1].split("<!-- /otlp-tokens -->")[0]
+    rows = [line.split("|") for line in table.strip().splitlines()[2:]]
+    documented: dict[str, list[str]] = {}
+    for row in rows:
+        documented.setdefault(row[3].strip(), []).append(row[1].strip().strip("`"))
+    assert documented == {field: list(names) for field, names in TOKEN_ATTRIBUTES.items()}
