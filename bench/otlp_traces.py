@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness import memory_handler, quiet
+
 ROOT = Path(__file__).resolve().parents[1]
 SPANS = 100
 REQUESTS = 100
@@ -99,35 +101,18 @@ def api_event(key: str, body: bytes, number: int) -> dict[str, Any]:
 
 
 def otlp_handler_cpu() -> dict[str, float]:
-    from costtrack_service.domain.ingestion import IngestService
-    from costtrack_service.domain.quota import PAID, WorkspaceState
-    from costtrack_service.edge.ingest import create_handler, logger
-    from costtrack_service.local.server import LambdaContext
-    from costtrack_service.memory_store import MemoryStore
-
-    store = MemoryStore()
-    store.add_workspace(WorkspaceState("ws_bench", "bench", PAID, "active", 10**9, 0, None))
-    key = store.add_key("ws_bench")
-    os.environ["POWERTOOLS_METRICS_DISABLED"] = "false"
-    handler = create_handler(IngestService(store))
-    context = LambdaContext("bench")
+    handler, context, key, store = memory_handler()
     events = [api_event(key, export_body(number + 1), number) for number in range(WARMUP + REQUESTS)]
     samples = []
-    with open(os.devnull, "w") as devnull:
-        previous_stream = logger.registered_handler.setStream(devnull)
-        stdout, sys.stdout = sys.stdout, devnull
-        try:
-            for number, event in enumerate(events):
-                started = time.thread_time_ns()
-                result = handler(event, context)
-                elapsed = time.thread_time_ns() - started
-                if result["statusCode"] != 200 or result["body"]:  # full success: an empty response
-                    raise RuntimeError(f"{result['statusCode']}: {result['body']}")
-                if number >= WARMUP:
-                    samples.append(elapsed / 1000 / SPANS)
-        finally:
-            sys.stdout = stdout
-            logger.registered_handler.setStream(previous_stream)
+    with quiet():
+        for number, event in enumerate(events):
+            started = time.thread_time_ns()
+            result = handler(event, context)
+            elapsed = time.thread_time_ns() - started
+            if result["statusCode"] != 200 or result["body"]:  # full success: an empty response
+                raise RuntimeError(f"{result['statusCode']}: {result['body']}")
+            if number >= WARMUP:
+                samples.append(elapsed / 1000 / SPANS)
     if len(store.events) != SPANS * (WARMUP + REQUESTS):
         raise RuntimeError(f"expected every span stored once, got {len(store.events)}")
     per_span = statistics.median(samples)

@@ -20,6 +20,7 @@ import pytest
 from costtrack import Tracker
 from costtrack.providers import from_openai
 from tests.conftest import ROOT, month_usage
+from tests.e2e.test_otlp_python import canned
 from tests.e2e.test_sdks_end_to_end import stored
 
 pytestmark = pytest.mark.integration
@@ -27,27 +28,8 @@ pytestmark = pytest.mark.integration
 SCRIPT = Path(__file__).with_name("otlp_node.mjs")
 
 
-def chat_completion(model: str, usage: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": f"chatcmpl-{model}",
-        "object": "chat.completion",
-        "created": 1_763_800_000,
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": "Paris.", "refusal": None, "annotations": []},
-                "logprobs": None,
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": usage,
-        "system_fingerprint": None,
-    }
-
-
 RESPONSES = [
-    chat_completion(
+    canned.chat_completion(
         "gpt-5-2025-08-07",
         {
             "prompt_tokens": 10_000,
@@ -57,7 +39,7 @@ RESPONSES = [
             "completion_tokens_details": {"reasoning_tokens": 2_000, "audio_tokens": 0},
         },
     ),
-    chat_completion(
+    canned.chat_completion(
         "gpt-4o-mini-2024-07-18", {"prompt_tokens": 1_234, "completion_tokens": 567, "total_tokens": 1_801}
     ),
 ]
