@@ -1,9 +1,8 @@
 """``costtrack admin``: run costtrack without touching DynamoDB by hand.
 
-Targets, in order: ``--stack NAME`` (table names from a deployed SAM stack's outputs),
-``--endpoint-url URL`` (any DynamoDB, tables named ``--table-prefix`` + name), else the local
-stack's state file (``.costtrack/dev.json``, or ``--state-file``). Every command takes
-``--json``; errors are one line on stderr and exit status 1.
+Targets, in order: ``--stack NAME`` (table names from a deployed SAM stack's outputs), ``--endpoint-url URL`` (any
+DynamoDB, tables named ``--table-prefix`` + name), else the local stack's state file (``.costtrack/dev.json``, or
+``--state-file``). Every command takes ``--json``; errors are one line on stderr and exit status 1.
 """
 
 from __future__ import annotations

@@ -9,7 +9,11 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -243,3 +247,16 @@ def test_a_usage_free_request_is_a_plain_success(api: Api) -> None:
     answer = api.post(otlp_json(request(make_span(1, {"http.route": "/"}))), JSON)
     assert (answer.status, answer.body) == (200, b"{}")
     assert api.post(ExportTraceServiceRequest().SerializeToString()).body == b""
+
+
+def test_protobuf_is_not_imported_at_cold_start() -> None:
+    """The ingestion function's cold import stays cheap: protobuf loads on the first protobuf body."""
+    script = (
+        "import sys; import costtrack_service.edge.ingest; "
+        "print(sorted(m for m in sys.modules if m.startswith(('google.protobuf', 'opentelemetry.proto'))))"
+    )
+    functions = str(Path(__file__).resolve().parents[2] / "functions")
+    env = {**os.environ, "PYTHONPATH": functions}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
