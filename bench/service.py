@@ -2,9 +2,9 @@
 
     .venv/bin/python bench/service.py
 
-- Handler CPU per accepted event, excluding I/O: the real Lambda handler (Powertools resolver,
-  logging and metrics on) in front of an in-memory store behind the same interface; thread CPU
-  time, median and p99.
+- Handler CPU per accepted event (and per OTLP span: ``otlp_traces.py``), excluding I/O: the
+  real Lambda handler (Powertools resolver, logging and metrics on) in front of an in-memory
+  store behind the same interface; thread CPU time, median and p99.
 - CPU of the DynamoDB side per batched event (item mapping, botocore serialization and
   signing), which the handler figure leaves out, with a canned reply instead of the network.
 - DynamoDB round trips and write units per accepted event on a warm function, on DynamoDB Local:
@@ -32,6 +32,9 @@ import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+from harness import memory_handler, quiet
+from otlp_traces import otlp_handler_cpu
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "costtrack-bench")
@@ -98,58 +101,33 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 def handler_cpu() -> dict[str, float]:
-    from costtrack_service.domain.ingestion import IngestService
-    from costtrack_service.domain.quota import PAID, WorkspaceState
-    from costtrack_service.edge.ingest import create_handler, logger
-    from costtrack_service.local.server import LambdaContext
-    from costtrack_service.memory_store import MemoryStore
-
-    store = MemoryStore()
-    store.add_workspace(WorkspaceState("ws_bench", "bench", PAID, "active", 10**9, 0, None))
-    key = store.add_key("ws_bench")
-    os.environ["POWERTOOLS_METRICS_DISABLED"] = "false"
-    handler = create_handler(IngestService(store))
-    context = LambdaContext("bench")
+    handler, context, key, _ = memory_handler()
     events = [api_event(key, f"cpu-{n}") for n in range(CPU_WARMUP + CPU_EVENTS)]
-
-    # Logs and EMF metrics are produced as in Lambda, then thrown away.
-    with open(os.devnull, "w") as devnull:
-        previous_stream = logger.registered_handler.setStream(devnull)
-        stdout, sys.stdout = sys.stdout, devnull
-        try:
-            samples = []
-            for index, event in enumerate(events):
-                started = time.thread_time_ns()
-                result = handler(event, context)
-                elapsed = time.thread_time_ns() - started
-                if result["statusCode"] != 200:
-                    raise RuntimeError(result["body"])
-                if index >= CPU_WARMUP:
-                    samples.append(elapsed / 1000)
-        finally:
-            sys.stdout = stdout
-            logger.registered_handler.setStream(previous_stream)
+    samples = []
+    with quiet():
+        for index, event in enumerate(events):
+            started = time.thread_time_ns()
+            result = handler(event, context)
+            elapsed = time.thread_time_ns() - started
+            if result["statusCode"] != 200:
+                raise RuntimeError(result["body"])
+            if index >= CPU_WARMUP:
+                samples.append(elapsed / 1000)
     batch_samples = []
-    with open(os.devnull, "w") as devnull:
-        previous_stream = logger.registered_handler.setStream(devnull)
-        stdout, sys.stdout = sys.stdout, devnull
-        try:
-            for number in range(CPU_BATCHES + 5):
-                event = api_event(key, f"batch-{number}")
-                del event["headers"]["idempotency-key"]
-                event["body"] = json.dumps(
-                    {"batch": [{"idempotency_key": f"cpu-b{number}-{n}", "event": EVENT} for n in range(100)]}
-                )
-                started = time.thread_time_ns()
-                result = handler(event, context)
-                elapsed = time.thread_time_ns() - started
-                if result["statusCode"] != 200:
-                    raise RuntimeError(result["body"])
-                if number >= 5:
-                    batch_samples.append(elapsed / 1000 / 100)
-        finally:
-            sys.stdout = stdout
-            logger.registered_handler.setStream(previous_stream)
+    with quiet():
+        for number in range(CPU_BATCHES + 5):
+            event = api_event(key, f"batch-{number}")
+            del event["headers"]["idempotency-key"]
+            event["body"] = json.dumps(
+                {"batch": [{"idempotency_key": f"cpu-b{number}-{n}", "event": EVENT} for n in range(100)]}
+            )
+            started = time.thread_time_ns()
+            result = handler(event, context)
+            elapsed = time.thread_time_ns() - started
+            if result["statusCode"] != 200:
+                raise RuntimeError(result["body"])
+            if number >= 5:
+                batch_samples.append(elapsed / 1000 / 100)
     return {
         "handler_cpu_us_median": statistics.median(samples),
         "handler_cpu_us_p99": percentile(samples, 0.99),
@@ -425,6 +403,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "functions"))
     figures: dict[str, float] = {}
     figures.update(handler_cpu())
+    figures.update(otlp_handler_cpu())  # the same measure for POST /v1/traces (bench/otlp_traces.py)
     figures.update(store_client_cpu())
     figures.update(pricing())
     figures.update(dynamodb_costs())

@@ -1,9 +1,8 @@
 """``costtrack admin``: run costtrack without touching DynamoDB by hand.
 
-Targets, in order: ``--stack NAME`` (table names from a deployed SAM stack's outputs),
-``--endpoint-url URL`` (any DynamoDB, tables named ``--table-prefix`` + name), else the local
-stack's state file (``.costtrack/dev.json``, or ``--state-file``). Every command takes
-``--json``; errors are one line on stderr and exit status 1.
+Targets, in order: ``--stack NAME`` (table names from a deployed SAM stack's outputs), ``--endpoint-url URL`` (any
+DynamoDB, tables named ``--table-prefix`` + name), else the local stack's state file (``.costtrack/dev.json``, or
+``--state-file``). Every command takes ``--json``; errors are one line on stderr and exit status 1.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from urllib.parse import urlsplit
 from botocore.exceptions import BotoCoreError, ClientError
 
 from costtrack_service.admin_budgets import add_budgets_parser
+from costtrack_service.admin_otel import add_attributes_parser
 from costtrack_service.admin_output import AdminError, emit, table
 from costtrack_service.admin_pricing import add_pricing_parser
 from costtrack_service.admin_reports import add_report_parsers
@@ -287,6 +287,7 @@ def add_admin_parser(commands: Any) -> None:
         "workspace"
     )
     command(workspace, "list", workspace_list, "list workspaces")
+    add_attributes_parser(workspace, command)
 
     plan = groups.add_parser("plan", help="change a plan, add credits, show usage").add_subparsers(
         dest="action", required=True

@@ -377,6 +377,30 @@ class DynamoStore(EventTable, PriceTable, BudgetTable):
             self._reclaim_leases(updated)
         return updated
 
+    def set_attribute_map(self, workspace_id: str, attribute_map: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
+        """Where ``POST /v1/traces`` reads this workspace's event fields from (empty: defaults)."""
+        value = {target: list(names) for target, names in attribute_map}
+        key = to_item({"workspace_id": workspace_id})
+        exists = "attribute_exists(workspace_id)"
+        try:
+            if value:
+                self.client.update_item(
+                    TableName=self.tables.workspaces,
+                    Key=key,
+                    UpdateExpression="SET otel_attributes = :map, updated_at = :now",
+                    ConditionExpression=exists,
+                    ExpressionAttributeValues=to_item({":map": value, ":now": _now()}),
+                )
+            else:
+                update = "REMOVE otel_attributes"
+                self.client.update_item(
+                    TableName=self.tables.workspaces, Key=key, UpdateExpression=update, ConditionExpression=exists
+                )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise ApiError("NOT_FOUND", f"No workspace {workspace_id}.") from None
+            raise
+
     def _reclaim_leases(self, workspace: WorkspaceState, attempts: int = 10) -> None:
         """Hand the month's unspent included leases back to the workspace item, so a lowered or
         deactivated plan is not spent past through allowance already in the shards."""

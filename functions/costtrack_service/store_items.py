@@ -104,6 +104,7 @@ def workspace_to_item(workspace: WorkspaceState) -> dict[str, Any]:
         "credits": workspace.credits,
         "usage_period": workspace.usage_period,
         "included_leased": workspace.included_leased,
+        "otel_attributes": {target: list(names) for target, names in workspace.attribute_map} or None,
     }
 
 
@@ -117,6 +118,9 @@ def workspace_from_item(item: Mapping[str, Any]) -> WorkspaceState:
         credits=int(item.get("credits", 0)),
         usage_period=item.get("usage_period"),
         included_leased=int(item.get("included_leased", 0)),
+        attribute_map=tuple(
+            (target, tuple(names)) for target, names in sorted((item.get("otel_attributes") or {}).items())
+        ),
     )
 
 

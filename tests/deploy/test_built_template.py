@@ -5,6 +5,7 @@ runtime's own packages plus its layers."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -103,6 +104,12 @@ def test_every_table_is_an_output_for_costtrack_admin(built: dict[str, Any]) -> 
     for spec in TABLES:
         output = built["Outputs"][f"{spec.name.capitalize()}TableName"]
         assert output["Value"] == {"Ref": LOGICAL_TABLES[spec.name]}
+
+
+def test_the_ingestion_function_takes_events_traces_and_the_openapi_document(built: dict[str, Any]) -> None:
+    events = built["Resources"]["IngestFunction"]["Properties"]["Events"].values()
+    routes = {(event["Properties"]["Method"], event["Properties"]["Path"]) for event in events}
+    assert routes == {("POST", "/v1/events"), ("POST", "/v1/traces"), ("GET", "/v1/openapi.json")}
 
 
 # -- least privilege ----------------------------------------------------------------------
@@ -423,14 +430,16 @@ def test_built_function_runs_with_only_the_runtime_and_its_layers(
     event = json.loads((ROOT / "events" / "post-event.json").read_text())
     event["headers"]["authorization"] = f"Bearer {key}"
     event["headers"]["idempotency-key"] = f"built-{tmp_path.name}"
+    traces = protobuf_traces_event(key, tmp_path.name)
     paths = [BUILD / "IngestFunction", BUILD / "CostTrackPythonLayer" / "python", runtime]
     script = f"""
 import json, sys
 sys.path[:0] = {[str(path) for path in paths]!r}
 from costtrack_service.handlers.ingest import handler
 from costtrack_service.local.server import LambdaContext
-result = handler(json.loads(sys.stdin.read()), LambdaContext("costtrack-ingest"))
-print(json.dumps(result))
+events = json.loads(sys.stdin.read())
+results = [handler(event, LambdaContext("costtrack-ingest")) for event in events]
+print(json.dumps(results))
 assert "httpx" not in sys.modules, "the service must not load the SDK's HTTP client"
 """
     env = {
@@ -445,13 +454,35 @@ assert "httpx" not in sys.modules, "the service must not load the SDK's HTTP cli
     # -I: isolated (no user site, no PYTHONPATH), -S: no site-packages at all.
     result = subprocess.run(
         [sys.executable, "-I", "-S", "-c", script],
-        input=json.dumps(event),
+        input=json.dumps([event, traces]),
         capture_output=True,
         text=True,
         env=env,
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
-    response = json.loads(result.stdout.strip().splitlines()[-1])
+    response, traced = json.loads(result.stdout.strip().splitlines()[-1])
     assert response["statusCode"] == 200, response
     assert json.loads(response["body"])["cost"] == "0.0335"
+    # opentelemetry-proto ships in the function: a protobuf OTLP body, base64 as API Gateway
+    # passes binary bodies, is decoded and answered in protobuf.
+    assert (traced["statusCode"], traced["isBase64Encoded"]) == (200, True), traced
+    assert traced["headers"]["Content-Type"] == "application/x-protobuf"
+
+
+def protobuf_traces_event(key: str, name: str) -> dict[str, Any]:
+    """``events/post-traces.json`` with its OTLP JSON body sent as protobuf, base64-encoded."""
+    from google.protobuf.json_format import ParseDict
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    event: dict[str, Any] = json.loads((ROOT / "events" / "post-traces.json").read_text())
+    document = json.loads(event["body"])
+    for resource_spans in document["resourceSpans"]:
+        for scope_spans in resource_spans["scopeSpans"]:
+            for span in scope_spans["spans"]:
+                span["traceId"] = base64.b64encode(bytes.fromhex(span["traceId"])).decode()
+                span["spanId"] = base64.b64encode(name.encode()[:8].ljust(8, b"x")).decode()
+    body = ParseDict(document, ExportTraceServiceRequest()).SerializeToString()
+    event["headers"].update({"authorization": f"Bearer {key}", "content-type": "application/x-protobuf"})
+    event.update(body=base64.b64encode(body).decode(), isBase64Encoded=True)
+    return event

@@ -54,10 +54,13 @@ class FaultProxy:
                 status, content = (
                     (upstream.status_code, upstream.content)
                     if fault == "pass"
-                    else (500, b'{"error":{"code":"INTERNAL_ERROR","message":"injected"},"request_id":null}')
+                    else (int(fault), b'{"error":{"code":"INTERNAL_ERROR","message":"injected"},"request_id":null}')
                 )
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                kind = (
+                    upstream.headers.get("content-type", "application/json") if fault == "pass" else "application/json"
+                )
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(content)))
                 self.end_headers()
                 self.wfile.write(content)
@@ -83,10 +86,14 @@ class FaultProxy:
 
 
 def request_keys(header: str | None, body: bytes) -> tuple[str, ...]:
-    """The idempotency keys a request carries: its header (one event) or its batch items."""
+    """The idempotency keys a request carries: its header (one event) or its batch items (none
+    for OTLP bodies, whose spans carry their own)."""
     if header is not None:
         return (header,)
-    payload = json.loads(body)
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return ()
     return tuple(item["idempotency_key"] for item in payload.get("batch", []))
 
 

@@ -275,3 +275,60 @@ def test_a_stack_without_costtrack_outputs_is_refused() -> None:
         )
         with pytest.raises(AdminError, match="KeysTableName"):
             resolve_store(stack_args(stack="other"), cloudformation)
+
+
+def test_the_workspace_attribute_map_steers_otlp_spans(admin: Admin, api: httpx.Client) -> None:
+    """`workspace attributes` sets where /v1/traces reads event fields from; a change holds
+    within the ingestion function's one-second workspace cache."""
+    ws = admin.json("workspace", "create", "Traced", "--plan", "paid")["workspace_id"]
+    key = admin.json("key", "create", ws)["api_key"]
+    assert admin.json("workspace", "attributes", ws)["attributes"] == {}
+    shown = admin.json("workspace", "attributes", ws, "feature=app.feature,service.name", "metadata.team=team.name")
+    assert shown["attributes"] == {"feature": ["app.feature", "service.name"], "metadata.team": ["team.name"]}
+    assert "costtrack.feature" in admin.run("workspace", "attributes", ws)  # the defaults come after
+    assert "unknown field 'model'" in admin.run("workspace", "attributes", ws, "model=x", expect=1)
+
+    def send(span_id: str) -> dict[str, Any]:
+        attributes = {
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": "gpt-4o-mini",
+            "gen_ai.usage.input_tokens": 1200,
+            "gen_ai.usage.output_tokens": 300,
+            "costtrack.feature": "default-feature",
+            "team.name": "core",
+        }
+        body = {
+            "resourceSpans": [
+                {
+                    "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "support-bot"}}]},
+                    "scopeSpans": [
+                        {
+                            "spans": [
+                                {
+                                    "traceId": "0af7651916cd43dd8448eb211c80319c",
+                                    "spanId": span_id,
+                                    "attributes": [
+                                        {
+                                            "key": k,
+                                            "value": {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v},
+                                        }
+                                        for k, v in attributes.items()
+                                    ],
+                                }
+                            ]
+                        }
+                    ],
+                }
+            ]
+        }
+        response = api.post("/v1/traces", json=body, headers={"X-Api-Key": key})
+        assert response.status_code == 200 and response.json() == {}, response.text
+        return response.json()
+
+    send("b7ad6b7169203331")
+    admin.run("workspace", "attributes", ws, "--reset")
+    time.sleep(1.1)  # the ingestion function re-reads the workspace after a second
+    send("b7ad6b7169203332")
+    report = admin.json("usage", "--workspace", ws, "--by", "feature")
+    assert sorted((g["key"], g["events"]) for g in report["groups"]) == [("default-feature", 1), ("support-bot", 1)]
+    assert report["totals"]["cost"] == "0.00072"

@@ -49,7 +49,7 @@ def invoke(store: MemoryStore, event: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-INGEST_PATHS = ("/v1/events", "/v1/openapi.json")  # the template's routes to the ingestion function
+INGEST_PATHS = ("/v1/events", "/v1/traces", "/v1/openapi.json")  # the template's routes to the ingestion function
 
 
 @pytest.fixture

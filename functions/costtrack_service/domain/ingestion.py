@@ -268,6 +268,14 @@ class IngestService:
         assert key is not None
         return key
 
+    def workspace(self, key: KeyRecord) -> WorkspaceState:
+        """The key's workspace as read at most a second ago, for a front that needs its settings."""
+        with self._store_errors():
+            workspace = self._workspace(key.workspace_id)
+        if workspace is None:
+            raise invalid_key()
+        return workspace
+
     def accept(self, key: KeyRecord, items: Sequence[Item], received_at: datetime | None = None) -> list[Outcome]:
         """Each item's outcome, in order, for items read by any front (events, OTLP spans).
 

@@ -51,6 +51,9 @@ class WorkspaceState:
     credits: int
     usage_period: str | None = None
     included_leased: int = 0
+    #: Where ``POST /v1/traces`` reads event fields from: field → span/resource attribute names
+    #: tried before the defaults (``otlp_spans.AttributeMap``).
+    attribute_map: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def included_leased_in(self, period: str) -> int:
         return self.included_leased if self.usage_period == period else 0

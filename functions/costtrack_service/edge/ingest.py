@@ -1,4 +1,4 @@
-"""``POST /v1/events`` and ``GET /v1/openapi.json``: the ingestion function's routes.
+"""``POST /v1/events``, ``POST /v1/traces`` and ``GET /v1/openapi.json``: the ingestion function's routes.
 
 Thin on purpose: read the request, call :class:`IngestService`, shape the response, log one
 line per request and count each event. Keys and metadata are never logged.
@@ -27,6 +27,7 @@ from costtrack_service.edge.http import (
     request_headers,
 )
 from costtrack_service.edge.openapi import openapi_document
+from costtrack_service.edge.otlp import JSON, export
 
 logger = Logger(service="costtrack-ingest")
 
@@ -54,6 +55,19 @@ def build_app(service: IngestService, metrics: EphemeralMetrics) -> APIGatewayHt
             _count_and_log(result, metrics)
         except Exception:
             logger.exception("could not count or log an accepted event")
+        return response
+
+    @app.post("/v1/traces")
+    def post_traces() -> Response[str | bytes]:
+        answer = export(service, request_headers(app), request_body(app))
+        headers = {"Cache-Control": "no-store", **answer.headers}
+        # Powertools sends bytes base64-encoded (protobuf) and would re-serialize JSON bytes.
+        body = answer.body.decode("utf-8") if answer.content_type == JSON else answer.body
+        response: Response[str | bytes] = Response(answer.status, answer.content_type, body, headers)
+        try:
+            _count_and_log(IngestResult({}, answer.outcomes), metrics)
+        except Exception:
+            logger.exception("could not count or log accepted spans")
         return response
 
     @app.get("/v1/openapi.json")

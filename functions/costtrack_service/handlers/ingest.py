@@ -1,4 +1,4 @@
-"""Lambda entry point of the ingestion function: ``POST /v1/events``, ``GET /v1/openapi.json``.
+"""Lambda entry point of the ingestion function: ``POST /v1/events``, ``POST /v1/traces``, ``GET /v1/openapi.json``.
 
 Built at import, so the DynamoDB client and the caches live as long as the warm container.
 """

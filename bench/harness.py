@@ -1,0 +1,40 @@
+"""What the handler CPU benchmarks share: the real ingestion Lambda handler on an in-memory
+store (logs and EMF metrics produced as in Lambda), and a way to throw that output away."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+
+def memory_handler() -> tuple[Callable[[dict[str, Any], Any], dict[str, Any]], Any, str, Any]:
+    """``(handler, context, api_key, store)`` for a paid workspace with room for any run."""
+    from costtrack_service.domain.ingestion import IngestService
+    from costtrack_service.domain.quota import PAID, WorkspaceState
+    from costtrack_service.edge.ingest import create_handler
+    from costtrack_service.local.server import LambdaContext
+    from costtrack_service.memory_store import MemoryStore
+
+    store = MemoryStore()
+    store.add_workspace(WorkspaceState("ws_bench", "bench", PAID, "active", 10**9, 0, None))
+    key = store.add_key("ws_bench")
+    os.environ["POWERTOOLS_METRICS_DISABLED"] = "false"
+    return create_handler(IngestService(store)), LambdaContext("bench"), key, store
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Logs and EMF metrics are written as in Lambda, to /dev/null."""
+    from costtrack_service.edge.ingest import logger
+
+    with open(os.devnull, "w") as devnull:
+        previous_stream = logger.registered_handler.setStream(devnull)
+        stdout, sys.stdout = sys.stdout, devnull
+        try:
+            yield
+        finally:
+            sys.stdout = stdout
+            logger.registered_handler.setStream(previous_stream)
