@@ -19,8 +19,10 @@ CONNECT_TIMEOUT_SECONDS = 3.0
 READ_TIMEOUT_SECONDS = 5.0
 
 
-def post_webhook(target: Target, body: bytes, headers: Mapping[str, str]) -> int:
-    """POST ``body``; the receiver's HTTP status. Raises on connection errors and timeouts."""
+def post_webhook(target: Target, body: bytes, headers: Mapping[str, str], *, ca_certs: str | None = None) -> int:
+    """POST ``body``; the receiver's HTTP status. Raises on connection errors and timeouts, and
+    when TLS cannot verify the receiver's certificate for the URL's host name. ``ca_certs``: a
+    CA bundle to trust instead of the system's (tests)."""
     address = target.addresses[0]
     default_port = 443 if target.scheme == "https" else 80
     host_header = target.host if target.port == default_port else f"{target.host}:{target.port}"
@@ -33,6 +35,7 @@ def post_webhook(target: Target, body: bytes, headers: Mapping[str, str]) -> int
             server_hostname=target.host,
             assert_hostname=target.host,
             cert_reqs="CERT_REQUIRED",
+            ca_certs=ca_certs,
             timeout=timeout,
             retries=False,
         )
