@@ -2,6 +2,10 @@
 
 Thin on purpose: read the request, call :class:`IngestService`, shape the response, log one
 line per request and count each event. Keys and metadata are never logged.
+
+Cold start: only what ``POST /v1/events`` needs is imported with this module. The OTLP decoder
+and the OpenAPI document load on the first request that needs them
+(``tests/unit/test_cold_imports.py`` holds this).
 """
 
 from __future__ import annotations
@@ -26,8 +30,6 @@ from costtrack_service.edge.http import (
     request_body,
     request_headers,
 )
-from costtrack_service.edge.openapi import openapi_document
-from costtrack_service.edge.otlp import JSON, export
 
 logger = Logger(service="costtrack-ingest")
 
@@ -59,6 +61,8 @@ def build_app(service: IngestService, metrics: EphemeralMetrics) -> APIGatewayHt
 
     @app.post("/v1/traces")
     def post_traces() -> Response[str | bytes]:
+        from costtrack_service.edge.otlp import JSON, export
+
         answer = export(service, request_headers(app), request_body(app))
         headers = {"Cache-Control": "no-store", **answer.headers}
         # Powertools sends bytes base64-encoded (protobuf) and would re-serialize JSON bytes.
@@ -72,6 +76,8 @@ def build_app(service: IngestService, metrics: EphemeralMetrics) -> APIGatewayHt
 
     @app.get("/v1/openapi.json")
     def get_openapi() -> Response[str]:
+        from costtrack_service.edge.openapi import openapi_document
+
         return json_response(200, openapi_document())
 
     return app
