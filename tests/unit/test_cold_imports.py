@@ -49,16 +49,25 @@ def test_the_ingestion_handler_defers_what_the_first_event_does_not_need() -> No
     assert sorted(name for name in modules if name.startswith(DEFERRED)) == []
 
 
-def test_the_deferred_modules_load_on_their_first_request() -> None:
-    """The deferral is real: the routes that need them do import them."""
-    modules = imported_after(
+def request(method: str, path: str) -> str:
+    return (
+        f"app.resolve({{'version': '2.0', 'routeKey': '$default', 'rawPath': '{path}', 'rawQueryString': '', "
+        f"'headers': {{}}, 'requestContext': {{'http': {{'method': '{method}', 'path': '{path}'}}, "
+        "'requestId': 'r', 'stage': '$default'}, 'isBase64Encoded': False}, None)"
+    )
+
+
+def test_the_deferred_modules_load_on_the_request_that_needs_them() -> None:
+    """The OTLP decoder loads on the first trace export; the OpenAPI document is served from the
+    generated file, so its builder is never imported by the function at all."""
+    app = (
         "from costtrack_service.edge.ingest import build_app; "
         "from costtrack_service.memory_store import MemoryStore; "
         "from costtrack_service.domain.ingestion import IngestService; "
         "from aws_lambda_powertools.metrics import EphemeralMetrics; "
-        "app = build_app(IngestService(MemoryStore()), EphemeralMetrics(namespace='t')); "
-        "app.resolve({'version': '2.0', 'routeKey': '$default', 'rawPath': '/v1/openapi.json', "
-        "'rawQueryString': '', 'headers': {}, 'requestContext': {'http': {'method': 'GET', "
-        "'path': '/v1/openapi.json'}, 'requestId': 'r', 'stage': '$default'}, 'isBase64Encoded': False}, None)"
+        "app = build_app(IngestService(MemoryStore()), EphemeralMetrics(namespace='t'))"
     )
-    assert "costtrack_service.edge.openapi" in modules
+    modules = imported_after(f"{app}; assert {request('GET', '/v1/openapi.json')}['statusCode'] == 200")
+    assert not {name for name in modules if name.startswith(DEFERRED)}
+    modules = imported_after(f"{app}; {request('POST', '/v1/traces')}")
+    assert "costtrack_service.edge.otlp" in modules
