@@ -7,6 +7,7 @@
 #   make bench   benchmarks (figures to bench/results.json)
 #   make chaos   full-size chaos and fuzzing
 #   make catalogue  regenerate the bundled prices from the pinned genai-prices
+#   make openapi    regenerate the served OpenAPI document (functions/costtrack_service/openapi.json)
 #
 # Tools are installed into the project: .venv (service, uv-managed), .costtrack/tools (uv,
 # SAM CLI), node_modules (DynamoDB Local), sdk/node/node_modules. Nothing global is touched.
@@ -36,7 +37,7 @@ export UV_PYTHON_DOWNLOADS := automatic
 export UV_COMPILE_BYTECODE := 1
 PYTEST := $(ROOT)/scripts/pytest-run
 
-.PHONY: help dev test catalogue lint build bench chaos chromium test-service test-sdk-python test-sdk-node lint-template deps clean
+.PHONY: help dev test catalogue openapi lint build bench chaos chromium test-service test-sdk-python test-sdk-node lint-template deps clean
 
 help:
 	@echo "make dev    - run the local stack on http://127.0.0.1:3000 (Ctrl-C stops it)"
@@ -46,6 +47,7 @@ help:
 	@echo "make bench  - benchmarks: prints a table, writes bench/results.json"
 	@echo "make chaos  - full-size chaos and fuzzing runs (a fast slice is part of make test)"
 	@echo "make catalogue - regenerate the bundled prices from the pinned genai-prices"
+	@echo "make openapi - regenerate the OpenAPI document the ingestion function serves"
 
 # -- installs ----------------------------------------------------------------------------
 
@@ -125,6 +127,11 @@ test-sdk-node:
 # genai-prices (bump the pin in pyproject.toml, uv lock, then this; a test holds them equal).
 catalogue: .venv/.synced
 	.venv/bin/python scripts/generate_catalogue.py
+
+# The OpenAPI document, built from edge/openapi.py at build time and committed, so the ingestion
+# function serves a file and never imports its builder (a test holds the file current).
+openapi: .venv/.synced
+	.venv/bin/python scripts/generate_openapi.py
 
 # -- proof --------------------------------------------------------------------------------
 

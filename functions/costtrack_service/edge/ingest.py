@@ -2,13 +2,20 @@
 
 Thin on purpose: read the request, call :class:`IngestService`, shape the response, log one
 line per request and count each event. Keys and metadata are never logged.
+
+Cold start: only what ``POST /v1/events`` needs is imported with this module. The OTLP decoder
+loads on the first ``POST /v1/traces``; the OpenAPI document is a file generated at build time
+(``make openapi``), read on the first ``GET /v1/openapi.json`` (``tests/unit/test_cold_imports.py``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from decimal import ROUND_HALF_EVEN
+from functools import cache
+from importlib import resources
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -26,12 +33,13 @@ from costtrack_service.edge.http import (
     request_body,
     request_headers,
 )
-from costtrack_service.edge.openapi import openapi_document
-from costtrack_service.edge.otlp import JSON, export
 
 logger = Logger(service="costtrack-ingest")
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+#: The OpenAPI document ``make openapi`` generates from ``edge/openapi.py``, in this package.
+OPENAPI_FILE = "openapi.json"
 
 
 def build_app(service: IngestService, metrics: EphemeralMetrics) -> APIGatewayHttpResolver:
@@ -59,6 +67,8 @@ def build_app(service: IngestService, metrics: EphemeralMetrics) -> APIGatewayHt
 
     @app.post("/v1/traces")
     def post_traces() -> Response[str | bytes]:
+        from costtrack_service.edge.otlp import JSON, export
+
         answer = export(service, request_headers(app), request_body(app))
         headers = {"Cache-Control": "no-store", **answer.headers}
         # Powertools sends bytes base64-encoded (protobuf) and would re-serialize JSON bytes.
@@ -72,9 +82,16 @@ def build_app(service: IngestService, metrics: EphemeralMetrics) -> APIGatewayHt
 
     @app.get("/v1/openapi.json")
     def get_openapi() -> Response[str]:
-        return json_response(200, openapi_document())
+        return json_response(200, served_openapi_document())
 
     return app
+
+
+@cache
+def served_openapi_document() -> dict[str, Any]:
+    text = resources.files("costtrack_service").joinpath(OPENAPI_FILE).read_text(encoding="utf-8")
+    document: dict[str, Any] = json.loads(text)
+    return document
 
 
 def _count_and_log(result: IngestResult, metrics: EphemeralMetrics) -> None:

@@ -2,10 +2,16 @@
 
 Field limits come from ``costtrack.validation`` and the status codes from the domain's error
 table, so the document cannot drift from the code; tests validate real responses against it.
+
+Built at build time, not in Lambda: ``make openapi`` writes it to ``costtrack_service/openapi.json``
+(``edge.ingest.OPENAPI_FILE``),
+which the ingestion function serves as it is (so its cold start never imports this), and
+``tests/unit/test_openapi_file.py`` fails when that file is not what this module builds.
 """
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from typing import Any
 
@@ -272,3 +278,8 @@ def openapi_document() -> dict[str, Any]:
             },
         },
     }
+
+
+def openapi_file_text() -> str:
+    """The document as ``make openapi`` writes it: stable, readable in a diff."""
+    return json.dumps(openapi_document(), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,73 @@
+"""The ingestion function's cold start imports only what ``POST /v1/events`` needs.
+
+The OTLP decoder (``POST /v1/traces``), the OpenAPI document (``GET /v1/openapi.json``) and
+pydantic load on the first request that needs them; a fresh interpreter shows which modules an
+import of the Lambda entry point brings in. (Protobuf has its own test in test_otlp_export.py.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+FUNCTIONS = str(Path(__file__).resolve().parents[2] / "functions")
+
+#: Modules the first ``POST /v1/events`` never needs.
+DEFERRED = (
+    "costtrack_service.edge.openapi",
+    "costtrack_service.edge.openapi_workspace",
+    "costtrack_service.edge.openapi_budgets",
+    "costtrack_service.edge.openapi_statements",
+    "costtrack_service.edge.otlp",
+    "costtrack_service.domain.otlp_spans",
+    "costtrack_service.domain.otlp_tokens",
+    "pydantic",
+)
+
+
+def imported_after(statement: str) -> set[str]:
+    script = f"import json, sys; {statement}; print(json.dumps(sorted(sys.modules)))"
+    env = {
+        **os.environ,
+        "PYTHONPATH": FUNCTIONS,
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return set(json.loads(result.stdout.splitlines()[-1]))
+
+
+def test_the_ingestion_handler_defers_what_the_first_event_does_not_need() -> None:
+    modules = imported_after("import costtrack_service.handlers.ingest")
+    assert "costtrack_service.domain.ingestion" in modules  # the check sees the real import
+    assert sorted(name for name in modules if name.startswith(DEFERRED)) == []
+
+
+def request(method: str, path: str) -> str:
+    return (
+        f"app.resolve({{'version': '2.0', 'routeKey': '$default', 'rawPath': '{path}', 'rawQueryString': '', "
+        f"'headers': {{}}, 'requestContext': {{'http': {{'method': '{method}', 'path': '{path}'}}, "
+        "'requestId': 'r', 'stage': '$default'}, 'isBase64Encoded': False}, None)"
+    )
+
+
+def test_the_deferred_modules_load_on_the_request_that_needs_them() -> None:
+    """The OTLP decoder loads on the first trace export; the OpenAPI document is served from the
+    generated file, so its builder is never imported by the function at all."""
+    app = (
+        "from costtrack_service.edge.ingest import build_app; "
+        "from costtrack_service.memory_store import MemoryStore; "
+        "from costtrack_service.domain.ingestion import IngestService; "
+        "from aws_lambda_powertools.metrics import EphemeralMetrics; "
+        "app = build_app(IngestService(MemoryStore()), EphemeralMetrics(namespace='t'))"
+    )
+    modules = imported_after(f"{app}; assert {request('GET', '/v1/openapi.json')}['statusCode'] == 200")
+    assert not {name for name in modules if name.startswith(DEFERRED)}
+    modules = imported_after(f"{app}; {request('POST', '/v1/traces')}")
+    assert "costtrack_service.edge.otlp" in modules
