@@ -26,8 +26,8 @@ from costtrack_service.admin_reports import add_report_parsers
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.keys import ADMIN, INGEST, KEY_TRANSITIONS, KeyRecord
 from costtrack_service.domain.quota import FREE, INACTIVE, PAID, PLAN_STATUSES, TIERS, WorkspaceState, billing_period
-from costtrack_service.domain.records import StoreUnavailable
 from costtrack_service.domain.source import Source
+from costtrack_service.domain.store_errors import StoreError, StoreUnavailable
 from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS
 from costtrack_service.local.stack import DEFAULT_STATE_FILE
 from costtrack_service.store import DynamoStore, dynamodb_client
@@ -354,5 +354,8 @@ def run_admin(args: argparse.Namespace, cloudformation: Any = None) -> int:
         return 1
     except (BotoCoreError, StoreUnavailable) as exc:  # unreachable, or throttled: nothing was changed
         print(f"costtrack admin: DynamoDB is busy or cannot be reached: {exc} (is make dev running?)", file=sys.stderr)
+        return 1
+    except StoreError as exc:  # not found, or a state that refuses the change
+        print(f"costtrack admin: {exc}", file=sys.stderr)
         return 1
     return 0
