@@ -20,14 +20,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from costtrack_service.admin_budgets import add_budgets_parser
 from costtrack_service.admin_otel import add_attributes_parser
-from costtrack_service.admin_output import AdminError, emit, table
+from costtrack_service.admin_output import AdminError, emit, find_workspace, refusal, table
 from costtrack_service.admin_pricing import add_pricing_parser
 from costtrack_service.admin_reports import add_report_parsers
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.keys import ADMIN, INGEST, KEY_TRANSITIONS, KeyRecord
+from costtrack_service.domain.keys import ADMIN, KEY_TRANSITIONS, KeyRecord
 from costtrack_service.domain.quota import FREE, INACTIVE, PAID, PLAN_STATUSES, TIERS, WorkspaceState, billing_period
-from costtrack_service.domain.records import StoreUnavailable
-from costtrack_service.domain.source import Source
+from costtrack_service.domain.store_errors import StoreError, StoreUnavailable
+from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS
 from costtrack_service.local.stack import DEFAULT_STATE_FILE
 from costtrack_service.store import DynamoStore, dynamodb_client
@@ -115,9 +115,7 @@ def workspace_create(store: DynamoStore, args: argparse.Namespace) -> None:
 
 
 def _workspace(store: DynamoStore, workspace_id: str) -> WorkspaceState:
-    workspace = store.get_workspace(workspace_id, consistent=True)
-    if workspace is None:
-        raise AdminError(f"no workspace {workspace_id}")
+    workspace: WorkspaceState = find_workspace(store, workspace_id)
     return workspace
 
 
@@ -174,30 +172,22 @@ def plan_usage(store: DynamoStore, args: argparse.Namespace) -> None:
 
 def key_create(store: DynamoStore, args: argparse.Namespace) -> None:
     workspace = _workspace(store, args.workspace)
-    bound = None
-    if args.bind:
-        try:
-            bound = Source.parse(args.bind)
-        except ValueError as exc:
-            raise AdminError(f"--bind: {exc}") from None
-    if workspace.tier == FREE and bound is None:
-        raise AdminError("free-plan keys must be bound to one source: --bind provider/model/feature")
-    secret, record = store.create_key(workspace.workspace_id, bound=bound, name=args.name)
-    data = {**key_dict(record), "api_key": secret}
+    body = {name: getattr(args, name) for name in ("name", "bind") if getattr(args, name)}
+    created = WorkspaceService(store).create_key(workspace, body)
+    data, secret = {**created["key"], "api_key": created["api_key"]}, created["api_key"]
     emit(
         args,
         data,
         lambda: (
-            f"{secret}\n\nkey {record.key_id} for {workspace.workspace_id}"
-            + (f", bound to {bound}" if bound else "")
+            f"{secret}\n\nkey {data['key_id']} for {workspace.workspace_id}"
+            + (f", bound to {data['bound']}" if data["bound"] else "")
             + "\nThe key is shown once and stored only as a hash: keep it now."
         ),
     )
 
 
 def key_list(store: DynamoStore, args: argparse.Namespace) -> None:
-    _workspace(store, args.workspace)
-    data = [key_dict(key) for key in store.list_keys(args.workspace)]
+    data = WorkspaceService(store).keys(_workspace(store, args.workspace))["keys"]
     rows = [
         (k["key_id"], k["prefix"], k["state"], k["bound"] or "-", k["created_at"], k["last_used_at"] or "never")
         for k in data
@@ -206,12 +196,17 @@ def key_list(store: DynamoStore, args: argparse.Namespace) -> None:
 
 
 def key_change(store: DynamoStore, args: argparse.Namespace) -> None:
-    record = store.find_key(args.workspace, args.key_id)
-    if record is None or record.kind != INGEST:
-        raise AdminError(f"no key {args.key_id} in workspace {args.workspace}")
-    changed = store.change_key_state(record.key_hash, args.action)
-    data = key_dict(changed)
-    emit(args, data, lambda: f"key {changed.key_id} is now {changed.state.value}")
+    missing = AdminError(f"no key {args.key_id} in workspace {args.workspace}")
+    workspace = store.get_workspace(args.workspace, consistent=True)
+    if workspace is None:
+        raise missing
+    try:
+        data = WorkspaceService(store).change_key(workspace, args.key_id, args.action)["key"]
+    except ApiError as exc:
+        if exc.code == "NOT_FOUND":
+            raise missing from None
+        raise
+    emit(args, data, lambda: f"key {data['key_id']} is now {data['state']}")
 
 
 def token_create(store: DynamoStore, args: argparse.Namespace) -> None:
@@ -340,7 +335,7 @@ def run_admin(args: argparse.Namespace, cloudformation: Any = None) -> int:
         store = resolve_store(args, cloudformation)
         args.handler(store, args)
     except (AdminError, ApiError) as exc:
-        message = exc.message if isinstance(exc, ApiError) else str(exc)
+        message = refusal(args, exc) if isinstance(exc, ApiError) else str(exc)
         print(f"costtrack admin: {message}", file=sys.stderr)
         return 1
     except ClientError as exc:
@@ -354,5 +349,8 @@ def run_admin(args: argparse.Namespace, cloudformation: Any = None) -> int:
         return 1
     except (BotoCoreError, StoreUnavailable) as exc:  # unreachable, or throttled: nothing was changed
         print(f"costtrack admin: DynamoDB is busy or cannot be reached: {exc} (is make dev running?)", file=sys.stderr)
+        return 1
+    except StoreError as exc:  # not found, or a state that refuses the change
+        print(f"costtrack admin: {exc}", file=sys.stderr)
         return 1
     return 0

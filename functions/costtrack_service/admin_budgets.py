@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from costtrack_service.admin_output import AdminError, emit, table
+from costtrack_service.admin_output import AdminError, emit, find_workspace, table
 from costtrack_service.budget_jobs import Alerts, AlertSettings
 from costtrack_service.domain.budgets import PERIODS, SCOPES
 from costtrack_service.domain.budgets_api import BudgetService
@@ -31,9 +31,7 @@ def _service(store: DynamoStore, args: argparse.Namespace) -> BudgetService:
 
 
 def _workspace(store: DynamoStore, args: argparse.Namespace) -> str:
-    if store.get_workspace(args.workspace, consistent=True) is None:
-        raise AdminError(f"no workspace {args.workspace}")
-    return str(args.workspace)
+    return str(find_workspace(store, args.workspace).workspace_id)
 
 
 def _fields(args: argparse.Namespace) -> dict[str, Any]:

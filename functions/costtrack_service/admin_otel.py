@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from costtrack_service.admin_output import AdminError, emit, table
+from costtrack_service.admin_output import AdminError, emit, find_workspace, table
 from costtrack_service.domain.otlp_spans import DEFAULT_ATTRIBUTES, attribute_map_json, parse_attribute_map
 from costtrack_service.store import DynamoStore
 
@@ -15,9 +15,7 @@ Handler = Callable[[DynamoStore, argparse.Namespace], None]
 
 
 def workspace_attributes(store: DynamoStore, args: argparse.Namespace) -> None:
-    workspace = store.get_workspace(args.workspace, consistent=True)
-    if workspace is None:
-        raise AdminError(f"no workspace {args.workspace}")
+    workspace = find_workspace(store, args.workspace)
     attribute_map = workspace.attribute_map
     if args.reset or args.mapping:
         raw: dict[str, list[str]] = {}

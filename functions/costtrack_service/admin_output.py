@@ -1,4 +1,5 @@
-"""What every ``costtrack admin`` command prints: JSON with ``--json``, else a human form."""
+"""What every ``costtrack admin`` command shares: the workspace named on its command line, and
+what it prints (JSON with ``--json``, else a human form; errors as one line)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,28 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from costtrack_service.domain.errors import ApiError
+
 
 class AdminError(Exception):
     """A problem to report in one line."""
+
+
+def find_workspace(store: Any, workspace_id: str) -> Any:
+    """The workspace a command acts on, as the owners' operations take it explicitly."""
+    found = store.get_workspace(workspace_id, consistent=True)
+    if found is None:
+        raise AdminError(f"no workspace {workspace_id}")
+    return found
+
+
+def refusal(args: argparse.Namespace, error: ApiError) -> str:
+    """An operation's refusal in the command line's terms: the option it is about, if any."""
+    field = error.details[0]["field"] if error.details else ""
+    options = vars(args)
+    if field and (field in options or f"{field}_" in options):
+        return f"--{field.replace('_', '-')}: {error.message}"
+    return error.message
 
 
 def emit(args: argparse.Namespace, data: Any, human: Callable[[], str]) -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from costtrack_service import catalogue
-from costtrack_service.admin_output import AdminError, emit, table
+from costtrack_service.admin_output import AdminError, emit, find_workspace, table
 from costtrack_service.catalogue import CatalogueError, check_catalogue, load_raw
-from costtrack_service.domain.overrides import parse_override
+from costtrack_service.domain.overrides_api import OverrideService
 from costtrack_service.domain.pricebook import find_model
 from costtrack_service.domain.pricing import RATE_PRICE_KEYS, PricingEntry, format_timestamp, parse_timestamp
 from costtrack_service.domain.source import normalize_provider
@@ -254,17 +254,12 @@ def override_set(store: DynamoStore, args: argparse.Namespace) -> None:
     rates = {name: getattr(args, name) for name in RATE_PRICE_KEYS if getattr(args, name) is not None}
     if rates:
         raw["rates"] = rates
-    try:
-        override = parse_override(args.workspace, raw)
-    except ValueError as exc:
-        raise AdminError(str(exc)) from None
-    store.put_price_override(override)
-    emit(args, override.to_mapping(), lambda: f"override {override.override_id} set for {args.workspace}")
+    data = OverrideService(store).set(find_workspace(store, args.workspace), raw)["override"]
+    emit(args, data, lambda: f"override {data['override_id']} set for {args.workspace}")
 
 
 def override_list(store: DynamoStore, args: argparse.Namespace) -> None:
-    overrides = store.get_price_overrides(args.workspace)
-    data = [override.to_mapping() for override in overrides]
+    data = OverrideService(store).list(find_workspace(store, args.workspace))["overrides"]
     rows = [
         (o["override_id"], f"{o['discount_percent']}% off" if o["discount_percent"] else "rates", o["effective_to"])
         for o in data
@@ -273,9 +268,8 @@ def override_list(store: DynamoStore, args: argparse.Namespace) -> None:
 
 
 def override_delete(store: DynamoStore, args: argparse.Namespace) -> None:
-    if not store.delete_price_override(args.workspace, args.override_id):
-        raise AdminError(f"no override {args.override_id} in workspace {args.workspace}")
-    emit(args, {"deleted": args.override_id}, lambda: f"deleted override {args.override_id}")
+    data = OverrideService(store).delete(find_workspace(store, args.workspace), args.override_id)
+    emit(args, data, lambda: f"deleted override {args.override_id}")
 
 
 def add_pricing_parser(groups: Any, command: Callable[[Any, str, Handler, str], Any]) -> None:

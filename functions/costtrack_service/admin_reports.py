@@ -10,42 +10,20 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from costtrack_service.admin_output import AdminError, emit, table
-from costtrack_service.domain.pricing import parse_timestamp
-from costtrack_service.domain.statements import STATEMENT_GROUPINGS, StatementRequestError, read_statement
-from costtrack_service.domain.usage import GROUPINGS, dimensions_for, report
+from costtrack_service.admin_output import emit, find_workspace, table
+from costtrack_service.domain.statements import STATEMENT_GROUPINGS
+from costtrack_service.domain.usage import GROUPINGS
+from costtrack_service.domain.workspace_api import DEFAULT_DAYS, MAX_DAYS, WorkspaceService
 
 Handler = Callable[[Any, argparse.Namespace], None]
 
 
-def workspace(store: Any, workspace_id: str) -> Any:
-    found = store.get_workspace(workspace_id, consistent=True)
-    if found is None:
-        raise AdminError(f"no workspace {workspace_id}")
-    return found
-
-
-# -- usage --------------------------------------------------------------------------------
-
-
-def day_range(first: str | None, last: str | None, today: datetime | None = None) -> tuple[str, str]:
-    """Inclusive UTC days ``YYYY-MM-DD``; the default is this month up to today."""
-    today = today or datetime.now(UTC)
-    try:
-        first_day = parse_timestamp(first).strftime("%Y-%m-%d") if first else today.strftime("%Y-%m-01")
-        last_day = parse_timestamp(last).strftime("%Y-%m-%d") if last else today.strftime("%Y-%m-%d")
-    except ValueError as exc:
-        raise AdminError(f"dates are YYYY-MM-DD: {exc}") from None
-    if last_day < first_day:
-        raise AdminError("--to must not be before --from")
-    return first_day, last_day
-
-
 def usage(store: Any, args: argparse.Namespace) -> None:
-    workspace(store, args.workspace)
-    first_day, last_day = day_range(args.from_, args.to)
-    rows = store.query_rollups(args.workspace, dimensions_for(args.by), first_day, last_day)
-    data = {"workspace_id": args.workspace, "from": first_day, "to": last_day, **report(rows, args.by).to_dict()}
+    """The owners' usage report, with its range rules (``workspace_api.day_range``)."""
+    found = find_workspace(store, args.workspace)
+    params = {"from": args.from_ or "", "to": args.to or "", "group_by": args.by}
+    data = WorkspaceService(store).usage(found, params)
+    first_day, last_day = data["from"], data["to"]
 
     def human() -> str:
         totals = data["totals"]
@@ -72,12 +50,9 @@ def previous_month(today: date) -> str:
 
 
 def statements(store: Any, args: argparse.Namespace) -> None:
-    found = workspace(store, args.workspace)
-    now = datetime.now(UTC)
-    try:
-        made = read_statement(store, found, args.month or previous_month(now.date()), args.by, now)
-    except StatementRequestError as exc:
-        raise AdminError(f"--{exc.field}: {exc.message}") from None
+    found = find_workspace(store, args.workspace)
+    month = args.month or previous_month(datetime.now(UTC).date())
+    made, _ = WorkspaceService(store).statement(found, month, {"by": args.by})
     if args.csv:
         print(made.to_csv(), end="")
         return
@@ -107,8 +82,12 @@ def statements(store: Any, args: argparse.Namespace) -> None:
 def add_report_parsers(groups: Any, command: Callable[[Any, str, Handler, str], Any]) -> None:
     usage_report = command(groups, "usage", usage, "events, tokens and cost over a date range")
     usage_report.add_argument("--workspace", required=True)
-    usage_report.add_argument("--from", dest="from_", metavar="DAY", help="first UTC day (default: this month's first)")
-    usage_report.add_argument("--to", metavar="DAY", help="last UTC day, inclusive (default: today)")
+    usage_report.add_argument(
+        "--from", dest="from_", metavar="YYYY-MM-DD", help=f"first UTC day (default: {DEFAULT_DAYS} days to --to)"
+    )
+    usage_report.add_argument(
+        "--to", metavar="YYYY-MM-DD", help=f"last UTC day, inclusive (default: today; at most {MAX_DAYS} days)"
+    )
     usage_report.add_argument("--by", choices=GROUPINGS, default="feature")
     parser = command(groups, "statements", statements, "a month's statement per customer or feature (JSON, CSV)")
     parser.add_argument("--workspace", required=True)

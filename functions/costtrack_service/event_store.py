@@ -27,7 +27,7 @@ from botocore.exceptions import ClientError
 from costtrack_service.domain.allowance import ShardId, Spend
 from costtrack_service.domain.chunks import Chunk, ChunkRejected, Survey
 from costtrack_service.domain.quota import ACTIVE, PAID, Charge, WorkspaceState
-from costtrack_service.domain.records import EventRecord, StoreUnavailable
+from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.shards import (
     SHARDS,
     event_partition,
@@ -35,6 +35,7 @@ from costtrack_service.domain.shards import (
     rollup_partition,
     rollup_partitions,
 )
+from costtrack_service.domain.store_errors import StoreUnavailable
 from costtrack_service.domain.usage import Counts, RollupKey, repricing_deltas
 from costtrack_service.store_items import (
     event_from_item,

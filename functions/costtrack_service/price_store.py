@@ -24,6 +24,7 @@ from costtrack_service.catalogue import registry
 from costtrack_service.domain.overrides import Override, override_from_json
 from costtrack_service.domain.pricing import EntryStatus, Origin, PricingEntry, format_timestamp, parse_entry
 from costtrack_service.domain.source import normalize_provider
+from costtrack_service.domain.store_errors import Conflict
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 _SYNC_PARTITION = "sync"
 
 
-class PricingConflict(Exception):
+class PricingConflict(Conflict):
     """A price write lost a race or would overlap an existing period; the message says which."""
 
 

@@ -24,7 +24,6 @@ from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as EndpointUnreachable
 
 from costtrack_service.budget_store import BudgetTable
-from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ids import new_workspace_id
 from costtrack_service.domain.keys import (
     INGEST,
@@ -40,9 +39,9 @@ from costtrack_service.domain.keys import (
 )
 from costtrack_service.domain.pricing import format_timestamp
 from costtrack_service.domain.quota import ACTIVE, Charge, Usage, WorkspaceState, billing_period
-from costtrack_service.domain.records import StoreUnavailable
 from costtrack_service.domain.shards import SHARDS
 from costtrack_service.domain.source import Source
+from costtrack_service.domain.store_errors import NotFound, StoreUnavailable, TransitionRefused
 from costtrack_service.domain.usage import CHARGE, month_usage
 from costtrack_service.event_store import EventTable, shard_key
 from costtrack_service.price_store import PriceTable
@@ -277,11 +276,9 @@ class DynamoStore(EventTable, PriceTable, BudgetTable):
                 raise
             old: Mapping[str, Any] | None = exc.response.get("Item")  # type: ignore[assignment]
             if not old:
-                raise ApiError("NOT_FOUND", "No such key.") from None
+                raise NotFound("No such key.") from None
             current = key_from_item(from_item(old)).state
-            raise ApiError(
-                "INVALID_KEY_TRANSITION", f"Cannot {action} this key: {transition_refusal(action, current)}."
-            ) from None
+            raise TransitionRefused(f"Cannot {action} this key: {transition_refusal(action, current)}.") from None
         return key_from_item(from_item(response["Attributes"]))
 
     def touch_key(self, key_hash: str, at: str) -> None:
@@ -370,7 +367,7 @@ class DynamoStore(EventTable, PriceTable, BudgetTable):
             )
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                raise ApiError("NOT_FOUND", f"No workspace {workspace_id}.") from None
+                raise NotFound(f"No workspace {workspace_id}.") from None
             raise
         updated = workspace_from_item(from_item(response["Attributes"]))
         if included_events is not None or status not in (None, ACTIVE):
@@ -398,7 +395,7 @@ class DynamoStore(EventTable, PriceTable, BudgetTable):
                 )
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                raise ApiError("NOT_FOUND", f"No workspace {workspace_id}.") from None
+                raise NotFound(f"No workspace {workspace_id}.") from None
             raise
 
     def _reclaim_leases(self, workspace: WorkspaceState, attempts: int = 10) -> None:

@@ -28,7 +28,6 @@ from costtrack_service.domain.usage import (
 )
 from costtrack_service.domain.visibility import Visibility
 from costtrack_service.domain.workspace_api import (
-    Caller,
     WorkspaceService,
     check_key_id,
     day_range,
@@ -236,7 +235,7 @@ class ListingStore:
         return [], None
 
 
-CALLER = Caller(token=None, workspace=WorkspaceState("ws_1", "w", PAID, "active", 10, 0, "2026-11"))  # type: ignore[arg-type]
+CALLER = WorkspaceState("ws_1", "w", PAID, "active", 10, 0, "2026-11")
 
 
 @pytest.mark.parametrize("limit", ["²", "0", "201", "-1", "1e2", " 5", "5 ", "0x10", "٣", "99999999999999999999"])

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.statements import Month, StatementRequestError, read_statement
 from costtrack_service.domain.usage import summarize
-from costtrack_service.domain.workspace_api import Caller, WorkspaceService
+from costtrack_service.domain.workspace_api import WorkspaceService
 from tests.unit.test_ingestion import Harness
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
@@ -198,7 +198,7 @@ def test_the_owners_api_refuses_with_the_field(month: str, params: dict[str, str
     harness = Harness()
     workspace_id = harness.workspace()
     service = WorkspaceService(harness.store, clock=lambda: NOW)  # type: ignore[arg-type]
-    caller = Caller(token=None, workspace=harness.store.workspaces[workspace_id])  # type: ignore[arg-type]
+    caller = harness.store.workspaces[workspace_id]
     with pytest.raises(ApiError) as raised:
         service.statement(caller, month, params)
     assert raised.value.status == 400 and raised.value.details[0]["field"] == field

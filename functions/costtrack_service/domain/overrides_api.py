@@ -1,7 +1,8 @@
-"""The owners' API for their workspace's price overrides (README, "Workspace overrides").
+"""A workspace's price overrides (README, "Workspace overrides"), for the owners' API
+(``/v1/workspace/price-overrides``) and ``costtrack admin pricing override``.
 
-The workspace always comes from the admin token (``Caller``), never from the request, exactly as
-for the rest of ``/v1/workspace/...``.
+The workspace is given explicitly, as for every owners' operation (``workspace_api.py``): the
+admin token's for the API, never the request's; the command line's for the CLI.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import re
 from typing import Any, Protocol
 
 from costtrack_service.domain.overrides import Override, parse_override
-from costtrack_service.domain.workspace_api import Caller, invalid, not_found
+from costtrack_service.domain.quota import WorkspaceState
+from costtrack_service.domain.workspace_api import invalid, not_found
 
 MAX_OVERRIDES = 200
 
@@ -27,12 +29,12 @@ class OverrideService:
     def __init__(self, store: OverrideStore) -> None:
         self.store = store
 
-    def list(self, caller: Caller) -> dict[str, Any]:
-        overrides = self.store.get_price_overrides(caller.workspace.workspace_id)
+    def list(self, workspace: WorkspaceState) -> dict[str, Any]:
+        overrides = self.store.get_price_overrides(workspace.workspace_id)
         ordered = sorted(overrides, key=lambda o: (o.provider, o.model or "", o.effective_from))
         return {"overrides": [override.to_mapping() for override in ordered]}
 
-    def set(self, caller: Caller, body: object) -> dict[str, Any]:
+    def set(self, workspace: WorkspaceState, body: object) -> dict[str, Any]:
         """Create or replace the override of a scope (provider, model, start)."""
         if not isinstance(body, dict):
             raise invalid("body", "the body must be a JSON object: provider, model, discount_percent or rates")
@@ -42,18 +44,18 @@ class OverrideService:
         if unknown:
             raise invalid(unknown[0], f"unknown field {unknown[0]!r}")
         try:
-            override = parse_override(caller.workspace.workspace_id, body)
+            override = parse_override(workspace.workspace_id, body)
         except ValueError as exc:
             # parse_override's messages start with the field they are about ("rates: …").
             field = re.split(r"[ /:]", str(exc), maxsplit=1)[0]
             raise invalid(field or "body", str(exc)) from None
-        existing = self.store.get_price_overrides(caller.workspace.workspace_id)
+        existing = self.store.get_price_overrides(workspace.workspace_id)
         if len(existing) >= MAX_OVERRIDES and override.override_id not in {o.override_id for o in existing}:
             raise invalid("body", f"a workspace has at most {MAX_OVERRIDES} price overrides")
         self.store.put_price_override(override)
         return {"override": override.to_mapping()}
 
-    def delete(self, caller: Caller, override_id: str) -> dict[str, Any]:
-        if len(override_id) > 600 or not self.store.delete_price_override(caller.workspace.workspace_id, override_id):
+    def delete(self, workspace: WorkspaceState, override_id: str) -> dict[str, Any]:
+        if len(override_id) > 600 or not self.store.delete_price_override(workspace.workspace_id, override_id):
             raise not_found("price override")
         return {"deleted": override_id}

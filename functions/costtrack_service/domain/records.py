@@ -16,6 +16,9 @@ from costtrack_service.domain.cost import format_decimal
 from costtrack_service.domain.events import UsageEvent
 from costtrack_service.domain.pricer import Priced
 from costtrack_service.domain.quota import Charge
+
+# Re-exported: ingestion and its tests name it here; it is a store error (``store_errors.py``).
+from costtrack_service.domain.store_errors import StoreUnavailable as StoreUnavailable
 from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, Visibility
 
 CURRENCY = "USD"
@@ -124,10 +127,6 @@ class EventRecord:
 
 def event_key_for(idempotency_key: str | None, event_id: str) -> str:
     return f"k#{idempotency_key}" if idempotency_key is not None else f"n#{event_id}"
-
-
-class StoreUnavailable(Exception):
-    """The database is throttling or unreachable: a 503 the client should retry."""
 
 
 def unknown_field_notices(names: tuple[str, ...]) -> list[Notice]:

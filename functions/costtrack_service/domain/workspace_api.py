@@ -1,9 +1,12 @@
-"""The key owners' API: what a workspace admin token may read and change.
+"""The owners' operations on one workspace: its plan and usage, reports, events, statements and
+keys, with their rules stated once (a free-plan key must be bound, only ingestion keys change
+state, one date range for reports).
 
-Every call starts from the token, and the token decides the workspace: nothing here takes a
-workspace id from the request, so one workspace's token can never reach another's data. An id
-that is unknown or belongs elsewhere is simply not found (404), never "forbidden", so ids of
-other workspaces cannot be probed.
+Every operation takes the workspace explicitly: the HTTP edge (``/v1/workspace/...``) gets it
+from the admin token (:meth:`WorkspaceService.authenticate`), never from the request, so one
+workspace's token can never reach another's data; ``costtrack admin`` gets it from its
+arguments. An id that is unknown or belongs elsewhere is simply not found (404), never
+"forbidden", so ids of other workspaces cannot be probed.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from costtrack_service.domain.usage import (
     unknown_models,
 )
 
+#: A usage report's range, for the API and ``costtrack admin usage`` alike (README, "Dashboard
+#: and the key owners' API"): the last 30 UTC days by default, a year and a day at most.
 DEFAULT_DAYS = 30
 MAX_DAYS = 366
 DEFAULT_LIMIT = 50
@@ -208,30 +213,30 @@ class WorkspaceService:
 
     # -- reads ------------------------------------------------------------------------------
 
-    def summary(self, caller: Caller) -> dict[str, Any]:
+    def summary(self, workspace: WorkspaceState) -> dict[str, Any]:
         """The plan, this month's allowance and credits."""
         period = billing_period(self._clock())
-        return caller.workspace.view(period, self.store.usage(caller.workspace, period))
+        return workspace.view(period, self.store.usage(workspace, period))
 
-    def usage(self, caller: Caller, params: Mapping[str, str]) -> dict[str, Any]:
+    def usage(self, workspace: WorkspaceState, params: Mapping[str, str]) -> dict[str, Any]:
         group_by = params.get("group_by") or "day"
         if group_by not in GROUPINGS:
             raise invalid("group_by", f"group_by must be one of {', '.join(GROUPINGS)}")
         first, last = day_range(params, self._clock().date())
-        rows = self.store.query_rollups(caller.workspace.workspace_id, dimensions_for(group_by), first, last)
+        rows = self.store.query_rollups(workspace.workspace_id, dimensions_for(group_by), first, last)
         return {
-            "workspace_id": caller.workspace.workspace_id,
+            "workspace_id": workspace.workspace_id,
             "from": first,
             "to": last,
             **report(rows, group_by).to_dict(),
         }
 
-    def unknown_models(self, caller: Caller, params: Mapping[str, str]) -> dict[str, Any]:
+    def unknown_models(self, workspace: WorkspaceState, params: Mapping[str, str]) -> dict[str, Any]:
         first, last = day_range(params, self._clock().date())
-        rows = self.store.query_rollups(caller.workspace.workspace_id, (UNKNOWN_MODELS,), first, last)
+        rows = self.store.query_rollups(workspace.workspace_id, (UNKNOWN_MODELS,), first, last)
         return {"from": first, "to": last, "models": unknown_models(rows)}
 
-    def events(self, caller: Caller, params: Mapping[str, str]) -> dict[str, Any]:
+    def events(self, workspace: WorkspaceState, params: Mapping[str, str]) -> dict[str, Any]:
         raw_limit = params.get("limit") or str(DEFAULT_LIMIT)
         if not _LIMIT.fullmatch(raw_limit) or not 1 <= int(raw_limit) <= MAX_LIMIT:
             raise invalid("limit", f"limit must be an integer from 1 to {MAX_LIMIT}")
@@ -239,27 +244,27 @@ class WorkspaceService:
         after = decode_cursor(cursor) if cursor else None
         filters = event_filters(params)
         records, position = self.store.list_visible_events(
-            caller.workspace.workspace_id, limit=int(raw_limit), after=after, filters=filters
+            workspace.workspace_id, limit=int(raw_limit), after=after, filters=filters
         )
         return {
             "events": [record.view() for record in records],
             "next_cursor": encode_cursor(position) if position else None,
         }
 
-    def statement(self, caller: Caller, month: str, params: Mapping[str, str]) -> tuple[Statement, str]:
+    def statement(self, workspace: WorkspaceState, month: str, params: Mapping[str, str]) -> tuple[Statement, str]:
         """The month's statement and the format it was asked for (json or csv)."""
         try:
             _, output = check_options(None, params.get("format"))
-            return read_statement(self.store, caller.workspace, month, params.get("by"), self._clock()), output
+            return read_statement(self.store, workspace, month, params.get("by"), self._clock()), output
         except StatementRequestError as exc:
             raise invalid(exc.field, exc.message) from None
 
-    def keys(self, caller: Caller) -> dict[str, Any]:
-        return {"keys": [key.view() for key in self.store.list_keys(caller.workspace.workspace_id)]}
+    def keys(self, workspace: WorkspaceState) -> dict[str, Any]:
+        return {"keys": [key.view() for key in self.store.list_keys(workspace.workspace_id)]}
 
     # -- changes ----------------------------------------------------------------------------
 
-    def create_key(self, caller: Caller, body: object) -> dict[str, Any]:
+    def create_key(self, workspace: WorkspaceState, body: object) -> dict[str, Any]:
         if body is None:
             body = {}
         if not isinstance(body, dict):
@@ -271,9 +276,9 @@ class WorkspaceService:
         if name is not None and (not isinstance(name, str) or len(name) > MAX_KEY_NAME_CHARS or not encodable(name)):
             raise invalid("name", f"name must be text of at most {MAX_KEY_NAME_CHARS} characters")
         bound = self._binding(body.get("bind"))
-        if caller.workspace.tier == FREE and bound is None:
+        if workspace.tier == FREE and bound is None:
             raise invalid("bind", "a free-plan key must be bound to one provider/model/feature")
-        secret, record = self.store.create_key(caller.workspace.workspace_id, bound=bound, name=name)
+        secret, record = self.store.create_key(workspace.workspace_id, bound=bound, name=name)
         return {"key": record.view(), "api_key": secret}
 
     @staticmethod
@@ -298,10 +303,10 @@ class WorkspaceService:
             raise invalid("bind", f"bind's parts must be text of at most these lengths: {caps} characters")
         return source
 
-    def change_key(self, caller: Caller, key_id: str, action: str) -> dict[str, Any]:
+    def change_key(self, workspace: WorkspaceState, key_id: str, action: str) -> dict[str, Any]:
         if action not in KEY_TRANSITIONS:
             raise not_found("action")
-        record = self.store.find_key(caller.workspace.workspace_id, check_key_id(key_id))
+        record = self.store.find_key(workspace.workspace_id, check_key_id(key_id))
         if record is None or record.kind != INGEST:
             raise not_found("key")
         return {"key": self.store.change_key_state(record.key_hash, action).view()}

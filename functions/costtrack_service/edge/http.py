@@ -1,5 +1,6 @@
 """What every costtrack route shares: JSON responses, the contract's error body, and
-the translation of domain failures into HTTP."""
+the translation of domain and store failures into HTTP (the one place that knows a store
+error's status code)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from costtrack_service.domain.errors import ApiError, unavailable
-from costtrack_service.domain.records import StoreUnavailable
+from costtrack_service.domain.store_errors import Conflict, NotFound, StoreUnavailable, TransitionRefused
 
 RETRY_AFTER_SECONDS = 1
 
@@ -75,6 +76,18 @@ def install_error_handlers(app: APIGatewayHttpResolver, logger: Logger) -> None:
     def _store_unavailable(error: StoreUnavailable) -> Response[str]:
         logger.warning("database unavailable", extra={"reason": str(error)})
         return error_response(app, unavailable(RETRY_AFTER_SECONDS))
+
+    @app.exception_handler(NotFound)
+    def _store_not_found(error: NotFound) -> Response[str]:
+        return error_response(app, ApiError("NOT_FOUND", str(error)))
+
+    @app.exception_handler(Conflict)
+    def _conflict(error: Conflict) -> Response[str]:
+        return error_response(app, ApiError("CONFLICT", str(error)))
+
+    @app.exception_handler(TransitionRefused)
+    def _transition_refused(error: TransitionRefused) -> Response[str]:
+        return error_response(app, ApiError("INVALID_KEY_TRANSITION", str(error)))
 
     @app.not_found
     def _not_found(_: NotFoundError) -> Response[str]:

@@ -23,7 +23,8 @@ from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.jsonlimits import MAX_JSON_DEPTH, too_deep
 from costtrack_service.domain.overrides_api import OverrideService
-from costtrack_service.domain.workspace_api import Caller, WorkspaceService, invalid
+from costtrack_service.domain.quota import WorkspaceState
+from costtrack_service.domain.workspace_api import WorkspaceService, invalid
 from costtrack_service.edge.http import install_error_handlers, json_response, request_body, request_headers
 
 logger = Logger(service="costtrack-api")
@@ -63,8 +64,9 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
     budgets = budgets or BudgetService(service.store)  # type: ignore[arg-type]
     install_error_handlers(app, logger)
 
-    def caller() -> Caller:
-        return service.authenticate(request_headers(app))
+    def caller() -> WorkspaceState:
+        """The workspace of the request's admin token: the only one its operations act on."""
+        return service.authenticate(request_headers(app)).workspace
 
     def params() -> dict[str, str]:
         return dict(app.current_event.query_string_parameters or {})
@@ -127,18 +129,14 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
     def post_key() -> Response[str]:
         who = caller()
         created = service.create_key(who, body())
-        logger.info(
-            "key created", extra={"workspace_id": who.workspace.workspace_id, "key_id": created["key"]["key_id"]}
-        )
+        logger.info("key created", extra={"workspace_id": who.workspace_id, "key_id": created["key"]["key_id"]})
         return json_response(201, created)
 
     @app.post("/v1/workspace/keys/<key_id>/<action>")
     def post_key_action(key_id: str, action: str) -> Response[str]:
         who = caller()
         changed = service.change_key(who, key_id, action)
-        logger.info(
-            "key changed", extra={"workspace_id": who.workspace.workspace_id, "key_id": key_id, "action": action}
-        )
+        logger.info("key changed", extra={"workspace_id": who.workspace_id, "key_id": key_id, "action": action})
         return json_response(200, changed)
 
     @app.get("/v1/workspace/price-overrides")
@@ -149,7 +147,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
     def post_override() -> Response[str]:
         who = caller()
         created = overrides.set(who, body())
-        logger.info("price override set", extra={"workspace_id": who.workspace.workspace_id})
+        logger.info("price override set", extra={"workspace_id": who.workspace_id})
         return json_response(200, created)
 
     @app.delete("/v1/workspace/price-overrides/<override_id>")
@@ -159,7 +157,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
     # -- budgets and alerts (README, "Budgets and alerts") --------------------------------
 
     def workspace_id() -> str:
-        return caller().workspace.workspace_id
+        return caller().workspace_id
 
     @app.get("/v1/workspace/budgets")
     def get_budgets() -> Response[str]:

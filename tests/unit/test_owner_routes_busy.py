@@ -1,0 +1,112 @@
+"""A throttled DynamoDB answers 503 with Retry-After on every family of the owners' API (keys,
+usage, prices, budgets and webhooks, statements), whichever of a route's calls it hits: the
+budgets and price stores' calls go through the same translation as the rest
+(``store.translate_errors``), never a 500."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from costtrack_service.domain.budgets_api import BudgetService
+from costtrack_service.domain.keys import ADMIN
+from costtrack_service.domain.quota import PAID
+from costtrack_service.domain.workspace_api import WorkspaceService
+from costtrack_service.edge.workspace import create_handler
+from costtrack_service.local.server import LambdaContext
+from costtrack_service.store import DynamoStore
+from tests.unit.test_store_unavailable import TRANSIENT, Throttle, dynamo  # noqa: F401 (dynamo: a fixture)
+
+TEMPLATE = json.loads((Path(__file__).resolve().parents[2] / "events" / "get-workspace-usage.json").read_text())
+LAST_MONTH = f"{datetime.now(UTC).year - 1}-12"
+
+
+def public_address(host: str, port: int) -> list[str]:
+    return ["93.184.216.34"]
+
+
+def request(method: str, path: str, token: str, query: dict[str, str] | None = None, body: object = None) -> Any:
+    event = json.loads(json.dumps(TEMPLATE))
+    event["rawPath"] = event["requestContext"]["http"]["path"] = path
+    event["requestContext"]["http"]["method"] = method
+    event["headers"]["authorization"] = f"Bearer {token}"
+    event["queryStringParameters"] = query or {}
+    event["rawQueryString"] = "&".join(f"{name}={value}" for name, value in (query or {}).items())
+    if body is not None:
+        event["body"] = json.dumps(body)
+        event["headers"]["content-type"] = "application/json"
+    return event
+
+
+# (family, method, path with {budget}/{webhook}/{override}/{key} filled from the set-up, query, body)
+ROUTES = [
+    ("keys", "GET", "/v1/workspace/keys", None, None),
+    ("keys", "POST", "/v1/workspace/keys", None, {"name": "busy"}),
+    ("keys", "POST", "/v1/workspace/keys/{key}/deactivate", None, None),
+    ("usage", "GET", "/v1/workspace/usage", {"group_by": "feature"}, None),
+    ("usage", "GET", "/v1/workspace/unknown-models", None, None),
+    ("pricing", "GET", "/v1/workspace/price-overrides", None, None),
+    ("pricing", "POST", "/v1/workspace/price-overrides", None, {"provider": "openai", "discount_percent": "10"}),
+    ("pricing", "DELETE", "/v1/workspace/price-overrides/{override}", None, None),
+    ("budgets", "GET", "/v1/workspace/budgets", None, None),
+    ("budgets", "POST", "/v1/workspace/budgets", None, {"amount": "10"}),
+    ("budgets", "PATCH", "/v1/workspace/budgets/{budget}", None, {"amount": "20"}),
+    ("budgets", "DELETE", "/v1/workspace/budgets/{budget}", None, None),
+    ("budgets", "GET", "/v1/workspace/webhooks", None, None),
+    ("budgets", "POST", "/v1/workspace/webhooks", None, {"url": "https://hooks.example.com/x"}),
+    ("budgets", "DELETE", "/v1/workspace/webhooks/{webhook}", None, None),
+    ("budgets", "GET", "/v1/workspace/webhook-deliveries", None, None),
+    ("statements", "GET", f"/v1/workspace/statements/{LAST_MONTH}", None, None),
+    ("statements", "GET", f"/v1/workspace/statements/{LAST_MONTH}", {"format": "csv", "by": "feature"}, None),
+]
+
+
+@pytest.mark.parametrize(("family", "method", "path", "query", "body"), ROUTES)
+def test_a_throttled_database_is_a_503_on_every_owners_route(
+    dynamo: DynamoStore,  # noqa: F811
+    family: str,
+    method: str,
+    path: str,
+    query: dict[str, str] | None,
+    body: object,
+) -> None:
+    workspace = dynamo.create_workspace("busy", tier=PAID, included_events=100)
+    _, key = dynamo.create_key(workspace.workspace_id)
+    token, _ = dynamo.create_key(workspace.workspace_id, kind=ADMIN)
+    budgets = BudgetService(dynamo, resolve=public_address)
+    owners = create_handler(WorkspaceService(dynamo), budgets)
+    ids = {"key": key.key_id}
+    for name, route, created, id_field in (
+        ("budget", "/v1/workspace/budgets", {"amount": "5"}, "budget_id"),
+        ("webhook", "/v1/workspace/webhooks", {"url": "https://hooks.example.com/y"}, "endpoint_id"),
+        ("override", "/v1/workspace/price-overrides", {"provider": "xai", "discount_percent": "5"}, "override_id"),
+    ):
+        answer = json.loads(owners(request("POST", route, token, body=created), LambdaContext("setup"))["body"])
+        ids[name] = answer[name][id_field]
+    path = path.format(**ids)
+
+    for start in range(200):  # more than any of these routes' calls (a usage report reads 32 shards)
+        # A fresh client and service each time: a cold function, so every call happens.
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        throttle = Throttle(start, TRANSIENT[start % len(TRANSIENT)])
+        client.meta.events.register("before-call.dynamodb", throttle)  # type: ignore[arg-type]
+        store = DynamoStore(client, dynamo.tables)
+        handler = create_handler(WorkspaceService(store), BudgetService(store, resolve=public_address))
+        result = handler(request(method, path, token, query, body), LambdaContext("busy"))
+        if not throttle.refused:
+            assert result["statusCode"] in (200, 201), (family, result["body"])
+            break  # every call of this route has been refused once
+        assert (result["statusCode"], json.loads(result["body"])["error"]["code"]) == (503, "UNAVAILABLE"), (
+            family,
+            start,
+            throttle.refused,
+            result["body"],
+        )
+        assert result["headers"]["Retry-After"] == "1"
+    else:
+        pytest.fail("the route never completed")
