@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
-from costtrack.validation import EventValidationError, ValidatedEvent, canonical_json, trim, validate_event
+from costtrack.validation import (
+    EventValidationError,
+    ValidatedEvent,
+    canonical_json,
+    trim,
+    validate_event,
+)
 from costtrack_service.domain.cost import Counts, counts_of
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.jsonlimits import MAX_JSON_DEPTH, too_deep
@@ -94,7 +100,10 @@ def resolve_feature(fields: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class UsageEvent:
-    """A validated event with every default applied: what gets priced and stored."""
+    """A validated event with every default applied: what gets priced and stored.
+
+    Its fields are the wire event's (``costtrack.validation.EVENT_FIELDS``, which a test holds
+    them to), declared here so type checkers see them; everything else derives from them."""
 
     provider: str
     model: str
@@ -131,7 +140,7 @@ class UsageEvent:
     def fields(self) -> dict[str, Any]:
         """The resolved event without absent fields (metadata shared, not copied: this is read
         for every event of a batch, and nothing writes to it)."""
-        return {name: value for name in _FIELD_NAMES if (value := getattr(self, name)) is not None}
+        return {name: value for name in USAGE_EVENT_FIELDS if (value := getattr(self, name)) is not None}
 
     def fingerprint(self) -> str:
         """Same event, same fingerprint: a retry matches its original even if it spelled a
@@ -139,28 +148,24 @@ class UsageEvent:
         return hashlib.sha256(canonical_json(self.fields()).encode("utf-8")).hexdigest()
 
 
-_FIELD_NAMES = tuple(field.name for field in dataclass_fields(UsageEvent))
+#: The event's fields in declaration order (the order of stored items and export columns).
+USAGE_EVENT_FIELDS = tuple(field.name for field in dataclass_fields(UsageEvent))
+#: What ``to_usage_event`` resolves; every other field is taken as validated.
+_RESOLVED = frozenset(("feature", "environment", "status", "total_tokens"))
+_AS_VALIDATED = tuple(name for name in USAGE_EVENT_FIELDS if name not in _RESOLVED)
+_COUNTED_IN_TOTAL = ("prompt_tokens", "completion_tokens", "reasoning_tokens")
 
 
 def to_usage_event(validated: ValidatedEvent) -> UsageEvent:
     fields = validated.fields
     total = fields.get("total_tokens")
     if total is None:
-        total = sum(fields.get(name) or 0 for name in ("prompt_tokens", "completion_tokens", "reasoning_tokens"))
+        total = sum(fields.get(name) or 0 for name in _COUNTED_IN_TOTAL)
+    as_validated: dict[str, Any] = {name: fields.get(name) for name in _AS_VALIDATED}
     return UsageEvent(
-        provider=fields["provider"],
-        model=fields["model"],
         feature=resolve_feature(fields),
         environment=fields.get("environment") or DEFAULT_ENVIRONMENT,
         status=fields.get("status", DEFAULT_STATUS),
         total_tokens=total,
-        customer_id=fields.get("customer_id"),
-        customer_name=fields.get("customer_name"),
-        prompt_tokens=fields.get("prompt_tokens"),
-        completion_tokens=fields.get("completion_tokens"),
-        reasoning_tokens=fields.get("reasoning_tokens"),
-        cached_input_tokens=fields.get("cached_input_tokens"),
-        cache_write_tokens=fields.get("cache_write_tokens"),
-        latency_ms=fields.get("latency_ms"),
-        metadata=fields.get("metadata"),
+        **as_validated,
     )
