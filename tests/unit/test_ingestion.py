@@ -19,7 +19,6 @@ from costtrack_service.domain.chunks import Chunk, ChunkRejected
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.events import validate
 from costtrack_service.domain.ingestion import (
-    IngestRequest,
     IngestResult,
     IngestService,
     IngestSettings,
@@ -29,6 +28,7 @@ from costtrack_service.domain.pricing import parse_entry
 from costtrack_service.domain.quota import FREE, PAID, Usage, WorkspaceState
 from costtrack_service.domain.records import StoreUnavailable
 from costtrack_service.domain.source import Source
+from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.memory_store import MemoryStore
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
@@ -85,7 +85,7 @@ class Harness:
         if idempotency_key is not None:
             all_headers["idempotency-key"] = idempotency_key
         body = event if isinstance(event, bytes) else json.dumps(event).encode()
-        return self.service.ingest(IngestRequest(headers=all_headers, body=body))
+        return ingest(self.service, IngestRequest(headers=all_headers, body=body))
 
     def error(self, *args: Any, **kwargs: Any) -> ApiError:
         with pytest.raises(ApiError) as raised:
@@ -646,7 +646,7 @@ def test_an_item_keeps_its_own_time_only_within_the_requests_month(
 ) -> None:
     """Fronts that know when a call happened (OTLP spans) pass it on; each month's allowance
     still pays only for events received in it."""
-    key = harness.service.authenticate({"authorization": f"Bearer {paid_key}"})
+    key = harness.service.authenticate(paid_key)
     item = Item("span-1", validate(GPT5_EVENT), received_at=own)
     (outcome,) = harness.service.accept(key, [item])
     assert outcome.record is not None

@@ -1,14 +1,14 @@
-"""From request bytes to a usage event with every default resolved (CONTRACT.md §3).
+"""From a request's JSON value to a usage event with every default resolved (CONTRACT.md §3).
 
 Field validation itself is ``costtrack.validation``, shared with the Python SDK; this module adds
-what only the service does: parse the body, check the Idempotency-Key header, resolve the
-feature, the environment and the total, and fingerprint the event for idempotency.
+what only the service does: check an idempotency key, resolve the feature, the environment and
+the total, and fingerprint the event for idempotency. Reading the body's bytes is the edge's
+(``edge/ingest_request.py``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from typing import Any
@@ -22,48 +22,18 @@ from costtrack.validation import (
 )
 from costtrack_service.domain.cost import Counts, counts_of
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.jsonlimits import MAX_JSON_DEPTH, too_deep
 from costtrack_service.domain.source import Source
 
+#: The largest single-event request body (a batch may be larger: ``batch.MAX_BATCH_BYTES``).
 MAX_BODY_BYTES = 64 * 1024
 MAX_IDEMPOTENCY_KEY_LENGTH = 255
 DEFAULT_FEATURE = "unknown"
 DEFAULT_ENVIRONMENT = "production"
 DEFAULT_STATUS = "success"
-#: Optional metadata key: how many of ``cache_write_tokens`` went to a one-hour cache, which
-#: Anthropic bills at its own (higher) rate. The wire event has no field for it, so it travels
-#: in metadata; the SDKs' Anthropic helpers fill it in.
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
 
 
 def invalid_payload(field: str, message: str, *, status: int = 400) -> ApiError:
     return ApiError("INVALID_PAYLOAD", message, details=[{"field": field, "message": message}], status=status)
-
-
-def parse_body(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> object:
-    """The request body as a JSON value. Too large → 413; not UTF-8 JSON → 400."""
-    if len(body) > max_bytes:
-        raise body_too_large(max_bytes)
-    try:
-        text = body.decode("utf-8")
-        # NaN and Infinity are not JSON, whatever Python's json module would accept.
-        value = json.loads(text, parse_constant=_reject_constant)
-    except UnicodeDecodeError:
-        raise invalid_payload("body", "the request body must be UTF-8 encoded JSON") from None
-    except RecursionError:
-        raise invalid_payload("body", f"the request body must not nest deeper than {MAX_JSON_DEPTH} levels") from None
-    except ValueError:
-        raise invalid_payload("body", "the request body is not valid JSON") from None
-    if too_deep(value):
-        raise invalid_payload("body", f"the request body must not nest deeper than {MAX_JSON_DEPTH} levels")
-    return value
-
-
-def body_too_large(max_bytes: int) -> ApiError:
-    return invalid_payload("body", f"the request body must be at most {max_bytes} bytes", status=413)
 
 
 def parse_idempotency_key(value: str | None) -> str | None:

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from costtrack_service import catalogue
 from costtrack_service.domain.allowance import Balances, Payment, plan_payment
-from costtrack_service.domain.batch import Item, read_submission
+from costtrack_service.domain.batch import Item, Submission
 from costtrack_service.domain.budget_watch import BudgetReader, BudgetWatch
 from costtrack_service.domain.cache import TTLCache
 from costtrack_service.domain.chunks import (
@@ -42,7 +42,7 @@ from costtrack_service.domain.chunks import (
 from costtrack_service.domain.errors import ApiError, unavailable
 from costtrack_service.domain.events import to_usage_event
 from costtrack_service.domain.ids import new_event_id
-from costtrack_service.domain.keys import KeyRecord, credential_from_headers, hash_secret, invalid_key, rejection_for
+from costtrack_service.domain.keys import KeyRecord, hash_secret, invalid_key, rejection_for
 from costtrack_service.domain.overrides import Override
 from costtrack_service.domain.pricebook import ProviderBook
 from costtrack_service.domain.pricer import Call, Pricer
@@ -107,13 +107,6 @@ class IngestSettings:
         """``COSTTRACK_EVENT_RETENTION_DAYS`` (set by the SAM template); defaults otherwise."""
         retention = env.get("COSTTRACK_EVENT_RETENTION_DAYS")
         return cls(event_retention_days=int(retention)) if retention else cls()
-
-
-@dataclass(frozen=True)
-class IngestRequest:
-    headers: Mapping[str, str]  # lower-case names
-    body: bytes
-    received_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -241,11 +234,10 @@ class IngestService:
 
     # -- the request --------------------------------------------------------------------
 
-    def ingest(self, request: IngestRequest) -> IngestResult:
-        """``POST /v1/events``: one event or a batch, answered as the API says."""
-        key = self.authenticate(request.headers)
-        submission = read_submission(request.body, request.headers)
-        outcomes = self.accept(key, submission.items, request.received_at)
+    def submit(self, key: KeyRecord, submission: Submission, received_at: datetime | None = None) -> IngestResult:
+        """``POST /v1/events`` once its key is known good: one event or a batch, answered as
+        the API says."""
+        outcomes = self.accept(key, submission.items, received_at)
         if submission.batch:
             return IngestResult({"results": [outcome.body() for outcome in outcomes]}, tuple(outcomes))
         outcome = outcomes[0]
@@ -255,9 +247,9 @@ class IngestService:
         headers = {"Idempotent-Replayed": "true"} if outcome.replayed else {}
         return IngestResult(outcome.record.response(replayed=outcome.replayed), (outcome,), headers=headers)
 
-    def authenticate(self, headers: Mapping[str, str]) -> KeyRecord:
-        """The request's ingestion key, or the 401/403 that refuses it (the first check)."""
-        secret = credential_from_headers(headers)
+    def authenticate(self, secret: str | None) -> KeyRecord:
+        """The request's ingestion key, or the 401 that refuses it (the first check). ``secret``
+        is what the request presented, ``None`` when it presented nothing that can be a key."""
         if secret is None:
             raise invalid_key()
         with self._store_errors():
