@@ -40,7 +40,8 @@ from botocore.exceptions import ClientError
 
 from costtrack import Tracker
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingestion import IngestService, IngestSettings
+from costtrack_service.domain.ingest_settings import IngestSettings
+from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.usage import TOTAL
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION

@@ -476,7 +476,7 @@ def test_many_warm_functions_spend_the_allowance_exactly(world: World, included:
 
 def on_shards(service: IngestService, shards: Sequence[int]) -> IngestService:
     """Make a function write to ``shards`` in turn (instead of from a random start)."""
-    service._next_shard = itertools.cycle(shards).__next__  # type: ignore[method-assign]
+    service.committer._next_shard = itertools.cycle(shards).__next__  # type: ignore[method-assign]
     return service
 
 

@@ -19,26 +19,7 @@ from costtrack_service.domain.visibility import Visibility
 from costtrack_service.store_items import event_from_item, event_to_item, from_item, to_item
 from tests.conftest import built_node_sdk
 
-#: The contract's event (CONTRACT.md §3, interface.md §2.1), written out once more, here only.
-CONTRACT_FIELDS = {
-    "provider",
-    "model",
-    "feature",
-    "customer_id",
-    "customer_name",
-    "environment",
-    "prompt_tokens",
-    "completion_tokens",
-    "total_tokens",
-    "reasoning_tokens",
-    "cached_input_tokens",
-    "cache_write_tokens",
-    "latency_ms",
-    "status",
-    "metadata",
-}
-
-#: An event with every field set, each to a value of its own.
+#: The contract's event (CONTRACT.md §3, interface.md §2.1), every field set to a value of its own.
 FULL_EVENT = {
     "provider": "openai",
     "model": "gpt-5",
@@ -59,8 +40,7 @@ FULL_EVENT = {
 
 
 def test_the_validator_table_is_the_contract() -> None:
-    assert EVENT_FIELDS == CONTRACT_FIELDS
-    assert set(FULL_EVENT) == CONTRACT_FIELDS
+    assert set(FULL_EVENT) == EVENT_FIELDS
     assert validate_event(FULL_EVENT).fields == FULL_EVENT
 
 

@@ -18,7 +18,8 @@ from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingestion import IngestResult, IngestService, IngestSettings
+from costtrack_service.domain.ingest_settings import IngestSettings
+from costtrack_service.domain.ingestion import IngestResult, IngestService
 from costtrack_service.edge.http import (
     error_response,
     install_error_handlers,

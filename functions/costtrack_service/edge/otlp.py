@@ -26,7 +26,8 @@ from typing import Any
 
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.events import invalid_payload
-from costtrack_service.domain.ingestion import IngestService, Outcome
+from costtrack_service.domain.ingest_commit import Outcome
+from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.keys import credential_from_headers
 from costtrack_service.domain.otlp_spans import SpanData, span_item
 from costtrack_service.edge.ingest_request import body_too_large, parse_body
