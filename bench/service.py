@@ -142,8 +142,9 @@ def store_client_cpu() -> dict[str, float]:
     from botocore.awsrequest import AWSResponse
 
     from costtrack_service.domain.chunks import Chunk, ChunkRejected
-    from costtrack_service.domain.ingestion import IngestRequest, IngestService
+    from costtrack_service.domain.ingestion import IngestService
     from costtrack_service.domain.quota import PAID, WorkspaceState
+    from costtrack_service.edge.ingest_request import IngestRequest, ingest
     from costtrack_service.memory_store import MemoryStore
     from costtrack_service.store import DynamoStore, dynamodb_client
     from costtrack_service.tables import TableNames
@@ -161,7 +162,7 @@ def store_client_cpu() -> dict[str, float]:
     service = IngestService(memory)
     for number in range(CPU_BATCHES // 2):
         batch = [{"idempotency_key": f"store-{number}-{n}", "event": EVENT} for n in range(100)]
-        service.ingest(IngestRequest({"authorization": f"Bearer {key}"}, json.dumps({"batch": batch}).encode()))
+        ingest(service, IngestRequest({"authorization": f"Bearer {key}"}, json.dumps({"batch": batch}).encode()))
 
     class EmptyReply:
         def stream(self, **_: Any) -> Any:
@@ -233,8 +234,9 @@ def dynamodb_costs() -> dict[str, float]:
     batches of 100 and one by one, recording what each transaction touches and costs."""
     import boto3
 
-    from costtrack_service.domain.ingestion import IngestRequest, IngestService
+    from costtrack_service.domain.ingestion import IngestService
     from costtrack_service.domain.quota import PAID
+    from costtrack_service.edge.ingest_request import IngestRequest
     from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
     from costtrack_service.local.item_size import item_size, write_units
     from costtrack_service.store import DynamoStore, dynamodb_client
@@ -309,17 +311,19 @@ def _key_of(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sender(service: Any, key: str, batch: int, request: Any) -> Any:
+    from costtrack_service.edge.ingest_request import ingest
+
     def send(number: int) -> None:
         if batch == 1:
             body = json.dumps(EVENT).encode()
-            answer = service.ingest(
-                request({"authorization": f"Bearer {key}", "idempotency-key": f"one-{number}"}, body)
+            answer = ingest(
+                service, request({"authorization": f"Bearer {key}", "idempotency-key": f"one-{number}"}, body)
             )
             if answer.status != 200:
                 raise RuntimeError(answer.body)
             return
         items = [{"idempotency_key": f"b-{number}-{n}", "event": EVENT} for n in range(batch)]
-        answer = service.ingest(request({"authorization": f"Bearer {key}"}, json.dumps({"batch": items}).encode()))
+        answer = ingest(service, request({"authorization": f"Bearer {key}"}, json.dumps({"batch": items}).encode()))
         if any(result["status"] != 200 for result in answer.body["results"]):
             raise RuntimeError(answer.body)
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import MISSING
+from dataclasses import fields as dataclass_fields
 from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
-from costtrack_service.domain.events import UsageEvent
+from costtrack.validation import INTEGER_FIELDS
+from costtrack_service.domain.events import USAGE_EVENT_FIELDS, UsageEvent
 from costtrack_service.domain.keys import INGEST, KeyRecord, KeyState
 from costtrack_service.domain.pricing import model_key
 from costtrack_service.domain.quota import Charge, WorkspaceState
@@ -21,14 +24,11 @@ from costtrack_service.domain.visibility import Visibility
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
-_USAGE_FIELDS = (
-    "prompt_tokens",
-    "completion_tokens",
-    "reasoning_tokens",
-    "cached_input_tokens",
-    "cache_write_tokens",
-    "latency_ms",
-)
+#: The event's fields as item attributes: all but ``metadata``, which is stored as JSON text.
+_EVENT_ATTRIBUTES = tuple(name for name in USAGE_EVENT_FIELDS if name != "metadata")
+_INTEGER_ATTRIBUTES = frozenset(INTEGER_FIELDS)
+#: The fields every stored event has (no default in ``UsageEvent``).
+_REQUIRED_ATTRIBUTES = frozenset(field.name for field in dataclass_fields(UsageEvent) if field.default is MISSING)
 
 
 def event_item_key(workspace_id: str, event_key: str) -> dict[str, Any]:
@@ -135,15 +135,7 @@ def event_to_item(record: EventRecord) -> dict[str, Any]:
         "idempotency_key": record.idempotency_key,
         "key_id": record.key_id,
         "received_at": record.received_at,
-        "provider": event.provider,
-        "model": event.model,
-        "feature": event.feature,
-        "environment": event.environment,
-        "status": event.status,
-        "customer_id": event.customer_id,
-        "customer_name": event.customer_name,
-        "total_tokens": event.total_tokens,
-        **{name: getattr(event, name) for name in _USAGE_FIELDS},
+        **{name: getattr(event, name) for name in _EVENT_ATTRIBUTES},
         # Kept as the JSON text it arrived as: DynamoDB maps would turn floats into decimals
         # and refuse empty keys.
         "metadata": json.dumps(event.metadata, separators=(",", ":"), ensure_ascii=False) if event.metadata else None,
@@ -175,6 +167,13 @@ def event_to_item(record: EventRecord) -> dict[str, Any]:
     return item
 
 
+def _event_attribute(item: Mapping[str, Any], name: str) -> Any:
+    """An event field from its item: a missing required one is a KeyError (a broken item), and
+    counts come back from DynamoDB's numbers (Decimal) as ints."""
+    value = item[name] if name in _REQUIRED_ATTRIBUTES else item.get(name)
+    return int(value) if value is not None and name in _INTEGER_ATTRIBUTES else value
+
+
 def event_from_item(item: Mapping[str, Any]) -> EventRecord:
     def optional_int(name: str) -> int | None:
         value = item.get(name)
@@ -182,16 +181,8 @@ def event_from_item(item: Mapping[str, Any]) -> EventRecord:
 
     metadata = item.get("metadata")
     event = UsageEvent(
-        provider=item["provider"],
-        model=item["model"],
-        feature=item["feature"],
-        environment=item["environment"],
-        status=item["status"],
-        total_tokens=int(item["total_tokens"]),
-        customer_id=item.get("customer_id"),
-        customer_name=item.get("customer_name"),
         metadata=json.loads(metadata) if metadata else None,
-        **{name: optional_int(name) for name in _USAGE_FIELDS},
+        **{name: _event_attribute(item, name) for name in _EVENT_ATTRIBUTES},
     )
     rates = item.get("rates")
     return EventRecord(

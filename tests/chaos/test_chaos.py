@@ -40,8 +40,10 @@ from botocore.exceptions import ClientError
 
 from costtrack import Tracker
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingestion import IngestRequest, IngestService, IngestSettings
+from costtrack_service.domain.ingest_settings import IngestSettings
+from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.usage import TOTAL
+from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION
 from costtrack_service.store import DynamoStore, dynamodb_client
 from costtrack_service.tables import TableNames
@@ -399,7 +401,7 @@ def test_injected_transaction_conflicts(local_stack: Any, workspace_factory: Any
         body = json.dumps({**EVENT, "customer_id": f"c-{n}"}).encode()
         request = IngestRequest({"authorization": f"Bearer {key}", "idempotency-key": f"conflict-{n}"}, body)
         try:
-            service.ingest(request)
+            ingest(service, request)
         except ApiError as error:
             return error.status, {"code": error.code, **error.headers}
         return 200, {}

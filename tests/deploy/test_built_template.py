@@ -25,10 +25,11 @@ from moto import mock_aws
 from costtrack_service.budget_jobs import Alerts, AlertSettings
 from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingestion import IngestRequest, IngestService
+from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.overrides_api import OverrideService
 from costtrack_service.domain.quota import PAID
 from costtrack_service.domain.workspace_api import WorkspaceService
+from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.store import DynamoStore
 from costtrack_service.tables import TABLES, TableNames
 
@@ -201,7 +202,7 @@ def ingestion_calls() -> dict[str, set[str]]:
         def send(key: str) -> None:
             body = json.dumps({"provider": "openai", "model": "gpt-5-2025-08-07", "prompt_tokens": 5}).encode()
             with contextlib.suppress(ApiError):  # refusals are part of the path being recorded
-                service.ingest(IngestRequest({"authorization": f"Bearer {secret}", "idempotency-key": key}, body))
+                ingest(service, IngestRequest({"authorization": f"Bearer {secret}", "idempotency-key": key}, body))
 
         for key in ("a", "a", "b", "a"):  # accept, replay, refuse (quota), replay at exhaustion
             send(key)
@@ -220,10 +221,10 @@ def api_calls() -> dict[str, set[str]]:
         workspace = admin.create_workspace("iam", tier=PAID, included_events=10)
         secret, _ = admin.create_key(workspace.workspace_id)
         token, _ = admin.create_key(workspace.workspace_id, kind="admin")
-        ingest = IngestService(admin)
+        ingestion = IngestService(admin)
         for n in range(3):
             body = json.dumps({"provider": "openai", "model": "gpt-x", "feature": f"f{n}", "customer_id": "c"}).encode()
-            ingest.ingest(IngestRequest({"authorization": f"Bearer {secret}"}, body))
+            ingest(ingestion, IngestRequest({"authorization": f"Bearer {secret}"}, body))
 
         service = WorkspaceService(
             DynamoStore(recorder.attach(boto3.client("dynamodb", region_name="us-east-1")), names)

@@ -103,11 +103,13 @@ def export_calls() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
         now = datetime.now(UTC)
         stale = f"{DEFAULT_PREFIX}workspace_id={workspace.workspace_id}/day={now.date()}/old.gz"
         s3.put_object(Bucket="export", Key=stale, Body=b"")
-        from costtrack_service.domain.ingestion import IngestRequest, IngestService
+        from costtrack_service.domain.ingestion import IngestService
+        from costtrack_service.edge.ingest_request import IngestRequest, ingest
 
         secret, _ = admin.create_key(workspace.workspace_id)
-        IngestService(admin).ingest(
-            IngestRequest({"authorization": f"Bearer {secret}"}, b'{"provider":"openai","model":"gpt-5"}')
+        ingest(
+            IngestService(admin),
+            IngestRequest({"authorization": f"Bearer {secret}"}, b'{"provider":"openai","model":"gpt-5"}'),
         )
         client = recorder.attach(boto3.client("dynamodb", region_name="us-east-1"))
         watched = boto3.client("s3", region_name="us-east-1")

@@ -18,8 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from costtrack_service.domain.ingestion import IngestRequest, IngestService
+from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.keys import ADMIN, hash_secret
+from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION
 from costtrack_service.store import DynamoStore, dynamodb_client
 from costtrack_service.tables import TableNames
@@ -304,7 +305,7 @@ def test_a_warm_function_reads_nothing_per_accepted_event(local_stack: Any, work
 
     def send(n: int) -> None:
         body = json.dumps({**EVENT, "customer_id": f"c{n}"}).encode()
-        service.ingest(IngestRequest({"authorization": f"Bearer {key}", "idempotency-key": f"m-{n}"}, body))
+        ingest(service, IngestRequest({"authorization": f"Bearer {key}", "idempotency-key": f"m-{n}"}, body))
 
     send(0)  # the cold start reads the key, the plan and the prices, and notes the key's use
     assert (calls["GetItem"], calls["TransactWriteItems"], calls["UpdateItem"]) == (2, 1, 1)

@@ -26,12 +26,13 @@ from costtrack_service.domain.batch import MAX_BATCH_BYTES, MAX_BATCH_ITEMS
 from costtrack_service.domain.chunks import MAX_TRANSACTION_ITEMS, Chunk, ChunkRejected
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.events import MAX_BODY_BYTES
-from costtrack_service.domain.ingestion import IngestRequest, IngestResult, IngestService
+from costtrack_service.domain.ingestion import IngestResult, IngestService
 from costtrack_service.domain.quota import FREE, PAID, Charge, Usage, WorkspaceState
 from costtrack_service.domain.records import EventRecord, StoreUnavailable
 from costtrack_service.domain.shards import SHARDS
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.usage import GROUPINGS, HIDDEN, TOTAL, dimensions_for, report, rollup_deltas, summarize
+from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.memory_store import MemoryStore
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
@@ -74,7 +75,7 @@ class World:
 
 def post(service: IngestService, key: str, body: Any, **headers: str) -> IngestResult:
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return service.ingest(IngestRequest({"authorization": f"Bearer {key}", **headers}, raw))
+    return ingest(service, IngestRequest({"authorization": f"Bearer {key}", **headers}, raw))
 
 
 def refused(service: IngestService, key: str, body: Any, **headers: str) -> ApiError:
@@ -475,7 +476,7 @@ def test_many_warm_functions_spend_the_allowance_exactly(world: World, included:
 
 def on_shards(service: IngestService, shards: Sequence[int]) -> IngestService:
     """Make a function write to ``shards`` in turn (instead of from a random start)."""
-    service._next_shard = itertools.cycle(shards).__next__  # type: ignore[method-assign]
+    service.committer._next_shard = itertools.cycle(shards).__next__  # type: ignore[method-assign]
     return service
 
 
@@ -668,7 +669,7 @@ def test_an_event_of_last_month_after_the_month_moved_on_is_not_a_503() -> None:
     )
     calls = store.calls
     try:
-        answer = statuses(world.function().ingest(late))[0]
+        answer = statuses(ingest(world.function(), late))[0]
     except ApiError as error:
         answer = error.status
     assert answer in (200, 429) and store.calls - calls <= 2  # actually 503 after 25 rejected writes

@@ -23,7 +23,7 @@ from costtrack_service.domain.budgets import (
     spend,
     window,
 )
-from costtrack_service.domain.ingestion import IngestRequest, IngestService
+from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.quota import PAID, WorkspaceState
 from costtrack_service.domain.records import BUDGET_EXCEEDED
 from costtrack_service.domain.usage import Counts, RollupKey
@@ -35,6 +35,7 @@ from costtrack_service.domain.webhooks import (
     next_attempt_at,
     signature_header,
 )
+from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.memory_store import MemoryStore
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
@@ -235,7 +236,7 @@ def test_events_of_an_exceeded_budget_carry_the_warning_and_are_still_counted() 
     def send(feature: str, key: str) -> dict[str, Any]:
         body = json.dumps({"provider": "openai", "model": "gpt-5", "feature": feature, "prompt_tokens": 10})
         headers = {"authorization": f"Bearer {secret}", "idempotency-key": key}
-        return service.ingest(IngestRequest(headers, body.encode())).body
+        return ingest(service, IngestRequest(headers, body.encode())).body
 
     assert send("chat", "a")["warnings"] == []  # no budgets yet (and that is cached for a while)
     store.budgets["ws_1"] = [chat, other, later]

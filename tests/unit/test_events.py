@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.events import (
     MAX_BODY_BYTES,
-    parse_body,
     parse_idempotency_key,
     to_usage_event,
     validate,
 )
+from costtrack_service.edge.ingest_request import parse_body
 from tests.conftest import vectors_for
 
 

@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.events import parse_body
 from costtrack_service.domain.ingestion import EventRecord
 from costtrack_service.domain.jsonlimits import MAX_JSON_DEPTH, json_depth
 from costtrack_service.domain.quota import PAID, WorkspaceState
@@ -36,6 +35,7 @@ from costtrack_service.domain.workspace_api import (
     event_filters,
 )
 from costtrack_service.edge.http import json_text
+from costtrack_service.edge.ingest_request import parse_body
 
 EMOJI = "\U0001f600"  # four bytes in UTF-8
 TODAY = date(2026, 11, 22)

@@ -11,11 +11,12 @@ from decimal import Decimal
 from costtrack_service import catalogue
 from costtrack_service.domain import ids
 from costtrack_service.domain.cost import counts_of
-from costtrack_service.domain.ingestion import IngestRequest, IngestService
+from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.overrides import Override
 from costtrack_service.domain.pricer import Call, Pricer
 from costtrack_service.domain.quota import PAID, WorkspaceState
 from costtrack_service.domain.usage import rollup_deltas, summed_deltas
+from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.memory_store import MemoryStore
 
 AT = datetime(2026, 11, 22, 12, tzinfo=UTC)
@@ -106,7 +107,7 @@ def test_rollups_summed_per_chunk_equal_the_sum_of_each_events() -> None:
         for n in range(100)
     ]
     body = json.dumps({"batch": batch}).encode()
-    result = service.ingest(IngestRequest({"authorization": f"Bearer {key}"}, body))
+    result = ingest(service, IngestRequest({"authorization": f"Bearer {key}"}, body))
     records = [outcome.record for outcome in result.outcomes if outcome.record is not None]
     assert len(records) == 100
     expected: dict[object, list[Decimal | int]] = {}

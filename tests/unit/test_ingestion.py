@@ -18,17 +18,14 @@ from costtrack_service.domain.batch import Item
 from costtrack_service.domain.chunks import Chunk, ChunkRejected
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.events import validate
-from costtrack_service.domain.ingestion import (
-    IngestRequest,
-    IngestResult,
-    IngestService,
-    IngestSettings,
-)
+from costtrack_service.domain.ingest_settings import IngestSettings
+from costtrack_service.domain.ingestion import IngestResult, IngestService
 from costtrack_service.domain.keys import KeyState
 from costtrack_service.domain.pricing import parse_entry
 from costtrack_service.domain.quota import FREE, PAID, Usage, WorkspaceState
 from costtrack_service.domain.records import StoreUnavailable
 from costtrack_service.domain.source import Source
+from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.memory_store import MemoryStore
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
@@ -85,7 +82,7 @@ class Harness:
         if idempotency_key is not None:
             all_headers["idempotency-key"] = idempotency_key
         body = event if isinstance(event, bytes) else json.dumps(event).encode()
-        return self.service.ingest(IngestRequest(headers=all_headers, body=body))
+        return ingest(self.service, IngestRequest(headers=all_headers, body=body))
 
     def error(self, *args: Any, **kwargs: Any) -> ApiError:
         with pytest.raises(ApiError) as raised:
@@ -177,7 +174,7 @@ def test_price_changes_never_reprice_history(harness: Harness, paid_key: str) ->
             catalogue.registry(),
         )
     )
-    harness.service._books.clear()
+    harness.service.reads._books.clear()
     harness.now = datetime(2026, 12, 2, tzinfo=UTC)
     second = harness.send(paid_key, GPT5_EVENT, "after").body
     assert (first["cost"], second["cost"]) == ("0.0335", "0.067")
@@ -503,12 +500,12 @@ def test_a_stale_cached_allowance_is_corrected_by_the_write(harness: Harness) ->
     says there is some to lease; the conditional write says otherwise and nothing is overspent."""
     workspace_id = harness.workspace(included=2)
     key = harness.key(workspace_id)
-    assert harness.service._workspace(workspace_id).included_leased == 0  # read and cached: none leased
+    assert harness.service.reads.workspace(workspace_id).included_leased == 0  # read and cached: none leased
     other = Harness(harness.store)  # another warm function
     other.send(key, idempotency_key="one")
     other.send(key, idempotency_key="two")
     assert harness.store.workspaces[workspace_id].included_leased == 2
-    assert harness.service._workspace(workspace_id).included_leased == 0  # this function's stale view
+    assert harness.service.reads.workspace(workspace_id).included_leased == 0  # this function's stale view
     assert harness.error(key, idempotency_key="next").code == "QUOTA_EXCEEDED"
     assert harness.usage(workspace_id).included_used == 2
     assert len(harness.store.events) == 2
@@ -646,7 +643,7 @@ def test_an_item_keeps_its_own_time_only_within_the_requests_month(
 ) -> None:
     """Fronts that know when a call happened (OTLP spans) pass it on; each month's allowance
     still pays only for events received in it."""
-    key = harness.service.authenticate({"authorization": f"Bearer {paid_key}"})
+    key = harness.service.authenticate(paid_key)
     item = Item("span-1", validate(GPT5_EVENT), received_at=own)
     (outcome,) = harness.service.accept(key, [item])
     assert outcome.record is not None

@@ -1,4 +1,5 @@
-"""Reading ``POST /v1/events``: one event, or a batch of them (CONTRACT.md §9).
+"""What ``POST /v1/events`` carries: one event, or a batch of them (CONTRACT.md §9), read
+from the body's JSON value (``edge/ingest_request.py`` parses the bytes).
 
 A batch is ``{"batch": [{"idempotency_key": "…", "event": {…}}, …]}``: 1 to 100 items, at most
 1 MiB. What is wrong with the request as a whole (its size, its shape, an ``Idempotency-Key``
@@ -8,20 +9,12 @@ that does not validate) is that item's own 400, and the others go on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from costtrack.validation import ValidatedEvent
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.events import (
-    MAX_BODY_BYTES,
-    body_too_large,
-    invalid_payload,
-    parse_body,
-    parse_idempotency_key,
-    validate,
-)
+from costtrack_service.domain.events import invalid_payload, parse_idempotency_key, validate
 
 MAX_BATCH_ITEMS = 100
 MAX_BATCH_BYTES = 1024 * 1024
@@ -45,15 +38,17 @@ class Submission:
     batch: bool
 
 
-def read_submission(body: bytes, headers: Mapping[str, str]) -> Submission:
-    """The request's items, or an ApiError for the request as a whole (400 or 413)."""
-    value = parse_body(body, MAX_BATCH_BYTES)
-    header_key = headers.get("idempotency-key")
-    if not (isinstance(value, dict) and BATCH in value):
-        if len(body) > MAX_BODY_BYTES:
-            raise body_too_large(MAX_BODY_BYTES)
+def is_batch(value: object) -> bool:
+    return isinstance(value, dict) and BATCH in value
+
+
+def submission_of(value: object, header_key: str | None) -> Submission:
+    """The request's items from its body's JSON value and its ``Idempotency-Key`` header (for
+    a single event), or an ApiError for the request as a whole (400)."""
+    if not is_batch(value):
         idempotency_key = parse_idempotency_key(header_key)
         return Submission((Item(idempotency_key, validate(value)),), batch=False)
+    assert isinstance(value, dict)
 
     if header_key is not None:
         raise invalid_payload(

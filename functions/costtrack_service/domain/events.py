@@ -1,63 +1,39 @@
-"""From request bytes to a usage event with every default resolved (CONTRACT.md §3).
+"""From a request's JSON value to a usage event with every default resolved (CONTRACT.md §3).
 
 Field validation itself is ``costtrack.validation``, shared with the Python SDK; this module adds
-what only the service does: parse the body, check the Idempotency-Key header, resolve the
-feature, the environment and the total, and fingerprint the event for idempotency.
+what only the service does: check an idempotency key, resolve the feature, the environment and
+the total, and fingerprint the event for idempotency. Reading the body's bytes is the edge's
+(``edge/ingest_request.py``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
-from costtrack.validation import EventValidationError, ValidatedEvent, canonical_json, trim, validate_event
+from costtrack.validation import (
+    EventValidationError,
+    ValidatedEvent,
+    canonical_json,
+    trim,
+    validate_event,
+)
 from costtrack_service.domain.cost import Counts, counts_of
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.jsonlimits import MAX_JSON_DEPTH, too_deep
 from costtrack_service.domain.source import Source
 
+#: The largest single-event request body (a batch may be larger: ``batch.MAX_BATCH_BYTES``).
 MAX_BODY_BYTES = 64 * 1024
 MAX_IDEMPOTENCY_KEY_LENGTH = 255
 DEFAULT_FEATURE = "unknown"
 DEFAULT_ENVIRONMENT = "production"
 DEFAULT_STATUS = "success"
-#: Optional metadata key: how many of ``cache_write_tokens`` went to a one-hour cache, which
-#: Anthropic bills at its own (higher) rate. The wire event has no field for it, so it travels
-#: in metadata; the SDKs' Anthropic helpers fill it in.
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
 
 
 def invalid_payload(field: str, message: str, *, status: int = 400) -> ApiError:
     return ApiError("INVALID_PAYLOAD", message, details=[{"field": field, "message": message}], status=status)
-
-
-def parse_body(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> object:
-    """The request body as a JSON value. Too large → 413; not UTF-8 JSON → 400."""
-    if len(body) > max_bytes:
-        raise body_too_large(max_bytes)
-    try:
-        text = body.decode("utf-8")
-        # NaN and Infinity are not JSON, whatever Python's json module would accept.
-        value = json.loads(text, parse_constant=_reject_constant)
-    except UnicodeDecodeError:
-        raise invalid_payload("body", "the request body must be UTF-8 encoded JSON") from None
-    except RecursionError:
-        raise invalid_payload("body", f"the request body must not nest deeper than {MAX_JSON_DEPTH} levels") from None
-    except ValueError:
-        raise invalid_payload("body", "the request body is not valid JSON") from None
-    if too_deep(value):
-        raise invalid_payload("body", f"the request body must not nest deeper than {MAX_JSON_DEPTH} levels")
-    return value
-
-
-def body_too_large(max_bytes: int) -> ApiError:
-    return invalid_payload("body", f"the request body must be at most {max_bytes} bytes", status=413)
 
 
 def parse_idempotency_key(value: str | None) -> str | None:
@@ -94,7 +70,10 @@ def resolve_feature(fields: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class UsageEvent:
-    """A validated event with every default applied: what gets priced and stored."""
+    """A validated event with every default applied: what gets priced and stored.
+
+    Its fields are the wire event's (``costtrack.validation.EVENT_FIELDS``, which a test holds
+    them to), declared here so type checkers see them; everything else derives from them."""
 
     provider: str
     model: str
@@ -131,7 +110,7 @@ class UsageEvent:
     def fields(self) -> dict[str, Any]:
         """The resolved event without absent fields (metadata shared, not copied: this is read
         for every event of a batch, and nothing writes to it)."""
-        return {name: value for name in _FIELD_NAMES if (value := getattr(self, name)) is not None}
+        return {name: value for name in USAGE_EVENT_FIELDS if (value := getattr(self, name)) is not None}
 
     def fingerprint(self) -> str:
         """Same event, same fingerprint: a retry matches its original even if it spelled a
@@ -139,28 +118,24 @@ class UsageEvent:
         return hashlib.sha256(canonical_json(self.fields()).encode("utf-8")).hexdigest()
 
 
-_FIELD_NAMES = tuple(field.name for field in dataclass_fields(UsageEvent))
+#: The event's fields in declaration order (the order of stored items and export columns).
+USAGE_EVENT_FIELDS = tuple(field.name for field in dataclass_fields(UsageEvent))
+#: What ``to_usage_event`` resolves; every other field is taken as validated.
+_RESOLVED = frozenset(("feature", "environment", "status", "total_tokens"))
+_AS_VALIDATED = tuple(name for name in USAGE_EVENT_FIELDS if name not in _RESOLVED)
+_COUNTED_IN_TOTAL = ("prompt_tokens", "completion_tokens", "reasoning_tokens")
 
 
 def to_usage_event(validated: ValidatedEvent) -> UsageEvent:
     fields = validated.fields
     total = fields.get("total_tokens")
     if total is None:
-        total = sum(fields.get(name) or 0 for name in ("prompt_tokens", "completion_tokens", "reasoning_tokens"))
+        total = sum(fields.get(name) or 0 for name in _COUNTED_IN_TOTAL)
+    as_validated: dict[str, Any] = {name: fields.get(name) for name in _AS_VALIDATED}
     return UsageEvent(
-        provider=fields["provider"],
-        model=fields["model"],
         feature=resolve_feature(fields),
         environment=fields.get("environment") or DEFAULT_ENVIRONMENT,
         status=fields.get("status", DEFAULT_STATUS),
         total_tokens=total,
-        customer_id=fields.get("customer_id"),
-        customer_name=fields.get("customer_name"),
-        prompt_tokens=fields.get("prompt_tokens"),
-        completion_tokens=fields.get("completion_tokens"),
-        reasoning_tokens=fields.get("reasoning_tokens"),
-        cached_input_tokens=fields.get("cached_input_tokens"),
-        cache_write_tokens=fields.get("cache_write_tokens"),
-        latency_ms=fields.get("latency_ms"),
-        metadata=fields.get("metadata"),
+        **as_validated,
     )

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from costtrack.validation import INTEGER_FIELDS
+from costtrack_service.domain.events import USAGE_EVENT_FIELDS
 from costtrack_service.domain.records import EventRecord
 
 #: Lines per object: a bounded piece of memory in the function, and objects of a few MB.
@@ -40,20 +42,8 @@ _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("event_id", "string"),
     ("received_at", "string"),
-    ("provider", "string"),
-    ("model", "string"),
-    ("feature", "string"),
-    ("environment", "string"),
-    ("status", "string"),
-    ("total_tokens", "bigint"),
-    ("customer_id", "string"),
-    ("customer_name", "string"),
-    ("prompt_tokens", "bigint"),
-    ("completion_tokens", "bigint"),
-    ("reasoning_tokens", "bigint"),
-    ("cached_input_tokens", "bigint"),
-    ("cache_write_tokens", "bigint"),
-    ("latency_ms", "bigint"),
+    # The event's fields but metadata (``metadata_json`` below), in their declared order.
+    *((name, "bigint" if name in INTEGER_FIELDS else "string") for name in USAGE_EVENT_FIELDS if name != "metadata"),
     ("cost", "string"),
     ("currency", "string"),
     ("pricing_status", "string"),

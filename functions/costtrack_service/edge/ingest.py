@@ -25,7 +25,8 @@ from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingestion import IngestRequest, IngestResult, IngestService, IngestSettings
+from costtrack_service.domain.ingest_settings import IngestSettings
+from costtrack_service.domain.ingestion import IngestResult, IngestService
 from costtrack_service.edge.http import (
     error_response,
     install_error_handlers,
@@ -33,6 +34,7 @@ from costtrack_service.edge.http import (
     request_body,
     request_headers,
 )
+from costtrack_service.edge.ingest_request import IngestRequest, ingest
 
 logger = Logger(service="costtrack-ingest")
 
@@ -50,7 +52,7 @@ def build_app(service: IngestService, metrics: EphemeralMetrics) -> APIGatewayHt
     @app.post("/v1/events")
     def post_event() -> Response[str]:
         try:
-            result = service.ingest(IngestRequest(headers=request_headers(app), body=request_body(app)))
+            result = ingest(service, IngestRequest(headers=request_headers(app), body=request_body(app)))
         except ApiError as error:
             metrics.add_dimension(name="code", value=error.code)
             metrics.add_metric(name="EventsRejected", unit=MetricUnit.Count, value=1)

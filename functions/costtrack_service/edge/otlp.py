@@ -25,9 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.events import body_too_large, invalid_payload, parse_body
-from costtrack_service.domain.ingestion import IngestService, Outcome
+from costtrack_service.domain.events import invalid_payload
+from costtrack_service.domain.ingest_commit import Outcome
+from costtrack_service.domain.ingestion import IngestService
+from costtrack_service.domain.keys import credential_from_headers
 from costtrack_service.domain.otlp_spans import SpanData, span_item
+from costtrack_service.edge.ingest_request import body_too_large, parse_body
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -53,7 +56,7 @@ def export(service: IngestService, headers: Mapping[str, str], body: bytes) -> O
     media = _media_type(headers)
     reply_as = media if media in (PROTOBUF, JSON) else JSON
     try:
-        key = service.authenticate(headers)
+        key = service.authenticate(credential_from_headers(headers))
         if media not in (PROTOBUF, JSON):
             raise ApiError(
                 "INVALID_PAYLOAD", f"Content-Type must be {PROTOBUF} or {JSON}, not {media or 'absent'}", status=415

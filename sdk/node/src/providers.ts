@@ -21,7 +21,7 @@
 // missing (such as the model) through onError.
 
 import type { TrackOptions } from "./types.js";
-import { PRICING_CONTEXT_MAX, PRICING_COUNT_PARENTS, WIRE_NAMES, codePointLength, exceededParent, hasLoneSurrogate } from "./validation.js";
+import { PRICING_CONTEXT_MAX, NODE_NAMES, PRICING_COUNT_PARENTS, codePointLength, exceededParent, hasLoneSurrogate } from "./validation.js";
 
 type Count = number | null | undefined;
 type Text = string | null | undefined;
@@ -285,8 +285,6 @@ function build(base: Fields, found: Found, extra: HelperOptions | undefined): Tr
   }
   return result as unknown as TrackOptions;
 }
-
-const NODE_NAMES: ReadonlyMap<string, string> = new Map([...WIRE_NAMES].map(([node, wire]) => [wire, node]));
 
 function safely(provider: string | undefined, base: () => [Fields, Found], extra: HelperOptions | undefined): TrackOptions {
   let fields: Fields;

@@ -6,6 +6,7 @@
 // write camelCase, so errors name camelCase fields, and the cleaned event carries wire names.
 
 import { EventValidationError, type FieldError } from "./errors.js";
+import type { TrackOptions } from "./types.js";
 
 export const METADATA_MAX_BYTES = 8192;
 export const STATUSES: readonly string[] = Object.freeze(["success", "error", "timeout", "cancelled"]);
@@ -92,29 +93,34 @@ type Rule =
   | { readonly kind: "status"; readonly wire: string }
   | { readonly kind: "metadata"; readonly wire: string };
 
-// A Map, not an object literal: event keys such as "__proto__" or "constructor" must not hit
-// Object.prototype.
-const RULES: ReadonlyMap<string, Rule> = new Map<string, Rule>([
-  ["provider", { kind: "string", wire: "provider", max: 64, required: true, trimmed: true }],
-  ["model", { kind: "string", wire: "model", max: 200, required: true, trimmed: true }],
-  ["feature", { kind: "string", wire: "feature", max: 200, required: false, trimmed: true }],
-  ["customerId", { kind: "string", wire: "customer_id", max: 256, required: false, trimmed: false }],
-  ["customerName", { kind: "string", wire: "customer_name", max: 256, required: false, trimmed: false }],
-  ["environment", { kind: "string", wire: "environment", max: 64, required: false, trimmed: true }],
-  ["promptTokens", { kind: "integer", wire: "prompt_tokens" }],
-  ["completionTokens", { kind: "integer", wire: "completion_tokens" }],
-  ["totalTokens", { kind: "integer", wire: "total_tokens" }],
-  ["reasoningTokens", { kind: "integer", wire: "reasoning_tokens" }],
-  ["cachedInputTokens", { kind: "integer", wire: "cached_input_tokens" }],
-  ["cacheWriteTokens", { kind: "integer", wire: "cache_write_tokens" }],
-  ["latencyMs", { kind: "integer", wire: "latency_ms" }],
-  ["status", { kind: "status", wire: "status" }],
-  ["metadata", { kind: "metadata", wire: "metadata" }],
-]);
+// The event's fields, the one place Node lists them: keyed by `TrackOptions`' own property
+// names, so the compiler rejects a field that the type has and this table lacks, or the reverse.
+const FIELD_RULES: { readonly [Field in keyof TrackOptions]-?: Rule } = {
+  provider: { kind: "string", wire: "provider", max: 64, required: true, trimmed: true },
+  model: { kind: "string", wire: "model", max: 200, required: true, trimmed: true },
+  feature: { kind: "string", wire: "feature", max: 200, required: false, trimmed: true },
+  customerId: { kind: "string", wire: "customer_id", max: 256, required: false, trimmed: false },
+  customerName: { kind: "string", wire: "customer_name", max: 256, required: false, trimmed: false },
+  environment: { kind: "string", wire: "environment", max: 64, required: false, trimmed: true },
+  promptTokens: { kind: "integer", wire: "prompt_tokens" },
+  completionTokens: { kind: "integer", wire: "completion_tokens" },
+  totalTokens: { kind: "integer", wire: "total_tokens" },
+  reasoningTokens: { kind: "integer", wire: "reasoning_tokens" },
+  cachedInputTokens: { kind: "integer", wire: "cached_input_tokens" },
+  cacheWriteTokens: { kind: "integer", wire: "cache_write_tokens" },
+  latencyMs: { kind: "integer", wire: "latency_ms" },
+  status: { kind: "status", wire: "status" },
+  metadata: { kind: "metadata", wire: "metadata" },
+};
+
+// Looked up in a Map, not in the object above: event keys such as "__proto__" or "constructor"
+// must not hit Object.prototype.
+const RULES: ReadonlyMap<string, Rule> = new Map<string, Rule>(Object.entries(FIELD_RULES));
 
 /** Node field name → wire (snake_case) name. */
 export const WIRE_NAMES: ReadonlyMap<string, string> = new Map([...RULES].map(([node, rule]) => [node, rule.wire]));
-const NODE_NAMES: ReadonlyMap<string, string> = new Map([...RULES].map(([node, rule]) => [rule.wire, node]));
+/** Wire (snake_case) name → Node field name. */
+export const NODE_NAMES: ReadonlyMap<string, string> = new Map([...RULES].map(([node, rule]) => [rule.wire, node]));
 
 const STATUS_SET: ReadonlySet<string> = new Set(STATUSES);
 const FEATURE_MAX = 200;

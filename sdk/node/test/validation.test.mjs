@@ -45,6 +45,15 @@ function ignoredNames(warnings) {
   return warnings.filter((w) => w.code === "ignored_field").map((w) => JSON.parse(w.message.match(/^("(?:[^"\\]|\\.)*")/)[1]));
 }
 
+test("each event field's Node name is its wire name in camelCase, and the names are one-to-one", () => {
+  // TrackOptions and the validator's table are held together by the compiler; this holds the
+  // table's two spellings of each name to each other.
+  const camel = (wire) => wire.replace(/_([a-z])/g, (_, letter) => letter.toUpperCase());
+  for (const [node, wire] of WIRE_NAMES) assert.equal(node, camel(wire));
+  assert.equal(new Set(WIRE_NAMES.values()).size, WIRE_NAMES.size);
+  assert.equal(WIRE_NAMES.size, 15);
+});
+
 test("the vectors file has cases for node", () => {
   assert.ok(cases.length >= 60, `only ${cases.length} applicable cases`);
   assert.equal(vectors.cases.length - cases.length, vectors.cases.filter((c) => c.only && !c.only.includes("node")).length);

@@ -1,0 +1,195 @@
+"""Storing a request's new events, in request order, each paid from the plan's allowance or
+refused: as few transactions as DynamoDB allows (100 items each), each putting its events
+unless their idempotency keys are taken, spending (and leasing) allowance under conditions
+(``allowance.py``), and adding the rollup deltas.
+
+When a transaction is cancelled the store says why, and this decides: a replay (the key was
+taken), a short shard or a changed plan (plan the payment again, after a survey of every shard
+when what this function knows is stale), no allowance left (429), or a conflict (retried with
+full jitter, then 503).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from costtrack_service.domain.allowance import Balances, Payment, plan_payment
+from costtrack_service.domain.chunks import (
+    ALLOWANCE_ITEMS,
+    MAX_TRANSACTION_ITEMS,
+    Chunk,
+    ChunkRejected,
+    Survey,
+    after_lease,
+    fitting,
+)
+from costtrack_service.domain.errors import ApiError, unavailable
+from costtrack_service.domain.ingest_reads import CachedReads
+from costtrack_service.domain.ingest_settings import IngestSettings
+from costtrack_service.domain.keys import invalid_key
+from costtrack_service.domain.quota import ACTIVE, WorkspaceState
+from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.shards import ShardCycle
+
+
+class ChunkStore(Protocol):
+    def write_chunk(self, chunk: Chunk) -> ChunkRejected | None:
+        """One transaction: store each event unless its key is taken, spend and lease as the
+        payment says under its conditions, add the rollup deltas."""
+        ...
+
+    def survey(self, workspace_id: str, period: str) -> Survey: ...
+
+    def find_events(self, workspace_id: str, event_keys: Sequence[str]) -> dict[str, EventRecord]:
+        """Stored events by event key (consistent reads)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One item's answer: an accepted or replayed record, or an error."""
+
+    record: EventRecord | None = None
+    replayed: bool = False
+    error: ApiError | None = None
+
+    @property
+    def status(self) -> int:
+        return self.error.status if self.error else 200
+
+    def body(self) -> dict[str, Any]:
+        if self.error is not None:
+            return self.error.body(None) | {"status": self.status}
+        assert self.record is not None
+        return {"status": 200, **self.record.response(replayed=self.replayed)}
+
+
+def quota_exceeded() -> ApiError:
+    return ApiError("QUOTA_EXCEEDED", "The plan's event allowance is exhausted.")
+
+
+def plan_inactive() -> ApiError:
+    return ApiError("PLAN_INACTIVE", "The workspace plan cannot ingest events.")
+
+
+class Committer:
+    """Writes events for one warm function: it owns what it last saw of each workspace's
+    allowance shards, and which shard it spends from next."""
+
+    def __init__(
+        self, store: ChunkStore, reads: CachedReads, settings: IngestSettings, *, sleep: Callable[[float], None]
+    ) -> None:
+        self.store = store
+        self.reads = reads
+        self.settings = settings
+        self._sleep = sleep
+        self._balances: dict[str, Balances] = {}
+        self._next_shard = ShardCycle()
+
+    def _balances_of(self, workspace_id: str, period: str) -> Balances:
+        balances = self._balances.get(workspace_id)
+        if balances is None or balances.period != period:
+            balances = self._balances[workspace_id] = Balances(period)
+        return balances
+
+    def commit(self, workspace: WorkspaceState, records: list[EventRecord], period: str) -> list[Outcome]:
+        """Store ``records`` in request order, each paid or refused; the outcome of each."""
+        workspace_id = workspace.workspace_id
+        balances = self._balances_of(workspace_id, period)
+        central = workspace
+        surveyed = False
+        pending = list(records)
+        done: dict[str, Outcome] = {}
+        conflicts = failures = short_writes = 0
+        while pending:
+            shard = self._next_shard()
+            payment = self._payment(central, balances, pending, shard, surveyed)
+            if payment.covered == 0:
+                if payment.exhausted:
+                    done.update(self._refuse(workspace_id, pending))
+                    break
+                if surveyed:
+                    raise RuntimeError("a surveyed allowance paid nothing and is not exhausted")
+                central, surveyed = self._survey(workspace_id, balances), True
+                continue
+            chunk_records = tuple(
+                record if record.charge is charge else replace(record, charge=charge)
+                for record, charge in zip(pending, payment.charges(), strict=False)
+            )
+            chunk = Chunk(workspace_id, period, chunk_records, payment, shard)
+            rejected = self.store.write_chunk(chunk)
+            if rejected is None:
+                balances.spent(payment)
+                if payment.leases:
+                    central = after_lease(central, payment, period)
+                    self.reads.update_workspace(workspace_id, central)
+                for record in chunk_records:
+                    done[record.event_key] = Outcome(record)
+                del pending[: len(chunk_records)]
+                continue
+            failures += 1
+            if failures > 4 * self.settings.max_conflict_retries:
+                raise unavailable(self.settings.retry_after_seconds)  # the shards keep moving under us
+            if rejected.existing:
+                for event_key, existing in rejected.existing.items():
+                    done[event_key] = Outcome(existing, replayed=True)
+                pending = [record for record in pending if record.event_key not in rejected.existing]
+            balances.learn(rejected.balances)
+            short_writes += bool(rejected.balances)
+            if short_writes >= 2 and not surveyed:
+                # What this function knows of the shards is stale (others spent, or a plan was
+                # lowered): read them all once rather than learn them one failed write at a time.
+                central, surveyed = self._survey(workspace_id, balances), True
+                continue
+            if rejected.central_failed:
+                central = self._fresh_central(workspace_id, rejected.central)
+            if rejected.conflict:
+                conflicts += 1
+                if conflicts > self.settings.max_conflict_retries:
+                    raise unavailable(self.settings.retry_after_seconds)
+                # Full jitter: writers that met on one item spread out instead of meeting again.
+                self._sleep(random.uniform(0, self.settings.conflict_backoff_seconds * 2**conflicts))
+        return [done[record.event_key] for record in records]
+
+    def _payment(
+        self, central: WorkspaceState, balances: Balances, pending: list[EventRecord], shard: int, surveyed: bool
+    ) -> Payment:
+        """How the next transaction pays, sized so that its events, their rollup rows and the
+        allowance items fit in one transaction."""
+        reserve = ALLOWANCE_ITEMS
+        while True:
+            count = fitting(pending, MAX_TRANSACTION_ITEMS - reserve)
+            payment = plan_payment(central, balances, count, shard, surveyed=surveyed)
+            needed = len(payment.spends) + (1 if payment.leases else 0)
+            if needed <= reserve:
+                return payment
+            reserve = needed
+
+    def _survey(self, workspace_id: str, balances: Balances) -> WorkspaceState:
+        """Read the workspace item, then every shard: what this request decides from now on."""
+        survey = self.store.survey(workspace_id, balances.period)
+        central = self._fresh_central(workspace_id, survey.central)
+        balances.available = dict(survey.balances)
+        return central
+
+    def _fresh_central(self, workspace_id: str, central: WorkspaceState | None) -> WorkspaceState:
+        self.reads.remember_workspace(workspace_id, central)
+        if central is None:
+            raise invalid_key()  # the workspace was deleted
+        if central.status != ACTIVE:
+            raise plan_inactive()
+        return central
+
+    def _refuse(self, workspace_id: str, records: list[EventRecord]) -> dict[str, Outcome]:
+        """No allowance is left: each event is refused, unless it was stored before (a retry of
+        an accepted event is never refused)."""
+        stored = self.store.find_events(workspace_id, [record.event_key for record in records])
+        return {
+            record.event_key: Outcome(stored[record.event_key], replayed=True)
+            if record.event_key in stored
+            else Outcome(error=quota_exceeded())
+            for record in records
+        }

@@ -1,0 +1,30 @@
+"""How ingestion behaves in one warm function: how long its reads are cached, how long events
+are kept, how it retries transaction conflicts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class IngestSettings:
+    # CONTRACT.md §7: a key's state change holds within a second; so does a plan's status.
+    key_ttl_seconds: float = 1.0
+    workspace_ttl_seconds: float = 1.0
+    pricing_ttl_seconds: float = 60.0
+    touch_interval_seconds: float = 60.0
+    event_retention_days: int = 400
+    max_conflict_retries: int = 6
+    conflict_backoff_seconds: float = 0.01
+    retry_after_seconds: int = 1
+
+    def __post_init__(self) -> None:
+        if self.event_retention_days < 35:
+            raise ValueError("events (and their idempotency keys) must be kept at least 35 days")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> IngestSettings:
+        """``COSTTRACK_EVENT_RETENTION_DAYS`` (set by the SAM template); defaults otherwise."""
+        retention = env.get("COSTTRACK_EVENT_RETENTION_DAYS")
+        return cls(event_retention_days=int(retention)) if retention else cls()

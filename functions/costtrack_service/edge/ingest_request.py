@@ -1,0 +1,75 @@
+"""An ingestion request's HTTP side: the key in its headers, its body's bytes as JSON, and the
+``Idempotency-Key`` header; the domain (``IngestService``) receives the values read from them.
+
+Order of checks (CONTRACT.md §2, §9): the key (401) comes before anything in the body
+(400/413), so the body is read only once the key is known good.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from costtrack_service.domain.batch import MAX_BATCH_BYTES, Submission, is_batch, submission_of
+from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.events import MAX_BODY_BYTES, invalid_payload
+from costtrack_service.domain.ingestion import IngestResult, IngestService
+from costtrack_service.domain.jsonlimits import MAX_JSON_DEPTH, too_deep
+from costtrack_service.domain.keys import credential_from_headers
+
+IDEMPOTENCY_KEY_HEADER = "idempotency-key"
+
+
+@dataclass(frozen=True)
+class IngestRequest:
+    """``POST /v1/events`` as the edge received it. ``received_at`` is for fronts that know
+    when the call happened; otherwise the service's clock decides."""
+
+    headers: Mapping[str, str]  # lower-case names
+    body: bytes
+    received_at: datetime | None = None
+
+
+def ingest(service: IngestService, request: IngestRequest) -> IngestResult:
+    """``POST /v1/events``: one event or a batch, answered as the API says."""
+    key = service.authenticate(credential_from_headers(request.headers))
+    return service.submit(key, read_submission(request.headers, request.body), request.received_at)
+
+
+def read_submission(headers: Mapping[str, str], body: bytes) -> Submission:
+    """The request's items, or an ApiError for the request as a whole (400 or 413): a batch may
+    be up to 1 MiB, a single event up to 64 KiB."""
+    value = parse_body(body, MAX_BATCH_BYTES)
+    if not is_batch(value) and len(body) > MAX_BODY_BYTES:
+        raise body_too_large(MAX_BODY_BYTES)
+    return submission_of(value, headers.get(IDEMPOTENCY_KEY_HEADER))
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_body(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> object:
+    """The request body as a JSON value. Too large → 413; not UTF-8 JSON → 400."""
+    if len(body) > max_bytes:
+        raise body_too_large(max_bytes)
+    try:
+        text = body.decode("utf-8")
+        # NaN and Infinity are not JSON, whatever Python's json module would accept.
+        value = json.loads(text, parse_constant=_reject_constant)
+    except UnicodeDecodeError:
+        raise invalid_payload("body", "the request body must be UTF-8 encoded JSON") from None
+    except RecursionError:
+        raise invalid_payload("body", f"the request body must not nest deeper than {MAX_JSON_DEPTH} levels") from None
+    except ValueError:
+        raise invalid_payload("body", "the request body is not valid JSON") from None
+    if too_deep(value):
+        raise invalid_payload("body", f"the request body must not nest deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+def body_too_large(max_bytes: int) -> ApiError:
+    return invalid_payload("body", f"the request body must be at most {max_bytes} bytes", status=413)

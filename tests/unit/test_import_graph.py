@@ -1,0 +1,135 @@
+"""No import circles: in the service (``functions/costtrack_service``) and the Python SDK
+(``sdk/python/src/costtrack``), no module imports one that (directly or not) imports it back.
+
+Every import makes an edge, wherever it is written (top level, inside a function, under
+``TYPE_CHECKING``): a circle hidden in a function still ties the two modules together. Importing
+a package (``from costtrack_service import catalogue``) is an edge to that module; the package's
+own ``__init__`` is a node like any other.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = {
+    "costtrack_service": ROOT / "functions" / "costtrack_service",
+    "costtrack": ROOT / "sdk" / "python" / "src" / "costtrack",
+}
+
+
+def module_files(package: str, directory: Path) -> dict[str, Path]:
+    """Every module of the package by dotted name (``costtrack_service.domain.events``)."""
+    modules = {}
+    for path in sorted(directory.rglob("*.py")):
+        parts = path.relative_to(directory).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join((package, *parts))] = path
+    return modules
+
+
+def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package's modules that ``name`` imports, relative imports resolved."""
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".")
+                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
+                base = ".".join([*anchor, base] if base else anchor)
+            # ``from a import b``: b is a module of its own, or a name in a.
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            # ``import a.b.c`` runs a, a.b and a.b.c: the deepest of them that is ours counts.
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def import_graph(package: str, directory: Path) -> dict[str, set[str]]:
+    modules = module_files(package, directory)
+    return {name: imported_modules(name, path, modules) for name, path in modules.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The graph's strongly connected components of more than one module (Tarjan), each
+    sorted: every module of one is on a circle with every other."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_no_import_circles(package: str) -> None:
+    graph = import_graph(package, PACKAGES[package])
+    assert sum(len(targets) for targets in graph.values()) > len(graph) / 2  # the walk found imports
+    assert cycles(graph) == []
+
+
+def test_the_walk_finds_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_walk_resolves_relative_and_package_imports(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("from pkg import top\n")
+    (package / "top.py").write_text("from .sub import leaf\n")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "leaf.py").write_text("def f():\n    from .. import top\n")
+    graph = import_graph("pkg", package)
+    assert graph == {"pkg": {"pkg.top"}, "pkg.top": {"pkg.sub.leaf"}, "pkg.sub": set(), "pkg.sub.leaf": {"pkg.top"}}
+    assert cycles(graph) == [["pkg.sub.leaf", "pkg.top"]]
+
+
+def test_the_domain_imports_neither_the_edge_nor_the_store() -> None:
+    """The domain is plain Python: HTTP (headers, body bytes) is the edge's, DynamoDB the store's."""
+    graph = import_graph("costtrack_service", PACKAGES["costtrack_service"])
+    outside = ("costtrack_service.edge", "costtrack_service.handlers", "costtrack_service.local")
+    store = {name for name in graph if name.count(".") == 1 and name.endswith(("store", "store_items", "tables"))}
+    assert "costtrack_service.store" in store and "costtrack_service.store_items" in store
+    for module, targets in graph.items():
+        if module.startswith("costtrack_service.domain."):
+            assert not {target for target in targets if target.startswith(outside) or target in store}, module
