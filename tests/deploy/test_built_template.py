@@ -285,7 +285,7 @@ def tables_with_one_event(names: TableNames, model: str, prompt_tokens: int) -> 
     workspace = admin.create_workspace("iam", tier=PAID, included_events=10)
     secret, _ = admin.create_key(workspace.workspace_id)
     body = json.dumps({"provider": "openai", "model": model, "prompt_tokens": prompt_tokens}).encode()
-    IngestService(admin).ingest(IngestRequest({"authorization": f"Bearer {secret}"}, body))
+    ingest(IngestService(admin), IngestRequest({"authorization": f"Bearer {secret}"}, body))
     return admin, workspace
 
 
