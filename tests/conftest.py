@@ -115,3 +115,26 @@ def month_usage(store: Any, workspace_id: str) -> Any:
     workspace = store.get_workspace(workspace_id, consistent=True)
     assert workspace is not None
     return store.usage(workspace, billing_period(datetime.now(UTC)))
+
+
+def stored_event(store: Any, workspace_id: str, event_key: str) -> Any:
+    """An event as the table holds it, read consistently (only tests read one event by its key;
+    the service reads events in pages, ``find_events`` or the export)."""
+    from costtrack_service.store_items import event_from_item, event_item_key, from_item
+
+    response = store.client.get_item(
+        TableName=store.tables.events, Key=event_item_key(workspace_id, event_key), ConsistentRead=True
+    )
+    item = response.get("Item")
+    return event_from_item(from_item(item)) if item else None
+
+
+def sync_state(store: Any) -> Any:
+    """What the last price sync noted (the service only writes it; people read it in the table)."""
+    response = store.client.get_item(
+        TableName=store.tables.pricing,
+        Key={"model_key": {"S": "sync"}, "entry_key": {"S": "last"}},
+        ConsistentRead=True,
+    )
+    item = response.get("Item")
+    return json.loads(item["state"]["S"]) if item else None

@@ -1,4 +1,5 @@
-"""DynamoDB: the events, their rollups and the allowance shards (mixed into ``DynamoStore``).
+"""DynamoDB: what ingestion reads and writes (mixed into ``DynamoStore``): keys and workspaces
+read, events, their rollups and the allowance shards written.
 
 Accepted events are written in chunks, one ``TransactWriteItems`` each (``ingestion.Chunk``):
 
@@ -16,58 +17,72 @@ keys (``shards.py``), so none is a hot item and no partition key takes more than
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 from botocore.exceptions import ClientError
 
 from costtrack_service.domain.allowance import ShardId, Spend
 from costtrack_service.domain.chunks import Chunk, ChunkRejected, Survey
+from costtrack_service.domain.keys import KeyRecord
 from costtrack_service.domain.quota import ACTIVE, PAID, Charge, WorkspaceState
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.shards import (
     SHARDS,
-    event_partition,
-    event_partitions,
     rollup_partition,
-    rollup_partitions,
 )
 from costtrack_service.domain.store_errors import StoreUnavailable
-from costtrack_service.domain.usage import Counts, RollupKey, repricing_deltas
+from costtrack_service.domain.usage import Counts, RollupKey
+from costtrack_service.store_base import TableAccess, shard_key
 from costtrack_service.store_items import (
     event_from_item,
     event_item_key,
     event_to_item,
     from_item,
+    key_from_item,
     to_item,
     workspace_from_item,
 )
 
-if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.client import DynamoDBClient
-
-    from costtrack_service.tables import TableNames
-
 _TRANSIENT_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
-_READERS = 8  # parallel queries when a read spans a workspace's partitions
 
 
-def shard_key(workspace_id: str, charge: Charge, period: str, shard: int) -> str:
-    """An allowance shard's key: included events are per month, credits are not."""
-    if charge is Charge.INCLUDED:
-        return f"{workspace_id}#included#{period}#{shard:02d}"
-    return f"{workspace_id}#credit#{shard:02d}"
+class EventTable(TableAccess):
+    """The ingestion path's reads and writes."""
 
+    # -- keys and workspaces, as ingestion reads them -----------------------------------------
 
-class EventTable:
-    client: DynamoDBClient
-    tables: TableNames
+    def get_key(self, key_hash: str, *, consistent: bool = False) -> KeyRecord | None:
+        response = self._call(
+            self.client.get_item,
+            TableName=self.tables.keys,
+            Key=to_item({"key_hash": key_hash}),
+            ConsistentRead=consistent,
+        )
+        item = response.get("Item")
+        return key_from_item(from_item(item)) if item else None
 
-    def _call(self, operation: Any, **kwargs: Any) -> dict[str, Any]:
-        raise NotImplementedError
+    def touch_key(self, key_hash: str, at: str) -> None:
+        self.client.update_item(
+            TableName=self.tables.keys,
+            Key=to_item({"key_hash": key_hash}),
+            UpdateExpression="SET last_used_at = :at",
+            # Never move last-used backwards, never create an item for a deleted key.
+            ConditionExpression=(
+                "attribute_exists(key_hash) AND (attribute_not_exists(last_used_at) OR last_used_at < :at)"
+            ),
+            ExpressionAttributeValues=to_item({":at": at}),
+        )
+
+    def get_workspace(self, workspace_id: str, *, consistent: bool = False) -> WorkspaceState | None:
+        response = self._call(
+            self.client.get_item,
+            TableName=self.tables.workspaces,
+            Key=to_item({"workspace_id": workspace_id}),
+            ConsistentRead=consistent,
+        )
+        item = response.get("Item")
+        return workspace_from_item(from_item(item)) if item else None
 
     # -- the ingestion write ------------------------------------------------------------
 
@@ -176,20 +191,6 @@ class EventTable:
         records = (event_from_item(item) for item in self._get_many(self.tables.events, keys))
         return {record.event_key: record for record in records}
 
-    def _get_many(self, table: str, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        """BatchGetItem, consistently, in pages of 100 keys, until nothing is left unprocessed."""
-        for start in range(0, len(keys), 100):
-            pending: dict[str, Any] = {table: {"Keys": keys[start : start + 100], "ConsistentRead": True}}
-            for _ in range(10):
-                response = self._call(self.client.batch_get_item, RequestItems=pending)
-                for item in response.get("Responses", {}).get(table, []):
-                    yield from_item(item)
-                pending = response.get("UnprocessedKeys") or {}
-                if not pending:
-                    break
-            else:
-                raise StoreUnavailable("BatchGetItem: keys left unprocessed")
-
     def _rollup_update(self, partition: str, key: RollupKey, counts: Counts) -> dict[str, Any]:
         # ADD creates missing counters at zero: no read, no condition.
         values: dict[str, Any] = {":events": counts.events, ":tokens": counts.tokens, ":cost": counts.cost}
@@ -219,217 +220,6 @@ class EventTable:
         update["UpdateExpression"] = expression
         update["ExpressionAttributeValues"] = to_item(values)
         return {"Update": update}
-
-    # -- the backfill ---------------------------------------------------------------------
-
-    def iter_unpriced_events(self) -> Iterator[EventRecord]:
-        """Every event still waiting for a price (the sparse ``unpriced`` index)."""
-        pages = self.client.get_paginator("scan").paginate(TableName=self.tables.events, IndexName="unpriced")
-        for page in pages:
-            for item in page.get("Items", []):
-                yield event_from_item(from_item(item))
-
-    def reprice_event(self, old: EventRecord, new: EventRecord) -> bool:
-        """Price an unpriced event once: the event and its rollups move by exactly the added
-        cost, in one transaction conditional on the event still being unpriced, so concurrent
-        or repeated backfills change nothing twice. False when it was priced already."""
-        item = event_to_item(new)
-        names = (
-            "cost",
-            "pricing_status",
-            "pricing_entry_id",
-            "rates",
-            "tier_above_prompt_tokens",
-            "pricing_version",
-            "pricing_match",
-            "pricing_override_id",
-            "priced_at",
-            "warnings",
-        )
-        values = {f":{name}": item.get(name) for name in names}
-        present = [name for name in names if values[f":{name}"] is not None]
-        update = "SET " + ", ".join(f"#{name} = :{name}" for name in present) + " REMOVE unpriced_model"
-        transaction: list[dict[str, Any]] = [
-            {
-                "Update": {
-                    "TableName": self.tables.events,
-                    "Key": event_item_key(old.workspace_id, old.event_key),
-                    "UpdateExpression": update,
-                    "ConditionExpression": "pricing_status = :was",
-                    "ExpressionAttributeNames": {f"#{name}": name for name in present},
-                    "ExpressionAttributeValues": to_item(
-                        {**{f":{name}": values[f":{name}"] for name in present}, ":was": old.pricing_status}
-                    ),
-                }
-            }
-        ]
-        # Any rollup shard will do (readers add them up); the event's own keeps it stable.
-        partition = rollup_partition(
-            old.workspace_id, int(event_partition(old.workspace_id, old.event_key)[-2:]) % SHARDS
-        )
-        transaction += [
-            self._rollup_update(partition, key, counts) for key, counts in repricing_deltas(old, new).items()
-        ]
-        try:
-            self._call(self.client.transact_write_items, TransactItems=transaction)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
-                return False
-            raise
-        return True
-
-    # -- reads ----------------------------------------------------------------------------
-
-    def query_rollups(
-        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
-    ) -> list[tuple[RollupKey, Counts]]:
-        """Rollup rows of some dimensions for the days ``first_day`` to ``last_day`` (inclusive),
-        the shards of each row added up: one Query per dimension and shard, in parallel."""
-        queries = [(partition, dimension) for dimension in dimensions for partition in rollup_partitions(workspace_id)]
-
-        def read(query: tuple[str, str]) -> list[tuple[RollupKey, Counts]]:
-            partition, dimension = query
-            low, high = RollupKey.range(dimension, first_day, last_day)
-            rows = []
-            pages = self.client.get_paginator("query").paginate(
-                TableName=self.tables.rollups,
-                KeyConditionExpression="#p = :p AND rollup_key BETWEEN :low AND :high",
-                ExpressionAttributeNames={"#p": "partition"},
-                ExpressionAttributeValues=to_item({":p": partition, ":low": low, ":high": high}),
-            )
-            for page in pages:
-                for raw in page.get("Items", []):
-                    item = from_item(raw)
-                    name = item.get("customer_name")
-                    counts = Counts(
-                        int(item.get("events", 0)),
-                        int(item.get("tokens", 0)),
-                        Decimal(item.get("cost", 0)),
-                        int(item.get("unknown_model_events", 0)),
-                        int(item.get("input_tokens", 0)),
-                        int(item.get("output_tokens", 0)),
-                        None if name is None else str(name),
-                    )
-                    value = item.get("value")
-                    rows.append(
-                        (RollupKey.parse(str(item["rollup_key"]), None if value is None else str(value)), counts)
-                    )
-            return rows
-
-        totals: dict[RollupKey, Counts] = {}
-        for rows in _in_parallel(read, queries):
-            for key, counts in rows:
-                totals.setdefault(key, Counts()).add(counts)
-        return sorted(totals.items())
-
-    def list_visible_events(
-        self,
-        workspace_id: str,
-        *,
-        limit: int,
-        after: Mapping[str, str] | None = None,
-        filters: Mapping[str, str] | None = None,
-    ) -> tuple[list[EventRecord], dict[str, str] | None]:
-        """Visible events, newest first, from the sparse dashboard index (hidden events are not
-        in it), optionally only those whose attributes equal ``filters``: the newest ``limit``
-        of each partition, merged. ``after`` is the position returned with the previous page;
-        the returned position is None at the end."""
-        before = (after or {}).get("received_event")
-
-        def read(partition: str) -> tuple[list[EventRecord], bool]:
-            return self._newest_visible(partition, limit, before, filters or {})
-
-        results = _in_parallel(read, event_partitions(workspace_id))
-        merged = list(heapq.merge(*(records for records, _ in results), key=_received_event, reverse=True))
-        more = len(merged) > limit or any(partial for _, partial in results)
-        page = merged[:limit]
-        if not more or not page:
-            return page, None
-        return page, {"received_event": _received_event(page[-1])}
-
-    def _newest_visible(
-        self, partition: str, limit: int, before: str | None, filters: Mapping[str, str]
-    ) -> tuple[list[EventRecord], bool]:
-        """Up to ``limit`` of a partition's visible events older than ``before``, newest first, and
-        whether it has more (a rarely matching filter reads at most 20 pages)."""
-        values: dict[str, Any] = {":p": partition}
-        condition = "visible_partition = :p"
-        if before:
-            condition += " AND received_event < :before"
-            values[":before"] = before
-        arguments: dict[str, Any] = {
-            "TableName": self.tables.events,
-            "IndexName": "visible_by_time",
-            "KeyConditionExpression": condition,
-            "ScanIndexForward": False,
-            "Limit": limit,
-        }
-        if filters:
-            names = {f"#f{i}": name for i, name in enumerate(sorted(filters))}
-            values.update({f":f{i}": filters[name] for i, name in enumerate(sorted(filters))})
-            arguments["FilterExpression"] = " AND ".join(f"#f{i} = :f{i}" for i in range(len(filters)))
-            arguments["ExpressionAttributeNames"] = names
-            arguments["Limit"] = max(limit, 100)  # Limit counts items read before the filter
-        arguments["ExpressionAttributeValues"] = to_item(values)
-        found: list[EventRecord] = []
-        for _ in range(20):
-            response = self.client.query(**arguments)
-            found += [event_from_item(from_item(raw)) for raw in response.get("Items", [])]
-            if len(found) >= limit or "LastEvaluatedKey" not in response:
-                return found[:limit], len(found) > limit or "LastEvaluatedKey" in response
-            arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-        return found, True
-
-    def get_event(self, workspace_id: str, event_key: str) -> EventRecord | None:
-        response = self._call(
-            self.client.get_item,
-            TableName=self.tables.events,
-            Key=event_item_key(workspace_id, event_key),
-            ConsistentRead=True,
-        )
-        item = response.get("Item")
-        return event_from_item(from_item(item)) if item else None
-
-    def iter_events(
-        self, workspace_id: str, since: str | None = None, until: str | None = None
-    ) -> Iterator[EventRecord]:
-        """Stored events of a workspace, visible or not, received in ``[since, until)`` (ISO
-        instants), partition by partition. For operator reports and tests; the dashboard reads
-        daily rollups instead."""
-        values: dict[str, Any] = {}
-        filters = []
-        if since:
-            filters.append("received_at >= :since")
-            values[":since"] = since
-        if until:
-            filters.append("received_at < :until")
-            values[":until"] = until
-        for partition in event_partitions(workspace_id):
-            arguments: dict[str, Any] = {
-                "TableName": self.tables.events,
-                "KeyConditionExpression": "#p = :p",
-                "ExpressionAttributeNames": {"#p": "partition"},
-                "ExpressionAttributeValues": to_item({**values, ":p": partition}),
-            }
-            if filters:
-                arguments["FilterExpression"] = " AND ".join(filters)
-            for page in self.client.get_paginator("query").paginate(**arguments):
-                for item in page.get("Items", []):
-                    yield event_from_item(from_item(item))
-
-
-def _in_parallel[T, R](read: Callable[[T], R], queries: Sequence[T]) -> list[R]:
-    """``read`` of each query, on a few threads; the first failure is raised at once and the
-    queries not started yet are dropped (a busy DynamoDB answers 503 without waiting for all)."""
-    pool = ThreadPoolExecutor(_READERS)
-    try:
-        return list(pool.map(read, queries))
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _received_event(record: EventRecord) -> str:
-    return f"{record.received_at}#{record.event_id}"
 
 
 def _rejection(

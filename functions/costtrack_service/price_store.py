@@ -168,10 +168,6 @@ class PriceTable:
 
     # -- the sync's state -------------------------------------------------------------------
 
-    def get_sync_state(self) -> dict[str, Any] | None:
-        items = self._partition(_SYNC_PARTITION)
-        return json.loads(str(items[0]["state"])) if items else None
-
     def put_sync_state(self, state: Mapping[str, Any]) -> None:
         item = {"model_key": _SYNC_PARTITION, "entry_key": "last", "state": json.dumps(state, separators=(",", ":"))}
         self._call(self.client.put_item, TableName=self.tables.pricing, Item=_to_item(item))

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.conftest import stored_event
 from tests.integration.test_admin_cli import Admin, post
 
 pytestmark = pytest.mark.integration
@@ -102,7 +103,7 @@ def test_a_sync_prices_new_models_and_backfills_their_history(
 
     expected = {"unpriced-1": Decimal("3") + Decimal("6"), "unpriced-2": Decimal("6") + Decimal("6")}
     for idempotency_key, cost in expected.items():
-        stored = local_stack.store.get_event(ws, f"k#{idempotency_key}")
+        stored = stored_event(local_stack.store, ws, f"k#{idempotency_key}")
         assert stored.pricing_status == "priced" and stored.cost == cost and stored.priced_at
         assert stored.pricing_entry_id == f"openai/{NEW_MODEL}@1970-01-01T00:00:00.000Z"
         assert [w.code for w in stored.warnings] == []

@@ -29,6 +29,7 @@ from costtrack_service.price_store import PricingConflict
 from costtrack_service.store import DynamoStore
 from costtrack_service.store_items import event_item_key
 from costtrack_service.tables import TABLES, TableNames
+from tests.conftest import stored_event, sync_state
 
 TODAY = datetime.now(UTC).strftime("%Y-%m-%d")
 
@@ -82,7 +83,7 @@ def test_an_accepted_chunk_round_trips(store: DynamoStore) -> None:
     workspace = store.create_workspace("w", tier=PAID, included_events=5)
     original = record(workspace.workspace_id)
     assert write(store, workspace, original, spends=(Spend(Charge.INCLUDED, 2, take=1, lease=5),)) is None
-    assert store.get_event(workspace.workspace_id, original.event_key) == original
+    assert stored_event(store, workspace.workspace_id, original.event_key) == original
     central = store.get_workspace(workspace.workspace_id, consistent=True)
     assert central is not None and central.included_leased == 5
     survey = store.survey(workspace.workspace_id, period())
@@ -102,7 +103,7 @@ def test_a_taken_event_key_cancels_the_chunk_and_comes_back(store: DynamoStore) 
     rejected = write(store, fresh, other, again, spends=(Spend(Charge.INCLUDED, 0, take=2),))
     assert rejected is not None and set(rejected.existing) == {first.event_key}
     assert rejected.existing[first.event_key].event_id == first.event_id
-    assert store.get_event(workspace.workspace_id, other.event_key) is None  # all or nothing
+    assert stored_event(store, workspace.workspace_id, other.event_key) is None  # all or nothing
     assert store.survey(workspace.workspace_id, period()).balances[(Charge.INCLUDED, 0)] == 4
 
 
@@ -249,7 +250,7 @@ def test_overrides_and_the_sync_state(store: DynamoStore) -> None:
     assert store.delete_price_override("ws_1", override.override_id)
     assert not store.delete_price_override("ws_1", override.override_id)
     store.put_sync_state({"version": "v1"})
-    assert store.get_sync_state() == {"version": "v1"}
+    assert sync_state(store) == {"version": "v1"}
 
 
 def test_an_unpriced_event_is_repriced_exactly_once(store: DynamoStore) -> None:
@@ -264,7 +265,7 @@ def test_an_unpriced_event_is_repriced_exactly_once(store: DynamoStore) -> None:
     assert store.reprice_event(waiting, priced)
     assert not store.reprice_event(waiting, priced)  # a second run changes nothing
     assert list(store.iter_unpriced_events()) == []
-    stored = store.get_event(workspace.workspace_id, unpriced.event_key)
+    stored = stored_event(store, workspace.workspace_id, unpriced.event_key)
     assert stored is not None and (stored.cost, stored.priced_at) == (Decimal("0.5"), "now")
     rows = store.query_rollups(workspace.workspace_id, ("total", "unknown_model"), TODAY, TODAY)
     totals = {key.dimension: counts for key, counts in rows}

@@ -1,0 +1,283 @@
+"""DynamoDB: what operators change (mixed into ``DynamoStore``): tables, workspaces and plans
+(``costtrack admin``), the backfill of prices (the price-sync function) and the export's read of
+a workspace's events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from costtrack_service.domain.ids import new_workspace_id
+from costtrack_service.domain.quota import ACTIVE, Charge, WorkspaceState, billing_period
+from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.shards import SHARDS, event_partition, event_partitions, rollup_partition
+from costtrack_service.domain.store_errors import NotFound, StoreUnavailable
+from costtrack_service.domain.usage import repricing_deltas
+from costtrack_service.event_store import EventTable
+from costtrack_service.store_base import _now, shard_key
+from costtrack_service.store_items import (
+    event_from_item,
+    event_item_key,
+    event_to_item,
+    from_item,
+    to_item,
+    workspace_from_item,
+    workspace_to_item,
+)
+from costtrack_service.tables import TABLES
+
+
+class OperatorStore(EventTable):
+    """Operators' writes; a backfill updates rollups as ingestion does (``EventTable``)."""
+
+    # -- tables and workspaces --------------------------------------------------------------
+
+    def ensure_tables(self) -> list[str]:
+        """Create any missing table (on-demand, with its indexes and TTL). Returns the names created."""
+        existing = set(self._list_tables())
+        created = []
+        for spec in TABLES:
+            name = self.tables.of(spec)
+            if name in existing:
+                continue
+            self.client.create_table(**spec.create_table_kwargs(name))
+            self.client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+            if spec.ttl_attribute:
+                self.client.update_time_to_live(
+                    TableName=name,
+                    TimeToLiveSpecification={"Enabled": True, "AttributeName": spec.ttl_attribute},
+                )
+            created.append(name)
+        return created
+
+    def _list_tables(self) -> Iterator[str]:
+        for page in self.client.get_paginator("list_tables").paginate():
+            yield from page.get("TableNames", [])
+
+    def create_workspace(
+        self,
+        name: str,
+        *,
+        tier: str,
+        included_events: int,
+        credits: int = 0,
+        status: str = ACTIVE,
+        workspace_id: str | None = None,
+    ) -> WorkspaceState:
+        workspace = WorkspaceState(
+            workspace_id=workspace_id or new_workspace_id(),
+            name=name,
+            tier=tier,
+            status=status,
+            included_events=included_events,
+            credits=credits,
+            usage_period=billing_period(datetime.now(UTC)),
+        )
+        self.client.put_item(
+            TableName=self.tables.workspaces,
+            Item=to_item({**workspace_to_item(workspace), "created_at": _now()}),
+            ConditionExpression="attribute_not_exists(workspace_id)",
+        )
+        return workspace
+
+    def list_workspaces(self) -> list[WorkspaceState]:
+        """Every workspace (an operator's Scan; the ingestion path never lists)."""
+        workspaces = []
+        for page in self.client.get_paginator("scan").paginate(TableName=self.tables.workspaces):
+            workspaces += [workspace_from_item(from_item(item)) for item in page.get("Items", [])]
+        return sorted(workspaces, key=lambda workspace: (workspace.name, workspace.workspace_id))
+
+    def update_plan(
+        self,
+        workspace_id: str,
+        *,
+        tier: str | None = None,
+        status: str | None = None,
+        included_events: int | None = None,
+        add_credits: int | None = None,
+    ) -> WorkspaceState:
+        sets = {"plan_tier": tier, "plan_status": status, "included_events": included_events}
+        assignments = [f"{name} = :{name}" for name, value in sets.items() if value is not None]
+        values: dict[str, Any] = {f":{name}": value for name, value in sets.items() if value is not None}
+        assignments.append("updated_at = :now")
+        values[":now"] = _now()
+        expression = "SET " + ", ".join(assignments)
+        if add_credits:
+            expression += " ADD credits :credits"
+            values[":credits"] = add_credits
+        try:
+            response = self.client.update_item(
+                TableName=self.tables.workspaces,
+                Key=to_item({"workspace_id": workspace_id}),
+                UpdateExpression=expression,
+                ConditionExpression="attribute_exists(workspace_id)",
+                ExpressionAttributeValues=to_item(values),
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise NotFound(f"No workspace {workspace_id}.") from None
+            raise
+        updated = workspace_from_item(from_item(response["Attributes"]))
+        if included_events is not None or status not in (None, ACTIVE):
+            self._reclaim_leases(updated)
+        return updated
+
+    def set_attribute_map(self, workspace_id: str, attribute_map: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
+        """Where ``POST /v1/traces`` reads this workspace's event fields from (empty: defaults)."""
+        value = {target: list(names) for target, names in attribute_map}
+        key = to_item({"workspace_id": workspace_id})
+        exists = "attribute_exists(workspace_id)"
+        try:
+            if value:
+                self.client.update_item(
+                    TableName=self.tables.workspaces,
+                    Key=key,
+                    UpdateExpression="SET otel_attributes = :map, updated_at = :now",
+                    ConditionExpression=exists,
+                    ExpressionAttributeValues=to_item({":map": value, ":now": _now()}),
+                )
+            else:
+                update = "REMOVE otel_attributes"
+                self.client.update_item(
+                    TableName=self.tables.workspaces, Key=key, UpdateExpression=update, ConditionExpression=exists
+                )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise NotFound(f"No workspace {workspace_id}.") from None
+            raise
+
+    def _reclaim_leases(self, workspace: WorkspaceState, attempts: int = 10) -> None:
+        """Hand the month's unspent included leases back to the workspace item, so a lowered or
+        deactivated plan is not spent past through allowance already in the shards."""
+        period = billing_period(datetime.now(UTC))
+        if workspace.usage_period != period:
+            return
+        for _ in range(attempts):
+            survey = self.survey(workspace.workspace_id, period)
+            held = {
+                index: available
+                for (charge, index), available in survey.balances.items()
+                if charge is Charge.INCLUDED and available > 0
+            }
+            if not held:
+                return
+            transaction: list[dict[str, Any]] = [
+                {
+                    "Update": {
+                        "TableName": self.tables.allowance,
+                        "Key": to_item({"shard_key": shard_key(workspace.workspace_id, Charge.INCLUDED, period, i)}),
+                        "UpdateExpression": "SET available = :zero",
+                        "ConditionExpression": "available = :seen",
+                        "ExpressionAttributeValues": to_item({":zero": 0, ":seen": available}),
+                    }
+                }
+                for i, available in held.items()
+            ]
+            transaction.append(
+                {
+                    "Update": {
+                        "TableName": self.tables.workspaces,
+                        "Key": to_item({"workspace_id": workspace.workspace_id}),
+                        "UpdateExpression": "SET included_leased = included_leased - :back",
+                        "ConditionExpression": "usage_period = :period",
+                        "ExpressionAttributeValues": to_item({":back": sum(held.values()), ":period": period}),
+                    }
+                }
+            )
+            try:
+                self._call(self.client.transact_write_items, TransactItems=transaction)
+                return
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") not in ("TransactionCanceledException",):
+                    raise
+        raise StoreUnavailable("could not reclaim the allowance shards: they keep changing")
+
+    # -- the backfill and the export ----------------------------------------------------------
+
+    def iter_unpriced_events(self) -> Iterator[EventRecord]:
+        """Every event still waiting for a price (the sparse ``unpriced`` index)."""
+        pages = self.client.get_paginator("scan").paginate(TableName=self.tables.events, IndexName="unpriced")
+        for page in pages:
+            for item in page.get("Items", []):
+                yield event_from_item(from_item(item))
+
+    def reprice_event(self, old: EventRecord, new: EventRecord) -> bool:
+        """Price an unpriced event once: the event and its rollups move by exactly the added
+        cost, in one transaction conditional on the event still being unpriced, so concurrent
+        or repeated backfills change nothing twice. False when it was priced already."""
+        item = event_to_item(new)
+        names = (
+            "cost",
+            "pricing_status",
+            "pricing_entry_id",
+            "rates",
+            "tier_above_prompt_tokens",
+            "pricing_version",
+            "pricing_match",
+            "pricing_override_id",
+            "priced_at",
+            "warnings",
+        )
+        values = {f":{name}": item.get(name) for name in names}
+        present = [name for name in names if values[f":{name}"] is not None]
+        update = "SET " + ", ".join(f"#{name} = :{name}" for name in present) + " REMOVE unpriced_model"
+        transaction: list[dict[str, Any]] = [
+            {
+                "Update": {
+                    "TableName": self.tables.events,
+                    "Key": event_item_key(old.workspace_id, old.event_key),
+                    "UpdateExpression": update,
+                    "ConditionExpression": "pricing_status = :was",
+                    "ExpressionAttributeNames": {f"#{name}": name for name in present},
+                    "ExpressionAttributeValues": to_item(
+                        {**{f":{name}": values[f":{name}"] for name in present}, ":was": old.pricing_status}
+                    ),
+                }
+            }
+        ]
+        # Any rollup shard will do (readers add them up); the event's own keeps it stable.
+        partition = rollup_partition(
+            old.workspace_id, int(event_partition(old.workspace_id, old.event_key)[-2:]) % SHARDS
+        )
+        transaction += [
+            self._rollup_update(partition, key, counts) for key, counts in repricing_deltas(old, new).items()
+        ]
+        try:
+            self._call(self.client.transact_write_items, TransactItems=transaction)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
+                return False
+            raise
+        return True
+
+    def iter_events(
+        self, workspace_id: str, since: str | None = None, until: str | None = None
+    ) -> Iterator[EventRecord]:
+        """Stored events of a workspace, visible or not, received in ``[since, until)`` (ISO
+        instants), partition by partition. For operator reports and tests; the dashboard reads
+        daily rollups instead."""
+        values: dict[str, Any] = {}
+        filters = []
+        if since:
+            filters.append("received_at >= :since")
+            values[":since"] = since
+        if until:
+            filters.append("received_at < :until")
+            values[":until"] = until
+        for partition in event_partitions(workspace_id):
+            arguments: dict[str, Any] = {
+                "TableName": self.tables.events,
+                "KeyConditionExpression": "#p = :p",
+                "ExpressionAttributeNames": {"#p": "partition"},
+                "ExpressionAttributeValues": to_item({**values, ":p": partition}),
+            }
+            if filters:
+                arguments["FilterExpression"] = " AND ".join(filters)
+            for page in self.client.get_paginator("query").paginate(**arguments):
+                for item in page.get("Items", []):
+                    yield event_from_item(from_item(item))

@@ -1,0 +1,167 @@
+"""What every part of the store shares: the DynamoDB client and the one translation of its
+failures.
+
+Every call of the store's client, whatever method makes it (pages and waiters included), has
+its failures translated in one place, :func:`unavailable_error`: throttling, capacity and
+DynamoDB's own outages become :class:`StoreUnavailable`, which every route answers with ``503``
+and ``Retry-After`` (``edge/http.py``) and ``costtrack admin`` reports in one line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as EndpointUnreachable
+
+from costtrack_service.domain.pricing import format_timestamp
+from costtrack_service.domain.quota import Charge
+from costtrack_service.domain.store_errors import StoreUnavailable
+from costtrack_service.store_items import from_item
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
+    from costtrack_service.tables import TableNames
+
+
+# Errors that mean "try again later" rather than "this request is wrong".
+_TRANSIENT_CODES = frozenset(
+    {
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "TransactionInProgressException",
+    }
+)
+_TRANSIENT_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
+# A plain write that meets a transaction holding its item; record_event retries its own.
+_TRANSACTION_CONFLICT = "TransactionConflictException"
+_TRANSACT_WRITE = "TransactWriteItems"
+_ERRORS_HOOK = "costtrack-store-unavailable"
+
+
+def _now() -> str:
+    return format_timestamp(datetime.now(UTC))
+
+
+def dynamodb_client(
+    endpoint_url: str | None = None, region: str | None = None, credentials: Mapping[str, str] | None = None
+) -> DynamoDBClient:
+    """A DynamoDB client tuned for Lambda: short timeouts, a few standard retries.
+
+    The endpoint comes from the argument, else ``AWS_ENDPOINT_URL_DYNAMODB`` (read by botocore
+    itself), else the region's default. ``credentials`` (``aws_access_key_id`` ...) are for
+    local endpoints only; in AWS the function's role provides them.
+    """
+    config = Config(
+        connect_timeout=2,
+        read_timeout=5,
+        retries={"mode": "standard", "max_attempts": 3},
+        tcp_keepalive=True,
+        # The store builds every request itself, and DynamoDB checks each one anyway; botocore's
+        # client-side check walks every attribute of a 100-item transaction again and was two
+        # thirds of the store's CPU per event (``make bench``, ``store_cpu_us_per_event_batched``).
+        parameter_validation=False,
+    )
+    credentials = credentials or {}
+    session = boto3.session.Session()
+    client: DynamoDBClient = session.client(
+        "dynamodb",
+        endpoint_url=endpoint_url,
+        region_name=region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
+        config=config,
+        aws_access_key_id=credentials.get("aws_access_key_id"),
+        aws_secret_access_key=credentials.get("aws_secret_access_key"),
+        aws_session_token=credentials.get("aws_session_token"),
+    )
+    return client
+
+
+def unavailable_error(error: BaseException, operation: str = "") -> StoreUnavailable | None:
+    """The one translation of DynamoDB failures: a :class:`StoreUnavailable` (503, retry later)
+    for throttling, exceeded capacity, DynamoDB's internal errors and an endpoint that cannot be
+    reached (each after botocore's own retries); None for anything else, which is either a
+    refusal the caller handles (a failed condition) or a bug (a 500 that pages someone)."""
+    if isinstance(error, ClientError):
+        operation = operation or error.operation_name
+        code = str(error.response.get("Error", {}).get("Code", ""))
+        return StoreUnavailable(f"{operation}: {code}") if _transient(code, operation) else None
+    if isinstance(error, EndpointUnreachable | HTTPClientError):
+        return StoreUnavailable(f"{operation or 'DynamoDB'}: {type(error).__name__}")
+    return None
+
+
+def _transient(code: str, operation: str) -> bool:
+    return code in _TRANSIENT_CODES or (code == _TRANSACTION_CONFLICT and operation != _TRANSACT_WRITE)
+
+
+def _refuse_transient_response(http_response: Any, parsed: Mapping[str, Any], model: Any, **_: Any) -> None:
+    """botocore hook, after each call's last attempt: raise StoreUnavailable instead of the
+    ClientError botocore is about to raise for a transient error."""
+    if getattr(http_response, "status_code", 200) < 300:
+        return
+    code = str((parsed.get("Error") or {}).get("Code", ""))
+    if _transient(code, model.name):
+        raise StoreUnavailable(f"{model.name}: {code}")
+
+
+def _refuse_unreachable(exception: BaseException, context: Mapping[str, Any], **_: Any) -> None:
+    """botocore hook, when a call could not get an answer at all (after its retries)."""
+    translated = unavailable_error(exception, "")
+    if translated is not None:
+        raise translated from exception
+
+
+def translate_errors(client: DynamoDBClient) -> DynamoDBClient:
+    """Make every call of ``client`` raise StoreUnavailable for transient failures (idempotent)."""
+    client.meta.events.register("after-call.dynamodb", _refuse_transient_response, unique_id=_ERRORS_HOOK)
+    client.meta.events.register("after-call-error.dynamodb", _refuse_unreachable, unique_id=_ERRORS_HOOK + "-io")
+    return client
+
+
+def shard_key(workspace_id: str, charge: Charge, period: str, shard: int) -> str:
+    """An allowance shard's key: included events are per month, credits are not."""
+    if charge is Charge.INCLUDED:
+        return f"{workspace_id}#included#{period}#{shard:02d}"
+    return f"{workspace_id}#credit#{shard:02d}"
+
+
+class TableAccess:
+    """The client and table names each part of ``DynamoStore`` works with, and the reads they share."""
+
+    client: DynamoDBClient
+    tables: TableNames
+
+    def _call(self, operation: Any, **kwargs: Any) -> dict[str, Any]:
+        """A call whose transient failures become StoreUnavailable (503) even when they do not
+        come through the client's hook (a test's stub raising ClientError itself)."""
+        try:
+            response: dict[str, Any] = operation(**kwargs)
+            return response
+        except (ClientError, BotoCoreError) as exc:
+            translated = unavailable_error(exc)
+            if translated is None:
+                raise
+            raise translated from exc
+
+    def _get_many(self, table: str, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """BatchGetItem, consistently, in pages of 100 keys, until nothing is left unprocessed."""
+        for start in range(0, len(keys), 100):
+            pending: dict[str, Any] = {table: {"Keys": keys[start : start + 100], "ConsistentRead": True}}
+            for _ in range(10):
+                response = self._call(self.client.batch_get_item, RequestItems=pending)
+                for item in response.get("Responses", {}).get(table, []):
+                    yield from_item(item)
+                pending = response.get("UnprocessedKeys") or {}
+                if not pending:
+                    break
+            else:
+                raise StoreUnavailable("BatchGetItem: keys left unprocessed")
