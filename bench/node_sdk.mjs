@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The Node SDK's costs, against a local sink that speaks the batch wire format (CONTRACT.md §9)
+// The Node SDK's costs, against a local sink that speaks the batch wire format (docs/api-rules.md#batches)
 // and answers 200 with one accepted result per event:
 //
 // - what one track() call costs its caller, in microseconds (median and p99). track() is

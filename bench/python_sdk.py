@@ -8,7 +8,7 @@ so it does not compete with the measured process for the GIL):
 - the cost of one ``Tracker.track()`` call (median, p99), and of one posthog ``capture()``
   with the same payload, both clients delivering to the sink in the background meanwhile;
 - delivery throughput: events per second from the first ``track()`` to the end of ``flush()``,
-  sent as batches (CONTRACT.md §9) to a sink that answers each with one result per event, as
+  sent as batches (docs/api-rules.md#batches) to a sink that answers each with one result per event, as
   the service does; and how many events a request carried on average;
 - peak memory with 10,000 events queued (the service never answers, so they stay queued).
 

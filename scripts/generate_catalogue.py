@@ -34,7 +34,7 @@ from costtrack_service.domain.cost import UnitRegistry  # noqa: E402
 
 PRICING_NAMES = ROOT / "spec" / "pricing-names.json"
 
-#: genai-prices usage units that the event's own fields carry (CONTRACT §6).
+#: genai-prices usage units that the event's own fields carry (docs/api-rules.md#cost).
 EVENT_FIELD_UNITS = {
     "input_tokens": "prompt_tokens",
     "output_tokens": "completion_tokens",
@@ -102,7 +102,8 @@ def pricing_names() -> dict[str, Any]:
         counts[usage_key] = parents
     return {
         "description": (
-            "Reserved metadata names (CONTRACT §6), generated from genai-prices by scripts/generate_catalogue.py. "
+            "Reserved metadata names (docs/api-rules.md#cost), generated from genai-prices by "
+            "scripts/generate_catalogue.py. "
             "'context': strings of at most 64 characters that select price variants. 'counts': integers >= 0, "
             "each not larger than any of its parents (event fields or other counts; an absent one is 0)."
         ),

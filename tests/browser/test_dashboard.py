@@ -91,7 +91,7 @@ def test_dashboard_end_to_end(browser: Any, local_stack: Any, seeded: dict[str, 
     notice = page.locator("#hidden-notice")
     notice.wait_for()
     assert "1 events hidden: free_source_mismatch" in notice.inner_text()
-    assert "binding" in notice.inner_text()  # interface.md §7.5's troubleshooting hint
+    assert "binding" in notice.inner_text()  # the dashboard's troubleshooting hint
 
     overrides = page.locator("#overrides-card")
     overrides.wait_for()

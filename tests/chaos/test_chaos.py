@@ -60,7 +60,7 @@ EVENT = {
     "cached_input_tokens": 8_000,
     "completion_tokens": 3_000,
 }
-EVENT_COST = Decimal("0.0335")  # (2000 x 1.25 + 8000 x 0.125 + 3000 x 10) / 1M: CONTRACT.md §6
+EVENT_COST = Decimal("0.0335")  # (2000 x 1.25 + 8000 x 0.125 + 3000 x 10) / 1M: docs/api-rules.md#cost
 
 
 def post(api_url: str, key: str, body: dict[str, Any], idempotency_key: str, client: httpx.Client) -> httpx.Response:

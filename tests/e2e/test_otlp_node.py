@@ -101,6 +101,6 @@ def test_ai_sdk_spans_cost_what_the_sdk_helper_events_cost(
     through_spans = costs(local_stack, workspace_id)
     assert len(through_spans) == len(RESPONSES)
     assert through_spans == through_the_sdk_helper
-    assert through_spans["gpt-5-2025-08-07"][0] == "0.0335"  # CONTRACT.md's vector
+    assert through_spans["gpt-5-2025-08-07"][0] == "0.0335"  # docs/api-rules.md#worked-examples
     assert {record.event.feature for record in stored(local_stack, workspace_id)} == {"support"}
     assert month_usage(local_stack.store, workspace_id).included_used == len(RESPONSES)

@@ -202,7 +202,7 @@ def test_retries_duplicates_and_a_mixed_batch_lose_and_double_nothing(local_stac
     records = stored(local_stack, workspace_id)
     assert sorted(record.event.status for record in records) == ["error", "success", "success"]
     good = [record for record in records if record.event.status == "success"]
-    assert all(str(record.cost) == "0.021" for record in good)  # CONTRACT.md's Anthropic vector
+    assert all(str(record.cost) == "0.021" for record in good)  # docs/api-rules.md#worked-examples
     assert {record.event.customer_id for record in good} == {None, "acme"}
     assert {record.event.feature for record in records} == {"support"}
     assert month_usage(local_stack.store, workspace_id).included_used == 3

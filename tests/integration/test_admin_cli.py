@@ -115,7 +115,8 @@ def test_key_states_as_ingestion_sees_them(admin: Admin, api: httpx.Client) -> N
     assert key_id in listed and key not in listed and created["prefix"] in listed
 
     assert admin.json("key", "deactivate", ws, key_id)["state"] == "inactive"
-    time.sleep(1.1)  # CONTRACT.md §7: within a second, despite the warm function's cache
+    # Within a second, despite the warm function's cache (docs/api-rules.md#how-fast-changes-take-effect).
+    time.sleep(1.1)
     assert post(api, key, event).json()["error"]["code"] == "INACTIVE_API_KEY"
     assert admin.json("key", "reactivate", ws, key_id)["state"] == "active"
     time.sleep(1.1)

@@ -32,7 +32,7 @@ from tests.unit.test_ingestion import GPT5_EVENT
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-GPT5 = GPT5_EVENT  # 0.0335 USD (CONTRACT.md §6's first vector), feature chat
+GPT5 = GPT5_EVENT  # 0.0335 USD (docs/api-rules.md#worked-examples, first row), feature chat
 LOCAL = UrlPolicy(allow_loopback=True)
 
 

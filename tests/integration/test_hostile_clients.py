@@ -29,7 +29,8 @@ pytestmark = pytest.mark.integration
 
 EMOJI = "\U0001f600"  # four bytes in UTF-8
 EVENT = {"provider": "openai", "model": "gpt-5", "prompt_tokens": 100, "completion_tokens": 10}
-#: CONTRACT.md §7: how long a key or plan change may take to hold (the caches' one second).
+#: How long a key or plan change may take to hold: the caches' one second
+#: (docs/api-rules.md#how-fast-changes-take-effect).
 KEY_STATE_SECONDS = 1.1
 
 
@@ -231,7 +232,7 @@ def test_a_revoked_key_is_refused_as_revoked_whatever_else_holds(
     warm(api, key)
     assert code(post(api, key)) == "QUOTA_EXCEEDED"
     store.change_key_state(hash_secret(key), "revoke")
-    time.sleep(KEY_STATE_SECONDS)  # CONTRACT.md §7: a key change holds within a second
+    time.sleep(KEY_STATE_SECONDS)  # docs/api-rules.md#how-fast-changes-take-effect: a key change holds within a second
     assert code(post(api, key)) == "REVOKED_API_KEY"
     assert code(post(api, key, idempotency_key="first")) == "REVOKED_API_KEY"  # not a replay either
     assert first.status_code == 200
@@ -292,7 +293,7 @@ def test_reactivation_and_revocation_after_deactivation_apply_within_a_second(
 def test_a_warm_function_reads_nothing_per_accepted_event(local_stack: Any, workspace_factory: Any) -> None:
     """The measurement behind "0 reads per accepted event": DynamoDB calls of a warm ingestion
     function on DynamoDB Local, counted per operation. The key and the plan are re-read once a
-    second (CONTRACT.md §7), whatever the rate."""
+    second (docs/api-rules.md#how-fast-changes-take-effect), whatever the rate."""
     _, key = workspace_factory(included=1000)
     calls: dict[str, int] = {}
 

@@ -263,7 +263,9 @@ def test_revocation_applies_to_a_warm_function_within_a_second(
     _, key = workspace_factory()
     assert post(api, key).status_code == 200  # the key is now cached by the warm container
     local_stack.store.change_key_state(hash_secret(key), "revoke")
-    time.sleep(1.1)  # CONTRACT.md §7: no cache delays a key change by more than a second
+    time.sleep(
+        1.1
+    )  # docs/api-rules.md#how-fast-changes-take-effect: no cache delays a key change by more than a second
     response = post(api, key)
     assert (response.status_code, error_code(response)) == (401, "REVOKED_API_KEY")
 

@@ -166,7 +166,9 @@ def test_key_management(make_workspace: Callable[..., Workspace], api: httpx.Cli
 
     assert send().status_code == 200
     assert ws.post(f"/v1/workspace/keys/{key_id}/deactivate").json()["key"]["state"] == "inactive"
-    time.sleep(1.1)  # CONTRACT.md §7: within a second, despite the ingestion function's cache
+    time.sleep(
+        1.1
+    )  # docs/api-rules.md#how-fast-changes-take-effect: within a second, despite the ingestion function's cache
     assert send().json()["error"]["code"] == "INACTIVE_API_KEY"
     assert ws.post(f"/v1/workspace/keys/{key_id}/reactivate").json()["key"]["state"] == "active"
     assert ws.post(f"/v1/workspace/keys/{key_id}/revoke").json()["key"]["state"] == "revoked"

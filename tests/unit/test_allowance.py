@@ -1,5 +1,5 @@
-"""Batches and the leased allowance (CONTRACT.md §4, §7, §9) on the in-memory store, and the
-allowance planner (``allowance.plan_payment``) as properties.
+"""Batches and the leased allowance (docs/api-rules.md#idempotency, #keys-workspaces-plans,
+#batches) on the in-memory store, and the allowance planner (``allowance.plan_payment``) as properties.
 
 Every "warm function" here is its own :class:`IngestService` (its own caches and its own view of
 the allowance shards) on one shared :class:`MemoryStore`; ``World.elapsed`` is the monotonic

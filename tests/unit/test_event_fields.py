@@ -19,7 +19,7 @@ from costtrack_service.domain.visibility import Visibility
 from costtrack_service.store_items import event_from_item, event_to_item, from_item, to_item
 from tests.conftest import built_node_sdk
 
-#: The contract's event (CONTRACT.md §3, interface.md §2.1), every field set to a value of its own.
+#: The contract's event (docs/api-rules.md#event-fields), every field set to a value of its own.
 FULL_EVENT = {
     "provider": "openai",
     "model": "gpt-5",

@@ -232,7 +232,7 @@ def test_key_states(harness: Harness, state: KeyState, code: str) -> None:
     assert (error.code, error.status) == (code, 401)
 
 
-# -- key state changes hold within a second (CONTRACT.md §7) ---------------------------------
+# -- key state changes hold within a second (docs/api-rules.md#how-fast-changes-take-effect) --
 #
 # No event write checks the key any more (a per-event condition on the key item made every
 # event of a key contend on it): the key's state is read at most a second old instead.

@@ -1,4 +1,4 @@
-"""What ``POST /v1/events`` carries: one event, or a batch of them (CONTRACT.md §9), read
+"""What ``POST /v1/events`` carries: one event, or a batch of them (docs/api-rules.md#batches), read
 from the body's JSON value (``edge/ingest_request.py`` parses the bytes).
 
 A batch is ``{"batch": [{"idempotency_key": "…", "event": {…}}, …]}``: 1 to 100 items, at most

@@ -43,7 +43,7 @@ MAX_THRESHOLDS = 10
 MAX_DECIMALS = 6
 MAX_AMOUNT = Decimal(10) ** 12
 MAX_NAME_CHARS = 100
-#: The same caps as the event fields a scope names (CONTRACT.md §3); a model is provider/model.
+#: The same caps as the event fields a scope names (docs/api-rules.md#event-fields); a model is provider/model.
 SCOPE_VALUE_CAPS = {"feature": 200, "customer": 256, "model": 265, "environment": 64}
 FIELDS = ("name", "amount", "scope", "scope_value", "period", "thresholds")
 #: The percentage past which accepted events carry the ``budget_exceeded`` warning.

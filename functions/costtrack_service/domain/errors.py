@@ -1,4 +1,4 @@
-"""Error codes of the API and the HTTP status each one maps to (CONTRACT.md §5)."""
+"""Error codes of the API and the HTTP status each one maps to (docs/api-rules.md#responses)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""From a request's JSON value to a usage event with every default resolved (CONTRACT.md §3).
+"""From a request's JSON value to a usage event with every default resolved (docs/api-rules.md#event-fields).
 
 Field validation itself is ``costtrack.validation``, shared with the Python SDK; this module adds
 what only the service does: check an idempotency key, resolve the feature, the environment and

@@ -1,6 +1,6 @@
 """What ingestion reads, cached in the warm function: keys and plans for at most a second
-(CONTRACT.md §7), prices and a workspace's price overrides for ``pricing_ttl_seconds``; and a
-key's last use, written at most once a minute."""
+(docs/api-rules.md#how-fast-changes-take-effect), prices and a workspace's price overrides for
+``pricing_ttl_seconds``; and a key's last use, written at most once a minute."""
 
 from __future__ import annotations
 

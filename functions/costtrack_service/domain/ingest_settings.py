@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class IngestSettings:
-    # CONTRACT.md §7: a key's state change holds within a second; so does a plan's status.
+    # A key's state change holds within a second; so does a plan's status
+    # (docs/api-rules.md#how-fast-changes-take-effect).
     key_ttl_seconds: float = 1.0
     workspace_ttl_seconds: float = 1.0
     pricing_ttl_seconds: float = 60.0

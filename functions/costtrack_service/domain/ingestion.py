@@ -1,13 +1,13 @@
 """Accepting events, one or a batch: the whole decision, independent of HTTP and of DynamoDB.
 
-Order of checks (CONTRACT.md §2, §9): key (401) → request body (400/413) → plan (403) → each
+Order of checks (docs/api-rules.md#order-of-checks, #batches): key (401) → request body (400/413) → plan (403) → each
 item: its payload (400) → idempotency (replay / 422) → allowance (429), spent in request order.
 The edge reads the key and the body (``edge/ingest_request.py``); this module decides the rest.
 
 Nothing a workspace writes on every event is a single item (``shards.py``, ``allowance.py``),
 so one key and one workspace are not capped by DynamoDB's transaction conflicts:
 
-* the key's state comes from a read at most a second old (CONTRACT.md §7): a revoked or
+* the key's state comes from a read at most a second old (docs/api-rules.md#how-fast-changes-take-effect): a revoked or
   deactivated key is refused from the first request that starts a second after the change;
 * the plan's status is read at most a second old too (``ingest_reads.py``); its allowance is
   spent from leases, under conditions in the same transaction as the events (``allowance.py``);

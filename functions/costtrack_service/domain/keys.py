@@ -37,7 +37,7 @@ class KeyState(StrEnum):
 
 
 #: Allowed key-state changes: action -> (states it may start from, resulting state).
-#: Reactivation only brings back a deactivated key; revocation is final (interface.md §3).
+#: Reactivation only brings back a deactivated key; revocation is final (docs/api-rules.md#key-states).
 KEY_TRANSITIONS: Mapping[str, tuple[frozenset[KeyState], KeyState]] = {
     "deactivate": (frozenset({KeyState.ACTIVE}), KeyState.INACTIVE),
     "reactivate": (frozenset({KeyState.INACTIVE}), KeyState.ACTIVE),

@@ -1,4 +1,4 @@
-"""Plans and the allowance decision (CONTRACT.md §7).
+"""Plans and the allowance decision (docs/api-rules.md#plans-and-allowance).
 
 A workspace has one plan: a tier (free or paid), a status, ``included_events`` per calendar
 month (UTC) and, for paid plans, a balance of pay-per-event credits. Each accepted new event

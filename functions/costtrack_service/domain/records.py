@@ -28,7 +28,7 @@ UNKNOWN_FIELD = "unknown_field"
 USAGE_INCONSISTENT = "usage_inconsistent"
 MISSING_IDEMPOTENCY_KEY = "missing_idempotency_key"
 BUDGET_EXCEEDED = "budget_exceeded"
-#: Every warning an accepted event can carry (CONTRACT.md §5; ``budget_exceeded``: README,
+#: Every warning an accepted event can carry (docs/api-rules.md#responses; ``budget_exceeded``: README,
 #: "Budgets and alerts").
 WARNING_CODES = (
     UNKNOWN_MODEL,
@@ -106,7 +106,7 @@ class EventRecord:
         }
 
     def response(self, *, replayed: bool) -> dict[str, Any]:
-        """The accepted-event body (CONTRACT.md §5); a replay returns the same body."""
+        """The accepted-event body (docs/api-rules.md#responses); a replay returns the same body."""
         return {
             "event_id": self.event_id,
             "idempotency_key": self.idempotency_key,

@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from costtrack.validation import trim
 
-#: Alternative spellings of a provider id (CONTRACT.md §6).
+#: Alternative spellings of a provider id (docs/api-rules.md#cost).
 PROVIDER_ALIASES = {"gemini": "google"}
 
 

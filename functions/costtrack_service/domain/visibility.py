@@ -1,4 +1,4 @@
-"""Whether an accepted event shows on the dashboard (interface.md §2.4, CONTRACT.md §7).
+"""Whether an accepted event shows on the dashboard (docs/api-rules.md#free-plan-visibility).
 
 A free-plan key is bound to one provider/model/feature triple. An event from another source is
 not an error: it is accepted, counted and stored, but hidden. Paid plans see everything.

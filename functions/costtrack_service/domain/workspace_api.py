@@ -53,7 +53,7 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 #: Longest value of an event-list filter (customer ids are at most 256 characters).
 MAX_FILTER_CHARS = 1024
-#: The same caps as an event's provider, model and feature (CONTRACT.md §3): a binding longer
+#: The same caps as an event's provider, model and feature (docs/api-rules.md#event-fields): a binding longer
 #: than those could never match an event.
 BIND_CAPS = {"provider": 64, "model": 200, "feature": 200}
 MAX_KEY_NAME_CHARS = 100

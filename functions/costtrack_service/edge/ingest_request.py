@@ -1,7 +1,7 @@
 """An ingestion request's HTTP side: the key in its headers, its body's bytes as JSON, and the
 ``Idempotency-Key`` header; the domain (``IngestService``) receives the values read from them.
 
-Order of checks (CONTRACT.md §2, §9): the key (401) comes before anything in the body
+Order of checks (docs/api-rules.md#order-of-checks, #batches): the key (401) comes before anything in the body
 (400/413), so the body is read only once the key is known good.
 """
 

@@ -126,7 +126,7 @@ def _error_schema() -> dict[str, Any]:
 
 
 def _batch_schemas() -> dict[str, Any]:
-    """CONTRACT.md §9: a batch, and its answer per item in request order."""
+    """docs/api-rules.md#batches: a batch, and its answer per item in request order."""
     item_key = {"type": "string", "minLength": 1, "maxLength": MAX_IDEMPOTENCY_KEY_LENGTH, "pattern": "^[!-~]+$"}
     return {
         "Batch": {

@@ -1,4 +1,4 @@
-// The batch wire format (CONTRACT.md §9): the queue of events not yet sent, how a request body
+// The batch wire format (docs/api-rules.md#batches): the queue of events not yet sent, how a request body
 // is cut from it, and how the per-event results of an answer are read.
 
 import { isRecord } from "./transport.js";

@@ -1,4 +1,4 @@
-// Background delivery: a bounded queue sent as batches (CONTRACT.md §9), up to MAX_IN_FLIGHT
+// Background delivery: a bounded queue sent as batches (docs/api-rules.md#batches), up to MAX_IN_FLIGHT
 // requests at once, retries with backoff, and bounded flushing.
 //
 // Batching never waits to fill a batch: the queue is drained on the next turn of the event

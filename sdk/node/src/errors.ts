@@ -9,7 +9,7 @@ export interface FieldError {
  * Delivered to `onError`, never thrown by `track()`.
  */
 export class EventValidationError extends Error {
-  /** Same code the service uses for the same problem (CONTRACT.md §5). */
+  /** Same code the service uses for the same problem (docs/api-rules.md#responses). */
   readonly code = "INVALID_PAYLOAD";
   readonly details: readonly FieldError[];
 

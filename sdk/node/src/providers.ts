@@ -1,16 +1,16 @@
 // Build TrackOptions from provider responses, so token counts are mapped once, correctly.
 //
-// The rule that matters (interface.md §1): never count the same tokens twice.
+// The rule that matters (docs/api-rules.md#cost): never count the same tokens twice.
 // - OpenAI, Anthropic and Bedrock count reasoning/thinking tokens inside their output count, so
 //   `reasoningTokens` is left out for them.
 // - Gemini reports thoughts separately from the candidates, so they go in `reasoningTokens`.
 // - Cached input: OpenAI and Gemini include it in the prompt count; Anthropic and Bedrock report
 //   cache reads and writes beside the input count. Each goes to the field of the same meaning and
-//   the service applies the provider's convention (CONTRACT.md §6).
+//   the service applies the provider's convention (docs/api-rules.md#cost).
 // - `totalTokens` is passed only when the provider reports it; otherwise the service computes it.
 //
 // What the price depends on beyond the five token counts travels in `metadata` under the
-// reserved names of CONTRACT.md §6 (genai-prices' own names): the pricing context
+// reserved names of docs/api-rules.md#cost (genai-prices' own names): the pricing context
 // (`service_tier`, `processing`, `speed`) and extra counts (`cache_write_1h_tokens`,
 // `input_audio_tokens`, `web_searches`, ...). They are merged with the caller's `metadata`, whose
 // keys win. A count of 0 is left out (it prices as an absent one), and so is a count that the

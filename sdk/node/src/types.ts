@@ -2,7 +2,7 @@
 export type CallStatus = "success" | "error" | "timeout" | "cancelled";
 
 /**
- * One usage event, in Node casing (interface.md §2.1). `null` and `undefined` both mean
+ * One usage event, in Node casing (docs/api-rules.md#event-fields). `null` and `undefined` both mean
  * "absent". Any other property (including the snake_case names Python uses) is ignored: never
  * sent, never an error, and reported once per name through `onWarning` as `ignored_field`.
  */

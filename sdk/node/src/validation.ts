@@ -1,6 +1,6 @@
 // The usage-event rules, the one place they live in Node.
 //
-// They are CONTRACT.md §3, implemented exactly as sdk/python/src/costtrack/validation.py does
+// They are docs/api-rules.md#event-fields, implemented exactly as sdk/python/src/costtrack/validation.py does
 // (the service runs that file on every request), and spec/validation-vectors.json holds the
 // cases all three implementations must agree on. Differences are only in naming: Node users
 // write camelCase, so errors name camelCase fields, and the cleaned event carries wire names.
@@ -15,7 +15,7 @@ export const METADATA_MAX_DEPTH = 32;
 /** Longest value of a pricing-context name, in code points. */
 export const PRICING_CONTEXT_MAX = 64;
 
-// The reserved metadata names (CONTRACT.md §6), as spec/pricing-names.json lists them (generated
+// The reserved metadata names (docs/api-rules.md#cost), as spec/pricing-names.json lists them (generated
 // from genai-prices; a test keeps these equal to that file). Metadata keys are never camelCased:
 // they are the same snake_case names in every SDK and on the wire.
 
@@ -309,7 +309,7 @@ export interface ExceededParent {
 }
 
 /**
- * The first parent (CONTRACT.md §6) that the reserved count `name` = `value` exceeds, or
+ * The first parent (docs/api-rules.md#cost) that the reserved count `name` = `value` exceeds, or
  * undefined when it fits in all of them. A parent is one of the event's counts, read through
  * `event(wireName)`, or another reserved count in `metadata`. An absent parent counts as 0; a
  * parent that is present but not a valid count is skipped (its own error says so). The provider
@@ -340,7 +340,7 @@ export function exceededParent(
 const NOT_A_COUNT = Symbol("invalid");
 
 /**
- * The reserved names of CONTRACT.md §6 inside `metadata`. `fields` holds the event's valid values
+ * The reserved names of docs/api-rules.md#cost inside `metadata`. `fields` holds the event's valid values
  * (wire names) and `invalid` the wire names of given but invalid ones, whose parent checks are
  * skipped (their own error is reported already). A reserved name whose value is `undefined` is
  * absent: `JSON.stringify` leaves it out.
@@ -438,7 +438,7 @@ function invalidBody(message: string): CheckedEvent {
 }
 
 /**
- * Check one usage event (Node field names) against CONTRACT.md §3. Never throws, whatever it is
+ * Check one usage event (Node field names) against docs/api-rules.md#event-fields. Never throws, whatever it is
  * given: a getter or proxy that throws makes the event invalid (`body`).
  */
 export function checkEvent(raw: unknown): CheckedEvent {

@@ -1,4 +1,4 @@
-"""Delivery: consumer threads that send the queue as batches (CONTRACT.md §9).
+"""Delivery: consumer threads that send the queue as batches (docs/api-rules.md#batches).
 
 As plain as posthog-python's consumer: daemon threads, one shared queue (``_queue``), a
 blocking keep-alive HTTP client per thread (``_http``). A consumer takes what is waiting (up to

@@ -13,13 +13,13 @@ class _RequiredEventFields(TypedDict):
 
 
 class TrackEvent(_RequiredEventFields, total=False):
-    """One usage event, with the snake_case field names of the wire (CONTRACT.md §3).
+    """One usage event, with the snake_case field names of the wire (docs/api-rules.md#event-fields).
 
     ``provider`` and ``model`` are required; ``None`` means absent for every other field.
     Token counts and ``latency_ms`` are non-negative ``int`` (not ``bool``, not ``float``).
 
     ``metadata`` is a JSON object of at most 8192 bytes when serialized, nested at most 32
-    levels. It is free-form except for the names that genai-prices prices by (CONTRACT.md §6,
+    levels. It is free-form except for the names that genai-prices prices by (docs/api-rules.md#cost,
     ``costtrack.validation.PRICING_CONTEXT_NAMES`` and ``PRICING_COUNT_PARENTS``):
 
     * pricing context, a string of at most 64 characters: ``service_tier`` (``"flex"``,

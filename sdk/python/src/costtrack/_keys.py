@@ -1,4 +1,4 @@
-"""Idempotency keys: one UUID per event (CONTRACT.md §4), made in well under a microsecond.
+"""Idempotency keys: one UUID per event (docs/api-rules.md#idempotency), made in well under a microsecond.
 
 A key is a version 8 UUID (RFC 9562's layout for custom UUIDs): 60 random bits drawn once per
 process, then a 62-bit counter that starts at a random value. ``os.urandom`` for every event

@@ -5,7 +5,7 @@ consumer threads take batches, ``flush()`` waits for a sequence number. Each eve
 sequence number, so ``flush()`` waits for exactly the events tracked before it was called while
 other threads keep tracking.
 
-The queue also decides when a consumer may send (CONTRACT.md §8, as the Node SDK does): while
+The queue also decides when a consumer may send (docs/api-rules.md#sdk-behaviour, as the Node SDK does): while
 the service is failing (the last answer was a connection error, a timeout or a 5xx), queued
 events do not start on their own. Batches already under way keep retrying; once nothing is
 under way, one batch goes as a probe after ``PROBE_DELAY_S``, and a good answer resumes normal

@@ -1,4 +1,4 @@
-"""The batch wire format (CONTRACT.md §9): how one event becomes a batch item, how items become a
+"""The batch wire format (docs/api-rules.md#batches): how one event becomes a batch item, how items become a
 request body, and how the answer is read back into one result per event.
 
 Standard library only: ``track()`` serializes its event with ``encode_item`` on the caller's

@@ -2,18 +2,18 @@
 
 Each helper reads the provider's own usage object (a pydantic model from the provider's SDK,
 or the same data as a plain dict) and maps it onto costtrack's fields the way the service
-prices them (CONTRACT.md §6)::
+prices them (docs/api-rules.md#cost)::
 
     response = client.chat.completions.create(model="gpt-5", messages=messages)
     tracker.track(from_openai(response, feature="support-bot", customer_id=account.id))
 
 Where a provider already counts reasoning ("thinking") tokens in its output count (OpenAI,
 Anthropic, Bedrock), ``reasoning_tokens`` is left out: passing them again would count them
-twice (interface.md §1). Gemini reports thoughts apart from its output count, so there they
+twice (docs/api-rules.md#cost). Gemini reports thoughts apart from its output count, so there they
 are passed as ``reasoning_tokens``. No helper imports a provider package.
 
 What the price depends on beyond the five token counts travels in ``metadata`` under the
-reserved names of CONTRACT.md §6 (genai-prices' own names): the pricing context
+reserved names of docs/api-rules.md#cost (genai-prices' own names): the pricing context
 (``service_tier``, ``processing``, ``speed``) and extra counts (``cache_write_1h_tokens``,
 ``input_audio_tokens``, ``web_searches``, ...). The helpers fill them in from the response and
 merge them with the ``metadata`` you pass; your keys win. A count of 0 is left out (it prices

@@ -2,7 +2,7 @@
 
 The SDK runs :func:`validate_event` inside ``track()`` so a mistake reaches ``on_error`` at once;
 the service runs the very same function on every request, because it never trusts a client.
-The rules are CONTRACT.md §3 (and §6 for the reserved ``metadata`` names);
+The rules are docs/api-rules.md#event-fields (and #reserved-metadata-names for the reserved ``metadata`` names);
 ``spec/validation-vectors.json`` holds the cases that the service, this SDK and the Node SDK
 must all agree on.
 
@@ -51,7 +51,7 @@ METADATA_MAX_BYTES = 8192
 #: every object or array inside it adds one.
 METADATA_MAX_DEPTH = 32
 
-# -- reserved metadata names (CONTRACT.md §6) ------------------------------------------------
+# -- reserved metadata names (docs/api-rules.md#cost) ------------------------------------------------
 # Generated from the pinned genai-prices: ``spec/pricing-names.json`` holds the same names, and a
 # test fails when the two disagree. Every other name in ``metadata`` stays free-form.
 
@@ -192,7 +192,7 @@ INTEGER_FIELDS: Tuple[str, ...] = (
     "latency_ms",
 )
 
-#: Every top-level field of the wire event (snake_case, CONTRACT.md §3).
+#: Every top-level field of the wire event (snake_case, docs/api-rules.md#event-fields).
 EVENT_FIELDS = frozenset((*STRING_LIMITS, *INTEGER_FIELDS, "status", "metadata"))
 
 # The event's own counts, which reserved counts name as parents (the others are reserved counts).
@@ -453,7 +453,7 @@ def _parent_count(parent: str, metadata: Mapping[Any, Any], event: Mapping[Any, 
 def _exceeded_parent(
     name: str, value: int, metadata: Mapping[Any, Any], event: Mapping[Any, Any]
 ) -> Optional[Tuple[str, int]]:
-    """The first parent (CONTRACT.md §6) that the reserved count ``name`` = ``value`` exceeds,
+    """The first parent (docs/api-rules.md#cost) that the reserved count ``name`` = ``value`` exceeds,
     with that parent's value; ``None`` when the count fits in all of them. ``event`` holds the
     event's fields (``None`` or missing means absent), ``metadata`` the event's metadata. The
     provider helpers use this too, so they never build an event that breaks the rule."""
@@ -465,7 +465,7 @@ def _exceeded_parent(
 
 
 def _check_reserved_names(metadata: Dict[Any, Any], event: Mapping[Any, Any], errors: List[FieldError]) -> None:
-    """The reserved pricing names in ``metadata`` (CONTRACT.md §6); other names are free-form."""
+    """The reserved pricing names in ``metadata`` (docs/api-rules.md#cost); other names are free-form."""
     counts: List[Tuple[str, int]] = []
     for name, value in metadata.items():
         if name in _CONTEXT_NAMES:
@@ -490,7 +490,7 @@ def _check_reserved_names(metadata: Dict[Any, Any], event: Mapping[Any, Any], er
 
 
 def validate_event(raw: object) -> ValidatedEvent:
-    """Check one usage event (snake_case fields) against CONTRACT.md §3.
+    """Check one usage event (snake_case fields) against docs/api-rules.md#event-fields.
 
     Returns the cleaned event or raises :class:`EventValidationError` listing every offending
     field. Never raises anything else, whatever it is given. ``null`` (``None``) means absent for
