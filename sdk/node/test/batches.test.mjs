@@ -1,4 +1,4 @@
-// Batches (CONTRACT.md §9): how queued events are cut into requests, and how a batch answer
+// Batches (docs/api-rules.md#batches): how queued events are cut into requests, and how a batch answer
 // reaches the callbacks, against a real local HTTP server.
 import assert from "node:assert/strict";
 import { afterEach, describe, test } from "node:test";

@@ -91,7 +91,7 @@ export function collector() {
 }
 
 /**
- * A `respond` for batch requests (CONTRACT.md §9): 200 with one result per item, in order.
+ * A `respond` for batch requests (docs/api-rules.md#batches): 200 with one result per item, in order.
  * `answer(item, index, request)` returns the item's `{ status, body }` as a single-event request
  * would get it; the result is that body plus `status`.
  */

@@ -6,7 +6,7 @@ import { fromAnthropic, fromBedrockConverse, fromGemini, fromOpenAI, fromVercelA
 import { vercelProvider } from "../dist/esm/providers.js";
 import { checkEvent } from "../dist/esm/validation.js";
 
-// CONTRACT.md §6 pricing, to show the helpers' output costs what the provider bills.
+// docs/api-rules.md#cost pricing, to show the helpers' output costs what the provider bills.
 const PRICING = {
   "openai/gpt-5": { input: 1.25, output: 10, cached: 0.125, promptIncludesCached: true, completionIncludesReasoning: true },
   "anthropic/claude-sonnet-4-5": { input: 3, output: 15, cached: 0.3, write: 3.75, promptIncludesCached: false, completionIncludesReasoning: true },
@@ -64,7 +64,7 @@ describe("fromOpenAI", () => {
       customerId: "c_1",
     });
     valid(event);
-    assert.equal(cost(event), 0.0335); // CONTRACT.md §6 worked vector
+    assert.equal(cost(event), 0.0335); // docs/api-rules.md#worked-examples
   });
 
   test("Responses API: input/output tokens and their details", () => {
@@ -129,7 +129,7 @@ describe("fromAnthropic", () => {
       feature: "support",
     });
     valid(event);
-    assert.equal(cost(event), 0.021); // CONTRACT.md §6 worked vector
+    assert.equal(cost(event), 0.021); // docs/api-rules.md#worked-examples
   });
 
   test("one-hour cache writes travel in metadata.cache_write_1h_tokens, merged with the caller's", () => {
@@ -177,7 +177,7 @@ describe("fromGemini", () => {
       totalTokens: 253000,
     });
     valid(event);
-    assert.equal(cost(event), 0.22); // CONTRACT.md §6 worked vector (long-context tier)
+    assert.equal(cost(event), 0.22); // docs/api-rules.md#worked-examples (long-context tier)
   });
 
   test("tool-use prompt tokens are input", () => {
@@ -233,7 +233,7 @@ test("helpers never throw; missing data leaves fields out for track() to report"
   for (const helper of [fromOpenAI, fromAnthropic, fromGemini, fromVercelAI]) assert.doesNotThrow(() => helper({ model: "m" }, hostileExtra));
 });
 
-// -- Pricing context and extra counts (CONTRACT.md §6), merged into metadata ----------------------
+// -- Pricing context and extra counts (docs/api-rules.md#cost), merged into metadata ----------------------
 
 describe("pricing context and extra counts", () => {
   test("OpenAI Chat Completions: service tier and audio tokens; cache writes are part of the prompt", () => {
@@ -615,7 +615,7 @@ describe("fromVercelAI", () => {
     };
     const event = fromVercelAI({ ...step, steps: [step] });
     assert.deepEqual(event, geminiExpected);
-    assert.equal(cost(event), 0.22); // CONTRACT.md §6 worked vector, as fromGemini gives it
+    assert.equal(cost(event), 0.22); // docs/api-rules.md#worked-examples, as fromGemini gives it
     assert.equal(cost(event), cost(fromGemini({ modelVersion: "gemini-2.5-pro", usageMetadata: geminiRaw })));
   });
 

@@ -36,7 +36,7 @@ describe("wire format", () => {
     assert.equal(req.headers.authorization, "Bearer ct_test");
     assert.equal(req.headers["content-type"], "application/json");
     assert.equal(req.headers["user-agent"], `costtrack-node/${VERSION}`);
-    // The key travels in the item; the header on a batch is a 400 (CONTRACT.md §9).
+    // The key travels in the item; the header on a batch is a 400 (docs/api-rules.md#batches).
     assert.equal(req.headers["idempotency-key"], undefined);
     assert.equal(req.json.batch.length, 1);
     assert.match(req.json.batch[0].idempotency_key, UUID);
@@ -191,7 +191,7 @@ describe("retries", () => {
   });
 
   // Request-level answers (key, body shape or size, plan) are the whole batch's; per-event ones
-  // come inside a 200 batch answer (CONTRACT.md §9). Either way the event gets the same report.
+  // come inside a 200 batch answer (docs/api-rules.md#batches). Either way the event gets the same report.
   for (const [scope, status, code] of [
     ["request", 400, "INVALID_PAYLOAD"],
     ["request", 401, "REVOKED_API_KEY"],

@@ -218,7 +218,7 @@ describe("Node-only validation rules", () => {
   });
 });
 
-describe("reserved metadata names (CONTRACT.md §6)", () => {
+describe("reserved metadata names (docs/api-rules.md#cost)", () => {
   const base = { provider: "openai", model: "gpt-5" };
   const details = (event) => checkEvent(event).error?.details ?? [];
   const fieldsOf = (event) => details(event).map((d) => d.field);

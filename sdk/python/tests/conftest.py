@@ -83,7 +83,7 @@ class Reply:
 
     @property
     def for_the_item(self) -> bool:
-        """Whether this answers one event inside a 200 batch answer (CONTRACT.md §9); any other
+        """Whether this answers one event inside a 200 batch answer (docs/api-rules.md#batches); any other
         reply (401, 403, 413, 5xx, 404, a hang, a delay ...) answers the whole request."""
         return self.status in ITEM_STATUSES and not self.hang and not self.delay
 

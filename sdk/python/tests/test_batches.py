@@ -1,4 +1,4 @@
-"""Batches (CONTRACT.md §9): how events are grouped into requests, how each event's result
+"""Batches (docs/api-rules.md#batches): how events are grouped into requests, how each event's result
 reaches the callbacks, retries of whole batches, and the back-off-and-probe while the service
 is failing."""
 

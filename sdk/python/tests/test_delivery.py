@@ -54,7 +54,7 @@ def test_wire_format(make_tracker: Callable[..., Tracker], sink: Sink, collected
         assert request.headers["authorization"] == f"Bearer {API_KEY}"
         assert request.headers["content-type"] == "application/json"
         assert request.headers["user-agent"] == f"costtrack-python/{costtrack.__version__}"
-        assert "idempotency-key" not in request.headers  # a batch carries a key per item (CONTRACT.md §9)
+        assert "idempotency-key" not in request.headers  # a batch carries a key per item (docs/api-rules.md#batches)
         assert list(request.json) == ["batch"]
         assert all(list(item) == ["idempotency_key", "event"] for item in request.json["batch"])
     for received in sink.received:

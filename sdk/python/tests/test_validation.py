@@ -1,5 +1,5 @@
 """The reserved metadata names and the metadata nesting limit of ``costtrack.validation``
-(CONTRACT.md §6), beyond the shared vectors: the names match spec/pricing-names.json, and the
+(docs/api-rules.md#cost), beyond the shared vectors: the names match spec/pricing-names.json, and the
 messages name what is wrong."""
 
 from __future__ import annotations
