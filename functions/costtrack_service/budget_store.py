@@ -32,12 +32,11 @@ from costtrack_service.domain.alerts import (
 )
 from costtrack_service.domain.budgets import Budget, budget_from_config
 from costtrack_service.domain.pricing import parse_timestamp
+from costtrack_service.store_base import TableAccess
 from costtrack_service.store_items import from_item, to_item
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.client import DynamoDBClient
-
-    from costtrack_service.tables import TableNames
+    pass
 
 BUDGET_SET = "budgets"
 DUE_SET = "due"
@@ -54,12 +53,9 @@ def _expires_at(created_at: str) -> int:
     return int((parse_timestamp(created_at) + timedelta(days=RETENTION_DAYS)).timestamp())
 
 
-class BudgetTable:
-    client: DynamoDBClient
-    tables: TableNames
-
-    def _call(self, operation: Any, **kwargs: Any) -> dict[str, Any]:  # provided by DynamoStore
-        raise NotImplementedError
+class BudgetTable(TableAccess):
+    """Mixed into ``DynamoStore``; ``TableAccess`` gives it the client, the table names and the
+    one error translation (``_call``)."""
 
     # -- budgets --------------------------------------------------------------------------
 

@@ -25,11 +25,10 @@ from costtrack_service.domain.overrides import Override, override_from_json
 from costtrack_service.domain.pricing import EntryStatus, Origin, PricingEntry, format_timestamp, parse_entry
 from costtrack_service.domain.source import normalize_provider
 from costtrack_service.domain.store_errors import Conflict
+from costtrack_service.store_base import TableAccess
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.client import DynamoDBClient
-
-    from costtrack_service.tables import TableNames
+    pass
 
 _SYNC_PARTITION = "sync"
 
@@ -38,14 +37,9 @@ class PricingConflict(Conflict):
     """A price write lost a race or would overlap an existing period; the message says which."""
 
 
-class PriceTable:
-    """Mixed into ``DynamoStore``: it supplies ``client``, ``tables`` and the item codecs."""
-
-    client: DynamoDBClient
-    tables: TableNames
-
-    def _call(self, operation: Any, **kwargs: Any) -> dict[str, Any]:  # provided by DynamoStore
-        raise NotImplementedError
+class PriceTable(TableAccess):
+    """Mixed into ``DynamoStore``; ``TableAccess`` gives it the client, the table names and the
+    one error translation (``_call``)."""
 
     # -- entries --------------------------------------------------------------------------
 
