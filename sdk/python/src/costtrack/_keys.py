@@ -19,7 +19,6 @@ from typing import Iterator
 
 __all__ = ["new_idempotency_key"]
 
-_COUNTER_MASK = (1 << 62) - 1
 _VARIANT = 0b10 << 62  # RFC 9562 variant, in front of the counter
 
 _prefix = ""
@@ -32,13 +31,15 @@ def _draw() -> None:
     seed = int.from_bytes(os.urandom(16), "big")
     text = f"{seed >> 68:015x}"  # 60 bits: 48, then 12 after the version digit
     _prefix = f"{text[:8]}-{text[8:12]}-8{text[12:]}-"
-    # A start below 2**61 leaves more than 2**61 keys before the 62-bit counter wraps.
-    _counter = itertools.count(seed & ((1 << 61) - 1))
+    # The counter counts with the variant bits in front. A start below 2**61 leaves more than
+    # 2**61 keys (tens of thousands of years of keys at a million a second) before it would
+    # reach them, so it never does.
+    _counter = itertools.count(_VARIANT | (seed & ((1 << 61) - 1)))
 
 
 def new_idempotency_key() -> str:
     """A new version 8 UUID string, unique in this process and, with overwhelming odds, in all."""
-    text = f"{_VARIANT | (next(_counter) & _COUNTER_MASK):016x}"
+    text = f"{next(_counter):016x}"
     return f"{_prefix}{text[:4]}-{text[4:]}"
 
 

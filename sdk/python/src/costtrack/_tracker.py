@@ -6,11 +6,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, TypeVar
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from costtrack import _lifecycle
 from costtrack._delivery import MAX_CONSUMERS, Delivery, DeliveryHooks, DeliverySettings
 from costtrack._event import TrackEvent
+from costtrack._fast_encode import encode_event
 from costtrack._keys import new_idempotency_key
 from costtrack._options import (
     DEFAULT_BASE_URL,
@@ -19,9 +20,10 @@ from costtrack._options import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_MS,
     USER_AGENT,
+    Options,
     read_options,
 )
-from costtrack._queue import CLOSED, FULL, START_CONSUMER, EventQueue
+from costtrack._queue import CLOSED, FULL, QUEUED, START_CONSUMER, EventQueue
 from costtrack._reporting import DropCounter, IgnoredFields, Stats, call_back
 from costtrack._warnings import AFTER_SHUTDOWN, QUEUE_FULL, TrackerWarning
 from costtrack._wire import encode_item
@@ -94,30 +96,22 @@ class Tracker:
         if not _truthy(enabled):
             return
         try:
-            self._configure(api_key, base_url, environment, timeout_ms, max_retries, max_queue_size)
+            self._check_callbacks()
+            options = read_options(
+                api_key, base_url, environment, timeout_ms, max_retries, max_queue_size, report=self._report_error
+            )
+            if options is not None:
+                self._configure(options)
         except Exception:  # a constructor that cannot fail must not start failing here
             logger.exception("costtrack: unexpected error while configuring the tracker; tracking is off")
 
-    def _configure(
-        self,
-        api_key: object,
-        base_url: object,
-        environment: object,
-        timeout_ms: object,
-        max_retries: object,
-        max_queue_size: object,
-    ) -> None:
-        if self._on_error is not None and not callable(self._on_error):
-            logger.error("costtrack: on_error is not callable; using the default (logging)")
-            self._on_error = None
-        if self._on_warning is not None and not callable(self._on_warning):
-            logger.error("costtrack: on_warning is not callable; using the default (logging)")
-            self._on_warning = None
-        options = read_options(
-            api_key, base_url, environment, timeout_ms, max_retries, max_queue_size, report=self._report_error
-        )
-        if options is None:
-            return
+    def _check_callbacks(self) -> None:
+        for name in ("on_error", "on_warning"):
+            if getattr(self, f"_{name}") is not None and not callable(getattr(self, f"_{name}")):
+                logger.error("costtrack: %s is not callable; using the default (logging)", name)
+                setattr(self, f"_{name}", None)
+
+    def _configure(self, options: Options) -> None:
         self._base_url = options.base_url
         self._environment = options.environment
         self._queue = EventQueue(options.max_queue_size, MAX_CONSUMERS)
@@ -154,7 +148,22 @@ class Tracker:
         if not self._active:
             return
         try:
-            self._track(event)
+            if self._closed:
+                self._drop_after_shutdown()
+                return
+            # Serialized now: later changes to the caller's objects cannot change the event, and
+            # every retry sends the very same bytes under the same key (one key per event).
+            key = new_idempotency_key()
+            encoded = encode_event(event, self._environment, key)
+            if encoded is None:  # not the common plain, valid event: the full check decides
+                encoded = self._check(event, key)
+                if encoded is None:
+                    return
+            if encoded[1]:
+                self._report_ignored(encoded[1], key)
+            outcome = self._queue.put(key, encoded[0])
+            if outcome is not QUEUED:
+                self._not_just_queued(outcome)
         except Exception:  # track() must never raise into the application
             logger.exception("costtrack: track() failed unexpectedly; the event was dropped")
 
@@ -230,28 +239,7 @@ class Tracker:
 
     # -- track -------------------------------------------------------------------------------
 
-    def _track(self, event: object) -> None:
-        if self._closed:
-            self._drop_after_shutdown()
-            return
-        try:
-            fields, unknown, _, metadata_json = check_event(event)
-        except EventValidationError as error:
-            self._invalid(event, error)
-            return
-        except Exception as exc:  # a Mapping whose methods raise: the event cannot be read
-            detail = FieldError("body", f"the event could not be read ({type(exc).__name__})")
-            self._invalid(event, EventValidationError([detail]))
-            return
-
-        key = new_idempotency_key()
-        if unknown:
-            self._report_ignored(unknown, key)
-        if not fields.get("environment"):
-            fields["environment"] = self._environment  # fields is validation's own new dict
-        # Serialized now: later changes to the caller's objects cannot change the event, and
-        # every retry sends the very same bytes under the same key.
-        outcome = self._queue.put(key, encode_item(key, fields, metadata_json))
+    def _not_just_queued(self, outcome: str) -> None:
         if outcome is START_CONSUMER:
             self._start_consumer()
         elif outcome is FULL:
@@ -259,6 +247,22 @@ class Tracker:
             self._warn_queue_full(self._queue_full.add(1))
         elif outcome is CLOSED:
             self._drop_after_shutdown()
+
+    def _check(self, event: object, key: str) -> Optional[Tuple[bytes, Sequence[str]]]:
+        """The event's batch item and ignored names by the full check; ``None`` when it is
+        invalid (reported to ``on_error``, synchronously)."""
+        try:
+            fields, unknown, _, metadata_json = check_event(event)
+        except EventValidationError as error:
+            self._invalid(event, error)
+            return None
+        except Exception as exc:  # a Mapping whose methods raise: the event cannot be read
+            detail = FieldError("body", f"the event could not be read ({type(exc).__name__})")
+            self._invalid(event, EventValidationError([detail]))
+            return None
+        if not fields.get("environment"):
+            fields["environment"] = self._environment  # fields is validation's own new dict
+        return encode_item(key, fields, metadata_json), unknown
 
     def _invalid(self, event: object, error: EventValidationError) -> None:
         self._stats.add("invalid")

@@ -11,7 +11,7 @@ import json
 import json.encoder
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from costtrack.validation import EVENT_FIELDS
+from costtrack._rules import EVENT_FIELDS
 
 __all__ = [
     "BATCH_CLOSE",

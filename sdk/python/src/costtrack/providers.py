@@ -26,7 +26,9 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, Mapping, Optional
 
 from costtrack._event import EventStatus, TrackEvent
-from costtrack.validation import PRICING_CONTEXT_MAX_CHARS, PRICING_COUNT_PARENTS, _as_count, _exceeded_parent
+from costtrack._reserved import as_count as _as_count
+from costtrack._reserved import exceeded_parent as _exceeded_parent
+from costtrack._rules import PRICING_CONTEXT_MAX_CHARS, PRICING_COUNT_PARENTS
 
 __all__ = ["from_anthropic", "from_bedrock_converse", "from_gemini", "from_openai"]
 
