@@ -23,12 +23,11 @@ than the count it is part of): a helper never builds an event that the service w
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
 from costtrack._event import EventStatus, TrackEvent
-from costtrack._reserved import as_count as _as_count
-from costtrack._reserved import exceeded_parent as _exceeded_parent
-from costtrack._rules import PRICING_CONTEXT_MAX_CHARS, PRICING_COUNT_PARENTS
+from costtrack._provider_events import get, provider_event
+from costtrack._provider_usage import anthropic_usage, bedrock_usage, gemini_usage, openai_usage
 
 __all__ = ["from_anthropic", "from_bedrock_converse", "from_gemini", "from_openai"]
 
@@ -70,49 +69,7 @@ def from_openai(
     DeepSeek without ``prompt_tokens_details``: ``usage.prompt_cache_hit_tokens`` →
     ``cached_input_tokens`` (DeepSeek's ``prompt_tokens`` is hits + misses, so it stays as is).
     """
-    usage = _get(response, "usage")
-    if _get(usage, "input_tokens") is not None or _get(usage, "output_tokens") is not None:
-        prompt, completion = _get(usage, "input_tokens"), _get(usage, "output_tokens")  # Responses API
-        prompt_details = _get(usage, "input_tokens_details")
-        completion_details = _get(usage, "output_tokens_details")
-    else:
-        prompt, completion = _get(usage, "prompt_tokens"), _get(usage, "completion_tokens")
-        prompt_details = _get(usage, "prompt_tokens_details")
-        completion_details = _get(usage, "completion_tokens_details")
-        reasoning = _get(completion_details, "reasoning_tokens")
-        if provider in ("xai", "x-ai") and _is_count(reasoning) and _is_count(completion):
-            # xAI's Chat Completions count reasoning apart from completion_tokens: fold it in,
-            # the OpenAI convention, which prices right whichever way the entry reads it.
-            completion += reasoning
-    cached = _get(prompt_details, "cached_tokens")
-    if cached is None:
-        cached = _get(usage, "prompt_cache_hit_tokens")  # DeepSeek
-    counts = {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": _get(usage, "total_tokens"),
-        "cached_input_tokens": cached,
-        "cache_write_tokens": _get(prompt_details, "cache_write_tokens"),
-    }
-    pricing = {
-        "service_tier": _get(response, "service_tier"),
-        "input_audio_tokens": _get(prompt_details, "audio_tokens"),
-        "output_audio_tokens": _get(completion_details, "audio_tokens"),
-    }
-    return _event(
-        provider,
-        model or _get(response, "model"),
-        counts,
-        pricing,
-        processing=processing,
-        metadata=metadata,
-        feature=feature,
-        customer_id=customer_id,
-        customer_name=customer_name,
-        environment=environment,
-        latency_ms=latency_ms,
-        status=status,
-    )
+    return provider_event(openai_usage(response, provider), locals())
 
 
 def from_anthropic(
@@ -148,50 +105,7 @@ def from_anthropic(
     * ``usage.speed`` (``"fast"``) → ``speed``;
     * ``processing="batch"`` when you know better than the response.
     """
-    usage = _get(message, "usage")
-    counts = {
-        "prompt_tokens": _get(usage, "input_tokens"),
-        "completion_tokens": _get(usage, "output_tokens"),
-        "cached_input_tokens": _get(usage, "cache_read_input_tokens"),
-        "cache_write_tokens": _get(usage, "cache_creation_input_tokens"),
-    }
-    cache_creation = _get(usage, "cache_creation")
-    service_tier = _get(usage, "service_tier")
-    pricing = {
-        "service_tier": service_tier,
-        "processing": "batch" if service_tier == "batch" else None,
-        "speed": _get(usage, "speed"),
-        "cache_write_1h_tokens": _get(cache_creation, "ephemeral_1h_input_tokens"),
-        "cache_write_5m_tokens": _get(cache_creation, "ephemeral_5m_input_tokens"),
-        "web_searches": _get(_get(usage, "server_tool_use"), "web_search_requests"),
-    }
-    return _event(
-        provider,
-        model or _get(message, "model"),
-        counts,
-        pricing,
-        processing=processing,
-        metadata=metadata,
-        feature=feature,
-        customer_id=customer_id,
-        customer_name=customer_name,
-        environment=environment,
-        latency_ms=latency_ms,
-        status=status,
-    )
-
-
-#: Gemini's modalities → the genai-prices unit they count in (as genai-prices' own Gemini usage
-#: extractor maps them: a document's pages are priced as image tokens). Text is the default
-#: rate, so it is not passed.
-_GEMINI_PROMPT_UNITS = {"AUDIO": "input_audio_tokens", "IMAGE": "input_image_tokens", "VIDEO": "input_video_tokens"}
-_GEMINI_CACHE_UNITS = {
-    "AUDIO": "cache_audio_read_tokens",
-    "IMAGE": "cache_image_read_tokens",
-    "VIDEO": "cache_video_read_tokens",
-}
-_GEMINI_OUTPUT_UNITS = {"AUDIO": "output_audio_tokens", "IMAGE": "output_image_tokens", "VIDEO": "output_video_tokens"}
-_GEMINI_MODALITY_ALIASES = {"DOCUMENT": "IMAGE"}
+    return provider_event(anthropic_usage(message), locals())
 
 
 def from_gemini(
@@ -230,41 +144,7 @@ def from_gemini(
       ``"standard"``, ``"flex"``, ``"priority"``) → ``service_tier``;
     * ``processing="batch"`` for a result of the Batch API.
     """
-    usage = _get(response, "usage_metadata", "usageMetadata")
-    prompt = _get(usage, "prompt_token_count", "promptTokenCount")
-    tool_prompt = _get(usage, "tool_use_prompt_token_count", "toolUsePromptTokenCount")
-    if _as_count(prompt) is not None and _as_count(tool_prompt) is not None:
-        prompt += tool_prompt
-    counts = {
-        "prompt_tokens": prompt,
-        "completion_tokens": _get(usage, "candidates_token_count", "candidatesTokenCount"),
-        "reasoning_tokens": _get(usage, "thoughts_token_count", "thoughtsTokenCount"),
-        "total_tokens": _get(usage, "total_token_count", "totalTokenCount"),
-        "cached_input_tokens": _get(usage, "cached_content_token_count", "cachedContentTokenCount"),
-    }
-    pricing: Dict[str, Any] = {"service_tier": _header(_get(response, "sdk_http_response"), "x-gemini-service-tier")}
-    prompt_details = [
-        _get(usage, "prompt_tokens_details", "promptTokensDetails"),
-        _get(usage, "tool_use_prompt_tokens_details", "toolUsePromptTokensDetails"),
-    ]
-    pricing.update(_modality_counts(prompt_details, _GEMINI_PROMPT_UNITS))
-    pricing.update(_modality_counts([_get(usage, "cache_tokens_details", "cacheTokensDetails")], _GEMINI_CACHE_UNITS))
-    output_details = _get(usage, "candidates_tokens_details", "candidatesTokensDetails")
-    pricing.update(_modality_counts([output_details], _GEMINI_OUTPUT_UNITS))
-    return _event(
-        provider,
-        model or _get(response, "model_version", "modelVersion"),
-        counts,
-        pricing,
-        processing=processing,
-        metadata=metadata,
-        feature=feature,
-        customer_id=customer_id,
-        customer_name=customer_name,
-        environment=environment,
-        latency_ms=latency_ms,
-        status=status,
-    )
+    return provider_event(gemini_usage(response), locals())
 
 
 def from_bedrock_converse(
@@ -302,138 +182,6 @@ def from_bedrock_converse(
         model = model_id
     if model is None:
         raise TypeError("from_bedrock_converse() needs the modelId you called, as model= (or model_id=)")
-    usage = _get(response, "usage")
-    counts = {
-        "prompt_tokens": _get(usage, "inputTokens"),
-        "completion_tokens": _get(usage, "outputTokens"),
-        "total_tokens": _get(usage, "totalTokens"),
-        "cached_input_tokens": _get(usage, "cacheReadInputTokens"),
-        "cache_write_tokens": _get(usage, "cacheWriteInputTokens"),
-    }
-    pricing: Dict[str, Any] = {"service_tier": _get(_get(response, "serviceTier"), "type")}
-    for detail in _items(_get(usage, "cacheDetails")):
-        name = {"5m": "cache_write_5m_tokens", "1h": "cache_write_1h_tokens"}.get(_get(detail, "ttl"))
-        tokens = _as_count(_get(detail, "inputTokens"))
-        if name is not None and tokens is not None:
-            pricing[name] = pricing.get(name, 0) + tokens
     if latency_ms is None:
-        latency_ms = _get(_get(response, "metrics"), "latencyMs")
-    return _event(
-        provider,
-        model,
-        counts,
-        pricing,
-        processing=processing,
-        metadata=metadata,
-        feature=feature,
-        customer_id=customer_id,
-        customer_name=customer_name,
-        environment=environment,
-        latency_ms=latency_ms,
-        status=status,
-    )
-
-
-def _get(source: Any, *names: str) -> Any:
-    """A field of a provider object or of the same data as a dict (the first of ``names``
-    that is present); ``None`` when absent."""
-    if source is None:
-        return None
-    for name in names:
-        value = source.get(name) if isinstance(source, Mapping) else getattr(source, name, None)
-        if value is not None:
-            return value
-    return None
-
-
-def _items(value: Any) -> Iterable[Any]:
-    """The items of a JSON array (list or tuple); nothing for anything else."""
-    return value if isinstance(value, (list, tuple)) else ()
-
-
-def _header(http_response: Any, name: str) -> Any:
-    """A response header kept by the provider's SDK (any casing of the name)."""
-    headers = _get(http_response, "headers")
-    if not isinstance(headers, Mapping):
-        return None
-    for key, value in headers.items():
-        if isinstance(key, str) and key.lower() == name:
-            return value
-    return None
-
-
-def _modality_counts(lists: Iterable[Any], units: Mapping[str, str]) -> Dict[str, int]:
-    """Gemini's ``[{modality, token_count}]`` lists, summed into genai-prices units."""
-    totals: Dict[str, int] = {}
-    for details in lists:
-        for item in _items(details):
-            modality = _get(item, "modality")
-            modality = getattr(modality, "value", modality)  # google-genai's MediaModality enum
-            if not isinstance(modality, str):
-                continue
-            modality = modality.upper()
-            unit = units.get(_GEMINI_MODALITY_ALIASES.get(modality, modality))
-            tokens = _as_count(_get(item, "token_count", "tokenCount"))
-            if unit is not None and tokens is not None:
-                totals[unit] = totals.get(unit, 0) + tokens
-    return totals
-
-
-def _event(
-    provider: str,
-    model: Any,
-    counts: Mapping[str, Any],
-    pricing: Mapping[str, Any],
-    *,
-    processing: Optional[str],
-    metadata: Optional[Dict[str, Any]],
-    **attribution: Any,
-) -> TrackEvent:
-    """The event, without the fields that are ``None`` (absent), with the pricing context and
-    extra counts read from the response merged under the caller's ``metadata``."""
-    event: Dict[str, Any] = {"provider": provider, "model": model}
-    event.update((name, value) for name, value in counts.items() if value is not None)
-    event.update((name, value) for name, value in attribution.items() if value is not None)
-
-    found: Dict[str, Any] = {}
-    for name, value in pricing.items():
-        if name in PRICING_COUNT_PARENTS:
-            number = _as_count(value)
-            if number:  # 0 prices as absent; anything but a count is the provider's oddity
-                found[name] = number
-        elif isinstance(value, str) and 0 < len(value) <= PRICING_CONTEXT_MAX_CHARS:
-            found[name] = value
-    if metadata is not None and not isinstance(metadata, Mapping):
-        event["metadata"] = metadata  # not an object: validation reports it, as given
-    else:
-        merged = _merge_metadata(found, processing, metadata, event)
-        if merged:
-            event["metadata"] = merged
-    return event  # type: ignore[return-value]
-
-
-def _merge_metadata(
-    found: Mapping[str, Any], processing: Optional[str], metadata: Optional[Mapping[str, Any]], event: Mapping[str, Any]
-) -> Dict[str, Any]:
-    """What the helper read from the response under what the caller gave (``processing=``,
-    then ``metadata``, whose keys win)."""
-    given: Dict[str, Any] = {}
-    if processing is not None:
-        given["processing"] = processing
-    given.update(metadata or {})
-    merged = {**{name: value for name, value in found.items() if name not in given}, **given}
-    # A count from the response that its parent contradicts is left out (and then so is any
-    # count that is part of it), rather than making the whole event invalid. The caller's stay.
-    own_counts = [name for name in found if name not in given and name in PRICING_COUNT_PARENTS]
-    dropped = True
-    while dropped:
-        dropped = False
-        for name in own_counts:
-            if name in merged and _exceeded_parent(name, merged[name], merged, event) is not None:
-                del merged[name]
-                dropped = True
-    return merged
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        latency_ms = get(get(response, "metrics"), "latencyMs")
+    return provider_event(bedrock_usage(response, model), locals())

@@ -1,0 +1,106 @@
+"""What the provider helpers share: reading a provider's object or dict, and turning what was
+read into an event whose metadata never breaks the rules (docs/api-rules.md#cost).
+
+Behind ``costtrack.providers``; imports no provider package.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
+
+from costtrack._event import TrackEvent
+from costtrack._reserved import as_count, exceeded_parent
+from costtrack._rules import PRICING_CONTEXT_MAX_CHARS, PRICING_COUNT_PARENTS
+
+__all__ = ["ATTRIBUTION", "Usage", "get", "header", "items", "provider_event", "read_counts"]
+
+#: The event fields a helper takes from its caller as they are (``None``: absent).
+ATTRIBUTION = ("feature", "customer_id", "customer_name", "environment", "latency_ms", "status")
+
+#: What a helper read from a response: the model it names, the event's counts, and the pricing
+#: context and extra counts for ``metadata`` (``None`` or anything invalid: not found).
+Usage = Tuple[Any, Dict[str, Any], Dict[str, Any]]
+
+
+def get(source: Any, *names: str) -> Any:
+    """A field of a provider object or of the same data as a dict (the first of ``names``
+    that is present); ``None`` when absent."""
+    if source is None:
+        return None
+    for name in names:
+        value = source.get(name) if isinstance(source, Mapping) else getattr(source, name, None)
+        if value is not None:
+            return value
+    return None
+
+
+def read_counts(usage: Any, names: Mapping[str, Tuple[str, ...]]) -> Dict[str, Any]:
+    """The event's counts from ``usage``: each field read under the provider's name(s) for it."""
+    return {field: get(usage, *spellings) for field, spellings in names.items()}
+
+
+def items(value: Any) -> Iterable[Any]:
+    """The items of a JSON array (list or tuple); nothing for anything else."""
+    return value if isinstance(value, (list, tuple)) else ()
+
+
+def header(http_response: Any, name: str) -> Any:
+    """A response header kept by the provider's SDK (any casing of the name)."""
+    headers = get(http_response, "headers")
+    if not isinstance(headers, Mapping):
+        return None
+    for key, value in headers.items():
+        if isinstance(key, str) and key.lower() == name:
+            return value
+    return None
+
+
+def provider_event(usage: Usage, given: Mapping[str, Any]) -> TrackEvent:
+    """The event from what a helper read and what its caller gave (the helper's arguments:
+    ``provider``, ``model``, ``processing``, ``metadata`` and ``ATTRIBUTION``), without the
+    fields that are ``None`` (absent); the pricing context and extra counts read from the
+    response are merged under the caller's ``metadata``."""
+    model, counts, pricing = usage
+    event: Dict[str, Any] = {"provider": given["provider"], "model": given["model"] or model}
+    event.update((name, value) for name, value in counts.items() if value is not None)
+    event.update((name, given[name]) for name in ATTRIBUTION if given[name] is not None)
+
+    found: Dict[str, Any] = {}
+    for name, value in pricing.items():
+        if name in PRICING_COUNT_PARENTS:
+            number = as_count(value)
+            if number:  # 0 prices as absent; anything but a count is the provider's oddity
+                found[name] = number
+        elif isinstance(value, str) and 0 < len(value) <= PRICING_CONTEXT_MAX_CHARS:
+            found[name] = value
+    metadata = given["metadata"]
+    if metadata is not None and not isinstance(metadata, Mapping):
+        event["metadata"] = metadata  # not an object: validation reports it, as given
+    else:
+        merged = _merge_metadata(found, given["processing"], metadata, event)
+        if merged:
+            event["metadata"] = merged
+    return event  # type: ignore[return-value]
+
+
+def _merge_metadata(
+    found: Mapping[str, Any], processing: Optional[str], metadata: Optional[Mapping[str, Any]], event: Mapping[str, Any]
+) -> Dict[str, Any]:
+    """What the helper read from the response under what the caller gave (``processing=``,
+    then ``metadata``, whose keys win)."""
+    given: Dict[str, Any] = {}
+    if processing is not None:
+        given["processing"] = processing
+    given.update(metadata or {})
+    merged = {**{name: value for name, value in found.items() if name not in given}, **given}
+    # A count from the response that its parent contradicts is left out (and then so is any
+    # count that is part of it), rather than making the whole event invalid. The caller's stay.
+    own_counts = [name for name in found if name not in given and name in PRICING_COUNT_PARENTS]
+    dropped = True
+    while dropped:
+        dropped = False
+        for name in own_counts:
+            if name in merged and exceeded_parent(name, merged[name], merged, event) is not None:
+                del merged[name]
+                dropped = True
+    return merged

@@ -1,0 +1,152 @@
+"""What each provider's response says, read into costtrack's terms: the model, the event's counts
+(each token counted once, docs/api-rules.md#cost), and the pricing context and extra counts.
+
+Behind ``costtrack.providers``, whose helpers document each mapping; imports no provider package.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
+
+from costtrack._provider_events import Usage, get, header, items, read_counts
+from costtrack._reserved import as_count
+
+__all__ = ["anthropic_usage", "bedrock_usage", "gemini_usage", "openai_usage"]
+
+
+def openai_usage(response: Any, provider: str) -> Usage:
+    """Chat Completions (``prompt_tokens``...) or the Responses API (``input_tokens``...)."""
+    usage = get(response, "usage")
+    responses_api = get(usage, "input_tokens") is not None or get(usage, "output_tokens") is not None
+    prompt_name, completion_name = ("input", "output") if responses_api else ("prompt", "completion")
+    prompt, completion = get(usage, f"{prompt_name}_tokens"), get(usage, f"{completion_name}_tokens")
+    prompt_details = get(usage, f"{prompt_name}_tokens_details")
+    completion_details = get(usage, f"{completion_name}_tokens_details")
+    reasoning = get(completion_details, "reasoning_tokens")
+    if not responses_api and provider in ("xai", "x-ai") and _is_count(reasoning) and _is_count(completion):
+        # xAI's Chat Completions count reasoning apart from completion_tokens: fold it in,
+        # the OpenAI convention, which prices right whichever way the entry reads it.
+        completion += reasoning
+    cached = get(prompt_details, "cached_tokens")
+    if cached is None:
+        cached = get(usage, "prompt_cache_hit_tokens")  # DeepSeek
+    counts = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": get(usage, "total_tokens"),
+        "cached_input_tokens": cached,
+        "cache_write_tokens": get(prompt_details, "cache_write_tokens"),
+    }
+    pricing = {
+        "service_tier": get(response, "service_tier"),
+        "input_audio_tokens": get(prompt_details, "audio_tokens"),
+        "output_audio_tokens": get(completion_details, "audio_tokens"),
+    }
+    return get(response, "model"), counts, pricing
+
+
+_ANTHROPIC_COUNTS = {
+    "prompt_tokens": ("input_tokens",),
+    "completion_tokens": ("output_tokens",),
+    "cached_input_tokens": ("cache_read_input_tokens",),
+    "cache_write_tokens": ("cache_creation_input_tokens",),
+}
+
+
+def anthropic_usage(message: Any) -> Usage:
+    usage = get(message, "usage")
+    cache_creation = get(usage, "cache_creation")
+    service_tier = get(usage, "service_tier")
+    pricing = {
+        "service_tier": service_tier,
+        "processing": "batch" if service_tier == "batch" else None,
+        "speed": get(usage, "speed"),
+        "cache_write_1h_tokens": get(cache_creation, "ephemeral_1h_input_tokens"),
+        "cache_write_5m_tokens": get(cache_creation, "ephemeral_5m_input_tokens"),
+        "web_searches": get(get(usage, "server_tool_use"), "web_search_requests"),
+    }
+    return get(message, "model"), read_counts(usage, _ANTHROPIC_COUNTS), pricing
+
+
+def _both_spellings(name: str) -> Tuple[str, str]:
+    """google-genai's snake_case name and the REST API's camelCase one."""
+    head, *rest = name.split("_")
+    return name, head + "".join(part.title() for part in rest)
+
+
+_GEMINI_COUNTS = {
+    field: _both_spellings(name)
+    for field, name in (
+        ("prompt_tokens", "prompt_token_count"),
+        ("completion_tokens", "candidates_token_count"),
+        ("reasoning_tokens", "thoughts_token_count"),
+        ("total_tokens", "total_token_count"),
+        ("cached_input_tokens", "cached_content_token_count"),
+    )
+}
+
+#: Gemini's per-modality lists → the genai-prices unit each modality counts in (as genai-prices'
+#: own Gemini usage extractor maps them: a document's pages are priced as image tokens). Text is
+#: the default rate, so it is not passed.
+_GEMINI_DETAILS = (
+    (("prompt_tokens_details", "tool_use_prompt_tokens_details"), "input_{}_tokens"),
+    (("cache_tokens_details",), "cache_{}_read_tokens"),
+    (("candidates_tokens_details",), "output_{}_tokens"),
+)
+_GEMINI_MODALITIES = {"AUDIO": "audio", "IMAGE": "image", "VIDEO": "video", "DOCUMENT": "image"}
+
+
+def gemini_usage(response: Any) -> Usage:
+    """google-genai's ``GenerateContentResponse`` (snake_case) or the REST API's JSON (camelCase)."""
+    usage = get(response, *_both_spellings("usage_metadata"))
+    counts = read_counts(usage, _GEMINI_COUNTS)
+    tool_prompt = get(usage, *_both_spellings("tool_use_prompt_token_count"))
+    if as_count(counts["prompt_tokens"]) is not None and as_count(tool_prompt) is not None:
+        counts["prompt_tokens"] += tool_prompt
+    pricing: Dict[str, Any] = {"service_tier": header(get(response, "sdk_http_response"), "x-gemini-service-tier")}
+    for names, unit in _GEMINI_DETAILS:
+        lists = [get(usage, *_both_spellings(name)) for name in names]
+        pricing.update(_modality_counts(lists, unit))
+    return get(response, *_both_spellings("model_version")), counts, pricing
+
+
+def _modality_counts(lists: Iterable[Any], unit: str) -> Dict[str, int]:
+    """Gemini's ``[{modality, token_count}]`` lists, summed into genai-prices units."""
+    totals: Dict[str, int] = {}
+    for details in lists:
+        for item in items(details):
+            modality = get(item, "modality")
+            modality = getattr(modality, "value", modality)  # google-genai's MediaModality enum
+            if not isinstance(modality, str):
+                continue
+            name = _GEMINI_MODALITIES.get(modality.upper())
+            tokens = as_count(get(item, *_both_spellings("token_count")))
+            if name is not None and tokens is not None:
+                totals[unit.format(name)] = totals.get(unit.format(name), 0) + tokens
+    return totals
+
+
+_BEDROCK_COUNTS = {
+    "prompt_tokens": ("inputTokens",),
+    "completion_tokens": ("outputTokens",),
+    "total_tokens": ("totalTokens",),
+    "cached_input_tokens": ("cacheReadInputTokens",),
+    "cache_write_tokens": ("cacheWriteInputTokens",),
+}
+_BEDROCK_CACHE_TTLS: Mapping[Optional[str], str] = {"5m": "cache_write_5m_tokens", "1h": "cache_write_1h_tokens"}
+
+
+def bedrock_usage(response: Any, model: str) -> Usage:
+    """A ``converse()`` response, which does not name the model: ``model`` is the one called."""
+    usage = get(response, "usage")
+    pricing: Dict[str, Any] = {"service_tier": get(get(response, "serviceTier"), "type")}
+    for detail in items(get(usage, "cacheDetails")):
+        name = _BEDROCK_CACHE_TTLS.get(get(detail, "ttl"))
+        tokens = as_count(get(detail, "inputTokens"))
+        if name is not None and tokens is not None:
+            pricing[name] = pricing.get(name, 0) + tokens
+    return model, read_counts(usage, _BEDROCK_COUNTS), pricing
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
