@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { Delivery, MAX_TIMER_MS } from "./delivery.js";
 import { ConfigurationError } from "./errors.js";
 import type { TrackOptions, TrackerOptions, TrackerStats, TrackerWarning } from "./types.js";
-import { checkEvent, codePointLength, suggestField, trim, wireBody } from "./validation.js";
+import { checkEvent, codePointLength, suggestField, trim } from "./validation.js";
 import { VERSION } from "./version.js";
 
 const DEFAULT_BASE_URL = "http://127.0.0.1:3000";
@@ -243,7 +243,7 @@ export class Tracker {
         this.#afterShutdown.hit();
         return;
       }
-      const event = checkEvent(options);
+      const event = checkEvent(options, settings.environment);
       if (event.error !== undefined) {
         this.#reportIgnored(event.unknownFields, undefined);
         safeCall(this.#onError, event.error);
@@ -252,7 +252,7 @@ export class Tracker {
       // One key per event, created now and sent unchanged on every retry.
       const key = randomUUID();
       if (event.unknownFields.length > 0) this.#reportIgnored(event.unknownFields, key);
-      if (!settings.delivery.enqueue(key, wireBody(event, settings.environment))) {
+      if (!settings.delivery.enqueue(key, event.body)) {
         this.#dropped++;
         this.#queueFull.hit();
       }
