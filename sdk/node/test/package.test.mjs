@@ -33,6 +33,28 @@ test("ESM and CommonJS expose the same small surface", () => {
   assert.ok(new cjs.EventValidationError([{ field: "model", message: "model is required" }]) instanceof Error);
 });
 
+// Every name a consumer can import, values and types: a split of the modules behind the entry
+// point must not drop (or add) one. The TypeScript compiler lists what each typings file exports.
+const PUBLIC_TYPES = ["CallStatus", "FieldError", "HelperOptions", "TrackOptions", "TrackerOptions", "TrackerStats", "TrackerWarning", "WithFlushOptions"];
+
+test("the export map and every exported name, values and types, are pinned", () => {
+  assert.deepEqual(pkg.exports, {
+    ".": {
+      import: { types: "./dist/esm/index.d.ts", default: "./dist/esm/index.js" },
+      require: { types: "./dist/cjs/index.d.ts", default: "./dist/cjs/index.js" },
+    },
+    "./package.json": "./package.json",
+  });
+  const ts = createRequire(import.meta.url)("typescript");
+  for (const typings of ["dist/esm/index.d.ts", "dist/cjs/index.d.ts"]) {
+    const file = new URL(typings, root).pathname;
+    const program = ts.createProgram([file], { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext });
+    const checker = program.getTypeChecker();
+    const exported = checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(file))).map((symbol) => symbol.name);
+    assert.deepEqual(exported.sort(), [...PUBLIC, ...PUBLIC_TYPES].sort(), typings);
+  }
+});
+
 test("the version lives in package.json only", () => {
   assert.equal(esm.VERSION, pkg.version);
   assert.match(readFileSync(new URL("dist/cjs/version.js", root), "utf8"), new RegExp(`"${pkg.version.replace(/\./g, "\\.")}"`));
