@@ -14,6 +14,7 @@ them. Standard library only, so the service can use it without pulling in the HT
 
 from __future__ import annotations
 
+from costtrack import _rules
 from costtrack._event_check import check_event, validate_event
 from costtrack._fields import (
     EventValidationError,
@@ -24,30 +25,18 @@ from costtrack._fields import (
     suggest_field,
     trim,
 )
-from costtrack._rules import (
-    EVENT_FIELDS,
-    INTEGER_FIELDS,
-    MAX_SAFE_INTEGER,
-    METADATA_MAX_BYTES,
-    METADATA_MAX_DEPTH,
-    PRICING_CONTEXT_MAX_CHARS,
-    PRICING_CONTEXT_NAMES,
-    PRICING_COUNT_PARENTS,
-    STATUSES,
-    STRING_LIMITS,
-)
+from costtrack._rules import EVENT_FIELDS as EVENT_FIELDS
+from costtrack._rules import INTEGER_FIELDS as INTEGER_FIELDS
+from costtrack._rules import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
+from costtrack._rules import METADATA_MAX_BYTES as METADATA_MAX_BYTES
+from costtrack._rules import METADATA_MAX_DEPTH as METADATA_MAX_DEPTH
+from costtrack._rules import PRICING_CONTEXT_MAX_CHARS as PRICING_CONTEXT_MAX_CHARS
+from costtrack._rules import PRICING_CONTEXT_NAMES as PRICING_CONTEXT_NAMES
+from costtrack._rules import PRICING_COUNT_PARENTS as PRICING_COUNT_PARENTS
+from costtrack._rules import STATUSES as STATUSES
+from costtrack._rules import STRING_LIMITS as STRING_LIMITS
 
 __all__ = [
-    "EVENT_FIELDS",
-    "INTEGER_FIELDS",
-    "MAX_SAFE_INTEGER",
-    "METADATA_MAX_BYTES",
-    "METADATA_MAX_DEPTH",
-    "PRICING_CONTEXT_MAX_CHARS",
-    "PRICING_CONTEXT_NAMES",
-    "PRICING_COUNT_PARENTS",
-    "STATUSES",
-    "STRING_LIMITS",
     "EventValidationError",
     "FieldError",
     "ValidatedEvent",
@@ -58,3 +47,4 @@ __all__ = [
     "trim",
     "validate_event",
 ]
+__all__ += _rules.__all__  # the limits as data, imported above under their own names
