@@ -1,10 +1,9 @@
 // Batches (docs/api-rules.md#batches): how queued events are cut into requests, and how a batch answer
 // reaches the callbacks, against a real local HTTP server.
 import assert from "node:assert/strict";
-import { afterEach, describe, test } from "node:test";
+import { describe, test } from "node:test";
 
-import { Tracker } from "costtrack";
-import { accepted, collector, errorBody, keysOf, nextTurn, perEvent, sentEvents, startServer, waitFor } from "./helpers.mjs";
+import { accepted, errorBody, keysOf, nextTurn, perEvent, sentEvents, trackerFixtures, waitFor } from "./helpers.mjs";
 
 const EVENT = { provider: "openai", model: "gpt-5", promptTokens: 10, completionTokens: 5 };
 const MiB = 1_048_576;
@@ -16,18 +15,7 @@ const tokensByBatch = (requests) =>
   requests.map((r) => r.json.batch.map((item) => item.event.prompt_tokens)).sort((a, b) => a[0] - b[0]);
 const range = (from, to) => Array.from({ length: to - from }, (_, i) => from + i);
 
-const cleanup = [];
-afterEach(async () => {
-  while (cleanup.length) await cleanup.pop()();
-});
-
-async function setup(respond, options = {}) {
-  const server = await startServer(respond);
-  const seen = collector();
-  const tracker = new Tracker({ apiKey: "ct_test", baseUrl: server.url, ...seen, ...options });
-  cleanup.push(() => server.close(), () => tracker.shutdown(100));
-  return { server, tracker, ...seen };
-}
+const { setup } = trackerFixtures();
 
 describe("batches", () => {
   test("a burst of 250 events goes as batches of at most 100, each event once", async () => {

@@ -1,5 +1,8 @@
 // Test support: a real local HTTP server on a free port that records every request.
 import http from "node:http";
+import { afterEach } from "node:test";
+
+import { Tracker } from "costtrack";
 
 /**
  * Starts a sink on 127.0.0.1:<free port>. `respond(request, index)` returns
@@ -127,4 +130,23 @@ export function keysOf(request) {
  */
 export function nextTurn() {
   return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * For a test file: `cleanup` (functions run after each test, last first) and `setup(respond,
+ * options)`, which starts a sink and a tracker sending to it, both closed after the test.
+ */
+export function trackerFixtures() {
+  const cleanup = [];
+  afterEach(async () => {
+    while (cleanup.length) await cleanup.pop()();
+  });
+  async function setup(respond, options = {}) {
+    const server = await startServer(respond);
+    const seen = collector();
+    const tracker = new Tracker({ apiKey: "ct_test", baseUrl: server.url, ...seen, ...options });
+    cleanup.push(() => server.close(), () => tracker.shutdown(100));
+    return { server, tracker, ...seen };
+  }
+  return { cleanup, setup };
 }

@@ -1,28 +1,17 @@
 // Tracker and delivery against a real local HTTP server.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { afterEach, describe, test } from "node:test";
+import { describe, test } from "node:test";
 
 import { ConfigurationError, EventValidationError, Tracker } from "costtrack";
-import { accepted, closedPort, collector, errorBody, keysOf, nextTurn, perEvent, sentEvents, startServer, waitFor } from "./helpers.mjs";
+import { accepted, closedPort, collector, errorBody, keysOf, nextTurn, perEvent, sentEvents, startServer, trackerFixtures, waitFor } from "./helpers.mjs";
 
 const VERSION = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
 const EVENT = { provider: "openai", model: "gpt-5", promptTokens: 10, completionTokens: 5 };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const ok = perEvent(() => ({ status: 200, body: accepted() }));
 
-const cleanup = [];
-afterEach(async () => {
-  while (cleanup.length) await cleanup.pop()();
-});
-
-async function setup(respond, options = {}) {
-  const server = await startServer(respond);
-  const seen = collector();
-  const tracker = new Tracker({ apiKey: "ct_test", baseUrl: server.url, ...seen, ...options });
-  cleanup.push(() => server.close(), () => tracker.shutdown(100));
-  return { server, tracker, ...seen };
-}
+const { cleanup, setup } = trackerFixtures();
 
 describe("wire format", () => {
   test("POST /v1/events with the contract's headers and a batch of snake_case events", async () => {
