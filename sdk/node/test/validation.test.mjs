@@ -73,6 +73,13 @@ describe("validation vectors through the validator", () => {
         assert.deepEqual(wire, expected);
         for (const [k, v] of Object.entries(c.expect ?? {})) assert.deepEqual(wire[k], v, k);
         assert.deepEqual(result.unknownFields, c.unknown ?? []);
+        // The body written while checking is, byte for byte, the cleaned fields serialized (with
+        // the default environment where the event names none), then the metadata.
+        const fields = { ...result.fields };
+        if (fields.environment === undefined || fields.environment === "") fields.environment = "staging";
+        const json = JSON.stringify(fields);
+        const body = result.metadataJson === undefined ? json : json.slice(0, -1) + ',"metadata":' + result.metadataJson + "}";
+        assert.equal(checkEvent(toNode(c.event), "staging").body, body);
       } else {
         assert.ok(result.error instanceof EventValidationError);
         assert.equal(result.error.code, "INVALID_PAYLOAD");
