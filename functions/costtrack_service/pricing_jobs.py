@@ -23,7 +23,7 @@ from costtrack_service.domain.overrides import Override
 from costtrack_service.domain.price_sync import plan_sync
 from costtrack_service.domain.pricer import Call, Pricer
 from costtrack_service.domain.pricing import PricingEntry, format_timestamp, parse_timestamp
-from costtrack_service.domain.records import UNKNOWN_MODEL, EventRecord, priced_fields
+from costtrack_service.domain.records import EventRecord, PricingStatus, WarningCode, priced_fields
 
 #: Where genai-prices publishes its data (the file its own UpdatePrices fetches).
 DEFAULT_SOURCE = "https://raw.githubusercontent.com/pydantic/genai-prices/refs/heads/main/prices/new_data/v2/data.json"
@@ -105,7 +105,7 @@ def backfill(store: PricingJobStore, *, now: datetime | None = None) -> dict[str
     priced = still_unpriced = already = 0
     added = Decimal(0)
     for record in store.iter_unpriced_events():
-        if record.pricing_status != UNKNOWN_MODEL:
+        if record.pricing_status != PricingStatus.UNKNOWN_MODEL:
             continue
         event = record.event
         outcome = pricer.price(
@@ -117,7 +117,7 @@ def backfill(store: PricingJobStore, *, now: datetime | None = None) -> dict[str
         if not outcome.priced:
             still_unpriced += 1
             continue
-        warnings = tuple(notice for notice in record.warnings if notice.code != UNKNOWN_MODEL)
+        warnings = tuple(warning for warning in record.warnings if warning.code != WarningCode.UNKNOWN_MODEL)
         new = replace(record, **priced_fields(outcome), priced_at=stamp, warnings=warnings)
         if store.reprice_event(record, new):
             priced += 1

@@ -12,11 +12,12 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from costtrack.validation import INTEGER_FIELDS
+from costtrack_service.domain.cost import CURRENCY
 from costtrack_service.domain.events import USAGE_EVENT_FIELDS, UsageEvent
 from costtrack_service.domain.keys import INGEST, KeyRecord, KeyState
 from costtrack_service.domain.pricing import model_key
 from costtrack_service.domain.quota import Charge, WorkspaceState
-from costtrack_service.domain.records import UNKNOWN_MODEL, EventRecord, Notice
+from costtrack_service.domain.records import EventRecord, EventWarning, PricingStatus
 from costtrack_service.domain.shards import event_partition
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.visibility import Visibility
@@ -152,11 +153,11 @@ def event_to_item(record: EventRecord) -> dict[str, Any]:
         "priced_at": record.priced_at,
         "dashboard_visible": record.visibility.dashboard_visible,
         "visibility_reason": record.visibility.reason,
-        "warnings": json.dumps([notice.to_dict() for notice in record.warnings], separators=(",", ":")),
+        "warnings": json.dumps([warning.to_dict() for warning in record.warnings], separators=(",", ":")),
         "charge": record.charge.value,
         "expires_at": record.expires_at,
     }
-    if record.pricing_status == UNKNOWN_MODEL:
+    if record.pricing_status == PricingStatus.UNKNOWN_MODEL:
         # The sparse ``unpriced`` index: what a backfill prices once a price arrives.
         # Spread like the events themselves, so one model's unpriced events are not one hot key.
         item["unpriced_model"] = f"{model_key(record.event.provider, record.event.model)}#{partition[-2:]}"
@@ -199,10 +200,10 @@ def event_from_item(item: Mapping[str, Any]) -> EventRecord:
         rates={name: str(value) for name, value in rates.items()} if rates else None,
         tier_above_prompt_tokens=optional_int("tier_above_prompt_tokens"),
         visibility=Visibility(bool(item["dashboard_visible"]), item.get("visibility_reason")),
-        warnings=tuple(Notice(**notice) for notice in json.loads(item.get("warnings") or "[]")),
+        warnings=tuple(EventWarning(**warning) for warning in json.loads(item.get("warnings") or "[]")),
         expires_at=int(item["expires_at"]),
         charge=Charge(item.get("charge", Charge.INCLUDED.value)),
-        currency=item.get("currency", "USD"),
+        currency=item.get("currency", CURRENCY),
         pricing_version=item.get("pricing_version"),
         pricing_match=item.get("pricing_match"),
         pricing_override_id=item.get("pricing_override_id"),

@@ -21,7 +21,7 @@ from costtrack_service.domain.keys import KeyState
 from costtrack_service.domain.overrides import parse_override
 from costtrack_service.domain.pricing import Origin, PricingEntry, parse_entry
 from costtrack_service.domain.quota import FREE, PAID, Charge, Usage, WorkspaceState
-from costtrack_service.domain.records import EventRecord, Notice
+from costtrack_service.domain.records import EventRecord, EventWarning
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.store_errors import NotFound, TransitionRefused
 from costtrack_service.domain.visibility import VISIBLE, Visibility
@@ -63,7 +63,7 @@ def record(workspace_id: str, idempotency_key: str | None = "k1", **overrides: o
         "rates": {"input": "1.25", "output": "10"},
         "tier_above_prompt_tokens": None,
         "visibility": VISIBLE,
-        "warnings": (Notice("unknown_field", "…", "foo"),),
+        "warnings": (EventWarning("unknown_field", "…", "foo"),),
         "expires_at": 1_900_000_000,
     }
     values.update(overrides)

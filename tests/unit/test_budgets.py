@@ -25,7 +25,7 @@ from costtrack_service.domain.budgets import (
 )
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.quota import PAID, WorkspaceState
-from costtrack_service.domain.records import BUDGET_EXCEEDED
+from costtrack_service.domain.records import WarningCode
 from costtrack_service.domain.usage import Counts, RollupKey
 from costtrack_service.domain.webhooks import (
     MAX_ATTEMPTS,
@@ -243,7 +243,7 @@ def test_events_of_an_exceeded_budget_carry_the_warning_and_are_still_counted() 
     assert send("chat", "b")["warnings"] == []
     elapsed[0] += 31  # the cache's TTL
     answer = send("chat", "c")
-    assert [(w["code"], w["budget_id"]) for w in answer["warnings"]] == [(BUDGET_EXCEEDED, "bud_1")]
+    assert [(w["code"], w["budget_id"]) for w in answer["warnings"]] == [(WarningCode.BUDGET_EXCEEDED, "bud_1")]
     assert "past 100%" in answer["warnings"][0]["message"] and answer["cost"] != "0"
     assert send("chat", "c") == {**answer, "replayed": True}  # a replay answers the same
     assert len(store.events) == 3

@@ -16,6 +16,24 @@ function el(tag, text, className) {
   return node;
 }
 
+// A table row of the given cells; a heading row of [text, className] pairs; a row that spans a
+// table's columns to say it is empty.
+function tableRow(...cells) {
+  const row = el("tr");
+  row.append(...cells);
+  return row;
+}
+
+function headingRow(...headings) {
+  return tableRow(...headings.map(([text, className]) => el("th", text, className)));
+}
+
+function emptyRow(columns, text) {
+  const cell = el("td", text, "empty");
+  cell.colSpan = columns;
+  return tableRow(cell);
+}
+
 function usd(cost) {
   // Costs arrive as exact decimal strings; show them as they are, never through a float.
   return "$" + (cost ?? "0");
@@ -213,61 +231,38 @@ function renderChart(report) {
 }
 
 function renderTop(id, groups) {
-  const table = $(id);
-  table.replaceChildren();
-  const head = el("tr");
-  head.append(el("th", "Name"), el("th", "Events", "num"), el("th", "Cost", "num"));
-  table.append(head);
-  if (!groups.length) {
-    const row = el("tr");
-    const cell = el("td", "No events", "empty");
-    cell.colSpan = 3;
-    row.append(cell);
-    table.append(row);
-    return;
-  }
-  for (const group of groups.slice(0, 8)) {
-    const row = el("tr");
-    row.append(el("td", group.key), el("td", number(group.events), "num"), el("td", usd(group.cost), "num"));
-    table.append(row);
-  }
+  const rows = groups.slice(0, 8).map((group) =>
+    tableRow(el("td", group.key), el("td", number(group.events), "num"), el("td", usd(group.cost), "num")));
+  $(id).replaceChildren(
+    headingRow(["Name"], ["Events", "num"], ["Cost", "num"]),
+    ...(rows.length ? rows : [emptyRow(3, "No events")]),
+  );
 }
 
 function renderUnknown(models) {
   $("unknown-models-card").hidden = !models.length;
-  const table = $("unknown-models");
-  table.replaceChildren();
-  const head = el("tr");
-  head.append(el("th", "Model"), el("th", "Events", "num"), el("th", "Last seen"));
-  table.append(head);
-  for (const model of models) {
-    const row = el("tr");
-    row.append(el("td", model.model), el("td", number(model.events), "num"), el("td", model.last_seen));
-    table.append(row);
-  }
+  $("unknown-models").replaceChildren(
+    headingRow(["Model"], ["Events", "num"], ["Last seen"]),
+    ...models.map((model) =>
+      tableRow(el("td", model.model), el("td", number(model.events), "num"), el("td", model.last_seen))),
+  );
 }
 
 function renderOverrides(overrides) {
   $("overrides-card").hidden = !overrides.length;
-  const table = $("overrides");
-  table.replaceChildren();
-  const head = el("tr");
-  head.append(el("th", "Provider"), el("th", "Model"), el("th", "Price"), el("th", "From"), el("th", "Until"));
-  table.append(head);
-  for (const override of overrides) {
+  const rows = overrides.map((override) => {
     const price = override.discount_percent !== null
       ? `${override.discount_percent}% off`
       : Object.entries(override.prices).map(([name, value]) => `${name} ${value}`).join(", ");
-    const row = el("tr");
-    row.append(
+    return tableRow(
       el("td", override.provider),
       el("td", override.model ?? "all models"),
       el("td", price),
       el("td", override.effective_from.slice(0, 10)),
       el("td", override.effective_to ? override.effective_to.slice(0, 10) : "open"),
     );
-    table.append(row);
-  }
+  });
+  $("overrides").replaceChildren(headingRow(["Provider"], ["Model"], ["Price"], ["From"], ["Until"]), ...rows);
 }
 
 // -- events -------------------------------------------------------------------------------
@@ -293,13 +288,7 @@ async function loadEvents(reset) {
     );
     body.append(row);
   }
-  if (reset && !page.events.length) {
-    const row = el("tr");
-    const cell = el("td", "No events yet.", "empty");
-    cell.colSpan = 7;
-    row.append(cell);
-    body.append(row);
-  }
+  if (reset && !page.events.length) body.append(emptyRow(7, "No events yet."));
   state.cursor = page.next_cursor;
   $("more-events").hidden = !page.next_cursor;
 }

@@ -55,13 +55,7 @@ function renderBudgets(budgets) {
     );
     body.append(row);
   }
-  if (!budgets.length) {
-    const row = el("tr");
-    const cell = el("td", "No budgets yet.", "empty");
-    cell.colSpan = 6;
-    row.append(cell);
-    body.append(row);
-  }
+  if (!budgets.length) body.append(emptyRow(6, "No budgets yet."));
 }
 
 async function budgetAction(request, done) {

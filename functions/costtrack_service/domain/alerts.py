@@ -13,7 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from costtrack_service.domain.budgets import Budget, Window, percent
-from costtrack_service.domain.cost import format_decimal
+from costtrack_service.domain.cost import CURRENCY, format_decimal
 from costtrack_service.domain.pricing import format_timestamp
 
 SNS = "sns"
@@ -80,7 +80,7 @@ class Notification:
             "spend": format_decimal(spent),
             "amount": format_decimal(budget.amount),
             "percent": percent(budget, spent),
-            "currency": "USD",
+            "currency": CURRENCY,
             "window": {"from": span.first_day.isoformat(), "to": span.last_day.isoformat()},
         }
         body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)

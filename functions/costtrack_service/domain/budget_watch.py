@@ -21,7 +21,7 @@ from costtrack_service.domain.cache import TTLCache
 from costtrack_service.domain.cost import format_decimal
 from costtrack_service.domain.events import UsageEvent
 from costtrack_service.domain.pricing import format_timestamp
-from costtrack_service.domain.records import BUDGET_EXCEEDED, Notice
+from costtrack_service.domain.records import EventWarning, WarningCode
 from costtrack_service.domain.visibility import Visibility
 
 DEFAULT_TTL_SECONDS = 30.0
@@ -43,7 +43,9 @@ class BudgetWatch:
         self.ttl_seconds = ttl_seconds
         self._budgets: TTLCache[str, list[Budget]] = TTLCache(clock=monotonic)
 
-    def notices(self, workspace_id: str, event: UsageEvent, visibility: Visibility, received: datetime) -> list[Notice]:
+    def warnings(
+        self, workspace_id: str, event: UsageEvent, visibility: Visibility, received: datetime
+    ) -> list[EventWarning]:
         """A warning per exceeded budget the event counts towards (hidden events count towards
         none: budgets read the dashboard's rollups)."""
         if not visibility.dashboard_visible:
@@ -53,8 +55,8 @@ class BudgetWatch:
             return []  # the common case costs one cache lookup per event
         at = format_timestamp(received)
         return [
-            Notice(
-                BUDGET_EXCEEDED,
+            EventWarning(
+                WarningCode.BUDGET_EXCEEDED,
                 f"Budget {budget.name or budget.budget_id} ({budget.budget_id}: {format_decimal(budget.amount)} USD "
                 f"for {budget.describe()}, {budget.period}) is past 100%. The event was accepted and counted.",
                 budget_id=budget.budget_id,

@@ -21,7 +21,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
 
-from costtrack_service.domain.cost import format_decimal
+from costtrack_service.domain.cost import CURRENCY, format_decimal
 from costtrack_service.domain.events import UsageEvent
 from costtrack_service.domain.usage import TOTAL, Counts, RollupKey, model_name
 
@@ -46,8 +46,6 @@ MAX_NAME_CHARS = 100
 #: The same caps as the event fields a scope names (docs/api-rules.md#event-fields); a model is provider/model.
 SCOPE_VALUE_CAPS = {"feature": 200, "customer": 256, "model": 265, "environment": 64}
 FIELDS = ("name", "amount", "scope", "scope_value", "period", "thresholds")
-#: The percentage past which accepted events carry the ``budget_exceeded`` warning.
-EXCEEDED = 100
 
 
 @dataclass(frozen=True)
@@ -88,7 +86,7 @@ class Budget:
             "budget_id": self.budget_id,
             "name": self.name,
             "amount": format_decimal(self.amount),
-            "currency": "USD",
+            "currency": CURRENCY,
             "scope": self.scope,
             "scope_value": self.scope_value,
             "period": self.period,

@@ -53,10 +53,6 @@ class TTLCache[K, V]:
             if entry is not None:
                 self._entries[key] = (entry[0], Cached(value))
 
-    def discard(self, key: K) -> None:
-        with self._lock:
-            self._entries.pop(key, None)
-
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()

@@ -17,7 +17,7 @@ already counted in its output is never charged twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Context, Decimal, InvalidOperation, localcontext
 from functools import lru_cache
@@ -34,6 +34,8 @@ MAX_COST_DIGITS = 38
 GENAI_PRICES_DIGITS = 28
 #: The one unit that is charged per call, not per count.
 REQUESTS = "requests"
+#: Every cost is in US dollars: the currency every price source quotes in.
+CURRENCY = "USD"
 
 
 def parse_rate(name: str, value: object) -> Decimal:
@@ -316,7 +318,3 @@ def scale(cost: Decimal, factor: Decimal) -> Decimal:
     with localcontext() as ctx:
         ctx.prec = 80
         return cost * factor
-
-
-def unknown_price_keys(raw: Iterable[str], registry: UnitRegistry) -> list[str]:
-    return sorted(set(raw) - set(registry.by_price_key))

@@ -27,11 +27,6 @@ def _encode(prefix: str, millis: int, random_part: int) -> str:
     return prefix + "".join([_PAIRS[(value >> shift) & 1023] for shift in range(120, -1, -10)])
 
 
-def sortable_id(prefix: str, at_ms: int | None = None) -> str:
-    millis = int(time.time() * 1000) if at_ms is None else at_ms
-    return _encode(prefix, millis, secrets.randbits(_RANDOM_BITS))
-
-
 class _MonotonicIds:
     """ULID's monotonic rule: the first id of a millisecond draws 80 random bits, the next ones
     of that millisecond add one. As unique as drawing each (the draw is per process and

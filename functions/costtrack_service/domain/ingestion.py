@@ -39,15 +39,15 @@ from costtrack_service.domain.pricer import Call, Pricer
 from costtrack_service.domain.pricing import format_timestamp
 from costtrack_service.domain.quota import ACTIVE, WorkspaceState, billing_period
 from costtrack_service.domain.records import (
-    MISSING_IDEMPOTENCY_KEY,
     EventRecord,
-    Notice,
+    EventWarning,
     StoreUnavailable,
+    WarningCode,
     priced_fields,
-    pricing_notices,
-    unknown_field_notices,
+    pricing_warnings,
+    unknown_field_warnings,
 )
-from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, decide
+from costtrack_service.domain.visibility import decide
 
 
 class IngestStore(ReadStore, ChunkStore, BudgetReader, Protocol):
@@ -199,21 +199,21 @@ class IngestService:
     def _record(self, key: KeyRecord, workspace: WorkspaceState, item: Item, received: datetime) -> EventRecord:
         assert item.event is not None
         event = to_usage_event(item.event)
-        notices = unknown_field_notices(item.event.unknown_fields)
+        warnings = unknown_field_warnings(item.event.unknown_fields)
         if item.idempotency_key is None:
-            notices.append(
-                Notice(
-                    MISSING_IDEMPOTENCY_KEY,
+            warnings.append(
+                EventWarning(
+                    WarningCode.MISSING_IDEMPOTENCY_KEY,
                     "No Idempotency-Key header: a retry of this request would be counted again.",
                 )
             )
         call = Call(event.provider, event.model, event.counts, event.metadata)
         priced = self.pricer.price(call, received, self.reads.price_overrides(key.workspace_id))
-        notices += pricing_notices(event, priced)
+        warnings += pricing_warnings(event, priced)
         visibility = decide(workspace.tier, key.bound, event.source)
         if not visibility.dashboard_visible:
-            notices.append(_hidden_notice(key))
-        notices += self.budget_watch.notices(key.workspace_id, event, visibility, received)
+            warnings.append(_hidden_warning(key))
+        warnings += self.budget_watch.warnings(key.workspace_id, event, visibility, received)
         millis, received_at, expires_at = _stamps(received, self.settings.event_retention_days)
         return EventRecord(
             workspace_id=key.workspace_id,
@@ -225,7 +225,7 @@ class IngestService:
             fingerprint=event.fingerprint(),
             **priced_fields(priced),
             visibility=visibility,
-            warnings=tuple(notices),
+            warnings=tuple(warnings),
             expires_at=expires_at,
         )
 
@@ -254,10 +254,10 @@ def _matched(attempted: EventRecord, outcome: Outcome) -> Outcome:
     return outcome
 
 
-def _hidden_notice(key: KeyRecord) -> Notice:
+def _hidden_warning(key: KeyRecord) -> EventWarning:
     bound = f" ({key.bound})" if key.bound else ""
-    return Notice(
-        FREE_SOURCE_MISMATCH,
+    return EventWarning(
+        WarningCode.FREE_SOURCE_MISMATCH,
         f"This free-plan key is bound to another provider/model/feature{bound}: the event was "
         f"accepted and counted but is hidden from the dashboard.",
     )

@@ -97,7 +97,6 @@ class SpanData:
     start_ns: int = 0
     end_ns: int = 0
     status_code: int = 0
-    status_message: str = ""
     attributes: Mapping[str, Any] = field(default_factory=dict)
     resource: Mapping[str, Any] = field(default_factory=dict)
 

@@ -30,7 +30,6 @@ from costtrack_service.domain.cost import (
     format_decimal,
     parse_rate,
     parse_sheet,
-    sheet_to_json,
 )
 from costtrack_service.domain.match import Predicate, compile_rule, exact_names
 from costtrack_service.domain.source import normalize_name, normalize_provider
@@ -191,25 +190,6 @@ def parse_model_prices(prices: object, variants: object, registry: UnitRegistry)
             )
         )
     return ModelPrices(sets=sets, variants=tuple(parsed_variants))
-
-
-def model_prices_to_json(prices: ModelPrices) -> tuple[Any, list[dict[str, Any]]]:
-    if len(prices.sets) == 1 and prices.sets[0][0] is None:
-        raw_prices: Any = sheet_to_json(prices.sets[0][1])
-    else:
-        raw_prices = [
-            {"constraint": condition.to_json() if condition else None, "prices": sheet_to_json(sheet)}
-            for condition, sheet in prices.sets
-        ]
-    variants = [
-        {
-            "when": dict(variant.when),
-            "prices": sheet_to_json(variant.sheet),
-            **({"constraint": variant.condition.to_json()} if variant.condition else {}),
-        }
-        for variant in prices.variants
-    ]
-    return raw_prices, variants
 
 
 def rates_to_prices(rates: Mapping[str, object]) -> dict[str, str]:

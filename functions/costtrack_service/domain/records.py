@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any
 
 from costtrack.validation import suggest_field
-from costtrack_service.domain.cost import format_decimal
+from costtrack_service.domain.cost import CURRENCY, format_decimal
 from costtrack_service.domain.events import UsageEvent
 from costtrack_service.domain.pricer import Priced
 from costtrack_service.domain.quota import Charge
@@ -21,29 +22,32 @@ from costtrack_service.domain.quota import Charge
 from costtrack_service.domain.store_errors import StoreUnavailable as StoreUnavailable
 from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, Visibility
 
-CURRENCY = "USD"
-PRICED = "priced"
-UNKNOWN_MODEL = "unknown_model"
-UNKNOWN_FIELD = "unknown_field"
-USAGE_INCONSISTENT = "usage_inconsistent"
-MISSING_IDEMPOTENCY_KEY = "missing_idempotency_key"
-BUDGET_EXCEEDED = "budget_exceeded"
-#: Every warning an accepted event can carry (docs/api-rules.md#responses; ``budget_exceeded``: README,
-#: "Budgets and alerts").
-WARNING_CODES = (
-    UNKNOWN_MODEL,
-    FREE_SOURCE_MISMATCH,
-    UNKNOWN_FIELD,
-    USAGE_INCONSISTENT,
-    MISSING_IDEMPOTENCY_KEY,
-    BUDGET_EXCEEDED,
-)
+
+class PricingStatus(StrEnum):
+    """Whether an event found its price (docs/api-rules.md#unpriced-events)."""
+
+    PRICED = "priced"
+    UNKNOWN_MODEL = "unknown_model"
+
+
+class WarningCode(StrEnum):
+    """Every warning an accepted event can carry (docs/api-rules.md#warnings; ``budget_exceeded``:
+    README, "Budgets and alerts")."""
+
+    UNKNOWN_MODEL = "unknown_model"
+    FREE_SOURCE_MISMATCH = FREE_SOURCE_MISMATCH
+    UNKNOWN_FIELD = "unknown_field"
+    USAGE_INCONSISTENT = "usage_inconsistent"
+    MISSING_IDEMPOTENCY_KEY = "missing_idempotency_key"
+    BUDGET_EXCEEDED = "budget_exceeded"
+
+
 MAX_UNKNOWN_FIELD_WARNINGS = 20
 
 
 @dataclass(frozen=True)
-class Notice:
-    """A warning returned with an accepted event."""
+class EventWarning:
+    """A warning returned with an accepted event (its ``warnings``)."""
 
     code: str
     message: str
@@ -76,7 +80,7 @@ class EventRecord:
     rates: Mapping[str, str] | None  # the prices applied, by genai-prices price key
     tier_above_prompt_tokens: int | None  # the long-context tier's threshold, when one applied
     visibility: Visibility
-    warnings: tuple[Notice, ...]
+    warnings: tuple[EventWarning, ...]
     expires_at: int
     charge: Charge = Charge.INCLUDED
     currency: str = CURRENCY
@@ -121,7 +125,7 @@ class EventRecord:
             "pricing_entry_id": self.pricing_entry_id,
             "dashboard_visible": self.visibility.dashboard_visible,
             "visibility_reason": self.visibility.reason,
-            "warnings": [notice.to_dict() for notice in self.warnings],
+            "warnings": [warning.to_dict() for warning in self.warnings],
         }
 
 
@@ -129,16 +133,18 @@ def event_key_for(idempotency_key: str | None, event_id: str) -> str:
     return f"k#{idempotency_key}" if idempotency_key is not None else f"n#{event_id}"
 
 
-def unknown_field_notices(names: tuple[str, ...]) -> list[Notice]:
-    notices = []
+def unknown_field_warnings(names: tuple[str, ...]) -> list[EventWarning]:
+    warnings = []
     for name in names[:MAX_UNKNOWN_FIELD_WARNINGS]:
         suggestion = suggest_field(name)
         hint = f"; did you mean '{suggestion}'? Wire fields are snake_case" if suggestion else ""
-        notices.append(Notice(UNKNOWN_FIELD, f"Unknown field '{name}' was ignored{hint}.", field=name))
+        warnings.append(
+            EventWarning(WarningCode.UNKNOWN_FIELD, f"Unknown field '{name}' was ignored{hint}.", field=name)
+        )
     if len(names) > MAX_UNKNOWN_FIELD_WARNINGS:
         extra = len(names) - MAX_UNKNOWN_FIELD_WARNINGS
-        notices.append(Notice(UNKNOWN_FIELD, f"{extra} more unknown fields were ignored."))
-    return notices
+        warnings.append(EventWarning(WarningCode.UNKNOWN_FIELD, f"{extra} more unknown fields were ignored."))
+    return warnings
 
 
 def priced_fields(priced: Priced) -> dict[str, Any]:
@@ -146,7 +152,7 @@ def priced_fields(priced: Priced) -> dict[str, Any]:
     entry = priced.entry
     return {
         "cost": priced.cost,
-        "pricing_status": PRICED if priced.priced else UNKNOWN_MODEL,
+        "pricing_status": PricingStatus.PRICED if priced.priced else PricingStatus.UNKNOWN_MODEL,
         "pricing_entry_id": entry.entry_id if entry else None,
         "rates": priced.applied,
         "tier_above_prompt_tokens": priced.tier_start,
@@ -156,19 +162,19 @@ def priced_fields(priced: Priced) -> dict[str, Any]:
     }
 
 
-def pricing_notices(event: UsageEvent, priced: Priced) -> list[Notice]:
+def pricing_warnings(event: UsageEvent, priced: Priced) -> list[EventWarning]:
     if not priced.priced:
         return [
-            Notice(
-                UNKNOWN_MODEL,
+            EventWarning(
+                WarningCode.UNKNOWN_MODEL,
                 f"No price for {event.provider}/{event.model} yet: the event is unpriced (cost 0 for now) and is "
                 "priced once a price arrives (sync or 'costtrack admin pricing add').",
             )
         ]
     if priced.usage_inconsistent:
         return [
-            Notice(
-                USAGE_INCONSISTENT,
+            EventWarning(
+                WarningCode.USAGE_INCONSISTENT,
                 "A count is larger than the count it is part of (e.g. cached_input_tokens + cache_write_tokens above "
                 "prompt_tokens, which include them for this provider); the difference was priced as 0.",
             )

@@ -30,10 +30,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any, Protocol
 
-from costtrack_service.domain.cost import format_decimal
+from costtrack_service.domain.cost import CURRENCY, format_decimal
 from costtrack_service.domain.pricing import format_timestamp
 from costtrack_service.domain.quota import WorkspaceState
-from costtrack_service.domain.records import CURRENCY
 from costtrack_service.domain.usage import Counts, RollupKey, dimensions_for, report
 
 #: What a statement can be per.

@@ -30,9 +30,9 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from costtrack_service.domain.cost import format_decimal
+from costtrack_service.domain.cost import CURRENCY, format_decimal
 from costtrack_service.domain.quota import Charge
-from costtrack_service.domain.records import UNKNOWN_MODEL, EventRecord
+from costtrack_service.domain.records import EventRecord, PricingStatus
 from costtrack_service.domain.source import normalize_name, normalize_provider
 
 NO_VALUE = "(none)"
@@ -146,7 +146,7 @@ def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
     """The rollup rows one accepted event adds to, and what it adds to each. ``counts`` carries
     the event's ``customer_name``, which only the customer row keeps (statements show it)."""
     day = record.received_at[:10]
-    unknown = record.pricing_status == UNKNOWN_MODEL
+    unknown = record.pricing_status == PricingStatus.UNKNOWN_MODEL
     event = record.event
     counts = Counts(
         1,
@@ -243,7 +243,7 @@ class UsageReport:
         )
         return {
             "group_by": self.by,
-            "currency": "USD",
+            "currency": CURRENCY,
             "totals": self.totals.to_dict(),
             "groups": [{"key": key, **counts.to_dict()} for key, counts in ordered],
             "hidden": {reason: counts.to_dict() for reason, counts in sorted(self.hidden.items())},

@@ -20,7 +20,7 @@ from costtrack_service import __version__
 from costtrack_service.domain.batch import MAX_BATCH_BYTES, MAX_BATCH_ITEMS
 from costtrack_service.domain.errors import ERROR_STATUS
 from costtrack_service.domain.events import MAX_BODY_BYTES, MAX_IDEMPOTENCY_KEY_LENGTH
-from costtrack_service.domain.records import WARNING_CODES
+from costtrack_service.domain.records import WarningCode
 from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH
 from costtrack_service.edge.openapi_workspace import error_response, workspace_paths, workspace_schemas
 
@@ -268,7 +268,7 @@ def openapi_document() -> dict[str, Any]:
                     "type": "object",
                     "required": ["code", "message"],
                     "properties": {
-                        "code": {"enum": list(WARNING_CODES)},
+                        "code": {"enum": list(WarningCode)},
                         "message": {"type": "string"},
                         "field": {"type": "string"},
                     },

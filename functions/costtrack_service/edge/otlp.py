@@ -129,7 +129,6 @@ def _decode_protobuf(body: bytes) -> list[SpanData]:
                         start_ns=span.start_time_unix_nano,
                         end_ns=span.end_time_unix_nano,
                         status_code=span.status.code,
-                        status_message=span.status.message,
                         attributes=_proto_attributes(span.attributes),
                         resource=resource,
                     )
@@ -197,7 +196,6 @@ def _json_span(span: object, resource: dict[str, Any]) -> SpanData:
         start_ns=_uint(span.get("startTimeUnixNano")),
         end_ns=_uint(span.get("endTimeUnixNano")),
         status_code=_status_code(status.get("code")),
-        status_message=str(status.get("message") or ""),
         attributes=_json_attributes(span),
         resource=resource,
     )
@@ -264,7 +262,7 @@ def summary(outcomes: Sequence[Outcome]) -> tuple[int, str]:
             errors[outcome.error.code] += 1
             reasons.setdefault(outcome.error.code, outcome.error.message)
         elif outcome.record is not None:
-            warnings.update(notice.code for notice in outcome.record.warnings)
+            warnings.update(warning.code for warning in outcome.record.warnings)
     parts = []
     if errors:
         rejected = "; ".join(f"{count} {code} ({reasons[code]})" for code, count in sorted(errors.items()))
