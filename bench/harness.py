@@ -15,8 +15,8 @@ def memory_handler() -> tuple[Callable[[dict[str, Any], Any], dict[str, Any]], A
     from costtrack_service.domain.ingestion import IngestService
     from costtrack_service.domain.quota import PAID, WorkspaceState
     from costtrack_service.edge.ingest import create_handler
-    from costtrack_service.local.server import LambdaContext
-    from costtrack_service.memory_store import MemoryStore
+    from costtrack_tools.local.server import LambdaContext
+    from costtrack_tools.memory_store import MemoryStore
 
     store = MemoryStore()
     store.add_workspace(WorkspaceState("ws_bench", "bench", PAID, "active", 10**9, 0, None))

@@ -145,9 +145,9 @@ def store_client_cpu() -> dict[str, float]:
     from costtrack_service.domain.ingestion import IngestService
     from costtrack_service.domain.quota import PAID, WorkspaceState
     from costtrack_service.edge.ingest_request import IngestRequest, ingest
-    from costtrack_service.memory_store import MemoryStore
     from costtrack_service.store import DynamoStore, dynamodb_client
     from costtrack_service.tables import TableNames
+    from costtrack_tools.memory_store import MemoryStore
 
     chunks: list[Chunk] = []
 
@@ -237,10 +237,10 @@ def dynamodb_costs() -> dict[str, float]:
     from costtrack_service.domain.ingestion import IngestService
     from costtrack_service.domain.quota import PAID
     from costtrack_service.edge.ingest_request import IngestRequest
-    from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
-    from costtrack_service.local.item_size import item_size, write_units
     from costtrack_service.store import DynamoStore, dynamodb_client
     from costtrack_service.tables import TableNames
+    from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
+    from costtrack_tools.local.item_size import item_size, write_units
 
     figures: dict[str, float] = {}
     with LocalDynamo() as dynamo:

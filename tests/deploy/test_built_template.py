@@ -437,7 +437,9 @@ def test_built_function_runs_with_only_the_runtime_and_its_layers(
 import json, sys
 sys.path[:0] = {[str(path) for path in paths]!r}
 from costtrack_service.handlers.ingest import handler
-from costtrack_service.local.server import LambdaContext
+assert not [name for name in sys.modules if name.startswith("costtrack_tools")], "the function imports a tool"
+sys.path.append({str(ROOT / "tools")!r})  # the local stack's Lambda context, not the function's code
+from costtrack_tools.local.server import LambdaContext
 events = json.loads(sys.stdin.read())
 results = [handler(event, LambdaContext("costtrack-ingest")) for event in events]
 print(json.dumps(results))

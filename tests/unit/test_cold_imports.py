@@ -62,7 +62,7 @@ def test_the_deferred_modules_load_on_the_request_that_needs_them() -> None:
     generated file, so its builder is never imported by the function at all."""
     app = (
         "from costtrack_service.edge.ingest import build_app; "
-        "from costtrack_service.memory_store import MemoryStore; "
+        "from costtrack_tools.memory_store import MemoryStore; "
         "from costtrack_service.domain.ingestion import IngestService; "
         "from aws_lambda_powertools.metrics import EphemeralMetrics; "
         "app = build_app(IngestService(MemoryStore()), EphemeralMetrics(namespace='t'))"

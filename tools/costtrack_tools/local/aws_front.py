@@ -58,7 +58,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from costtrack_service.local.item_size import Partition, Table, Write, item_write
+from costtrack_tools.local.item_size import Partition, Table, Write, item_write
 
 AWS = "com.amazonaws.dynamodb.v20120810#"
 THROTTLING = "com.amazon.coral.availability#ThrottlingException"
