@@ -17,8 +17,9 @@ import sys
 IMPORT_RUNS = 7
 
 
-def import_seconds(module: str) -> float:
-    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+def import_seconds(*modules: str) -> dict[str, float]:
+    """The median import time of each module, each run importing every module in turn (each in
+    its own interpreter), so a change of the machine's load weighs on all of them alike."""
     env = {
         **os.environ,
         "AWS_ACCESS_KEY_ID": "bench",
@@ -26,17 +27,18 @@ def import_seconds(module: str) -> float:
         "AWS_REGION": "us-east-1",
         "PYTHONDONTWRITEBYTECODE": "1",
     }
-    runs = []
+    runs: dict[str, list[float]] = {module: [] for module in modules}
     for _ in range(IMPORT_RUNS):
-        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-        runs.append(float(result.stdout.strip().splitlines()[-1]))
-    return statistics.median(runs)
+        for module in modules:
+            code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+            result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+            runs[module].append(float(result.stdout.strip().splitlines()[-1]))
+    return {module: statistics.median(times) for module, times in runs.items()}
 
 
 def cold_imports() -> dict[str, float]:
-    boto3 = import_seconds("boto3")
-    ingest = import_seconds("costtrack_service.handlers.ingest")
-    api = import_seconds("costtrack_service.handlers.api")
+    seconds = import_seconds("boto3", "costtrack_service.handlers.ingest", "costtrack_service.handlers.api")
+    boto3, ingest, api = seconds.values()
     return {
         "boto3_import_ms": boto3 * 1000,
         "ingest_handler_import_ms": ingest * 1000,
