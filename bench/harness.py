@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,14 +16,23 @@ def memory_handler() -> tuple[Callable[[dict[str, Any], Any], dict[str, Any]], A
     from costtrack_service.domain.ingestion import IngestService
     from costtrack_service.domain.quota import PAID, WorkspaceState
     from costtrack_service.edge.ingest import create_handler
-    from costtrack_service.local.server import LambdaContext
-    from costtrack_service.memory_store import MemoryStore
+    from costtrack_tools.local.server import LambdaContext
+    from costtrack_tools.memory_store import MemoryStore
 
     store = MemoryStore()
     store.add_workspace(WorkspaceState("ws_bench", "bench", PAID, "active", 10**9, 0, None))
     key = store.add_key("ws_bench")
     os.environ["POWERTOOLS_METRICS_DISABLED"] = "false"
     return create_handler(IngestService(store)), LambdaContext("bench"), key, store
+
+
+def thread_cpu_ns(
+    handler: Callable[[dict[str, Any], Any], dict[str, Any]], event: dict[str, Any], context: Any
+) -> tuple[dict[str, Any], int]:
+    """One call of the handler: its result and the thread CPU time it took, in nanoseconds."""
+    started = time.thread_time_ns()
+    result = handler(event, context)
+    return result, time.thread_time_ns() - started
 
 
 @contextlib.contextmanager

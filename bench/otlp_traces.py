@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import memory_handler, quiet
+from harness import memory_handler, quiet, thread_cpu_ns
 
 ROOT = Path(__file__).resolve().parents[1]
 SPANS = 100
@@ -106,9 +106,7 @@ def otlp_handler_cpu() -> dict[str, float]:
     samples = []
     with quiet():
         for number, event in enumerate(events):
-            started = time.thread_time_ns()
-            result = handler(event, context)
-            elapsed = time.thread_time_ns() - started
+            result, elapsed = thread_cpu_ns(handler, event, context)
             if result["statusCode"] != 200 or result["body"]:  # full success: an empty response
                 raise RuntimeError(f"{result['statusCode']}: {result['body']}")
             if number >= WARMUP:

@@ -23,17 +23,16 @@ Prints a table and, on the last line, one JSON object.
 from __future__ import annotations
 
 import json
-import math
 import os
 import statistics
-import subprocess
 import sys
 import time
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from harness import memory_handler, quiet
+from aws_costs import LANGFUSE_OVERAGE_PER_MILLION, cost_per_million
+from cold_imports import cold_imports
+from harness import memory_handler, quiet, thread_cpu_ns
 from otlp_traces import otlp_handler_cpu
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,17 +42,6 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 CPU_EVENTS = 5_000
 CPU_WARMUP = 500
 CPU_BATCHES = 100
-IMPORT_RUNS = 7
-
-# AWS list prices, us-east-1, as published (USD).
-HTTP_API_PER_MILLION = Decimal("1.00")  # first 300 million requests a month
-LAMBDA_REQUEST_PER_MILLION = Decimal("0.20")
-LAMBDA_ARM_GB_SECOND = Decimal("0.0000133334")
-DYNAMODB_WRU_PER_MILLION = Decimal("0.625")  # on-demand, since the November 2024 price cut
-DYNAMODB_RRU_PER_MILLION = Decimal("0.125")
-LAMBDA_MEMORY_MB = 512  # template.yaml: IngestMemorySize default
-# Langfuse Cloud (Core plan): $8 per 100,000 billable units beyond the included ones.
-LANGFUSE_OVERAGE_PER_MILLION = Decimal("80")
 
 EVENT = {
     "provider": "openai",
@@ -106,9 +94,7 @@ def handler_cpu() -> dict[str, float]:
     samples = []
     with quiet():
         for index, event in enumerate(events):
-            started = time.thread_time_ns()
-            result = handler(event, context)
-            elapsed = time.thread_time_ns() - started
+            result, elapsed = thread_cpu_ns(handler, event, context)
             if result["statusCode"] != 200:
                 raise RuntimeError(result["body"])
             if index >= CPU_WARMUP:
@@ -121,9 +107,7 @@ def handler_cpu() -> dict[str, float]:
             event["body"] = json.dumps(
                 {"batch": [{"idempotency_key": f"cpu-b{number}-{n}", "event": EVENT} for n in range(100)]}
             )
-            started = time.thread_time_ns()
-            result = handler(event, context)
-            elapsed = time.thread_time_ns() - started
+            result, elapsed = thread_cpu_ns(handler, event, context)
             if result["statusCode"] != 200:
                 raise RuntimeError(result["body"])
             if number >= 5:
@@ -145,9 +129,9 @@ def store_client_cpu() -> dict[str, float]:
     from costtrack_service.domain.ingestion import IngestService
     from costtrack_service.domain.quota import PAID, WorkspaceState
     from costtrack_service.edge.ingest_request import IngestRequest, ingest
-    from costtrack_service.memory_store import MemoryStore
     from costtrack_service.store import DynamoStore, dynamodb_client
     from costtrack_service.tables import TableNames
+    from costtrack_tools.memory_store import MemoryStore
 
     chunks: list[Chunk] = []
 
@@ -237,10 +221,10 @@ def dynamodb_costs() -> dict[str, float]:
     from costtrack_service.domain.ingestion import IngestService
     from costtrack_service.domain.quota import PAID
     from costtrack_service.edge.ingest_request import IngestRequest
-    from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
-    from costtrack_service.local.item_size import item_size, write_units
     from costtrack_service.store import DynamoStore, dynamodb_client
     from costtrack_service.tables import TableNames
+    from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
+    from costtrack_tools.local.item_size import item_size, write_units
 
     figures: dict[str, float] = {}
     with LocalDynamo() as dynamo:
@@ -328,79 +312,6 @@ def _sender(service: Any, key: str, batch: int, request: Any) -> Any:
             raise RuntimeError(answer.body)
 
     return send
-
-
-# -- cold imports -------------------------------------------------------------------------------
-
-
-def import_seconds(module: str) -> float:
-    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
-    env = {
-        **os.environ,
-        "AWS_ACCESS_KEY_ID": "bench",
-        "AWS_SECRET_ACCESS_KEY": "bench",
-        "AWS_REGION": "us-east-1",
-        "PYTHONDONTWRITEBYTECODE": "1",
-    }
-    runs = []
-    for _ in range(IMPORT_RUNS):
-        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-        runs.append(float(result.stdout.strip().splitlines()[-1]))
-    return statistics.median(runs)
-
-
-def cold_imports() -> dict[str, float]:
-    boto3 = import_seconds("boto3")
-    ingest = import_seconds("costtrack_service.handlers.ingest")
-    api = import_seconds("costtrack_service.handlers.api")
-    return {
-        "boto3_import_ms": boto3 * 1000,
-        "ingest_handler_import_ms": ingest * 1000,
-        "api_handler_import_ms": api * 1000,
-        "cold_import_ratio_vs_boto3": ingest / boto3,
-        "api_cold_import_ratio_vs_boto3": api / boto3,
-    }
-
-
-# -- money --------------------------------------------------------------------------------------
-
-
-def cost_per_million(figures: dict[str, float], suffix: str = "") -> tuple[dict[str, float], list[str]]:
-    """AWS list price per million accepted events, sent ``events_per_request`` to a request."""
-    per_request = Decimal(str(figures[f"events_per_request{suffix}"]))
-    duration_ms = Decimal(str(round(figures[f"ingest_local_ms_per_request{suffix}"], 3)))
-    billed_ms = Decimal(math.ceil(duration_ms))  # Lambda bills whole milliseconds
-    gb_seconds = Decimal(LAMBDA_MEMORY_MB) / 1024 * billed_ms / 1000
-    requests = Decimal(1_000_000) / per_request
-    wru = Decimal(str(round(figures[f"ddb_wcu_per_event{suffix}"], 4)))
-    rru = Decimal(str(round(figures[f"ddb_rru_per_event{suffix}"], 4)))
-    parts = {
-        "API Gateway HTTP API": HTTP_API_PER_MILLION * requests / 1_000_000,
-        "Lambda requests": LAMBDA_REQUEST_PER_MILLION * requests / 1_000_000,
-        "Lambda duration": gb_seconds * LAMBDA_ARM_GB_SECOND * requests,
-        "DynamoDB writes": wru * DYNAMODB_WRU_PER_MILLION,
-        "DynamoDB reads": rru * DYNAMODB_RRU_PER_MILLION,
-    }
-    total = sum(parts.values(), Decimal(0))
-    lines = [
-        f"  at {per_request} events per request: {requests:.0f} requests per million events",
-        f"  HTTP API        {requests:.0f} requests x {HTTP_API_PER_MILLION} USD per million = "
-        f"{parts['API Gateway HTTP API']:.4f} USD (each request under 512 KB: one metered request)",
-        f"  Lambda requests {requests:.0f} x {LAMBDA_REQUEST_PER_MILLION} USD per million = "
-        f"{parts['Lambda requests']:.4f} USD",
-        f"  Lambda duration {requests:.0f} x {LAMBDA_MEMORY_MB} MB x {billed_ms} ms "
-        f"(measured {duration_ms} ms a request on DynamoDB Local) = "
-        f"{gb_seconds * requests:.1f} GB-s x {LAMBDA_ARM_GB_SECOND} USD = "
-        f"{parts['Lambda duration']:.4f} USD",
-        f"  DynamoDB writes {wru} WRU per event x {DYNAMODB_WRU_PER_MILLION} USD per million = "
-        f"{parts['DynamoDB writes']:.4f} USD",
-        f"  DynamoDB reads  {rru} RRU per event x {DYNAMODB_RRU_PER_MILLION} USD per million = "
-        f"{parts['DynamoDB reads']:.4f} USD",
-        f"  total           {total:.4f} USD per million accepted events",
-        f"  Langfuse Cloud  {LANGFUSE_OVERAGE_PER_MILLION} USD per million units of overage "
-        f"({LANGFUSE_OVERAGE_PER_MILLION / total:.1f}x)",
-    ]
-    return {f"usd_per_million_events{suffix}": float(round(total, 4))}, lines
 
 
 def main() -> None:

@@ -66,7 +66,7 @@ def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 def running_stack(tmp_path_factory: pytest.TempPathFactory, table_prefix: str, **options: Any) -> Iterator[Any]:
     """A started local stack in a fresh folder, stopped when the fixture that yields from this ends."""
-    from costtrack_service.local.stack import LocalStack
+    from costtrack_tools.local.stack import LocalStack
 
     folder = tmp_path_factory.mktemp("stack")
     stack = LocalStack(

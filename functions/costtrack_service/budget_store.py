@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from costtrack_service.budget_reads import BUDGET_SET, BudgetReads
+from costtrack_service.budget_reads import partition_of as _partition
 from costtrack_service.domain.alerts import (
     PENDING,
     RETENTION_DAYS,
@@ -30,51 +32,28 @@ from costtrack_service.domain.alerts import (
     Endpoint,
     Notification,
 )
-from costtrack_service.domain.budgets import Budget, budget_from_config
+from costtrack_service.domain.budgets import Budget
 from costtrack_service.domain.pricing import parse_timestamp
-from costtrack_service.store_base import TableAccess
-from costtrack_service.store_items import from_item, to_item
+from costtrack_service.store_items import to_item
 
 if TYPE_CHECKING:
     pass
 
-BUDGET_SET = "budgets"
 DUE_SET = "due"
 # A cancelled claim (its condition, or a conflict or throttling of one of its items) claimed
 # nothing: the next evaluator run claims what is still unclaimed.
 _FAILED_CONDITION = ("ConditionalCheckFailedException", "TransactionCanceledException")
 
 
-def _partition(workspace_id: str) -> str:
-    return f"w#{workspace_id}"
-
-
 def _expires_at(created_at: str) -> int:
     return int((parse_timestamp(created_at) + timedelta(days=RETENTION_DAYS)).timestamp())
 
 
-class BudgetTable(TableAccess):
-    """Mixed into ``DynamoStore``; ``TableAccess`` gives it the client, the table names and the
-    one error translation (``_call``)."""
+class BudgetTable(BudgetReads):
+    """Mixed into ``DynamoStore``; ``BudgetReads`` gives it the reads of budgets, and
+    ``TableAccess`` the client, the table names and the one error translation (``_call``)."""
 
     # -- budgets --------------------------------------------------------------------------
-
-    def list_budgets(self, workspace_id: str) -> list[Budget]:
-        items = self._items(workspace_id, "b#")
-        return sorted((_budget(item) for item in items), key=lambda b: (b.created_at, b.budget_id))
-
-    def get_budget(self, workspace_id: str, budget_id: str) -> Budget | None:
-        item = self._get(workspace_id, f"b#{budget_id}")
-        return _budget(item) if item else None
-
-    def all_budgets(self) -> list[Budget]:
-        """Every workspace's budgets (the evaluator's read: the sparse ``all_budgets`` index)."""
-        items = self._query(
-            IndexName="all_budgets",
-            KeyConditionExpression="budget_set = :s",
-            ExpressionAttributeValues=to_item({":s": BUDGET_SET}),
-        )
-        return [_budget(item) for item in items]
 
     def put_budget(self, budget: Budget, *, replacing: int | None = None) -> bool:
         """Write a new budget (``replacing`` None) or a change of revision ``replacing``; False
@@ -231,19 +210,6 @@ class BudgetTable(TableAccess):
 
     # -- plumbing -------------------------------------------------------------------------
 
-    def _key(self, workspace_id: str, item_key: str) -> dict[str, Any]:
-        return to_item({"partition": _partition(workspace_id), "item_key": item_key})
-
-    def _get(self, workspace_id: str, item_key: str) -> dict[str, Any] | None:
-        response = self._call(
-            self.client.get_item,
-            TableName=self.tables.budgets,
-            Key=self._key(workspace_id, item_key),
-            ConsistentRead=True,
-        )
-        item = response.get("Item")
-        return from_item(item) if item else None
-
     def _delete(self, workspace_id: str, item_key: str) -> bool:
         response = self._call(
             self.client.delete_item,
@@ -252,26 +218,6 @@ class BudgetTable(TableAccess):
             ReturnValues="ALL_OLD",
         )
         return bool(response.get("Attributes"))
-
-    def _items(self, workspace_id: str, prefix: str, *, keys_only: bool = False) -> list[dict[str, Any]]:
-        extra: dict[str, Any] = {"ProjectionExpression": "item_key"} if keys_only else {}
-        return self._query(
-            KeyConditionExpression="#p = :p AND begins_with(item_key, :prefix)",
-            ExpressionAttributeNames={"#p": "partition"},
-            ExpressionAttributeValues=to_item({":p": _partition(workspace_id), ":prefix": prefix}),
-            **extra,
-        )
-
-    def _query(self, **arguments: Any) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        arguments["TableName"] = self.tables.budgets
-        limit = arguments.get("Limit")
-        while True:
-            response = self._call(self.client.query, **arguments)
-            items += [from_item(item) for item in response.get("Items", [])]
-            if "LastEvaluatedKey" not in response or (limit is not None and len(items) >= limit):
-                return items
-            arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
     def _conditional(self, operation: Any, **kwargs: Any) -> bool:
         """Whether a conditional write (or transaction) was made; False when its condition failed."""
@@ -282,12 +228,6 @@ class BudgetTable(TableAccess):
                 return False
             raise
         return True
-
-
-def _budget(item: dict[str, Any]) -> Budget:
-    workspace_id = str(item["partition"])[2:]
-    exceeded = (item.get("exceeded_from"), item.get("exceeded_until"))
-    return budget_from_config(workspace_id, str(item["config"]), exceeded)
 
 
 def _endpoint(workspace_id: str, item: dict[str, Any]) -> Endpoint:

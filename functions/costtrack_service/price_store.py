@@ -17,9 +17,9 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
+from costtrack_service.attribute_values import deserialize, serialize
 from costtrack_service.catalogue import registry
 from costtrack_service.domain.overrides import Override, override_from_json
 from costtrack_service.domain.pricing import EntryStatus, Origin, PricingEntry, format_timestamp, parse_entry
@@ -193,13 +193,9 @@ def _entry_from_item(item: Mapping[str, Any]) -> PricingEntry:
     return parse_entry(json.loads(str(item["entry"])), registry())
 
 
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
-
-
 def _to_item(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: _serializer.serialize(value) for name, value in values.items() if value is not None}
+    return {name: serialize(value) for name, value in values.items() if value is not None}
 
 
 def _from_item(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: _deserializer.deserialize(value) for name, value in item.items()}
+    return {name: deserialize(value) for name, value in item.items()}

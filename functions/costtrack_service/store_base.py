@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-import boto3
+import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as EndpointUnreachable
@@ -23,11 +23,12 @@ from costtrack_service.domain.pricing import format_timestamp
 from costtrack_service.domain.quota import Charge
 from costtrack_service.domain.store_errors import StoreUnavailable
 from costtrack_service.store_items import from_item
+from costtrack_service.tables import TableNames
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from typing import Self
 
-    from costtrack_service.tables import TableNames
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 
 # Errors that mean "try again later" rather than "this request is wrong".
@@ -72,8 +73,9 @@ def dynamodb_client(
         parameter_validation=False,
     )
     credentials = credentials or {}
-    session = boto3.session.Session()
-    client: DynamoDBClient = session.client(
+    # botocore's session, not boto3's: the store needs only the low-level client, and importing
+    # boto3 loads s3transfer and its resource layer (a third of the ingestion function's cold import).
+    client = botocore.session.get_session().create_client(
         "dynamodb",
         endpoint_url=endpoint_url,
         region_name=region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
@@ -82,7 +84,7 @@ def dynamodb_client(
         aws_secret_access_key=credentials.get("aws_secret_access_key"),
         aws_session_token=credentials.get("aws_session_token"),
     )
-    return client
+    return cast("DynamoDBClient", client)
 
 
 def unavailable_error(error: BaseException, operation: str = "") -> StoreUnavailable | None:
@@ -135,10 +137,20 @@ def shard_key(workspace_id: str, charge: Charge, period: str, shard: int) -> str
 
 
 class TableAccess:
-    """The client and table names each part of ``DynamoStore`` works with, and the reads they share."""
+    """The client and table names each part of the store works with, and the reads they share.
+    A store is these parts composed for one caller (``store.py``); each is thread-safe, as
+    botocore clients are."""
 
-    client: DynamoDBClient
-    tables: TableNames
+    def __init__(self, client: DynamoDBClient, tables: TableNames) -> None:
+        self.client = translate_errors(client)
+        self.tables = tables
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Self:
+        """The store a Lambda function makes at init: the client for ``AWS_ENDPOINT_URL_DYNAMODB``
+        (or the region's endpoint) and the table names of its environment."""
+        env = os.environ if env is None else env
+        return cls(dynamodb_client(env.get("AWS_ENDPOINT_URL_DYNAMODB")), TableNames.from_env(env))
 
     def _call(self, operation: Any, **kwargs: Any) -> dict[str, Any]:
         """A call whose transient failures become StoreUnavailable (503) even when they do not

@@ -9,9 +9,8 @@ from dataclasses import fields as dataclass_fields
 from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-
 from costtrack.validation import INTEGER_FIELDS
+from costtrack_service.attribute_values import deserialize, serialize
 from costtrack_service.domain.cost import CURRENCY
 from costtrack_service.domain.events import USAGE_EVENT_FIELDS, UsageEvent
 from costtrack_service.domain.keys import INGEST, KeyRecord, KeyState
@@ -21,9 +20,6 @@ from costtrack_service.domain.records import EventRecord, EventWarning, PricingS
 from costtrack_service.domain.shards import event_partition
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.visibility import Visibility
-
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
 
 #: The event's fields as item attributes: all but ``metadata``, which is stored as JSON text.
 _EVENT_ATTRIBUTES = tuple(name for name in USAGE_EVENT_FIELDS if name != "metadata")
@@ -42,14 +38,14 @@ def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
     return {name: to_attribute(value) for name, value in values.items() if value is not None}
 
 
-#: Integers DynamoDB's 38 significant digits hold exactly; boto3 checks longer ones.
+#: Integers DynamoDB's 38 significant digits hold exactly; ``serialize`` checks longer ones.
 _EXACT_INT = 10**38
 
 
 def to_attribute(value: Any) -> dict[str, Any]:
-    """boto3's ``TypeSerializer``, with strings, booleans and integers done directly: they are
-    most attributes of every event item, and the serializer's type probing was a third of the
-    store's CPU per event. Everything else (Decimal, maps, lists) goes through boto3."""
+    """``attribute_values.serialize``, with strings, booleans and integers done directly: they
+    are most attributes of every event item, and the serializer's type probing was a third of the
+    store's CPU per event. Everything else (Decimal, maps, lists) goes through it."""
     kind = type(value)
     if kind is str:
         return {"S": value}
@@ -57,11 +53,11 @@ def to_attribute(value: Any) -> dict[str, Any]:
         return {"BOOL": value}
     if kind is int and -_EXACT_INT < value < _EXACT_INT:
         return {"N": str(value)}
-    return dict(_serializer.serialize(value))
+    return serialize(value)
 
 
 def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: _deserializer.deserialize(value) for name, value in item.items()}
+    return {name: deserialize(value) for name, value in item.items()}
 
 
 def key_to_item(record: KeyRecord) -> dict[str, Any]:

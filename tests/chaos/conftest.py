@@ -16,7 +16,7 @@ from tests.conftest import running_stack
 
 @pytest.fixture(scope="session")
 def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from costtrack_service.local.aws_front import AwsRules
+    from costtrack_tools.local.aws_front import AwsRules
 
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     rules = AwsRules(transaction_latency_s=0.01, partition_wcu_per_s=1000)

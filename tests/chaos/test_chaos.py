@@ -44,9 +44,9 @@ from costtrack_service.domain.ingest_settings import IngestSettings
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.usage import TOTAL
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION
 from costtrack_service.store import DynamoStore, dynamodb_client
 from costtrack_service.tables import TableNames
+from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION
 from tests.conftest import built_node_sdk, month_usage
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
@@ -487,9 +487,9 @@ def test_a_persisted_stack_killed_right_after_answering_keeps_every_answered_eve
 
 
 def _kill_a_persisted_stack_and_count(data: Path, state_file: Path, run: int) -> None:
-    from costtrack_service.local.stack import LocalStack
+    from costtrack_tools.local.stack import LocalStack
 
-    command = [sys.executable, "-m", "costtrack_service.cli", "dev", "--port", "0", "--quiet"]
+    command = [sys.executable, "-m", "costtrack_tools.cli", "dev", "--port", "0", "--quiet"]
     process = subprocess.Popen(
         [*command, "--persist", str(data), "--state-file", str(state_file)],
         stdout=subprocess.DEVNULL,

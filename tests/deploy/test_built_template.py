@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -30,6 +31,7 @@ from costtrack_service.domain.overrides_api import OverrideService
 from costtrack_service.domain.quota import PAID
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
+from costtrack_service.ingestion_store import IngestionStore
 from costtrack_service.store import DynamoStore
 from costtrack_service.tables import TABLES, TableNames
 
@@ -68,14 +70,18 @@ def newest_source_change() -> float:
 def built() -> dict[str, Any]:
     """The built template; `sam build` runs first when the build is missing or stale."""
     template = BUILD / "template.yaml"
-    if not template.exists() or template.stat().st_mtime < newest_source_change():
-        if not SAM.exists():
-            pytest.fail("SAM CLI is not installed: run `make lint-template` (make test does)")
-        python = subprocess.run([ROOT / "scripts" / "find-python", "3.13", "3.12"], capture_output=True, text=True)
-        uv = shutil.which("uv") or str(ROOT / ".costtrack" / "tools" / "bin" / "uv")
-        env = {**os.environ, "SAM_CLI_TELEMETRY": "0", "UV": uv}
-        env["PATH"] = f"{Path(python.stdout.strip()).parent}{os.pathsep}{env['PATH']}"
-        subprocess.run([SAM, "build"], cwd=ROOT, env=env, check=True, capture_output=True)
+    BUILD.parent.mkdir(exist_ok=True)
+    # Test files run in parallel (pytest -n): one builds while the others wait, then find it fresh.
+    with (BUILD.parent / "build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not template.exists() or template.stat().st_mtime < newest_source_change():
+            if not SAM.exists():
+                pytest.fail("SAM CLI is not installed: run `make lint-template` (make test does)")
+            python = subprocess.run([ROOT / "scripts" / "find-python", "3.13", "3.12"], capture_output=True, text=True)
+            uv = shutil.which("uv") or str(ROOT / ".costtrack" / "tools" / "bin" / "uv")
+            env = {**os.environ, "SAM_CLI_TELEMETRY": "0", "UV": uv}
+            env["PATH"] = f"{Path(python.stdout.strip()).parent}{os.pathsep}{env['PATH']}"
+            subprocess.run([SAM, "build"], cwd=ROOT, env=env, check=True, capture_output=True)
     document: dict[str, Any] = yaml.load(template.read_text(), Loader=CloudFormationLoader)  # noqa: S506 - SafeLoader subclass
     return document
 
@@ -197,7 +203,7 @@ def ingestion_calls() -> dict[str, set[str]]:
         secret, _ = admin.create_key(workspace.workspace_id)
 
         client = recorder.attach(boto3.client("dynamodb", region_name="us-east-1"))
-        service = IngestService(DynamoStore(client, names))
+        service = IngestService(IngestionStore(client, names))  # the function's own store
 
         def send(key: str) -> None:
             body = json.dumps({"provider": "openai", "model": "gpt-5-2025-08-07", "prompt_tokens": 5}).encode()
@@ -437,7 +443,9 @@ def test_built_function_runs_with_only_the_runtime_and_its_layers(
 import json, sys
 sys.path[:0] = {[str(path) for path in paths]!r}
 from costtrack_service.handlers.ingest import handler
-from costtrack_service.local.server import LambdaContext
+assert not [name for name in sys.modules if name.startswith("costtrack_tools")], "the function imports a tool"
+sys.path.append({str(ROOT / "tools")!r})  # the local stack's Lambda context, not the function's code
+from costtrack_tools.local.server import LambdaContext
 events = json.loads(sys.stdin.read())
 results = [handler(event, LambdaContext("costtrack-ingest")) for event in events]
 print(json.dumps(results))

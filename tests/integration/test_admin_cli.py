@@ -15,9 +15,9 @@ import httpx
 import pytest
 from botocore.stub import Stubber
 
-from costtrack_service.admin import AdminError, resolve_store
-from costtrack_service.cli import main
 from costtrack_service.tables import TABLES
+from costtrack_tools.admin import AdminError, resolve_store
+from costtrack_tools.cli import main
 
 pytestmark = pytest.mark.integration
 

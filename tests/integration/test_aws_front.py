@@ -22,15 +22,15 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from costtrack_service.local.aws_front import (
+from costtrack_tools.local.aws_front import (
     CONFLICT_MESSAGE,
     INDEX_THROTTLED,
     TABLE_THROTTLED,
     AwsFront,
     AwsRules,
 )
-from costtrack_service.local.dynamodb import DYNAMODB_LOCAL, LOCAL_CREDENTIALS, LOCAL_REGION
-from costtrack_service.local.item_size import (
+from costtrack_tools.local.dynamodb import DYNAMODB_LOCAL, LOCAL_CREDENTIALS, LOCAL_REGION
+from costtrack_tools.local.item_size import (
     Table,
     item_size,
     item_write,
@@ -40,7 +40,7 @@ from costtrack_service.local.item_size import (
     value_size,
     write_units,
 )
-from costtrack_service.local.stack import LocalStack
+from costtrack_tools.local.stack import LocalStack
 from tests.conftest import running_stack
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from costtrack_service.local.stack import LocalStack
+from costtrack_tools.local.stack import LocalStack
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +56,7 @@ def wait_for(path: Path, process: subprocess.Popen[str], timeout: float = 90) ->
 def test_costtrack_dev_serves_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
     state_file = tmp_path / "dev.json"
     process = subprocess.Popen(
-        [sys.executable, "-m", "costtrack_service.cli", "dev", "--port", "0", "--state-file", str(state_file)],
+        [sys.executable, "-m", "costtrack_tools.cli", "dev", "--port", "0", "--state-file", str(state_file)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

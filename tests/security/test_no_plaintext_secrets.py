@@ -16,8 +16,8 @@ import yaml
 
 from costtrack_service.domain.keys import ADMIN, hash_secret
 from costtrack_service.domain.quota import PAID
-from costtrack_service.local.stack import LocalStack
 from costtrack_service.tables import TABLES
+from costtrack_tools.local.stack import LocalStack
 
 pytestmark = pytest.mark.integration
 

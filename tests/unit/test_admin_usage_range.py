@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from costtrack_service.admin_output import refusal
-from costtrack_service.admin_reports import usage
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.quota import PAID, WorkspaceState
-from costtrack_service.memory_store import MemoryStore
+from costtrack_tools.admin_output import refusal
+from costtrack_tools.admin_reports import usage
+from costtrack_tools.memory_store import MemoryStore
 
 
 def run(capsys: pytest.CaptureFixture[str], **options: str | None) -> dict[str, object]:

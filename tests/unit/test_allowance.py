@@ -33,7 +33,7 @@ from costtrack_service.domain.shards import SHARDS
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.usage import GROUPINGS, HIDDEN, TOTAL, dimensions_for, report, rollup_deltas, summarize
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from costtrack_service.memory_store import MemoryStore
+from costtrack_tools.memory_store import MemoryStore
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 PERIOD = "2026-11"

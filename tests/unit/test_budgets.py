@@ -36,7 +36,7 @@ from costtrack_service.domain.webhooks import (
     signature_header,
 )
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from costtrack_service.memory_store import MemoryStore
+from costtrack_tools.memory_store import MemoryStore
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 STAMP = "2026-11-22T10:00:00.000Z"

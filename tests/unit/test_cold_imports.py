@@ -49,6 +49,25 @@ def test_the_ingestion_handler_defers_what_the_first_event_does_not_need() -> No
     assert sorted(name for name in modules if name.startswith(DEFERRED)) == []
 
 
+#: What the ingestion function's init never imports: boto3 (the store makes botocore's client
+#: itself; boto3 would load s3transfer) and the other functions' parts of the store.
+NOT_INGESTION = (
+    "boto3",
+    "s3transfer",
+    "costtrack_service.store",
+    "costtrack_service.owner_store",
+    "costtrack_service.operator_store",
+    "costtrack_service.budget_store",
+    "costtrack_service.domain.alerts",
+)
+
+
+def test_the_ingestion_handler_builds_its_own_store_without_boto3() -> None:
+    modules = imported_after("import costtrack_service.handlers.ingest")
+    assert {"botocore.client", "costtrack_service.ingestion_store", "costtrack_service.budget_reads"} <= modules
+    assert sorted(name for name in modules if name in NOT_INGESTION or name.startswith(("boto3.", "s3transfer."))) == []
+
+
 def request(method: str, path: str) -> str:
     return (
         f"app.resolve({{'version': '2.0', 'routeKey': '$default', 'rawPath': '{path}', 'rawQueryString': '', "
@@ -62,7 +81,7 @@ def test_the_deferred_modules_load_on_the_request_that_needs_them() -> None:
     generated file, so its builder is never imported by the function at all."""
     app = (
         "from costtrack_service.edge.ingest import build_app; "
-        "from costtrack_service.memory_store import MemoryStore; "
+        "from costtrack_tools.memory_store import MemoryStore; "
         "from costtrack_service.domain.ingestion import IngestService; "
         "from aws_lambda_powertools.metrics import EphemeralMetrics; "
         "app = build_app(IngestService(MemoryStore()), EphemeralMetrics(namespace='t'))"

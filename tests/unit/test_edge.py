@@ -20,10 +20,10 @@ from costtrack_service.domain.quota import PAID, WorkspaceState
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.ingest import create_handler, logger
 from costtrack_service.edge.workspace import create_handler as create_api_handler
-from costtrack_service.local.server import LambdaContext
-from costtrack_service.memory_store import MemoryStore
 from costtrack_service.store import DynamoStore
 from costtrack_service.tables import TableNames
+from costtrack_tools.local.server import LambdaContext
+from costtrack_tools.memory_store import MemoryStore
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 SECRET_METADATA = "do-not-log-this-metadata-value"

@@ -17,7 +17,7 @@ from costtrack_service.domain.pricer import Call, Pricer
 from costtrack_service.domain.quota import PAID, WorkspaceState
 from costtrack_service.domain.usage import rollup_deltas, summed_deltas
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from costtrack_service.memory_store import MemoryStore
+from costtrack_tools.memory_store import MemoryStore
 
 AT = datetime(2026, 11, 22, 12, tzinfo=UTC)
 

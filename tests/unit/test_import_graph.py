@@ -1,5 +1,6 @@
-"""No import circles: in the service (``functions/costtrack_service``) and the Python SDK
-(``sdk/python/src/costtrack``), no module imports one that (directly or not) imports it back.
+"""No import circles: in the service (``functions/costtrack_service``), its tools
+(``tools/costtrack_tools``) and the Python SDK (``sdk/python/src/costtrack``), no module imports
+one that (directly or not) imports it back; and the service never imports its tools.
 
 Every import makes an edge, wherever it is written (top level, inside a function, under
 ``TYPE_CHECKING``): a circle hidden in a function still ties the two modules together. Importing
@@ -17,6 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {
     "costtrack_service": ROOT / "functions" / "costtrack_service",
+    "costtrack_tools": ROOT / "tools" / "costtrack_tools",
     "costtrack": ROOT / "sdk" / "python" / "src" / "costtrack",
 }
 
@@ -127,9 +129,22 @@ def test_the_walk_resolves_relative_and_package_imports(tmp_path: Path) -> None:
 def test_the_domain_imports_neither_the_edge_nor_the_store() -> None:
     """The domain is plain Python: HTTP (headers, body bytes) is the edge's, DynamoDB the store's."""
     graph = import_graph("costtrack_service", PACKAGES["costtrack_service"])
-    outside = ("costtrack_service.edge", "costtrack_service.handlers", "costtrack_service.local")
+    outside = ("costtrack_service.edge", "costtrack_service.handlers")
     store = {name for name in graph if name.count(".") == 1 and name.endswith(("store", "store_items", "tables"))}
     assert "costtrack_service.store" in store and "costtrack_service.store_items" in store
     for module, targets in graph.items():
         if module.startswith("costtrack_service.domain."):
             assert not {target for target in targets if target.startswith(outside) or target in store}, module
+
+
+def test_the_service_never_imports_its_tools() -> None:
+    """The tools (CLI, local stack, in-memory store) are not deployed: a service module that
+    imported one would fail in Lambda (``tests/deploy/test_built_package.py`` checks the build)."""
+    offenders = []
+    for path in sorted(PACKAGES["costtrack_service"].rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            offenders += [f"{path.name}: {name}" for name in names if name.split(".")[0] == "costtrack_tools"]
+    assert offenders == []

@@ -26,7 +26,7 @@ from costtrack_service.domain.quota import FREE, PAID, Usage, WorkspaceState
 from costtrack_service.domain.records import StoreUnavailable
 from costtrack_service.domain.source import Source
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from costtrack_service.memory_store import MemoryStore
+from costtrack_tools.memory_store import MemoryStore
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 GPT5_EVENT = {

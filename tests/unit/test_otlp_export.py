@@ -30,7 +30,7 @@ from costtrack_service.domain.keys import KeyState
 from costtrack_service.domain.quota import PAID, WorkspaceState
 from costtrack_service.domain.records import StoreUnavailable
 from costtrack_service.edge.otlp import JSON, MAX_BODY_BYTES, PROTOBUF, OtlpAnswer, export
-from costtrack_service.memory_store import MemoryStore
+from costtrack_tools.memory_store import MemoryStore
 
 NOW_NS = int(datetime.now(UTC).timestamp() * 1e9)
 GPT5 = {

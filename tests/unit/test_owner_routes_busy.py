@@ -18,8 +18,8 @@ from costtrack_service.domain.keys import ADMIN
 from costtrack_service.domain.quota import PAID
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.workspace import create_handler
-from costtrack_service.local.server import LambdaContext
 from costtrack_service.store import DynamoStore
+from costtrack_tools.local.server import LambdaContext
 from tests.unit.test_store_unavailable import TRANSIENT, Throttle, dynamo  # noqa: F401 (dynamo: a fixture)
 
 TEMPLATE = json.loads((Path(__file__).resolve().parents[2] / "events" / "get-workspace-usage.json").read_text())

@@ -20,9 +20,9 @@ from costtrack_service.domain.quota import PAID
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.ingest import create_handler
 from costtrack_service.edge.workspace import create_handler as create_api_handler
-from costtrack_service.local.server import LambdaContext
 from costtrack_service.store import DynamoStore, dynamodb_client, unavailable_error
 from costtrack_service.tables import TableNames
+from costtrack_tools.local.server import LambdaContext
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 INGEST_PATHS = ("/v1/events", "/v1/traces", "/v1/openapi.json")

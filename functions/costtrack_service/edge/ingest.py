@@ -136,9 +136,9 @@ def create_handler(service: IngestService | None = None) -> LambdaHandler:
     because a Powertools resolver holds the current request on itself.
     """
     if service is None:
-        from costtrack_service.store import DynamoStore
+        from costtrack_service.ingestion_store import IngestionStore
 
-        service = IngestService(DynamoStore.from_env(), IngestSettings.from_env(os.environ))
+        service = IngestService(IngestionStore.from_env(), IngestSettings.from_env(os.environ))
     metrics = EphemeralMetrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "costtrack"))
     app = build_app(service, metrics)
 

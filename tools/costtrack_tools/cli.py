@@ -4,7 +4,7 @@
     costtrack admin {workspace,plan,key,pricing,usage} ...
 
 ``dev`` runs the local stack until Ctrl-C; ``admin`` operates a local or deployed costtrack
-(see ``costtrack_service.admin``).
+(see ``costtrack_tools.admin``).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from costtrack_service.admin import add_admin_parser
-from costtrack_service.local.stack import DEFAULT_STATE_FILE, LocalStack
+from costtrack_tools.admin import add_admin_parser
+from costtrack_tools.local.stack import DEFAULT_STATE_FILE, LocalStack
 
 
 def _curl_example(state: dict[str, object]) -> str:

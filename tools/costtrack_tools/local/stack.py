@@ -30,11 +30,11 @@ from costtrack_service.domain.quota import FREE, INACTIVE, PAID
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.webhooks import UrlPolicy
 from costtrack_service.domain.workspace_api import WorkspaceService
-from costtrack_service.local.aws_front import AwsFront, AwsRules
-from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
-from costtrack_service.local.server import LocalApi, Route
 from costtrack_service.store import DynamoStore, dynamodb_client
 from costtrack_service.tables import TableNames
+from costtrack_tools.local.aws_front import AwsFront, AwsRules
+from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
+from costtrack_tools.local.server import LocalApi, Route
 
 DEFAULT_STATE_FILE = Path(".costtrack/dev.json")
 #: Local receivers run on 127.0.0.1, so the local stack lets webhooks (http too) reach loopback.

@@ -24,9 +24,11 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Self
 from urllib.parse import parse_qsl, urlsplit
+
+from costtrack_tools.local.loopback import LoopbackServer, ServedInBackground
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -294,14 +296,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         pass  # _serve prints its own compact line
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    # The listen backlog: socketserver's default of 5 makes the kernel reset the 6th connection
-    # that arrives while the accept loop is busy (20 concurrent clients were enough). The kernel
-    # caps it at net.core.somaxconn (4096 on current Linux).
-    request_queue_size = 1024
-
+class _Server(LoopbackServer):
     def __init__(
         self,
         address: tuple[str, int],
@@ -324,7 +319,7 @@ class _Server(ThreadingHTTPServer):
         return self.routes[-1].function  # the last route takes everything else
 
 
-class LocalApi:
+class LocalApi(ServedInBackground):
     """Serve Lambda handlers on 127.0.0.1, routed by path, each request in a container process.
 
     ``config`` is passed to each route's handler factory in every container. ``durable``, when
@@ -345,21 +340,12 @@ class LocalApi:
         durable: Callable[[], None] | None = None,
     ) -> None:
         self.containers = Containers(routes, config, max_containers)
-        self._server = _Server((host, port), routes, self.containers, access_log, durable)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="costtrack-local-api", daemon=True)
+        self._serve(_Server((host, port), routes, self.containers, access_log, durable), "costtrack-local-api")
 
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def start(self) -> LocalApi:
+    def start(self) -> Self:
         self.containers.warm()  # the first container's cold start happens now, not on a request
-        self._thread.start()
-        return self
+        return super().start()
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        super().stop()
         self.containers.close()

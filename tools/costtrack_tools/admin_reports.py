@@ -10,10 +10,10 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from costtrack_service.admin_output import emit, find_workspace, table
 from costtrack_service.domain.statements import STATEMENT_GROUPINGS
 from costtrack_service.domain.usage import GROUPINGS
 from costtrack_service.domain.workspace_api import DEFAULT_DAYS, MAX_DAYS, WorkspaceService
+from costtrack_tools.admin_output import emit, find_workspace, table
 
 Handler = Callable[[Any, argparse.Namespace], None]
 

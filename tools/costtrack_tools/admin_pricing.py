@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from costtrack_service import catalogue
-from costtrack_service.admin_output import AdminError, emit, find_workspace, table
 from costtrack_service.catalogue import CatalogueError, check_catalogue, load_raw
 from costtrack_service.domain.overrides_api import OverrideService
 from costtrack_service.domain.pricebook import find_model
@@ -23,6 +22,7 @@ from costtrack_service.domain.source import normalize_provider
 from costtrack_service.price_store import PricingConflict
 from costtrack_service.pricing_jobs import DEFAULT_SOURCE, SyncError, backfill, sync
 from costtrack_service.store import DynamoStore
+from costtrack_tools.admin_output import AdminError, emit, find_workspace, table
 
 Handler = Callable[[DynamoStore, argparse.Namespace], None]
 

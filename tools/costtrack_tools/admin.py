@@ -18,20 +18,20 @@ from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from costtrack_service.admin_budgets import add_budgets_parser
-from costtrack_service.admin_otel import add_attributes_parser
-from costtrack_service.admin_output import AdminError, emit, find_workspace, refusal, table
-from costtrack_service.admin_pricing import add_pricing_parser
-from costtrack_service.admin_reports import add_report_parsers
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.keys import ADMIN, KEY_TRANSITIONS, KeyRecord
 from costtrack_service.domain.quota import FREE, INACTIVE, PAID, PLAN_STATUSES, TIERS, WorkspaceState, billing_period
 from costtrack_service.domain.store_errors import StoreError, StoreUnavailable
 from costtrack_service.domain.workspace_api import WorkspaceService
-from costtrack_service.local.dynamodb import LOCAL_CREDENTIALS
-from costtrack_service.local.stack import DEFAULT_STATE_FILE
 from costtrack_service.store import DynamoStore, dynamodb_client
 from costtrack_service.tables import TABLES, TableNames
+from costtrack_tools.admin_budgets import add_budgets_parser
+from costtrack_tools.admin_otel import add_attributes_parser
+from costtrack_tools.admin_output import AdminError, emit, find_workspace, refusal, table
+from costtrack_tools.admin_pricing import add_pricing_parser
+from costtrack_tools.admin_reports import add_report_parsers
+from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS
+from costtrack_tools.local.stack import DEFAULT_STATE_FILE
 
 DEFAULT_INCLUDED = {FREE: 1_000, PAID: 100_000}
 STACK_OUTPUTS = {spec.name: f"{spec.name.capitalize()}TableName" for spec in TABLES}

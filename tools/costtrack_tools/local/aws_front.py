@@ -45,22 +45,25 @@ and conflicts that single writes in flight cause to transactions.
 
 from __future__ import annotations
 
-import http.client
 import json
 import threading
 import time
-import uuid
-import zlib
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlsplit
 
-from costtrack_service.local.item_size import Partition, Table, Write, item_write
+from costtrack_tools.local.aws_front_http import (
+    AWS,
+    Forward,
+    FrontHandler,
+    FrontServer,
+    Response,
+    Upstream,
+    json_response,
+)
+from costtrack_tools.local.item_size import Partition, Table, Write, item_write
+from costtrack_tools.local.loopback import ServedInBackground
 
-AWS = "com.amazonaws.dynamodb.v20120810#"
 THROTTLING = "com.amazon.coral.availability#ThrottlingException"
 CONFLICT_MESSAGE = "Transaction is ongoing for the item"
 TABLE_THROTTLED = (
@@ -72,10 +75,6 @@ INDEX_THROTTLED = (
     "Throughput exceeds the current capacity for one or more global secondary indexes. DynamoDB is "
     "automatically scaling your index so please try again shortly."
 )
-JSON = "application/x-amz-json-1.0"
-HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"}
-Response = tuple[int, list[tuple[str, str]], bytes]
-Forward = Callable[..., Response]  # forward(changed_request=None): DynamoDB Local's answer
 
 
 @dataclass(frozen=True)
@@ -105,60 +104,12 @@ class _Window:
 _Charged = list[tuple[_Window, list[float]]]
 
 
-class _Upstream:
-    """Keep-alive connections to DynamoDB Local, reused across requests and threads."""
-
-    def __init__(self, endpoint: str) -> None:
-        parts = urlsplit(endpoint)
-        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
-        self._idle: list[http.client.HTTPConnection] = []
-        self._lock = threading.Lock()
-
-    def call(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Response:
-        for attempt in range(2):
-            with self._lock:
-                connection = self._idle.pop() if self._idle else None
-            reused = connection is not None
-            connection = connection or http.client.HTTPConnection(self.host, self.port, timeout=60)
-            try:
-                connection.request(method, path, body=body, headers=headers)
-                response = connection.getresponse()
-                data = response.read()
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-                connection.close()
-                if reused and attempt == 0:
-                    continue  # the server closed an idle connection: once more on a new one
-                raise
-            except BaseException:
-                connection.close()
-                raise
-            if response.will_close:
-                connection.close()
-            else:
-                with self._lock:
-                    self._idle.append(connection)
-            return response.status, response.getheaders(), data
-        raise AssertionError("unreachable")
-
-    def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for connection in idle:
-            connection.close()
-
-
-def _json_response(status: int, payload: dict[str, Any]) -> Response:
-    body = json.dumps(payload).encode()
-    crc = str(zlib.crc32(body) & 0xFFFFFFFF)  # botocore checks it
-    return status, [("Content-Type", JSON), ("x-amzn-RequestId", str(uuid.uuid4())), ("x-amz-crc32", crc)], body
-
-
 def _cancelled(count: int, reasons: dict[int, dict[str, str]]) -> Response:
     """TransactionCanceledException: one reason per item in request order, "None" for the others."""
     listed = [reasons.get(position, {"Code": "None"}) for position in range(count)]
     codes = ", ".join(reason["Code"] for reason in listed)
     message = f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]"
-    return _json_response(
+    return json_response(
         400, {"__type": AWS + "TransactionCanceledException", "CancellationReasons": listed, "Message": message}
     )
 
@@ -168,13 +119,13 @@ SINGLE_CONFLICT = {"__type": AWS + "TransactionConflictException", "message": CO
 SINGLE_WRITES = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete"}
 
 
-class AwsFront:
+class AwsFront(ServedInBackground):
     """The front: ``with AwsFront(dynamo.endpoint, AwsRules()) as front:``, then point clients at
     ``front.url``; :meth:`stats` tells which rules fired."""
 
     def __init__(self, upstream: str, rules: AwsRules | None = None, port: int = 0) -> None:
         self.rules = rules or AwsRules()
-        self._upstream = _Upstream(upstream)
+        self._upstream = Upstream(upstream)
         self._tables: dict[str, Table] = {}
         self._lock = threading.Lock()
         self._held: set[str] = set()
@@ -184,30 +135,13 @@ class AwsFront:
         self._counts = dict.fromkeys(
             ("transactions", "transactions_committed", "conflicts_cancelled", "transact_get_conflicts",
              "single_write_conflicts", "throttled", "throttled_batch_items"), 0)  # fmt: skip
-        self._server = _Server(("127.0.0.1", port), _Handler)
-        self._server.front = self
-        self._thread = threading.Thread(target=self._server.serve_forever, name="aws-front", daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def start(self) -> AwsFront:
-        self._thread.start()
-        return self
+        server = FrontServer(("127.0.0.1", port), FrontHandler)
+        server.front = self
+        self._serve(server, "aws-front")
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        super().stop()
         self._upstream.close()
-
-    def __enter__(self) -> AwsFront:
-        return self.start()
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
 
     def stats(self) -> dict[str, Any]:
         """Counters: transactions (received), transactions_committed, conflicts_cancelled,
@@ -338,13 +272,13 @@ class AwsFront:
             for index in sorted(where)
         ]  # fmt: skip
         message = TABLE_THROTTLED if "" in where else INDEX_THROTTLED
-        return _json_response(400, {"__type": THROTTLING, "message": message, "throttlingReasons": reasons})
+        return json_response(400, {"__type": THROTTLING, "message": message, "throttlingReasons": reasons})
 
     def _single(self, request: dict[str, Any], writes: list[Write], _: Any, forward: Forward) -> Response:
         conflicts, throttled, charged = self._admit(writes, hold=False)
         if conflicts:
             self._count("single_write_conflicts")
-            return _json_response(400, SINGLE_CONFLICT)
+            return json_response(400, SINGLE_CONFLICT)
         if throttled:
             return self._throttled(request["TableName"], set(throttled.values()))
         return self._settle(forward(), charged)
@@ -385,7 +319,7 @@ class AwsFront:
         conflicts, throttled, charged = self._admit(writes, hold=False, partial=True)
         if conflicts:
             self._count("single_write_conflicts")
-            return _json_response(400, SINGLE_CONFLICT)
+            return json_response(400, SINGLE_CONFLICT)
         if not throttled:
             return self._settle(forward(), charged)
         if len(throttled) == len(writes):  # none fits: the whole batch is throttled
@@ -401,44 +335,8 @@ class AwsFront:
         answer = json.loads(data)
         for table, listed in unprocessed.items():
             answer.setdefault("UnprocessedItems", {}).setdefault(table, []).extend(listed)
-        return _json_response(200, answer)
+        return json_response(200, answer)
 
 
 class _Unknown(Exception):
     """A request the rules cannot read (unknown table, malformed): forwarded as it is."""
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"  # keep-alive, as DynamoDB offers
-
-    def _serve(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        headers = {name: value for name, value in self.headers.items() if name.lower() not in HOP_BY_HOP}
-        try:
-            status, answer_headers, data = self.server.front.handle(self.command, self.path, headers, body)
-        except Exception as exc:  # DynamoDB Local unreachable or broken: what AWS says then
-            payload = {"__type": AWS + "InternalServerError", "message": f"aws_front: {exc!r}"}
-            status, answer_headers, data = _json_response(500, payload)
-        self.send_response_only(status)
-        for name, value in answer_headers:
-            if name.lower() not in HOP_BY_HOP and name.lower() != "content-length":
-                self.send_header(name, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("do_"):
-            return self._serve
-        raise AttributeError(name)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 1024  # as local.server: the default 5 resets connections under load
-    front: AwsFront

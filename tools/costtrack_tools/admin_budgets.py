@@ -8,12 +8,12 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from costtrack_service.admin_output import AdminError, emit, find_workspace, table
 from costtrack_service.budget_jobs import Alerts, AlertSettings
 from costtrack_service.domain.budgets import PERIODS, SCOPES
 from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.webhooks import UrlPolicy
 from costtrack_service.store import DynamoStore
+from costtrack_tools.admin_output import AdminError, emit, find_workspace, table
 
 Handler = Callable[[DynamoStore, argparse.Namespace], None]
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")

@@ -1,0 +1,48 @@
+"""Cold import of the Lambda entry points: each imported in a fresh interpreter, as Lambda's init
+phase does, as a ratio to ``import boto3`` on the same machine (median of ``IMPORT_RUNS``).
+
+No bytecode is written (``PYTHONDONTWRITEBYTECODE``), as Lambda cannot write beside a deployed
+package: whatever the source tree has no ``__pycache__`` for is compiled on each import.
+
+    cd bench && ../.venv/bin/python -c "import cold_imports; print(cold_imports.cold_imports())"
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+
+IMPORT_RUNS = 7
+
+
+def import_seconds(*modules: str) -> dict[str, float]:
+    """The median import time of each module, each run importing every module in turn (each in
+    its own interpreter), so a change of the machine's load weighs on all of them alike."""
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_REGION": "us-east-1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    runs: dict[str, list[float]] = {module: [] for module in modules}
+    for _ in range(IMPORT_RUNS):
+        for module in modules:
+            code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+            result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+            runs[module].append(float(result.stdout.strip().splitlines()[-1]))
+    return {module: statistics.median(times) for module, times in runs.items()}
+
+
+def cold_imports() -> dict[str, float]:
+    seconds = import_seconds("boto3", "costtrack_service.handlers.ingest", "costtrack_service.handlers.api")
+    boto3, ingest, api = seconds.values()
+    return {
+        "boto3_import_ms": boto3 * 1000,
+        "ingest_handler_import_ms": ingest * 1000,
+        "api_handler_import_ms": api * 1000,
+        "cold_import_ratio_vs_boto3": ingest / boto3,
+        "api_cold_import_ratio_vs_boto3": api / boto3,
+    }

@@ -1,0 +1,82 @@
+"""DynamoDB: the reads of the ``budgets`` table (``budget_store.py`` describes its items).
+
+Apart from ``budget_store.py`` because the ingestion function reads a workspace's budgets (for
+the ``budget_exceeded`` warning, ``domain/budget_watch.py``) and nothing else of the table: its
+store (``ingestion_store.py``) mixes in this class only, so it never imports the alerts' model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costtrack_service.domain.budgets import Budget, budget_from_config
+from costtrack_service.store_base import TableAccess
+from costtrack_service.store_items import from_item, to_item
+
+BUDGET_SET = "budgets"
+
+
+def partition_of(workspace_id: str) -> str:
+    return f"w#{workspace_id}"
+
+
+class BudgetReads(TableAccess):
+    """A workspace's budgets, one budget, every budget (the evaluator's read)."""
+
+    def list_budgets(self, workspace_id: str) -> list[Budget]:
+        items = self._items(workspace_id, "b#")
+        return sorted((_budget(item) for item in items), key=lambda b: (b.created_at, b.budget_id))
+
+    def get_budget(self, workspace_id: str, budget_id: str) -> Budget | None:
+        item = self._get(workspace_id, f"b#{budget_id}")
+        return _budget(item) if item else None
+
+    def all_budgets(self) -> list[Budget]:
+        """Every workspace's budgets (the evaluator's read: the sparse ``all_budgets`` index)."""
+        items = self._query(
+            IndexName="all_budgets",
+            KeyConditionExpression="budget_set = :s",
+            ExpressionAttributeValues=to_item({":s": BUDGET_SET}),
+        )
+        return [_budget(item) for item in items]
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _key(self, workspace_id: str, item_key: str) -> dict[str, Any]:
+        return to_item({"partition": partition_of(workspace_id), "item_key": item_key})
+
+    def _get(self, workspace_id: str, item_key: str) -> dict[str, Any] | None:
+        response = self._call(
+            self.client.get_item,
+            TableName=self.tables.budgets,
+            Key=self._key(workspace_id, item_key),
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        return from_item(item) if item else None
+
+    def _items(self, workspace_id: str, prefix: str, *, keys_only: bool = False) -> list[dict[str, Any]]:
+        extra: dict[str, Any] = {"ProjectionExpression": "item_key"} if keys_only else {}
+        return self._query(
+            KeyConditionExpression="#p = :p AND begins_with(item_key, :prefix)",
+            ExpressionAttributeNames={"#p": "partition"},
+            ExpressionAttributeValues=to_item({":p": partition_of(workspace_id), ":prefix": prefix}),
+            **extra,
+        )
+
+    def _query(self, **arguments: Any) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        arguments["TableName"] = self.tables.budgets
+        limit = arguments.get("Limit")
+        while True:
+            response = self._call(self.client.query, **arguments)
+            items += [from_item(item) for item in response.get("Items", [])]
+            if "LastEvaluatedKey" not in response or (limit is not None and len(items) >= limit):
+                return items
+            arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+
+def _budget(item: dict[str, Any]) -> Budget:
+    workspace_id = str(item["partition"])[2:]
+    exceeded = (item.get("exceeded_from"), item.get("exceeded_until"))
+    return budget_from_config(workspace_id, str(item["config"]), exceeded)

@@ -1,0 +1,20 @@
+"""The ingestion function's store: only the parts ``IngestService`` uses, so its cold start
+imports neither the owners' nor the operators' store.
+
+* ``EventTable``: keys and workspaces read, events, rollups and allowance shards written;
+* ``PriceTable``: a provider's database-held prices and a workspace's overrides (read);
+* ``BudgetReads``: a workspace's budgets, for the ``budget_exceeded`` warning.
+
+The function's IAM policy in ``template.yaml`` grants what these reads and writes need
+(``tests/deploy`` records the calls through this class).
+"""
+
+from __future__ import annotations
+
+from costtrack_service.budget_reads import BudgetReads
+from costtrack_service.event_store import EventTable
+from costtrack_service.price_store import PriceTable
+
+
+class IngestionStore(EventTable, PriceTable, BudgetReads):
+    """What ingestion reads and writes (``TableAccess`` makes it: a client and the table names)."""

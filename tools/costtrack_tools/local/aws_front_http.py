@@ -1,0 +1,107 @@
+"""The AWS front's HTTP side (``aws_front.py`` holds its rules): DynamoDB's JSON 1.0 answers,
+keep-alive connections to DynamoDB Local, and the server that hands each request to the front."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import uuid
+import zlib
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from costtrack_tools.local.loopback import LoopbackServer
+
+AWS = "com.amazonaws.dynamodb.v20120810#"
+JSON = "application/x-amz-json-1.0"
+HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"}
+Response = tuple[int, list[tuple[str, str]], bytes]
+Forward = Callable[..., Response]  # forward(changed_request=None): DynamoDB Local's answer
+
+
+class Front(Protocol):
+    def handle(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Response: ...
+
+
+class Upstream:
+    """Keep-alive connections to DynamoDB Local, reused across requests and threads."""
+
+    def __init__(self, endpoint: str) -> None:
+        parts = urlsplit(endpoint)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self._idle: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+
+    def call(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Response:
+        for attempt in range(2):
+            with self._lock:
+                connection = self._idle.pop() if self._idle else None
+            reused = connection is not None
+            connection = connection or http.client.HTTPConnection(self.host, self.port, timeout=60)
+            try:
+                connection.request(method, path, body=body, headers=headers)
+                response = connection.getresponse()
+                data = response.read()
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                connection.close()
+                if reused and attempt == 0:
+                    continue  # the server closed an idle connection: once more on a new one
+                raise
+            except BaseException:
+                connection.close()
+                raise
+            if response.will_close:
+                connection.close()
+            else:
+                with self._lock:
+                    self._idle.append(connection)
+            return response.status, response.getheaders(), data
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+
+def json_response(status: int, payload: dict[str, Any]) -> Response:
+    body = json.dumps(payload).encode()
+    crc = str(zlib.crc32(body) & 0xFFFFFFFF)  # botocore checks it
+    return status, [("Content-Type", JSON), ("x-amzn-RequestId", str(uuid.uuid4())), ("x-amz-crc32", crc)], body
+
+
+class FrontHandler(BaseHTTPRequestHandler):
+    server: FrontServer
+    protocol_version = "HTTP/1.1"  # keep-alive, as DynamoDB offers
+
+    def _serve(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers = {name: value for name, value in self.headers.items() if name.lower() not in HOP_BY_HOP}
+        try:
+            status, answer_headers, data = self.server.front.handle(self.command, self.path, headers, body)
+        except Exception as exc:  # DynamoDB Local unreachable or broken: what AWS says then
+            payload = {"__type": AWS + "InternalServerError", "message": f"aws_front: {exc!r}"}
+            status, answer_headers, data = json_response(500, payload)
+        self.send_response_only(status)
+        for name, value in answer_headers:
+            if name.lower() not in HOP_BY_HOP and name.lower() != "content-length":
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("do_"):
+            return self._serve
+        raise AttributeError(name)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class FrontServer(LoopbackServer):
+    front: Front
