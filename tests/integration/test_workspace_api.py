@@ -306,7 +306,7 @@ def test_price_overrides_are_set_listed_used_and_deleted(make_workspace: Callabl
     for body, field in [
         ({"provider": "openai"}, "discount_percent"),
         ({"provider": "openai", "discount_percent": "150"}, "discount_percent"),
-        ({"provider": "openai", "rates": {"input": "x", "output": "1"}}, "rates"),
+        ({"provider": "openai", "rates": {"input": "x", "output": "1"}}, "rates.input"),
         ({"model": "gpt-4o", "discount_percent": "5"}, "provider"),
         ({"provider": "openai", "discount_percent": "5", "extra": 1}, "extra"),
         ([1], "body"),
