@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from importlib import resources
 
-from costtrack_service.edge.ingest import OPENAPI_FILE, served_openapi_document
 from costtrack_service.edge.api_document import openapi_document, openapi_file_text
+from costtrack_service.edge.ingest import OPENAPI_FILE, served_openapi_document
 
 
 def test_the_committed_document_is_current() -> None:

@@ -28,8 +28,6 @@ from costtrack_service.domain.workspace_api import BIND_CAPS, MAX_KEY_NAME_CHARS
 #: A decimal number written as a JSON string, as money and rates are (never a float).
 DECIMAL_PATTERN = r"^-?[0-9]+(\.[0-9]+)?$"
 
-Scope = Literal[tuple(SCOPES)]  # type: ignore[misc]
-Period = Literal[tuple(PERIODS)]  # type: ignore[misc]
 DecimalText = Annotated[str, Field(pattern=DECIMAL_PATTERN)]
 Threshold = Annotated[int, Field(ge=MIN_THRESHOLD, le=MAX_THRESHOLD, description="a whole percentage of the amount")]
 
@@ -60,11 +58,17 @@ class NewKey(RequestBody):
 
 class BudgetFields(RequestBody):
     name: Annotated[str | None, Field(max_length=MAX_NAME_CHARS)] = None
-    scope: Annotated[Scope | None, Field(description="what the budget counts (default: the whole workspace)")] = None
+    scope: Annotated[
+        Literal[tuple(SCOPES)] | None,  # type: ignore[valid-type]
+        Field(description="what the budget counts (default: the whole workspace)"),
+    ] = None
     scope_value: Annotated[
         str | None, Field(description="the feature, customer id, provider/model or environment of the scope")
     ] = None
-    period: Annotated[Period | None, Field(description="the window (default: the calendar month, UTC)")] = None
+    period: Annotated[
+        Literal[tuple(PERIODS)] | None,  # type: ignore[valid-type]
+        Field(description="the window (default: the calendar month, UTC)"),
+    ] = None
     thresholds: Annotated[
         list[Threshold] | None, Field(min_length=1, max_length=MAX_THRESHOLDS, json_schema_extra={"uniqueItems": True})
     ] = None

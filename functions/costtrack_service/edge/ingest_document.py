@@ -21,7 +21,8 @@ from costtrack_service.domain.batch import MAX_BATCH_BYTES, MAX_BATCH_ITEMS
 from costtrack_service.domain.events import MAX_BODY_BYTES, MAX_IDEMPOTENCY_KEY_LENGTH
 from costtrack_service.domain.records import WARNING_CODES
 from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH
-from costtrack_service.edge.otlp import JSON, MAX_BODY_BYTES as MAX_OTLP_BYTES, MAX_USAGE_SPANS, PROTOBUF
+from costtrack_service.edge.otlp import JSON, MAX_USAGE_SPANS, PROTOBUF
+from costtrack_service.edge.otlp import MAX_BODY_BYTES as MAX_OTLP_BYTES
 from costtrack_service.edge.owner_responses import answer, refused
 
 # Not ASCII whitespace only: strings are trimmed before the emptiness check.
@@ -53,7 +54,7 @@ Event = create_model(  # type: ignore[call-overload]
     __doc__="One usage event. Unknown fields are ignored and reported as unknown_field warnings.",
     **{name: _string_field(name, *limits) for name, limits in STRING_LIMITS.items()},
     **{name: _integer_field(name) for name in INTEGER_FIELDS},
-    status=(Literal[STATUSES] | None, "success"),  # type: ignore[valid-type]
+    status=(Literal[STATUSES] | None, "success"),
     metadata=(
         Annotated[
             dict[str, Any] | None,
@@ -137,11 +138,11 @@ class ExportTraceServiceRequest(BaseModel):
     resourceSpans: list[dict[str, Any]] = []
 
 
-def _otlp_refused(description: str) -> dict[str, Any]:
+def _otlp_refused(description: str) -> Any:
     return {"description": description, "content": {JSON: {"model": Status}, PROTOBUF: {"schema": {}}}}
 
 
-router = Router()
+router = Router()  # type: ignore[no-untyped-call]
 
 
 @router.post(
@@ -150,9 +151,11 @@ router = Router()
     summary="Record one usage event, or a batch of up to 100",
     enable_validation=False,
     responses={
-        200: {
-            **answer("Accepted (new, or a replay of an accepted event)", AcceptedEvent | BatchResults),
-            "headers": {"Idempotent-Replayed": {"description": "true when this is a replay", "schema": {"type": "string"}}},
+        200: answer("Accepted (new, or a replay of an accepted event)", AcceptedEvent | BatchResults)
+        | {
+            "headers": {
+                "Idempotent-Replayed": {"description": "true when this is a replay", "schema": {"type": "string"}}
+            }
         },
         400: refused("Invalid event", "INVALID_PAYLOAD"),
         401: refused("Bad key", "INVALID_API_KEY", "REVOKED_API_KEY", "INACTIVE_API_KEY"),
@@ -219,4 +222,6 @@ def get_openapi() -> Response[str]:
 
 
 #: The request body's other encoding, which Powertools' Body (one media type) cannot declare.
-PROTOBUF_BODY = {PROTOBUF: {"schema": {"type": "string", "format": "binary", "description": "ExportTraceServiceRequest"}}}
+PROTOBUF_BODY = {
+    PROTOBUF: {"schema": {"type": "string", "format": "binary", "description": "ExportTraceServiceRequest"}}
+}

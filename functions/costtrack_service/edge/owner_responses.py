@@ -268,13 +268,13 @@ class Statement(BaseModel):
     total: StatementLine
 
 
-def answer(description: str, model: Any, *also: tuple[str, Any]) -> dict[str, Any]:
+def answer(description: str, model: Any, *also: tuple[str, Any]) -> Any:
     """A documented response: JSON of ``model`` (and other media types, e.g. CSV)."""
     content = {"application/json": {"model": model}, **{media: {"schema": schema} for media, schema in also}}
     return {"description": description, "content": content}
 
 
-def refused(description: str, *codes: str) -> dict[str, Any]:
+def refused(description: str, *codes: str) -> Any:
     """A documented refusal: the error body, with the codes it can carry (docs/api-rules.md#errors)."""
     return answer(f"{description} ({', '.join(codes)})", Error)
 
@@ -290,6 +290,7 @@ OWNER_REFUSALS: dict[int, dict[str, Any]] = {
 }
 INVALID = refused("Invalid query, path or body; details name each field", "INVALID_PAYLOAD")
 TOO_LARGE = refused("Body too large", "INVALID_PAYLOAD")
+NOT_JSON = refused("The body is not application/json", "INVALID_PAYLOAD")
 NOT_FOUND = refused("No such thing in this workspace", "NOT_FOUND")
 
 

@@ -23,15 +23,11 @@ _SOURCES = {"body", "query", "path", "header", "cookie", "form", "file"}
 _BUILTIN_TAGS = {"str", "int", "float", "bool", "none", "list", "dict", "decimal", "literal"}
 
 
-class BodyRefused(ApiError):
-    """The body could not be read as JSON at all (raised while Powertools reads it)."""
-
-
 def read_json_body(text: str) -> Any:
     """The owners' API's JSON reader (``json_body_deserializer``): bounded before it parses."""
     if len(text.encode("utf-8", errors="surrogatepass")) > MAX_BODY_BYTES:
         error = invalid("body", f"the body must be at most {MAX_BODY_BYTES} bytes")
-        raise BodyRefused(error.code, error.message, details=error.details, status=413)
+        raise ApiError(error.code, error.message, details=error.details, status=413)
     if not text.strip():
         return None
     try:
@@ -39,25 +35,33 @@ def read_json_body(text: str) -> Any:
     except RecursionError:
         deep = True
     except ValueError:
-        error = invalid("body", "the body is not valid JSON")
-        raise BodyRefused(error.code, error.message, details=error.details) from None
+        raise invalid("body", "the body is not valid JSON") from None
     else:
         deep = too_deep(value)
     if deep:
-        error = invalid("body", f"the body must not nest deeper than {MAX_JSON_DEPTH} levels")
-        raise BodyRefused(error.code, error.message, details=error.details)
+        raise invalid("body", f"the body must not nest deeper than {MAX_JSON_DEPTH} levels")
     return value
+
+
+def refuse_media_type(headers: Mapping[str, str], body: str | None) -> None:
+    """A body is JSON: ``415`` for any other media type (no type at all is read as JSON)."""
+    media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if body and media and media != "application/json" and not media.endswith("+json"):
+        message = f"Content-Type must be application/json, not {media}"
+        raise ApiError("INVALID_PAYLOAD", message, details=[{"field": "Content-Type", "message": message}], status=415)
 
 
 def _is_tag(part: str) -> bool:
     return part in _BUILTIN_TAGS or part[:1].isupper() or "[" in part or "-" in part
 
 
-def field_name(location: Sequence[Any], error_type: str) -> str:
+def field_name(location: Sequence[Any], error_type: str, value: object = None) -> str:
     """``("body", "bind", "Binding", "provider")`` → ``bind.provider``; the whole body → ``body``."""
     parts = [str(part) for part in location]
     if parts and parts[0] in _SOURCES:
         parts = parts[1:]
+    if not parts and error_type == "string_unicode" and isinstance(value, str):
+        return value  # a field's name that is not valid Unicode: pydantic gives it, not its place
     # An unknown field's own name is what the client wrote, whatever it looks like.
     unknown = [parts.pop()] if error_type == "extra_forbidden" and parts else []
     named = [part for part in parts if not _is_tag(part)] + unknown
@@ -76,7 +80,7 @@ def refusal(errors: Iterable[Mapping[str, Any]]) -> ApiError:
     """One ``INVALID_PAYLOAD`` naming each offending field once, in the order they were found."""
     details: dict[str, str] = {}
     for error in errors:
-        field = field_name(error.get("loc", ()), str(error.get("type", "")))
+        field = field_name(error.get("loc", ()), str(error.get("type", "")), error.get("input"))
         details.setdefault(field, _message(field, error))
     if not details:
         details["body"] = "the request is invalid"

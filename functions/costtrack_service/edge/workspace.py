@@ -21,6 +21,7 @@ from urllib.parse import unquote
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
@@ -44,8 +45,16 @@ from costtrack_service.domain.workspace_api import (
 )
 from costtrack_service.edge import owner_responses as shapes
 from costtrack_service.edge.http import error_response, install_error_handlers, json_response, request_headers
-from costtrack_service.edge.owner_responses import ADMIN_TOKEN, INVALID, NOT_FOUND, TOO_LARGE, documented, refused
-from costtrack_service.edge.request_errors import BodyRefused, read_json_body, refusal
+from costtrack_service.edge.owner_responses import (
+    ADMIN_TOKEN,
+    INVALID,
+    NOT_FOUND,
+    NOT_JSON,
+    TOO_LARGE,
+    documented,
+    refused,
+)
+from costtrack_service.edge.request_errors import read_json_body, refusal, refuse_media_type
 from costtrack_service.edge.workspace_budgets import add_budget_routes
 
 logger = Logger(service="costtrack-api")
@@ -63,20 +72,23 @@ First = Annotated[
 Last = Annotated[
     str | None,
     Query(
-        alias="to", pattern=DAY_PATTERN, description=f"Last UTC day, inclusive (default: today; {MAX_DAYS} days at most)"
+        alias="to",
+        pattern=DAY_PATTERN,
+        description=f"Last UTC day, inclusive (default: today; {MAX_DAYS} days at most)",
     ),
 ]
 
 
-def _filter(name: str) -> Any:
-    return Annotated[
-        str | None, Query(max_length=MAX_FILTER_CHARS, description=f"Only events whose {name} equals this")
-    ]
+EventFilter = Annotated[
+    str | None, Query(max_length=MAX_FILTER_CHARS, description="Only events whose field of this name equals this")
+]
 
 
 def given(**params: str | None) -> dict[str, str]:
     """The query parameters the client gave, as the domain reads them."""
     return {name: value for name, value in params.items() if value is not None}
+
+
 STATIC_TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
@@ -109,26 +121,33 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
 
     def caller() -> WorkspaceState:
         """The workspace of the request's admin token: the only one its operations act on."""
-        return service.authenticate(request_headers(app)).workspace
+        workspace: WorkspaceState = app.context["workspace"]
+        return workspace
 
-    def refuse_after_authenticating(error: ApiError) -> Response[str]:
-        try:
-            caller()
-        except ApiError as unauthenticated:
-            return error_response(app, unauthenticated)
-        return error_response(app, error)
+    validate = app._request_validation_middleware
+
+    def authenticate_then_validate(resolver: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
+        """Powertools validates a request before any middleware of ours runs; this takes the
+        validation's place, so that a request without a live admin token is told just that (401)
+        before anything about its query or body, and a body that is not JSON is refused (415)
+        before Powertools would read it as a form."""
+        headers = request_headers(resolver)
+        route = resolver.context.get("_route")  # None, or the not-found route, need no token
+        if route is not None and route.security == ADMIN_TOKEN:
+            resolver.context["workspace"] = service.authenticate(headers).workspace
+        refuse_media_type(headers, resolver.current_event.body)
+        answer: Response[Any] = validate(resolver, next_middleware)
+        return answer
+
+    app._request_validation_middleware = authenticate_then_validate  # type: ignore[assignment]
 
     @app.exception_handler(RequestValidationError)
     def _invalid_request(error: RequestValidationError) -> Response[str]:
-        return refuse_after_authenticating(refusal(error.errors()))
-
-    @app.exception_handler(BodyRefused)
-    def _unreadable_body(error: BodyRefused) -> Response[str]:
-        return refuse_after_authenticating(error)
+        return error_response(app, refusal(error.errors()))
 
     @app.exception_handler(UnicodeDecodeError)
     def _not_text(_: UnicodeDecodeError) -> Response[str]:
-        return refuse_after_authenticating(invalid("body", "the body is not UTF-8 text"))
+        return error_response(app, invalid("body", "the body is not UTF-8 text"))
 
     @app.get(
         "/v1/workspace",
@@ -168,12 +187,12 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
     def get_events(
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
         cursor: Annotated[str | None, Query(max_length=1024, description="next_cursor of the previous page")] = None,
-        feature: _filter("feature") = None,
-        model: _filter("model") = None,
-        provider: _filter("provider") = None,
-        environment: _filter("environment") = None,
-        status: _filter("status") = None,
-        customer_id: _filter("customer_id") = None,
+        feature: EventFilter = None,
+        model: EventFilter = None,
+        provider: EventFilter = None,
+        environment: EventFilter = None,
+        status: EventFilter = None,
+        customer_id: EventFilter = None,
     ) -> Response[str]:
         params = given(
             limit=str(limit),
@@ -238,7 +257,9 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
         "/v1/workspace/keys",
         summary="Create an ingestion key; the secret is in this response only",
         security=ADMIN_TOKEN,
-        responses=documented(201, shapes.CreatedKey, "The key and its secret", r400=INVALID, r413=TOO_LARGE),
+        responses=documented(
+            201, shapes.CreatedKey, "The key and its secret", r400=INVALID, r413=TOO_LARGE, r415=NOT_JSON
+        ),
     )
     def post_key(new: Annotated[NewKey | None, Body()] = None) -> Response[str]:
         who = caller()
@@ -281,7 +302,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
         "/v1/workspace/price-overrides",
         summary="Create or replace the override of a provider (or one of its models) from a start",
         security=ADMIN_TOKEN,
-        responses=documented(200, shapes.OverrideResult, "The override", r400=INVALID, r413=TOO_LARGE),
+        responses=documented(200, shapes.OverrideResult, "The override", r400=INVALID, r413=TOO_LARGE, r415=NOT_JSON),
     )
     def post_override(new: Annotated[NewPriceOverride, Body()]) -> Response[str]:
         who = caller()
@@ -295,20 +316,22 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
         security=ADMIN_TOKEN,
         responses=documented(200, shapes.Deleted, "Deleted", r404=NOT_FOUND),
     )
-    def delete_override(override_id: Annotated[str, Path(description="as the override list shows it")]) -> Response[str]:
+    def delete_override(
+        override_id: Annotated[str, Path(description="as the override list shows it")],
+    ) -> Response[str]:
         return json_response(200, overrides.delete(caller(), unquote(override_id)))
 
     add_budget_routes(app, budgets, lambda: caller().workspace_id)
 
-    @app.get("/", include_in_schema=False)
+    @app.get("/", include_in_schema=False, enable_validation=False)
     def get_root() -> Response[str]:
         return Response(status_code=302, headers={"Location": "/dashboard"}, body="")
 
-    @app.get("/dashboard", include_in_schema=False)
+    @app.get("/dashboard", include_in_schema=False, enable_validation=False)
     def get_dashboard() -> Response[str]:
         return serve("index.html")
 
-    @app.get("/dashboard/<name>", include_in_schema=False)
+    @app.get("/dashboard/<name>", include_in_schema=False, enable_validation=False)
     def get_asset(name: str) -> Response[str]:
         return serve(name)
 

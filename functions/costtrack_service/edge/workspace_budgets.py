@@ -16,7 +16,7 @@ from costtrack_service.domain.budgets_api import MAX_DELIVERIES, BudgetService
 from costtrack_service.domain.owner_requests import BudgetChange, NewBudget, NewWebhook
 from costtrack_service.edge import owner_responses as shapes
 from costtrack_service.edge.http import json_response
-from costtrack_service.edge.owner_responses import ADMIN_TOKEN, INVALID, TOO_LARGE, documented, refused
+from costtrack_service.edge.owner_responses import ADMIN_TOKEN, INVALID, NOT_JSON, TOO_LARGE, documented, refused
 
 logger = Logger(service="costtrack-api")
 
@@ -40,7 +40,7 @@ def add_budget_routes(app: APIGatewayHttpResolver, budgets: BudgetService, works
         "/v1/workspace/budgets",
         summary="Create a budget",
         security=ADMIN_TOKEN,
-        responses=documented(201, shapes.BudgetResult, "The budget", r400=INVALID, r413=TOO_LARGE),
+        responses=documented(201, shapes.BudgetResult, "The budget", r400=INVALID, r413=TOO_LARGE, r415=NOT_JSON),
     )
     def post_budget(new: Annotated[NewBudget, Body()]) -> Response[str]:
         return json_response(201, budgets.create(workspace_id(), new.fields()))
@@ -57,6 +57,7 @@ def add_budget_routes(app: APIGatewayHttpResolver, budgets: BudgetService, works
             r404=NO_BUDGET,
             r409=refused("The budget changed meanwhile", "CONFLICT"),
             r413=TOO_LARGE,
+            r415=NOT_JSON,
         ),
     )
     def patch_budget(budget_id: BudgetId, change: Annotated[BudgetChange, Body()]) -> Response[str]:
@@ -85,7 +86,12 @@ def add_budget_routes(app: APIGatewayHttpResolver, budgets: BudgetService, works
         summary="Register a webhook (https, public addresses only); its secret is in this answer only",
         security=ADMIN_TOKEN,
         responses=documented(
-            201, shapes.WebhookResult, "The endpoint and its signing secret", r400=INVALID, r413=TOO_LARGE
+            201,
+            shapes.WebhookResult,
+            "The endpoint and its signing secret",
+            r400=INVALID,
+            r413=TOO_LARGE,
+            r415=NOT_JSON,
         ),
     )
     def post_webhook(new: Annotated[NewWebhook, Body()]) -> Response[str]:
