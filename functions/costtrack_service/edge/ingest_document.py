@@ -138,8 +138,12 @@ class ExportTraceServiceRequest(BaseModel):
     resourceSpans: list[dict[str, Any]] = []
 
 
+def _protobuf(message: str) -> dict[str, Any]:
+    return {"schema": {"type": "string", "format": "binary", "description": message}}
+
+
 def _otlp_refused(description: str) -> Any:
-    return {"description": description, "content": {JSON: {"model": Status}, PROTOBUF: {"schema": {}}}}
+    return {"description": description, "content": {JSON: {"model": Status}, PROTOBUF: _protobuf("google.rpc.Status")}}
 
 
 router = Router()  # type: ignore[no-untyped-call]
@@ -196,12 +200,13 @@ def track_event(
     enable_validation=False,
     responses={
         200: answer("Exported (a partial success names rejected spans)", ExportTraceServiceResponse)
-        | {"content": {JSON: {"model": ExportTraceServiceResponse}, PROTOBUF: {"schema": {}}}},
+        | {"content": {JSON: {"model": ExportTraceServiceResponse}, PROTOBUF: _protobuf("ExportTraceServiceResponse")}},
         400: _otlp_refused("Unreadable body (INVALID_PAYLOAD)"),
         401: _otlp_refused("Bad key (INVALID_API_KEY, REVOKED_API_KEY, INACTIVE_API_KEY)"),
         403: _otlp_refused("Plan inactive (PLAN_INACTIVE)"),
         413: _otlp_refused("Body or span count too large (INVALID_PAYLOAD)"),
         415: _otlp_refused("Not protobuf or JSON (INVALID_PAYLOAD)"),
+        500: refused("Internal error", "INTERNAL_ERROR"),
         503: _otlp_refused("Busy; retry after Retry-After (UNAVAILABLE)"),
     },
 )

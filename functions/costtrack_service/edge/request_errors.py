@@ -82,6 +82,9 @@ def refusal(errors: Iterable[Mapping[str, Any]]) -> ApiError:
     for error in errors:
         field = field_name(error.get("loc", ()), str(error.get("type", "")), error.get("input"))
         details.setdefault(field, _message(field, error))
+    # A union (bind: text or an object) fails once per member: the member whose parts are named
+    # (bind.provider) is the one the client meant, not the whole field's other spelling.
+    details = {field: text for field, text in details.items() if not any(f.startswith(field + ".") for f in details)}
     if not details:
         details["body"] = "the request is invalid"
     messages = list(details.values())

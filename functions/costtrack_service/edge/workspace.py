@@ -151,6 +151,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
 
     @app.get(
         "/v1/workspace",
+        operation_id="getWorkspace",
         summary="The plan, this month's included events and credits",
         security=ADMIN_TOKEN,
         responses=documented(200, shapes.WorkspaceSummary, "The workspace"),
@@ -160,6 +161,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
 
     @app.get(
         "/v1/workspace/usage",
+        operation_id="getUsage",
         summary="Events, tokens and cost over a date range, grouped; hidden events counted apart",
         security=ADMIN_TOKEN,
         responses=documented(200, shapes.UsageReport, "Usage from daily rollups", r400=INVALID),
@@ -171,6 +173,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
 
     @app.get(
         "/v1/workspace/unknown-models",
+        operation_id="getUnknownModels",
         summary="Models that came in without a pricing entry (cost 0)",
         security=ADMIN_TOKEN,
         responses=documented(200, shapes.UnknownModels, "Models, most frequent first", r400=INVALID),
@@ -180,6 +183,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
 
     @app.get(
         "/v1/workspace/events",
+        operation_id="listEvents",
         summary="Visible events, newest first (hidden events are never listed)",
         security=ADMIN_TOKEN,
         responses=documented(200, shapes.EventPage, "A page of events", r400=INVALID),
@@ -208,6 +212,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
 
     @app.get(
         "/v1/workspace/statements/<month>",
+        operation_id="getStatement",
         summary="A calendar month's statement per customer or per feature, as JSON or CSV",
         description=(
             "Read from the same daily rollups as /v1/workspace/usage, so it equals them to the last "
@@ -246,6 +251,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
 
     @app.get(
         "/v1/workspace/keys",
+        operation_id="listKeys",
         summary="The workspace's ingestion keys (never the secrets)",
         security=ADMIN_TOKEN,
         responses=documented(200, shapes.KeyList, "Keys"),
@@ -255,6 +261,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
 
     @app.post(
         "/v1/workspace/keys",
+        operation_id="createKey",
         summary="Create an ingestion key; the secret is in this response only",
         security=ADMIN_TOKEN,
         responses=documented(
@@ -269,6 +276,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
 
     @app.post(
         "/v1/workspace/keys/<key_id>/<action>",
+        operation_id="changeKey",
         summary="Deactivate, reactivate (only from inactive) or revoke (final) a key",
         security=ADMIN_TOKEN,
         responses=documented(
@@ -291,6 +299,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
 
     @app.get(
         "/v1/workspace/price-overrides",
+        operation_id="listPriceOverrides",
         summary="The workspace's price overrides",
         security=ADMIN_TOKEN,
         responses=documented(200, shapes.OverrideList, "Overrides"),
@@ -300,6 +309,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
 
     @app.post(
         "/v1/workspace/price-overrides",
+        operation_id="setPriceOverride",
         summary="Create or replace the override of a provider (or one of its models) from a start",
         security=ADMIN_TOKEN,
         responses=documented(200, shapes.OverrideResult, "The override", r400=INVALID, r413=TOO_LARGE, r415=NOT_JSON),
@@ -312,6 +322,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
 
     @app.delete(
         "/v1/workspace/price-overrides/<override_id>",
+        operation_id="deletePriceOverride",
         summary="Delete a price override",
         security=ADMIN_TOKEN,
         responses=documented(200, shapes.Deleted, "Deleted", r404=NOT_FOUND),

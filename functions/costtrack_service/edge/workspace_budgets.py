@@ -29,6 +29,7 @@ def add_budget_routes(app: APIGatewayHttpResolver, budgets: BudgetService, works
 
     @app.get(
         "/v1/workspace/budgets",
+        operation_id="listBudgets",
         summary="Budgets with their window, spend and thresholds crossed now",
         security=ADMIN_TOKEN,
         responses=documented(200, shapes.BudgetList, "Budgets"),
@@ -38,6 +39,7 @@ def add_budget_routes(app: APIGatewayHttpResolver, budgets: BudgetService, works
 
     @app.post(
         "/v1/workspace/budgets",
+        operation_id="createBudget",
         summary="Create a budget",
         security=ADMIN_TOKEN,
         responses=documented(201, shapes.BudgetResult, "The budget", r400=INVALID, r413=TOO_LARGE, r415=NOT_JSON),
@@ -47,6 +49,7 @@ def add_budget_routes(app: APIGatewayHttpResolver, budgets: BudgetService, works
 
     @app.patch(
         "/v1/workspace/budgets/<budget_id>",
+        operation_id="changeBudget",
         summary="Change a budget (a new revision: its thresholds notify afresh)",
         security=ADMIN_TOKEN,
         responses=documented(
@@ -65,6 +68,7 @@ def add_budget_routes(app: APIGatewayHttpResolver, budgets: BudgetService, works
 
     @app.delete(
         "/v1/workspace/budgets/<budget_id>",
+        operation_id="deleteBudget",
         summary="Delete a budget",
         security=ADMIN_TOKEN,
         responses=documented(200, shapes.Deleted, "Deleted", r404=NO_BUDGET),
@@ -74,6 +78,7 @@ def add_budget_routes(app: APIGatewayHttpResolver, budgets: BudgetService, works
 
     @app.get(
         "/v1/workspace/webhooks",
+        operation_id="listWebhooks",
         summary="Webhook endpoints (never their secrets)",
         security=ADMIN_TOKEN,
         responses=documented(200, shapes.WebhookList, "Webhooks"),
@@ -83,6 +88,7 @@ def add_budget_routes(app: APIGatewayHttpResolver, budgets: BudgetService, works
 
     @app.post(
         "/v1/workspace/webhooks",
+        operation_id="createWebhook",
         summary="Register a webhook (https, public addresses only); its secret is in this answer only",
         security=ADMIN_TOKEN,
         responses=documented(
@@ -102,6 +108,7 @@ def add_budget_routes(app: APIGatewayHttpResolver, budgets: BudgetService, works
 
     @app.delete(
         "/v1/workspace/webhooks/<endpoint_id>",
+        operation_id="deleteWebhook",
         summary="Delete a webhook endpoint (its pending deliveries are cancelled)",
         security=ADMIN_TOKEN,
         responses=documented(200, shapes.Deleted, "Deleted", r404=refused("No such webhook", "NOT_FOUND")),
@@ -111,6 +118,7 @@ def add_budget_routes(app: APIGatewayHttpResolver, budgets: BudgetService, works
 
     @app.get(
         "/v1/workspace/webhook-deliveries",
+        operation_id="listWebhookDeliveries",
         summary="The latest alert deliveries (SNS and webhooks), newest first, with their attempts",
         security=ADMIN_TOKEN,
         responses=documented(200, shapes.DeliveryList, "Deliveries", r400=INVALID),
