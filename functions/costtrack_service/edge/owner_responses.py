@@ -291,6 +291,8 @@ OWNER_REFUSALS: dict[int, dict[str, Any]] = {
 INVALID = refused("Invalid query, path or body; details name each field", "INVALID_PAYLOAD")
 TOO_LARGE = refused("Body too large", "INVALID_PAYLOAD")
 NOT_JSON = refused("The body is not application/json", "INVALID_PAYLOAD")
+#: What a route with a body may refuse besides its own: the body's types, size and media type.
+WITH_BODY = {"r400": INVALID, "r413": TOO_LARGE, "r415": NOT_JSON}
 NOT_FOUND = refused("No such thing in this workspace", "NOT_FOUND")
 
 

@@ -49,8 +49,7 @@ from costtrack_service.edge.owner_responses import (
     ADMIN_TOKEN,
     INVALID,
     NOT_FOUND,
-    NOT_JSON,
-    TOO_LARGE,
+    WITH_BODY,
     documented,
     refused,
 )
@@ -264,9 +263,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
         operation_id="createKey",
         summary="Create an ingestion key; the secret is in this response only",
         security=ADMIN_TOKEN,
-        responses=documented(
-            201, shapes.CreatedKey, "The key and its secret", r400=INVALID, r413=TOO_LARGE, r415=NOT_JSON
-        ),
+        responses=documented(201, shapes.CreatedKey, "The key and its secret", **WITH_BODY),
     )
     def post_key(new: Annotated[NewKey | None, Body()] = None) -> Response[str]:
         who = caller()
@@ -312,7 +309,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
         operation_id="setPriceOverride",
         summary="Create or replace the override of a provider (or one of its models) from a start",
         security=ADMIN_TOKEN,
-        responses=documented(200, shapes.OverrideResult, "The override", r400=INVALID, r413=TOO_LARGE, r415=NOT_JSON),
+        responses=documented(200, shapes.OverrideResult, "The override", **WITH_BODY),
     )
     def post_override(new: Annotated[NewPriceOverride, Body()]) -> Response[str]:
         who = caller()

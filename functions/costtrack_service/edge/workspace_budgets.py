@@ -16,7 +16,7 @@ from costtrack_service.domain.budgets_api import MAX_DELIVERIES, BudgetService
 from costtrack_service.domain.owner_requests import BudgetChange, NewBudget, NewWebhook
 from costtrack_service.edge import owner_responses as shapes
 from costtrack_service.edge.http import json_response
-from costtrack_service.edge.owner_responses import ADMIN_TOKEN, INVALID, NOT_JSON, TOO_LARGE, documented, refused
+from costtrack_service.edge.owner_responses import ADMIN_TOKEN, INVALID, WITH_BODY, documented, refused
 
 logger = Logger(service="costtrack-api")
 
@@ -42,7 +42,7 @@ def add_budget_routes(app: APIGatewayHttpResolver, budgets: BudgetService, works
         operation_id="createBudget",
         summary="Create a budget",
         security=ADMIN_TOKEN,
-        responses=documented(201, shapes.BudgetResult, "The budget", r400=INVALID, r413=TOO_LARGE, r415=NOT_JSON),
+        responses=documented(201, shapes.BudgetResult, "The budget", **WITH_BODY),
     )
     def post_budget(new: Annotated[NewBudget, Body()]) -> Response[str]:
         return json_response(201, budgets.create(workspace_id(), new.fields()))
@@ -56,11 +56,9 @@ def add_budget_routes(app: APIGatewayHttpResolver, budgets: BudgetService, works
             200,
             shapes.BudgetResult,
             "The changed budget",
-            r400=INVALID,
+            **WITH_BODY,
             r404=NO_BUDGET,
             r409=refused("The budget changed meanwhile", "CONFLICT"),
-            r413=TOO_LARGE,
-            r415=NOT_JSON,
         ),
     )
     def patch_budget(budget_id: BudgetId, change: Annotated[BudgetChange, Body()]) -> Response[str]:
@@ -95,9 +93,7 @@ def add_budget_routes(app: APIGatewayHttpResolver, budgets: BudgetService, works
             201,
             shapes.WebhookResult,
             "The endpoint and its signing secret",
-            r400=INVALID,
-            r413=TOO_LARGE,
-            r415=NOT_JSON,
+            **WITH_BODY,
         ),
     )
     def post_webhook(new: Annotated[NewWebhook, Body()]) -> Response[str]:
