@@ -23,6 +23,7 @@ from costtrack_service.domain.budgets import (
     SCOPES,
 )
 from costtrack_service.domain.budgets_api import MAX_DESCRIPTION_CHARS
+from costtrack_service.domain.otlp_spans import MAX_ATTRIBUTE_NAME, MAX_MAP_ENTRIES, MAX_MAP_NAMES
 from costtrack_service.domain.workspace_api import BIND_CAPS, MAX_KEY_NAME_CHARS
 
 #: A decimal number written as a JSON string, as money and rates are (never a float).
@@ -105,3 +106,19 @@ class NewPriceOverride(RequestBody):
     effective_from: Annotated[str | None, Field(description="an ISO 8601 date or instant")] = None
     effective_to: Annotated[str | None, Field(description="an ISO 8601 date or instant, after effective_from")] = None
     note: Annotated[str | None, Field(description="kept to its first 200 characters")] = None
+
+
+AttributeName = Annotated[str, Field(min_length=1, max_length=MAX_ATTRIBUTE_NAME)]
+
+
+class OtelAttributes(RequestBody):
+    """Where ``POST /v1/traces`` reads event fields from (README, "Send OpenTelemetry")."""
+
+    attributes: Annotated[
+        dict[str, AttributeName | Annotated[list[AttributeName], Field(min_length=1, max_length=MAX_MAP_NAMES)]],
+        Field(
+            max_length=MAX_MAP_ENTRIES,
+            description="event field (feature, customer_id, …, or metadata.<name>) → span or resource attribute "
+            "names read first, in order; {} leaves the defaults alone",
+        ),
+    ]

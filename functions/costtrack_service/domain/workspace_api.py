@@ -16,7 +16,7 @@ import binascii
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
@@ -30,6 +30,12 @@ from costtrack_service.domain.keys import (
     KeyState,
     credential_from_headers,
     hash_secret,
+)
+from costtrack_service.domain.otlp_spans import (
+    DEFAULT_ATTRIBUTES,
+    AttributeMap,
+    attribute_map_json,
+    parse_attribute_map,
 )
 from costtrack_service.domain.quota import FREE, Usage, WorkspaceState, billing_period
 from costtrack_service.domain.records import EventRecord
@@ -104,6 +110,8 @@ class WorkspaceStore(Protocol):
     ) -> tuple[str, KeyRecord]: ...
 
     def change_key_state(self, key_hash: str, action: str) -> KeyRecord: ...
+
+    def set_attribute_map(self, workspace_id: str, attribute_map: AttributeMap) -> None: ...
 
 
 def invalid(field: str, message: str) -> ApiError:
@@ -310,3 +318,23 @@ class WorkspaceService:
         if record is None or record.kind != INGEST:
             raise not_found("key")
         return {"key": self.store.change_key_state(record.key_hash, action).view()}
+
+    # -- OpenTelemetry (README, "Send OpenTelemetry") ---------------------------------------
+
+    def otel_attributes(self, workspace: WorkspaceState) -> dict[str, Any]:
+        """Where ``POST /v1/traces`` reads this workspace's event fields from: its own attribute
+        names, tried before the defaults."""
+        return {
+            "workspace_id": workspace.workspace_id,
+            "attributes": attribute_map_json(workspace.attribute_map),
+            "defaults": {target: list(names) for target, names in DEFAULT_ATTRIBUTES.items()},
+        }
+
+    def set_otel_attributes(self, workspace: WorkspaceState, attributes: object) -> dict[str, Any]:
+        """Replace the workspace's attribute map (``{}`` goes back to the defaults alone)."""
+        try:
+            attribute_map = parse_attribute_map(attributes)  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise invalid("attributes", str(exc)) from None
+        self.store.set_attribute_map(workspace.workspace_id, attribute_map)
+        return self.otel_attributes(replace(workspace, attribute_map=attribute_map))

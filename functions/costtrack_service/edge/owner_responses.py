@@ -268,6 +268,12 @@ class Statement(BaseModel):
     total: StatementLine
 
 
+class OtelAttributeMap(BaseModel):
+    workspace_id: str
+    attributes: Annotated[dict[str, list[str]], Field(description="this workspace's names, read first")]
+    defaults: Annotated[dict[str, list[str]], Field(description="the names read for every workspace")]
+
+
 def answer(description: str, model: Any, *also: tuple[str, Any]) -> Any:
     """A documented response: JSON of ``model`` (and other media types, e.g. CSV)."""
     content = {"application/json": {"model": model}, **{media: {"schema": schema} for media, schema in also}}

@@ -30,7 +30,7 @@ from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.keys import KEY_TRANSITIONS
 from costtrack_service.domain.overrides_api import OverrideService
-from costtrack_service.domain.owner_requests import NewKey, NewPriceOverride
+from costtrack_service.domain.owner_requests import NewKey, NewPriceOverride, OtelAttributes
 from costtrack_service.domain.quota import WorkspaceState
 from costtrack_service.domain.statements import STATEMENT_FORMATS, STATEMENT_GROUPINGS
 from costtrack_service.domain.usage import GROUPINGS
@@ -328,6 +328,29 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
         override_id: Annotated[str, Path(description="as the override list shows it")],
     ) -> Response[str]:
         return json_response(200, overrides.delete(caller(), unquote(override_id)))
+
+    @app.get(
+        "/v1/workspace/otel-attributes",
+        operation_id="getOtelAttributes",
+        summary="Where POST /v1/traces reads this workspace's event fields from",
+        security=ADMIN_TOKEN,
+        responses=documented(200, shapes.OtelAttributeMap, "The attribute map and the defaults"),
+    )
+    def get_otel_attributes() -> Response[str]:
+        return json_response(200, service.otel_attributes(caller()))
+
+    @app.put(
+        "/v1/workspace/otel-attributes",
+        operation_id="setOtelAttributes",
+        summary="Replace the workspace's attribute map (span or resource attribute names read first)",
+        security=ADMIN_TOKEN,
+        responses=documented(200, shapes.OtelAttributeMap, "The new attribute map", **WITH_BODY),
+    )
+    def put_otel_attributes(new: Annotated[OtelAttributes, Body()]) -> Response[str]:
+        who = caller()
+        changed = service.set_otel_attributes(who, new.fields()["attributes"])
+        logger.info("otel attributes set", extra={"workspace_id": who.workspace_id})
+        return json_response(200, changed)
 
     add_budget_routes(app, budgets, lambda: caller().workspace_id)
 
