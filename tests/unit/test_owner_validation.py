@@ -9,10 +9,13 @@ from typing import Any
 
 import pytest
 
+from costtrack_service.domain.budgets_api import BudgetService
+from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.keys import ADMIN
+from costtrack_service.domain.owner_requests import field_name
 from costtrack_service.domain.quota import PAID
 from costtrack_service.domain.workspace_api import MAX_LIMIT, WorkspaceService
-from costtrack_service.edge.request_errors import MAX_BODY_BYTES, field_name
+from costtrack_service.edge.request_errors import MAX_BODY_BYTES
 from costtrack_service.edge.workspace import create_handler
 from costtrack_service.local.server import LambdaContext
 from costtrack_service.store import DynamoStore
@@ -116,3 +119,16 @@ def test_union_members_are_not_fields() -> None:
     assert field_name(("body", "bind", "Binding", "provider"), "string_too_long") == "bind.provider"
     assert field_name(("body", "Binding"), "extra_forbidden") == "Binding"  # a client's field, as written
     assert field_name(("query", "from"), "string_pattern_mismatch") == "from"
+
+
+def test_the_cli_s_mappings_are_checked_by_the_same_types(dynamo: DynamoStore) -> None:  # noqa: F811
+    """``costtrack admin`` hands the services plain mappings: the same models check them."""
+    workspace = dynamo.create_workspace("cli", tier=PAID, included_events=100)
+    for call, body, named in [
+        (WorkspaceService(dynamo).create_key, {"colour": 1}, "colour"),
+        (WorkspaceService(dynamo).create_key, {"bind": {"provider": "p", "model": 1, "feature": "f"}}, "bind.model"),
+        (lambda ws, raw: BudgetService(dynamo).add_endpoint(ws.workspace_id, raw), {"url": 5}, "url"),
+    ]:
+        with pytest.raises(ApiError) as refused:
+            call(workspace, body)
+        assert (refused.value.code, refused.value.details[0]["field"]) == ("INVALID_PAYLOAD", named)

@@ -10,9 +10,10 @@ Plain Python (pydantic): the domain imports no AWS, and the ingestion function n
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from costtrack_service.domain.budgets import (
     MAX_NAME_CHARS,
@@ -22,10 +23,14 @@ from costtrack_service.domain.budgets import (
     PERIODS,
     SCOPES,
 )
-from costtrack_service.domain.budgets_api import MAX_DESCRIPTION_CHARS
+from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.otlp_spans import MAX_ATTRIBUTE_NAME, MAX_MAP_ENTRIES, MAX_MAP_NAMES
-from costtrack_service.domain.workspace_api import BIND_CAPS, MAX_KEY_NAME_CHARS
 
+#: The same caps as an event's provider, model and feature (docs/api-rules.md#event-fields): a binding longer
+#: than those could never match an event.
+BIND_CAPS = {"provider": 64, "model": 200, "feature": 200}
+MAX_KEY_NAME_CHARS = 100
+MAX_DESCRIPTION_CHARS = 200
 #: A decimal number written as a JSON string, as money and rates are (never a float).
 DECIMAL_PATTERN = r"^-?[0-9]+(\.[0-9]+)?$"
 
@@ -122,3 +127,66 @@ class OtelAttributes(RequestBody):
             "names read first, in order; {} leaves the defaults alone",
         ),
     ]
+
+
+# -- a request that fails its types, as the contract's 400 ------------------------------------
+
+#: Where Powertools says a value came from; the client knows a field by its name alone.
+_SOURCES = {"body", "query", "path", "header", "cookie", "form", "file"}
+#: Names pydantic gives the member of a union a value failed (``str``, ``Binding``,
+#: ``constrained-str``, ``function-after[…]``): not fields, so not part of a field's path.
+_BUILTIN_TAGS = {"str", "int", "float", "bool", "none", "list", "dict", "decimal", "literal"}
+
+
+def _is_tag(part: str) -> bool:
+    return part in _BUILTIN_TAGS or part[:1].isupper() or "[" in part or "-" in part
+
+
+def field_name(location: Sequence[Any], error_type: str, value: object = None) -> str:
+    """``("body", "bind", "Binding", "provider")`` → ``bind.provider``; the whole body → ``body``."""
+    parts = [str(part) for part in location]
+    if parts and parts[0] in _SOURCES:
+        parts = parts[1:]
+    if not parts and error_type == "string_unicode" and isinstance(value, str):
+        return value  # a field's name that is not valid Unicode: pydantic gives it, not its place
+    # An unknown field's own name is what the client wrote, whatever it looks like.
+    unknown = [parts.pop()] if error_type == "extra_forbidden" and parts else []
+    named = [part for part in parts if not _is_tag(part)] + unknown
+    return ".".join(named) or "body"
+
+
+def _message(field: str, error: Mapping[str, Any]) -> str:
+    if error.get("type") == "extra_forbidden":
+        return f"unknown field {field.rsplit('.', 1)[-1]}"
+    if error.get("type") == "missing":
+        return f"{field} is required"
+    return f"{field}: {str(error.get('msg', 'invalid value')).lower()}"
+
+
+def refusal(errors: Iterable[Mapping[str, Any]]) -> ApiError:
+    """One ``INVALID_PAYLOAD`` naming each offending field once, in the order they were found."""
+    details: dict[str, str] = {}
+    for error in errors:
+        field = field_name(error.get("loc", ()), str(error.get("type", "")), error.get("input"))
+        details.setdefault(field, _message(field, error))
+    # A union (bind: text or an object) fails once per member: the member whose parts are named
+    # (bind.provider) is the one the client meant, not the whole field's other spelling.
+    details = {field: text for field, text in details.items() if not any(f.startswith(field + ".") for f in details)}
+    if not details:
+        details["body"] = "the request is invalid"
+    messages = list(details.values())
+    message = messages[0] if len(messages) == 1 else f"{len(messages)} fields are invalid: " + "; ".join(messages)
+    return ApiError(
+        "INVALID_PAYLOAD", message, details=[{"field": field, "message": text} for field, text in details.items()]
+    )
+
+
+def checked[Body: RequestBody](model: type[Body], body: object) -> Body:
+    """``body`` as ``model``, as the owners' API would have taken it (``costtrack admin`` hands
+    the services plain mappings; the API hands them the model Powertools validated)."""
+    if isinstance(body, model):
+        return body
+    try:
+        return model.model_validate(body)
+    except ValidationError as error:
+        raise refusal(error.errors()) from None

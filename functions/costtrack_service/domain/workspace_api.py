@@ -37,6 +37,7 @@ from costtrack_service.domain.otlp_spans import (
     attribute_map_json,
     parse_attribute_map,
 )
+from costtrack_service.domain.owner_requests import BIND_CAPS, Binding, NewKey, checked
 from costtrack_service.domain.quota import FREE, Usage, WorkspaceState, billing_period
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.source import Source
@@ -59,10 +60,6 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 #: Longest value of an event-list filter (customer ids are at most 256 characters).
 MAX_FILTER_CHARS = 1024
-#: The same caps as an event's provider, model and feature (docs/api-rules.md#event-fields): a binding longer
-#: than those could never match an event.
-BIND_CAPS = {"provider": 64, "model": 200, "feature": 200}
-MAX_KEY_NAME_CHARS = 100
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _LIMIT = re.compile(r"[0-9]{1,6}")
 _KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -272,37 +269,24 @@ class WorkspaceService:
 
     # -- changes ----------------------------------------------------------------------------
 
-    def create_key(self, workspace: WorkspaceState, body: object) -> dict[str, Any]:
-        if body is None:
-            body = {}
-        if not isinstance(body, dict):
-            raise invalid("body", "the body must be a JSON object")
-        unknown = sorted(set(body) - {"name", "bind"})
-        if unknown:
-            raise invalid(unknown[0], f"unknown field {unknown[0]}; expected name and/or bind")
-        name = body.get("name")
-        if name is not None and (not isinstance(name, str) or len(name) > MAX_KEY_NAME_CHARS or not encodable(name)):
-            raise invalid("name", f"name must be text of at most {MAX_KEY_NAME_CHARS} characters")
-        bound = self._binding(body.get("bind"))
+    def create_key(self, workspace: WorkspaceState, body: NewKey | object) -> dict[str, Any]:
+        """``body``: the API's validated :class:`NewKey`, or the CLI's mapping (checked the same way)."""
+        request = checked(NewKey, {} if body is None else body)
+        bound = self._binding(request.bind)
         if workspace.tier == FREE and bound is None:
             raise invalid("bind", "a free-plan key must be bound to one provider/model/feature")
-        secret, record = self.store.create_key(workspace.workspace_id, bound=bound, name=name)
+        secret, record = self.store.create_key(workspace.workspace_id, bound=bound, name=request.name)
         return {"key": record.view(), "api_key": secret}
 
     @staticmethod
-    def _binding(raw: object) -> Source | None:
-        if raw is None:
+    def _binding(bind: str | Binding | None) -> Source | None:
+        if bind is None:
             return None
-        source = None
+        text = bind if isinstance(bind, str) else f"{bind.provider}/{bind.model}/{bind.feature}"
         try:
-            if isinstance(raw, str):
-                source = Source.parse(raw)
-            elif isinstance(raw, dict) and all(
-                isinstance(raw.get(part), str) for part in ("provider", "model", "feature")
-            ):
-                source = Source.parse(f"{raw['provider']}/{raw['model']}/{raw['feature']}")
+            source = Source.parse(text)
         except ValueError:
-            pass
+            source = None
         if source is None:
             raise invalid("bind", "bind must be provider/model/feature (a string or an object with those fields)")
         parts = source.as_dict()

@@ -30,7 +30,7 @@ from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.keys import KEY_TRANSITIONS
 from costtrack_service.domain.overrides_api import OverrideService
-from costtrack_service.domain.owner_requests import NewKey, NewPriceOverride, OtelAttributes
+from costtrack_service.domain.owner_requests import NewKey, NewPriceOverride, OtelAttributes, refusal
 from costtrack_service.domain.quota import WorkspaceState
 from costtrack_service.domain.statements import STATEMENT_FORMATS, STATEMENT_GROUPINGS
 from costtrack_service.domain.usage import GROUPINGS
@@ -53,7 +53,7 @@ from costtrack_service.edge.owner_responses import (
     documented,
     refused,
 )
-from costtrack_service.edge.request_errors import read_json_body, refusal, refuse_media_type
+from costtrack_service.edge.request_errors import read_json_body, refuse_media_type
 from costtrack_service.edge.workspace_budgets import add_budget_routes
 
 logger = Logger(service="costtrack-api")
@@ -267,7 +267,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
     )
     def post_key(new: Annotated[NewKey | None, Body()] = None) -> Response[str]:
         who = caller()
-        created = service.create_key(who, new.fields() if new else None)
+        created = service.create_key(who, new)
         logger.info("key created", extra={"workspace_id": who.workspace_id, "key_id": created["key"]["key_id"]})
         return json_response(201, created)
 

@@ -98,7 +98,7 @@ def add_budget_routes(app: APIGatewayHttpResolver, budgets: BudgetService, works
     )
     def post_webhook(new: Annotated[NewWebhook, Body()]) -> Response[str]:
         who = workspace_id()
-        created = budgets.add_endpoint(who, new.fields())
+        created = budgets.add_endpoint(who, new)
         logger.info("webhook added", extra={"workspace_id": who, "endpoint_id": created["webhook"]["endpoint_id"]})
         return json_response(201, created)
 
