@@ -76,8 +76,6 @@ Last = Annotated[
         description=f"Last UTC day, inclusive (default: today; {MAX_DAYS} days at most)",
     ),
 ]
-
-
 EventFilter = Annotated[
     str | None, Query(max_length=MAX_FILTER_CHARS, description="Only events whose field of this name equals this")
 ]
@@ -138,6 +136,9 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
         answer: Response[Any] = validate(resolver, next_middleware)
         return answer
 
+    # Powertools keeps its validation step in this attribute and puts it first on every validated
+    # route; no public hook runs before it. tests/unit/test_owner_validation.py fails if a release
+    # moves it (401 before 400, 415 before a form is read).
     app._request_validation_middleware = authenticate_then_validate  # type: ignore[assignment]
 
     @app.exception_handler(RequestValidationError)
