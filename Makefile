@@ -128,7 +128,7 @@ test-sdk-node:
 catalogue: .venv/.synced
 	.venv/bin/python scripts/generate_catalogue.py
 
-# The OpenAPI document, built from edge/openapi.py at build time and committed, so the ingestion
+# The OpenAPI document, built from edge/api_document.py (the routes' declared types) at build time and committed, so the ingestion
 # function serves a file and never imports its builder (a test holds the file current).
 openapi: .venv/.synced
 	.venv/bin/python scripts/generate_openapi.py

@@ -1,6 +1,6 @@
 """Regenerate the OpenAPI document the ingestion function serves: `make openapi`.
 
-Writes ``functions/costtrack_service/openapi.json`` from ``costtrack_service.edge.openapi``;
+Writes ``functions/costtrack_service/openapi.json`` from ``costtrack_service.edge.api_document``;
 ``tests/unit/test_openapi_file.py`` fails when the committed file is not what the code builds.
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "functions"))
 
+from costtrack_service.edge.api_document import openapi_file_text  # noqa: E402
 from costtrack_service.edge.ingest import OPENAPI_FILE  # noqa: E402
-from costtrack_service.edge.openapi import openapi_file_text  # noqa: E402
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ from schemathesis.specs.openapi.checks import (
 
 from costtrack_service.domain.keys import ADMIN
 from costtrack_service.domain.quota import PAID
-from costtrack_service.edge.openapi import openapi_document
+from costtrack_service.edge.api_document import openapi_document
 
 pytestmark = [pytest.mark.integration, pytest.mark.fuzz]
 

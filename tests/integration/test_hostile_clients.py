@@ -200,7 +200,7 @@ def test_every_owner_parameter_is_checked(
     [
         ({"name": "\ud800"}, "name"),
         ({"bind": "openai/" + "m" * 201 + "/chat"}, "bind"),
-        ({"bind": {"provider": "\udc00", "model": "m", "feature": "f"}}, "bind"),
+        ({"bind": {"provider": "\udc00", "model": "m", "feature": "f"}}, "bind.provider"),
         ({"n\ud800": 1}, "n\ud800"),
     ],
 )

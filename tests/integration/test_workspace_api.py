@@ -306,7 +306,7 @@ def test_price_overrides_are_set_listed_used_and_deleted(make_workspace: Callabl
     for body, field in [
         ({"provider": "openai"}, "discount_percent"),
         ({"provider": "openai", "discount_percent": "150"}, "discount_percent"),
-        ({"provider": "openai", "rates": {"input": "x", "output": "1"}}, "rates"),
+        ({"provider": "openai", "rates": {"input": "x", "output": "1"}}, "rates.input"),
         ({"model": "gpt-4o", "discount_percent": "5"}, "provider"),
         ({"provider": "openai", "discount_percent": "5", "extra": 1}, "extra"),
         ([1], "body"),
@@ -320,3 +320,27 @@ def test_price_overrides_are_set_listed_used_and_deleted(make_workspace: Callabl
     assert other.api.delete(path, headers={"Authorization": f"Bearer {other.token}"}).status_code == 404
     assert ws.api.delete(path, headers=headers).json() == {"deleted": override_id}
     assert ws.api.delete(path, headers=headers).status_code == 404
+
+
+def test_the_otel_attribute_map_is_read_and_replaced(make_workspace: Callable[..., Workspace]) -> None:
+    ws, other = make_workspace(), make_workspace()
+    headers = {"Authorization": f"Bearer {ws.token}"}
+    read = ws.get("/v1/workspace/otel-attributes")
+    assert read.status_code == 200 and read.json()["attributes"] == {}
+    assert "feature" in read.json()["defaults"]
+    mapping = {"feature": ["app.feature"], "metadata.team": "team.name"}
+    changed = ws.api.put("/v1/workspace/otel-attributes", json={"attributes": mapping}, headers=headers)
+    assert changed.status_code == 200, changed.text
+    assert changed.json()["attributes"] == {"feature": ["app.feature"], "metadata.team": ["team.name"]}
+    assert ws.get("/v1/workspace/otel-attributes").json()["attributes"] == changed.json()["attributes"]
+    assert other.get("/v1/workspace/otel-attributes").json()["attributes"] == {}
+    for body, field in [
+        ({"attributes": {"colour": ["x"]}}, "attributes"),  # a domain rule: only event fields or metadata.<name>
+        ({"attributes": {"feature": []}}, "attributes.feature"),
+        ({"attributes": {"feature": ["x"]}, "extra": 1}, "extra"),
+        ({}, "attributes"),
+    ]:
+        refused = ws.api.put("/v1/workspace/otel-attributes", json=body, headers=headers)
+        assert refused.status_code == 400 and refused.json()["error"]["details"][0]["field"] == field, refused.text
+    reset = ws.api.put("/v1/workspace/otel-attributes", json={"attributes": {}}, headers=headers)
+    assert reset.json()["attributes"] == {}

@@ -17,10 +17,10 @@ FUNCTIONS = str(Path(__file__).resolve().parents[2] / "functions")
 
 #: Modules the first ``POST /v1/events`` never needs.
 DEFERRED = (
-    "costtrack_service.edge.openapi",
-    "costtrack_service.edge.openapi_workspace",
-    "costtrack_service.edge.openapi_budgets",
-    "costtrack_service.edge.openapi_statements",
+    "costtrack_service.edge.api_document",
+    "costtrack_service.edge.ingest_document",
+    "costtrack_service.edge.owner_responses",
+    "costtrack_service.domain.owner_requests",
     "costtrack_service.edge.otlp",
     "costtrack_service.domain.otlp_spans",
     "costtrack_service.domain.otlp_tokens",

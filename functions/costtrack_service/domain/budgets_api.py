@@ -16,6 +16,7 @@ from costtrack_service.domain.alerts import Delivery, Endpoint
 from costtrack_service.domain.budgets import Budget, BudgetError, change_budget, parse_budget, statuses
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ids import random_token
+from costtrack_service.domain.owner_requests import NewWebhook, checked
 from costtrack_service.domain.pricing import format_timestamp
 from costtrack_service.domain.usage import Counts, RollupKey
 from costtrack_service.domain.webhooks import (
@@ -30,7 +31,6 @@ from costtrack_service.domain.webhooks import (
 from costtrack_service.domain.workspace_api import invalid, not_found
 
 MAX_BUDGETS = 100
-MAX_DESCRIPTION_CHARS = 200
 MAX_DELIVERIES = 200
 _ID = re.compile(r"[A-Za-z0-9_]{1,64}")
 
@@ -121,20 +121,15 @@ class BudgetService:
     def endpoints(self, workspace_id: str) -> dict[str, Any]:
         return {"webhooks": [endpoint.view() for endpoint in self.store.list_endpoints(workspace_id)]}
 
-    def add_endpoint(self, workspace_id: str, body: object) -> dict[str, Any]:
-        """Register an endpoint; its signing secret is in this answer only."""
-        if not isinstance(body, dict):
-            raise invalid("body", "the body must be a JSON object: url, and optionally description")
-        unknown = sorted(set(body) - {"url", "description"})
-        if unknown:
-            raise invalid(unknown[0], f"unknown field {unknown[0]!r}; expected url and/or description")
-        description = body.get("description")
-        if description is not None and not (
-            isinstance(description, str) and len(description) <= MAX_DESCRIPTION_CHARS and description.isprintable()
-        ):
-            raise invalid("description", f"description must be text of at most {MAX_DESCRIPTION_CHARS} characters")
+    def add_endpoint(self, workspace_id: str, body: NewWebhook | object) -> dict[str, Any]:
+        """Register an endpoint; its signing secret is in this answer only. ``body``: the API's
+        validated :class:`NewWebhook`, or the CLI's mapping (checked the same way)."""
+        request = checked(NewWebhook, body)
+        description = request.description
+        if description is not None and not description.isprintable():
+            raise invalid("description", "description must be printable text (no control characters)")
         try:
-            target = check_url(body.get("url"), self.url_policy, self._resolve)
+            target = check_url(request.url, self.url_policy, self._resolve)
         except WebhookRefused as error:
             raise invalid("url", str(error)) from None
         if len(self.store.list_endpoints(workspace_id)) >= MAX_ENDPOINTS:

@@ -16,7 +16,7 @@ import binascii
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
@@ -31,6 +31,13 @@ from costtrack_service.domain.keys import (
     credential_from_headers,
     hash_secret,
 )
+from costtrack_service.domain.otlp_spans import (
+    DEFAULT_ATTRIBUTES,
+    AttributeMap,
+    attribute_map_json,
+    parse_attribute_map,
+)
+from costtrack_service.domain.owner_requests import BIND_CAPS, Binding, NewKey, checked
 from costtrack_service.domain.quota import FREE, Usage, WorkspaceState, billing_period
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.source import Source
@@ -53,10 +60,6 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 #: Longest value of an event-list filter (customer ids are at most 256 characters).
 MAX_FILTER_CHARS = 1024
-#: The same caps as an event's provider, model and feature (docs/api-rules.md#event-fields): a binding longer
-#: than those could never match an event.
-BIND_CAPS = {"provider": 64, "model": 200, "feature": 200}
-MAX_KEY_NAME_CHARS = 100
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _LIMIT = re.compile(r"[0-9]{1,6}")
 _KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -104,6 +107,8 @@ class WorkspaceStore(Protocol):
     ) -> tuple[str, KeyRecord]: ...
 
     def change_key_state(self, key_hash: str, action: str) -> KeyRecord: ...
+
+    def set_attribute_map(self, workspace_id: str, attribute_map: AttributeMap) -> None: ...
 
 
 def invalid(field: str, message: str) -> ApiError:
@@ -264,37 +269,24 @@ class WorkspaceService:
 
     # -- changes ----------------------------------------------------------------------------
 
-    def create_key(self, workspace: WorkspaceState, body: object) -> dict[str, Any]:
-        if body is None:
-            body = {}
-        if not isinstance(body, dict):
-            raise invalid("body", "the body must be a JSON object")
-        unknown = sorted(set(body) - {"name", "bind"})
-        if unknown:
-            raise invalid(unknown[0], f"unknown field {unknown[0]}; expected name and/or bind")
-        name = body.get("name")
-        if name is not None and (not isinstance(name, str) or len(name) > MAX_KEY_NAME_CHARS or not encodable(name)):
-            raise invalid("name", f"name must be text of at most {MAX_KEY_NAME_CHARS} characters")
-        bound = self._binding(body.get("bind"))
+    def create_key(self, workspace: WorkspaceState, body: NewKey | object) -> dict[str, Any]:
+        """``body``: the API's validated :class:`NewKey`, or the CLI's mapping (checked the same way)."""
+        request = checked(NewKey, {} if body is None else body)
+        bound = self._binding(request.bind)
         if workspace.tier == FREE and bound is None:
             raise invalid("bind", "a free-plan key must be bound to one provider/model/feature")
-        secret, record = self.store.create_key(workspace.workspace_id, bound=bound, name=name)
+        secret, record = self.store.create_key(workspace.workspace_id, bound=bound, name=request.name)
         return {"key": record.view(), "api_key": secret}
 
     @staticmethod
-    def _binding(raw: object) -> Source | None:
-        if raw is None:
+    def _binding(bind: str | Binding | None) -> Source | None:
+        if bind is None:
             return None
-        source = None
+        text = bind if isinstance(bind, str) else f"{bind.provider}/{bind.model}/{bind.feature}"
         try:
-            if isinstance(raw, str):
-                source = Source.parse(raw)
-            elif isinstance(raw, dict) and all(
-                isinstance(raw.get(part), str) for part in ("provider", "model", "feature")
-            ):
-                source = Source.parse(f"{raw['provider']}/{raw['model']}/{raw['feature']}")
+            source = Source.parse(text)
         except ValueError:
-            pass
+            source = None
         if source is None:
             raise invalid("bind", "bind must be provider/model/feature (a string or an object with those fields)")
         parts = source.as_dict()
@@ -310,3 +302,23 @@ class WorkspaceService:
         if record is None or record.kind != INGEST:
             raise not_found("key")
         return {"key": self.store.change_key_state(record.key_hash, action).view()}
+
+    # -- OpenTelemetry (README, "Send OpenTelemetry") ---------------------------------------
+
+    def otel_attributes(self, workspace: WorkspaceState) -> dict[str, Any]:
+        """Where ``POST /v1/traces`` reads this workspace's event fields from: its own attribute
+        names, tried before the defaults."""
+        return {
+            "workspace_id": workspace.workspace_id,
+            "attributes": attribute_map_json(workspace.attribute_map),
+            "defaults": {target: list(names) for target, names in DEFAULT_ATTRIBUTES.items()},
+        }
+
+    def set_otel_attributes(self, workspace: WorkspaceState, attributes: object) -> dict[str, Any]:
+        """Replace the workspace's attribute map (``{}`` goes back to the defaults alone)."""
+        try:
+            attribute_map = parse_attribute_map(attributes)  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise invalid("attributes", str(exc)) from None
+        self.store.set_attribute_map(workspace.workspace_id, attribute_map)
+        return self.otel_attributes(replace(workspace, attribute_map=attribute_map))

@@ -40,7 +40,7 @@ logger = Logger(service="costtrack-ingest")
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
-#: The OpenAPI document ``make openapi`` generates from ``edge/openapi.py``, in this package.
+#: The OpenAPI document ``make openapi`` generates from ``edge/api_document.py``, in this package.
 OPENAPI_FILE = "openapi.json"
 
 

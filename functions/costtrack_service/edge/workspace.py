@@ -1,38 +1,90 @@
 """The key owners' API (``/v1/workspace/...``) and the dashboard that uses it.
 
-Thin: authenticate the admin token, call :class:`WorkspaceService`, shape the response. The
-dashboard is static HTML, CSS and JavaScript from this package, served by the same function
+Thin: authenticate the admin token, call :class:`WorkspaceService`, shape the response. Each
+route declares its query, path and body types (Powertools validates them, ``enable_validation``)
+and its answers (``owner_responses``), which is what the OpenAPI document says
+(``edge/api_document.py``). A request that fails its types is answered ``400 INVALID_PAYLOAD``
+naming each field (``request_errors``), after the admin token is checked: no token, no details.
+
+The dashboard is static HTML, CSS and JavaScript from this package, served by the same function
 with a strict Content-Security-Policy (no inline script, no third-party origin).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Annotated, Any, Literal
 from urllib.parse import unquote
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
 
 from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.jsonlimits import MAX_JSON_DEPTH, too_deep
+from costtrack_service.domain.keys import KEY_TRANSITIONS
 from costtrack_service.domain.overrides_api import OverrideService
+from costtrack_service.domain.owner_requests import NewKey, NewPriceOverride, OtelAttributes, refusal
 from costtrack_service.domain.quota import WorkspaceState
-from costtrack_service.domain.workspace_api import WorkspaceService, invalid
-from costtrack_service.edge.http import install_error_handlers, json_response, request_body, request_headers
+from costtrack_service.domain.statements import STATEMENT_FORMATS, STATEMENT_GROUPINGS
+from costtrack_service.domain.usage import GROUPINGS
+from costtrack_service.domain.workspace_api import (
+    DEFAULT_DAYS,
+    DEFAULT_LIMIT,
+    MAX_DAYS,
+    MAX_FILTER_CHARS,
+    MAX_LIMIT,
+    WorkspaceService,
+    invalid,
+)
+from costtrack_service.edge import owner_responses as shapes
+from costtrack_service.edge.http import error_response, install_error_handlers, json_response, request_headers
+from costtrack_service.edge.owner_responses import (
+    ADMIN_TOKEN,
+    INVALID,
+    NOT_FOUND,
+    WITH_BODY,
+    documented,
+    refused,
+)
+from costtrack_service.edge.request_errors import read_json_body, refuse_media_type
+from costtrack_service.edge.workspace_budgets import add_budget_routes
 
 logger = Logger(service="costtrack-api")
 
-#: A key owner's request body is a small JSON object ({"name", "bind"}).
-MAX_BODY_BYTES = 64 * 1024
-
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+DAY_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+GroupBy = Literal[GROUPINGS]  # type: ignore[valid-type]
+StatementBy = Literal[STATEMENT_GROUPINGS]  # type: ignore[valid-type]
+StatementFormat = Literal[STATEMENT_FORMATS]  # type: ignore[valid-type]
+First = Annotated[
+    str | None,
+    Query(alias="from", pattern=DAY_PATTERN, description=f"First UTC day (default: {DEFAULT_DAYS - 1} days before to)"),
+]
+Last = Annotated[
+    str | None,
+    Query(
+        alias="to",
+        pattern=DAY_PATTERN,
+        description=f"Last UTC day, inclusive (default: today; {MAX_DAYS} days at most)",
+    ),
+]
+EventFilter = Annotated[
+    str | None, Query(max_length=MAX_FILTER_CHARS, description="Only events whose field of this name equals this")
+]
+
+
+def given(**params: str | None) -> dict[str, str]:
+    """The query parameters the client gave, as the domain reads them."""
+    return {name: value for name, value in params.items() if value is not None}
+
 
 STATIC_TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -57,7 +109,7 @@ def static_file(name: str) -> str | None:
 
 
 def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -> APIGatewayHttpResolver:
-    app = APIGatewayHttpResolver()
+    app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=read_json_body)
     overrides = OverrideService(service.store)  # type: ignore[arg-type]
     # A deployed stack's webhooks may point only at public addresses (the local stack passes
     # its own, which allows loopback receivers).
@@ -66,50 +118,126 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
 
     def caller() -> WorkspaceState:
         """The workspace of the request's admin token: the only one its operations act on."""
-        return service.authenticate(request_headers(app)).workspace
+        workspace: WorkspaceState = app.context["workspace"]
+        return workspace
 
-    def params() -> dict[str, str]:
-        return dict(app.current_event.query_string_parameters or {})
+    validate = app._request_validation_middleware
 
-    def body() -> object:
-        raw = request_body(app)
-        if len(raw) > MAX_BODY_BYTES:
-            error = invalid("body", f"the body must be at most {MAX_BODY_BYTES} bytes")
-            raise ApiError(error.code, error.message, details=error.details, status=413)
-        if not raw.strip():
-            return None
-        try:
-            value = json.loads(raw)
-        except RecursionError:
-            value = None
-            deep = True
-        except ValueError:
-            raise invalid("body", "the body is not valid JSON") from None
-        else:
-            deep = too_deep(value)
-        if deep:
-            raise invalid("body", f"the body must not nest deeper than {MAX_JSON_DEPTH} levels")
-        return value
+    def authenticate_then_validate(resolver: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
+        """Powertools validates a request before any middleware of ours runs; this takes the
+        validation's place, so that a request without a live admin token is told just that (401)
+        before anything about its query or body, and a body that is not JSON is refused (415)
+        before Powertools would read it as a form."""
+        headers = request_headers(resolver)
+        route = resolver.context.get("_route")  # None, or the not-found route, need no token
+        if route is not None and route.security == ADMIN_TOKEN:
+            resolver.context["workspace"] = service.authenticate(headers).workspace
+        refuse_media_type(headers, resolver.current_event.body)
+        answer: Response[Any] = validate(resolver, next_middleware)
+        return answer
 
-    @app.get("/v1/workspace")
+    # Powertools keeps its validation step in this attribute and puts it first on every validated
+    # route; no public hook runs before it. tests/unit/test_owner_validation.py fails if a release
+    # moves it (401 before 400, 415 before a form is read).
+    app._request_validation_middleware = authenticate_then_validate  # type: ignore[assignment]
+
+    @app.exception_handler(RequestValidationError)
+    def _invalid_request(error: RequestValidationError) -> Response[str]:
+        return error_response(app, refusal(error.errors()))
+
+    @app.exception_handler(UnicodeDecodeError)
+    def _not_text(_: UnicodeDecodeError) -> Response[str]:
+        return error_response(app, invalid("body", "the body is not UTF-8 text"))
+
+    @app.get(
+        "/v1/workspace",
+        operation_id="getWorkspace",
+        summary="The plan, this month's included events and credits",
+        security=ADMIN_TOKEN,
+        responses=documented(200, shapes.WorkspaceSummary, "The workspace"),
+    )
     def get_workspace() -> Response[str]:
         return json_response(200, service.summary(caller()))
 
-    @app.get("/v1/workspace/usage")
-    def get_usage() -> Response[str]:
-        return json_response(200, service.usage(caller(), params()))
+    @app.get(
+        "/v1/workspace/usage",
+        operation_id="getUsage",
+        summary="Events, tokens and cost over a date range, grouped; hidden events counted apart",
+        security=ADMIN_TOKEN,
+        responses=documented(200, shapes.UsageReport, "Usage from daily rollups", r400=INVALID),
+    )
+    def get_usage(
+        first: First = None, last: Last = None, group_by: Annotated[GroupBy, Query()] = "day"
+    ) -> Response[str]:
+        return json_response(200, service.usage(caller(), given(group_by=group_by, to=last, **{"from": first})))
 
-    @app.get("/v1/workspace/unknown-models")
-    def get_unknown_models() -> Response[str]:
-        return json_response(200, service.unknown_models(caller(), params()))
+    @app.get(
+        "/v1/workspace/unknown-models",
+        operation_id="getUnknownModels",
+        summary="Models that came in without a pricing entry (cost 0)",
+        security=ADMIN_TOKEN,
+        responses=documented(200, shapes.UnknownModels, "Models, most frequent first", r400=INVALID),
+    )
+    def get_unknown_models(first: First = None, last: Last = None) -> Response[str]:
+        return json_response(200, service.unknown_models(caller(), given(to=last, **{"from": first})))
 
-    @app.get("/v1/workspace/events")
-    def get_events() -> Response[str]:
-        return json_response(200, service.events(caller(), params()))
+    @app.get(
+        "/v1/workspace/events",
+        operation_id="listEvents",
+        summary="Visible events, newest first (hidden events are never listed)",
+        security=ADMIN_TOKEN,
+        responses=documented(200, shapes.EventPage, "A page of events", r400=INVALID),
+    )
+    def get_events(
+        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+        cursor: Annotated[str | None, Query(max_length=1024, description="next_cursor of the previous page")] = None,
+        feature: EventFilter = None,
+        model: EventFilter = None,
+        provider: EventFilter = None,
+        environment: EventFilter = None,
+        status: EventFilter = None,
+        customer_id: EventFilter = None,
+    ) -> Response[str]:
+        params = given(
+            limit=str(limit),
+            cursor=cursor,
+            feature=feature,
+            model=model,
+            provider=provider,
+            environment=environment,
+            status=status,
+            customer_id=customer_id,
+        )
+        return json_response(200, service.events(caller(), params))
 
-    @app.get("/v1/workspace/statements/<month>")
-    def get_statement(month: str) -> Response[str]:
-        statement, output = service.statement(caller(), unquote(month), params())
+    @app.get(
+        "/v1/workspace/statements/<month>",
+        operation_id="getStatement",
+        summary="A calendar month's statement per customer or per feature, as JSON or CSV",
+        description=(
+            "Read from the same daily rollups as /v1/workspace/usage, so it equals them to the last "
+            "decimal. Lines: one per customer (or feature), no_customer (events without a customer id), "
+            "hidden (accepted, counted, hidden from the dashboard: a free-plan key's other sources), "
+            "and the total of them all. The current month gives the month so far (complete: false)."
+        ),
+        security=ADMIN_TOKEN,
+        responses={
+            **documented(200, shapes.Statement, "The statement", r400=INVALID),
+            200: shapes.answer(
+                "The statement (CSV: a header row, one row per line, then the total)",
+                shapes.Statement,
+                ("text/csv", {"type": "string"}),
+            ),
+        },
+    )
+    def get_statement(
+        month: Annotated[
+            str, Path(pattern="^[0-9]{4}-(0[1-9]|1[0-2])$", description="YYYY-MM (UTC), not after the current month")
+        ],
+        by: Annotated[StatementBy, Query()] = "customer",
+        output: Annotated[StatementFormat, Query(alias="format")] = "json",
+    ) -> Response[str]:
+        statement, output = service.statement(caller(), unquote(month), {"by": by, "format": output})
         # Named as a file in either format: the dashboard saves it under this name.
         disposition = {"Content-Disposition": f'attachment; filename="{statement.filename(output)}"'}
         if output == "json":
@@ -121,88 +249,121 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
             headers={"Cache-Control": "no-store", **disposition},
         )
 
-    @app.get("/v1/workspace/keys")
+    @app.get(
+        "/v1/workspace/keys",
+        operation_id="listKeys",
+        summary="The workspace's ingestion keys (never the secrets)",
+        security=ADMIN_TOKEN,
+        responses=documented(200, shapes.KeyList, "Keys"),
+    )
     def get_keys() -> Response[str]:
         return json_response(200, service.keys(caller()))
 
-    @app.post("/v1/workspace/keys")
-    def post_key() -> Response[str]:
+    @app.post(
+        "/v1/workspace/keys",
+        operation_id="createKey",
+        summary="Create an ingestion key; the secret is in this response only",
+        security=ADMIN_TOKEN,
+        responses=documented(201, shapes.CreatedKey, "The key and its secret", **WITH_BODY),
+    )
+    def post_key(new: Annotated[NewKey | None, Body()] = None) -> Response[str]:
         who = caller()
-        created = service.create_key(who, body())
+        created = service.create_key(who, new)
         logger.info("key created", extra={"workspace_id": who.workspace_id, "key_id": created["key"]["key_id"]})
         return json_response(201, created)
 
-    @app.post("/v1/workspace/keys/<key_id>/<action>")
-    def post_key_action(key_id: str, action: str) -> Response[str]:
+    @app.post(
+        "/v1/workspace/keys/<key_id>/<action>",
+        operation_id="changeKey",
+        summary="Deactivate, reactivate (only from inactive) or revoke (final) a key",
+        security=ADMIN_TOKEN,
+        responses=documented(
+            200,
+            shapes.KeyResult,
+            "The key in its new state",
+            r400=refused("Not a key id", "INVALID_PAYLOAD"),
+            r404=refused("No such key or action", "NOT_FOUND"),
+            r409=refused("Not allowed from the key's state", "INVALID_KEY_TRANSITION"),
+        ),
+    )
+    def post_key_action(
+        key_id: Annotated[str, Path(description="the key's id, as the key list shows it (key_…)")],
+        action: Annotated[str, Path(description="deactivate, reactivate or revoke", examples=list(KEY_TRANSITIONS))],
+    ) -> Response[str]:
         who = caller()
         changed = service.change_key(who, key_id, action)
         logger.info("key changed", extra={"workspace_id": who.workspace_id, "key_id": key_id, "action": action})
         return json_response(200, changed)
 
-    @app.get("/v1/workspace/price-overrides")
+    @app.get(
+        "/v1/workspace/price-overrides",
+        operation_id="listPriceOverrides",
+        summary="The workspace's price overrides",
+        security=ADMIN_TOKEN,
+        responses=documented(200, shapes.OverrideList, "Overrides"),
+    )
     def get_overrides() -> Response[str]:
         return json_response(200, overrides.list(caller()))
 
-    @app.post("/v1/workspace/price-overrides")
-    def post_override() -> Response[str]:
+    @app.post(
+        "/v1/workspace/price-overrides",
+        operation_id="setPriceOverride",
+        summary="Create or replace the override of a provider (or one of its models) from a start",
+        security=ADMIN_TOKEN,
+        responses=documented(200, shapes.OverrideResult, "The override", **WITH_BODY),
+    )
+    def post_override(new: Annotated[NewPriceOverride, Body()]) -> Response[str]:
         who = caller()
-        created = overrides.set(who, body())
+        created = overrides.set(who, new.fields())
         logger.info("price override set", extra={"workspace_id": who.workspace_id})
         return json_response(200, created)
 
-    @app.delete("/v1/workspace/price-overrides/<override_id>")
-    def delete_override(override_id: str) -> Response[str]:
+    @app.delete(
+        "/v1/workspace/price-overrides/<override_id>",
+        operation_id="deletePriceOverride",
+        summary="Delete a price override",
+        security=ADMIN_TOKEN,
+        responses=documented(200, shapes.Deleted, "Deleted", r404=NOT_FOUND),
+    )
+    def delete_override(
+        override_id: Annotated[str, Path(description="as the override list shows it")],
+    ) -> Response[str]:
         return json_response(200, overrides.delete(caller(), unquote(override_id)))
 
-    # -- budgets and alerts (README, "Budgets and alerts") --------------------------------
+    @app.get(
+        "/v1/workspace/otel-attributes",
+        operation_id="getOtelAttributes",
+        summary="Where POST /v1/traces reads this workspace's event fields from",
+        security=ADMIN_TOKEN,
+        responses=documented(200, shapes.OtelAttributeMap, "The attribute map and the defaults"),
+    )
+    def get_otel_attributes() -> Response[str]:
+        return json_response(200, service.otel_attributes(caller()))
 
-    def workspace_id() -> str:
-        return caller().workspace_id
+    @app.put(
+        "/v1/workspace/otel-attributes",
+        operation_id="setOtelAttributes",
+        summary="Replace the workspace's attribute map (span or resource attribute names read first)",
+        security=ADMIN_TOKEN,
+        responses=documented(200, shapes.OtelAttributeMap, "The new attribute map", **WITH_BODY),
+    )
+    def put_otel_attributes(new: Annotated[OtelAttributes, Body()]) -> Response[str]:
+        who = caller()
+        changed = service.set_otel_attributes(who, new.fields()["attributes"])
+        logger.info("otel attributes set", extra={"workspace_id": who.workspace_id})
+        return json_response(200, changed)
 
-    @app.get("/v1/workspace/budgets")
-    def get_budgets() -> Response[str]:
-        return json_response(200, budgets.list(workspace_id()))
+    add_budget_routes(app, budgets, lambda: caller().workspace_id)
 
-    @app.post("/v1/workspace/budgets")
-    def post_budget() -> Response[str]:
-        return json_response(201, budgets.create(workspace_id(), body()))
-
-    @app.patch("/v1/workspace/budgets/<budget_id>")
-    def patch_budget(budget_id: str) -> Response[str]:
-        return json_response(200, budgets.change(workspace_id(), unquote(budget_id), body()))
-
-    @app.delete("/v1/workspace/budgets/<budget_id>")
-    def delete_budget(budget_id: str) -> Response[str]:
-        return json_response(200, budgets.delete(workspace_id(), unquote(budget_id)))
-
-    @app.get("/v1/workspace/webhooks")
-    def get_webhooks() -> Response[str]:
-        return json_response(200, budgets.endpoints(workspace_id()))
-
-    @app.post("/v1/workspace/webhooks")
-    def post_webhook() -> Response[str]:
-        who = workspace_id()
-        created = budgets.add_endpoint(who, body())
-        logger.info("webhook added", extra={"workspace_id": who, "endpoint_id": created["webhook"]["endpoint_id"]})
-        return json_response(201, created)
-
-    @app.delete("/v1/workspace/webhooks/<endpoint_id>")
-    def delete_webhook(endpoint_id: str) -> Response[str]:
-        return json_response(200, budgets.delete_endpoint(workspace_id(), unquote(endpoint_id)))
-
-    @app.get("/v1/workspace/webhook-deliveries")
-    def get_deliveries() -> Response[str]:
-        return json_response(200, budgets.deliveries(workspace_id(), params()))
-
-    @app.get("/")
+    @app.get("/", include_in_schema=False, enable_validation=False)
     def get_root() -> Response[str]:
         return Response(status_code=302, headers={"Location": "/dashboard"}, body="")
 
-    @app.get("/dashboard")
+    @app.get("/dashboard", include_in_schema=False, enable_validation=False)
     def get_dashboard() -> Response[str]:
         return serve("index.html")
 
-    @app.get("/dashboard/<name>")
+    @app.get("/dashboard/<name>", include_in_schema=False, enable_validation=False)
     def get_asset(name: str) -> Response[str]:
         return serve(name)
 

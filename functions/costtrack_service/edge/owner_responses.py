@@ -1,0 +1,308 @@
+"""What the owners' API answers, as types: the OpenAPI document's response schemas, declared on
+each route (``responses=``). The services build these bodies as mappings; these types describe
+them (tests validate real answers against the served document), so a field added there without
+a type here shows up as a failing test, not as a silent gap in the document."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from costtrack_service.domain.alerts import CANCELLED, DELIVERED, FAILED, PENDING, SENDING
+from costtrack_service.domain.budgets import MAX_THRESHOLD, MIN_THRESHOLD, PERIODS, SCOPES
+from costtrack_service.domain.errors import ERROR_STATUS
+from costtrack_service.domain.keys import ADMIN, INGEST, KeyState
+from costtrack_service.domain.owner_requests import DECIMAL_PATTERN
+from costtrack_service.domain.quota import FREE, PAID
+from costtrack_service.domain.statements import HIDDEN, NO_CUSTOMER, STATEMENT_GROUPINGS, TOTAL
+from costtrack_service.domain.usage import GROUPINGS
+
+Decimal = Annotated[str, Field(pattern=DECIMAL_PATTERN, description="USD, an exact decimal string")]
+Day = Annotated[str, Field(json_schema_extra={"format": "date"})]
+Month = Annotated[str, Field(pattern=r"^[0-9]{4}-[0-9]{2}$")]
+Count = Annotated[int, Field(ge=0)]
+
+
+class FieldError(BaseModel):
+    field: str
+    message: str
+
+
+class ErrorDetail(BaseModel):
+    code: Literal[tuple(sorted(ERROR_STATUS))]  # type: ignore[valid-type]
+    message: str
+    details: list[FieldError] | None = Field(default=None, description="each offending field, when known")
+
+
+class Error(BaseModel):
+    """Every refusal (docs/api-rules.md#errors)."""
+
+    error: ErrorDetail
+    request_id: str | None
+
+
+class Plan(BaseModel):
+    tier: Literal[FREE, PAID]  # type: ignore[valid-type]
+    status: Literal["active", "inactive"]
+    included_events: int
+    credits: int
+
+
+class PeriodUsage(BaseModel):
+    period: Month
+    included_used: int
+    included_left: int
+    credits_used: int
+    credits_left: int
+
+
+class WorkspaceSummary(BaseModel):
+    workspace_id: str
+    name: str
+    plan: Plan
+    usage: PeriodUsage
+
+
+class Counts(BaseModel):
+    events: Count
+    tokens: Count
+    cost: Annotated[str, Field(pattern=DECIMAL_PATTERN)]
+    unknown_model_events: Count
+
+
+class Group(Counts):
+    key: str
+
+
+class UsageReport(BaseModel):
+    model_config = {"populate_by_name": True}
+
+    workspace_id: str | None = None
+    from_: Annotated[Day, Field(alias="from")]
+    to: Day
+    group_by: Literal[GROUPINGS]  # type: ignore[valid-type]
+    currency: Literal["USD"]
+    totals: Counts
+    groups: list[Group]
+    hidden: dict[str, Counts]
+    hidden_events: Count
+    hidden_notice: str | None = None
+
+
+class UnknownModel(BaseModel):
+    model: str
+    events: int
+    tokens: int
+    last_seen: str
+
+
+class UnknownModels(BaseModel):
+    from_: Annotated[str, Field(alias="from")]
+    to: str
+    models: list[UnknownModel]
+
+
+class ListedEvent(BaseModel):
+    """An accepted event as the dashboard lists it (its fields, cost and pricing)."""
+
+    event_id: str
+    received_at: str
+    cost: str
+
+
+class EventPage(BaseModel):
+    events: list[ListedEvent]
+    next_cursor: Annotated[str | None, Field(description="pass as cursor for the next page; null on the last")]
+
+
+class Key(BaseModel):
+    key_id: str
+    workspace_id: str
+    kind: Literal[INGEST, ADMIN]  # type: ignore[valid-type]
+    name: str | None
+    prefix: str
+    state: KeyState
+    bound: Annotated[str | None, Field(description="provider/model/feature a free-plan key is bound to")]
+    created_at: str
+    last_used_at: str | None
+
+
+class KeyList(BaseModel):
+    keys: list[Key]
+
+
+class KeyResult(BaseModel):
+    key: Key
+
+
+class CreatedKey(KeyResult):
+    api_key: Annotated[str, Field(pattern="^ct_", description="the secret: in this answer only")]
+
+
+class PriceOverride(BaseModel):
+    override_id: str
+    workspace_id: str
+    provider: str
+    model: Annotated[str | None, Field(description="null: the whole provider")]
+    effective_from: str
+    effective_to: str | None
+    discount_percent: Decimal | None
+    prices: Annotated[dict[str, str] | None, Field(description="genai-prices price keys, from the given rates")]
+    note: str | None = None
+
+
+class OverrideList(BaseModel):
+    overrides: list[PriceOverride]
+
+
+class OverrideResult(BaseModel):
+    override: PriceOverride
+
+
+class Deleted(BaseModel):
+    deleted: str
+
+
+Threshold = Annotated[int, Field(ge=MIN_THRESHOLD, le=MAX_THRESHOLD)]
+
+
+class Window(BaseModel):
+    from_: Annotated[Day, Field(alias="from")]
+    to: Day
+
+
+class Budget(BaseModel):
+    budget_id: str
+    name: str | None = None
+    amount: Decimal
+    currency: Literal["USD"]
+    scope: Literal[tuple(SCOPES)]  # type: ignore[valid-type]
+    scope_value: str | None = None
+    period: Literal[tuple(PERIODS)]  # type: ignore[valid-type]
+    thresholds: list[Threshold]
+    revision: Annotated[int, Field(ge=1)]
+    created_at: str | None = None
+    updated_at: str | None = None
+    window: Window
+    spend: Decimal
+    percent: Decimal
+    crossed: list[Threshold]
+    exceeded: bool
+
+
+class BudgetList(BaseModel):
+    budgets: list[Budget]
+
+
+class BudgetResult(BaseModel):
+    budget: Budget
+
+
+class Webhook(BaseModel):
+    endpoint_id: str
+    url: str
+    description: str | None = None
+    created_at: str
+    secret_prefix: str
+    secret: Annotated[str | None, Field(pattern="^whsec_", description="only when it is created")] = None
+
+
+class WebhookList(BaseModel):
+    webhooks: list[Webhook]
+
+
+class WebhookResult(BaseModel):
+    webhook: Webhook
+
+
+class Attempt(BaseModel):
+    at: str
+    status: int | None
+    error: str | None
+
+
+class Delivery(BaseModel):
+    notification_id: str
+    budget_id: str
+    threshold: int
+    target: Annotated[str, Field(description="sns, or the webhook's endpoint_id")]
+    url: str | None = None
+    state: Literal[PENDING, SENDING, DELIVERED, FAILED, CANCELLED]  # type: ignore[valid-type]
+    created_at: str
+    next_attempt_at: str | None = None
+    attempts: list[Attempt]
+
+
+class DeliveryList(BaseModel):
+    deliveries: list[Delivery]
+
+
+class StatementLine(BaseModel):
+    """One customer's (or feature's) line; by customer it has customer_id and customer_name."""
+
+    customer_id: str | None = None
+    customer_name: str | None = None
+    feature: str | None = None
+    kind: Literal[(*STATEMENT_GROUPINGS, NO_CUSTOMER, HIDDEN, TOTAL)]  # type: ignore[valid-type]
+    reason: Annotated[str | None, Field(description="a hidden line's reason (free_source_mismatch)")]
+    events: Count
+    input_tokens: Annotated[int, Field(ge=0, description="prompt_tokens as reported")]
+    output_tokens: Annotated[int, Field(ge=0, description="completion_tokens as reported")]
+    total_tokens: Count
+    cost: Decimal
+    unknown_model_events: Count
+
+
+class Statement(BaseModel):
+    workspace_id: str
+    workspace_name: str
+    month: Month
+    from_: Annotated[Day, Field(alias="from")]
+    to: Day
+    currency: Literal["USD"]
+    generated_at: str
+    complete: Annotated[bool, Field(description="false while the month is not over (UTC)")]
+    by: Literal[STATEMENT_GROUPINGS]  # type: ignore[valid-type]
+    lines: list[StatementLine]
+    total: StatementLine
+
+
+class OtelAttributeMap(BaseModel):
+    workspace_id: str
+    attributes: Annotated[dict[str, list[str]], Field(description="this workspace's names, read first")]
+    defaults: Annotated[dict[str, list[str]], Field(description="the names read for every workspace")]
+
+
+def answer(description: str, model: Any, *also: tuple[str, Any]) -> Any:
+    """A documented response: JSON of ``model`` (and other media types, e.g. CSV)."""
+    content = {"application/json": {"model": model}, **{media: {"schema": schema} for media, schema in also}}
+    return {"description": description, "content": content}
+
+
+def refused(description: str, *codes: str) -> Any:
+    """A documented refusal: the error body, with the codes it can carry (docs/api-rules.md#errors)."""
+    return answer(f"{description} ({', '.join(codes)})", Error)
+
+
+#: The security requirement of every owners' route (the scheme is declared in the document).
+ADMIN_TOKEN: list[dict[str, list[str]]] = [{"adminToken": []}]
+#: What any owners' route may answer besides its own: no live admin token, an internal error,
+#: and (every route reads DynamoDB) come back later.
+OWNER_REFUSALS: dict[int, dict[str, Any]] = {
+    401: refused("Missing, invalid or revoked admin token", "INVALID_ADMIN_TOKEN"),
+    500: refused("Internal error", "INTERNAL_ERROR"),
+    503: refused("Busy; retry after Retry-After", "UNAVAILABLE"),
+}
+INVALID = refused("Invalid query, path or body; details name each field", "INVALID_PAYLOAD")
+TOO_LARGE = refused("Body too large", "INVALID_PAYLOAD")
+NOT_JSON = refused("The body is not application/json", "INVALID_PAYLOAD")
+#: What a route with a body may refuse besides its own: the body's types, size and media type.
+WITH_BODY = {"r400": INVALID, "r413": TOO_LARGE, "r415": NOT_JSON}
+NOT_FOUND = refused("No such thing in this workspace", "NOT_FOUND")
+
+
+def documented(status: int, model: Any, description: str, **refusals: dict[str, Any]) -> dict[int, Any]:
+    """A route's responses: its answer, its own refusals (``r400=INVALID``), then the shared ones."""
+    own = {int(name.removeprefix("r")): response for name, response in refusals.items()}
+    return {status: answer(description, model), **own, **OWNER_REFUSALS}
