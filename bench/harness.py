@@ -14,13 +14,13 @@ from typing import Any
 def memory_handler() -> tuple[Callable[[dict[str, Any], Any], dict[str, Any]], Any, str, Any]:
     """``(handler, context, api_key, store)`` for a paid workspace with room for any run."""
     from costtrack_service.domain.ingestion import IngestService
-    from costtrack_service.domain.quota import PAID, WorkspaceState
+    from costtrack_service.domain.quota import Tier, WorkspaceState
     from costtrack_service.edge.ingest import create_handler
     from costtrack_tools.local.server import LambdaContext
     from costtrack_tools.memory_store import MemoryStore
 
     store = MemoryStore()
-    store.add_workspace(WorkspaceState("ws_bench", "bench", PAID, "active", 10**9, 0, None))
+    store.add_workspace(WorkspaceState("ws_bench", "bench", Tier.PAID, "active", 10**9, 0, None))
     key = store.add_key("ws_bench")
     os.environ["POWERTOOLS_METRICS_DISABLED"] = "false"
     return create_handler(IngestService(store)), LambdaContext("bench"), key, store

@@ -127,7 +127,7 @@ def store_client_cpu() -> dict[str, float]:
 
     from costtrack_service.domain.chunks import Chunk, ChunkRejected
     from costtrack_service.domain.ingestion import IngestService
-    from costtrack_service.domain.quota import PAID, WorkspaceState
+    from costtrack_service.domain.quota import Tier, WorkspaceState
     from costtrack_service.edge.ingest_request import IngestRequest, ingest
     from costtrack_service.store import DynamoStore, dynamodb_client
     from costtrack_service.tables import TableNames
@@ -141,7 +141,7 @@ def store_client_cpu() -> dict[str, float]:
             return super().write_chunk(chunk)
 
     memory = Recording()
-    memory.add_workspace(WorkspaceState("ws_bench", "bench", PAID, "active", 10**9, 0, None))
+    memory.add_workspace(WorkspaceState("ws_bench", "bench", Tier.PAID, "active", 10**9, 0, None))
     key = memory.add_key("ws_bench")
     service = IngestService(memory)
     for number in range(CPU_BATCHES // 2):
@@ -219,7 +219,7 @@ def dynamodb_costs() -> dict[str, float]:
     import boto3
 
     from costtrack_service.domain.ingestion import IngestService
-    from costtrack_service.domain.quota import PAID
+    from costtrack_service.domain.quota import Tier
     from costtrack_service.edge.ingest_request import IngestRequest
     from costtrack_service.store import DynamoStore, dynamodb_client
     from costtrack_service.tables import TableNames
@@ -234,7 +234,7 @@ def dynamodb_costs() -> dict[str, float]:
         raw = boto3.client("dynamodb", endpoint_url=dynamo.endpoint, region_name=LOCAL_REGION, **LOCAL_CREDENTIALS)
 
         for mode, batch, events in (("batched", 100, BUSY_EVENTS), ("single", 1, SINGLE_EVENTS)):
-            workspace = store.create_workspace(f"bench-{mode}", tier=PAID, included_events=10**9)
+            workspace = store.create_workspace(f"bench-{mode}", tier=Tier.PAID, included_events=10**9)
             key, _ = store.create_key(workspace.workspace_id)
             client = dynamodb_client(dynamo.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS)
             calls: list[str] = []

@@ -93,11 +93,11 @@ def api(local_stack: Any) -> Iterator[httpx.Client]:
 def workspace_factory(local_stack: Any) -> Any:
     """Create a fresh workspace with one key: ``make(tier=..., included=..., credits=..., bound=...)``
     returns ``(workspace_id, api_key)``. Tests that count things use their own workspace."""
-    from costtrack_service.domain.quota import PAID
+    from costtrack_service.domain.quota import Tier
     from costtrack_service.domain.source import Source
 
     def make(
-        tier: str = PAID, included: int = 1000, credits: int = 0, bound: str | None = None, status: str = "active"
+        tier: str = Tier.PAID, included: int = 1000, credits: int = 0, bound: str | None = None, status: str = "active"
     ) -> tuple[str, str]:
         store = local_stack.store
         workspace = store.create_workspace("test", tier=tier, included_events=included, credits=credits, status=status)

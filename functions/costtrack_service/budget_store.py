@@ -116,7 +116,7 @@ class BudgetTable(BudgetReads):
         return _endpoint(workspace_id, item) if item else None
 
     def put_endpoint(self, endpoint: Endpoint) -> None:
-        data = {key: value for key, value in endpoint.view(with_secret=True).items() if key != "secret_prefix"}
+        data = {key: value for key, value in endpoint.to_dict(with_secret=True).items() if key != "secret_prefix"}
         item = {
             "partition": _partition(endpoint.workspace_id),
             "item_key": f"e#{endpoint.endpoint_id}",
@@ -254,7 +254,7 @@ def _delivery_item(delivery: Delivery, expires: int) -> dict[str, Any]:
         "state": delivery.state,
         "budget_id": delivery.budget_id,
         "threshold": delivery.threshold,
-        "attempts": json.dumps([a.view() for a in delivery.attempts], separators=(",", ":")),
+        "attempts": json.dumps([a.to_dict() for a in delivery.attempts], separators=(",", ":")),
         "due_set": DUE_SET if due else None,
         "due_at": delivery.due_at if due else None,
         "expires_at": expires,

@@ -25,7 +25,7 @@ from botocore.exceptions import ClientError
 from costtrack_service.domain.allowance import ShardId, Spend
 from costtrack_service.domain.chunks import Chunk, ChunkRejected, Survey
 from costtrack_service.domain.keys import KeyRecord
-from costtrack_service.domain.quota import ACTIVE, PAID, Charge, WorkspaceState
+from costtrack_service.domain.quota import Charge, PlanStatus, Tier, WorkspaceState
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.shards import (
     SHARDS,
@@ -136,11 +136,11 @@ class EventTable(TableAccess):
         the plan's condition as the planner saw it (a changed plan fails it and comes back as it
         is now)."""
         central, period = chunk.payment.central, chunk.period
-        values: dict[str, Any] = {":active": ACTIVE, ":lease": lease}
+        values: dict[str, Any] = {":active": PlanStatus.ACTIVE, ":lease": lease}
         conditions = ["plan_status = :active"]
         if charge is Charge.CREDIT:
             update = "SET credits = credits - :lease"
-            values[":paid"] = PAID
+            values[":paid"] = Tier.PAID
             conditions += ["plan_tier = :paid", "credits >= :lease"]
         elif central.usage_period != period:  # the month's first lease: the count restarts
             update = "SET usage_period = :period, included_leased = :lease"

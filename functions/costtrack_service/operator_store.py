@@ -12,7 +12,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from costtrack_service.domain.ids import new_workspace_id
-from costtrack_service.domain.quota import ACTIVE, Charge, WorkspaceState, billing_period
+from costtrack_service.domain.quota import Charge, PlanStatus, Tier, WorkspaceState, billing_period
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.shards import SHARDS, event_partition, event_partitions, rollup_partition
 from costtrack_service.domain.store_errors import NotFound, StoreUnavailable
@@ -62,10 +62,10 @@ class OperatorStore(EventTable):
         self,
         name: str,
         *,
-        tier: str,
+        tier: Tier,
         included_events: int,
         credits: int = 0,
-        status: str = ACTIVE,
+        status: PlanStatus = PlanStatus.ACTIVE,
         workspace_id: str | None = None,
     ) -> WorkspaceState:
         workspace = WorkspaceState(
@@ -95,8 +95,8 @@ class OperatorStore(EventTable):
         self,
         workspace_id: str,
         *,
-        tier: str | None = None,
-        status: str | None = None,
+        tier: Tier | None = None,
+        status: PlanStatus | None = None,
         included_events: int | None = None,
         add_credits: int | None = None,
     ) -> WorkspaceState:
@@ -123,7 +123,7 @@ class OperatorStore(EventTable):
                 raise NotFound(f"No workspace {workspace_id}.") from None
             raise
         updated = workspace_from_item(from_item(response["Attributes"]))
-        if included_events is not None or status not in (None, ACTIVE):
+        if included_events is not None or status not in (None, PlanStatus.ACTIVE):
             self._reclaim_leases(updated)
         return updated
 

@@ -147,7 +147,7 @@ class PriceTable(TableAccess):
         item = {
             "model_key": f"w#{override.workspace_id}",
             "entry_key": override.override_id,
-            "override": json.dumps(override.to_mapping(), separators=(",", ":")),
+            "override": json.dumps(override.to_dict(), separators=(",", ":")),
         }
         self._call(self.client.put_item, TableName=self.tables.pricing, Item=_to_item(item))
 
@@ -185,7 +185,7 @@ def _entry_to_item(entry: PricingEntry) -> dict[str, Any]:
     return {
         "model_key": f"p#{entry.provider}",
         "entry_key": f"{entry.model}#{format_timestamp(entry.effective_from)}#{entry.origin.value}",
-        "entry": json.dumps(entry.to_mapping(), separators=(",", ":")),
+        "entry": json.dumps(entry.to_dict(), separators=(",", ":")),
     }
 
 

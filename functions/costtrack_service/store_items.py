@@ -15,7 +15,7 @@ from costtrack_service.domain.cost import CURRENCY
 from costtrack_service.domain.events import USAGE_EVENT_FIELDS, UsageEvent
 from costtrack_service.domain.keys import INGEST, KeyRecord, KeyState
 from costtrack_service.domain.pricing import model_key
-from costtrack_service.domain.quota import Charge, WorkspaceState
+from costtrack_service.domain.quota import Charge, PlanStatus, Tier, WorkspaceState
 from costtrack_service.domain.records import EventRecord, EventWarning, PricingStatus
 from costtrack_service.domain.shards import event_partition
 from costtrack_service.domain.source import Source
@@ -68,7 +68,7 @@ def key_to_item(record: KeyRecord) -> dict[str, Any]:
         "state": record.state.value,
         "display_prefix": record.display_prefix,
         "created_at": record.created_at,
-        "bound": record.bound.as_dict() if record.bound else None,
+        "bound": record.bound.to_dict() if record.bound else None,
         "last_used_at": record.last_used_at,
         "name": record.name,
         "kind": record.kind,
@@ -109,8 +109,8 @@ def workspace_from_item(item: Mapping[str, Any]) -> WorkspaceState:
     return WorkspaceState(
         workspace_id=item["workspace_id"],
         name=item.get("name", ""),
-        tier=item["plan_tier"],
-        status=item["plan_status"],
+        tier=Tier(item["plan_tier"]),
+        status=PlanStatus(item["plan_status"]),
         included_events=int(item.get("included_events", 0)),
         credits=int(item.get("credits", 0)),
         usage_period=item.get("usage_period"),

@@ -28,7 +28,7 @@ from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.overrides_api import OverrideService
-from costtrack_service.domain.quota import PAID
+from costtrack_service.domain.quota import Tier
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.ingestion_store import IngestionStore
@@ -199,7 +199,7 @@ def ingestion_calls() -> dict[str, set[str]]:
     with mock_aws():
         admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
         admin.ensure_tables()
-        workspace = admin.create_workspace("iam", tier=PAID, included_events=1)
+        workspace = admin.create_workspace("iam", tier=Tier.PAID, included_events=1)
         secret, _ = admin.create_key(workspace.workspace_id)
 
         client = recorder.attach(boto3.client("dynamodb", region_name="us-east-1"))
@@ -224,7 +224,7 @@ def api_calls() -> dict[str, set[str]]:
     with mock_aws():
         admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
         admin.ensure_tables()
-        workspace = admin.create_workspace("iam", tier=PAID, included_events=10)
+        workspace = admin.create_workspace("iam", tier=Tier.PAID, included_events=10)
         secret, _ = admin.create_key(workspace.workspace_id)
         token, _ = admin.create_key(workspace.workspace_id, kind="admin")
         ingestion = IngestService(admin)
@@ -288,7 +288,7 @@ def tables_with_one_event(names: TableNames, model: str, prompt_tokens: int) -> 
     """In moto: the tables, a paid workspace, and one event of ``model`` accepted."""
     admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
     admin.ensure_tables()
-    workspace = admin.create_workspace("iam", tier=PAID, included_events=10)
+    workspace = admin.create_workspace("iam", tier=Tier.PAID, included_events=10)
     secret, _ = admin.create_key(workspace.workspace_id)
     body = json.dumps({"provider": "openai", "model": model, "prompt_tokens": prompt_tokens}).encode()
     ingest(IngestService(admin), IngestRequest({"authorization": f"Bearer {secret}"}, body))

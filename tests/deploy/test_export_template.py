@@ -15,7 +15,7 @@ import yaml
 from moto import mock_aws
 
 from costtrack_service.domain.export import COLUMNS, DEFAULT_PREFIX, PARTITION_COLUMNS, object_key
-from costtrack_service.domain.quota import PAID
+from costtrack_service.domain.quota import Tier
 from costtrack_service.exporter import Exporter
 from costtrack_service.handlers.export import run
 from costtrack_service.store import DynamoStore
@@ -97,7 +97,7 @@ def export_calls() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     with mock_aws():
         admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
         admin.ensure_tables()
-        workspace = admin.create_workspace("iam", tier=PAID, included_events=10)
+        workspace = admin.create_workspace("iam", tier=Tier.PAID, included_events=10)
         s3 = boto3.client("s3", region_name="us-east-1")
         s3.create_bucket(Bucket="export")
         now = datetime.now(UTC)

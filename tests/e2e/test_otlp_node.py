@@ -70,10 +70,10 @@ def through_the_sdk_helper(local_stack: Any, workspace_factory_module: Any) -> d
 
 @pytest.fixture(scope="module")
 def workspace_factory_module(local_stack: Any) -> Any:
-    from costtrack_service.domain.quota import PAID
+    from costtrack_service.domain.quota import Tier
 
     def make() -> tuple[str, str]:
-        workspace = local_stack.store.create_workspace("node", tier=PAID, included_events=100)
+        workspace = local_stack.store.create_workspace("node", tier=Tier.PAID, included_events=100)
         secret, _ = local_stack.store.create_key(workspace.workspace_id)
         return workspace.workspace_id, secret
 

@@ -20,7 +20,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.quota import PAID
+from costtrack_service.domain.quota import Tier
 from costtrack_service.edge.api_document import openapi_document
 
 pytestmark = [pytest.mark.integration, pytest.mark.fuzz]
@@ -36,7 +36,7 @@ schema = schemathesis.openapi.from_dict(openapi_document())
 def credentials(local_stack: Any) -> dict[str, str]:
     """A paid workspace with room for every generated event, its ingestion key and admin token."""
     store = local_stack.store
-    workspace = store.create_workspace("fuzz", tier=PAID, included_events=10**6)
+    workspace = store.create_workspace("fuzz", tier=Tier.PAID, included_events=10**6)
     key, _ = store.create_key(workspace.workspace_id)
     token, _ = store.create_key(workspace.workspace_id, name="fuzz", kind=ADMIN)
     return {"ingest": key, "admin": token}

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.quota import PAID
+from costtrack_service.domain.quota import Tier
 
 pytestmark = [pytest.mark.integration, pytest.mark.fuzz]
 
@@ -95,7 +95,7 @@ encoded_value = st.one_of(
 @pytest.fixture(scope="module")
 def token(local_stack: Any) -> str:
     store = local_stack.store
-    workspace = store.create_workspace("owner fuzz", tier=PAID, included_events=1000)
+    workspace = store.create_workspace("owner fuzz", tier=Tier.PAID, included_events=1000)
     key, _ = store.create_key(workspace.workspace_id)
     with httpx.Client(base_url=local_stack.state["api_url"]) as client:
         client.post("/v1/events", json={"provider": "openai", "model": "gpt-5"}, headers={"X-Api-Key": key})

@@ -24,7 +24,7 @@ import pytest
 
 from costtrack_service.budget_jobs import Alerts, AlertSettings
 from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.quota import PAID
+from costtrack_service.domain.quota import Tier
 from costtrack_service.domain.webhooks import UrlPolicy
 from costtrack_service.store import DynamoStore
 from tests.unit.test_ingestion import GPT5_EVENT
@@ -149,7 +149,7 @@ class Owner:
 
     def __init__(self, local_stack: Any, api: httpx.Client) -> None:
         store = local_stack.store
-        workspace = store.create_workspace("budgets", tier=PAID, included_events=10_000)
+        workspace = store.create_workspace("budgets", tier=Tier.PAID, included_events=10_000)
         self.workspace_id = workspace.workspace_id
         self.key, _ = store.create_key(self.workspace_id)
         self.token, _ = store.create_key(self.workspace_id, kind=ADMIN)

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from costtrack_service.domain.keys import ADMIN, hash_secret
-from costtrack_service.domain.quota import PAID
+from costtrack_service.domain.quota import Tier
 from costtrack_service.tables import TABLES
 from costtrack_tools.local.stack import LocalStack
 
@@ -52,7 +52,7 @@ def test_no_key_or_token_in_any_table_or_log_line(verbose_stack: LocalStack) -> 
     local_stack = verbose_stack
     assert local_stack.store is not None and local_stack.container_log is not None
     api = httpx.Client(base_url=local_stack.state["api_url"], timeout=30)
-    workspace = local_stack.store.create_workspace("secrets", tier=PAID, included_events=100)
+    workspace = local_stack.store.create_workspace("secrets", tier=Tier.PAID, included_events=100)
     workspace_id = workspace.workspace_id
     key, _ = local_stack.store.create_key(workspace_id)
     token, _ = local_stack.store.create_key(workspace_id, kind=ADMIN)

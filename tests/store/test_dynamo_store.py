@@ -20,7 +20,7 @@ from costtrack_service.domain.events import to_usage_event, validate
 from costtrack_service.domain.keys import KeyState
 from costtrack_service.domain.overrides import parse_override
 from costtrack_service.domain.pricing import Origin, PricingEntry, parse_entry
-from costtrack_service.domain.quota import FREE, PAID, Charge, Usage, WorkspaceState
+from costtrack_service.domain.quota import Charge, Tier, Usage, WorkspaceState
 from costtrack_service.domain.records import EventRecord, EventWarning
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.store_errors import NotFound, TransitionRefused
@@ -80,7 +80,7 @@ def write(store: DynamoStore, workspace: WorkspaceState, *records: EventRecord, 
 
 
 def test_an_accepted_chunk_round_trips(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=PAID, included_events=5)
+    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=5)
     original = record(workspace.workspace_id)
     assert write(store, workspace, original, spends=(Spend(Charge.INCLUDED, 2, take=1, lease=5),)) is None
     assert stored_event(store, workspace.workspace_id, original.event_key) == original
@@ -93,7 +93,7 @@ def test_an_accepted_chunk_round_trips(store: DynamoStore) -> None:
 
 
 def test_a_taken_event_key_cancels_the_chunk_and_comes_back(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=PAID, included_events=5)
+    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=5)
     first = record(workspace.workspace_id)
     write(store, workspace, first, spends=(Spend(Charge.INCLUDED, 0, take=1, lease=5),))
     fresh = store.get_workspace(workspace.workspace_id, consistent=True)
@@ -108,7 +108,7 @@ def test_a_taken_event_key_cancels_the_chunk_and_comes_back(store: DynamoStore) 
 
 
 def test_a_short_shard_comes_back_with_its_balance(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=PAID, included_events=5)
+    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=5)
     write(store, workspace, record(workspace.workspace_id, "a"), spends=(Spend(Charge.INCLUDED, 1, take=1, lease=3),))
     fresh = store.get_workspace(workspace.workspace_id, consistent=True)
     assert fresh is not None
@@ -119,7 +119,7 @@ def test_a_short_shard_comes_back_with_its_balance(store: DynamoStore) -> None:
 
 
 def test_a_lease_beyond_the_plan_fails_and_returns_the_plan(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=PAID, included_events=5)
+    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=5)
     write(store, workspace, record(workspace.workspace_id, "a"), spends=(Spend(Charge.INCLUDED, 0, take=1, lease=5),))
     # A stale copy of the plan believes nothing was leased yet.
     rejected = write(
@@ -133,7 +133,7 @@ def test_a_lease_beyond_the_plan_fails_and_returns_the_plan(store: DynamoStore) 
 
 
 def test_credits_are_leased_only_on_a_paid_plan_with_credits(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=PAID, included_events=0, credits=2)
+    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=0, credits=2)
     assert (
         write(
             store,
@@ -148,13 +148,13 @@ def test_credits_are_leased_only_on_a_paid_plan_with_credits(store: DynamoStore)
     assert store.usage(state, period()) == Usage(included_used=0, credits_used=1, credits_left=1)
     rejected = write(store, state, record(workspace.workspace_id, "b"), spends=(Spend(Charge.CREDIT, 1, 1, lease=1),))
     assert rejected is not None and rejected.central_failed
-    free = store.create_workspace("f", tier=FREE, included_events=0, credits=5)
+    free = store.create_workspace("f", tier=Tier.FREE, included_events=0, credits=5)
     refused = write(store, free, record(free.workspace_id, "a"), spends=(Spend(Charge.CREDIT, 0, 1, lease=1),))
     assert refused is not None and refused.central_failed
 
 
 def test_the_months_first_lease_restarts_the_count(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=PAID, included_events=3)
+    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=3)
     write(store, workspace, record(workspace.workspace_id, "a"), spends=(Spend(Charge.INCLUDED, 0, 1, lease=3),))
     state = store.get_workspace(workspace.workspace_id, consistent=True)
     assert state is not None
@@ -172,14 +172,14 @@ def test_the_months_first_lease_restarts_the_count(store: DynamoStore) -> None:
 
 
 def test_an_inactive_plan_refuses_a_lease(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=PAID, included_events=5)
+    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=5)
     store.update_plan(workspace.workspace_id, status="inactive")
     rejected = write(store, workspace, record(workspace.workspace_id), spends=(Spend(Charge.INCLUDED, 0, 1, lease=1),))
     assert rejected is not None and rejected.central is not None and rejected.central.status == "inactive"
 
 
 def test_lowering_a_plan_takes_back_the_unspent_leases(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=PAID, included_events=100)
+    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=100)
     write(store, workspace, record(workspace.workspace_id, "a"), spends=(Spend(Charge.INCLUDED, 4, 1, lease=60),))
     lowered = store.update_plan(workspace.workspace_id, included_events=10)
     state = store.get_workspace(workspace.workspace_id, consistent=True)
@@ -189,7 +189,7 @@ def test_lowering_a_plan_takes_back_the_unspent_leases(store: DynamoStore) -> No
 
 
 def test_keys_are_stored_as_hashes_with_their_binding(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=FREE, included_events=5)
+    workspace = store.create_workspace("w", tier=Tier.FREE, included_events=5)
     secret, key = store.create_key(workspace.workspace_id, bound=Source.of("OpenAI", "gpt-4o", "Chat"))
     raw = store.client.get_item(TableName=store.tables.keys, Key={"key_hash": {"S": key.key_hash}})["Item"]
     assert secret not in str(raw)
@@ -201,7 +201,7 @@ def test_keys_are_stored_as_hashes_with_their_binding(store: DynamoStore) -> Non
 
 
 def test_key_state_transitions(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=PAID, included_events=5)
+    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=5)
     _, key = store.create_key(workspace.workspace_id)
     assert store.change_key_state(key.key_hash, "deactivate").state is KeyState.INACTIVE
     assert store.change_key_state(key.key_hash, "reactivate").state is KeyState.ACTIVE
@@ -212,11 +212,11 @@ def test_key_state_transitions(store: DynamoStore) -> None:
     with pytest.raises(NotFound):
         store.change_key_state("0" * 64, "revoke")
     with pytest.raises(NotFound):
-        store.update_plan("ws_missing", tier=PAID)
+        store.update_plan("ws_missing", tier=Tier.PAID)
 
 
 def test_last_used_never_moves_backwards(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=PAID, included_events=5)
+    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=5)
     _, key = store.create_key(workspace.workspace_id)
     store.touch_key(key.key_hash, "2026-11-22T10:00:00.000Z")
     with pytest.raises(store.client.exceptions.ConditionalCheckFailedException):
@@ -254,7 +254,7 @@ def test_overrides_and_the_sync_state(store: DynamoStore) -> None:
 
 
 def test_an_unpriced_event_is_repriced_exactly_once(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=PAID, included_events=5)
+    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=5)
     unpriced = record(
         workspace.workspace_id, cost=Decimal(0), pricing_status="unknown_model", pricing_entry_id=None, rates=None
     )
@@ -274,7 +274,7 @@ def test_an_unpriced_event_is_repriced_exactly_once(store: DynamoStore) -> None:
 
 
 def test_hidden_events_stay_out_of_the_dashboard_index(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=PAID, included_events=5)
+    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=5)
     hidden = record(workspace.workspace_id, visibility=Visibility(False, "free_source_mismatch"))
     write(store, workspace, hidden, spends=(Spend(Charge.INCLUDED, 0, 1, lease=1),))
     raw = store.client.get_item(TableName=store.tables.events, Key=event_item_key(workspace.workspace_id, "k#k1"))[

@@ -10,7 +10,7 @@ from decimal import Decimal
 
 from costtrack_service.domain.allowance import Payment
 from costtrack_service.domain.chunks import Chunk
-from costtrack_service.domain.quota import PAID
+from costtrack_service.domain.quota import Tier
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.usage import RollupKey, report
 from costtrack_service.store import DynamoStore
@@ -28,7 +28,7 @@ def customer(item: EventRecord, customer_id: str, name: str | None, prompt: int,
 
 
 def test_customer_rows_keep_tokens_and_the_latest_name(store: DynamoStore) -> None:  # noqa: F811
-    workspace = store.create_workspace("rollups", tier=PAID, included_events=10)
+    workspace = store.create_workspace("rollups", tier=Tier.PAID, included_events=10)
     ws = workspace.workspace_id
     first = customer(record(ws, "a", event_id="evt_a", received_at=f"{YESTERDAY}T23:00:00.000Z"), LONG_ID, "Old", 10, 1)
     later = customer(record(ws, "b", event_id="evt_b", received_at=f"{TODAY}T02:00:00.000Z"), LONG_ID, "New", 5, 2)

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.quota import PAID, WorkspaceState
+from costtrack_service.domain.quota import Tier, WorkspaceState
 from costtrack_tools.admin_output import refusal
 from costtrack_tools.admin_reports import usage
 from costtrack_tools.memory_store import MemoryStore
@@ -18,7 +18,7 @@ from costtrack_tools.memory_store import MemoryStore
 
 def run(capsys: pytest.CaptureFixture[str], **options: str | None) -> dict[str, object]:
     store = MemoryStore()
-    store.add_workspace(WorkspaceState("ws_1", "w", PAID, "active", 10, 0, None))
+    store.add_workspace(WorkspaceState("ws_1", "w", Tier.PAID, "active", 10, 0, None))
     args = argparse.Namespace(workspace="ws_1", by="feature", json=True, **{"from_": None, "to": None, **options})
     usage(store, args)
     data: dict[str, object] = json.loads(capsys.readouterr().out)

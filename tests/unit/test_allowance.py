@@ -27,7 +27,7 @@ from costtrack_service.domain.chunks import MAX_TRANSACTION_ITEMS, Chunk, ChunkR
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.events import MAX_BODY_BYTES
 from costtrack_service.domain.ingestion import IngestResult, IngestService
-from costtrack_service.domain.quota import FREE, PAID, Charge, Usage, WorkspaceState
+from costtrack_service.domain.quota import Charge, Tier, Usage, WorkspaceState
 from costtrack_service.domain.records import EventRecord, StoreUnavailable
 from costtrack_service.domain.shards import SHARDS
 from costtrack_service.domain.source import Source
@@ -48,7 +48,7 @@ class World:
         self.now = NOW
         self.elapsed = 0.0
 
-    def workspace(self, tier: str = PAID, included: int = 100, credits: int = 0) -> str:
+    def workspace(self, tier: str = Tier.PAID, included: int = 100, credits: int = 0) -> str:
         workspace_id = f"ws_{len(self.store.workspaces)}"
         self.store.add_workspace(WorkspaceState(workspace_id, "test", tier, "active", included, credits, PERIOD))
         return workspace_id
@@ -118,7 +118,7 @@ def test_a_batch_of_100_is_answered_per_item_in_order(world: World) -> None:
     assert len({item["event_id"] for item in results}) == MAX_BATCH_ITEMS
     for item, outcome in zip(results, result.outcomes, strict=True):  # each is the single-event body + status
         assert outcome.record is not None
-        assert item == {"status": 200, **outcome.record.response(replayed=False)}
+        assert item == {"status": 200, **outcome.record.answer(replayed=False)}
     assert len(world.stored(workspace_id)) == MAX_BATCH_ITEMS
     assert world.usage(workspace_id).included_used == MAX_BATCH_ITEMS
 
@@ -347,7 +347,7 @@ def test_the_allowance_runs_out_in_the_middle_of_a_batch(world: World) -> None:
 
 
 def test_free_plans_stop_at_the_included_events_in_a_batch(world: World) -> None:
-    workspace_id = world.workspace(tier=FREE, included=3, credits=10)
+    workspace_id = world.workspace(tier=Tier.FREE, included=3, credits=10)
     key = world.key(workspace_id, bound="openai/gpt-5/chat")
     result = post(world.function(), key, batch([f"k{i}" for i in range(5)]))
     assert statuses(result) == [200, 200, 200, 429, 429]
@@ -424,7 +424,7 @@ def test_many_warm_functions_spend_the_allowance_exactly(world: World, included:
     ``charge`` rows usage is read from, the ``total``/``hidden`` rows, every grouping) equal the
     events stored."""
     workspace_id = world.workspace(included=included, credits=credits)
-    free_id = world.workspace(tier=FREE, included=included + credits)  # its events visible and hidden
+    free_id = world.workspace(tier=Tier.FREE, included=included + credits)  # its events visible and hidden
     secrets = {workspace_id: world.key(workspace_id), free_id: world.key(free_id, bound="openai/gpt-5/chat")}
     functions = [world.function() for _ in range(8)]
     rounds = 6 if sizes == "mixed" else 12
@@ -683,7 +683,7 @@ amounts = st.one_of(st.integers(0, 4), st.integers(0, 5000))
 @st.composite
 def situations(draw: st.DrawFn) -> tuple[WorkspaceState, Balances, int, int, bool]:
     """A workspace item, what a function knows of the shards, and a payment to plan."""
-    tier = draw(st.sampled_from([PAID, FREE]))
+    tier = draw(st.sampled_from([Tier.PAID, Tier.FREE]))
     status = draw(st.sampled_from(["active", "active", "active", "inactive"]))
     included = draw(amounts)
     period = draw(st.sampled_from([PERIOD, PERIOD, "2026-10", None]))
@@ -734,13 +734,13 @@ def test_a_payment_never_spends_what_is_not_there(situation: tuple[WorkspaceStat
     assert payment.charges() == [spend.charge for spend in payment.spends for _ in range(spend.take)]
     # credits: paid plans only, only after a survey, only when no included event is left
     if any(spend.charge is Charge.CREDIT for spend in payment.spends):
-        assert central.tier == PAID
+        assert central.tier == Tier.PAID
         assert surveyed or gone_before
         assert left_after(central, before, payment, Charge.INCLUDED) == 0
         first_credit = next(i for i, spend in enumerate(payment.spends) if spend.charge is Charge.CREDIT)
         assert all(spend.charge is Charge.CREDIT for spend in payment.spends[first_credit:])
     # exhausted only when a survey shows nothing left; and a survey that pays nothing is exhausted
-    kinds = [Charge.INCLUDED, Charge.CREDIT] if central.tier == PAID else [Charge.INCLUDED]
+    kinds = [Charge.INCLUDED, Charge.CREDIT] if central.tier == Tier.PAID else [Charge.INCLUDED]
     if payment.exhausted:
         assert surveyed and payment.covered < count
         assert all(left_after(central, before, payment, charge) == 0 for charge in kinds)
@@ -763,7 +763,7 @@ steps = st.lists(
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    tier=st.sampled_from([PAID, FREE]),
+    tier=st.sampled_from([Tier.PAID, Tier.FREE]),
     included=st.integers(0, 40),
     credits=st.integers(0, 12),
     requests=steps,
@@ -776,9 +776,9 @@ def test_functions_in_turn_accept_exactly_the_allowance(
     shards hold plus what was used is always the plan."""
     world = World()
     workspace_id = world.workspace(tier=tier, included=included, credits=credits)
-    key = world.key(workspace_id, bound="openai/gpt-5/chat" if tier == FREE else None)
+    key = world.key(workspace_id, bound="openai/gpt-5/chat" if tier == Tier.FREE else None)
     functions = [world.function() for _ in range(4)]
-    allowance = included + (credits if tier == PAID else 0)
+    allowance = included + (credits if tier == Tier.PAID else 0)
     accepted = 0
     for number, (function, size, wait) in enumerate(requests):
         world.wait(wait)

@@ -24,7 +24,7 @@ from costtrack_service.domain.budgets import (
     window,
 )
 from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.quota import PAID, WorkspaceState
+from costtrack_service.domain.quota import Tier, WorkspaceState
 from costtrack_service.domain.records import WarningCode
 from costtrack_service.domain.usage import Counts, RollupKey
 from costtrack_service.domain.webhooks import (
@@ -223,7 +223,7 @@ def test_backoff_grows_fourfold_and_stops_after_the_last_attempt() -> None:
 
 def test_events_of_an_exceeded_budget_carry_the_warning_and_are_still_counted() -> None:
     store = MemoryStore()
-    store.add_workspace(WorkspaceState("ws_1", "w", PAID, "active", 100, 0, usage_period="2026-11"))
+    store.add_workspace(WorkspaceState("ws_1", "w", Tier.PAID, "active", 100, 0, usage_period="2026-11"))
     secret = store.add_key("ws_1")
     exceeded = {"exceeded_from": "2026-11-01T00:00:00.000Z", "exceeded_until": "2026-12-01T00:00:00.000Z"}
     chat = Budget(**{**budget(scope="feature", scope_value="chat").__dict__, **exceeded})

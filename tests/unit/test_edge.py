@@ -16,7 +16,7 @@ from moto import mock_aws
 
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.quota import PAID, WorkspaceState
+from costtrack_service.domain.quota import Tier, WorkspaceState
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.ingest import create_handler, logger
 from costtrack_service.edge.workspace import create_handler as create_api_handler
@@ -32,7 +32,7 @@ SECRET_METADATA = "do-not-log-this-metadata-value"
 @pytest.fixture
 def store() -> MemoryStore:
     store = MemoryStore()
-    store.add_workspace(WorkspaceState("ws_1", "w", PAID, "active", 100, 0, "2026-11"))
+    store.add_workspace(WorkspaceState("ws_1", "w", Tier.PAID, "active", 100, 0, "2026-11"))
     return store
 
 
@@ -64,7 +64,7 @@ def dynamo() -> Iterator[DynamoStore]:
 def test_every_sample_event_is_handled(dynamo: DynamoStore, name: str) -> None:
     """Each sample in events/ (also usable with `sam local invoke -e`), sent to the function
     the template routes it to, with real credentials substituted for the placeholders."""
-    workspace = dynamo.create_workspace("samples", tier=PAID, included_events=100)
+    workspace = dynamo.create_workspace("samples", tier=Tier.PAID, included_events=100)
     key, record = dynamo.create_key(workspace.workspace_id)
     token, _ = dynamo.create_key(workspace.workspace_id, kind=ADMIN)
     text = (EVENTS / name).read_text()

@@ -44,7 +44,7 @@ FULL_EVENT = {
 
 def test_every_field_of_the_listed_event_is_a_column() -> None:
     full = replace(record("ws_1"), event=to_usage_event(validate(FULL_EVENT)))
-    view = full.view()
+    view = full.to_dict()
     columns = [name for name, _ in COLUMNS]
     assert set(view) - {"metadata"} <= set(columns)
     line = export_line(full)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingestion import EventRecord
 from costtrack_service.domain.jsonlimits import MAX_JSON_DEPTH, json_depth
-from costtrack_service.domain.quota import PAID, WorkspaceState
+from costtrack_service.domain.quota import Tier, WorkspaceState
 from costtrack_service.domain.usage import (
     HASHED_VALUE_PREFIX,
     MAX_SORT_KEY_BYTES,
@@ -235,7 +235,7 @@ class ListingStore:
         return [], None
 
 
-CALLER = WorkspaceState("ws_1", "w", PAID, "active", 10, 0, "2026-11")
+CALLER = WorkspaceState("ws_1", "w", Tier.PAID, "active", 10, 0, "2026-11")
 
 
 @pytest.mark.parametrize("limit", ["²", "0", "201", "-1", "1e2", " 5", "5 ", "0x10", "٣", "99999999999999999999"])

@@ -14,7 +14,7 @@ from costtrack_service.domain.cost import counts_of
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.overrides import Override
 from costtrack_service.domain.pricer import Call, Pricer
-from costtrack_service.domain.quota import PAID, WorkspaceState
+from costtrack_service.domain.quota import Tier, WorkspaceState
 from costtrack_service.domain.usage import rollup_deltas, summed_deltas
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_tools.memory_store import MemoryStore
@@ -89,7 +89,7 @@ def test_a_later_moment_resolves_again() -> None:
 
 def test_rollups_summed_per_chunk_equal_the_sum_of_each_events() -> None:
     store = MemoryStore()
-    store.add_workspace(WorkspaceState("ws_1", "t", PAID, "active", 10_000, 0, None))
+    store.add_workspace(WorkspaceState("ws_1", "t", Tier.PAID, "active", 10_000, 0, None))
     key = store.add_key("ws_1")
     service = IngestService(store)
     batch = [

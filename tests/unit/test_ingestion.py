@@ -22,7 +22,7 @@ from costtrack_service.domain.ingest_settings import IngestSettings
 from costtrack_service.domain.ingestion import IngestResult, IngestService
 from costtrack_service.domain.keys import KeyState
 from costtrack_service.domain.pricing import parse_entry
-from costtrack_service.domain.quota import FREE, PAID, Usage, WorkspaceState
+from costtrack_service.domain.quota import Tier, Usage, WorkspaceState
 from costtrack_service.domain.records import StoreUnavailable
 from costtrack_service.domain.source import Source
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
@@ -63,7 +63,7 @@ class Harness:
     def usage(self, workspace_id: str, period: str = "2026-11") -> Usage:
         return self.store.usage(self.store.workspaces[workspace_id], period)
 
-    def workspace(self, tier: str = PAID, included: int = 100, credits: int = 0, status: str = "active") -> str:
+    def workspace(self, tier: str = Tier.PAID, included: int = 100, credits: int = 0, status: str = "active") -> str:
         workspace_id = f"ws_{len(self.store.workspaces)}"
         self.store.add_workspace(
             WorkspaceState(workspace_id, "test", tier, status, included, credits, usage_period="2026-11")
@@ -470,7 +470,7 @@ def test_included_then_credits_then_quota_exceeded(harness: Harness) -> None:
 
 
 def test_free_plans_stop_at_the_included_events(harness: Harness) -> None:
-    key = harness.key(harness.workspace(tier=FREE, included=1, credits=10), bound="openai/gpt-5/chat")
+    key = harness.key(harness.workspace(tier=Tier.FREE, included=1, credits=10), bound="openai/gpt-5/chat")
     harness.send(key, idempotency_key="a")
     assert harness.error(key, idempotency_key="b").code == "QUOTA_EXCEEDED"
 
@@ -515,7 +515,7 @@ def test_a_stale_cached_allowance_is_corrected_by_the_write(harness: Harness) ->
 
 
 def test_free_source_mismatch_is_accepted_counted_and_hidden(harness: Harness) -> None:
-    workspace_id = harness.workspace(tier=FREE)
+    workspace_id = harness.workspace(tier=Tier.FREE)
     key = harness.key(workspace_id, bound="openai/gpt-5/chat")
     matched = harness.send(key, {**GPT5_EVENT, "feature": "chat"}, "a").body
     other = harness.send(key, {**GPT5_EVENT, "feature": "search"}, "b")
@@ -527,7 +527,7 @@ def test_free_source_mismatch_is_accepted_counted_and_hidden(harness: Harness) -
 
 
 def test_top_level_feature_wins_for_the_binding(harness: Harness) -> None:
-    key = harness.key(harness.workspace(tier=FREE), bound="openai/gpt-5/chat")
+    key = harness.key(harness.workspace(tier=Tier.FREE), bound="openai/gpt-5/chat")
     via_metadata = harness.send(key, {**GPT5_EVENT, "feature": None, "metadata": {"feature": "chat"}}, "a").body
     overridden = harness.send(key, {**GPT5_EVENT, "feature": "search", "metadata": {"feature": "chat"}}, "b").body
     assert via_metadata["dashboard_visible"] is True and via_metadata["feature"] == "chat"
@@ -535,7 +535,7 @@ def test_top_level_feature_wins_for_the_binding(harness: Harness) -> None:
 
 
 def test_paid_plans_are_always_visible(harness: Harness) -> None:
-    key = harness.key(harness.workspace(tier=PAID), bound="openai/gpt-5/chat")
+    key = harness.key(harness.workspace(tier=Tier.PAID), bound="openai/gpt-5/chat")
     assert harness.send(key, {**GPT5_EVENT, "feature": "search"}).body["dashboard_visible"] is True
 
 

@@ -27,7 +27,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.keys import KeyState
-from costtrack_service.domain.quota import PAID, WorkspaceState
+from costtrack_service.domain.quota import Tier, WorkspaceState
 from costtrack_service.domain.records import StoreUnavailable
 from costtrack_service.edge.otlp import JSON, MAX_BODY_BYTES, PROTOBUF, OtlpAnswer, export
 from costtrack_tools.memory_store import MemoryStore
@@ -89,7 +89,7 @@ def otlp_json(message: ExportTraceServiceRequest) -> bytes:
 class Api:
     def __init__(self) -> None:
         self.store = MemoryStore()
-        self.store.add_workspace(WorkspaceState("ws_1", "w", PAID, "active", 100, 0))
+        self.store.add_workspace(WorkspaceState("ws_1", "w", Tier.PAID, "active", 100, 0))
         self.key = self.store.add_key("ws_1")
         self.service = IngestService(self.store)
 

@@ -15,7 +15,7 @@ import pytest
 
 from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.quota import PAID
+from costtrack_service.domain.quota import Tier
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.workspace import create_handler
 from costtrack_service.store import DynamoStore
@@ -75,7 +75,7 @@ def test_a_throttled_database_is_a_503_on_every_owners_route(
     query: dict[str, str] | None,
     body: object,
 ) -> None:
-    workspace = dynamo.create_workspace("busy", tier=PAID, included_events=100)
+    workspace = dynamo.create_workspace("busy", tier=Tier.PAID, included_events=100)
     _, key = dynamo.create_key(workspace.workspace_id)
     token, _ = dynamo.create_key(workspace.workspace_id, kind=ADMIN)
     budgets = BudgetService(dynamo, resolve=public_address)

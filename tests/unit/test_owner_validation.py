@@ -13,19 +13,19 @@ from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.keys import ADMIN
 from costtrack_service.domain.owner_requests import field_name
-from costtrack_service.domain.quota import PAID
+from costtrack_service.domain.quota import Tier
 from costtrack_service.domain.workspace_api import MAX_LIMIT, WorkspaceService
 from costtrack_service.edge.request_errors import MAX_BODY_BYTES
 from costtrack_service.edge.workspace import create_handler
-from costtrack_service.local.server import LambdaContext
 from costtrack_service.store import DynamoStore
+from costtrack_tools.local.server import LambdaContext
 from tests.unit.test_owner_routes_busy import request
 from tests.unit.test_store_unavailable import dynamo  # noqa: F401 (a fixture: DynamoStore on moto)
 
 
 @pytest.fixture
 def owner(dynamo: DynamoStore) -> tuple[Any, str]:  # noqa: F811
-    workspace = dynamo.create_workspace("typed", tier=PAID, included_events=100)
+    workspace = dynamo.create_workspace("typed", tier=Tier.PAID, included_events=100)
     token, _ = dynamo.create_key(workspace.workspace_id, name="t", kind=ADMIN)
     return create_handler(WorkspaceService(dynamo)), token
 
@@ -123,7 +123,7 @@ def test_union_members_are_not_fields() -> None:
 
 def test_the_cli_s_mappings_are_checked_by_the_same_types(dynamo: DynamoStore) -> None:  # noqa: F811
     """``costtrack admin`` hands the services plain mappings: the same models check them."""
-    workspace = dynamo.create_workspace("cli", tier=PAID, included_events=100)
+    workspace = dynamo.create_workspace("cli", tier=Tier.PAID, included_events=100)
     for call, body, named in [
         (WorkspaceService(dynamo).create_key, {"colour": 1}, "colour"),
         (WorkspaceService(dynamo).create_key, {"bind": {"provider": "p", "model": 1, "feature": "f"}}, "bind.model"),

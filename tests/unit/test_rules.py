@@ -19,7 +19,7 @@ from costtrack_service.domain.keys import (
     new_secret,
     transition_refusal,
 )
-from costtrack_service.domain.quota import FREE, PAID, Charge, Usage, WorkspaceState, billing_period
+from costtrack_service.domain.quota import Charge, Tier, Usage, WorkspaceState, billing_period
 from costtrack_service.domain.shards import SHARDS
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, decide
@@ -32,7 +32,7 @@ BOUND = Source.of("openai", "gpt-4o-mini", "chat")
     [Source.of("openai", "gpt-4o-mini", "chat"), Source.of(" OpenAI ", "GPT-4o-mini", "Chat ")],
 )
 def test_free_key_sees_its_bound_source(event: Source) -> None:
-    assert decide(FREE, BOUND, event).dashboard_visible
+    assert decide(Tier.FREE, BOUND, event).dashboard_visible
 
 
 @pytest.mark.parametrize(
@@ -44,17 +44,17 @@ def test_free_key_sees_its_bound_source(event: Source) -> None:
     ],
 )
 def test_free_key_hides_other_sources(event: Source) -> None:
-    visibility = decide(FREE, BOUND, event)
+    visibility = decide(Tier.FREE, BOUND, event)
     assert (visibility.dashboard_visible, visibility.reason) == (False, FREE_SOURCE_MISMATCH)
 
 
 def test_paid_plans_see_everything() -> None:
-    assert decide(PAID, BOUND, Source.of("x", "y", "z")).dashboard_visible
-    assert decide(PAID, None, Source.of("x", "y", "z")).dashboard_visible
+    assert decide(Tier.PAID, BOUND, Source.of("x", "y", "z")).dashboard_visible
+    assert decide(Tier.PAID, None, Source.of("x", "y", "z")).dashboard_visible
 
 
 def test_free_plan_with_unbound_key_shows_nothing() -> None:
-    assert not decide(FREE, None, BOUND).dashboard_visible
+    assert not decide(Tier.FREE, None, BOUND).dashboard_visible
 
 
 def test_gemini_is_an_alias_of_google() -> None:
@@ -71,7 +71,7 @@ def workspace(**overrides: object) -> WorkspaceState:
     values: dict[str, object] = {
         "workspace_id": "ws",
         "name": "w",
-        "tier": PAID,
+        "tier": Tier.PAID,
         "status": "active",
         "included_events": 2,
         "credits": 1,
@@ -141,9 +141,11 @@ def test_a_credit_waits_for_a_survey() -> None:
 
 
 def test_free_plans_never_spend_credits() -> None:
-    payment = plan_payment(workspace(tier=FREE, included_leased=2, credits=5), Balances("2026-11"), 1, 0, surveyed=True)
+    payment = plan_payment(
+        workspace(tier=Tier.FREE, included_leased=2, credits=5), Balances("2026-11"), 1, 0, surveyed=True
+    )
     assert (payment.spends, payment.exhausted) == ((), True)
-    assert unleased(workspace(tier=FREE, credits=5), Charge.CREDIT, "2026-11") == 0
+    assert unleased(workspace(tier=Tier.FREE, credits=5), Charge.CREDIT, "2026-11") == 0
 
 
 def test_a_new_month_restarts_the_included_events() -> None:
@@ -182,8 +184,8 @@ def test_a_lease_is_about_a_thirty_second_of_what_is_left() -> None:
 
 
 def test_the_workspace_view_reads_the_usage() -> None:
-    view = workspace(included_events=10, included_leased=7, credits=3).view("2026-11", Usage(4, 2, 9))
-    assert view["plan"] == {"tier": PAID, "status": "active", "included_events": 10, "credits": 9}
+    view = workspace(included_events=10, included_leased=7, credits=3).to_dict("2026-11", Usage(4, 2, 9))
+    assert view["plan"] == {"tier": Tier.PAID, "status": "active", "included_events": 10, "credits": 9}
     assert view["usage"] == {
         "period": "2026-11",
         "included_used": 4,

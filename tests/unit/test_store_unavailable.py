@@ -16,7 +16,7 @@ from moto import mock_aws
 
 from costtrack_service.domain.ingestion import IngestService, StoreUnavailable
 from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.quota import PAID
+from costtrack_service.domain.quota import Tier
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.ingest import create_handler
 from costtrack_service.edge.workspace import create_handler as create_api_handler
@@ -63,7 +63,7 @@ def dynamo() -> Iterator[DynamoStore]:
 
 @pytest.mark.parametrize("name", sorted(path.name for path in EVENTS.glob("*.json")))
 def test_every_call_of_every_route_answers_503_when_dynamodb_is_busy(dynamo: DynamoStore, name: str) -> None:
-    workspace = dynamo.create_workspace("busy", tier=PAID, included_events=100)
+    workspace = dynamo.create_workspace("busy", tier=Tier.PAID, included_events=100)
     key, record = dynamo.create_key(workspace.workspace_id)
     token, _ = dynamo.create_key(workspace.workspace_id, kind=ADMIN)
     text = (EVENTS / name).read_text()

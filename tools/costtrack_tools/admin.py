@@ -20,7 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.keys import ADMIN, KEY_TRANSITIONS, KeyRecord
-from costtrack_service.domain.quota import FREE, INACTIVE, PAID, PLAN_STATUSES, TIERS, WorkspaceState, billing_period
+from costtrack_service.domain.quota import PlanStatus, Tier, WorkspaceState, billing_period
 from costtrack_service.domain.store_errors import StoreError, StoreUnavailable
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.store import DynamoStore, dynamodb_client
@@ -33,7 +33,7 @@ from costtrack_tools.admin_reports import add_report_parsers
 from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS
 from costtrack_tools.local.stack import DEFAULT_STATE_FILE
 
-DEFAULT_INCLUDED = {FREE: 1_000, PAID: 100_000}
+DEFAULT_INCLUDED = {Tier.FREE: 1_000, Tier.PAID: 100_000}
 STACK_OUTPUTS = {spec.name: f"{spec.name.capitalize()}TableName" for spec in TABLES}
 
 
@@ -78,11 +78,11 @@ def _store_from_stack(stack: str, region: str | None, cloudformation: Any) -> Dy
 
 def workspace_dict(store: DynamoStore, workspace: WorkspaceState) -> dict[str, Any]:
     period = billing_period(datetime.now(UTC))
-    return workspace.view(period, store.usage(workspace, period))
+    return workspace.to_dict(period, store.usage(workspace, period))
 
 
 def key_dict(record: KeyRecord) -> dict[str, Any]:
-    return record.view()
+    return record.to_dict()
 
 
 def describe_workspace(data: dict[str, Any]) -> str:
@@ -107,10 +107,12 @@ def workspace_create(store: DynamoStore, args: argparse.Namespace) -> None:
         tier=args.plan,
         included_events=included,
         credits=args.credits,
-        status=INACTIVE if args.inactive else "active",
+        status=PlanStatus.INACTIVE if args.inactive else PlanStatus.ACTIVE,
     )
     data = workspace_dict(store, workspace)
-    hint = "" if args.plan == PAID else "\nfree-plan keys need a binding: costtrack admin key create WS --bind p/m/f"
+    hint = (
+        "" if args.plan == Tier.PAID else "\nfree-plan keys need a binding: costtrack admin key create WS --bind p/m/f"
+    )
     emit(args, data, lambda: describe_workspace(data) + hint)
 
 
@@ -148,7 +150,7 @@ def plan_set(store: DynamoStore, args: argparse.Namespace) -> None:
     workspace = store.update_plan(args.workspace, tier=args.tier, status=args.status, included_events=args.included)
     data = workspace_dict(store, workspace)
     note = ""
-    if args.tier == FREE:
+    if args.tier == Tier.FREE:
         unbound = [key.key_id for key in store.list_keys(args.workspace) if key.bound is None]
         if unbound:
             note = f"\nnote: {len(unbound)} key(s) have no binding; on a free plan their events are hidden"
@@ -274,7 +276,7 @@ def add_admin_parser(commands: Any) -> None:
     )
     create = command(workspace, "create", workspace_create, "create a workspace")
     create.add_argument("name")
-    create.add_argument("--plan", choices=TIERS, required=True)
+    create.add_argument("--plan", choices=list(Tier), required=True)
     create.add_argument("--included", type=int, help="included events per month (default free 1000, paid 100000)")
     create.add_argument("--credits", type=int, default=0, help="pay-per-event credits (paid plans)")
     create.add_argument("--inactive", action="store_true", help="create with an inactive plan")
@@ -289,8 +291,8 @@ def add_admin_parser(commands: Any) -> None:
     )
     set_plan = command(plan, "set", plan_set, "set a workspace's tier, status or included events")
     set_plan.add_argument("workspace")
-    set_plan.add_argument("--tier", choices=TIERS)
-    set_plan.add_argument("--status", choices=PLAN_STATUSES)
+    set_plan.add_argument("--tier", choices=list(Tier))
+    set_plan.add_argument("--status", choices=list(PlanStatus))
     set_plan.add_argument("--included", type=int, help="included events per month")
     credits = command(plan, "add-credits", plan_add_credits, "add pay-per-event credits")
     credits.add_argument("workspace")

@@ -69,7 +69,7 @@ def pricing_list(store: DynamoStore, args: argparse.Namespace) -> None:
     data = {
         "catalogue": catalogue.catalogue_version(),
         "catalogued_providers": catalogue.catalogued_providers(),
-        "entries": [entry.to_mapping() for entry in entries],
+        "entries": [entry.to_dict() for entry in entries],
     }
     rows = [
         (f"{e.provider}/{e.model}", e.origin.value, format_timestamp(e.effective_from)[:10], e.status.value, e.version)
@@ -102,9 +102,9 @@ def pricing_show(store: DynamoStore, args: argparse.Namespace) -> None:
         "model": found.model,
         "matched": found.kind.value,
         "at": format_timestamp(at),
-        "in_force": entry.to_mapping() if entry else None,
+        "in_force": entry.to_dict() if entry else None,
         "prices_at": _sheet(entry, at),
-        "entries": [version.to_mapping() for version in versions],
+        "entries": [version.to_dict() for version in versions],
     }
 
     def human() -> str:
@@ -164,7 +164,7 @@ def pricing_add(store: DynamoStore, args: argparse.Namespace) -> None:
     except PricingConflict as exc:
         raise AdminError(str(exc)) from None
     result = backfill(store)
-    data = {"added": entry.to_mapping(), "closed": closed.to_mapping() if closed else None, "backfill": result}
+    data = {"added": entry.to_dict(), "closed": closed.to_dict() if closed else None, "backfill": result}
     emit(
         args,
         data,
@@ -203,7 +203,7 @@ def pricing_retire(store: DynamoStore, args: argparse.Namespace) -> None:
         raise AdminError(str(exc)) from None
     emit(
         args,
-        retired.to_mapping(),
+        retired.to_dict(),
         lambda: f"retired {retired.provider}/{retired.model} from {format_timestamp(at)}: new events are unpriced",
     )
 

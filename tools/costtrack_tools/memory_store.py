@@ -19,7 +19,7 @@ from costtrack_service.domain.chunks import Chunk, ChunkRejected, Survey
 from costtrack_service.domain.keys import KeyRecord, KeyState, display_prefix, hash_secret, new_key_id, new_secret
 from costtrack_service.domain.overrides import Override
 from costtrack_service.domain.pricing import PricingEntry, format_timestamp
-from costtrack_service.domain.quota import ACTIVE, PAID, Charge, Usage, WorkspaceState
+from costtrack_service.domain.quota import Charge, PlanStatus, Tier, Usage, WorkspaceState
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.shards import SHARDS
 from costtrack_service.domain.source import Source, normalize_provider
@@ -69,7 +69,9 @@ class MemoryStore:
         included leases back to it."""
         with self._lock:
             workspace = replace(self.workspaces[workspace_id], **changes)  # type: ignore[arg-type]
-            if ("included_events" in changes or changes.get("status", ACTIVE) != ACTIVE) and workspace.usage_period:
+            if (
+                "included_events" in changes or changes.get("status", PlanStatus.ACTIVE) != PlanStatus.ACTIVE
+            ) and workspace.usage_period:
                 back = 0
                 for key in list(self.shards):
                     owner, period, (charge, _) = key
@@ -185,10 +187,10 @@ class MemoryStore:
 
 def _lease_fits(central: WorkspaceState, chunk: Chunk, charge: Charge, lease: int) -> bool:
     """The lease's condition, as ``event_store.EventTable._lease`` states it."""
-    if central.status != ACTIVE:
+    if central.status != PlanStatus.ACTIVE:
         return False
     if charge is Charge.CREDIT:
-        return central.tier == PAID and central.credits >= lease
+        return central.tier == Tier.PAID and central.credits >= lease
     planned = chunk.payment.central
     if planned.usage_period != chunk.period:
         return (central.usage_period is None or central.usage_period < chunk.period) and (

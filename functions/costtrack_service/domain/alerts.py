@@ -33,7 +33,7 @@ class Endpoint:
     created_at: str
     description: str | None = None
 
-    def view(self, *, with_secret: bool = False) -> dict[str, Any]:
+    def to_dict(self, *, with_secret: bool = False) -> dict[str, Any]:
         data = {
             "endpoint_id": self.endpoint_id,
             "url": self.url,
@@ -75,7 +75,7 @@ class Notification:
             "type": EVENT_TYPE,
             "created_at": created,
             "workspace_id": budget.workspace_id,
-            "budget": budget.view(),
+            "budget": budget.to_dict(),
             "threshold": threshold,
             "spend": format_decimal(spent),
             "amount": format_decimal(budget.amount),
@@ -102,7 +102,7 @@ class Attempt:
     status: int | None = None  # the receiver's HTTP status, when it answered
     error: str | None = None
 
-    def view(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {"at": self.at, "status": self.status, "error": self.error}
 
 
@@ -128,7 +128,7 @@ class Delivery:
     def attempted(self, attempt: Attempt, state: str, due_at: str | None) -> Delivery:
         return replace(self, attempts=(*self.attempts, attempt), state=state, due_at=due_at)
 
-    def view(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "notification_id": notification_id(self.notification_key),
             "budget_id": self.budget_id,
@@ -138,5 +138,5 @@ class Delivery:
             "state": self.state,
             "created_at": self.created_at,
             "next_attempt_at": self.due_at if self.state in (PENDING, SENDING) else None,
-            "attempts": [attempt.view() for attempt in self.attempts],
+            "attempts": [attempt.to_dict() for attempt in self.attempts],
         }

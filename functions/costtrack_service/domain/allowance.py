@@ -38,7 +38,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from costtrack_service.domain.quota import PAID, Charge, WorkspaceState
+from costtrack_service.domain.quota import Charge, Tier, WorkspaceState
 from costtrack_service.domain.shards import SHARDS
 
 LEASE_EVENTS = 2000
@@ -122,7 +122,7 @@ def unleased(central: WorkspaceState, charge: Charge, period: str) -> int:
         return 0  # an event of a month the workspace item has moved past: only its shards can pay
     if charge is Charge.INCLUDED:
         return max(central.included_events - central.included_leased_in(period), 0)
-    return max(central.credits, 0) if central.tier == PAID else 0
+    return max(central.credits, 0) if central.tier == Tier.PAID else 0
 
 
 def lease_size(left_to_lease: int, wanted: int) -> int:
@@ -137,7 +137,7 @@ def plan_payment(central: WorkspaceState, balances: Balances, count: int, shard:
     spends: list[Spend] = []
     wanted = count
     central_used = False  # one transaction may hold one operation on the central item
-    kinds = (Charge.INCLUDED, Charge.CREDIT) if central.tier == PAID else (Charge.INCLUDED,)
+    kinds = (Charge.INCLUDED, Charge.CREDIT) if central.tier == Tier.PAID else (Charge.INCLUDED,)
     for charge in kinds:
         if charge is Charge.CREDIT and not (surveyed or balances.included_gone(central)):
             break  # never a credit while an included event may be left somewhere
@@ -202,7 +202,7 @@ def _used(spends: list[Spend], charge: Charge, index: int) -> bool:
 
 
 def _nothing_left(central: WorkspaceState, balances: Balances, spends: list[Spend]) -> bool:
-    kinds = (Charge.INCLUDED, Charge.CREDIT) if central.tier == PAID else (Charge.INCLUDED,)
+    kinds = (Charge.INCLUDED, Charge.CREDIT) if central.tier == Tier.PAID else (Charge.INCLUDED,)
     for charge in kinds:
         leased_now = sum(spend.lease for spend in spends if spend.charge is charge)
         if unleased(central, charge, balances.period) - leased_now > 0:

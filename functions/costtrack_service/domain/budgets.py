@@ -81,7 +81,7 @@ class Budget:
         """``feature chat``, ``the workspace``: what the budget covers, for people."""
         return "the workspace" if self.scope == WORKSPACE else f"{self.scope} {self.scope_value}"
 
-    def view(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "budget_id": self.budget_id,
             "name": self.name,
@@ -98,7 +98,7 @@ class Budget:
 
     def config(self) -> dict[str, Any]:
         """What is stored of the owner's choices (as text: one attribute, read whole)."""
-        return {**self.view(), "episodes": dict(self.episodes)}
+        return {**self.to_dict(), "episodes": dict(self.episodes)}
 
     def warns_at(self, at: str) -> bool:
         """Whether an event received at ``at`` lands in this budget past 100%."""
@@ -313,9 +313,9 @@ class Status:
     span: Window
     spent: Decimal
 
-    def view(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
-            **self.budget.view(),
+            **self.budget.to_dict(),
             "window": {"from": self.span.first_day.isoformat(), "to": self.span.last_day.isoformat()},
             "spend": format_decimal(self.spent),
             "percent": percent(self.budget, self.spent),

@@ -80,7 +80,7 @@ class BudgetService:
     def list(self, workspace_id: str) -> dict[str, Any]:
         """Each budget with its window and spend now (from the rollups, like the dashboard)."""
         budgets = self.store.list_budgets(workspace_id)
-        return {"budgets": [status.view() for status in statuses(self.store, workspace_id, budgets, self._clock())]}
+        return {"budgets": [status.to_dict() for status in statuses(self.store, workspace_id, budgets, self._clock())]}
 
     def create(self, workspace_id: str, body: object) -> dict[str, Any]:
         try:
@@ -114,12 +114,12 @@ class BudgetService:
         return budget
 
     def _one(self, budget: Budget) -> dict[str, Any]:
-        return statuses(self.store, budget.workspace_id, [budget], self._clock())[0].view()
+        return statuses(self.store, budget.workspace_id, [budget], self._clock())[0].to_dict()
 
     # -- webhook endpoints ------------------------------------------------------------------
 
     def endpoints(self, workspace_id: str) -> dict[str, Any]:
-        return {"webhooks": [endpoint.view() for endpoint in self.store.list_endpoints(workspace_id)]}
+        return {"webhooks": [endpoint.to_dict() for endpoint in self.store.list_endpoints(workspace_id)]}
 
     def add_endpoint(self, workspace_id: str, body: NewWebhook | object) -> dict[str, Any]:
         """Register an endpoint; its signing secret is in this answer only. ``body``: the API's
@@ -143,7 +143,7 @@ class BudgetService:
             description=description,
         )
         self.store.put_endpoint(endpoint)
-        return {"webhook": endpoint.view(with_secret=True)}
+        return {"webhook": endpoint.to_dict(with_secret=True)}
 
     def delete_endpoint(self, workspace_id: str, endpoint_id: str) -> dict[str, Any]:
         if not _ID.fullmatch(endpoint_id) or not self.store.delete_endpoint(workspace_id, endpoint_id):
@@ -156,7 +156,7 @@ class BudgetService:
         if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_DELIVERIES:
             raise invalid("limit", f"limit must be an integer from 1 to {MAX_DELIVERIES}")
         deliveries = self.store.list_deliveries(workspace_id, limit=int(raw))
-        return {"deliveries": [delivery.view() for delivery in deliveries]}
+        return {"deliveries": [delivery.to_dict() for delivery in deliveries]}
 
     def _now(self) -> str:
         return format_timestamp(self._clock())

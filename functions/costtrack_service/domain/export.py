@@ -88,7 +88,7 @@ def object_key(prefix: str, workspace_id: str, day: date, partition: int, number
 
 def export_line(record: EventRecord) -> dict[str, Any]:
     """Every column, in order; an absent field (which the API's list leaves out) is null."""
-    view = record.view()
+    view = record.to_dict()
     metadata = view.pop("metadata", None)
     line = {
         **view,

@@ -30,7 +30,7 @@ from costtrack_service.domain.errors import ApiError, unavailable
 from costtrack_service.domain.ingest_reads import CachedReads
 from costtrack_service.domain.ingest_settings import IngestSettings
 from costtrack_service.domain.keys import invalid_key
-from costtrack_service.domain.quota import ACTIVE, WorkspaceState
+from costtrack_service.domain.quota import PlanStatus, WorkspaceState
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.shards import ShardCycle
 
@@ -64,7 +64,7 @@ class Outcome:
         if self.error is not None:
             return self.error.body(None) | {"status": self.status}
         assert self.record is not None
-        return {"status": 200, **self.record.response(replayed=self.replayed)}
+        return {"status": 200, **self.record.answer(replayed=self.replayed)}
 
 
 def quota_exceeded() -> ApiError:
@@ -179,7 +179,7 @@ class Committer:
         self.reads.remember_workspace(workspace_id, central)
         if central is None:
             raise invalid_key()  # the workspace was deleted
-        if central.status != ACTIVE:
+        if central.status != PlanStatus.ACTIVE:
             raise plan_inactive()
         return central
 

@@ -37,7 +37,7 @@ from costtrack_service.domain.ingest_settings import IngestSettings
 from costtrack_service.domain.keys import KeyRecord, hash_secret, invalid_key, rejection_for
 from costtrack_service.domain.pricer import Call, Pricer
 from costtrack_service.domain.pricing import format_timestamp
-from costtrack_service.domain.quota import ACTIVE, WorkspaceState, billing_period
+from costtrack_service.domain.quota import PlanStatus, WorkspaceState, billing_period
 from costtrack_service.domain.records import (
     EventRecord,
     EventWarning,
@@ -116,7 +116,7 @@ class IngestService:
             raise outcome.error
         assert outcome.record is not None
         headers = {"Idempotent-Replayed": "true"} if outcome.replayed else {}
-        return IngestResult(outcome.record.response(replayed=outcome.replayed), (outcome,), headers=headers)
+        return IngestResult(outcome.record.answer(replayed=outcome.replayed), (outcome,), headers=headers)
 
     def authenticate(self, secret: str | None) -> KeyRecord:
         """The request's ingestion key, or the 401 that refuses it (the first check). ``secret``
@@ -150,7 +150,7 @@ class IngestService:
             workspace = self.reads.workspace(key.workspace_id)
             if workspace is None:
                 raise invalid_key()  # a key whose workspace is gone is as good as no key
-            if workspace.status != ACTIVE:
+            if workspace.status != PlanStatus.ACTIVE:
                 raise plan_inactive()
             received = received_at or self._clock()
             outcomes = self._accept(key, workspace, items, received)

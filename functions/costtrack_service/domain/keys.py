@@ -70,7 +70,7 @@ class KeyRecord:
     name: str | None = None
     kind: str = INGEST
 
-    def view(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The key as owners see it: never the secret, never its hash."""
         return {
             "key_id": self.key_id,

@@ -48,7 +48,7 @@ class Override:
         """What is left of the price after the discount (``1 - percent/100``)."""
         return (MAX_DISCOUNT - (self.discount_percent or Decimal(0))) / MAX_DISCOUNT
 
-    def to_mapping(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "override_id": self.override_id,
             "workspace_id": self.workspace_id,

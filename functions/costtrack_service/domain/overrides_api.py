@@ -32,7 +32,7 @@ class OverrideService:
     def list(self, workspace: WorkspaceState) -> dict[str, Any]:
         overrides = self.store.get_price_overrides(workspace.workspace_id)
         ordered = sorted(overrides, key=lambda o: (o.provider, o.model or "", o.effective_from))
-        return {"overrides": [override.to_mapping() for override in ordered]}
+        return {"overrides": [override.to_dict() for override in ordered]}
 
     def set(self, workspace: WorkspaceState, body: object) -> dict[str, Any]:
         """Create or replace the override of a scope (provider, model, start)."""
@@ -53,7 +53,7 @@ class OverrideService:
         if len(existing) >= MAX_OVERRIDES and override.override_id not in {o.override_id for o in existing}:
             raise invalid("body", f"a workspace has at most {MAX_OVERRIDES} price overrides")
         self.store.put_price_override(override)
-        return {"override": override.to_mapping()}
+        return {"override": override.to_dict()}
 
     def delete(self, workspace: WorkspaceState, override_id: str) -> dict[str, Any]:
         if len(override_id) > 600 or not self.store.delete_price_override(workspace.workspace_id, override_id):

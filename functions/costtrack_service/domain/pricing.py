@@ -250,7 +250,7 @@ class PricingEntry:
             self.__dict__["_prices"] = cached
         return cached
 
-    def to_mapping(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The stored (catalogue) form of the entry, JSON-ready."""
         raw = json.loads(self.raw_prices)
         data: dict[str, Any] = {

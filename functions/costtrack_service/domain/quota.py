@@ -16,13 +16,19 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-FREE = "free"
-PAID = "paid"
-TIERS = (FREE, PAID)
 
-ACTIVE = "active"
-INACTIVE = "inactive"
-PLAN_STATUSES = (ACTIVE, INACTIVE)
+class Tier(StrEnum):
+    """A plan's tier: a free plan's keys are bound (docs/api-rules.md#free-plan-visibility)."""
+
+    FREE = "free"
+    PAID = "paid"
+
+
+class PlanStatus(StrEnum):
+    """An inactive plan's keys are refused (docs/api-rules.md#plans-and-allowance)."""
+
+    ACTIVE = "active"
+    INACTIVE = "inactive"
 
 
 class Charge(StrEnum):
@@ -45,8 +51,8 @@ class WorkspaceState:
 
     workspace_id: str
     name: str
-    tier: str
-    status: str
+    tier: Tier
+    status: PlanStatus
     included_events: int
     credits: int
     usage_period: str | None = None
@@ -58,7 +64,7 @@ class WorkspaceState:
     def included_leased_in(self, period: str) -> int:
         return self.included_leased if self.usage_period == period else 0
 
-    def view(self, period: str, usage: Usage) -> dict[str, Any]:
+    def to_dict(self, period: str, usage: Usage) -> dict[str, Any]:
         """The workspace, its plan and its allowance in ``period``, as owners see them."""
         return {
             "workspace_id": self.workspace_id,

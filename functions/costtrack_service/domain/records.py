@@ -95,7 +95,7 @@ class EventRecord:
         (so a retry collides with its original), else the event id."""
         return event_key_for(self.idempotency_key, self.event_id)
 
-    def view(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The stored event as the dashboard lists it."""
         return {
             "event_id": self.event_id,
@@ -109,7 +109,7 @@ class EventRecord:
             "idempotency_key": self.idempotency_key,
         }
 
-    def response(self, *, replayed: bool) -> dict[str, Any]:
+    def answer(self, *, replayed: bool) -> dict[str, Any]:
         """The accepted-event body (docs/api-rules.md#responses); a replay returns the same body."""
         return {
             "event_id": self.event_id,

@@ -54,5 +54,5 @@ class Source:
     def __str__(self) -> str:
         return f"{self.provider}/{self.model}/{self.feature}"
 
-    def as_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, str]:
         return {"provider": self.provider, "model": self.model, "feature": self.feature}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from costtrack_service.domain.quota import PAID
+from costtrack_service.domain.quota import Tier
 from costtrack_service.domain.source import Source
 
 FREE_SOURCE_MISMATCH = "free_source_mismatch"
@@ -30,7 +30,7 @@ def decide(plan_tier: str, bound: Source | None, source: Source) -> Visibility:
     A free-plan key without a binding (possible only after a workspace moved from paid to
     free) matches nothing: the free plan shows one source, never all of them.
     """
-    if plan_tier == PAID:
+    if plan_tier == Tier.PAID:
         return VISIBLE
     if bound is not None and bound == source:
         return VISIBLE

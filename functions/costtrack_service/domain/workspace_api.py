@@ -38,7 +38,7 @@ from costtrack_service.domain.otlp_spans import (
     parse_attribute_map,
 )
 from costtrack_service.domain.owner_requests import BIND_CAPS, Binding, NewKey, checked
-from costtrack_service.domain.quota import FREE, Usage, WorkspaceState, billing_period
+from costtrack_service.domain.quota import Tier, Usage, WorkspaceState, billing_period
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.statements import Statement, StatementRequestError, check_options, read_statement
@@ -221,7 +221,7 @@ class WorkspaceService:
     def summary(self, workspace: WorkspaceState) -> dict[str, Any]:
         """The plan, this month's allowance and credits."""
         period = billing_period(self._clock())
-        return workspace.view(period, self.store.usage(workspace, period))
+        return workspace.to_dict(period, self.store.usage(workspace, period))
 
     def usage(self, workspace: WorkspaceState, params: Mapping[str, str]) -> dict[str, Any]:
         group_by = params.get("group_by") or "day"
@@ -252,7 +252,7 @@ class WorkspaceService:
             workspace.workspace_id, limit=int(raw_limit), after=after, filters=filters
         )
         return {
-            "events": [record.view() for record in records],
+            "events": [record.to_dict() for record in records],
             "next_cursor": encode_cursor(position) if position else None,
         }
 
@@ -265,7 +265,7 @@ class WorkspaceService:
             raise invalid(exc.field, exc.message) from None
 
     def keys(self, workspace: WorkspaceState) -> dict[str, Any]:
-        return {"keys": [key.view() for key in self.store.list_keys(workspace.workspace_id)]}
+        return {"keys": [key.to_dict() for key in self.store.list_keys(workspace.workspace_id)]}
 
     # -- changes ----------------------------------------------------------------------------
 
@@ -273,10 +273,10 @@ class WorkspaceService:
         """``body``: the API's validated :class:`NewKey`, or the CLI's mapping (checked the same way)."""
         request = checked(NewKey, {} if body is None else body)
         bound = self._binding(request.bind)
-        if workspace.tier == FREE and bound is None:
+        if workspace.tier == Tier.FREE and bound is None:
             raise invalid("bind", "a free-plan key must be bound to one provider/model/feature")
         secret, record = self.store.create_key(workspace.workspace_id, bound=bound, name=request.name)
-        return {"key": record.view(), "api_key": secret}
+        return {"key": record.to_dict(), "api_key": secret}
 
     @staticmethod
     def _binding(bind: str | Binding | None) -> Source | None:
@@ -289,7 +289,7 @@ class WorkspaceService:
             source = None
         if source is None:
             raise invalid("bind", "bind must be provider/model/feature (a string or an object with those fields)")
-        parts = source.as_dict()
+        parts = source.to_dict()
         if not all(len(parts[name]) <= cap and encodable(parts[name]) for name, cap in BIND_CAPS.items()):
             caps = ", ".join(f"{name} {cap}" for name, cap in BIND_CAPS.items())
             raise invalid("bind", f"bind's parts must be text of at most these lengths: {caps} characters")
@@ -301,7 +301,7 @@ class WorkspaceService:
         record = self.store.find_key(workspace.workspace_id, check_key_id(key_id))
         if record is None or record.kind != INGEST:
             raise not_found("key")
-        return {"key": self.store.change_key_state(record.key_hash, action).view()}
+        return {"key": self.store.change_key_state(record.key_hash, action).to_dict()}
 
     # -- OpenTelemetry (README, "Send OpenTelemetry") ---------------------------------------
 

@@ -14,7 +14,7 @@ from costtrack_service.domain.budgets import MAX_THRESHOLD, MIN_THRESHOLD, PERIO
 from costtrack_service.domain.errors import ERROR_STATUS
 from costtrack_service.domain.keys import ADMIN, INGEST, KeyState
 from costtrack_service.domain.owner_requests import DECIMAL_PATTERN
-from costtrack_service.domain.quota import FREE, PAID
+from costtrack_service.domain.quota import PlanStatus, Tier
 from costtrack_service.domain.statements import HIDDEN, NO_CUSTOMER, STATEMENT_GROUPINGS, TOTAL
 from costtrack_service.domain.usage import GROUPINGS
 
@@ -43,8 +43,8 @@ class Error(BaseModel):
 
 
 class Plan(BaseModel):
-    tier: Literal[FREE, PAID]  # type: ignore[valid-type]
-    status: Literal["active", "inactive"]
+    tier: Tier
+    status: PlanStatus
     included_events: int
     credits: int
 

@@ -26,7 +26,7 @@ from typing import Any
 from costtrack_service.catalogue import bundled_entries, catalogued_providers
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.keys import ADMIN, KeyState
-from costtrack_service.domain.quota import FREE, INACTIVE, PAID
+from costtrack_service.domain.quota import PlanStatus, Tier
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.webhooks import UrlPolicy
 from costtrack_service.domain.workspace_api import WorkspaceService
@@ -54,13 +54,15 @@ def import_catalogue(store: DynamoStore) -> int:
 
 def seed_demo(store: DynamoStore) -> dict[str, Any]:
     """Demo workspaces and keys, one for each situation the API distinguishes."""
-    paid = store.create_workspace("Demo (paid)", tier=PAID, included_events=100_000, credits=10_000)
+    paid = store.create_workspace("Demo (paid)", tier=Tier.PAID, included_events=100_000, credits=10_000)
     paid_key, _ = store.create_key(paid.workspace_id, name="demo")
-    free = store.create_workspace("Demo (free)", tier=FREE, included_events=10_000)
+    free = store.create_workspace("Demo (free)", tier=Tier.FREE, included_events=10_000)
     free_key, _ = store.create_key(free.workspace_id, bound=FREE_BINDING, name="demo")
-    quota = store.create_workspace("Demo (allowance 5)", tier=PAID, included_events=QUOTA_ALLOWANCE, credits=0)
+    quota = store.create_workspace("Demo (allowance 5)", tier=Tier.PAID, included_events=QUOTA_ALLOWANCE, credits=0)
     quota_key, _ = store.create_key(quota.workspace_id, name="demo")
-    inactive_plan = store.create_workspace("Demo (plan inactive)", tier=PAID, included_events=1000, status=INACTIVE)
+    inactive_plan = store.create_workspace(
+        "Demo (plan inactive)", tier=Tier.PAID, included_events=1000, status=PlanStatus.INACTIVE
+    )
     inactive_plan_key, _ = store.create_key(inactive_plan.workspace_id, name="demo")
 
     tokens = {
@@ -80,7 +82,7 @@ def seed_demo(store: DynamoStore) -> dict[str, Any]:
                 "workspace_id": free.workspace_id,
                 "api_key": free_key,
                 "admin_token": tokens["free"],
-                "bound": FREE_BINDING.as_dict(),
+                "bound": FREE_BINDING.to_dict(),
             },
             "quota": {
                 "workspace_id": quota.workspace_id,
