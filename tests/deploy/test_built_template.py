@@ -235,7 +235,7 @@ def api_calls() -> dict[str, set[str]]:
         service = WorkspaceService(
             DynamoStore(recorder.attach(boto3.client("dynamodb", region_name="us-east-1")), names)
         )
-        caller = service.authenticate({"authorization": f"Bearer {token}"}).workspace
+        caller = service.authenticate(token).workspace
         service.summary(caller)
         for group_by in ("day", "feature", "customer"):
             service.usage(caller, {"group_by": group_by})

@@ -13,7 +13,6 @@ import pytest
 from costtrack_service.domain.allowance import Balances, Payment, Spend, lease_size, plan_payment, unleased
 from costtrack_service.domain.keys import (
     KeyState,
-    credential_from_headers,
     display_prefix,
     hash_secret,
     new_secret,
@@ -23,6 +22,7 @@ from costtrack_service.domain.quota import Charge, Tier, Usage, WorkspaceState, 
 from costtrack_service.domain.shards import SHARDS
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, decide
+from costtrack_service.edge.http import presented_secret
 
 BOUND = Source.of("openai", "gpt-4o-mini", "chat")
 
@@ -221,7 +221,7 @@ def test_keys_are_prefixed_random_and_stored_only_as_hashes() -> None:
     ],
 )
 def test_credentials(headers: dict[str, str], found: str | None) -> None:
-    assert credential_from_headers(headers) == found
+    assert presented_secret(headers) == found
 
 
 def test_key_transitions() -> None:

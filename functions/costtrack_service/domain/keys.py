@@ -103,21 +103,10 @@ def display_prefix(secret: str) -> str:
     return secret[: len(head) + 1 + _DISPLAY_LENGTH]
 
 
-def credential_from_headers(headers: Mapping[str, str], prefix: str = INGEST_KEY_PREFIX) -> str | None:
-    """The key from ``Authorization: Bearer <key>``, else ``X-Api-Key``. Header names are
-    lower-case (API Gateway HTTP APIs lower-case them). Returns None when there is none, or when
-    it cannot be a key of ours (wrong prefix, absurd length): no need to look those up."""
-    candidate: str | None = None
-    authorization = headers.get("authorization", "").strip()
-    if authorization:
-        scheme, _, value = authorization.partition(" ")
-        if scheme.lower() == "bearer":
-            candidate = value.strip()
-    if not candidate:
-        candidate = headers.get("x-api-key", "").strip() or None
-    if candidate is None or not candidate.startswith(prefix) or len(candidate) > _MAX_CREDENTIAL_LENGTH:
-        return None
-    return candidate
+def plausible_secret(candidate: str, prefix: str) -> bool:
+    """Whether what a request presented can be one of our secrets (its prefix, a sane length):
+    anything else is refused without a look-up."""
+    return candidate.startswith(prefix) and len(candidate) <= _MAX_CREDENTIAL_LENGTH
 
 
 def invalid_key() -> ApiError:

@@ -23,12 +23,10 @@ from typing import Any, Protocol
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.keys import (
     ADMIN,
-    ADMIN_TOKEN_PREFIX,
     INGEST,
     KEY_TRANSITIONS,
     KeyRecord,
     KeyState,
-    credential_from_headers,
     hash_secret,
 )
 from costtrack_service.domain.otlp_spans import (
@@ -205,8 +203,9 @@ class WorkspaceService:
         self.store = store
         self._clock = clock or (lambda: datetime.now(UTC))
 
-    def authenticate(self, headers: Mapping[str, str]) -> Caller:
-        secret = credential_from_headers(headers, ADMIN_TOKEN_PREFIX)
+    def authenticate(self, secret: str | None) -> Caller:
+        """The caller of an owners' request, from the admin token it presented (``None``: none
+        that can be one)."""
         # Consistent: a revoked token stops working on the very next request.
         token = self.store.get_key(hash_secret(secret), consistent=True) if secret else None
         if token is None or token.kind != ADMIN or token.state is not KeyState.ACTIVE:

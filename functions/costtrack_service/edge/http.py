@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from costtrack_service.domain.errors import ApiError, unavailable
+from costtrack_service.domain.keys import INGEST_KEY_PREFIX, plausible_secret
 from costtrack_service.domain.store_errors import Conflict, NotFound, StoreUnavailable, TransitionRefused
 
 RETRY_AFTER_SECONDS = 1
@@ -55,6 +56,21 @@ def error_response(app: APIGatewayHttpResolver, error: ApiError) -> Response[str
 def request_headers(app: APIGatewayHttpResolver) -> dict[str, str]:
     """Header names lower-cased (HTTP APIs already do; other front ends may not)."""
     return {name.lower(): value for name, value in (app.current_event.headers or {}).items()}
+
+
+def presented_secret(headers: Mapping[str, str], prefix: str = INGEST_KEY_PREFIX) -> str | None:
+    """The key from ``Authorization: Bearer <key>``, else ``X-Api-Key`` (header names lower-case,
+    as :func:`request_headers` gives them). None when there is none, or when it cannot be a
+    secret of ours (``keys.plausible_secret``): no need to look those up."""
+    candidate: str | None = None
+    authorization = headers.get("authorization", "").strip()
+    if authorization:
+        scheme, _, value = authorization.partition(" ")
+        if scheme.lower() == "bearer":
+            candidate = value.strip()
+    if not candidate:
+        candidate = headers.get("x-api-key", "").strip() or None
+    return candidate if candidate is not None and plausible_secret(candidate, prefix) else None
 
 
 def request_body(app: APIGatewayHttpResolver) -> bytes:

@@ -18,7 +18,7 @@ from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.events import MAX_BODY_BYTES, invalid_payload
 from costtrack_service.domain.ingestion import IngestResult, IngestService
 from costtrack_service.domain.jsonlimits import MAX_JSON_DEPTH, too_deep
-from costtrack_service.domain.keys import credential_from_headers
+from costtrack_service.edge.http import presented_secret
 
 IDEMPOTENCY_KEY_HEADER = "idempotency-key"
 
@@ -35,7 +35,7 @@ class IngestRequest:
 
 def ingest(service: IngestService, request: IngestRequest) -> IngestResult:
     """``POST /v1/events``: one event or a batch, answered as the API says."""
-    key = service.authenticate(credential_from_headers(request.headers))
+    key = service.authenticate(presented_secret(request.headers))
     return service.submit(key, read_submission(request.headers, request.body), request.received_at)
 
 

@@ -28,8 +28,8 @@ from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.events import invalid_payload
 from costtrack_service.domain.ingest_commit import Outcome
 from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.keys import credential_from_headers
 from costtrack_service.domain.otlp_spans import SpanData, span_item
+from costtrack_service.edge.http import presented_secret
 from costtrack_service.edge.ingest_request import body_too_large, parse_body
 
 PROTOBUF = "application/x-protobuf"
@@ -56,7 +56,7 @@ def export(service: IngestService, headers: Mapping[str, str], body: bytes) -> O
     media = _media_type(headers)
     reply_as = media if media in (PROTOBUF, JSON) else JSON
     try:
-        key = service.authenticate(credential_from_headers(headers))
+        key = service.authenticate(presented_secret(headers))
         if media not in (PROTOBUF, JSON):
             raise ApiError(
                 "INVALID_PAYLOAD", f"Content-Type must be {PROTOBUF} or {JSON}, not {media or 'absent'}", status=415

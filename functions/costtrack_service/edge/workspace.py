@@ -6,16 +6,12 @@ and its answers (``owner_responses``), which is what the OpenAPI document says
 (``edge/api_document.py``). A request that fails its types is answered ``400 INVALID_PAYLOAD``
 naming each field (``request_errors``), after the admin token is checked: no token, no details.
 
-The dashboard is static HTML, CSS and JavaScript from this package, served by the same function
-with a strict Content-Security-Policy (no inline script, no third-party origin).
+The same function serves the dashboard (``edge/dashboard.py``).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from functools import cache
-from importlib import resources
 from typing import Annotated, Any, Literal
 from urllib.parse import unquote
 
@@ -27,8 +23,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
 
 from costtrack_service.domain.budgets_api import BudgetService
-from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.keys import KEY_TRANSITIONS
+from costtrack_service.domain.keys import ADMIN_TOKEN_PREFIX, KEY_TRANSITIONS
 from costtrack_service.domain.overrides_api import OverrideService
 from costtrack_service.domain.owner_requests import NewKey, NewPriceOverride, OtelAttributes, refusal
 from costtrack_service.domain.quota import WorkspaceState
@@ -44,7 +39,14 @@ from costtrack_service.domain.workspace_api import (
     invalid,
 )
 from costtrack_service.edge import owner_responses as shapes
-from costtrack_service.edge.http import error_response, install_error_handlers, json_response, request_headers
+from costtrack_service.edge.dashboard import add_dashboard_routes
+from costtrack_service.edge.http import (
+    error_response,
+    install_error_handlers,
+    json_response,
+    presented_secret,
+    request_headers,
+)
 from costtrack_service.edge.owner_responses import (
     ADMIN_TOKEN,
     INVALID,
@@ -86,28 +88,6 @@ def given(**params: str | None) -> dict[str, str]:
     return {name: value for name, value in params.items() if value is not None}
 
 
-STATIC_TYPES = {
-    ".html": "text/html; charset=utf-8",
-    ".js": "text/javascript; charset=utf-8",
-    ".css": "text/css; charset=utf-8",
-}
-SECURITY_HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-}
-
-
-@cache
-def static_file(name: str) -> str | None:
-    folder = resources.files("costtrack_service").joinpath("dashboard")
-    path = folder.joinpath(name)
-    return path.read_text(encoding="utf-8") if name in {entry.name for entry in folder.iterdir()} else None
-
-
 def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=read_json_body)
     overrides = OverrideService(service.store)  # type: ignore[arg-type]
@@ -131,7 +111,9 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
         headers = request_headers(resolver)
         route = resolver.context.get("_route")  # None, or the not-found route, need no token
         if route is not None and route.security == ADMIN_TOKEN:
-            resolver.context["workspace"] = service.authenticate(headers).workspace
+            resolver.context["workspace"] = service.authenticate(
+                presented_secret(headers, ADMIN_TOKEN_PREFIX)
+            ).workspace
         refuse_media_type(headers, resolver.current_event.body)
         answer: Response[Any] = validate(resolver, next_middleware)
         return answer
@@ -355,29 +337,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
 
     add_budget_routes(app, budgets, lambda: caller().workspace_id)
 
-    @app.get("/", include_in_schema=False, enable_validation=False)
-    def get_root() -> Response[str]:
-        return Response(status_code=302, headers={"Location": "/dashboard"}, body="")
-
-    @app.get("/dashboard", include_in_schema=False, enable_validation=False)
-    def get_dashboard() -> Response[str]:
-        return serve("index.html")
-
-    @app.get("/dashboard/<name>", include_in_schema=False, enable_validation=False)
-    def get_asset(name: str) -> Response[str]:
-        return serve(name)
-
-    def serve(name: str) -> Response[str]:
-        content = static_file(name) if name != "__init__.py" else None
-        suffix = os.path.splitext(name)[1]
-        if content is None or suffix not in STATIC_TYPES:
-            raise ApiError("NOT_FOUND", f"No dashboard file {name}.")
-        return Response(
-            status_code=200,
-            content_type=STATIC_TYPES[suffix],
-            body=content,
-            headers={**SECURITY_HEADERS, "Cache-Control": "no-cache"},
-        )
+    add_dashboard_routes(app)
 
     return app
 
