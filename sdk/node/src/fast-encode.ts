@@ -30,6 +30,8 @@ const STATUS = 3;
 const METADATA = 4;
 interface FastRule {
   readonly kind: number;
+  /** `"wire":`, and `,"wire":` for every field after the first. */
+  readonly name: string;
   readonly prefix: string;
   readonly max: number;
   readonly required: boolean;
@@ -40,8 +42,8 @@ const FAST_RULES: ReadonlyMap<string, FastRule> = new Map(
   [...RULES].map(([name, rule]): [string, FastRule] => [
     name,
     rule.kind === "string"
-      ? { kind: STRING, prefix: rule.prefix, max: rule.max, required: rule.required, trimmed: rule.trimmed }
-      : { kind: KINDS[rule.kind], prefix: rule.prefix, max: 0, required: false, trimmed: false },
+      ? { kind: STRING, name: rule.prefix.slice(1), prefix: rule.prefix, max: rule.max, required: rule.required, trimmed: rule.trimmed }
+      : { kind: KINDS[rule.kind], name: rule.prefix.slice(1), prefix: rule.prefix, max: 0, required: false, trimmed: false },
   ]),
 );
 
@@ -104,17 +106,21 @@ function containerJson(value: object, depth: number): string | undefined {
   if (Object.getPrototypeOf(value) !== (array ? Array.prototype : Object.prototype) || typeof (value as { toJSON?: unknown }).toJSON === "function") {
     return undefined;
   }
+  // Separators are written before each item, never sliced off: slicing would flatten the
+  // concatenation (a copy) here, on track()'s time, rather than once when the batch is sent.
   let json = "";
+  let separator = "";
   if (array) {
     // As checkMetadata: every element takes a byte and a comma, so a longer array is too large.
     if (value.length > METADATA_MAX_BYTES / 2) return undefined;
     for (let i = 0; i < value.length; i++) {
       const text = valueJson(value[i], depth + 1);
       if (text === undefined) return undefined;
-      json += "," + (text === OMITTED ? "null" : text);
+      json += separator + (text === OMITTED ? "null" : text);
+      separator = ",";
       if (json.length > METADATA_MAX_BYTES) return undefined;
     }
-    return "[" + json.slice(1) + "]";
+    return "[" + json + "]";
   }
   const object = value as Record<string, unknown>;
   for (const key in object) {
@@ -124,10 +130,11 @@ function containerJson(value: object, depth: number): string | undefined {
     if (text === OMITTED) continue;
     const name = quote(key);
     if (name === undefined) return undefined;
-    json += "," + name + ":" + text;
+    json += separator + name + ":" + text;
+    separator = ",";
     if (json.length > METADATA_MAX_BYTES) return undefined;
   }
-  return "{" + json.slice(1) + "}";
+  return "{" + json + "}";
 }
 
 /** `metadata`'s JSON when it is plain and within every rule checkMetadata and checkReservedNames apply. */
@@ -163,7 +170,10 @@ export function encodeEvent(raw: unknown, defaultEnvironment: string): EncodedEv
 }
 
 function encode(raw: Record<string, unknown>, defaultEnvironment: string): EncodedEvent | undefined {
-  let body = ""; // each accepted field as `,"wire":value`, in the order given
+  // Each accepted field as `"wire":value`, in the order given (no separator sliced off at the
+  // end: that would copy the concatenation now rather than once when the batch is sent).
+  let body = "{";
+  let first = true;
   let unknownFields: string[] | undefined;
   let hasProvider = false;
   let hasModel = false;
@@ -198,16 +208,19 @@ function encode(raw: Record<string, unknown>, defaultEnvironment: string): Encod
         }
         const quoted = quote(text);
         if (quoted === undefined) return undefined;
-        body += rule.prefix + quoted;
+        body += (first ? rule.name : rule.prefix) + quoted;
+        first = false;
         break;
       }
       case INTEGER:
         if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) return undefined;
-        body += rule.prefix + (value === 0 ? 0 : value); // -0 is 0
+        body += (first ? rule.name : rule.prefix) + (value === 0 ? 0 : value); // -0 is 0
+        first = false;
         break;
       case STATUS:
         if (typeof value !== "string" || !STATUS_SET.has(value)) return undefined;
-        body += `,"status":"${value}"`;
+        body += (first ? rule.name : rule.prefix) + '"' + value + '"';
+        first = false;
         break;
       case METADATA:
         metadata = metadataJson(value);
@@ -222,5 +235,5 @@ function encode(raw: Record<string, unknown>, defaultEnvironment: string): Encod
     body += ',"environment":' + quoted;
   }
   if (metadata !== undefined) body += ',"metadata":' + metadata;
-  return { body: "{" + body.slice(1) + "}", unknownFields: unknownFields ?? NO_NAMES };
+  return { body: body + "}", unknownFields: unknownFields ?? NO_NAMES };
 }
