@@ -33,37 +33,51 @@ interface FastRule {
   /** `"wire":`, and `,"wire":` for every field after the first. */
   readonly name: string;
   readonly prefix: string;
+  /** The same with the opening quote of a plain text value, saving a concatenation. */
+  readonly nameOpen: string;
+  readonly prefixOpen: string;
   readonly max: number;
   readonly required: boolean;
   readonly trimmed: boolean;
 }
 const KINDS = { string: STRING, integer: INTEGER, status: STATUS, metadata: METADATA } as const;
 const FAST_RULES: ReadonlyMap<string, FastRule> = new Map(
-  [...RULES].map(([name, rule]): [string, FastRule] => [
-    name,
-    rule.kind === "string"
-      ? { kind: STRING, name: rule.prefix.slice(1), prefix: rule.prefix, max: rule.max, required: rule.required, trimmed: rule.trimmed }
-      : { kind: KINDS[rule.kind], name: rule.prefix.slice(1), prefix: rule.prefix, max: 0, required: false, trimmed: false },
-  ]),
+  [...RULES].map(([name, rule]): [string, FastRule] => {
+    const names = { name: rule.prefix.slice(1), prefix: rule.prefix, nameOpen: rule.prefix.slice(1) + '"', prefixOpen: rule.prefix + '"' };
+    return [
+      name,
+      rule.kind === "string"
+        ? { kind: STRING, ...names, max: rule.max, required: rule.required, trimmed: rule.trimmed }
+        : { kind: KINDS[rule.kind], ...names, max: 0, required: false, trimmed: false },
+    ];
+  }),
 );
 
-/**
- * `text` quoted as JSON.stringify quotes it, or undefined when it holds a lone surrogate (which
- * checkEvent() refuses). Text that needs no escape, the usual case, is quoted without
- * JSON.stringify; a well-formed surrogate pair needs none.
- */
-function quote(text: string): string | undefined {
-  let escape = false;
+// How JSON.stringify writes a text: PLAIN, between quotes as it is (a well-formed surrogate
+// pair included), the usual case, written without calling it; ESCAPED, with an escape JSON.stringify
+// writes; LONE_SURROGATE, which checkEvent() refuses (the service could not encode it).
+const PLAIN = 0;
+const ESCAPED = 1;
+const LONE_SURROGATE = 2;
+
+function textKind(text: string): number {
+  let kind = PLAIN;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
-    if (code < 0x20 || code === 34 /* " */ || code === 92 /* \ */) escape = true;
+    if (code < 0x20 || code === 34 /* " */ || code === 92 /* \ */) kind = ESCAPED;
     else if (code >= 0xd800 && code <= 0xdfff) {
       const next = code <= 0xdbff && i + 1 < text.length ? text.charCodeAt(i + 1) : 0;
-      if (next < 0xdc00 || next > 0xdfff) return undefined;
+      if (next < 0xdc00 || next > 0xdfff) return LONE_SURROGATE;
       i++;
     }
   }
-  return escape ? JSON.stringify(text) : '"' + text + '"';
+  return kind;
+}
+
+/** `text` as JSON.stringify writes it; undefined for a lone surrogate. */
+function quote(text: string): string | undefined {
+  const kind = textKind(text);
+  return kind === PLAIN ? '"' + text + '"' : kind === ESCAPED ? JSON.stringify(text) : undefined;
 }
 
 // The contract's whitespace (field-checks.ts): ASCII space, \t, \n, \v, \f, \r.
@@ -98,7 +112,8 @@ function valueJson(value: unknown, depth: number): string | undefined {
  * its nesting; undefined to give up: anything JSON.stringify treats specially (toJSON, a class
  * instance, a Map), a lone surrogate, more than METADATA_MAX_DEPTH levels (a cycle ends there),
  * or more text than the byte cap (UTF-8 never takes fewer bytes than UTF-16 units), which also
- * bounds the work on a large or repetitive structure.
+ * bounds the work on a large or repetitive structure. At level 1 (metadata itself) it checks
+ * the reserved names too: one walk does all of metadata's checks.
  */
 function containerJson(value: object, depth: number): string | undefined {
   if (depth > METADATA_MAX_DEPTH) return undefined;
@@ -125,33 +140,36 @@ function containerJson(value: object, depth: number): string | undefined {
   const object = value as Record<string, unknown>;
   for (const key in object) {
     if (!Object.prototype.hasOwnProperty.call(object, key)) continue;
-    const text = valueJson(object[key], depth + 1);
+    const item = object[key];
+    if (depth === 1 && !reservedNameFits(key, item)) return undefined;
+    const text = valueJson(item, depth + 1);
     if (text === undefined) return undefined;
     if (text === OMITTED) continue;
-    const name = quote(key);
-    if (name === undefined) return undefined;
-    json += separator + name + ":" + text;
+    const kind = textKind(key);
+    if (kind === LONE_SURROGATE) return undefined;
+    json += kind === PLAIN ? (separator === "" ? '"' : ',"') + key + '":' + text : separator + JSON.stringify(key) + ":" + text;
     separator = ",";
     if (json.length > METADATA_MAX_BYTES) return undefined;
   }
   return "{" + json + "}";
 }
 
-/** `metadata`'s JSON when it is plain and within every rule checkMetadata and checkReservedNames apply. */
+/**
+ * Whether a name at metadata's top level and its value obey the rules on reserved names
+ * (checkReservedNames) and on metadata.feature (checkMetadata), or need checkEvent() to decide.
+ */
+function reservedNameFits(key: string, value: unknown): boolean {
+  if (CONTEXT_SET.has(key)) return value === undefined || (typeof value === "string" && value.length <= PRICING_CONTEXT_MAX);
+  // A reserved count's parents are the event's counts: checkEvent() compares them.
+  if (PRICING_COUNT_PARENTS.has(key)) return false;
+  // metadata.feature may become the event's feature, so it has the feature's cap (after trimming).
+  return key !== "feature" || typeof value !== "string" || value.length <= FEATURE_MAX;
+}
+
+/** `metadata`'s JSON when it is a plain object within every rule checkMetadata and checkReservedNames apply. */
 function metadataJson(value: unknown): string | undefined {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
-  const metadata = value as Record<string, unknown>;
-  for (const key in metadata) {
-    const item = metadata[key];
-    if (CONTEXT_SET.has(key)) {
-      if (item !== undefined && (typeof item !== "string" || item.length > PRICING_CONTEXT_MAX)) return undefined;
-    } else if (PRICING_COUNT_PARENTS.has(key)) {
-      return undefined; // its parents are the event's counts: checkEvent() compares them
-    } else if (key === "feature" && typeof item === "string" && item.length > FEATURE_MAX) {
-      return undefined; // trimmed it may fit: checkEvent() decides
-    }
-  }
-  const json = containerJson(metadata, 1); // a plain object, else undefined
+  const json = containerJson(value, 1);
   if (json === undefined || (json.length * 3 > METADATA_MAX_BYTES && Buffer.byteLength(json, "utf8") > METADATA_MAX_BYTES)) return undefined;
   return json;
 }
@@ -206,9 +224,9 @@ function encode(raw: Record<string, unknown>, defaultEnvironment: string): Encod
           environmentGiven = true;
           if (text === "") text = defaultEnvironment;
         }
-        const quoted = quote(text);
-        if (quoted === undefined) return undefined;
-        body += (first ? rule.name : rule.prefix) + quoted;
+        const kind = textKind(text);
+        if (kind === LONE_SURROGATE) return undefined;
+        body += kind === PLAIN ? (first ? rule.nameOpen : rule.prefixOpen) + text + '"' : (first ? rule.name : rule.prefix) + JSON.stringify(text);
         first = false;
         break;
       }
