@@ -40,6 +40,12 @@ export interface CheckedEvent {
   readonly error: EventValidationError | undefined;
 }
 
+// The body so far with the next member's start: `,"wire":`, or `"wire":` for the first member.
+// No separator is sliced off the finished body: that would copy the whole concatenation.
+function member(body: string, prefix: string): string {
+  return body.length === 1 ? body + prefix.slice(1) : body + prefix;
+}
+
 function invalidBody(message: string): CheckedEvent {
   return {
     fields: {},
@@ -78,7 +84,7 @@ function checkObject(raw: Record<string, unknown>, defaultEnvironment: string | 
   let metadataJson: string | undefined;
   let hasProvider = false;
   let hasModel = false;
-  let body = ""; // each accepted field as `,"wire":value`, in the order given
+  let body = "{"; // each accepted field as `"wire":value`, in the order given
   let environmentGiven = false;
 
   for (const name of Object.keys(raw)) {
@@ -99,9 +105,9 @@ function checkObject(raw: Record<string, unknown>, defaultEnvironment: string | 
         fields[rule.wire] = text;
         if (name === "environment") {
           environmentGiven = true;
-          body += rule.prefix + JSON.stringify(text === "" && defaultEnvironment !== undefined ? defaultEnvironment : text);
+          body = member(body, rule.prefix) + JSON.stringify(text === "" && defaultEnvironment !== undefined ? defaultEnvironment : text);
         } else {
-          body += rule.prefix + JSON.stringify(text);
+          body = member(body, rule.prefix) + JSON.stringify(text);
         }
         break;
       }
@@ -112,13 +118,13 @@ function checkObject(raw: Record<string, unknown>, defaultEnvironment: string | 
           break;
         }
         fields[rule.wire] = number;
-        body += rule.prefix + number;
+        body = member(body, rule.prefix) + number;
         break;
       }
       case "status":
         if (typeof value === "string" && STATUS_SET.has(value)) {
           fields[rule.wire] = value;
-          body += `,"status":"${value}"`;
+          body = member(body, rule.prefix) + `"${value}"`;
         } else errors.push({ field: name, message: `${name} must be one of ${STATUSES.join(", ")}` });
         break;
       case "metadata": {
@@ -145,7 +151,8 @@ function checkObject(raw: Record<string, unknown>, defaultEnvironment: string | 
     return { fields, metadata, metadataJson, body: "", unknownFields, error: new EventValidationError(errors) };
   }
 
+  // A valid event has its provider written, so these are never its first member.
   if (!environmentGiven && defaultEnvironment !== undefined) body += ',"environment":' + JSON.stringify(defaultEnvironment);
   if (metadataJson !== undefined) body += ',"metadata":' + metadataJson;
-  return { fields, metadata, metadataJson, body: "{" + body.slice(1) + "}", unknownFields, error: undefined };
+  return { fields, metadata, metadataJson, body: body + "}", unknownFields, error: undefined };
 }
