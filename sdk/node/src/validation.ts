@@ -40,12 +40,6 @@ export interface CheckedEvent {
   readonly error: EventValidationError | undefined;
 }
 
-// The body so far with the next member's start: `,"wire":`, or `"wire":` for the first member.
-// No separator is sliced off the finished body: that would copy the whole concatenation.
-function member(body: string, prefix: string): string {
-  return body.length === 1 ? body + prefix.slice(1) : body + prefix;
-}
-
 function invalidBody(message: string): CheckedEvent {
   return {
     fields: {},
@@ -84,7 +78,7 @@ function checkObject(raw: Record<string, unknown>, defaultEnvironment: string | 
   let metadataJson: string | undefined;
   let hasProvider = false;
   let hasModel = false;
-  let body = "{"; // each accepted field as `"wire":value`, in the order given
+  let body = ""; // each accepted field as `,"wire":value`, in the order given
   let environmentGiven = false;
 
   for (const name of Object.keys(raw)) {
@@ -105,9 +99,9 @@ function checkObject(raw: Record<string, unknown>, defaultEnvironment: string | 
         fields[rule.wire] = text;
         if (name === "environment") {
           environmentGiven = true;
-          body = member(body, rule.prefix) + JSON.stringify(text === "" && defaultEnvironment !== undefined ? defaultEnvironment : text);
+          body += rule.prefix + JSON.stringify(text === "" && defaultEnvironment !== undefined ? defaultEnvironment : text);
         } else {
-          body = member(body, rule.prefix) + JSON.stringify(text);
+          body += rule.prefix + JSON.stringify(text);
         }
         break;
       }
@@ -118,13 +112,13 @@ function checkObject(raw: Record<string, unknown>, defaultEnvironment: string | 
           break;
         }
         fields[rule.wire] = number;
-        body = member(body, rule.prefix) + number;
+        body += rule.prefix + number;
         break;
       }
       case "status":
         if (typeof value === "string" && STATUS_SET.has(value)) {
           fields[rule.wire] = value;
-          body = member(body, rule.prefix) + `"${value}"`;
+          body += `,"status":"${value}"`;
         } else errors.push({ field: name, message: `${name} must be one of ${STATUSES.join(", ")}` });
         break;
       case "metadata": {
@@ -151,8 +145,7 @@ function checkObject(raw: Record<string, unknown>, defaultEnvironment: string | 
     return { fields, metadata, metadataJson, body: "", unknownFields, error: new EventValidationError(errors) };
   }
 
-  // A valid event has its provider written, so these are never its first member.
   if (!environmentGiven && defaultEnvironment !== undefined) body += ',"environment":' + JSON.stringify(defaultEnvironment);
   if (metadataJson !== undefined) body += ',"metadata":' + metadataJson;
-  return { fields, metadata, metadataJson, body: body + "}", unknownFields, error: undefined };
+  return { fields, metadata, metadataJson, body: "{" + body.slice(1) + "}", unknownFields, error: undefined };
 }
