@@ -133,8 +133,8 @@ function containerJson(value: object, depth: number): string | undefined {
   if (Object.getPrototypeOf(value) !== (array ? Array.prototype : Object.prototype) || typeof (value as { toJSON?: unknown }).toJSON === "function") {
     return undefined;
   }
-  // Separators are written before each item, never sliced off: slicing would flatten the
-  // concatenation (a copy) here, on track()'s time, rather than once when the batch is sent.
+  // Separators are written before each item, never sliced off: a slice copies the text so far,
+  // and the body is copied once, when it is complete (flat()).
   let json = "";
   let separator = "";
   if (array) {
@@ -200,8 +200,8 @@ export function encodeEvent(raw: unknown, defaultEnvironment: string): EncodedEv
 }
 
 function encode(raw: Record<string, unknown>, defaultEnvironment: string): EncodedEvent | undefined {
-  // Each accepted field as `"wire":value`, in the order given (no separator sliced off at the
-  // end: that would copy the concatenation now rather than once when the batch is sent).
+  // Each accepted field as `"wire":value`, in the order given (no separator to slice off: a
+  // slice copies, and the body is copied once, when it is complete).
   let body = "{";
   let first = true;
   let unknownFields: string[] | undefined;
