@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 
 import { Delivery, MAX_TIMER_MS } from "./delivery.js";
 import { ConfigurationError } from "./errors.js";
+import { encodeEvent, type EncodedEvent } from "./fast-encode.js";
 import type { TrackOptions, TrackerOptions, TrackerStats, TrackerWarning } from "./types.js";
 import { checkEvent, codePointLength, suggestField, trim } from "./validation.js";
 import { VERSION } from "./version.js";
@@ -243,11 +244,17 @@ export class Tracker {
         this.#afterShutdown.hit();
         return;
       }
-      const event = checkEvent(options, settings.environment);
-      if (event.error !== undefined) {
-        this.#reportIgnored(event.unknownFields, undefined);
-        safeCall(this.#onError, event.error);
-        return;
+      // The common plain, valid event in one pass; anything else, errors included, through the
+      // full check, which reports exactly what is wrong.
+      let event: EncodedEvent | undefined = encodeEvent(options, settings.environment);
+      if (event === undefined) {
+        const checked = checkEvent(options, settings.environment);
+        if (checked.error !== undefined) {
+          this.#reportIgnored(checked.unknownFields, undefined);
+          safeCall(this.#onError, checked.error);
+          return;
+        }
+        event = checked;
       }
       // One key per event, created now and sent unchanged on every retry.
       const key = randomUUID();
