@@ -16,10 +16,24 @@ import sys
 
 IMPORT_RUNS = 7
 
+#: What the ingestion function cannot do without, timed alone: the DynamoDB client created at
+#: init with botocore (as ``store_base`` does), then Powertools' Logger, metrics and resolver.
+_CLIENT = (
+    "import botocore.session; from botocore.config import Config; "
+    "botocore.session.get_session().create_client("
+    "'dynamodb', region_name='us-east-1', config=Config(parameter_validation=False))"
+)
+_POWERTOOLS = (
+    "from aws_lambda_powertools import Logger; Logger(service='bench'); "
+    "from aws_lambda_powertools.metrics import EphemeralMetrics; EphemeralMetrics(namespace='bench'); "
+    "from aws_lambda_powertools.event_handler import APIGatewayHttpResolver; APIGatewayHttpResolver()"
+)
+FLOORS = {"botocore_client": _CLIENT, "botocore_client_and_powertools": f"{_CLIENT}; {_POWERTOOLS}"}
+
 
 def import_seconds(*modules: str) -> dict[str, float]:
-    """The median import time of each module, each run importing every module in turn (each in
-    its own interpreter), so a change of the machine's load weighs on all of them alike."""
+    """The median import time of each module (or statement), each run importing every one in turn
+    (each in its own interpreter), so a change of the machine's load weighs on all of them alike."""
     env = {
         **os.environ,
         "AWS_ACCESS_KEY_ID": "bench",
@@ -30,16 +44,20 @@ def import_seconds(*modules: str) -> dict[str, float]:
     runs: dict[str, list[float]] = {module: [] for module in modules}
     for _ in range(IMPORT_RUNS):
         for module in modules:
-            code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+            statement = module if " " in module else f"import {module}"
+            code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
             result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
             runs[module].append(float(result.stdout.strip().splitlines()[-1]))
     return {module: statistics.median(times) for module, times in runs.items()}
 
 
 def cold_imports() -> dict[str, float]:
-    seconds = import_seconds("boto3", "costtrack_service.handlers.ingest", "costtrack_service.handlers.api")
-    boto3, ingest, api = seconds.values()
+    seconds = import_seconds(
+        "boto3", "costtrack_service.handlers.ingest", "costtrack_service.handlers.api", *FLOORS.values()
+    )
+    boto3, ingest, api, *floors = seconds.values()
     return {
+        **{f"cold_floor_{name}_ratio_vs_boto3": floor / boto3 for name, floor in zip(FLOORS, floors, strict=True)},
         "boto3_import_ms": boto3 * 1000,
         "ingest_handler_import_ms": ingest * 1000,
         "api_handler_import_ms": api * 1000,
