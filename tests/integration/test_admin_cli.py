@@ -136,10 +136,13 @@ def test_price_change_never_reprices_history(admin: Admin, api: httpx.Client, lo
     ws = admin.json("workspace", "create", "Prices", "--plan", "paid")["workspace_id"]
     key = admin.json("key", "create", ws)["api_key"]
     model = f"m-{time.time_ns()}"
+    # A provider of its own: a warm ingestion function keeps a provider's prices for a minute
+    # (docs/api-rules.md#how-fast-changes-take-effect), and other tests price "acme" too.
+    provider = f"acme-{model}"
     first = admin.json(
         "pricing",
         "add",
-        f"acme/{model}",
+        f"{provider}/{model}",
         "--effective-from",
         "2025-01-01",
         "--input",
@@ -154,16 +157,16 @@ def test_price_change_never_reprices_history(admin: Admin, api: httpx.Client, lo
         "https://acme.example/pricing",
     )
     assert first["closed"] is None
-    event = {"provider": "acme", "model": f"{model}-v1", "prompt_tokens": 1_000_000, "completion_tokens": 1_000_000}
+    event = {"provider": provider, "model": f"{model}-v1", "prompt_tokens": 1_000_000, "completion_tokens": 1_000_000}
     before = post(api, key, event, "before").json()
     assert before["cost"] == "3"
 
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    change = admin.json("pricing", "add", f"acme/{model}", "--effective-from", now, "--input", "10", "--output", "20")
+    change = admin.json("pricing", "add", f"{provider}/{model}", "--effective-from", now, "--input", "10", "--output", "20")
     assert change["closed"]["effective_to"] == change["added"]["effective_from"]
     assert change["added"]["aliases"] == [f"{model}-v1"] and change["added"]["prompt_includes_cached"] is False
 
-    history = admin.json("pricing", "show", f"acme/{model}-v1")["entries"]
+    history = admin.json("pricing", "show", f"{provider}/{model}-v1")["entries"]
     assert [(h["prices"]["input_mtok"], h["effective_to"] is None) for h in history] == [("1", False), ("10", True)]
 
     replay = post(api, key, event, "before").json()
@@ -171,11 +174,11 @@ def test_price_change_never_reprices_history(admin: Admin, api: httpx.Client, lo
     stored = next(local_stack.store.iter_events(ws))
     assert str(stored.cost) == "3" and stored.rates is not None and stored.rates["input_mtok"] == "1"
 
-    retired = admin.json("pricing", "retire", f"acme/{model}")
+    retired = admin.json("pricing", "retire", f"{provider}/{model}")
     assert retired["status"] == "retired"
-    assert "no price in force" in admin.run("pricing", "retire", f"acme/{model}", expect=1).lower()
+    assert "no price in force" in admin.run("pricing", "retire", f"{provider}/{model}", expect=1).lower()
     assert "after the latest" in admin.run(
-        "pricing", "add", f"acme/{model}", "--effective-from", "2025-06-01", "--input", "1", "--output", "1", expect=1
+        "pricing", "add", f"{provider}/{model}", "--effective-from", "2025-06-01", "--input", "1", "--output", "1", expect=1
     )
     assert "input" in admin.run(  # `add` runs the same checks as `import`
         "pricing",
