@@ -162,7 +162,9 @@ def test_price_change_never_reprices_history(admin: Admin, api: httpx.Client, lo
     assert before["cost"] == "3"
 
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    change = admin.json("pricing", "add", f"{provider}/{model}", "--effective-from", now, "--input", "10", "--output", "20")
+    change = admin.json(
+        "pricing", "add", f"{provider}/{model}", "--effective-from", now, "--input", "10", "--output", "20"
+    )
     assert change["closed"]["effective_to"] == change["added"]["effective_from"]
     assert change["added"]["aliases"] == [f"{model}-v1"] and change["added"]["prompt_includes_cached"] is False
 
@@ -178,7 +180,16 @@ def test_price_change_never_reprices_history(admin: Admin, api: httpx.Client, lo
     assert retired["status"] == "retired"
     assert "no price in force" in admin.run("pricing", "retire", f"{provider}/{model}", expect=1).lower()
     assert "after the latest" in admin.run(
-        "pricing", "add", f"{provider}/{model}", "--effective-from", "2025-06-01", "--input", "1", "--output", "1", expect=1
+        "pricing",
+        "add",
+        f"{provider}/{model}",
+        "--effective-from",
+        "2025-06-01",
+        "--input",
+        "1",
+        "--output",
+        "1",
+        expect=1,
     )
     assert "input" in admin.run(  # `add` runs the same checks as `import`
         "pricing",
