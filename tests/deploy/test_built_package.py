@@ -67,3 +67,19 @@ def test_a_built_function_holds_only_runtime_code(built: dict[str, Any], functio
     assert [path for path in ours if path.parts[0] != "costtrack_service"] == []
     assert [path for path in ours if set(path.parts) & {"local", "tests"} or path.name.startswith("test")] == []
     assert not (root / "conftest.py").exists()
+
+
+@pytest.mark.parametrize(
+    "function", ["IngestFunction", "ApiFunction", "PriceSyncFunction", "BudgetAlertsFunction", "ExportFunction"]
+)
+def test_a_built_function_ships_its_bytecode(built: dict[str, Any], function: str) -> None:  # noqa: F811
+    """Lambda cannot write beside the package: without bytecode it compiles every module on each
+    cold start (functions/Makefile). The bytecode is Python 3.13's, unchecked against the source."""
+    package = BUILD / function / "costtrack_service"
+    modules = sorted(package.rglob("*.py"))
+    assert modules
+    for module in modules:
+        compiled = module.parent / "__pycache__" / f"{module.stem}.cpython-313.pyc"
+        assert compiled.is_file(), compiled
+        flags = int.from_bytes(compiled.read_bytes()[4:8], "little")
+        assert flags == 0b01, f"{compiled}: not an unchecked-hash pyc (flags {flags})"
