@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-IMPORT_RUNS = 7
+IMPORT_RUNS = 9
 
 #: What the ingestion function cannot do without, timed alone: the DynamoDB client created at
 #: init with botocore (as ``store_base`` does), then Powertools' Logger, metrics and resolver.
@@ -49,42 +49,50 @@ def built_function(into: Path) -> Path:
     return into
 
 
-def import_seconds(*modules: str, path: Path | None = None) -> dict[str, float]:
-    """The median import time of each module (or statement), each run importing every one in turn
-    (each in its own interpreter), so a change of the machine's load weighs on all of them alike."""
+def import_seconds(cases: dict[str, tuple[str, Path | None]]) -> dict[str, float]:
+    """The median time of each case (a statement, run with a folder first on the path or none),
+    each run going through every case in turn (each in its own interpreter), so a change of the
+    machine's load weighs on all of them alike."""
     env = {
         **os.environ,
         "AWS_ACCESS_KEY_ID": "bench",
         "AWS_SECRET_ACCESS_KEY": "bench",
         "AWS_REGION": "us-east-1",
         "PYTHONDONTWRITEBYTECODE": "1",
-        **({"PYTHONPATH": str(path)} if path else {}),
     }
-    runs: dict[str, list[float]] = {module: [] for module in modules}
+    runs: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(IMPORT_RUNS):
-        for module in modules:
-            statement = module if " " in module else f"import {module}"
+        for name, (statement, path) in cases.items():
             code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
-            result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-            runs[module].append(float(result.stdout.strip().splitlines()[-1]))
-    return {module: statistics.median(times) for module, times in runs.items()}
+            case_env = {**env, "PYTHONPATH": str(path)} if path else env
+            result = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, env=case_env, check=True
+            )
+            runs[name].append(float(result.stdout.strip().splitlines()[-1]))
+    return {name: statistics.median(times) for name, times in runs.items()}
 
 
 def cold_imports() -> dict[str, float]:
     with tempfile.TemporaryDirectory() as folder:
         built = built_function(Path(folder))
-        # The built function first on the path: the handlers and the floors import from it alike.
         seconds = import_seconds(
-            "boto3", "costtrack_service.handlers.ingest", "costtrack_service.handlers.api", *FLOORS.values(), path=built
+            {
+                "boto3": ("import boto3", None),
+                "ingest": ("import costtrack_service.handlers.ingest", built),
+                "api": ("import costtrack_service.handlers.api", built),
+                # The same handler from the source tree, compiled on import as it would be without
+                # the build's bytecode.
+                "ingest_source": ("import costtrack_service.handlers.ingest", None),
+                **{name: (statement, None) for name, statement in FLOORS.items()},
+            }
         )
-    boto3, ingest, api, *floors = seconds.values()
-    source = import_seconds("boto3", "costtrack_service.handlers.ingest")
+    boto3 = seconds["boto3"]
     return {
-        "ingest_handler_source_import_ratio_vs_boto3": source["costtrack_service.handlers.ingest"] / source["boto3"],
-        **{f"cold_floor_{name}_ratio_vs_boto3": floor / boto3 for name, floor in zip(FLOORS, floors, strict=True)},
+        **{f"cold_floor_{name}_ratio_vs_boto3": seconds[name] / boto3 for name in FLOORS},
         "boto3_import_ms": boto3 * 1000,
-        "ingest_handler_import_ms": ingest * 1000,
-        "api_handler_import_ms": api * 1000,
-        "cold_import_ratio_vs_boto3": ingest / boto3,
-        "api_cold_import_ratio_vs_boto3": api / boto3,
+        "ingest_handler_import_ms": seconds["ingest"] * 1000,
+        "api_handler_import_ms": seconds["api"] * 1000,
+        "cold_import_ratio_vs_boto3": seconds["ingest"] / boto3,
+        "ingest_handler_source_import_ratio_vs_boto3": seconds["ingest_source"] / boto3,
+        "api_cold_import_ratio_vs_boto3": seconds["api"] / boto3,
     }
