@@ -34,7 +34,7 @@ from costtrack_service.domain.workspace_api import (
     encode_cursor,
     event_filters,
 )
-from costtrack_service.edge.http import json_text
+from costtrack_service.edge.http_event import json_text
 from costtrack_service.edge.ingest_request import parse_body
 
 EMOJI = "\U0001f600"  # four bytes in UTF-8

@@ -29,7 +29,8 @@ from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.keys import KeyState
 from costtrack_service.domain.quota import Tier, WorkspaceState
 from costtrack_service.domain.records import StoreUnavailable
-from costtrack_service.edge.otlp import JSON, MAX_BODY_BYTES, PROTOBUF, OtlpAnswer, export
+from costtrack_service.edge.http_event import JSON
+from costtrack_service.edge.otlp import MAX_BODY_BYTES, PROTOBUF, OtlpAnswer, export
 from costtrack_tools.memory_store import MemoryStore
 
 NOW_NS = int(datetime.now(UTC).timestamp() * 1e9)

@@ -22,7 +22,7 @@ from costtrack_service.domain.quota import Charge, Tier, Usage, WorkspaceState, 
 from costtrack_service.domain.shards import SHARDS
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, decide
-from costtrack_service.edge.http import presented_secret
+from costtrack_service.edge.http_event import presented_secret
 
 BOUND = Source.of("openai", "gpt-4o-mini", "chat")
 

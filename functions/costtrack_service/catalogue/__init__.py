@@ -18,7 +18,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,10 @@ from costtrack_service.domain.cost import ReportingFlags, UnitRegistry
 from costtrack_service.domain.pricebook import ProviderBook
 from costtrack_service.domain.pricing import EPOCH, EntryStatus, Origin, PricingEntry, model_key, parse_entry
 
-GENERATED_DIR = Path(__file__).resolve().parent / "genai_prices"
+# Beside this module, in the source tree and the built function alike; importlib.resources would
+# load tempfile, shutil and zipfile into the ingestion function's cold start for the same path.
+CATALOGUE_DIR = Path(__file__).resolve().parent
+GENERATED_DIR = CATALOGUE_DIR / "genai_prices"
 
 #: How each provider reports usage (README, "Prices"); every other provider is OpenAI-style.
 PROVIDER_FLAGS = {
@@ -48,7 +50,7 @@ def flags_for(provider: str) -> ReportingFlags:
 
 
 def _read(name: str) -> Any:
-    return json.loads(resources.files(__package__).joinpath(name).read_text(encoding="utf-8"))
+    return json.loads((CATALOGUE_DIR / name).read_text(encoding="utf-8"))
 
 
 @cache

@@ -15,11 +15,10 @@ import os
 from collections.abc import Callable
 from decimal import ROUND_HALF_EVEN
 from functools import cache
-from importlib import resources
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
@@ -27,72 +26,99 @@ from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest_settings import IngestSettings
 from costtrack_service.domain.ingestion import IngestResult, IngestService
-from costtrack_service.edge.http import (
-    error_response,
-    install_error_handlers,
-    json_response,
-    request_body,
-    request_headers,
+from costtrack_service.domain.store_errors import StoreUnavailable
+from costtrack_service.edge.http_event import (
+    INTERNAL_ERROR,
+    JSON,
+    Answer,
+    HttpRequest,
+    answer,
+    error_answer,
+    failure_error,
+    json_answer,
+    no_route,
 )
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
+
+if TYPE_CHECKING:
+    from costtrack_service.edge.otlp import OtlpAnswer
 
 logger = Logger(service="costtrack-ingest")
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
+Route = Callable[[HttpRequest], Answer]
 
 #: The OpenAPI document ``make openapi`` generates from ``edge/api_document.py``, in this package.
 OPENAPI_FILE = "openapi.json"
 
 
-def build_app(service: IngestService, metrics: EphemeralMetrics) -> APIGatewayHttpResolver:
-    # No CORS: ingestion is server to server, and a browser must never hold an ingestion key.
-    app = APIGatewayHttpResolver()
-    install_error_handlers(app, logger)
+def build_routes(service: IngestService, metrics: EphemeralMetrics) -> dict[tuple[str, str], Route]:
+    """The function's routes by method and path, as the template sends them here (no CORS:
+    ingestion is server to server, and a browser must never hold an ingestion key)."""
 
-    @app.post("/v1/events")
-    def post_event() -> Response[str]:
+    def post_event(request: HttpRequest) -> Answer:
         try:
-            result = ingest(service, IngestRequest(headers=request_headers(app), body=request_body(app)))
+            result = ingest(service, IngestRequest(headers=request.headers, body=request.body))
         except ApiError as error:
             metrics.add_dimension(name="code", value=error.code)
             metrics.add_metric(name="EventsRejected", unit=MetricUnit.Count, value=1)
             logger.info("event rejected", extra={"code": error.code, "status": error.status})
-            return error_response(app, error)
+            return error_answer(error, request.request_id)
 
         # The event is stored: from here on nothing may keep the client from its answer.
-        response = json_response(result.status, result.body, result.headers)
+        response = json_answer(result.status, result.body, result.headers)
         try:
             _count_and_log(result, metrics)
         except Exception:
             logger.exception("could not count or log an accepted event")
         return response
 
-    @app.post("/v1/traces")
-    def post_traces() -> Response[str | bytes]:
-        from costtrack_service.edge.otlp import JSON, export
+    def post_traces(request: HttpRequest) -> Answer:
+        from costtrack_service.edge.otlp import export
 
-        answer = export(service, request_headers(app), request_body(app))
-        headers = {"Cache-Control": "no-store", **answer.headers}
-        # Powertools sends bytes base64-encoded (protobuf) and would re-serialize JSON bytes.
-        body = answer.body.decode("utf-8") if answer.content_type == JSON else answer.body
-        response: Response[str | bytes] = Response(answer.status, answer.content_type, body, headers)
+        exported = export(service, request.headers, request.body)
+        response = answer(exported.status, exported.content_type, _otlp_body(exported), exported.headers)
         try:
-            _count_and_log(IngestResult({}, answer.outcomes), metrics)
+            _count_and_log(IngestResult({}, exported.outcomes), metrics)
         except Exception:
             logger.exception("could not count or log accepted spans")
         return response
 
-    @app.get("/v1/openapi.json")
-    def get_openapi() -> Response[str]:
-        return json_response(200, served_openapi_document())
+    def get_openapi(_: HttpRequest) -> Answer:
+        return json_answer(200, served_openapi_document())
 
-    return app
+    return {
+        ("POST", "/v1/events"): post_event,
+        ("POST", "/v1/traces"): post_traces,
+        ("GET", "/v1/openapi.json"): get_openapi,
+    }
+
+
+def _otlp_body(exported: OtlpAnswer) -> str | bytes:
+    # A JSON answer goes as text; protobuf as bytes, which travel base64-encoded.
+    return exported.body.decode("utf-8") if exported.content_type == JSON else exported.body
+
+
+def route(routes: dict[tuple[str, str], Route], request: HttpRequest) -> Answer:
+    """The request's answer; every failure leaves as the API's error body, never a stack trace."""
+    try:
+        chosen = routes.get((request.method, request.path))
+        if chosen is None:
+            return error_answer(no_route(request.method, request.path), request.request_id)
+        return chosen(request)
+    except Exception as error:
+        translated = failure_error(error)
+        if translated is None:
+            logger.exception("unhandled error")
+            translated = INTERNAL_ERROR
+        elif isinstance(error, StoreUnavailable):
+            logger.warning("database unavailable", extra={"reason": str(error)})
+        return error_answer(translated, request.request_id)
 
 
 @cache
 def served_openapi_document() -> dict[str, Any]:
-    text = resources.files("costtrack_service").joinpath(OPENAPI_FILE).read_text(encoding="utf-8")
-    document: dict[str, Any] = json.loads(text)
+    document: dict[str, Any] = json.loads((Path(__file__).parents[1] / OPENAPI_FILE).read_text(encoding="utf-8"))
     return document
 
 
@@ -130,22 +156,21 @@ def _count_and_log(result: IngestResult, metrics: EphemeralMetrics) -> None:
 
 
 def create_handler(service: IngestService | None = None) -> LambdaHandler:
-    """A Lambda handler with its own resolver, metrics and caches: one warm container.
+    """A Lambda handler with its own routes, metrics and caches: one warm container.
 
-    The Lambda entry point makes one at import; the local stack makes one per worker thread,
-    because a Powertools resolver holds the current request on itself.
+    The Lambda entry point makes one at import; the local stack makes one per worker thread.
     """
     if service is None:
         from costtrack_service.ingestion_store import IngestionStore
 
         service = IngestService(IngestionStore.from_env(), IngestSettings.from_env(os.environ))
     metrics = EphemeralMetrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "costtrack"))
-    app = build_app(service, metrics)
+    routes = build_routes(service, metrics)
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         try:
-            return app.resolve(event, context)
+            return route(routes, HttpRequest.from_event(event))
         finally:
             if is_metrics_disabled():
                 metrics.clear_metrics()  # disabled metrics are never flushed, so never let them pile up

@@ -21,8 +21,9 @@ from costtrack_service.domain.batch import MAX_BATCH_BYTES, MAX_BATCH_ITEMS
 from costtrack_service.domain.events import MAX_BODY_BYTES, MAX_IDEMPOTENCY_KEY_LENGTH
 from costtrack_service.domain.records import WarningCode
 from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH
-from costtrack_service.edge.otlp import JSON, MAX_USAGE_SPANS, PROTOBUF
+from costtrack_service.edge.http_event import JSON
 from costtrack_service.edge.otlp import MAX_BODY_BYTES as MAX_OTLP_BYTES
+from costtrack_service.edge.otlp import MAX_USAGE_SPANS, PROTOBUF
 from costtrack_service.edge.owner_responses import answer, refused
 
 # Not ASCII whitespace only: strings are trimmed before the emptiness check.

@@ -18,7 +18,7 @@ from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.events import MAX_BODY_BYTES, invalid_payload
 from costtrack_service.domain.ingestion import IngestResult, IngestService
 from costtrack_service.domain.jsonlimits import MAX_JSON_DEPTH, too_deep
-from costtrack_service.edge.http import presented_secret
+from costtrack_service.edge.http_event import presented_secret
 
 IDEMPOTENCY_KEY_HEADER = "idempotency-key"
 

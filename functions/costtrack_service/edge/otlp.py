@@ -29,11 +29,10 @@ from costtrack_service.domain.events import invalid_payload
 from costtrack_service.domain.ingest_commit import Outcome
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.otlp_spans import SpanData, span_item
-from costtrack_service.edge.http import presented_secret
+from costtrack_service.edge.http_event import JSON, presented_secret
 from costtrack_service.edge.ingest_request import body_too_large, parse_body
 
 PROTOBUF = "application/x-protobuf"
-JSON = "application/json"
 #: The largest body taken, after decompression (a gzip bomb stops here, not in memory).
 MAX_BODY_BYTES = 4 * 1024 * 1024
 #: The most spans with usage one request may carry (an SDK's batch is 512 spans).

@@ -44,9 +44,9 @@ from costtrack_service.edge.http import (
     error_response,
     install_error_handlers,
     json_response,
-    presented_secret,
     request_headers,
 )
+from costtrack_service.edge.http_event import presented_secret
 from costtrack_service.edge.owner_responses import (
     ADMIN_TOKEN,
     INVALID,

@@ -1,5 +1,8 @@
 """Lambda entry point of the key owners' API and dashboard: ``/v1/workspace/...``, ``/dashboard``."""
 
-from costtrack_service.edge.workspace import create_handler
+from costtrack_service.handlers.init_phase import init_phase
 
-handler = create_handler()
+with init_phase():
+    from costtrack_service.edge.workspace import create_handler
+
+    handler = create_handler()

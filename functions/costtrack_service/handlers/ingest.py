@@ -3,6 +3,9 @@
 Built at import, so the DynamoDB client and the caches live as long as the warm container.
 """
 
-from costtrack_service.edge.ingest import create_handler
+from costtrack_service.handlers.init_phase import init_phase
 
-handler = create_handler()
+with init_phase():
+    from costtrack_service.edge.ingest import create_handler
+
+    handler = create_handler()

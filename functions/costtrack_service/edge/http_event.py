@@ -1,0 +1,130 @@
+"""An API Gateway HTTP API request and its answer (payload format 2.0), read and written without
+Powertools' event handler, and what both functions' routes share: the JSON text of an answer,
+the error body, the key in the headers, and the one translation of domain and store failures
+into HTTP.
+
+Why not Powertools' resolver here: importing any part of ``aws_lambda_powertools.event_handler``
+loads every resolver it has (AppSync with asyncio, Bedrock agents, VPC Lattice, OpenAPI), about a
+third of ``import boto3`` again, and the ingestion function has three fixed routes
+(``edge/ingest.py``). The owners' API, with thirty routes, validation and an OpenAPI document,
+uses the resolver (``edge/http.py``), on these same helpers.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from costtrack_service.domain.errors import ApiError, unavailable
+from costtrack_service.domain.keys import INGEST_KEY_PREFIX, plausible_secret
+from costtrack_service.domain.store_errors import Conflict, NotFound, StoreUnavailable, TransitionRefused
+
+RETRY_AFTER_SECONDS = 1
+JSON = "application/json"
+
+#: An answer as API Gateway takes it from a Lambda function.
+Answer = dict[str, Any]
+
+
+class HttpRequest:
+    """What a route reads of an API Gateway HTTP API event: header names lower-cased (HTTP APIs
+    already do; other front ends may not), the body as bytes (base64 undone)."""
+
+    __slots__ = ("body", "headers", "method", "path", "request_id")
+
+    def __init__(self, method: str, path: str, headers: Mapping[str, str], body: bytes, request_id: str | None) -> None:
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+        self.request_id = request_id
+
+    @classmethod
+    def from_event(cls, event: Mapping[str, Any]) -> HttpRequest:
+        context = event.get("requestContext") or {}
+        text = event.get("body") or ""
+        body = base64.b64decode(text) if event.get("isBase64Encoded") else text.encode("utf-8", errors="surrogatepass")
+        return cls(
+            method=str((context.get("http") or {}).get("method", "")).upper(),
+            path=str(event.get("rawPath") or ""),
+            headers={name.lower(): value for name, value in (event.get("headers") or {}).items()},
+            body=body,
+            request_id=context.get("requestId"),
+        )
+
+
+def json_text(body: Mapping[str, Any]) -> str:
+    """Compact JSON that is always valid UTF-8 text. What a client sent can come back in a body
+    (an unknown field's name in a warning), and a JSON string may hold a lone surrogate
+    (``"\\ud800"``), which no UTF-8 encoder takes: then every non-ASCII character is written as
+    a JSON escape instead, which is still exactly what was sent."""
+    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(body, separators=(",", ":"))
+    return text
+
+
+def answer(status: int, content_type: str, body: str | bytes, headers: Mapping[str, str] | None = None) -> Answer:
+    """An answer for API Gateway: bytes (a protobuf body) travel base64-encoded. Nothing is cached."""
+    encoded = isinstance(body, bytes)
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": content_type, "Cache-Control": "no-store", **(headers or {})},
+        "body": base64.b64encode(body).decode("ascii") if isinstance(body, bytes) else body,
+        "isBase64Encoded": encoded,
+    }
+
+
+def json_answer(status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> Answer:
+    return answer(status, JSON, json_text(body), headers)
+
+
+def error_headers(error: ApiError, request_id: str | None) -> dict[str, str]:
+    return {**error.headers, **({"X-Request-Id": request_id} if request_id else {})}
+
+
+def error_answer(error: ApiError, request_id: str | None) -> Answer:
+    return json_answer(error.status, error.body(request_id), error_headers(error, request_id))
+
+
+def failure_error(error: Exception) -> ApiError | None:
+    """The API's error for a failure of the domain or the store (the one place that knows a store
+    error's status code); None for anything else, which is a bug: a 500 that can be retried."""
+    if isinstance(error, ApiError):
+        return error
+    if isinstance(error, StoreUnavailable):
+        return unavailable(RETRY_AFTER_SECONDS)
+    if isinstance(error, NotFound):
+        return ApiError("NOT_FOUND", str(error))
+    if isinstance(error, Conflict):
+        return ApiError("CONFLICT", str(error))
+    if isinstance(error, TransitionRefused):
+        return ApiError("INVALID_KEY_TRANSITION", str(error))
+    return None
+
+
+INTERNAL_ERROR = ApiError("INTERNAL_ERROR", "Internal error; the request can be retried.")
+
+
+def no_route(method: str, path: str) -> ApiError:
+    return ApiError("NOT_FOUND", f"No route for {method} {path}.")
+
+
+def presented_secret(headers: Mapping[str, str], prefix: str = INGEST_KEY_PREFIX) -> str | None:
+    """The key from ``Authorization: Bearer <key>``, else ``X-Api-Key`` (header names lower-case).
+    None when there is none, or when it cannot be a secret of ours (``keys.plausible_secret``):
+    no need to look those up."""
+    candidate: str | None = None
+    authorization = headers.get("authorization", "").strip()
+    if authorization:
+        scheme, _, value = authorization.partition(" ")
+        if scheme.lower() == "bearer":
+            candidate = value.strip()
+    if not candidate:
+        candidate = headers.get("x-api-key", "").strip() or None
+    return candidate if candidate is not None and plausible_secret(candidate, prefix) else None
