@@ -12,8 +12,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.store_errors import StoreUnavailable
-from costtrack_service.edge.http_event import INTERNAL_ERROR, error_headers, failure_error, json_text, no_route
+from costtrack_service.edge.http_event import error_headers, failure_error, json_text, no_route
 
 
 def json_response(status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> Response[str]:
@@ -40,17 +39,11 @@ def request_headers(app: APIGatewayHttpResolver) -> dict[str, str]:
 
 
 def install_error_handlers(app: APIGatewayHttpResolver, logger: Logger) -> None:
-    """Every failure leaves as the contract's error body; nothing leaks a stack trace."""
+    """Every failure leaves as the API's error body (``failure_error``)."""
 
     @app.exception_handler(Exception)
     def _failure(error: Exception) -> Response[str]:
-        translated = failure_error(error)
-        if translated is None:
-            logger.exception("unhandled error")
-            translated = INTERNAL_ERROR
-        elif isinstance(error, StoreUnavailable):
-            logger.warning("database unavailable", extra={"reason": str(error)})
-        return error_response(app, translated)
+        return error_response(app, failure_error(error, logger))
 
     @app.not_found
     def _not_found(_: NotFoundError) -> Response[str]:

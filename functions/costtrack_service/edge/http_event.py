@@ -15,11 +15,14 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from costtrack_service.domain.errors import ApiError, unavailable
 from costtrack_service.domain.keys import INGEST_KEY_PREFIX, plausible_secret
 from costtrack_service.domain.store_errors import Conflict, NotFound, StoreUnavailable, TransitionRefused
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Logger
 
 RETRY_AFTER_SECONDS = 1
 JSON = "application/json"
@@ -92,12 +95,14 @@ def error_answer(error: ApiError, request_id: str | None) -> Answer:
     return json_answer(error.status, error.body(request_id), error_headers(error, request_id))
 
 
-def failure_error(error: Exception) -> ApiError | None:
-    """The API's error for a failure of the domain or the store (the one place that knows a store
-    error's status code); None for anything else, which is a bug: a 500 that can be retried."""
+def failure_error(error: Exception, logger: Logger) -> ApiError:
+    """The API's error for any failure: the one place that knows a store error's status code.
+    Anything the domain and the store do not name is a bug, logged, and a 500 that can be
+    retried; nothing leaks a stack trace."""
     if isinstance(error, ApiError):
         return error
     if isinstance(error, StoreUnavailable):
+        logger.warning("database unavailable", extra={"reason": str(error)})
         return unavailable(RETRY_AFTER_SECONDS)
     if isinstance(error, NotFound):
         return ApiError("NOT_FOUND", str(error))
@@ -105,10 +110,8 @@ def failure_error(error: Exception) -> ApiError | None:
         return ApiError("CONFLICT", str(error))
     if isinstance(error, TransitionRefused):
         return ApiError("INVALID_KEY_TRANSITION", str(error))
-    return None
-
-
-INTERNAL_ERROR = ApiError("INTERNAL_ERROR", "Internal error; the request can be retried.")
+    logger.exception("unhandled error")
+    return ApiError("INTERNAL_ERROR", "Internal error; the request can be retried.")
 
 
 def no_route(method: str, path: str) -> ApiError:

@@ -26,9 +26,7 @@ from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest_settings import IngestSettings
 from costtrack_service.domain.ingestion import IngestResult, IngestService
-from costtrack_service.domain.store_errors import StoreUnavailable
 from costtrack_service.edge.http_event import (
-    INTERNAL_ERROR,
     JSON,
     Answer,
     HttpRequest,
@@ -100,20 +98,14 @@ def _otlp_body(exported: OtlpAnswer) -> str | bytes:
 
 
 def route(routes: dict[tuple[str, str], Route], request: HttpRequest) -> Answer:
-    """The request's answer; every failure leaves as the API's error body, never a stack trace."""
+    """The request's answer; every failure leaves as the API's error body (``failure_error``)."""
     try:
         chosen = routes.get((request.method, request.path))
         if chosen is None:
             return error_answer(no_route(request.method, request.path), request.request_id)
         return chosen(request)
     except Exception as error:
-        translated = failure_error(error)
-        if translated is None:
-            logger.exception("unhandled error")
-            translated = INTERNAL_ERROR
-        elif isinstance(error, StoreUnavailable):
-            logger.warning("database unavailable", extra={"reason": str(error)})
-        return error_answer(translated, request.request_id)
+        return error_answer(failure_error(error, logger), request.request_id)
 
 
 @cache
