@@ -37,7 +37,7 @@ export UV_PYTHON_DOWNLOADS := automatic
 export UV_COMPILE_BYTECODE := 1
 PYTEST := $(ROOT)/scripts/pytest-run
 
-.PHONY: help dev test catalogue openapi lint build bench chaos chromium test-service test-sdk-python test-sdk-node lint-template deps clean
+.PHONY: help dev test catalogue openapi botocore-endpoints lint build bench chaos chromium test-service test-sdk-python test-sdk-node lint-template deps clean
 
 help:
 	@echo "make dev    - run the local stack on http://127.0.0.1:3000 (Ctrl-C stops it)"
@@ -48,6 +48,7 @@ help:
 	@echo "make chaos  - full-size chaos and fuzzing runs (a fast slice is part of make test)"
 	@echo "make catalogue - regenerate the bundled prices from the pinned genai-prices"
 	@echo "make openapi - regenerate the OpenAPI document the ingestion function serves"
+	@echo "make botocore-endpoints - regenerate DynamoDB's part of botocore's endpoint data"
 
 # -- installs ----------------------------------------------------------------------------
 
@@ -132,6 +133,11 @@ catalogue: .venv/.synced
 # function serves a file and never imports its builder (a test holds the file current).
 openapi: .venv/.synced
 	.venv/bin/python scripts/generate_openapi.py
+
+# DynamoDB's entries of the pinned botocore's endpoints.json, which the store's client reads
+# instead of the whole file (a test holds it current; run after a botocore bump).
+botocore-endpoints: .venv/.synced
+	.venv/bin/python scripts/generate_botocore_endpoints.py
 
 # -- proof --------------------------------------------------------------------------------
 

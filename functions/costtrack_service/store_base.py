@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import botocore.session
@@ -50,25 +51,40 @@ _TRANSACT_WRITE = "TransactWriteItems"
 _ERRORS_HOOK = "costtrack-store-unavailable"
 
 
+SERVICE = "dynamodb"
+#: botocore's endpoint data for DynamoDB alone (``make botocore-endpoints``).
+BOTOCORE_DATA_DIR = Path(__file__).resolve().parent / "botocore_data"
+
+
 class _DynamoDBLoader(Loader):
     """botocore's data loader, for a session that makes DynamoDB clients only.
 
-    Before it loads a service's model, the stock loader lists every service botocore knows, a
-    folder each (about 400 ``listdir`` and 2,700 ``stat`` calls), to check the name: that was a
-    sixth of the ingestion function's cold start (``bench/cold_imports.py``). The name is known
-    here; everything else (search paths, ``AWS_DATA_PATH``, versions, extras) is botocore's own.
+    Two steps of the stock loader took half of the time it takes to create a client, together
+    about a third of ``import boto3`` (``bench/cold_imports.py``): listing every
+    service botocore knows, a folder each (about 400 ``listdir`` and 2,700 ``stat`` calls), to
+    check the name, and reading ``endpoints.json``, 1.2 MB of every service's regions. The name
+    is known here, and the endpoint data is botocore's own cut down to DynamoDB's entries
+    (``BOTOCORE_DATA_DIR``), which this loader reports as botocore's bundled data, as it is: so
+    botocore resolves the endpoint from its rules exactly as it would with the whole file.
+    Everything else (models, ``AWS_DATA_PATH``, versions, extras) is botocore's own.
     """
 
+    _ENDPOINTS = str(BOTOCORE_DATA_DIR / "endpoints")
+
     def list_available_services(self, type_name: str) -> list[str]:
-        return ["dynamodb"]
+        return [SERVICE]
+
+    def is_builtin_path(self, path: str) -> bool:
+        return path == self._ENDPOINTS or bool(super().is_builtin_path(path))
 
 
 def _dynamodb_session() -> botocore.session.Session:
     session = botocore.session.get_session()
-    # The search paths as botocore's ``create_loader`` reads them from ``AWS_DATA_PATH``.
+    # The search paths as botocore's ``create_loader`` reads them from ``AWS_DATA_PATH`` (they
+    # win), then the DynamoDB endpoint data, then botocore's own folder.
     data_path = session.get_config_variable("data_path")
     paths = [os.path.expanduser(os.path.expandvars(path)) for path in data_path.split(os.pathsep)] if data_path else []
-    session.register_component("data_loader", _DynamoDBLoader(extra_search_paths=paths))
+    session.register_component("data_loader", _DynamoDBLoader(extra_search_paths=[*paths, str(BOTOCORE_DATA_DIR)]))
     return session
 
 
