@@ -11,7 +11,7 @@ import { after, before, describe, test } from "node:test";
 import { Tracker, fromAnthropic, fromGemini, fromOpenAI, fromVercelAI } from "costtrack";
 import { checkEvent } from "../dist/esm/validation.js";
 import { collector, sentEvents, startServer } from "./helpers.mjs";
-import { DEEPSEEK_EVENT, DEEPSEEK_USAGE, GPT5_EVENT, GPT5_RESPONSES_USAGE } from "./usage-fixtures.mjs";
+import { ANTHROPIC_EVENT, ANTHROPIC_USAGE, DEEPSEEK_EVENT, DEEPSEEK_USAGE, GPT5_EVENT, GPT5_RESPONSES_USAGE } from "./usage-fixtures.mjs";
 
 // -- the network guard, installed before any client library is loaded ---------------------------
 
@@ -139,15 +139,7 @@ const ANTHROPIC_MESSAGE = {
   content: [{ type: "text", text: "Hello!" }],
   stop_reason: "end_turn",
   stop_sequence: null,
-  usage: {
-    input_tokens: 1000,
-    cache_creation_input_tokens: 2000,
-    cache_read_input_tokens: 10000,
-    cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 2000 },
-    output_tokens: 500,
-    server_tool_use: { web_search_requests: 2, web_fetch_requests: 0 },
-    service_tier: "standard",
-  },
+  usage: ANTHROPIC_USAGE,
 };
 
 /** Gemini: audio in the prompt and in the cache, thoughts apart from the candidates. */
@@ -310,17 +302,6 @@ function withoutTotal(event) {
 const lastRequest = () => requests[requests.length - 1];
 
 // -- the events those responses give (each checked once per client that gets them) --------------
-
-/** ANTHROPIC_MESSAGE's event: the cache beside the input, one-hour writes and web searches in metadata. */
-const ANTHROPIC_EVENT = {
-  provider: "anthropic",
-  model: "claude-sonnet-4-5-20250929",
-  promptTokens: 1000,
-  completionTokens: 500,
-  cachedInputTokens: 10000,
-  cacheWriteTokens: 2000,
-  metadata: { service_tier: "standard", cache_write_1h_tokens: 2000, web_searches: 2 },
-};
 
 /** GEMINI_RESPONSE's event as the AI SDK gives it (no totalTokens), thoughts as reasoning, the tier header. */
 const GEMINI_EVENT = {

@@ -5,7 +5,7 @@ import { describe, test } from "node:test";
 import { fromAnthropic, fromBedrockConverse, fromGemini, fromOpenAI, fromVercelAI } from "costtrack";
 import { vercelProvider } from "../dist/esm/providers.js";
 import { checkEvent } from "../dist/esm/validation.js";
-import { DEEPSEEK_EVENT, DEEPSEEK_USAGE, GPT5_EVENT, GPT5_RESPONSES_USAGE } from "./usage-fixtures.mjs";
+import { ANTHROPIC_EVENT, ANTHROPIC_USAGE, DEEPSEEK_EVENT, DEEPSEEK_USAGE, GPT5_EVENT, GPT5_RESPONSES_USAGE } from "./usage-fixtures.mjs";
 
 // docs/api-rules.md#cost pricing, to show the helpers' output costs what the provider bills.
 const PRICING = {
@@ -476,15 +476,7 @@ describe("fromVercelAI", () => {
   });
 
   // @ai-sdk/anthropic@3 (AI SDK 6): inputTokens counts the cache; the deprecated fields are still there.
-  const anthropicRaw = {
-    input_tokens: 1000,
-    output_tokens: 500,
-    cache_read_input_tokens: 10000,
-    cache_creation_input_tokens: 2000,
-    cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 2000 },
-    server_tool_use: { web_search_requests: 1 },
-    service_tier: "standard",
-  };
+  const anthropicRaw = ANTHROPIC_USAGE;
   const anthropicV6Step = {
     model: { provider: "anthropic.messages", modelId: "claude-sonnet-4-5" },
     usage: {
@@ -500,15 +492,7 @@ describe("fromVercelAI", () => {
     providerMetadata: { anthropic: { usage: anthropicRaw, cacheCreationInputTokens: 2000, serviceTier: "standard" } },
     response: { id: "msg_1", modelId: "claude-sonnet-4-5-20250929" },
   };
-  const anthropicExpected = {
-    provider: "anthropic",
-    model: "claude-sonnet-4-5-20250929",
-    promptTokens: 1000,
-    completionTokens: 500,
-    cachedInputTokens: 10000,
-    cacheWriteTokens: 2000,
-    metadata: { service_tier: "standard", cache_write_1h_tokens: 2000, web_searches: 1 },
-  };
+  const anthropicExpected = ANTHROPIC_EVENT;
 
   test("AI SDK 6, Anthropic: the cache is taken out of inputTokens again (no double count)", () => {
     const result = { ...anthropicV6Step, totalUsage: anthropicV6Step.usage, steps: [anthropicV6Step] };

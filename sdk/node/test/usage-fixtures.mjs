@@ -23,6 +23,31 @@ export const GPT5_EVENT = {
   cachedInputTokens: 8000,
 };
 
+/**
+ * Anthropic Messages usage (claude-sonnet-4-5): cache reads and writes beside the input, the writes
+ * for one hour, two web searches.
+ */
+export const ANTHROPIC_USAGE = {
+  input_tokens: 1000,
+  cache_creation_input_tokens: 2000,
+  cache_read_input_tokens: 10000,
+  cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 2000 },
+  output_tokens: 500,
+  server_tool_use: { web_search_requests: 2, web_fetch_requests: 0 },
+  service_tier: "standard",
+};
+
+/** What fromAnthropic makes of it (for the dated model the API names): extra counts in metadata. */
+export const ANTHROPIC_EVENT = {
+  provider: "anthropic",
+  model: "claude-sonnet-4-5-20250929",
+  promptTokens: 1000,
+  completionTokens: 500,
+  cachedInputTokens: 10000,
+  cacheWriteTokens: 2000,
+  metadata: { service_tier: "standard", cache_write_1h_tokens: 2000, web_searches: 2 },
+};
+
 /** DeepSeek: cache hits and misses beside prompt_tokens (their sum), no prompt_tokens_details. */
 export const DEEPSEEK_USAGE = { prompt_tokens: 1000, completion_tokens: 50, total_tokens: 1050, prompt_cache_hit_tokens: 800, prompt_cache_miss_tokens: 200 };
 
