@@ -11,6 +11,7 @@ import { after, before, describe, test } from "node:test";
 import { Tracker, fromAnthropic, fromGemini, fromOpenAI, fromVercelAI } from "costtrack";
 import { checkEvent } from "../dist/esm/validation.js";
 import { collector, sentEvents, startServer } from "./helpers.mjs";
+import { ANTHROPIC_EVENT, ANTHROPIC_USAGE, DEEPSEEK_EVENT, DEEPSEEK_USAGE, GPT5_EVENT, GPT5_RESPONSES_USAGE } from "./usage-fixtures.mjs";
 
 // -- the network guard, installed before any client library is loaded ---------------------------
 
@@ -113,13 +114,7 @@ const RESPONSE_GPT5 = {
   tools: [],
   top_p: 1,
   truncation: "disabled",
-  usage: {
-    input_tokens: 10000,
-    input_tokens_details: { cached_tokens: 8000 },
-    output_tokens: 3000,
-    output_tokens_details: { reasoning_tokens: 2000 },
-    total_tokens: 13000,
-  },
+  usage: GPT5_RESPONSES_USAGE,
   user: null,
   metadata: {},
 };
@@ -131,7 +126,7 @@ const DEEPSEEK = {
   created: CREATED,
   model: "deepseek-chat",
   choices: [{ index: 0, message: { role: "assistant", content: "Hello!" }, logprobs: null, finish_reason: "stop" }],
-  usage: { prompt_tokens: 1000, completion_tokens: 50, total_tokens: 1050, prompt_cache_hit_tokens: 800, prompt_cache_miss_tokens: 200 },
+  usage: DEEPSEEK_USAGE,
   system_fingerprint: "fp_ffc7281d48_prod0820_fp8_kvcache",
 };
 
@@ -144,15 +139,7 @@ const ANTHROPIC_MESSAGE = {
   content: [{ type: "text", text: "Hello!" }],
   stop_reason: "end_turn",
   stop_sequence: null,
-  usage: {
-    input_tokens: 1000,
-    cache_creation_input_tokens: 2000,
-    cache_read_input_tokens: 10000,
-    cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 2000 },
-    output_tokens: 500,
-    server_tool_use: { web_search_requests: 2, web_fetch_requests: 0 },
-    service_tier: "standard",
-  },
+  usage: ANTHROPIC_USAGE,
 };
 
 /** Gemini: audio in the prompt and in the cache, thoughts apart from the candidates. */
@@ -314,6 +301,60 @@ function withoutTotal(event) {
 
 const lastRequest = () => requests[requests.length - 1];
 
+// -- the events those responses give (each checked once per client that gets them) --------------
+
+/** GEMINI_RESPONSE's event as the AI SDK gives it (no totalTokens), thoughts as reasoning, the tier header. */
+const GEMINI_EVENT = {
+  provider: "google",
+  model: "gemini-2.5-flash",
+  promptTokens: 1000,
+  completionTokens: 300,
+  reasoningTokens: 700,
+  cachedInputTokens: 500,
+  metadata: { input_audio_tokens: 600, cache_audio_read_tokens: 300, service_tier: "flex" },
+};
+
+/** The weather tool loop's event: the counts summed over both steps, the tier of the last one. */
+const TOOL_LOOP_EVENT = {
+  provider: "anthropic",
+  model: "claude-sonnet-4-5-20250929",
+  promptTokens: 490,
+  completionTokens: 80,
+  cachedInputTokens: 3000,
+  cacheWriteTokens: 3000,
+  metadata: { service_tier: "priority", cache_write_1h_tokens: 2000, cache_write_5m_tokens: 1000, web_searches: 1 },
+};
+
+// -- the AI SDK's providers, pointed at the canned provider (`create`: that SDK version's factory) --
+
+const openAIAt = (create) => create({ apiKey: "sk-test", baseURL: `${provider.url}/openai/v1` });
+const anthropicAt = (create) => create({ apiKey: "sk-ant-test", baseURL: `${provider.url}/anthropic/v1` });
+const googleAt = (create) => create({ apiKey: "test-key", baseURL: `${provider.url}/gemini/v1beta` });
+
+/** `generateText` of one AI SDK version (`sdk`), asked "Say hello" of `model`, without retries. */
+const sayHello = (sdk, model, options = {}) => sdk.generateText({ model, prompt: "Say hello", maxRetries: 0, ...options });
+
+/**
+ * The two-step tool loop (ANTHROPIC_TOOL_CALL, then ANTHROPIC_AFTER_TOOL) run by one AI SDK
+ * version (`sdk`, its Anthropic provider from `createAnthropic`).
+ */
+function weatherToolLoop(sdk, createAnthropic, options = {}) {
+  const { generateText, jsonSchema, tool, stepCountIs } = sdk;
+  const weather = tool({
+    description: "The weather in a city",
+    inputSchema: jsonSchema({ type: "object", properties: { city: { type: "string" } }, required: ["city"] }),
+    execute: async ({ city }) => `Sunny in ${city}`,
+  });
+  return generateText({
+    model: anthropicAt(createAnthropic)("claude-sonnet-4-5"),
+    prompt: "Weather in Paris?",
+    tools: { weather },
+    stopWhen: stepCountIs(3),
+    maxRetries: 0,
+    ...options,
+  });
+}
+
 // -- the official clients -----------------------------------------------------------------------
 
 describe("official clients → helpers", () => {
@@ -348,28 +389,13 @@ describe("official clients → helpers", () => {
     const client = new OpenAI({ apiKey: "sk-test", baseURL: `${provider.url}/openai/v1`, maxRetries: 0 });
     const response = await client.responses.create({ model: "gpt-5", input: "Say hello", service_tier: "priority" });
     assert.equal(lastRequest().path, "/openai/v1/responses");
-    expectEvent(fromOpenAI(response), {
-      provider: "openai",
-      model: "gpt-5-2025-08-07",
-      promptTokens: 10000,
-      completionTokens: 3000,
-      totalTokens: 13000,
-      cachedInputTokens: 8000,
-      metadata: { service_tier: "priority" },
-    });
+    expectEvent(fromOpenAI(response), { ...GPT5_EVENT, model: "gpt-5-2025-08-07", metadata: { service_tier: "priority" } });
   });
 
   test("openai client against DeepSeek: cache hits become the cached input", async () => {
     const client = new OpenAI({ apiKey: "sk-test", baseURL: `${provider.url}/deepseek`, maxRetries: 0 });
     const completion = await client.chat.completions.create({ model: "deepseek-chat", messages: [{ role: "user", content: "Say hello" }] });
-    expectEvent(fromOpenAI(completion, { provider: "deepseek" }), {
-      provider: "deepseek",
-      model: "deepseek-chat",
-      promptTokens: 1000,
-      completionTokens: 50,
-      totalTokens: 1050,
-      cachedInputTokens: 800,
-    });
+    expectEvent(fromOpenAI(completion, { provider: "deepseek" }), DEEPSEEK_EVENT);
   });
 
   test("@anthropic-ai/sdk: one-hour cache writes and web searches", async () => {
@@ -380,45 +406,26 @@ describe("official clients → helpers", () => {
       messages: [{ role: "user", content: "Say hello" }],
     });
     assert.equal(lastRequest().path, "/anthropic/v1/messages");
-    expectEvent(fromAnthropic(message, { customerId: "cus_42" }), {
-      provider: "anthropic",
-      model: "claude-sonnet-4-5-20250929",
-      promptTokens: 1000,
-      completionTokens: 500,
-      cachedInputTokens: 10000,
-      cacheWriteTokens: 2000,
-      customerId: "cus_42",
-      metadata: { service_tier: "standard", cache_write_1h_tokens: 2000, web_searches: 2 },
-    });
+    expectEvent(fromAnthropic(message, { customerId: "cus_42" }), { ...ANTHROPIC_EVENT, customerId: "cus_42" });
   });
 
   test("@google/genai: audio prompt and cache details, thoughts, the tier header", async () => {
     const client = new GoogleGenAI({ apiKey: "test-key", httpOptions: { baseUrl: `${provider.url}/gemini` } });
     const response = await client.models.generateContent({ model: "gemini-2.5-flash", contents: "Say hello" });
     assert.match(lastRequest().path, /:generateContent$/);
-    expectEvent(fromGemini(response), {
-      provider: "google",
-      model: "gemini-2.5-flash",
-      promptTokens: 1000,
-      completionTokens: 300,
-      reasoningTokens: 700,
-      cachedInputTokens: 500,
-      totalTokens: 2000,
-      metadata: { input_audio_tokens: 600, cache_audio_read_tokens: 300, service_tier: "flex" },
-    });
+    expectEvent(fromGemini(response), { ...GEMINI_EVENT, totalTokens: 2000 });
   });
 });
 
 // -- the Vercel AI SDK --------------------------------------------------------------------------
 
 describe("Vercel AI SDK (ai) → fromVercelAI", () => {
-  const { generateText, streamText, jsonSchema, tool, stepCountIs } = ai;
 
   test("@ai-sdk/openai Chat Completions: the same event as fromOpenAI on the raw response", async () => {
-    const openai = createOpenAI({ apiKey: "sk-test", baseURL: `${provider.url}/openai/v1` });
+    const openai = openAIAt(createOpenAI);
     // AI SDK 7 keeps the provider's response body only when asked; its usage parser drops the
     // audio counts and its Chat Completions metadata has no tier, so without the body they are unknown.
-    const bare = await generateText({ model: openai.chat("gpt-4o-audio-preview"), prompt: "Say hello", maxRetries: 0 });
+    const bare = await sayHello(ai, openai.chat("gpt-4o-audio-preview"));
     assert.equal(lastRequest().path, "/openai/v1/chat/completions");
     const counts = {
       provider: "openai",
@@ -428,19 +435,13 @@ describe("Vercel AI SDK (ai) → fromVercelAI", () => {
       cachedInputTokens: 200,
     };
     expectEvent(fromVercelAI(bare), counts);
-    const result = await generateText({
-      model: openai.chat("gpt-4o-audio-preview"),
-      prompt: "Say hello",
-      maxRetries: 0,
-      include: { responseBody: true },
-    });
+    const result = await sayHello(ai, openai.chat("gpt-4o-audio-preview"), { include: { responseBody: true } });
     expectEvent(fromVercelAI(result), { ...counts, metadata: { service_tier: "flex", input_audio_tokens: 700, output_audio_tokens: 250 } });
     assert.deepEqual(fromVercelAI(result), withoutTotal(fromOpenAI(CHAT_FLEX_AUDIO)));
   });
 
   test("@ai-sdk/openai Responses API (the default model kind)", async () => {
-    const openai = createOpenAI({ apiKey: "sk-test", baseURL: `${provider.url}/openai/v1` });
-    const result = await generateText({ model: openai("gpt-5"), prompt: "Say hello", maxRetries: 0 });
+    const result = await sayHello(ai, openAIAt(createOpenAI)("gpt-5"));
     assert.equal(lastRequest().path, "/openai/v1/responses");
     expectEvent(fromVercelAI(result, { feature: "chat" }), {
       provider: "openai",
@@ -454,39 +455,20 @@ describe("Vercel AI SDK (ai) → fromVercelAI", () => {
   });
 
   test("@ai-sdk/anthropic: inputTokens counts the cache reads and writes, which are taken out again", async () => {
-    const anthropic = createAnthropic({ apiKey: "sk-ant-test", baseURL: `${provider.url}/anthropic/v1` });
-    const result = await generateText({ model: anthropic("claude-sonnet-4-5"), prompt: "Say hello", maxRetries: 0 });
+    const result = await sayHello(ai, anthropicAt(createAnthropic)("claude-sonnet-4-5"));
     assert.equal(lastRequest().path, "/anthropic/v1/messages");
     // What this AI SDK reports: all input, the cache included.
     assert.equal(result.usage.inputTokens, 13000);
     assert.deepEqual(result.usage.inputTokenDetails, { noCacheTokens: 1000, cacheReadTokens: 10000, cacheWriteTokens: 2000 });
-    const expected = {
-      provider: "anthropic",
-      model: "claude-sonnet-4-5-20250929",
-      promptTokens: 1000,
-      completionTokens: 500,
-      cachedInputTokens: 10000,
-      cacheWriteTokens: 2000,
-      metadata: { service_tier: "standard", cache_write_1h_tokens: 2000, web_searches: 2 },
-    };
-    expectEvent(fromVercelAI(result), expected);
+    expectEvent(fromVercelAI(result), ANTHROPIC_EVENT);
     assert.deepEqual(fromVercelAI(result), fromAnthropic(ANTHROPIC_MESSAGE));
   });
 
   test("@ai-sdk/google: outputTokens counts the thoughts, which go back to reasoningTokens", async () => {
-    const google = createGoogleGenerativeAI({ apiKey: "test-key", baseURL: `${provider.url}/gemini/v1beta` });
-    const result = await generateText({ model: google("gemini-2.5-flash"), prompt: "Say hello", maxRetries: 0 });
+    const result = await sayHello(ai, googleAt(createGoogleGenerativeAI)("gemini-2.5-flash"));
     assert.match(lastRequest().path, /^\/gemini\/v1beta\/models\/gemini-2\.5-flash:generateContent$/);
     assert.equal(result.usage.outputTokens, 1000); // 300 candidates + 700 thoughts
-    expectEvent(fromVercelAI(result), {
-      provider: "google",
-      model: "gemini-2.5-flash",
-      promptTokens: 1000,
-      completionTokens: 300,
-      reasoningTokens: 700,
-      cachedInputTokens: 500,
-      metadata: { input_audio_tokens: 600, cache_audio_read_tokens: 300, service_tier: "flex" },
-    });
+    expectEvent(fromVercelAI(result), GEMINI_EVENT);
     assert.deepEqual(
       fromVercelAI(result),
       withoutTotal(fromGemini({ ...GEMINI_RESPONSE, sdkHttpResponse: { headers: { "x-gemini-service-tier": "flex" } } })),
@@ -494,34 +476,11 @@ describe("Vercel AI SDK (ai) → fromVercelAI", () => {
   });
 
   test("a tool loop: each step counted once with its own cache use; onFinish gives the same", async () => {
-    const anthropic = createAnthropic({ apiKey: "sk-ant-test", baseURL: `${provider.url}/anthropic/v1` });
     let finished;
-    const weather = tool({
-      description: "The weather in a city",
-      inputSchema: jsonSchema({ type: "object", properties: { city: { type: "string" } }, required: ["city"] }),
-      execute: async ({ city }) => `Sunny in ${city}`,
-    });
-    const result = await generateText({
-      model: anthropic("claude-sonnet-4-5"),
-      prompt: "Weather in Paris?",
-      tools: { weather },
-      stopWhen: stepCountIs(3),
-      maxRetries: 0,
-      onFinish: (event) => (finished = event),
-    });
+    const result = await weatherToolLoop(ai, createAnthropic, { onFinish: (event) => (finished = event) });
     assert.equal(result.steps.length, 2);
-    const expected = {
-      provider: "anthropic",
-      model: "claude-sonnet-4-5-20250929",
-      promptTokens: 490,
-      completionTokens: 80,
-      cachedInputTokens: 3000,
-      cacheWriteTokens: 3000,
-      // The tier of the last step; the counts summed over the steps.
-      metadata: { service_tier: "priority", cache_write_1h_tokens: 2000, cache_write_5m_tokens: 1000, web_searches: 1 },
-    };
-    expectEvent(fromVercelAI(result), expected);
-    assert.deepEqual(fromVercelAI(finished), expected);
+    expectEvent(fromVercelAI(result), TOOL_LOOP_EVENT);
+    assert.deepEqual(fromVercelAI(finished), TOOL_LOOP_EVENT);
     // One step at a time (onStepFinish) adds up to the same.
     const [first, second] = result.steps.map((step) => fromVercelAI(step));
     assert.deepEqual(first, withoutTotal(fromAnthropic(ANTHROPIC_TOOL_CALL)));
@@ -529,10 +488,9 @@ describe("Vercel AI SDK (ai) → fromVercelAI", () => {
   });
 
   test("streamText: the onFinish event (a stream's tier is not in it: pass it in metadata when it matters)", async () => {
-    const openai = createOpenAI({ apiKey: "sk-test", baseURL: `${provider.url}/openai/v1` });
     let finished;
-    const stream = streamText({
-      model: openai.chat("gpt-4o-mini"),
+    const stream = ai.streamText({
+      model: openAIAt(createOpenAI).chat("gpt-4o-mini"),
       prompt: "Say hello",
       maxRetries: 0,
       onFinish: (event) => (finished = event),
@@ -553,11 +511,9 @@ describe("Vercel AI SDK (ai) → fromVercelAI", () => {
 });
 
 describe("Vercel AI SDK 5 (ai@5, @ai-sdk/*@2) → fromVercelAI", () => {
-  const { generateText, jsonSchema, tool, stepCountIs } = ai5;
 
   test("the usage shape of AI SDK 5", async () => {
-    const anthropic = createAnthropic5({ apiKey: "sk-ant-test", baseURL: `${provider.url}/anthropic/v1` });
-    const result = await generateText({ model: anthropic("claude-sonnet-4-5"), prompt: "Say hello", maxRetries: 0 });
+    const result = await sayHello(ai5, anthropicAt(createAnthropic5)("claude-sonnet-4-5"));
     // Anthropic's own numbers: input without the cache; the cache write only in providerMetadata.
     assert.deepEqual(result.usage, { inputTokens: 1000, outputTokens: 500, totalTokens: 1500, cachedInputTokens: 10000 });
     assert.equal(result.providerMetadata.anthropic.cacheCreationInputTokens, 2000);
@@ -565,66 +521,27 @@ describe("Vercel AI SDK 5 (ai@5, @ai-sdk/*@2) → fromVercelAI", () => {
   });
 
   test("@ai-sdk/anthropic@2: inputTokens already excludes the cache; the provider from providerMetadata", async () => {
-    const anthropic = createAnthropic5({ apiKey: "sk-ant-test", baseURL: `${provider.url}/anthropic/v1` });
-    const result = await generateText({ model: anthropic("claude-sonnet-4-5"), prompt: "Say hello", maxRetries: 0 });
-    expectEvent(fromVercelAI(result), {
-      provider: "anthropic",
-      model: "claude-sonnet-4-5-20250929",
-      promptTokens: 1000,
-      completionTokens: 500,
-      cachedInputTokens: 10000,
-      cacheWriteTokens: 2000,
-      metadata: { service_tier: "standard", cache_write_1h_tokens: 2000, web_searches: 2 },
-    });
+    const result = await sayHello(ai5, anthropicAt(createAnthropic5)("claude-sonnet-4-5"));
+    expectEvent(fromVercelAI(result), ANTHROPIC_EVENT);
     assert.deepEqual(fromVercelAI(result), fromAnthropic(ANTHROPIC_MESSAGE));
   });
 
   test("@ai-sdk/google@2: outputTokens already excludes the thoughts", async () => {
-    const google = createGoogle5({ apiKey: "test-key", baseURL: `${provider.url}/gemini/v1beta` });
-    const result = await generateText({ model: google("gemini-2.5-flash"), prompt: "Say hello", maxRetries: 0 });
+    const result = await sayHello(ai5, googleAt(createGoogle5)("gemini-2.5-flash"));
     assert.equal(result.usage.outputTokens, 300);
     assert.equal(result.usage.reasoningTokens, 700);
-    expectEvent(fromVercelAI(result), {
-      provider: "google",
-      model: "gemini-2.5-flash",
-      promptTokens: 1000,
-      completionTokens: 300,
-      reasoningTokens: 700,
-      cachedInputTokens: 500,
-      metadata: { input_audio_tokens: 600, cache_audio_read_tokens: 300, service_tier: "flex" },
-    });
+    expectEvent(fromVercelAI(result), GEMINI_EVENT);
   });
 
   test("@ai-sdk/openai@2 Chat Completions: the response body is kept, so the tier and audio are known", async () => {
-    const openai = createOpenAI5({ apiKey: "sk-test", baseURL: `${provider.url}/openai/v1` });
-    const result = await generateText({ model: openai.chat("gpt-4o-audio-preview"), prompt: "Say hello", maxRetries: 0 });
+    const result = await sayHello(ai5, openAIAt(createOpenAI5).chat("gpt-4o-audio-preview"));
     expectEvent(fromVercelAI(result), withoutTotal(fromOpenAI(CHAT_FLEX_AUDIO)));
   });
 
   test("a tool loop, step by step", async () => {
-    const anthropic = createAnthropic5({ apiKey: "sk-ant-test", baseURL: `${provider.url}/anthropic/v1` });
-    const weather = tool({
-      description: "The weather in a city",
-      inputSchema: jsonSchema({ type: "object", properties: { city: { type: "string" } }, required: ["city"] }),
-      execute: async ({ city }) => `Sunny in ${city}`,
-    });
-    const result = await generateText({
-      model: anthropic("claude-sonnet-4-5"),
-      prompt: "Weather in Paris?",
-      tools: { weather },
-      stopWhen: stepCountIs(3),
-      maxRetries: 0,
-    });
+    const result = await weatherToolLoop(ai5, createAnthropic5);
     assert.equal(result.steps.length, 2);
-    expectEvent(fromVercelAI(result), {
-      provider: "anthropic",
-      model: "claude-sonnet-4-5-20250929",
-      promptTokens: 490,
-      completionTokens: 80,
-      cachedInputTokens: 3000,
-      cacheWriteTokens: 3000,
-      metadata: { service_tier: "priority", cache_write_1h_tokens: 2000, cache_write_5m_tokens: 1000, web_searches: 1 },
-    });
+    expectEvent(fromVercelAI(result), TOOL_LOOP_EVENT);
   });
 });
 

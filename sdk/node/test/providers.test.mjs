@@ -5,6 +5,7 @@ import { describe, test } from "node:test";
 import { fromAnthropic, fromBedrockConverse, fromGemini, fromOpenAI, fromVercelAI } from "costtrack";
 import { vercelProvider } from "../dist/esm/providers.js";
 import { checkEvent } from "../dist/esm/validation.js";
+import { ANTHROPIC_EVENT, ANTHROPIC_USAGE, DEEPSEEK_EVENT, DEEPSEEK_USAGE, GPT5_EVENT, GPT5_RESPONSES_USAGE } from "./usage-fixtures.mjs";
 
 // docs/api-rules.md#cost pricing, to show the helpers' output costs what the provider bills.
 const PRICING = {
@@ -53,16 +54,7 @@ describe("fromOpenAI", () => {
       },
     };
     const event = fromOpenAI(response, { feature: "chat", customerId: "c_1" });
-    assert.deepEqual(event, {
-      provider: "openai",
-      model: "gpt-5",
-      promptTokens: 10000,
-      completionTokens: 3000,
-      totalTokens: 13000,
-      cachedInputTokens: 8000,
-      feature: "chat",
-      customerId: "c_1",
-    });
+    assert.deepEqual(event, { ...GPT5_EVENT, feature: "chat", customerId: "c_1" });
     valid(event);
     assert.equal(cost(event), 0.0335); // docs/api-rules.md#worked-examples
   });
@@ -73,23 +65,10 @@ describe("fromOpenAI", () => {
       object: "response",
       model: "gpt-5",
       status: "completed",
-      usage: {
-        input_tokens: 10000,
-        input_tokens_details: { cached_tokens: 8000 },
-        output_tokens: 3000,
-        output_tokens_details: { reasoning_tokens: 2000 },
-        total_tokens: 13000,
-      },
+      usage: GPT5_RESPONSES_USAGE,
     };
     const event = fromOpenAI(response);
-    assert.deepEqual(event, {
-      provider: "openai",
-      model: "gpt-5",
-      promptTokens: 10000,
-      completionTokens: 3000,
-      totalTokens: 13000,
-      cachedInputTokens: 8000,
-    });
+    assert.deepEqual(event, GPT5_EVENT);
     assert.equal(cost(event), 0.0335);
   });
 
@@ -311,15 +290,8 @@ describe("pricing context and extra counts", () => {
   });
 
   test("DeepSeek: cache hits are the cached input when prompt_tokens_details is absent", () => {
-    const usage = { prompt_tokens: 1000, completion_tokens: 50, total_tokens: 1050, prompt_cache_hit_tokens: 800, prompt_cache_miss_tokens: 200 };
-    assert.deepEqual(fromOpenAI({ model: "deepseek-chat", usage }, { provider: "deepseek" }), {
-      provider: "deepseek",
-      model: "deepseek-chat",
-      promptTokens: 1000,
-      completionTokens: 50,
-      totalTokens: 1050,
-      cachedInputTokens: 800,
-    });
+    const usage = DEEPSEEK_USAGE;
+    assert.deepEqual(fromOpenAI({ model: "deepseek-chat", usage }, { provider: "deepseek" }), DEEPSEEK_EVENT);
     const both = { ...usage, prompt_tokens_details: { cached_tokens: 768 } };
     assert.equal(fromOpenAI({ model: "deepseek-chat", usage: both }, { provider: "deepseek" }).cachedInputTokens, 768);
     const noPrompt = { completion_tokens: 50, prompt_cache_hit_tokens: 800, prompt_cache_miss_tokens: 200 };
@@ -504,15 +476,7 @@ describe("fromVercelAI", () => {
   });
 
   // @ai-sdk/anthropic@3 (AI SDK 6): inputTokens counts the cache; the deprecated fields are still there.
-  const anthropicRaw = {
-    input_tokens: 1000,
-    output_tokens: 500,
-    cache_read_input_tokens: 10000,
-    cache_creation_input_tokens: 2000,
-    cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 2000 },
-    server_tool_use: { web_search_requests: 1 },
-    service_tier: "standard",
-  };
+  const anthropicRaw = ANTHROPIC_USAGE;
   const anthropicV6Step = {
     model: { provider: "anthropic.messages", modelId: "claude-sonnet-4-5" },
     usage: {
@@ -528,15 +492,7 @@ describe("fromVercelAI", () => {
     providerMetadata: { anthropic: { usage: anthropicRaw, cacheCreationInputTokens: 2000, serviceTier: "standard" } },
     response: { id: "msg_1", modelId: "claude-sonnet-4-5-20250929" },
   };
-  const anthropicExpected = {
-    provider: "anthropic",
-    model: "claude-sonnet-4-5-20250929",
-    promptTokens: 1000,
-    completionTokens: 500,
-    cachedInputTokens: 10000,
-    cacheWriteTokens: 2000,
-    metadata: { service_tier: "standard", cache_write_1h_tokens: 2000, web_searches: 1 },
-  };
+  const anthropicExpected = ANTHROPIC_EVENT;
 
   test("AI SDK 6, Anthropic: the cache is taken out of inputTokens again (no double count)", () => {
     const result = { ...anthropicV6Step, totalUsage: anthropicV6Step.usage, steps: [anthropicV6Step] };
@@ -679,14 +635,13 @@ describe("fromVercelAI", () => {
       response: { modelId: "claude-sonnet-4-5-20250929" },
     };
     const result = { ...second, steps: [anthropicV6Step, second], totalUsage: {} };
+    // The first step's event plus the second's counts (300 in, 40 out, 10000 cached); the second's tier.
     assert.deepEqual(fromVercelAI(result), {
-      provider: "anthropic",
-      model: "claude-sonnet-4-5-20250929",
-      promptTokens: 1300,
-      completionTokens: 540,
-      cachedInputTokens: 20000,
-      cacheWriteTokens: 2000,
-      metadata: { service_tier: "priority", cache_write_1h_tokens: 2000, web_searches: 1 },
+      ...anthropicExpected,
+      promptTokens: 1000 + 300,
+      completionTokens: 500 + 40,
+      cachedInputTokens: 10000 + 10000,
+      metadata: { ...anthropicExpected.metadata, service_tier: "priority" },
     });
   });
 

@@ -23,15 +23,19 @@ from costtrack.validation import EventValidationError, check_event
 EVENT = {"provider": "openai", "model": "gpt-5", "feature": "chat", "prompt_tokens": 10, "completion_tokens": 5}
 
 
-def hold_requests(sink: Sink) -> threading.Event:
-    """Hold every request until the returned event is set (then ``respond`` answers it)."""
+def track_a_held_burst(tracker: Tracker, sink: Sink, event: Dict[str, Any], flush_timeout: float) -> None:
+    """Track 250 copies of ``event`` while the sink holds every request (so they pile up in the
+    queue), then let the sink answer them all and flush."""
     release = threading.Event()
 
     def respond_request(request: Request) -> None:
         release.wait(10)
 
     sink.respond_request = respond_request
-    return release
+    for _ in range(250):
+        tracker.track(event)
+    release.set()
+    assert tracker.flush(timeout=flush_timeout)
 
 
 @pytest.fixture
@@ -72,12 +76,8 @@ def track_batch(tracker: Tracker, sink: Sink, events: List[Dict[str, Any]]) -> R
 
 
 def test_a_burst_goes_in_batches_of_at_most_100(make_tracker: Callable[..., Tracker], sink: Sink) -> None:
-    release = hold_requests(sink)
     tracker = make_tracker()
-    for _ in range(250):
-        tracker.track(EVENT)
-    release.set()
-    assert tracker.flush(timeout=10)
+    track_a_held_burst(tracker, sink, EVENT, flush_timeout=10)
 
     sizes = [len(request.keys) for request in sink.requests]
     assert sum(sizes) == 250 and max(sizes) <= MAX_BATCH_EVENTS
@@ -101,12 +101,8 @@ def test_batches_stay_within_one_mebibyte(make_tracker: Callable[..., Tracker], 
         "prompt_tokens": 9007199254740991,
         "metadata": {"x": "😀" * 2040},
     }
-    release = hold_requests(sink)
     tracker = make_tracker()
-    for _ in range(250):
-        tracker.track(big)
-    release.set()
-    assert tracker.flush(timeout=20)
+    track_a_held_burst(tracker, sink, big, flush_timeout=20)
 
     assert len(sink.received) == 250 and tracker.stats()["sent"] == 250
     sizes = [len(request.body) for request in sink.requests]

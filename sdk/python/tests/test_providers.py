@@ -427,6 +427,34 @@ def test_bedrock_converse_checked_by_botocore() -> None:
     assert valid(event) == BEDROCK_EXPECTED
 
 
+#: Each helper with a response it reads and the model it needs.
+HELPER_CALLS = [
+    (from_openai, OPENAI_CHAT, {}),
+    (from_anthropic, ANTHROPIC_MESSAGE, {}),
+    (from_gemini, {"usage_metadata": GEMINI_USAGE}, {"model": "gemini-2.5-pro"}),
+    (from_bedrock_converse, BEDROCK_CONVERSE, {"model": "anthropic.claude-sonnet-4-5-v1:0"}),
+]
+
+
+@pytest.mark.parametrize(("helper", "response", "model"), HELPER_CALLS, ids=[call[0].__name__ for call in HELPER_CALLS])
+def test_every_helper_takes_the_event_fields_and_no_other_keyword(helper: Any, response: Any, model: Any) -> None:
+    """The helpers declare their shared keywords once (HelperFields); each takes all of them,
+    and an unknown keyword is a TypeError, as for a function that lists its keywords."""
+    given = {
+        "feature": "chat",
+        "customer_id": "c_1",
+        "customer_name": "Acme",
+        "environment": "staging",
+        "latency_ms": 120,
+        "status": "error",
+    }
+    event = valid(helper(response, **model, **given, metadata={"route": "/chat"}, processing="batch"))
+    assert {name: event[name] for name in given} == given
+    assert (event["metadata"]["route"], event["metadata"]["processing"]) == ("/chat", "batch")
+    with pytest.raises(TypeError, match=rf"^{helper.__name__}\(\) got an unexpected keyword argument 'feture'$"):
+        helper(response, **model, feture="chat")
+
+
 def test_helpers_never_count_reasoning_twice() -> None:
     """Where the provider's output count already includes reasoning, no reasoning_tokens is sent;
     so the service's computed total (prompt + completion + reasoning) is the provider's total."""

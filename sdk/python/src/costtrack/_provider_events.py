@@ -6,16 +6,35 @@ Behind ``costtrack.providers``; imports no provider package.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple, TypedDict
 
-from costtrack._event import TrackEvent
+from costtrack._event import EventStatus, TrackEvent
 from costtrack._reserved import as_count, exceeded_parent
 from costtrack._rules import PRICING_CONTEXT_MAX_CHARS, PRICING_COUNT_PARENTS
 
-__all__ = ["ATTRIBUTION", "Usage", "get", "header", "items", "provider_event", "read_counts"]
+__all__ = ["ATTRIBUTION", "HelperFields", "Usage", "get", "header", "items", "provider_event", "read_counts"]
+
+
+class HelperFields(TypedDict, total=False):
+    """The keyword arguments every provider helper takes besides ``model`` and ``provider``, in
+    one place: each helper declares ``**fields: Unpack[HelperFields]``, so type checkers and IDEs
+    check and offer these names and types as if each helper listed them. ``None`` or left out:
+    absent."""
+
+    feature: Optional[str]
+    customer_id: Optional[str]
+    customer_name: Optional[str]
+    environment: Optional[str]
+    latency_ms: Optional[int]
+    status: Optional[EventStatus]
+    #: Merged over the pricing context and extra counts read from the response; its keys win.
+    metadata: Optional[Dict[str, Any]]
+    #: ``"batch"`` for a result of the provider's batch API (into ``metadata``).
+    processing: Optional[str]
+
 
 #: The event fields a helper takes from its caller as they are (``None``: absent).
-ATTRIBUTION = ("feature", "customer_id", "customer_name", "environment", "latency_ms", "status")
+ATTRIBUTION = tuple(name for name in HelperFields.__annotations__ if name not in ("metadata", "processing"))
 
 #: What a helper read from a response: the model it names, the event's counts, and the pricing
 #: context and extra counts for ``metadata`` (``None`` or anything invalid: not found).
@@ -55,15 +74,22 @@ def header(http_response: Any, name: str) -> Any:
     return None
 
 
-def provider_event(usage: Usage, given: Mapping[str, Any]) -> TrackEvent:
-    """The event from what a helper read and what its caller gave (the helper's arguments:
-    ``provider``, ``model``, ``processing``, ``metadata`` and ``ATTRIBUTION``), without the
-    fields that are ``None`` (absent); the pricing context and extra counts read from the
-    response are merged under the caller's ``metadata``."""
-    model, counts, pricing = usage
-    event: Dict[str, Any] = {"provider": given["provider"], "model": given["model"] or model}
+def provider_event(
+    helper: str, usage: Usage, provider: str, model: Optional[str], fields: Mapping[str, Any]
+) -> TrackEvent:
+    """The event from what ``helper`` read and what its caller gave (``provider``, ``model`` and
+    the ``HelperFields``), without the fields that are ``None`` (absent); the pricing context
+    and extra counts read from the response are merged under the caller's ``metadata``.
+
+    A keyword that is not a ``HelperFields`` name is a ``TypeError``, as it would be had the
+    helper listed its keywords one by one."""
+    for name in fields:
+        if name not in HelperFields.__annotations__:
+            raise TypeError(f"{helper}() got an unexpected keyword argument {name!r}")
+    found_model, counts, pricing = usage
+    event: Dict[str, Any] = {"provider": provider, "model": model or found_model}
     event.update((name, value) for name, value in counts.items() if value is not None)
-    event.update((name, given[name]) for name in ATTRIBUTION if given[name] is not None)
+    event.update((name, fields[name]) for name in ATTRIBUTION if fields.get(name) is not None)
 
     found: Dict[str, Any] = {}
     for name, value in pricing.items():
@@ -73,11 +99,11 @@ def provider_event(usage: Usage, given: Mapping[str, Any]) -> TrackEvent:
                 found[name] = number
         elif isinstance(value, str) and 0 < len(value) <= PRICING_CONTEXT_MAX_CHARS:
             found[name] = value
-    metadata = given["metadata"]
+    metadata = fields.get("metadata")
     if metadata is not None and not isinstance(metadata, Mapping):
         event["metadata"] = metadata  # not an object: validation reports it, as given
     else:
-        merged = _merge_metadata(found, given["processing"], metadata, event)
+        merged = _merge_metadata(found, fields.get("processing"), metadata, event)
         if merged:
             event["metadata"] = merged
     return event  # type: ignore[return-value]

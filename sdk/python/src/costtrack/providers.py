@@ -12,6 +12,11 @@ Anthropic, Bedrock), ``reasoning_tokens`` is left out: passing them again would 
 twice (docs/api-rules.md#cost). Gemini reports thoughts apart from its output count, so there they
 are passed as ``reasoning_tokens``. No helper imports a provider package.
 
+Besides ``model`` and ``provider``, every helper takes the same keyword arguments, declared once
+as ``costtrack._provider_events.HelperFields`` (type checkers and IDEs check and offer them):
+``feature``, ``customer_id``, ``customer_name``, ``environment``, ``latency_ms``, ``status``,
+``metadata`` and ``processing``; ``None`` or left out means absent.
+
 What the price depends on beyond the five token counts travels in ``metadata`` under the
 reserved names of docs/api-rules.md#cost (genai-prices' own names): the pricing context
 (``service_tier``, ``processing``, ``speed``) and extra counts (``cache_write_1h_tokens``,
@@ -23,11 +28,14 @@ than the count it is part of): a helper never builds an event that the service w
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
-from costtrack._event import EventStatus, TrackEvent
-from costtrack._provider_events import get, provider_event
+from costtrack._event import TrackEvent
+from costtrack._provider_events import HelperFields, get, provider_event
 from costtrack._provider_usage import anthropic_usage, bedrock_usage, gemini_usage, openai_usage
+
+if TYPE_CHECKING:  # typing.Unpack is 3.11+; the annotation is never evaluated at run time
+    from typing_extensions import Unpack
 
 __all__ = ["from_anthropic", "from_bedrock_converse", "from_gemini", "from_openai"]
 
@@ -35,16 +43,9 @@ __all__ = ["from_anthropic", "from_bedrock_converse", "from_gemini", "from_opena
 def from_openai(
     response: Any,
     *,
-    feature: Optional[str] = None,
-    customer_id: Optional[str] = None,
-    customer_name: Optional[str] = None,
-    environment: Optional[str] = None,
-    latency_ms: Optional[int] = None,
-    status: Optional[EventStatus] = None,
-    metadata: Optional[Dict[str, Any]] = None,
     model: Optional[str] = None,
     provider: str = "openai",
-    processing: Optional[str] = None,
+    **fields: Unpack[HelperFields],
 ) -> TrackEvent:
     """An event from an OpenAI Chat Completions response (``ChatCompletion``, or the last
     chunk of a stream made with ``stream_options={"include_usage": True}``) or a Responses API
@@ -69,22 +70,15 @@ def from_openai(
     DeepSeek without ``prompt_tokens_details``: ``usage.prompt_cache_hit_tokens`` →
     ``cached_input_tokens`` (DeepSeek's ``prompt_tokens`` is hits + misses, so it stays as is).
     """
-    return provider_event(openai_usage(response, provider), locals())
+    return provider_event("from_openai", openai_usage(response, provider), provider, model, fields)
 
 
 def from_anthropic(
     message: Any,
     *,
-    feature: Optional[str] = None,
-    customer_id: Optional[str] = None,
-    customer_name: Optional[str] = None,
-    environment: Optional[str] = None,
-    latency_ms: Optional[int] = None,
-    status: Optional[EventStatus] = None,
-    metadata: Optional[Dict[str, Any]] = None,
     model: Optional[str] = None,
     provider: str = "anthropic",
-    processing: Optional[str] = None,
+    **fields: Unpack[HelperFields],
 ) -> TrackEvent:
     """An event from an Anthropic Messages API ``Message`` (for a stream:
     ``stream.get_final_message()``; for a batch: each result's ``result.message``).
@@ -105,22 +99,15 @@ def from_anthropic(
     * ``usage.speed`` (``"fast"``) → ``speed``;
     * ``processing="batch"`` when you know better than the response.
     """
-    return provider_event(anthropic_usage(message), locals())
+    return provider_event("from_anthropic", anthropic_usage(message), provider, model, fields)
 
 
 def from_gemini(
     response: Any,
     *,
     model: Optional[str] = None,
-    feature: Optional[str] = None,
-    customer_id: Optional[str] = None,
-    customer_name: Optional[str] = None,
-    environment: Optional[str] = None,
-    latency_ms: Optional[int] = None,
-    status: Optional[EventStatus] = None,
-    metadata: Optional[Dict[str, Any]] = None,
     provider: str = "google",
-    processing: Optional[str] = None,
+    **fields: Unpack[HelperFields],
 ) -> TrackEvent:
     """An event from a Gemini ``GenerateContentResponse`` (google-genai, snake_case) or the
     REST API's JSON (camelCase), using its usage metadata; for a stream, pass the last chunk.
@@ -144,7 +131,7 @@ def from_gemini(
       ``"standard"``, ``"flex"``, ``"priority"``) → ``service_tier``;
     * ``processing="batch"`` for a result of the Batch API.
     """
-    return provider_event(gemini_usage(response), locals())
+    return provider_event("from_gemini", gemini_usage(response), provider, model, fields)
 
 
 def from_bedrock_converse(
@@ -152,15 +139,8 @@ def from_bedrock_converse(
     *,
     model: Optional[str] = None,
     model_id: Optional[str] = None,
-    feature: Optional[str] = None,
-    customer_id: Optional[str] = None,
-    customer_name: Optional[str] = None,
-    environment: Optional[str] = None,
-    latency_ms: Optional[int] = None,
-    status: Optional[EventStatus] = None,
-    metadata: Optional[Dict[str, Any]] = None,
     provider: str = "bedrock",
-    processing: Optional[str] = None,
+    **fields: Unpack[HelperFields],
 ) -> TrackEvent:
     """An event from an Amazon Bedrock ``converse()`` response (a dict from boto3).
 
@@ -182,6 +162,6 @@ def from_bedrock_converse(
         model = model_id
     if model is None:
         raise TypeError("from_bedrock_converse() needs the modelId you called, as model= (or model_id=)")
-    if latency_ms is None:
-        latency_ms = get(get(response, "metrics"), "latencyMs")
-    return provider_event(bedrock_usage(response, model), locals())
+    if fields.get("latency_ms") is None:
+        fields["latency_ms"] = get(get(response, "metrics"), "latencyMs")
+    return provider_event("from_bedrock_converse", bedrock_usage(response, model), provider, model, fields)
