@@ -20,6 +20,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
+# Valid Unicode (no lone surrogate), as every stored string must be: the event fields' rule.
+from costtrack._fields import encodes_as_utf8
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.keys import (
     ADMIN,
@@ -125,15 +127,6 @@ class Caller:
     workspace: WorkspaceState
 
 
-def encodable(text: str) -> bool:
-    """Whether ``text`` is valid Unicode (no lone surrogate), as every stored string must be."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def day_range(params: Mapping[str, str], today: date) -> tuple[str, str]:
     """``from`` and ``to`` as inclusive UTC days (default: the last 30 days, today included)."""
 
@@ -186,7 +179,7 @@ def event_filters(params: Mapping[str, str]) -> dict[str, str]:
         value = params.get(name)
         if not value:
             continue
-        if len(value) > MAX_FILTER_CHARS or not encodable(value):
+        if len(value) > MAX_FILTER_CHARS or not encodes_as_utf8(value):
             raise invalid(name, f"{name} must be text of at most {MAX_FILTER_CHARS} characters")
         filters[attribute] = value
     return filters
@@ -289,7 +282,7 @@ class WorkspaceService:
         if source is None:
             raise invalid("bind", "bind must be provider/model/feature (a string or an object with those fields)")
         parts = source.to_dict()
-        if not all(len(parts[name]) <= cap and encodable(parts[name]) for name, cap in BIND_CAPS.items()):
+        if not all(len(parts[name]) <= cap and encodes_as_utf8(parts[name]) for name, cap in BIND_CAPS.items()):
             caps = ", ".join(f"{name} {cap}" for name, cap in BIND_CAPS.items())
             raise invalid("bind", f"bind's parts must be text of at most these lengths: {caps} characters")
         return source

@@ -5,6 +5,7 @@ a type here shows up as a failing test, not as a silent gap in the document."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
@@ -302,7 +303,18 @@ WITH_BODY = {"r400": INVALID, "r413": TOO_LARGE, "r415": NOT_JSON}
 NOT_FOUND = refused("No such thing in this workspace", "NOT_FOUND")
 
 
-def documented(status: int, model: Any, description: str, **refusals: dict[str, Any]) -> dict[int, Any]:
-    """A route's responses: its answer, its own refusals (``r400=INVALID``), then the shared ones."""
+@dataclass(frozen=True)
+class Answers:
+    """What a route answers: its own status, and every response the document declares for it."""
+
+    status: int
+    responses: dict[int, Any]
+
+
+def documented(
+    status: int, model: Any, description: str, *also: tuple[str, Any], **refusals: dict[str, Any]
+) -> Answers:
+    """A route's answers: its own (JSON of ``model``, and other media types, e.g. CSV), its own
+    refusals (``r400=INVALID``), then the shared ones."""
     own = {int(name.removeprefix("r")): response for name, response in refusals.items()}
-    return {status: answer(description, model), **own, **OWNER_REFUSALS}
+    return Answers(status, {status: answer(description, model, *also), **own, **OWNER_REFUSALS})

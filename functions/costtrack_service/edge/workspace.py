@@ -47,14 +47,8 @@ from costtrack_service.edge.http import (
     request_headers,
 )
 from costtrack_service.edge.http_event import presented_secret
-from costtrack_service.edge.owner_responses import (
-    ADMIN_TOKEN,
-    INVALID,
-    NOT_FOUND,
-    WITH_BODY,
-    documented,
-    refused,
-)
+from costtrack_service.edge.owner_responses import ADMIN_TOKEN, INVALID, NOT_FOUND, WITH_BODY, documented, refused
+from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
 from costtrack_service.edge.request_errors import read_json_body, refuse_media_type
 from costtrack_service.edge.workspace_budgets import add_budget_routes
 
@@ -131,46 +125,28 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
     def _not_text(_: UnicodeDecodeError) -> Response[str]:
         return error_response(app, invalid("body", "the body is not UTF-8 text"))
 
-    @app.get(
-        "/v1/workspace",
-        operation_id="getWorkspace",
-        summary="The plan, this month's included events and credits",
-        security=ADMIN_TOKEN,
-        responses=documented(200, shapes.WorkspaceSummary, "The workspace"),
-    )
-    def get_workspace() -> Response[str]:
-        return json_response(200, service.summary(caller()))
+    owners = OwnerRoutes(app)
 
-    @app.get(
-        "/v1/workspace/usage",
-        operation_id="getUsage",
-        summary="Events, tokens and cost over a date range, grouped; hidden events counted apart",
-        security=ADMIN_TOKEN,
-        responses=documented(200, shapes.UsageReport, "Usage from daily rollups", r400=INVALID),
-    )
-    def get_usage(
-        first: First = None, last: Last = None, group_by: Annotated[GroupBy, Query()] = "day"
-    ) -> Response[str]:
-        return json_response(200, service.usage(caller(), given(group_by=group_by, to=last, **{"from": first})))
+    @owners.get("/v1/workspace", documented(200, shapes.WorkspaceSummary, "The workspace"))
+    def get_workspace() -> Answer:
+        """The plan, this month's included events and credits"""
+        return service.summary(caller())
 
-    @app.get(
+    @owners.get("/v1/workspace/usage", documented(200, shapes.UsageReport, "Usage from daily rollups", r400=INVALID))
+    def get_usage(first: First = None, last: Last = None, group_by: Annotated[GroupBy, Query()] = "day") -> Answer:
+        """Events, tokens and cost over a date range, grouped; hidden events counted apart"""
+        return service.usage(caller(), given(group_by=group_by, to=last, **{"from": first}))
+
+    @owners.get(
         "/v1/workspace/unknown-models",
-        operation_id="getUnknownModels",
-        summary="Models that came in without a pricing entry (cost 0)",
-        security=ADMIN_TOKEN,
-        responses=documented(200, shapes.UnknownModels, "Models, most frequent first", r400=INVALID),
+        documented(200, shapes.UnknownModels, "Models, most frequent first", r400=INVALID),
     )
-    def get_unknown_models(first: First = None, last: Last = None) -> Response[str]:
-        return json_response(200, service.unknown_models(caller(), given(to=last, **{"from": first})))
+    def get_unknown_models(first: First = None, last: Last = None) -> Answer:
+        """Models that came in without a pricing entry (cost 0)"""
+        return service.unknown_models(caller(), given(to=last, **{"from": first}))
 
-    @app.get(
-        "/v1/workspace/events",
-        operation_id="listEvents",
-        summary="Visible events, newest first (hidden events are never listed)",
-        security=ADMIN_TOKEN,
-        responses=documented(200, shapes.EventPage, "A page of events", r400=INVALID),
-    )
-    def get_events(
+    @owners.get("/v1/workspace/events", documented(200, shapes.EventPage, "A page of events", r400=INVALID))
+    def list_events(
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
         cursor: Annotated[str | None, Query(max_length=1024, description="next_cursor of the previous page")] = None,
         feature: EventFilter = None,
@@ -179,7 +155,8 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
         environment: EventFilter = None,
         status: EventFilter = None,
         customer_id: EventFilter = None,
-    ) -> Response[str]:
+    ) -> Answer:
+        """Visible events, newest first (hidden events are never listed)"""
         params = given(
             limit=str(limit),
             cursor=cursor,
@@ -190,27 +167,17 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
             status=status,
             customer_id=customer_id,
         )
-        return json_response(200, service.events(caller(), params))
+        return service.events(caller(), params)
 
-    @app.get(
+    @owners.get(
         "/v1/workspace/statements/<month>",
-        operation_id="getStatement",
-        summary="A calendar month's statement per customer or per feature, as JSON or CSV",
-        description=(
-            "Read from the same daily rollups as /v1/workspace/usage, so it equals them to the last "
-            "decimal. Lines: one per customer (or feature), no_customer (events without a customer id), "
-            "hidden (accepted, counted, hidden from the dashboard: a free-plan key's other sources), "
-            "and the total of them all. The current month gives the month so far (complete: false)."
+        documented(
+            200,
+            shapes.Statement,
+            "The statement (CSV: a header row, one row per line, then the total)",
+            ("text/csv", {"type": "string"}),
+            r400=INVALID,
         ),
-        security=ADMIN_TOKEN,
-        responses={
-            **documented(200, shapes.Statement, "The statement", r400=INVALID),
-            200: shapes.answer(
-                "The statement (CSV: a header row, one row per line, then the total)",
-                shapes.Statement,
-                ("text/csv", {"type": "string"}),
-            ),
-        },
     )
     def get_statement(
         month: Annotated[
@@ -218,7 +185,14 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
         ],
         by: Annotated[StatementBy, Query()] = "customer",
         output: Annotated[StatementFormat, Query(alias="format")] = "json",
-    ) -> Response[str]:
+    ) -> Answer:
+        """A calendar month's statement per customer or per feature, as JSON or CSV
+
+        Read from the same daily rollups as /v1/workspace/usage, so it equals them to the last
+        decimal. Lines: one per customer (or feature), no_customer (events without a customer id),
+        hidden (accepted, counted, hidden from the dashboard: a free-plan key's other sources),
+        and the total of them all. The current month gives the month so far (complete: false).
+        """
         statement, output = service.statement(caller(), unquote(month), {"by": by, "format": output})
         # Named as a file in either format: the dashboard saves it under this name.
         disposition = {"Content-Disposition": f'attachment; filename="{statement.filename(output)}"'}
@@ -231,35 +205,22 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
             headers={"Cache-Control": "no-store", **disposition},
         )
 
-    @app.get(
-        "/v1/workspace/keys",
-        operation_id="listKeys",
-        summary="The workspace's ingestion keys (never the secrets)",
-        security=ADMIN_TOKEN,
-        responses=documented(200, shapes.KeyList, "Keys"),
-    )
-    def get_keys() -> Response[str]:
-        return json_response(200, service.keys(caller()))
+    @owners.get("/v1/workspace/keys", documented(200, shapes.KeyList, "Keys"))
+    def list_keys() -> Answer:
+        """The workspace's ingestion keys (never the secrets)"""
+        return service.keys(caller())
 
-    @app.post(
-        "/v1/workspace/keys",
-        operation_id="createKey",
-        summary="Create an ingestion key; the secret is in this response only",
-        security=ADMIN_TOKEN,
-        responses=documented(201, shapes.CreatedKey, "The key and its secret", **WITH_BODY),
-    )
-    def post_key(new: Annotated[NewKey | None, Body()] = None) -> Response[str]:
+    @owners.post("/v1/workspace/keys", documented(201, shapes.CreatedKey, "The key and its secret", **WITH_BODY))
+    def create_key(new: Annotated[NewKey | None, Body()] = None) -> Answer:
+        """Create an ingestion key; the secret is in this response only"""
         who = caller()
         created = service.create_key(who, new)
         logger.info("key created", extra={"workspace_id": who.workspace_id, "key_id": created["key"]["key_id"]})
-        return json_response(201, created)
+        return created
 
-    @app.post(
+    @owners.post(
         "/v1/workspace/keys/<key_id>/<action>",
-        operation_id="changeKey",
-        summary="Deactivate, reactivate (only from inactive) or revoke (final) a key",
-        security=ADMIN_TOKEN,
-        responses=documented(
+        documented(
             200,
             shapes.KeyResult,
             "The key in its new state",
@@ -268,74 +229,55 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
             r409=refused("Not allowed from the key's state", "INVALID_KEY_TRANSITION"),
         ),
     )
-    def post_key_action(
+    def change_key(
         key_id: Annotated[str, Path(description="the key's id, as the key list shows it (key_…)")],
         action: Annotated[str, Path(description="deactivate, reactivate or revoke", examples=list(KEY_TRANSITIONS))],
-    ) -> Response[str]:
+    ) -> Answer:
+        """Deactivate, reactivate (only from inactive) or revoke (final) a key"""
         who = caller()
         changed = service.change_key(who, key_id, action)
         logger.info("key changed", extra={"workspace_id": who.workspace_id, "key_id": key_id, "action": action})
-        return json_response(200, changed)
+        return changed
 
-    @app.get(
-        "/v1/workspace/price-overrides",
-        operation_id="listPriceOverrides",
-        summary="The workspace's price overrides",
-        security=ADMIN_TOKEN,
-        responses=documented(200, shapes.OverrideList, "Overrides"),
-    )
-    def get_overrides() -> Response[str]:
-        return json_response(200, overrides.list(caller()))
+    @owners.get("/v1/workspace/price-overrides", documented(200, shapes.OverrideList, "Overrides"))
+    def list_price_overrides() -> Answer:
+        """The workspace's price overrides"""
+        return overrides.list(caller())
 
-    @app.post(
-        "/v1/workspace/price-overrides",
-        operation_id="setPriceOverride",
-        summary="Create or replace the override of a provider (or one of its models) from a start",
-        security=ADMIN_TOKEN,
-        responses=documented(200, shapes.OverrideResult, "The override", **WITH_BODY),
-    )
-    def post_override(new: Annotated[NewPriceOverride, Body()]) -> Response[str]:
+    @owners.post("/v1/workspace/price-overrides", documented(200, shapes.OverrideResult, "The override", **WITH_BODY))
+    def set_price_override(new: Annotated[NewPriceOverride, Body()]) -> Answer:
+        """Create or replace the override of a provider (or one of its models) from a start"""
         who = caller()
         created = overrides.set(who, new.fields())
         logger.info("price override set", extra={"workspace_id": who.workspace_id})
-        return json_response(200, created)
+        return created
 
-    @app.delete(
-        "/v1/workspace/price-overrides/<override_id>",
-        operation_id="deletePriceOverride",
-        summary="Delete a price override",
-        security=ADMIN_TOKEN,
-        responses=documented(200, shapes.Deleted, "Deleted", r404=NOT_FOUND),
+    @owners.delete(
+        "/v1/workspace/price-overrides/<override_id>", documented(200, shapes.Deleted, "Deleted", r404=NOT_FOUND)
     )
-    def delete_override(
-        override_id: Annotated[str, Path(description="as the override list shows it")],
-    ) -> Response[str]:
-        return json_response(200, overrides.delete(caller(), unquote(override_id)))
+    def delete_price_override(override_id: Annotated[str, Path(description="as the override list shows it")]) -> Answer:
+        """Delete a price override"""
+        return overrides.delete(caller(), unquote(override_id))
 
-    @app.get(
+    @owners.get(
+        "/v1/workspace/otel-attributes", documented(200, shapes.OtelAttributeMap, "The attribute map and the defaults")
+    )
+    def get_otel_attributes() -> Answer:
+        """Where POST /v1/traces reads this workspace's event fields from"""
+        return service.otel_attributes(caller())
+
+    @owners.put(
         "/v1/workspace/otel-attributes",
-        operation_id="getOtelAttributes",
-        summary="Where POST /v1/traces reads this workspace's event fields from",
-        security=ADMIN_TOKEN,
-        responses=documented(200, shapes.OtelAttributeMap, "The attribute map and the defaults"),
+        documented(200, shapes.OtelAttributeMap, "The new attribute map", **WITH_BODY),
     )
-    def get_otel_attributes() -> Response[str]:
-        return json_response(200, service.otel_attributes(caller()))
-
-    @app.put(
-        "/v1/workspace/otel-attributes",
-        operation_id="setOtelAttributes",
-        summary="Replace the workspace's attribute map (span or resource attribute names read first)",
-        security=ADMIN_TOKEN,
-        responses=documented(200, shapes.OtelAttributeMap, "The new attribute map", **WITH_BODY),
-    )
-    def put_otel_attributes(new: Annotated[OtelAttributes, Body()]) -> Response[str]:
+    def set_otel_attributes(new: Annotated[OtelAttributes, Body()]) -> Answer:
+        """Replace the workspace's attribute map (span or resource attribute names read first)"""
         who = caller()
         changed = service.set_otel_attributes(who, new.fields()["attributes"])
         logger.info("otel attributes set", extra={"workspace_id": who.workspace_id})
-        return json_response(200, changed)
+        return changed
 
-    add_budget_routes(app, budgets, lambda: caller().workspace_id)
+    add_budget_routes(owners, budgets, lambda: caller().workspace_id)
 
     add_dashboard_routes(app)
 
