@@ -21,7 +21,7 @@ from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
 # Valid Unicode (no lone surrogate), as every stored string must be: the event fields' rule.
-from costtrack._fields import encodes_as_utf8
+from costtrack.validation import encodes_as_utf8
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.keys import (
     ADMIN,
