@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -14,18 +13,13 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from moto import mock_aws
 
-from costtrack_service.domain.ingestion import IngestService, StoreUnavailable
-from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.quota import Tier
-from costtrack_service.domain.workspace_api import WorkspaceService
-from costtrack_service.edge.ingest import create_handler
-from costtrack_service.edge.workspace import create_handler as create_api_handler
+from costtrack_service.domain.ingestion import StoreUnavailable
 from costtrack_service.store import DynamoStore, dynamodb_client, unavailable_error
 from costtrack_service.tables import TableNames
 from costtrack_tools.local.server import LambdaContext
+from tests.conftest import moto_tables
+from tests.unit.test_edge import SAMPLES, routed_handler, sample_with_credentials
 
-EVENTS = Path(__file__).resolve().parents[2] / "events"
-INGEST_PATHS = ("/v1/events", "/v1/traces", "/v1/openapi.json")
 TRANSIENT = (
     "ThrottlingException",
     "ProvisionedThroughputExceededException",
@@ -56,31 +50,19 @@ class Throttle:
 @pytest.fixture
 def dynamo() -> Iterator[DynamoStore]:
     with mock_aws():
-        store = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), TableNames.with_prefix("busy-"))
-        store.ensure_tables()
-        yield store
+        yield moto_tables("busy-")
 
 
-@pytest.mark.parametrize("name", sorted(path.name for path in EVENTS.glob("*.json")))
+@pytest.mark.parametrize("name", SAMPLES)
 def test_every_call_of_every_route_answers_503_when_dynamodb_is_busy(dynamo: DynamoStore, name: str) -> None:
-    workspace = dynamo.create_workspace("busy", tier=Tier.PAID, included_events=100)
-    key, record = dynamo.create_key(workspace.workspace_id)
-    token, _ = dynamo.create_key(workspace.workspace_id, kind=ADMIN)
-    text = (EVENTS / name).read_text()
-    text = text.replace("ct_REPLACE_WITH_AN_INGESTION_KEY", key).replace("cta_REPLACE_WITH_AN_ADMIN_TOKEN", token)
-    text = text.replace("key_REPLACE_WITH_A_KEY_ID", record.key_id)
-    event = json.loads(text)
+    event = sample_with_credentials(dynamo, name)
 
     for start in range(400):  # more than any route's calls (a usage report reads 32 shards a dimension)
         # A fresh client and service each time: a cold function, so every call happens.
         client = boto3.client("dynamodb", region_name="us-east-1")
         throttle = Throttle(start, TRANSIENT[start % len(TRANSIENT)])
         client.meta.events.register("before-call.dynamodb", throttle)  # type: ignore[arg-type]
-        store = DynamoStore(client, dynamo.tables)
-        if event["rawPath"] in INGEST_PATHS:
-            handler = create_handler(IngestService(store))
-        else:
-            handler = create_api_handler(WorkspaceService(store))
+        handler = routed_handler(event, DynamoStore(client, dynamo.tables))
         result = handler(json.loads(json.dumps(event)), LambdaContext("busy"))
         if not throttle.refused:
             assert result["statusCode"] in (200, 201), result["body"]
