@@ -76,6 +76,7 @@ def routed_handler(event: dict[str, Any], store: DynamoStore) -> Any:
 
 @pytest.fixture
 def dynamo() -> Iterator[DynamoStore]:
+    """A DynamoStore on moto, its tables made (test_store_unavailable and others use it too)."""
     with mock_aws():
         yield moto_tables("edge-")
 

@@ -5,20 +5,17 @@ the store's client goes through one translation (``store.unavailable_error``).""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
-from moto import mock_aws
 
 from costtrack_service.domain.ingestion import StoreUnavailable
 from costtrack_service.store import DynamoStore, dynamodb_client, unavailable_error
 from costtrack_service.tables import TableNames
 from costtrack_tools.local.server import LambdaContext
-from tests.conftest import moto_tables
-from tests.unit.test_edge import SAMPLES, routed_handler, sample_with_credentials
+from tests.unit.test_edge import SAMPLES, dynamo, routed_handler, sample_with_credentials  # noqa: F401 (dynamo: a fixture)
 
 TRANSIENT = (
     "ThrottlingException",
@@ -47,14 +44,11 @@ class Throttle:
         return AWSResponse("http://dynamodb.invalid", 400, {}, None), parsed  # type: ignore[arg-type]
 
 
-@pytest.fixture
-def dynamo() -> Iterator[DynamoStore]:
-    with mock_aws():
-        yield moto_tables("busy-")
-
-
 @pytest.mark.parametrize("name", SAMPLES)
-def test_every_call_of_every_route_answers_503_when_dynamodb_is_busy(dynamo: DynamoStore, name: str) -> None:
+def test_every_call_of_every_route_answers_503_when_dynamodb_is_busy(
+    dynamo: DynamoStore,  # noqa: F811
+    name: str,
+) -> None:
     event = sample_with_credentials(dynamo, name)
 
     for start in range(400):  # more than any route's calls (a usage report reads 32 shards a dimension)
