@@ -49,6 +49,7 @@ VECTORS = json.loads((ROOT / "spec" / "validation-vectors.json").read_text(encod
 GPT5_EVENT: dict[str, Any] = {
     "provider": "openai",
     "model": "gpt-5",
+    "feature": "chat",
     "prompt_tokens": 10_000,
     "cached_input_tokens": 8_000,
     "completion_tokens": 3_000,
