@@ -10,13 +10,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
+
+if TYPE_CHECKING:
+    from costtrack_service.store import DynamoStore
+    from costtrack_service.tables import TableNames
 
 for _name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"):
     os.environ.pop(_name, None)
@@ -38,6 +43,34 @@ os.environ.update(
 ROOT = Path(__file__).resolve().parents[1]
 VECTORS = json.loads((ROOT / "spec" / "validation-vectors.json").read_text(encoding="utf-8"))["cases"]
 
+
+# The contract's worked examples (docs/api-rules.md#worked-examples) as events; the costs are
+# 0.0335, 0.021 and 0.22 USD.
+GPT5_EVENT: dict[str, Any] = {
+    "provider": "openai",
+    "model": "gpt-5",
+    "feature": "chat",
+    "prompt_tokens": 10_000,
+    "cached_input_tokens": 8_000,
+    "completion_tokens": 3_000,
+    "reasoning_tokens": 2_000,
+}
+SONNET_EVENT: dict[str, Any] = {
+    "provider": "anthropic",
+    "model": "claude-sonnet-4-5",
+    "prompt_tokens": 1_000,
+    "cached_input_tokens": 10_000,
+    "cache_write_tokens": 2_000,
+    "completion_tokens": 500,
+}
+GEMINI_EVENT: dict[str, Any] = {
+    "provider": "google",
+    "model": "gemini-2.5-pro",
+    "prompt_tokens": 250_000,
+    "cached_input_tokens": 200_000,
+    "completion_tokens": 1_000,
+    "reasoning_tokens": 2_000,
+}
 
 NODE_SDK = ROOT / "sdk" / "node"
 
@@ -81,6 +114,38 @@ def running_stack(tmp_path_factory: pytest.TempPathFactory, table_prefix: str, *
         yield stack
     finally:
         stack.stop()
+
+
+def wait_for_state(path: Path, process: subprocess.Popen[Any], timeout: float = 90) -> dict[str, Any]:
+    """The state file a started ``costtrack dev`` writes once it serves (read whole: it may be
+    caught half-written)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"costtrack dev exited early: {process.communicate()}")
+        if path.exists():
+            try:
+                state: dict[str, Any] = json.loads(path.read_text())
+                return state
+            except ValueError:
+                pass
+        time.sleep(0.2)
+    raise AssertionError("costtrack dev did not write its state file")
+
+
+def moto_tables(names: TableNames | str) -> DynamoStore:
+    """A ``DynamoStore`` on moto's in-process DynamoDB with its tables made; call it inside
+    ``mock_aws()``. ``names``: a ``TableNames``, or the prefix of fresh ones."""
+    import boto3
+
+    from costtrack_service.store import DynamoStore
+    from costtrack_service.tables import TableNames
+
+    if isinstance(names, str):
+        names = TableNames.with_prefix(names)
+    store = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
+    store.ensure_tables()
+    return store
 
 
 @pytest.fixture(scope="session")

@@ -80,10 +80,9 @@ class BudgetTable(BudgetReads):
 
     def mark_exceeded(self, budget: Budget, exceeded_from: str, exceeded_until: str) -> bool:
         """Note that events received in [from, until) land past 100% (the ingestion warning)."""
-        return self._conditional(
-            self.client.update_item,
-            TableName=self.tables.budgets,
-            Key=self._key(budget.workspace_id, f"b#{budget.budget_id}"),
+        return self._update(
+            budget.workspace_id,
+            f"b#{budget.budget_id}",
             UpdateExpression="SET exceeded_from = :f, exceeded_until = :u",
             ConditionExpression="revision = :rev",
             ExpressionAttributeValues=to_item({":f": exceeded_from, ":u": exceeded_until, ":rev": budget.revision}),
@@ -91,10 +90,9 @@ class BudgetTable(BudgetReads):
 
     def rearm(self, seen: Budget, rearmed: Budget) -> bool:
         """Store a rolling budget's moved-on episodes, if nobody changed it since ``seen``."""
-        return self._conditional(
-            self.client.update_item,
-            TableName=self.tables.budgets,
-            Key=self._key(seen.workspace_id, f"b#{seen.budget_id}"),
+        return self._update(
+            seen.workspace_id,
+            f"b#{seen.budget_id}",
             UpdateExpression="SET config = :new",
             ConditionExpression="config = :old",
             ExpressionAttributeValues=to_item(
@@ -177,10 +175,9 @@ class BudgetTable(BudgetReads):
     def lease_delivery(self, delivery: Delivery, until: str) -> bool:
         """Take a due delivery for one attempt, until ``until``; False when another dispatcher
         took it first (its due time moved). A lease that runs out makes it due again."""
-        return self._conditional(
-            self.client.update_item,
-            TableName=self.tables.budgets,
-            Key=self._key(delivery.workspace_id, delivery.item_key),
+        return self._update(
+            delivery.workspace_id,
+            delivery.item_key,
             UpdateExpression="SET due_at = :until, #state = :sending",
             ConditionExpression="due_at = :seen",
             ExpressionAttributeNames={"#state": "state"},
@@ -218,6 +215,12 @@ class BudgetTable(BudgetReads):
             ReturnValues="ALL_OLD",
         )
         return bool(response.get("Attributes"))
+
+    def _update(self, workspace_id: str, item_key: str, **update: Any) -> bool:
+        """A conditional UpdateItem of one item of the budgets table; False when its condition failed."""
+        return self._conditional(
+            self.client.update_item, TableName=self.tables.budgets, Key=self._key(workspace_id, item_key), **update
+        )
 
     def _conditional(self, operation: Any, **kwargs: Any) -> bool:
         """Whether a conditional write (or transaction) was made; False when its condition failed."""

@@ -53,14 +53,8 @@ class EventTable(TableAccess):
     # -- keys and workspaces, as ingestion reads them -----------------------------------------
 
     def get_key(self, key_hash: str, *, consistent: bool = False) -> KeyRecord | None:
-        response = self._call(
-            self.client.get_item,
-            TableName=self.tables.keys,
-            Key=to_item({"key_hash": key_hash}),
-            ConsistentRead=consistent,
-        )
-        item = response.get("Item")
-        return key_from_item(from_item(item)) if item else None
+        item = self._get_item(self.tables.keys, {"key_hash": key_hash}, consistent)
+        return key_from_item(item) if item else None
 
     def touch_key(self, key_hash: str, at: str) -> None:
         self.client.update_item(
@@ -75,14 +69,13 @@ class EventTable(TableAccess):
         )
 
     def get_workspace(self, workspace_id: str, *, consistent: bool = False) -> WorkspaceState | None:
-        response = self._call(
-            self.client.get_item,
-            TableName=self.tables.workspaces,
-            Key=to_item({"workspace_id": workspace_id}),
-            ConsistentRead=consistent,
-        )
+        item = self._get_item(self.tables.workspaces, {"workspace_id": workspace_id}, consistent)
+        return workspace_from_item(item) if item else None
+
+    def _get_item(self, table: str, key: dict[str, Any], consistent: bool) -> dict[str, Any] | None:
+        response = self._call(self.client.get_item, TableName=table, Key=to_item(key), ConsistentRead=consistent)
         item = response.get("Item")
-        return workspace_from_item(from_item(item)) if item else None
+        return from_item(item) if item else None
 
     # -- the ingestion write ------------------------------------------------------------
 
@@ -168,14 +161,7 @@ class EventTable(TableAccess):
     def survey(self, workspace_id: str, period: str) -> Survey:
         """The workspace item, then every shard of ``period`` and every credit shard, consistently
         and in that order (``allowance.py`` relies on it)."""
-        response = self._call(
-            self.client.get_item,
-            TableName=self.tables.workspaces,
-            Key=to_item({"workspace_id": workspace_id}),
-            ConsistentRead=True,
-        )
-        item = response.get("Item")
-        central = workspace_from_item(from_item(item)) if item else None
+        central = self.get_workspace(workspace_id, consistent=True)
         shards = {
             shard_key(workspace_id, charge, period, index): (charge, index)
             for charge in Charge

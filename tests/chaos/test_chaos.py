@@ -47,7 +47,7 @@ from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.store import DynamoStore, dynamodb_client
 from costtrack_service.tables import TableNames
 from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION
-from tests.conftest import built_node_sdk, month_usage
+from tests.conftest import built_node_sdk, month_usage, wait_for_state
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
@@ -464,20 +464,6 @@ def test_two_hundred_connections_at_once(local_stack: Any, workspace_factory: An
     assert (stored, rolled_up) == (connections, connections)
 
 
-def _wait_for_state(path: Path, process: subprocess.Popen[bytes]) -> dict[str, Any]:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "costtrack dev exited early"
-        if path.exists():
-            try:
-                state: dict[str, Any] = json.loads(path.read_text())
-                return state
-            except ValueError:
-                pass
-        time.sleep(0.2)
-    raise AssertionError("costtrack dev did not start")
-
-
 def test_a_persisted_stack_killed_right_after_answering_keeps_every_answered_event(tmp_path: Path) -> None:
     """DynamoDB Local answers a TransactWriteItems before its COMMIT reaches the database file;
     the local stack's front waits for it before answering (local.dynamodb). Killed with SIGKILL,
@@ -500,7 +486,7 @@ def _kill_a_persisted_stack_and_count(data: Path, state_file: Path, run: int) ->
     stop = threading.Event()
     threads: list[threading.Thread] = []
     try:
-        state = _wait_for_state(state_file, process)
+        state = wait_for_state(state_file, process, timeout=120)
         if state["engine"] != "dynamodb-local":
             pytest.skip("persistence needs DynamoDB Local (Java)")
         paid = state["workspaces"]["paid"]

@@ -28,12 +28,13 @@ from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.overrides_api import OverrideService
-from costtrack_service.domain.quota import Tier
+from costtrack_service.domain.quota import Tier, WorkspaceState
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.ingestion_store import IngestionStore
 from costtrack_service.store import DynamoStore
 from costtrack_service.tables import TABLES, TableNames
+from tests.conftest import moto_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / ".aws-sam" / "build"
@@ -197,11 +198,7 @@ def ingestion_calls() -> dict[str, set[str]]:
     names = TableNames.with_prefix("iam-")
     recorder = CallRecorder(names)
     with mock_aws():
-        admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
-        admin.ensure_tables()
-        workspace = admin.create_workspace("iam", tier=Tier.PAID, included_events=1)
-        secret, _ = admin.create_key(workspace.workspace_id)
-
+        _, _, secret = paid_workspace(names, included_events=1)
         client = recorder.attach(boto3.client("dynamodb", region_name="us-east-1"))
         service = IngestService(IngestionStore(client, names))  # the function's own store
 
@@ -222,10 +219,7 @@ def api_calls() -> dict[str, set[str]]:
     names = TableNames.with_prefix("iam-api-")
     recorder = CallRecorder(names)
     with mock_aws():
-        admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
-        admin.ensure_tables()
-        workspace = admin.create_workspace("iam", tier=Tier.PAID, included_events=10)
-        secret, _ = admin.create_key(workspace.workspace_id)
+        admin, workspace, secret = paid_workspace(names, included_events=10)
         token, _ = admin.create_key(workspace.workspace_id, kind="admin")
         ingestion = IngestService(admin)
         for n in range(3):
@@ -284,12 +278,17 @@ def test_ingestion_policy_grants_exactly_what_the_code_uses(
     assert not everything & {"dynamodb:Scan", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
 
 
+def paid_workspace(names: TableNames, included_events: int) -> tuple[DynamoStore, WorkspaceState, str]:
+    """In moto: the tables, a paid workspace, and the secret of an ingestion key of it."""
+    admin = moto_tables(names)
+    workspace = admin.create_workspace("iam", tier=Tier.PAID, included_events=included_events)
+    secret, _ = admin.create_key(workspace.workspace_id)
+    return admin, workspace, secret
+
+
 def tables_with_one_event(names: TableNames, model: str, prompt_tokens: int) -> tuple[DynamoStore, Any]:
     """In moto: the tables, a paid workspace, and one event of ``model`` accepted."""
-    admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
-    admin.ensure_tables()
-    workspace = admin.create_workspace("iam", tier=Tier.PAID, included_events=10)
-    secret, _ = admin.create_key(workspace.workspace_id)
+    admin, workspace, secret = paid_workspace(names, included_events=10)
     body = json.dumps({"provider": "openai", "model": model, "prompt_tokens": prompt_tokens}).encode()
     ingest(IngestService(admin), IngestRequest({"authorization": f"Bearer {secret}"}, body))
     return admin, workspace

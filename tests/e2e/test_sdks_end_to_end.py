@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from costtrack import Tracker
-from tests.conftest import built_node_sdk, month_usage
+from tests.conftest import GEMINI_EVENT, GPT5_EVENT, built_node_sdk, month_usage
 
 pytestmark = pytest.mark.integration
 
@@ -130,14 +130,7 @@ def node_sdk() -> Path:
 
 
 CASES = [
-    {
-        "provider": "openai",
-        "model": "gpt-5",
-        "prompt_tokens": 10000,
-        "cached_input_tokens": 8000,
-        "completion_tokens": 3000,
-        "reasoning_tokens": 2000,
-    },
+    GPT5_EVENT,
     {
         "provider": "anthropic",
         "model": "claude-sonnet-4-5-20250929",
@@ -147,14 +140,7 @@ CASES = [
         "completion_tokens": 500,
         "metadata": {"cache_write_1h_tokens": 500},
     },
-    {
-        "provider": "gemini",
-        "model": "gemini-2.5-pro",
-        "prompt_tokens": 250000,
-        "cached_input_tokens": 200000,
-        "completion_tokens": 1000,
-        "reasoning_tokens": 2000,
-    },
+    {**GEMINI_EVENT, "provider": "gemini"},  # the alias, through both SDKs
     {
         "provider": "bedrock",
         "model": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",

@@ -15,19 +15,10 @@ import httpx
 import jsonschema
 import pytest
 
-from tests.conftest import month_usage
+from tests.conftest import GEMINI_EVENT, SONNET_EVENT, month_usage
+from tests.conftest import GPT5_EVENT as GPT5
 
 pytestmark = pytest.mark.integration
-
-GPT5 = {
-    "provider": "openai",
-    "model": "gpt-5",
-    "feature": "chat",
-    "prompt_tokens": 10_000,
-    "cached_input_tokens": 8_000,
-    "completion_tokens": 3_000,
-    "reasoning_tokens": 2_000,
-}
 
 
 def post(
@@ -92,31 +83,7 @@ def test_priced_event(api: httpx.Client, local_stack: Any, schemas: dict[str, An
 
 @pytest.mark.parametrize(
     ("event", "cost"),
-    [
-        (GPT5, "0.0335"),
-        (
-            {
-                "provider": "anthropic",
-                "model": "claude-sonnet-4-5",
-                "prompt_tokens": 1000,
-                "cached_input_tokens": 10000,
-                "cache_write_tokens": 2000,
-                "completion_tokens": 500,
-            },
-            "0.021",
-        ),
-        (
-            {
-                "provider": "google",
-                "model": "gemini-2.5-pro",
-                "prompt_tokens": 250000,
-                "cached_input_tokens": 200000,
-                "completion_tokens": 1000,
-                "reasoning_tokens": 2000,
-            },
-            "0.22",
-        ),
-    ],
+    [(GPT5, "0.0335"), (SONNET_EVENT, "0.021"), (GEMINI_EVENT, "0.22")],
     ids=["openai-gpt-5", "anthropic-sonnet-4-5", "gemini-2.5-pro-tier"],
 )
 def test_contract_cost_vectors(api: httpx.Client, local_stack: Any, event: dict[str, Any], cost: str) -> None:

@@ -3,20 +3,18 @@ restarts, and the moto fallback for machines without Java."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from costtrack_tools.local.stack import LocalStack
+from tests.conftest import GPT5_EVENT, wait_for_state
 
 pytestmark = pytest.mark.integration
 
@@ -38,21 +36,6 @@ def port_open(url: str) -> bool:
         return False
 
 
-def wait_for(path: Path, process: subprocess.Popen[str], timeout: float = 90) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"costtrack dev exited early: {process.communicate()}")
-        if path.exists():
-            try:
-                state: dict[str, Any] = json.loads(path.read_text())
-                return state
-            except ValueError:
-                pass
-        time.sleep(0.2)
-    raise AssertionError("costtrack dev did not write its state file")
-
-
 def test_costtrack_dev_serves_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
     state_file = tmp_path / "dev.json"
     process = subprocess.Popen(
@@ -63,7 +46,7 @@ def test_costtrack_dev_serves_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:
-        state = wait_for(state_file, process)
+        state = wait_for_state(state_file, process)
         assert oct(state_file.stat().st_mode & 0o777) == "0o600"  # it holds keys
         assert set(state["workspaces"]) == {"paid", "free", "quota", "plan_inactive"}
         assert set(state["keys"]) == {"inactive", "revoked"}
@@ -106,14 +89,7 @@ def test_moto_fallback_serves_the_same_api(tmp_path: Path) -> None:
         assert stack.state["engine"] == "moto"
         response = httpx.post(
             f"{stack.state['api_url']}/v1/events",
-            json={
-                "provider": "openai",
-                "model": "gpt-5",
-                "prompt_tokens": 10000,
-                "cached_input_tokens": 8000,
-                "completion_tokens": 3000,
-                "reasoning_tokens": 2000,
-            },
+            json=GPT5_EVENT,
             headers={"Authorization": f"Bearer {stack.state['workspaces']['paid']['api_key']}", "Idempotency-Key": "m"},
         )
         assert response.json()["cost"] == "0.0335"

@@ -56,6 +56,11 @@ class World:
     def key(self, workspace_id: str, bound: str | None = None) -> str:
         return self.store.add_key(workspace_id, bound=Source.parse(bound) if bound else None)
 
+    def keyed_workspace(self, tier: str = Tier.PAID, included: int = 100, credits: int = 0) -> tuple[str, str]:
+        """A new workspace and an ingestion key of it."""
+        workspace_id = self.workspace(tier, included, credits)
+        return workspace_id, self.key(workspace_id)
+
     def function(self) -> IngestService:
         return IngestService(self.store, clock=lambda: self.now, monotonic=lambda: self.elapsed, sleep=lambda _: None)
 
@@ -105,8 +110,7 @@ def world() -> World:
 
 
 def test_a_batch_of_100_is_answered_per_item_in_order(world: World) -> None:
-    workspace_id = world.workspace(included=1000)
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace(included=1000)
     keys = [f"item-{i:03d}" for i in range(MAX_BATCH_ITEMS)]
     body = {"batch": [{"idempotency_key": k, "event": {**EVENT, "prompt_tokens": i}} for i, k in enumerate(keys)]}
     result = post(world.function(), key, body)
@@ -124,8 +128,7 @@ def test_a_batch_of_100_is_answered_per_item_in_order(world: World) -> None:
 
 
 def test_invalid_items_fail_alone(world: World) -> None:
-    workspace_id = world.workspace()
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace()
     items: list[Any] = [
         {"idempotency_key": "a", "event": EVENT},
         {"event": EVENT},
@@ -187,8 +190,7 @@ def padded(body: dict[str, Any], size: int) -> bytes:
 
 
 def test_a_batch_is_at_most_one_mib(world: World) -> None:
-    workspace_id = world.workspace(included=1000)
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace(included=1000)
     service = world.function()
     big = {**EVENT, "metadata": {"note": "x" * 8000}}
     items = batch([f"k{i}" for i in range(MAX_BATCH_ITEMS)], big)
@@ -220,8 +222,7 @@ def test_the_request_checks_come_before_the_items(world: World) -> None:
 
 
 def test_a_key_repeated_in_a_batch_is_a_replay_of_the_earlier_item_or_422(world: World) -> None:
-    workspace_id = world.workspace()
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace()
     other = {**EVENT, "completion_tokens": 1}
     body = {
         "batch": [
@@ -241,8 +242,7 @@ def test_a_key_repeated_in_a_batch_is_a_replay_of_the_earlier_item_or_422(world:
 
 
 def test_a_whole_batch_retried_is_replayed_and_counted_once(world: World) -> None:
-    workspace_id = world.workspace(included=6)
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace(included=6)
     keys = [f"k{i}" for i in range(10)]
     first = post(world.function(), key, batch(keys))
     assert statuses(first) == [200] * 6 + [429] * 4
@@ -284,8 +284,7 @@ def test_a_batch_that_failed_half_way_is_retried_whole() -> None:
     """A 5xx: the SDK retries the whole batch with the same keys; what the failed attempt
     committed comes back as replays, the rest is accepted now, and nothing counts twice."""
     world = World(FlakyStore(failing={2}))
-    workspace_id = world.workspace(included=1000)
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace(included=1000)
     keys = [f"k{i}" for i in range(MAX_BATCH_ITEMS)]
     body = {"batch": [{"idempotency_key": k, "event": {**EVENT, "feature": f"f{i}"}} for i, k in enumerate(keys)]}
     service = world.function()
@@ -311,8 +310,7 @@ def transaction_items(chunk: Chunk) -> int:
 def test_each_transaction_fits_dynamodb_s_limit() -> None:
     store = FlakyStore(failing=set())
     world = World(store)
-    workspace_id = world.workspace(included=150, credits=1000)
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace(included=150, credits=1000)
     service = world.function()
     for round_ in range(3):  # many distinct rollup rows per event; included, then credits
         body = {
@@ -334,8 +332,7 @@ def test_each_transaction_fits_dynamodb_s_limit() -> None:
 
 
 def test_the_allowance_runs_out_in_the_middle_of_a_batch(world: World) -> None:
-    workspace_id = world.workspace(included=3, credits=2)
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace(included=3, credits=2)
     service = world.function()
     result = post(service, key, batch([f"k{i}" for i in range(8)]))
     assert statuses(result) == [200] * 5 + [429] * 3
@@ -355,8 +352,7 @@ def test_free_plans_stop_at_the_included_events_in_a_batch(world: World) -> None
 
 
 def test_included_events_come_before_credits_across_requests(world: World) -> None:
-    workspace_id = world.workspace(included=4, credits=3)
-    key = world.key(workspace_id)
+    _, key = world.keyed_workspace(included=4, credits=3)
     functions = [world.function() for _ in range(3)]
     seen: list[str | None] = []
     for i in range(9):
@@ -365,8 +361,7 @@ def test_included_events_come_before_credits_across_requests(world: World) -> No
 
 
 def test_a_retry_of_an_accepted_event_is_a_replay_after_the_allowance_is_gone(world: World) -> None:
-    workspace_id = world.workspace(included=2)
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace(included=2)
     service = world.function()
     first = post(service, key, batch(["a", "b"]))
     assert statuses(post(service, key, batch(["c"]))) == [429]
@@ -481,8 +476,7 @@ def on_shards(service: IngestService, shards: Sequence[int]) -> IngestService:
 
 
 def test_a_small_plan_is_spent_to_the_last_event_when_each_event_lands_on_another_shard(world: World) -> None:
-    workspace_id = world.workspace(included=5)
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace(included=5)
     service = on_shards(world.function(), range(SHARDS))
     assert [statuses(post(service, key, batch([f"k{i}"])))[0] for i in range(7)] == [200] * 5 + [429] * 2
     assert world.store.workspaces[workspace_id].included_leased == 5
@@ -522,8 +516,7 @@ def test_allowance_leased_into_other_shards_is_found_by_the_survey(world: World)
 def test_leftover_leases_of_many_functions_are_all_spent(world: World) -> None:
     """A function per shard leases a share of what is left and keeps some: whatever is
     left in their shards is spent by others before anything is refused."""
-    workspace_id = world.workspace(included=100)
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace(included=100)
     for round_ in range(3):
         for shard in range(SHARDS):
             post(on_shards(world.function(), [shard]), key, batch([f"warm-{round_}-{shard}"]))
@@ -539,8 +532,7 @@ def test_leftover_leases_of_many_functions_are_all_spent(world: World) -> None:
 
 
 def test_a_raised_plan_is_honoured_within_one_second(world: World) -> None:
-    workspace_id = world.workspace(included=2)
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace(included=2)
     service = world.function()
     assert statuses(post(service, key, batch(["a", "b", "c"]))) == [200, 200, 429]
     world.change_plan(workspace_id, included_events=5)
@@ -550,8 +542,7 @@ def test_a_raised_plan_is_honoured_within_one_second(world: World) -> None:
 
 
 def test_a_raised_plan_comes_before_credits_within_one_second(world: World) -> None:
-    workspace_id = world.workspace(included=1, credits=1000)
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace(included=1, credits=1000)
     service = world.function()
     assert charges(post(service, key, batch(["a", "b"]))) == ["included", "credit"]
     world.change_plan(workspace_id, included_events=3)
@@ -563,8 +554,7 @@ def test_a_raised_plan_comes_before_credits_within_one_second(world: World) -> N
 def test_a_lowered_plan_leases_nothing_more_within_one_second(world: World) -> None:
     """Lowering a plan takes the month's unspent leases back: the month accepts exactly the new
     plan, whatever was leased before."""
-    workspace_id = world.workspace(included=100)
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace(included=100)
     service = world.function()
     assert statuses(post(service, key, batch(["a", "b", "c"]))) == [200] * 3
     assert world.store.workspaces[workspace_id].included_leased > 3  # leases sit in the shards
@@ -580,8 +570,7 @@ def test_a_lowered_plan_leases_nothing_more_within_one_second(world: World) -> N
 
 
 def test_a_lowered_plan_is_honoured_within_one_second(world: World) -> None:
-    workspace_id = world.workspace(included=10_000)
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace(included=10_000)
     service = world.function()
     assert statuses(post(service, key, batch(["a", "b", "c"]))) == [200] * 3
     world.change_plan(workspace_id, included_events=4)
@@ -591,8 +580,7 @@ def test_a_lowered_plan_is_honoured_within_one_second(world: World) -> None:
 
 
 def test_added_credits_are_spent_within_one_second(world: World) -> None:
-    workspace_id = world.workspace(included=1, credits=0)
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace(included=1, credits=0)
     service = world.function()
     assert statuses(post(service, key, batch(["a", "b"]))) == [200, 429]
     world.change_plan(workspace_id, credits=3)
@@ -603,8 +591,7 @@ def test_added_credits_are_spent_within_one_second(world: World) -> None:
 
 
 def test_a_new_month_restarts_the_included_events(world: World) -> None:
-    workspace_id = world.workspace(included=1, credits=5)
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace(included=1, credits=5)
     service = world.function()
     assert charges(post(service, key, batch(["nov-1", "nov-2"]))) == ["included", "credit"]
     world.now = datetime(2026, 12, 1, 0, 0, 1, tzinfo=UTC)
@@ -621,8 +608,7 @@ def test_a_new_month_restarts_the_included_events(world: World) -> None:
 def test_a_raised_plan_is_honoured_within_one_second_while_credits_are_leased(world: World) -> None:
     """Credit leases keep putting the function's own (stale) copy of the workspace back into the
     cache for another second, so a plan raised meanwhile is not seen while they go on."""
-    workspace_id = world.workspace(included=1, credits=1000)
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace(included=1, credits=1000)
     service = world.function()
     assert charges(post(service, key, batch(["a", "b"]))) == ["included", "credit"]
     world.change_plan(workspace_id, included_events=1000)
@@ -640,8 +626,7 @@ def test_included_events_leased_by_another_function_after_a_raise_come_before_cr
     function leases all of it into a shard. The workspace item A re-reads still shows none to
     lease, so A never surveys again: it keeps spending credits, seconds later, while an included
     event is left."""
-    workspace_id = world.workspace(included=1, credits=1000)
-    key = world.key(workspace_id)
+    workspace_id, key = world.keyed_workspace(included=1, credits=1000)
     a = world.function()
     assert charges(post(a, key, batch(["a1", "a2"]))) == ["included", "credit"]
     # The operator raises the plan by one; another function leases that one into shard 7 (what
@@ -658,8 +643,7 @@ def test_an_event_of_last_month_after_the_month_moved_on_is_not_a_503() -> None:
     workspace item is in the new month), and is retried until the request fails with a 503."""
     store = FlakyStore(failing=set())
     world = World(store)
-    workspace_id = world.workspace(included=100)
-    key = world.key(workspace_id)
+    _, key = world.keyed_workspace(included=100)
     world.now = datetime(2026, 12, 1, 0, 0, 0, 1000, tzinfo=UTC)
     post(world.function(), key, batch(["december"]))
     late = IngestRequest(

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 
@@ -21,9 +20,9 @@ from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.ingest import create_handler, logger
 from costtrack_service.edge.workspace import create_handler as create_api_handler
 from costtrack_service.store import DynamoStore
-from costtrack_service.tables import TableNames
 from costtrack_tools.local.server import LambdaContext
 from costtrack_tools.memory_store import MemoryStore
+from tests.conftest import moto_tables
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 SECRET_METADATA = "do-not-log-this-metadata-value"
@@ -52,30 +51,42 @@ def invoke(store: MemoryStore, event: dict[str, Any]) -> dict[str, Any]:
 INGEST_PATHS = ("/v1/events", "/v1/traces", "/v1/openapi.json")  # the template's routes to the ingestion function
 
 
-@pytest.fixture
-def dynamo() -> Iterator[DynamoStore]:
-    with mock_aws():
-        store = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), TableNames.with_prefix("edge-"))
-        store.ensure_tables()
-        yield store
+SAMPLES = sorted(path.name for path in EVENTS.glob("*.json"))
 
 
-@pytest.mark.parametrize("name", sorted(path.name for path in EVENTS.glob("*.json")))
-def test_every_sample_event_is_handled(dynamo: DynamoStore, name: str) -> None:
-    """Each sample in events/ (also usable with `sam local invoke -e`), sent to the function
-    the template routes it to, with real credentials substituted for the placeholders."""
-    workspace = dynamo.create_workspace("samples", tier=Tier.PAID, included_events=100)
-    key, record = dynamo.create_key(workspace.workspace_id)
-    token, _ = dynamo.create_key(workspace.workspace_id, kind=ADMIN)
+def sample_with_credentials(store: DynamoStore, name: str) -> dict[str, Any]:
+    """The sample ``events/<name>`` with a fresh paid workspace's ingestion key, admin token and
+    key id in place of its placeholders."""
+    workspace = store.create_workspace("samples", tier=Tier.PAID, included_events=100)
+    key, record = store.create_key(workspace.workspace_id)
+    token, _ = store.create_key(workspace.workspace_id, kind=ADMIN)
     text = (EVENTS / name).read_text()
     text = text.replace("ct_REPLACE_WITH_AN_INGESTION_KEY", key).replace("cta_REPLACE_WITH_AN_ADMIN_TOKEN", token)
     text = text.replace("key_REPLACE_WITH_A_KEY_ID", record.key_id)
-    event = json.loads(text)
+    event: dict[str, Any] = json.loads(text)
+    return event
+
+
+def routed_handler(event: dict[str, Any], store: DynamoStore) -> Any:
+    """The handler of the function the template routes ``event``'s path to."""
     if event["rawPath"] in INGEST_PATHS:
-        handler = create_handler(IngestService(dynamo))
-    else:
-        handler = create_api_handler(WorkspaceService(dynamo))
-    result = handler(event, LambdaContext("samples"))
+        return create_handler(IngestService(store))
+    return create_api_handler(WorkspaceService(store))
+
+
+@pytest.fixture
+def dynamo() -> Iterator[DynamoStore]:
+    """A DynamoStore on moto, its tables made (test_store_unavailable and others use it too)."""
+    with mock_aws():
+        yield moto_tables("edge-")
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_every_sample_event_is_handled(dynamo: DynamoStore, name: str) -> None:
+    """Each sample in events/ (also usable with `sam local invoke -e`), sent to the function
+    the template routes it to, with real credentials substituted for the placeholders."""
+    event = sample_with_credentials(dynamo, name)
+    result = routed_handler(event, dynamo)(event, LambdaContext("samples"))
     assert result["statusCode"] in (200, 201), result["body"]
     expected = "text/html; charset=utf-8" if event["rawPath"] == "/dashboard" else "application/json"
     assert result["headers"]["Content-Type"] == expected

@@ -8,16 +8,15 @@ import json
 import subprocess
 import typing
 from dataclasses import fields as dataclass_fields
-from decimal import Decimal
 
 from costtrack import TrackEvent
 from costtrack.validation import EVENT_FIELDS, INTEGER_FIELDS, STRING_LIMITS, validate_event
 from costtrack_service.domain.events import USAGE_EVENT_FIELDS, UsageEvent, to_usage_event
 from costtrack_service.domain.export import COLUMNS
 from costtrack_service.domain.records import EventRecord
-from costtrack_service.domain.visibility import Visibility
 from costtrack_service.store_items import event_from_item, event_to_item, from_item, to_item
 from tests.conftest import built_node_sdk
+from tests.store.test_dynamo_store import record
 
 #: The contract's event (docs/api-rules.md#event-fields), every field set to a value of its own.
 FULL_EVENT = {
@@ -63,23 +62,7 @@ def test_usage_event_has_the_validator_fields() -> None:
 
 
 def _record(event: UsageEvent) -> EventRecord:
-    return EventRecord(
-        workspace_id="ws-1",
-        event_id="evt-1",
-        idempotency_key="k-1",
-        key_id="key-1",
-        received_at="2025-01-01T00:00:00.000Z",
-        event=event,
-        fingerprint=event.fingerprint(),
-        cost=Decimal("0.0123"),
-        pricing_status="priced",
-        pricing_entry_id="openai/gpt-5",
-        rates=None,
-        tier_above_prompt_tokens=None,
-        visibility=Visibility(True, None),
-        warnings=(),
-        expires_at=1,
-    )
+    return record("ws-1", event=event, fingerprint=event.fingerprint())
 
 
 def test_the_stored_item_holds_every_field_and_reads_back_the_same_event() -> None:

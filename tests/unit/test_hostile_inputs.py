@@ -25,7 +25,6 @@ from costtrack_service.domain.usage import (
     report,
     rollup_deltas,
 )
-from costtrack_service.domain.visibility import Visibility
 from costtrack_service.domain.workspace_api import (
     WorkspaceService,
     check_key_id,
@@ -36,6 +35,7 @@ from costtrack_service.domain.workspace_api import (
 )
 from costtrack_service.edge.http_event import json_text
 from costtrack_service.edge.ingest_request import parse_body
+from tests.store.test_dynamo_store import record
 
 EMOJI = "\U0001f600"  # four bytes in UTF-8
 TODAY = date(2026, 11, 22)
@@ -62,23 +62,9 @@ def at_caps(**overrides: Any) -> EventRecord:
         customer_id=EMOJI * 256,
         **overrides,
     )
-    return EventRecord(
-        workspace_id="ws_" + "x" * 16,
-        event_id="evt_01M80CZFRAC3QQBMJNNFM1QF0K",
-        idempotency_key="k" * 255,
-        key_id="key_x",
-        received_at="2026-11-22T10:00:00.000Z",
-        event=event,
-        fingerprint="f",
-        cost=Decimal("0"),
-        pricing_status="unknown_model",
-        pricing_entry_id=None,
-        rates=None,
-        tier_above_prompt_tokens=None,
-        visibility=Visibility(True, None),
-        warnings=(),
-        expires_at=0,
-    )
+    # An unpriced event: its model also gets an unknown-models row.
+    unpriced = {"cost": Decimal("0"), "pricing_status": "unknown_model", "pricing_entry_id": None, "rates": None}
+    return record("ws_" + "x" * 16, "k" * 255, event=event, fingerprint=event.fingerprint(), **unpriced)
 
 
 def test_every_rollup_key_of_an_event_at_its_caps_fits_a_sort_key() -> None:

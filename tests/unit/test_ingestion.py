@@ -27,17 +27,9 @@ from costtrack_service.domain.records import StoreUnavailable
 from costtrack_service.domain.source import Source
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_tools.memory_store import MemoryStore
+from tests.conftest import GEMINI_EVENT, GPT5_EVENT, SONNET_EVENT
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
-GPT5_EVENT = {
-    "provider": "openai",
-    "model": "gpt-5",
-    "feature": "chat",
-    "prompt_tokens": 10_000,
-    "cached_input_tokens": 8_000,
-    "completion_tokens": 3_000,
-    "reasoning_tokens": 2_000,
-}
 
 
 class Harness:
@@ -130,24 +122,8 @@ def test_aliases_and_case_price_like_the_model(harness: Harness, paid_key: str, 
 
 
 def test_contract_vectors_through_the_service(harness: Harness, paid_key: str) -> None:
-    sonnet = {
-        "provider": "anthropic",
-        "model": "claude-sonnet-4-5",
-        "prompt_tokens": 1000,
-        "cached_input_tokens": 10000,
-        "cache_write_tokens": 2000,
-        "completion_tokens": 500,
-    }
-    gemini = {
-        "provider": "gemini",
-        "model": "gemini-2.5-pro",
-        "prompt_tokens": 250000,
-        "cached_input_tokens": 200000,
-        "completion_tokens": 1000,
-        "reasoning_tokens": 2000,
-    }
-    assert harness.send(paid_key, sonnet, "a").body["cost"] == "0.021"
-    assert harness.send(paid_key, gemini, "b").body["cost"] == "0.22"
+    assert harness.send(paid_key, SONNET_EVENT, "a").body["cost"] == "0.021"
+    assert harness.send(paid_key, GEMINI_EVENT, "b").body["cost"] == "0.22"
 
 
 def test_unknown_model_costs_zero_with_a_warning(harness: Harness, paid_key: str) -> None:

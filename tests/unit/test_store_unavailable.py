@@ -5,27 +5,18 @@ the store's client goes through one translation (``store.unavailable_error``).""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
-from moto import mock_aws
 
-from costtrack_service.domain.ingestion import IngestService, StoreUnavailable
-from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.quota import Tier
-from costtrack_service.domain.workspace_api import WorkspaceService
-from costtrack_service.edge.ingest import create_handler
-from costtrack_service.edge.workspace import create_handler as create_api_handler
+from costtrack_service.domain.ingestion import StoreUnavailable
 from costtrack_service.store import DynamoStore, dynamodb_client, unavailable_error
 from costtrack_service.tables import TableNames
 from costtrack_tools.local.server import LambdaContext
+from tests.unit.test_edge import SAMPLES, dynamo, routed_handler, sample_with_credentials  # noqa: F401 (dynamo: a fixture)
 
-EVENTS = Path(__file__).resolve().parents[2] / "events"
-INGEST_PATHS = ("/v1/events", "/v1/traces", "/v1/openapi.json")
 TRANSIENT = (
     "ThrottlingException",
     "ProvisionedThroughputExceededException",
@@ -53,34 +44,19 @@ class Throttle:
         return AWSResponse("http://dynamodb.invalid", 400, {}, None), parsed  # type: ignore[arg-type]
 
 
-@pytest.fixture
-def dynamo() -> Iterator[DynamoStore]:
-    with mock_aws():
-        store = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), TableNames.with_prefix("busy-"))
-        store.ensure_tables()
-        yield store
-
-
-@pytest.mark.parametrize("name", sorted(path.name for path in EVENTS.glob("*.json")))
-def test_every_call_of_every_route_answers_503_when_dynamodb_is_busy(dynamo: DynamoStore, name: str) -> None:
-    workspace = dynamo.create_workspace("busy", tier=Tier.PAID, included_events=100)
-    key, record = dynamo.create_key(workspace.workspace_id)
-    token, _ = dynamo.create_key(workspace.workspace_id, kind=ADMIN)
-    text = (EVENTS / name).read_text()
-    text = text.replace("ct_REPLACE_WITH_AN_INGESTION_KEY", key).replace("cta_REPLACE_WITH_AN_ADMIN_TOKEN", token)
-    text = text.replace("key_REPLACE_WITH_A_KEY_ID", record.key_id)
-    event = json.loads(text)
+@pytest.mark.parametrize("name", SAMPLES)
+def test_every_call_of_every_route_answers_503_when_dynamodb_is_busy(
+    dynamo: DynamoStore,  # noqa: F811
+    name: str,
+) -> None:
+    event = sample_with_credentials(dynamo, name)
 
     for start in range(400):  # more than any route's calls (a usage report reads 32 shards a dimension)
         # A fresh client and service each time: a cold function, so every call happens.
         client = boto3.client("dynamodb", region_name="us-east-1")
         throttle = Throttle(start, TRANSIENT[start % len(TRANSIENT)])
         client.meta.events.register("before-call.dynamodb", throttle)  # type: ignore[arg-type]
-        store = DynamoStore(client, dynamo.tables)
-        if event["rawPath"] in INGEST_PATHS:
-            handler = create_handler(IngestService(store))
-        else:
-            handler = create_api_handler(WorkspaceService(store))
+        handler = routed_handler(event, DynamoStore(client, dynamo.tables))
         result = handler(json.loads(json.dumps(event)), LambdaContext("busy"))
         if not throttle.refused:
             assert result["statusCode"] in (200, 201), result["body"]

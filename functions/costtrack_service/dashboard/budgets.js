@@ -15,9 +15,22 @@ async function loadBudgets() {
   renderDeliveries(deliveries.deliveries);
 }
 
-function renderBudgets(budgets) {
-  const body = $("budgets").tBodies[0];
+// The panel's tables are redrawn whole on each load.
+function emptiedBody(tableId) {
+  const body = $(tableId).tBodies[0];
   body.replaceChildren();
+  return body;
+}
+
+function deleteButton(onClick) {
+  const button = el("button", "Delete", "danger");
+  button.type = "button";
+  button.addEventListener("click", onClick);
+  return button;
+}
+
+function renderBudgets(budgets) {
+  const body = emptiedBody("budgets");
   for (const budget of budgets) {
     const row = el("tr");
     row.dataset.budgetId = budget.budget_id;
@@ -41,9 +54,7 @@ function renderBudgets(budgets) {
     const save = el("button", "Save");
     save.type = "button";
     save.addEventListener("click", () => changeBudget(budget, { amount: amount.value.trim() }));
-    const remove = el("button", "Delete", "danger");
-    remove.type = "button";
-    remove.addEventListener("click", () => deleteBudget(budget));
+    const remove = deleteButton(() => deleteBudget(budget));
     actions.append(amount, save, remove);
     row.append(
       el("td", budget.name || budget.budget_id),
@@ -93,14 +104,11 @@ $("new-budget").addEventListener("submit", (event) => {
 });
 
 function renderWebhooks(webhooks) {
-  const body = $("webhooks").tBodies[0];
-  body.replaceChildren();
+  const body = emptiedBody("webhooks");
   for (const webhook of webhooks) {
     const row = el("tr");
     row.dataset.endpointId = webhook.endpoint_id;
-    const remove = el("button", "Delete", "danger");
-    remove.type = "button";
-    remove.addEventListener("click", () => {
+    const remove = deleteButton(() => {
       if (!confirm(`Stop sending alerts to ${webhook.url}?`)) return;
       const path = `/v1/workspace/webhooks/${encodeURIComponent(webhook.endpoint_id)}`;
       budgetAction(() => api(path, { method: "DELETE" }), "Webhook deleted.");
@@ -130,8 +138,7 @@ $("new-webhook").addEventListener("submit", async (event) => {
 });
 
 function renderDeliveries(deliveries) {
-  const body = $("deliveries").tBodies[0];
-  body.replaceChildren();
+  const body = emptiedBody("deliveries");
   for (const delivery of deliveries) {
     const last = delivery.attempts[delivery.attempts.length - 1];
     const outcome = last ? (last.error || `HTTP ${last.status}`) : "not attempted yet";
