@@ -106,10 +106,10 @@ def failure_error(error: Exception, logger: Logger) -> ApiError:
         return unavailable(RETRY_AFTER_SECONDS)
     if isinstance(error, NotFound):
         return ApiError("NOT_FOUND", str(error))
+    if isinstance(error, TransitionRefused):  # a kind of Conflict, with its own code
+        return ApiError("INVALID_KEY_TRANSITION", str(error))
     if isinstance(error, Conflict):
         return ApiError("CONFLICT", str(error))
-    if isinstance(error, TransitionRefused):
-        return ApiError("INVALID_KEY_TRANSITION", str(error))
     logger.exception("unhandled error")
     return ApiError("INTERNAL_ERROR", "Internal error; the request can be retried.")
 

@@ -1,0 +1,57 @@
+"""What both functions' routes share (edge/http_event.py): every failure's API error, and the
+answer API Gateway takes."""
+
+from __future__ import annotations
+
+import base64
+import logging
+
+import pytest
+
+from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.store_errors import Conflict, NotFound, StoreUnavailable, TransitionRefused
+from costtrack_service.edge.http_event import HttpRequest, answer, failure_error
+
+LOGGER = logging.getLogger("test_http_event")
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "code"),
+    [
+        (StoreUnavailable("PutItem: ThrottlingException"), 503, "UNAVAILABLE"),
+        (NotFound("no such key"), 404, "NOT_FOUND"),
+        (Conflict("taken"), 409, "CONFLICT"),
+        (TransitionRefused("revoked keys stay revoked"), 409, "INVALID_KEY_TRANSITION"),  # a Conflict too
+        (ApiError("INVALID_PAYLOAD", "bad"), 400, "INVALID_PAYLOAD"),
+        (RuntimeError("a bug"), 500, "INTERNAL_ERROR"),
+    ],
+)
+def test_every_failure_has_its_api_error(error: Exception, status: int, code: str) -> None:
+    translated = failure_error(error, LOGGER)  # type: ignore[arg-type]  # any logger that logs
+    assert (translated.status, translated.code) == (status, code)
+    assert "a bug" not in translated.message
+
+
+def test_a_503_says_when_to_retry() -> None:
+    assert "Retry-After" in failure_error(StoreUnavailable("x"), LOGGER).headers  # type: ignore[arg-type]
+
+
+def test_bytes_travel_base64_encoded_and_text_as_it_is() -> None:
+    binary = answer(200, "application/x-protobuf", b"\x00\xff")
+    assert binary["isBase64Encoded"] and base64.b64decode(binary["body"]) == b"\x00\xff"
+    text = answer(200, "application/json", "{}")
+    assert not text["isBase64Encoded"] and text["body"] == "{}"
+    assert text["headers"]["Content-Type"] == "application/json" and text["headers"]["Cache-Control"] == "no-store"
+
+
+def test_a_request_reads_its_event() -> None:
+    event = {
+        "rawPath": "/v1/events",
+        "headers": {"Authorization": "Bearer x"},
+        "requestContext": {"http": {"method": "post"}, "requestId": "r1"},
+        "body": base64.b64encode(b"{}").decode(),
+        "isBase64Encoded": True,
+    }
+    request = HttpRequest.from_event(event)
+    assert (request.method, request.path, request.body, request.request_id) == ("POST", "/v1/events", b"{}", "r1")
+    assert request.headers == {"authorization": "Bearer x"}
