@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.edge.http_event import error_headers, failure_error, json_text, no_route
+from costtrack_service.edge.http_event import error_headers, failure_error, json_text, lower_case_headers, no_route
 
 
 def json_response(status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> Response[str]:
@@ -34,8 +34,7 @@ def error_response(app: APIGatewayHttpResolver, error: ApiError) -> Response[str
 
 
 def request_headers(app: APIGatewayHttpResolver) -> dict[str, str]:
-    """Header names lower-cased (HTTP APIs already do; other front ends may not)."""
-    return {name.lower(): value for name, value in (app.current_event.headers or {}).items()}
+    return lower_case_headers(app.current_event.headers)
 
 
 def install_error_handlers(app: APIGatewayHttpResolver, logger: Logger) -> None:

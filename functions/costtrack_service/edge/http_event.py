@@ -52,10 +52,15 @@ class HttpRequest:
         return cls(
             method=str((context.get("http") or {}).get("method", "")).upper(),
             path=str(event.get("rawPath") or ""),
-            headers={name.lower(): value for name, value in (event.get("headers") or {}).items()},
+            headers=lower_case_headers(event.get("headers")),
             body=body,
             request_id=context.get("requestId"),
         )
+
+
+def lower_case_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """Header names lower-cased: HTTP APIs already send them so; other front ends may not."""
+    return {name.lower(): value for name, value in (headers or {}).items()}
 
 
 def json_text(body: Mapping[str, Any]) -> str:
@@ -78,7 +83,7 @@ def answer(status: int, content_type: str, body: str | bytes, headers: Mapping[s
     return {
         "statusCode": status,
         "headers": {"Content-Type": content_type, "Cache-Control": "no-store", **(headers or {})},
-        "body": base64.b64encode(body).decode("ascii") if isinstance(body, bytes) else body,
+        "body": base64.b64encode(body).decode("ascii") if isinstance(body, bytes) else body,  # mypy narrows here
         "isBase64Encoded": encoded,
     }
 
