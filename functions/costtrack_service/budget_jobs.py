@@ -125,23 +125,9 @@ class Alerts:
 
     def _claim(self, status: Status, threshold: int, key: str, endpoints: list[Endpoint], now: datetime) -> bool:
         notification = Notification.crossing(key, status.budget, status.span, threshold, status.spent, now)
-        due = notification.created_at
         targets: list[tuple[str, str | None]] = [(SNS, None)] if self.settings.sns_topic_arn else []
         targets += [(endpoint.endpoint_id, endpoint.url) for endpoint in endpoints]
-        deliveries = [
-            Delivery(
-                workspace_id=notification.workspace_id,
-                notification_key=key,
-                target=target,
-                target_url=url,
-                created_at=due,
-                state=PENDING,
-                due_at=due,
-                threshold=threshold,
-                budget_id=notification.budget_id,
-            )
-            for target, url in targets
-        ]
+        deliveries = [notification.first_delivery(target, url) for target, url in targets]
         return self.store.claim_notification(notification, deliveries)
 
     def _mark(self, status: Status) -> bool:

@@ -12,6 +12,7 @@ from typing import Any
 from costtrack_service.domain.budgets import Budget, budget_from_config
 from costtrack_service.store_base import TableAccess
 from costtrack_service.store_items import from_item, to_item
+from costtrack_service.tables import ALL_BUDGETS
 
 BUDGET_SET = "budgets"
 
@@ -34,7 +35,7 @@ class BudgetReads(TableAccess):
     def all_budgets(self) -> list[Budget]:
         """Every workspace's budgets (the evaluator's read: the sparse ``all_budgets`` index)."""
         items = self._query(
-            IndexName="all_budgets",
+            IndexName=ALL_BUDGETS.name,
             KeyConditionExpression="budget_set = :s",
             ExpressionAttributeValues=to_item({":s": BUDGET_SET}),
         )

@@ -35,6 +35,7 @@ from costtrack_service.domain.alerts import (
 from costtrack_service.domain.budgets import Budget
 from costtrack_service.domain.pricing import parse_timestamp
 from costtrack_service.store_items import to_item
+from costtrack_service.tables import DUE_DELIVERIES, EXPIRES_AT
 
 if TYPE_CHECKING:
     pass
@@ -142,7 +143,7 @@ class BudgetTable(BudgetReads):
             "threshold": notification.threshold,
             "created_at": notification.created_at,
             "body": notification.body,
-            "expires_at": expires,
+            EXPIRES_AT: expires,
         }
         transaction: list[dict[str, Any]] = [
             {
@@ -165,7 +166,7 @@ class BudgetTable(BudgetReads):
     def due_deliveries(self, now: str, limit: int = 100) -> list[Delivery]:
         """Deliveries whose next attempt may start at ``now``, oldest due first."""
         items = self._query(
-            IndexName="due_deliveries",
+            IndexName=DUE_DELIVERIES.name,
             KeyConditionExpression="due_set = :s AND due_at <= :now",
             ExpressionAttributeValues=to_item({":s": DUE_SET, ":now": now}),
             Limit=limit,
@@ -260,7 +261,7 @@ def _delivery_item(delivery: Delivery, expires: int) -> dict[str, Any]:
         "attempts": json.dumps([a.to_dict() for a in delivery.attempts], separators=(",", ":")),
         "due_set": DUE_SET if due else None,
         "due_at": delivery.due_at if due else None,
-        "expires_at": expires,
+        EXPIRES_AT: expires,
     }
 
 

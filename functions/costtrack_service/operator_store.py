@@ -28,7 +28,7 @@ from costtrack_service.store_items import (
     workspace_from_item,
     workspace_to_item,
 )
-from costtrack_service.tables import TABLES
+from costtrack_service.tables import TABLES, UNPRICED
 
 
 class OperatorStore(EventTable):
@@ -201,7 +201,7 @@ class OperatorStore(EventTable):
 
     def iter_unpriced_events(self) -> Iterator[EventRecord]:
         """Every event still waiting for a price (the sparse ``unpriced`` index)."""
-        pages = self.client.get_paginator("scan").paginate(TableName=self.tables.events, IndexName="unpriced")
+        pages = self.client.get_paginator("scan").paginate(TableName=self.tables.events, IndexName=UNPRICED.name)
         for page in pages:
             for item in page.get("Items", []):
                 yield event_from_item(from_item(item))

@@ -29,13 +29,14 @@ from costtrack_service.domain.keys import (
     transition_refusal,
 )
 from costtrack_service.domain.quota import Charge, Usage, WorkspaceState
-from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.records import EventQuery, EventRecord
 from costtrack_service.domain.shards import SHARDS, event_partitions, rollup_partitions
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.store_errors import NotFound, TransitionRefused
 from costtrack_service.domain.usage import CHARGE, Counts, RollupKey, month_usage
 from costtrack_service.store_base import TableAccess, _now, shard_key
 from costtrack_service.store_items import event_from_item, from_item, key_from_item, key_to_item, to_item
+from costtrack_service.tables import BY_WORKSPACE, VISIBLE_BY_TIME
 
 _READERS = 8  # parallel queries when a read spans a workspace's partitions
 
@@ -71,7 +72,7 @@ class OwnerStore(TableAccess):
         """A key by its public id, only within its own workspace."""
         response = self.client.query(
             TableName=self.tables.keys,
-            IndexName="by_workspace",
+            IndexName=BY_WORKSPACE.name,
             KeyConditionExpression="workspace_id = :w AND key_id = :k",
             ExpressionAttributeValues=to_item({":w": workspace_id, ":k": key_id}),
         )
@@ -83,7 +84,7 @@ class OwnerStore(TableAccess):
         paginator = self.client.get_paginator("query")
         pages = paginator.paginate(
             TableName=self.tables.keys,
-            IndexName="by_workspace",
+            IndexName=BY_WORKSPACE.name,
             KeyConditionExpression="workspace_id = :w",
             ExpressionAttributeValues=to_item({":w": workspace_id}),
         )
@@ -178,24 +179,17 @@ class OwnerStore(TableAccess):
                 totals.setdefault(key, Counts()).add(counts)
         return sorted(totals.items())
 
-    def list_visible_events(
-        self,
-        workspace_id: str,
-        *,
-        limit: int,
-        after: Mapping[str, str] | None = None,
-        filters: Mapping[str, str] | None = None,
-    ) -> tuple[list[EventRecord], dict[str, str] | None]:
-        """Visible events, newest first, from the sparse dashboard index (hidden events are not
-        in it), optionally only those whose attributes equal ``filters``: the newest ``limit``
-        of each partition, merged. ``after`` is the position returned with the previous page;
-        the returned position is None at the end."""
-        before = (after or {}).get("received_event")
+    def list_visible_events(self, query: EventQuery) -> tuple[list[EventRecord], dict[str, str] | None]:
+        """The query's page, from the sparse dashboard index (hidden events are not in it): the
+        newest ``limit`` of each partition, merged, and the position to ask the next page
+        ``after`` (None at the end)."""
+        before = (query.after or {}).get("received_event")
+        limit = query.limit
 
         def read(partition: str) -> tuple[list[EventRecord], bool]:
-            return self._newest_visible(partition, limit, before, filters or {})
+            return self._newest_visible(partition, limit, before, query.filters)
 
-        results = _in_parallel(read, event_partitions(workspace_id))
+        results = _in_parallel(read, event_partitions(query.workspace_id))
         merged = list(heapq.merge(*(records for records, _ in results), key=_received_event, reverse=True))
         more = len(merged) > limit or any(partial for _, partial in results)
         page = merged[:limit]
@@ -215,7 +209,7 @@ class OwnerStore(TableAccess):
             values[":before"] = before
         arguments: dict[str, Any] = {
             "TableName": self.tables.events,
-            "IndexName": "visible_by_time",
+            "IndexName": VISIBLE_BY_TIME.name,
             "KeyConditionExpression": condition,
             "ScanIndexForward": False,
             "Limit": limit,

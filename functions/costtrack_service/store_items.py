@@ -20,6 +20,7 @@ from costtrack_service.domain.records import EventRecord, EventWarning, PricingS
 from costtrack_service.domain.shards import event_partition
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.visibility import Visibility
+from costtrack_service.tables import EXPIRES_AT
 
 #: The event's fields as item attributes: all but ``metadata``, which is stored as JSON text.
 _EVENT_ATTRIBUTES = tuple(name for name in USAGE_EVENT_FIELDS if name != "metadata")
@@ -151,7 +152,7 @@ def event_to_item(record: EventRecord) -> dict[str, Any]:
         "visibility_reason": record.visibility.reason,
         "warnings": json.dumps([warning.to_dict() for warning in record.warnings], separators=(",", ":")),
         "charge": record.charge.value,
-        "expires_at": record.expires_at,
+        EXPIRES_AT: record.expires_at,
     }
     if record.pricing_status == PricingStatus.UNKNOWN_MODEL:
         # The sparse ``unpriced`` index: what a backfill prices once a price arrives.
@@ -197,7 +198,7 @@ def event_from_item(item: Mapping[str, Any]) -> EventRecord:
         tier_above_prompt_tokens=optional_int("tier_above_prompt_tokens"),
         visibility=Visibility(bool(item["dashboard_visible"]), item.get("visibility_reason")),
         warnings=tuple(EventWarning(**warning) for warning in json.loads(item.get("warnings") or "[]")),
-        expires_at=int(item["expires_at"]),
+        expires_at=int(item[EXPIRES_AT]),
         charge=Charge(item.get("charge", Charge.INCLUDED.value)),
         currency=item.get("currency", CURRENCY),
         pricing_version=item.get("pricing_version"),

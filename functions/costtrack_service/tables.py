@@ -84,35 +84,22 @@ class TableSpec:
         return kwargs
 
 
-KEYS = TableSpec(
-    name="keys",
-    hash_key="key_hash",
-    indexes=(Index("by_workspace", "workspace_id", "key_id"),),
-)
-WORKSPACES = TableSpec(name="workspaces", hash_key="workspace_id")
-EVENTS = TableSpec(
-    name="events",
-    hash_key="partition",
-    range_key="event_key",
-    indexes=(
-        Index("visible_by_time", "visible_partition", "received_event"),
-        Index("unpriced", "unpriced_model", "received_at"),
-    ),
-    ttl_attribute="expires_at",
-)
-PRICING = TableSpec(name="pricing", hash_key="model_key", range_key="entry_key")
-ROLLUPS = TableSpec(name="rollups", hash_key="partition", range_key="rollup_key")
-ALLOWANCE = TableSpec(name="allowance", hash_key="shard_key")
-BUDGETS = TableSpec(
-    name="budgets",
-    hash_key="partition",
-    range_key="item_key",
-    indexes=(
-        Index("all_budgets", "budget_set", "budget_ref"),
-        Index("due_deliveries", "due_set", "due_at"),
-    ),
-    ttl_attribute="expires_at",
-)
+# The indexes, named once: the store queries them by these names.
+BY_WORKSPACE = Index("by_workspace", "workspace_id", "key_id")
+VISIBLE_BY_TIME = Index("visible_by_time", "visible_partition", "received_event")
+UNPRICED = Index("unpriced", "unpriced_model", "received_at")
+ALL_BUDGETS = Index("all_budgets", "budget_set", "budget_ref")
+DUE_DELIVERIES = Index("due_deliveries", "due_set", "due_at")
+#: The TTL attribute of the tables whose items expire.
+EXPIRES_AT = "expires_at"
+
+KEYS = TableSpec("keys", "key_hash", indexes=(BY_WORKSPACE,))
+WORKSPACES = TableSpec("workspaces", "workspace_id")
+EVENTS = TableSpec("events", "partition", "event_key", (VISIBLE_BY_TIME, UNPRICED), ttl_attribute=EXPIRES_AT)
+PRICING = TableSpec("pricing", "model_key", "entry_key")
+ROLLUPS = TableSpec("rollups", "partition", "rollup_key")
+ALLOWANCE = TableSpec("allowance", "shard_key")
+BUDGETS = TableSpec("budgets", "partition", "item_key", (ALL_BUDGETS, DUE_DELIVERIES), ttl_attribute=EXPIRES_AT)
 
 TABLES: tuple[TableSpec, ...] = (KEYS, WORKSPACES, EVENTS, PRICING, ROLLUPS, ALLOWANCE, BUDGETS)
 

@@ -133,14 +133,7 @@ counts = st.integers(min_value=0, max_value=2**53 - 1)
 rate_values = st.decimals(min_value=0, max_value=999_999, places=10, allow_nan=False, allow_infinity=False)
 
 
-@given(
-    prompt=counts,
-    completion=counts,
-    cached=counts,
-    input_rate=rate_values,
-    output_rate=rate_values,
-    cached_rate=rate_values,
-)
+@given(counts, counts, counts, rate_values, rate_values, rate_values)
 def test_cost_is_exact_and_non_negative(
     prompt: int, completion: int, cached: int, input_rate: Decimal, output_rate: Decimal, cached_rate: Decimal
 ) -> None:

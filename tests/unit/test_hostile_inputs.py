@@ -17,6 +17,7 @@ from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingestion import EventRecord
 from costtrack_service.domain.jsonlimits import MAX_JSON_DEPTH, json_depth
 from costtrack_service.domain.quota import Tier, WorkspaceState
+from costtrack_service.domain.records import EventQuery
 from costtrack_service.domain.usage import (
     HASHED_VALUE_PREFIX,
     MAX_SORT_KEY_BYTES,
@@ -214,10 +215,10 @@ class ListingStore:
     """Just enough of a store for the event list: it records what it was asked."""
 
     def __init__(self) -> None:
-        self.asked: list[dict[str, Any]] = []
+        self.asked: list[EventQuery] = []
 
-    def list_visible_events(self, workspace_id: str, **arguments: Any) -> tuple[list[Any], None]:
-        self.asked.append(arguments)
+    def list_visible_events(self, query: EventQuery) -> tuple[list[Any], None]:
+        self.asked.append(query)
         return [], None
 
 
@@ -230,6 +231,13 @@ def test_bad_limits_are_400(limit: str) -> None:
     with pytest.raises(ApiError) as raised:
         service.events(CALLER, {"limit": limit})
     assert raised.value.details[0]["field"] == "limit"
+    assert not service.store.asked  # type: ignore[attr-defined]
+
+
+def test_a_good_query_reaches_the_store_as_one_event_query() -> None:
+    store = ListingStore()
+    WorkspaceService(store).events(CALLER, {"limit": "7", "feature": "chat", "status": "", "x": "ignored"})  # type: ignore[arg-type]
+    assert store.asked == [EventQuery("ws_1", 7, None, {"feature": "chat"})]
 
 
 QUERY_NAMES = ["from", "to", "group_by", "limit", "cursor", "feature", "model", "customer_id", "status", "x"]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
+import uuid
 from typing import Annotated, Any
 
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
@@ -18,9 +22,11 @@ from costtrack_service.edge.owner_routes import Answer, OwnerRoutes, operation_i
 Label = Annotated[str, Query(alias="for", max_length=5, description="who it is for")]
 
 
-def build() -> APIGatewayHttpResolver:
+def build(log: io.StringIO | None = None) -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True)
-    owners = OwnerRoutes(app)
+    handler = logging.StreamHandler(log or io.StringIO())
+    logger = Logger(service=f"test-{uuid.uuid4()}", level="INFO", logger_handler=handler)
+    owners = OwnerRoutes(app, lambda: "ws_1", logger)
 
     @owners.post("/v1/workspace/things/<thing_id>", documented(201, shapes.Deleted, "The thing", r400=INVALID))
     def create_thing(thing_id: Annotated[str, Path(description="thg_…")], label: Label = "all") -> Answer:
@@ -60,6 +66,27 @@ def test_a_route_answers_its_documented_status_as_json() -> None:
     assert answer["headers"]["Content-Type"] == "application/json"
     assert answer["headers"]["Cache-Control"] == "no-store"
     assert json.loads(answer["body"]) == {"deleted": "thg_1 for me"}
+
+
+def logged(log: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.getvalue().splitlines()]
+
+
+def test_a_change_is_logged_with_its_workspace_and_path_never_its_answer() -> None:
+    log = io.StringIO()
+    call(build(log), "POST", "/v1/workspace/things/thg_1", "for=me")
+    [line] = logged(log)
+    assert (line["message"], line["operation"], line["workspace_id"]) == ("workspace changed", "createThing", "ws_1")
+    assert line["thing_id"] == "thg_1"
+    assert "thg_1 for me" not in json.dumps(line) and "label" not in line
+
+
+def test_a_read_or_a_refused_change_is_not_logged() -> None:
+    log = io.StringIO()
+    app = build(log)
+    call(app, "GET", "/v1/workspace/things")
+    call(app, "POST", "/v1/workspace/things/thg_1", "for=toolong")
+    assert logged(log) == []
 
 
 def test_a_route_validates_the_parameters_it_declares() -> None:

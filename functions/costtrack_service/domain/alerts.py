@@ -95,6 +95,11 @@ class Notification:
             f"({data['window']['from']} to {data['window']['to']}, workspace {data['workspace_id']})"
         )
 
+    def first_delivery(self, target: str, url: str | None) -> Delivery:
+        """The notification's delivery to one target as it is claimed: pending, due at once."""
+        due = self.created_at
+        return Delivery(self.workspace_id, self.key, target, url, due, PENDING, due, (), self.threshold, self.budget_id)
+
 
 @dataclass(frozen=True)
 class Attempt:

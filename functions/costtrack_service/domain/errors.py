@@ -49,9 +49,14 @@ class ApiError(Exception):
         return {"error": error, "request_id": request_id}
 
 
-def unavailable(retry_after_seconds: int) -> ApiError:
+#: How long a client is asked to wait after a 503: the database's throttles and conflicts pass
+#: within about a second.
+RETRY_AFTER_SECONDS = 1
+
+
+def unavailable() -> ApiError:
     return ApiError(
         "UNAVAILABLE",
         "The service is busy; retry with the same Idempotency-Key.",
-        headers={"Retry-After": str(retry_after_seconds)},
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
     )

@@ -132,7 +132,7 @@ class Committer:
                 continue
             failures += 1
             if failures > 4 * self.settings.max_conflict_retries:
-                raise unavailable(self.settings.retry_after_seconds)  # the shards keep moving under us
+                raise unavailable()  # the shards keep moving under us
             if rejected.existing:
                 for event_key, existing in rejected.existing.items():
                     done[event_key] = Outcome(existing, replayed=True)
@@ -149,7 +149,7 @@ class Committer:
             if rejected.conflict:
                 conflicts += 1
                 if conflicts > self.settings.max_conflict_retries:
-                    raise unavailable(self.settings.retry_after_seconds)
+                    raise unavailable()
                 # Full jitter: writers that met on one item spread out instead of meeting again.
                 self._sleep(random.uniform(0, self.settings.conflict_backoff_seconds * 2**conflicts))
         return [done[record.event_key] for record in records]

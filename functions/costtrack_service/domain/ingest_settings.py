@@ -6,19 +6,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+#: A key's state change holds within a second; so does a plan's status
+#: (docs/api-rules.md#how-fast-changes-take-effect).
+CHANGES_TAKE_EFFECT_SECONDS = 1.0
+
 
 @dataclass(frozen=True)
 class IngestSettings:
-    # A key's state change holds within a second; so does a plan's status
-    # (docs/api-rules.md#how-fast-changes-take-effect).
-    key_ttl_seconds: float = 1.0
-    workspace_ttl_seconds: float = 1.0
+    key_ttl_seconds: float = CHANGES_TAKE_EFFECT_SECONDS
+    workspace_ttl_seconds: float = CHANGES_TAKE_EFFECT_SECONDS
     pricing_ttl_seconds: float = 60.0
     touch_interval_seconds: float = 60.0
     event_retention_days: int = 400
     max_conflict_retries: int = 6
     conflict_backoff_seconds: float = 0.01
-    retry_after_seconds: int = 1
 
     def __post_init__(self) -> None:
         if self.event_retention_days < 35:

@@ -163,7 +163,7 @@ class IngestService:
         try:
             yield
         except StoreUnavailable:
-            raise unavailable(self.settings.retry_after_seconds) from None
+            raise unavailable() from None
 
     def _accept(
         self, key: KeyRecord, workspace: WorkspaceState, items: Sequence[Item], received: datetime

@@ -7,7 +7,7 @@ decided here once.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
@@ -61,6 +61,18 @@ class EventWarning:
         if self.budget_id is not None:
             data["budget_id"] = self.budget_id
         return data
+
+
+@dataclass(frozen=True)
+class EventQuery:
+    """A page of a workspace's visible events, newest first: at most ``limit`` of them, older than
+    ``after`` (the position the previous page ended at), each with the attribute values in
+    ``filters``."""
+
+    workspace_id: str
+    limit: int
+    after: Mapping[str, str] | None = None
+    filters: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

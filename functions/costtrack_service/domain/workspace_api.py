@@ -39,7 +39,7 @@ from costtrack_service.domain.otlp_spans import (
 )
 from costtrack_service.domain.owner_requests import BIND_CAPS, Binding, NewKey, checked
 from costtrack_service.domain.quota import Tier, Usage, WorkspaceState, billing_period
-from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.records import EventQuery, EventRecord
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.statements import Statement, StatementRequestError, check_options, read_statement
 from costtrack_service.domain.usage import (
@@ -87,14 +87,7 @@ class WorkspaceStore(Protocol):
         self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
     ) -> list[tuple[RollupKey, Counts]]: ...
 
-    def list_visible_events(
-        self,
-        workspace_id: str,
-        *,
-        limit: int,
-        after: Mapping[str, str] | None = None,
-        filters: Mapping[str, str] | None = None,
-    ) -> tuple[list[EventRecord], dict[str, str] | None]: ...
+    def list_visible_events(self, query: EventQuery) -> tuple[list[EventRecord], dict[str, str] | None]: ...
 
     def usage(self, workspace: WorkspaceState, period: str) -> Usage: ...
 
@@ -239,10 +232,8 @@ class WorkspaceService:
             raise invalid("limit", f"limit must be an integer from 1 to {MAX_LIMIT}")
         cursor = params.get("cursor")
         after = decode_cursor(cursor) if cursor else None
-        filters = event_filters(params)
-        records, position = self.store.list_visible_events(
-            workspace.workspace_id, limit=int(raw_limit), after=after, filters=filters
-        )
+        query = EventQuery(workspace.workspace_id, int(raw_limit), after, event_filters(params))
+        records, position = self.store.list_visible_events(query)
         return {
             "events": [record.to_dict() for record in records],
             "next_cursor": encode_cursor(position) if position else None,

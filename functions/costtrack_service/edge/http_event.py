@@ -24,7 +24,6 @@ from costtrack_service.domain.store_errors import Conflict, NotFound, StoreUnava
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
 
-RETRY_AFTER_SECONDS = 1
 JSON = "application/json"
 
 #: An answer as API Gateway takes it from a Lambda function.
@@ -108,7 +107,7 @@ def failure_error(error: Exception, logger: Logger) -> ApiError:
         return error
     if isinstance(error, StoreUnavailable):
         logger.warning("database unavailable", extra={"reason": str(error)})
-        return unavailable(RETRY_AFTER_SECONDS)
+        return unavailable()
     if isinstance(error, NotFound):
         return ApiError("NOT_FOUND", str(error))
     if isinstance(error, TransitionRefused):  # a kind of Conflict, with its own code

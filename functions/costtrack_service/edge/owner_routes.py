@@ -7,20 +7,25 @@ every owners' route shares: the admin token as its security requirement, its doc
 with the refusals all owners' routes share (:func:`owner_responses.documented`), its operation id
 from its name (``list_keys`` → ``listKeys``), its summary (and description) from its docstring,
 and its result sent as JSON with the status its answer documents, so the document and the
-answer cannot disagree.
+answer cannot disagree. Every change that succeeds (any method but GET) is logged here, with the
+workspace and the route's path parameters, never its body or answer (a new key's secret is in it).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 
 from costtrack_service.edge.http import json_response
 from costtrack_service.edge.owner_responses import ADMIN_TOKEN, Answers
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Logger
 
 #: What an owners' route returns: the JSON body of its documented answer, or a whole response
 #: (a statement as CSV).
@@ -42,14 +47,28 @@ def summary_and_description(route: Route) -> tuple[str, str | None]:
 
 
 class OwnerRoutes:
-    def __init__(self, app: APIGatewayHttpResolver) -> None:
+    def __init__(self, app: APIGatewayHttpResolver, workspace_id: Callable[[], str], logger: Logger) -> None:
         self.app = app
+        #: The request's workspace: the admin token's (it authenticated the request), the only
+        #: one a route may act on.
+        self.workspace_id = workspace_id
+        self._logger = logger
 
     def route(self, method: str, path: str, answers: Answers) -> Callable[[Route], Route]:
+        path_names = re.findall(r"<(\w+)>", path)
+
         def register(route: Route) -> Route:
+            operation = operation_id(route.__name__)
+
             @functools.wraps(route)
             def respond(**params: Any) -> Response[str]:
                 answer = route(**params)
+                if method != "GET":
+                    where = {name: params[name] for name in path_names}
+                    self._logger.info(
+                        "workspace changed",
+                        extra={"operation": operation, "workspace_id": self.workspace_id(), **where},
+                    )
                 return answer if isinstance(answer, Response) else json_response(answers.status, answer)
 
             # Powertools reads the parameters from the signature and resolves string annotations
@@ -61,7 +80,7 @@ class OwnerRoutes:
             self.app.route(
                 path,
                 method,
-                operation_id=operation_id(route.__name__),
+                operation_id=operation,
                 summary=summary,
                 description=description,
                 security=ADMIN_TOKEN,

@@ -125,7 +125,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
     def _not_text(_: UnicodeDecodeError) -> Response[str]:
         return error_response(app, invalid("body", "the body is not UTF-8 text"))
 
-    owners = OwnerRoutes(app)
+    owners = OwnerRoutes(app, lambda: caller().workspace_id, logger)
 
     @owners.get("/v1/workspace", documented(200, shapes.WorkspaceSummary, "The workspace"))
     def get_workspace() -> Answer:
@@ -213,10 +213,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
     @owners.post("/v1/workspace/keys", documented(201, shapes.CreatedKey, "The key and its secret", **WITH_BODY))
     def create_key(new: Annotated[NewKey | None, Body()] = None) -> Answer:
         """Create an ingestion key; the secret is in this response only"""
-        who = caller()
-        created = service.create_key(who, new)
-        logger.info("key created", extra={"workspace_id": who.workspace_id, "key_id": created["key"]["key_id"]})
-        return created
+        return service.create_key(caller(), new)
 
     @owners.post(
         "/v1/workspace/keys/<key_id>/<action>",
@@ -234,10 +231,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
         action: Annotated[str, Path(description="deactivate, reactivate or revoke", examples=list(KEY_TRANSITIONS))],
     ) -> Answer:
         """Deactivate, reactivate (only from inactive) or revoke (final) a key"""
-        who = caller()
-        changed = service.change_key(who, key_id, action)
-        logger.info("key changed", extra={"workspace_id": who.workspace_id, "key_id": key_id, "action": action})
-        return changed
+        return service.change_key(caller(), key_id, action)
 
     @owners.get("/v1/workspace/price-overrides", documented(200, shapes.OverrideList, "Overrides"))
     def list_price_overrides() -> Answer:
@@ -247,10 +241,7 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
     @owners.post("/v1/workspace/price-overrides", documented(200, shapes.OverrideResult, "The override", **WITH_BODY))
     def set_price_override(new: Annotated[NewPriceOverride, Body()]) -> Answer:
         """Create or replace the override of a provider (or one of its models) from a start"""
-        who = caller()
-        created = overrides.set(who, new.fields())
-        logger.info("price override set", extra={"workspace_id": who.workspace_id})
-        return created
+        return overrides.set(caller(), new.fields())
 
     @owners.delete(
         "/v1/workspace/price-overrides/<override_id>", documented(200, shapes.Deleted, "Deleted", r404=NOT_FOUND)
@@ -272,12 +263,9 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
     )
     def set_otel_attributes(new: Annotated[OtelAttributes, Body()]) -> Answer:
         """Replace the workspace's attribute map (span or resource attribute names read first)"""
-        who = caller()
-        changed = service.set_otel_attributes(who, new.fields()["attributes"])
-        logger.info("otel attributes set", extra={"workspace_id": who.workspace_id})
-        return changed
+        return service.set_otel_attributes(caller(), new.fields()["attributes"])
 
-    add_budget_routes(owners, budgets, lambda: caller().workspace_id)
+    add_budget_routes(owners, budgets)
 
     add_dashboard_routes(app)
 

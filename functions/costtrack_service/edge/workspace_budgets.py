@@ -4,11 +4,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated
 from urllib.parse import unquote
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from costtrack_service.domain.budgets_api import MAX_DELIVERIES, BudgetService
@@ -17,14 +15,12 @@ from costtrack_service.edge import owner_responses as shapes
 from costtrack_service.edge.owner_responses import INVALID, WITH_BODY, documented, refused
 from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
 
-logger = Logger(service="costtrack-api")
-
 NO_BUDGET = refused("No such budget in this workspace", "NOT_FOUND")
 BudgetId = Annotated[str, Path(description="the budget's id, as the budget list shows it (bud_…)")]
 
 
-def add_budget_routes(owners: OwnerRoutes, budgets: BudgetService, workspace_id: Callable[[], str]) -> None:
-    """``workspace_id``: the admin token's workspace (it authenticates the request)."""
+def add_budget_routes(owners: OwnerRoutes, budgets: BudgetService) -> None:
+    workspace_id = owners.workspace_id
 
     @owners.get("/v1/workspace/budgets", documented(200, shapes.BudgetList, "Budgets"))
     def list_budgets() -> Answer:
@@ -67,10 +63,7 @@ def add_budget_routes(owners: OwnerRoutes, budgets: BudgetService, workspace_id:
     )
     def create_webhook(new: Annotated[NewWebhook, Body()]) -> Answer:
         """Register a webhook (https, public addresses only); its secret is in this answer only"""
-        who = workspace_id()
-        created = budgets.add_endpoint(who, new)
-        logger.info("webhook added", extra={"workspace_id": who, "endpoint_id": created["webhook"]["endpoint_id"]})
-        return created
+        return budgets.add_endpoint(workspace_id(), new)
 
     @owners.delete(
         "/v1/workspace/webhooks/<endpoint_id>",
