@@ -178,17 +178,11 @@ class EventTable(TableAccess):
         return {record.event_key: record for record in records}
 
     def _rollup_update(self, partition: str, key: RollupKey, counts: Counts) -> dict[str, Any]:
-        # ADD creates missing counters at zero: no read, no condition.
-        values: dict[str, Any] = {":events": counts.events, ":tokens": counts.tokens, ":cost": counts.cost}
-        expression = "ADD events :events, tokens :tokens, cost :cost"
-        for name, value in (
-            ("unknown_model_events", counts.unknown_model_events),
-            ("input_tokens", counts.input_tokens),
-            ("output_tokens", counts.output_tokens),
-        ):
-            if value:
-                expression += f", {name} :{name}"
-                values[f":{name}"] = value
+        # ADD creates missing counters at zero: no read, no condition. A counter the event does
+        # not add to is left out (a row reads it as 0), but a row always holds its events.
+        added = {name: value for name, value in counts.counters().items() if value or name == "events"}
+        expression = "ADD " + ", ".join(f"{name} :{name}" for name in added)
+        values: dict[str, Any] = {f":{name}": value for name, value in added.items()}
         update: dict[str, Any] = {
             "TableName": self.tables.rollups,
             "Key": to_item({"partition": partition, "rollup_key": str(key)}),

@@ -11,7 +11,6 @@ import calendar
 import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from decimal import Decimal
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -157,16 +156,7 @@ class OwnerStore(TableAccess):
             for page in pages:
                 for raw in page.get("Items", []):
                     item = from_item(raw)
-                    name = item.get("customer_name")
-                    counts = Counts(
-                        int(item.get("events", 0)),
-                        int(item.get("tokens", 0)),
-                        Decimal(item.get("cost", 0)),
-                        int(item.get("unknown_model_events", 0)),
-                        int(item.get("input_tokens", 0)),
-                        int(item.get("output_tokens", 0)),
-                        None if name is None else str(name),
-                    )
+                    counts = Counts.from_row(item)
                     value = item.get("value")
                     rows.append(
                         (RollupKey.parse(str(item["rollup_key"]), None if value is None else str(value)), counts)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from costtrack_service.domain.cost import Price, TieredPrice, UnitRegistry
 from costtrack_service.domain.pricebook import ProviderBook
@@ -46,14 +46,12 @@ class Change:
         }
 
 
-@dataclass(frozen=True)
-class HeldBack:
+class HeldBack(NamedTuple):
+    """A model the sync left out, and why: its report lists it as it is."""
+
     provider: str
     model: str
     reason: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"provider": self.provider, "model": self.model, "reason": self.reason}
 
 
 @dataclass
@@ -67,7 +65,7 @@ class SyncPlan:
             "version": self.version,
             "added": [change.to_dict() for change in self.changes if change.kind == "added"],
             "changed": [change.to_dict() for change in self.changes if change.kind == "changed"],
-            "held_back": [held.to_dict() for held in self.held_back],
+            "held_back": [held._asdict() for held in self.held_back],
         }
 
 

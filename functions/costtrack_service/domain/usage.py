@@ -24,8 +24,8 @@ whole in the row's ``value`` attribute, which is what reports show.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -108,33 +108,36 @@ class Counts:
     #: compared, and adding a row without one keeps the name.
     customer_name: str | None = field(default=None, compare=False)
 
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Counts:
+        """A stored rollup row's counts: a counter it does not hold is 0 (rows written before
+        the counter existed, or whose events never added to it)."""
+        name = row.get("customer_name")
+        counters: dict[str, Any] = {counter: _KINDS.get(counter, int)(row.get(counter, 0)) for counter in COUNTERS}
+        return cls(**counters, customer_name=None if name is None else str(name))
+
+    def counters(self) -> dict[str, Any]:
+        return {counter: getattr(self, counter) for counter in COUNTERS}
+
     def add(self, other: Counts) -> None:
-        self.events += other.events
-        self.tokens += other.tokens
-        self.cost += other.cost
-        self.unknown_model_events += other.unknown_model_events
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
+        for counter, value in other.counters().items():
+            setattr(self, counter, getattr(self, counter) + value)
         if other.customer_name is not None:
             self.customer_name = other.customer_name
 
     def minus(self, other: Counts) -> Counts:
-        return Counts(
-            self.events - other.events,
-            self.tokens - other.tokens,
-            self.cost - other.cost,
-            self.unknown_model_events - other.unknown_model_events,
-            self.input_tokens - other.input_tokens,
-            self.output_tokens - other.output_tokens,
-        )
+        return Counts(**{counter: value - getattr(other, counter) for counter, value in self.counters().items()})
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "events": self.events,
-            "tokens": self.tokens,
-            "cost": format_decimal(self.cost),
-            "unknown_model_events": self.unknown_model_events,
-        }
+        """What usage reports show of a row (statements show the token split too)."""
+        return {counter: getattr(self, counter) for counter in _REPORTED} | {"cost": format_decimal(self.cost)}
+
+
+#: What a rollup row adds up, in the order the row's fields are declared: every field of
+#: :class:`Counts` but its label.
+COUNTERS = tuple(counter.name for counter in fields(Counts) if counter.compare)
+_KINDS: dict[str, type[int] | type[Decimal]] = {"cost": Decimal}  # the others are whole numbers
+_REPORTED = ("events", "tokens", "cost", "unknown_model_events")
 
 
 @lru_cache(maxsize=4096)
