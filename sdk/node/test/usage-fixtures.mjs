@@ -26,6 +26,24 @@ export function anthropicUsage({ input, output, cacheRead = 0, write5m = 0, writ
 export const modalities = (counts) => Object.entries(counts).map(([modality, tokenCount]) => ({ modality, tokenCount }));
 
 /**
+ * AI SDK 6's usage (LanguageModelUsage) as the SDK fills it from a provider's counts: the details
+ * under their own names and again in the deprecated `reasoningTokens` and `cachedInputTokens`;
+ * totalTokens is input + output. A detail the provider leaves out stays undefined.
+ */
+export function aiSdk6Usage({ input, output, noCache, cacheRead, cacheWrite, text, reasoning, raw }) {
+  return {
+    inputTokens: input,
+    inputTokenDetails: { noCacheTokens: noCache, cacheReadTokens: cacheRead, cacheWriteTokens: cacheWrite },
+    outputTokens: output,
+    outputTokenDetails: { textTokens: text, reasoningTokens: reasoning },
+    totalTokens: input + output,
+    reasoningTokens: reasoning,
+    cachedInputTokens: cacheRead,
+    raw,
+  };
+}
+
+/**
  * What the direct helper gives, as fromVercelAI gives it: without totalTokens (left to the
  * service) and without cache counts of 0 (the AI SDK says 0 for "not reported").
  */
