@@ -108,9 +108,10 @@ describe("fromOpenAI", () => {
 
 describe("fromAnthropic", () => {
   test("cache reads and writes beside input; thinking inside output", () => {
-    const message = anthropicMessage("claude-sonnet-4-5", ANTHROPIC_USAGE, [{ type: "thinking", thinking: "…" }, { type: "text", text: "hi" }]);
+    const usage = { input_tokens: 1000, cache_read_input_tokens: 10000, cache_creation_input_tokens: 2000, output_tokens: 500 };
+    const message = anthropicMessage("claude-sonnet-4-5", usage, [{ type: "thinking", thinking: "…" }, { type: "text", text: "hi" }]);
     const event = fromAnthropic(message, { feature: "support" });
-    assert.deepEqual(event, { ...ANTHROPIC_EVENT, model: "claude-sonnet-4-5", feature: "support" });
+    assert.deepEqual(event, { provider: "anthropic", model: "claude-sonnet-4-5", ...SONNET_CACHE_COUNTS, feature: "support" });
     valid(event);
     assert.equal(cost(event), 0.021); // docs/api-rules.md#worked-examples
   });
@@ -463,23 +464,25 @@ describe("fromVercelAI", () => {
     assert.deepEqual(fromVercelAI(step), ANTHROPIC_EVENT);
   });
 
-  const geminiExpected = withoutTotal(GEMINI_PRO_EVENT);
+  // The worked example with 1000 of its prompt tokens in audio.
+  const geminiRaw = { ...GEMINI_PRO_USAGE, promptTokensDetails: modalities({ TEXT: 249000, AUDIO: 1000 }) };
+  const geminiExpected = { ...withoutTotal(GEMINI_PRO_EVENT), metadata: { input_audio_tokens: 1000 } };
 
   test("AI SDK 6, Gemini: thoughts are taken out of outputTokens again and passed as reasoning", () => {
     const step = {
       model: { provider: "google.generative-ai", modelId: "gemini-2.5-pro" },
-      usage: aiSdk6Usage({ input: 250000, output: 3000, noCache: 50000, cacheRead: 200000, text: 1000, reasoning: 2000, raw: GEMINI_PRO_USAGE }),
-      providerMetadata: { google: { usageMetadata: GEMINI_PRO_USAGE, serviceTier: null } },
+      usage: aiSdk6Usage({ input: 250000, output: 3000, noCache: 50000, cacheRead: 200000, text: 1000, reasoning: 2000, raw: geminiRaw }),
+      providerMetadata: { google: { usageMetadata: geminiRaw, serviceTier: null } },
       response: { modelId: "gemini-2.5-pro" },
     };
     const event = fromVercelAI({ ...step, steps: [step] });
     assert.deepEqual(event, geminiExpected);
     assert.equal(cost(event), 0.22); // docs/api-rules.md#worked-examples, as fromGemini gives it
-    assert.equal(cost(event), cost(fromGemini({ modelVersion: "gemini-2.5-pro", usageMetadata: GEMINI_PRO_USAGE })));
+    assert.equal(cost(event), cost(fromGemini({ modelVersion: "gemini-2.5-pro", usageMetadata: geminiRaw })));
   });
 
   test("AI SDK 5, Gemini: outputTokens already excludes thoughts; the tool-use prompt is added back", () => {
-    const raw = { ...GEMINI_PRO_USAGE, promptTokenCount: 249000, toolUsePromptTokenCount: 1000, totalTokenCount: 253000 };
+    const raw = { ...geminiRaw, promptTokenCount: 249000, toolUsePromptTokenCount: 1000, totalTokenCount: 253000 };
     const step = {
       usage: { inputTokens: 249000, outputTokens: 1000, totalTokens: 253000, reasoningTokens: 2000, cachedInputTokens: 200000 },
       providerMetadata: { google: { usageMetadata: raw, groundingMetadata: null, safetyRatings: null } },

@@ -7,9 +7,14 @@
  * to prompt + completion; `cacheWrite` is spelled only when given.
  */
 export function chatUsage({ prompt, completion, total = prompt + completion, cached = 0, cacheWrite, promptAudio = 0, reasoning = 0, completionAudio = 0 }) {
-  const promptDetails = { cached_tokens: cached, ...(cacheWrite === undefined ? {} : { cache_write_tokens: cacheWrite }), audio_tokens: promptAudio };
-  const completionDetails = { reasoning_tokens: reasoning, audio_tokens: completionAudio, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 };
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: total, prompt_tokens_details: promptDetails, completion_tokens_details: completionDetails };
+  const writes = cacheWrite === undefined ? {} : { cache_write_tokens: cacheWrite };
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: total,
+    prompt_tokens_details: { cached_tokens: cached, ...writes, audio_tokens: promptAudio },
+    completion_tokens_details: { reasoning_tokens: reasoning, audio_tokens: completionAudio, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+  };
 }
 
 /**
@@ -17,9 +22,17 @@ export function chatUsage({ prompt, completion, total = prompt + completion, cac
  * `server_tool_use` only when the call used a server tool (`webSearches` or `webFetches` given).
  */
 export function anthropicUsage({ input, output, cacheRead = 0, write5m = 0, write1h = 0, webSearches, webFetches, tier }) {
-  const tools = webSearches === undefined && webFetches === undefined ? {} : { server_tool_use: { web_search_requests: webSearches ?? 0, web_fetch_requests: webFetches ?? 0 } };
-  const cacheCreation = { ephemeral_5m_input_tokens: write5m, ephemeral_1h_input_tokens: write1h };
-  return { input_tokens: input, cache_creation_input_tokens: write5m + write1h, cache_read_input_tokens: cacheRead, cache_creation: cacheCreation, output_tokens: output, ...tools, service_tier: tier };
+  const usedTools = webSearches !== undefined || webFetches !== undefined;
+  const tools = usedTools ? { server_tool_use: { web_search_requests: webSearches ?? 0, web_fetch_requests: webFetches ?? 0 } } : {};
+  return {
+    input_tokens: input,
+    cache_creation_input_tokens: write5m + write1h,
+    cache_read_input_tokens: cacheRead,
+    cache_creation: { ephemeral_5m_input_tokens: write5m, ephemeral_1h_input_tokens: write1h },
+    output_tokens: output,
+    ...tools,
+    service_tier: tier,
+  };
 }
 
 /** Gemini's per-modality counts (`promptTokensDetails` and the like) from `{ TEXT: n, AUDIO: m, ... }`, in that order. */
@@ -99,7 +112,7 @@ export const ANTHROPIC_EVENT = {
 
 /**
  * Gemini usage of docs/api-rules.md#worked-examples (gemini-2.5-pro, long-context tier, 0.22 USD):
- * thoughts reported apart from the candidates, 1000 of the prompt tokens audio.
+ * thoughts reported apart from the candidates.
  */
 export const GEMINI_PRO_USAGE = {
   promptTokenCount: 250000,
@@ -107,7 +120,6 @@ export const GEMINI_PRO_USAGE = {
   candidatesTokenCount: 1000,
   thoughtsTokenCount: 2000,
   totalTokenCount: 253000,
-  promptTokensDetails: modalities({ TEXT: 249000, AUDIO: 1000 }),
 };
 
 /** What fromGemini makes of it: the thoughts are reasoningTokens. */
@@ -119,7 +131,6 @@ export const GEMINI_PRO_EVENT = {
   reasoningTokens: 2000,
   cachedInputTokens: 200000,
   totalTokens: 253000,
-  metadata: { input_audio_tokens: 1000 },
 };
 
 /** DeepSeek: cache hits and misses beside prompt_tokens (their sum), no prompt_tokens_details. */
