@@ -2,37 +2,48 @@
 export type CallStatus = "success" | "error" | "timeout" | "cancelled";
 
 /**
- * One usage event, in Node casing (docs/api-rules.md#event-fields). `null` and `undefined` both mean
- * "absent". Any other property (including the snake_case names Python uses) is ignored: never
- * sent, never an error, and reported once per name through `onWarning` as `ignored_field`.
+ * `T`'s properties, each optional and each also accepting `null`: left out, `undefined` and `null`
+ * all mean "absent" (the default applies). Written once here, so every optional field and option
+ * of the SDK accepts absence the same way.
  */
-export interface TrackOptions {
-  /** Provider id, lower-case by convention: `openai`, `anthropic`, `google`, `bedrock`, ... (at most 64 characters). */
-  provider: string;
-  /** Model id as the provider names it (at most 200 characters). */
-  model: string;
+type Absent<T> = { [Name in keyof T]?: T[Name] | null | undefined };
+
+/** The optional fields of an event, as they are when given (`TrackOptions` makes them absent-able). */
+interface EventFields {
   /** What the call was for. Takes precedence over `metadata.feature`; the service defaults it to `unknown`. */
-  feature?: string | null | undefined;
-  customerId?: string | null | undefined;
-  customerName?: string | null | undefined;
+  feature: string;
+  customerId: string;
+  customerName: string;
   /** Defaults to the tracker's `environment` option, itself defaulting to `production`. */
-  environment?: string | null | undefined;
-  promptTokens?: number | null | undefined;
-  completionTokens?: number | null | undefined;
+  environment: string;
+  promptTokens: number;
+  completionTokens: number;
   /** Computed by the service as prompt + completion + reasoning when absent. */
-  totalTokens?: number | null | undefined;
+  totalTokens: number;
   /**
    * Leave this out when the provider already counts reasoning (thinking) tokens inside its output
    * count (OpenAI, Anthropic, Bedrock): the same tokens must never be counted twice.
    */
-  reasoningTokens?: number | null | undefined;
-  cachedInputTokens?: number | null | undefined;
-  cacheWriteTokens?: number | null | undefined;
-  latencyMs?: number | null | undefined;
+  reasoningTokens: number;
+  cachedInputTokens: number;
+  cacheWriteTokens: number;
+  latencyMs: number;
   /** Default `success`. */
-  status?: CallStatus | null | undefined;
+  status: CallStatus;
   /** A plain JSON object of at most 8192 bytes as `JSON.stringify` UTF-8. */
-  metadata?: Record<string, unknown> | null | undefined;
+  metadata: Record<string, unknown>;
+}
+
+/**
+ * One usage event, in Node casing (docs/api-rules.md#event-fields). `null` and `undefined` both mean
+ * "absent". Any other property (including the snake_case names Python uses) is ignored: never
+ * sent, never an error, and reported once per name through `onWarning` as `ignored_field`.
+ */
+export interface TrackOptions extends Absent<EventFields> {
+  /** Provider id, lower-case by convention: `openai`, `anthropic`, `google`, `bedrock`, ... (at most 64 characters). */
+  provider: string;
+  /** Model id as the provider names it (at most 200 characters). */
+  model: string;
 }
 
 /**
@@ -59,26 +70,30 @@ export interface TrackerWarning {
   count?: number;
 }
 
-export interface TrackerOptions {
+/** The tracker's options, as they are when given (`TrackerOptions` makes each absent-able). */
+interface TrackerSettings {
   /** Ingestion key. Missing or empty: reported to `onError` once, and the tracker does nothing. */
-  apiKey?: string | null | undefined;
+  apiKey: string;
   /** Default: `process.env.COSTTRACK_BASE_URL`, else `http://127.0.0.1:3000`. */
-  baseUrl?: string | null | undefined;
+  baseUrl: string;
   /** Environment for events that name none. Default `production`. */
-  environment?: string | null | undefined;
+  environment: string;
   /** Receives validation errors (`EventValidationError`) and configuration errors. */
-  onError?: ((error: Error) => void) | null | undefined;
+  onError: (error: Error) => void;
   /** Receives delivery failures and service warnings. Default: `console.warn`. */
-  onWarning?: ((warning: TrackerWarning) => void) | null | undefined;
+  onWarning: (warning: TrackerWarning) => void;
   /** `false`: nothing at all happens (no validation, no requests, no timers). Default `true`. */
-  enabled?: boolean | null | undefined;
+  enabled: boolean;
   /** Per-request timeout in milliseconds. Default 5000. */
-  timeoutMs?: number | null | undefined;
+  timeoutMs: number;
   /** Retries after network errors, timeouts and 5xx. Default 3. */
-  maxRetries?: number | null | undefined;
+  maxRetries: number;
   /** Events held (queued, in flight or waiting to retry) before new ones are dropped. Default 10000. */
-  maxQueueSize?: number | null | undefined;
+  maxQueueSize: number;
 }
+
+/** The tracker's options: each may be left out, `undefined` or `null` (the default applies). */
+export interface TrackerOptions extends Absent<TrackerSettings> {}
 
 /** Counters since the tracker was created. */
 export interface TrackerStats {

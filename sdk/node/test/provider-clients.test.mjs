@@ -11,7 +11,18 @@ import { after, before, describe, test } from "node:test";
 import { Tracker, fromAnthropic, fromGemini, fromOpenAI, fromVercelAI } from "costtrack";
 import { checkEvent } from "../dist/esm/validation.js";
 import { collector, sentEvents, startServer } from "./helpers.mjs";
-import { ANTHROPIC_EVENT, ANTHROPIC_USAGE, DEEPSEEK_EVENT, DEEPSEEK_USAGE, GPT5_EVENT, GPT5_RESPONSES_USAGE } from "./usage-fixtures.mjs";
+import {
+  ANTHROPIC_EVENT,
+  ANTHROPIC_USAGE,
+  DEEPSEEK_EVENT,
+  DEEPSEEK_USAGE,
+  GPT5_EVENT,
+  GPT5_RESPONSES_USAGE,
+  anthropicUsage,
+  chatUsage,
+  modalities,
+  withoutTotal,
+} from "./usage-fixtures.mjs";
 
 // -- the network guard, installed before any client library is loaded ---------------------------
 
@@ -72,13 +83,7 @@ const CHAT_FLEX_AUDIO = {
   service_tier: "flex",
   system_fingerprint: "fp_1c9d3e2b4f",
   choices: [{ index: 0, message: { role: "assistant", content: "Hello!", refusal: null, annotations: [] }, logprobs: null, finish_reason: "stop" }],
-  usage: {
-    prompt_tokens: 1200,
-    completion_tokens: 300,
-    total_tokens: 1500,
-    prompt_tokens_details: { cached_tokens: 200, audio_tokens: 700 },
-    completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 250, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
-  },
+  usage: chatUsage({ prompt: 1200, completion: 300, cached: 200, promptAudio: 700, completionAudio: 250 }),
 };
 
 /** Responses API: gpt-5 on the priority tier, with cached input and reasoning. */
@@ -150,15 +155,9 @@ const GEMINI_RESPONSE = {
     candidatesTokenCount: 300,
     totalTokenCount: 2000,
     cachedContentTokenCount: 500,
-    promptTokensDetails: [
-      { modality: "TEXT", tokenCount: 400 },
-      { modality: "AUDIO", tokenCount: 600 },
-    ],
-    cacheTokensDetails: [
-      { modality: "TEXT", tokenCount: 200 },
-      { modality: "AUDIO", tokenCount: 300 },
-    ],
-    candidatesTokensDetails: [{ modality: "TEXT", tokenCount: 300 }],
+    promptTokensDetails: modalities({ TEXT: 400, AUDIO: 600 }),
+    cacheTokensDetails: modalities({ TEXT: 200, AUDIO: 300 }),
+    candidatesTokensDetails: modalities({ TEXT: 300 }),
     thoughtsTokenCount: 700,
   },
   modelVersion: "gemini-2.5-flash",
@@ -171,28 +170,13 @@ const ANTHROPIC_TOOL_CALL = {
   id: "msg_01ToolCall",
   content: [{ type: "tool_use", id: "toolu_01A09q90qw90lq917835lq9", name: "weather", input: { city: "Paris" } }],
   stop_reason: "tool_use",
-  usage: {
-    input_tokens: 400,
-    cache_creation_input_tokens: 3000,
-    cache_read_input_tokens: 0,
-    cache_creation: { ephemeral_5m_input_tokens: 1000, ephemeral_1h_input_tokens: 2000 },
-    output_tokens: 60,
-    service_tier: "standard",
-  },
+  usage: anthropicUsage({ input: 400, output: 60, write5m: 1000, write1h: 2000, tier: "standard" }),
 };
 const ANTHROPIC_AFTER_TOOL = {
   ...ANTHROPIC_MESSAGE,
   id: "msg_01AfterTool",
   content: [{ type: "text", text: "Sunny in Paris." }],
-  usage: {
-    input_tokens: 90,
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: 3000,
-    cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
-    output_tokens: 20,
-    server_tool_use: { web_search_requests: 1, web_fetch_requests: 0 },
-    service_tier: "priority",
-  },
+  usage: anthropicUsage({ input: 90, output: 20, cacheRead: 3000, webSearches: 1, tier: "priority" }),
 };
 
 /** A Chat Completions stream with `stream_options.include_usage`: usage in the last chunk. */
@@ -202,13 +186,7 @@ const CHAT_STREAM = [
   { choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: "stop" }], usage: null },
   {
     choices: [],
-    usage: {
-      prompt_tokens: 50,
-      completion_tokens: 5,
-      total_tokens: 55,
-      prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
-      completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
-    },
+    usage: chatUsage({ prompt: 50, completion: 5 }),
   },
 ].map((chunk) => ({
   id: "chatcmpl-CQ1stream",
@@ -288,20 +266,23 @@ function expectEvent(event, expected) {
   built.push(event);
 }
 
-/**
- * What the direct helper gives, as fromVercelAI gives it: without totalTokens (left to the
- * service) and without cache counts of 0 (the AI SDK says 0 for "not reported").
- */
-function withoutTotal(event) {
-  const { totalTokens: _total, ...rest } = event;
-  if (rest.cachedInputTokens === 0) delete rest.cachedInputTokens;
-  if (rest.cacheWriteTokens === 0) delete rest.cacheWriteTokens;
-  return rest;
-}
-
 const lastRequest = () => requests[requests.length - 1];
 
 // -- the events those responses give (each checked once per client that gets them) --------------
+
+/** CHAT_FLEX_AUDIO's event: the tier and the audio counts in metadata. */
+const CHAT_FLEX_AUDIO_EVENT = {
+  provider: "openai",
+  model: "gpt-4o-audio-preview-2025-06-03",
+  promptTokens: 1200,
+  completionTokens: 300,
+  totalTokens: 1500,
+  cachedInputTokens: 200,
+  metadata: { service_tier: "flex", input_audio_tokens: 700, output_audio_tokens: 250 },
+};
+
+/** RESPONSE_GPT5's event: the worked example's counts, the dated model, the priority tier. */
+const RESPONSE_GPT5_EVENT = { ...GPT5_EVENT, model: "gpt-5-2025-08-07", metadata: { service_tier: "priority" } };
 
 /** GEMINI_RESPONSE's event as the AI SDK gives it (no totalTokens), thoughts as reasoning, the tier header. */
 const GEMINI_EVENT = {
@@ -366,30 +347,16 @@ describe("official clients → helpers", () => {
       messages: [{ role: "user", content: "Say hello" }],
     });
     assert.equal(lastRequest().path, "/openai/v1/chat/completions");
-    expectEvent(fromOpenAI(completion, { feature: "voice" }), {
-      provider: "openai",
-      model: "gpt-4o-audio-preview-2025-06-03",
-      promptTokens: 1200,
-      completionTokens: 300,
-      totalTokens: 1500,
-      cachedInputTokens: 200,
-      feature: "voice",
-      metadata: { service_tier: "flex", input_audio_tokens: 700, output_audio_tokens: 250 },
-    });
+    expectEvent(fromOpenAI(completion, { feature: "voice" }), { ...CHAT_FLEX_AUDIO_EVENT, feature: "voice" });
     // The same result from the Batch API.
-    assert.deepEqual(fromOpenAI(completion, { processing: "batch" }).metadata, {
-      service_tier: "flex",
-      input_audio_tokens: 700,
-      output_audio_tokens: 250,
-      processing: "batch",
-    });
+    assert.deepEqual(fromOpenAI(completion, { processing: "batch" }).metadata, { ...CHAT_FLEX_AUDIO_EVENT.metadata, processing: "batch" });
   });
 
   test("openai: Responses API", async () => {
     const client = new OpenAI({ apiKey: "sk-test", baseURL: `${provider.url}/openai/v1`, maxRetries: 0 });
     const response = await client.responses.create({ model: "gpt-5", input: "Say hello", service_tier: "priority" });
     assert.equal(lastRequest().path, "/openai/v1/responses");
-    expectEvent(fromOpenAI(response), { ...GPT5_EVENT, model: "gpt-5-2025-08-07", metadata: { service_tier: "priority" } });
+    expectEvent(fromOpenAI(response), RESPONSE_GPT5_EVENT);
   });
 
   test("openai client against DeepSeek: cache hits become the cached input", async () => {
@@ -427,31 +394,17 @@ describe("Vercel AI SDK (ai) → fromVercelAI", () => {
     // audio counts and its Chat Completions metadata has no tier, so without the body they are unknown.
     const bare = await sayHello(ai, openai.chat("gpt-4o-audio-preview"));
     assert.equal(lastRequest().path, "/openai/v1/chat/completions");
-    const counts = {
-      provider: "openai",
-      model: "gpt-4o-audio-preview-2025-06-03",
-      promptTokens: 1200,
-      completionTokens: 300,
-      cachedInputTokens: 200,
-    };
+    const { metadata: _unknown, ...counts } = withoutTotal(CHAT_FLEX_AUDIO_EVENT);
     expectEvent(fromVercelAI(bare), counts);
     const result = await sayHello(ai, openai.chat("gpt-4o-audio-preview"), { include: { responseBody: true } });
-    expectEvent(fromVercelAI(result), { ...counts, metadata: { service_tier: "flex", input_audio_tokens: 700, output_audio_tokens: 250 } });
+    expectEvent(fromVercelAI(result), withoutTotal(CHAT_FLEX_AUDIO_EVENT));
     assert.deepEqual(fromVercelAI(result), withoutTotal(fromOpenAI(CHAT_FLEX_AUDIO)));
   });
 
   test("@ai-sdk/openai Responses API (the default model kind)", async () => {
     const result = await sayHello(ai, openAIAt(createOpenAI)("gpt-5"));
     assert.equal(lastRequest().path, "/openai/v1/responses");
-    expectEvent(fromVercelAI(result, { feature: "chat" }), {
-      provider: "openai",
-      model: "gpt-5-2025-08-07",
-      promptTokens: 10000,
-      completionTokens: 3000,
-      cachedInputTokens: 8000,
-      feature: "chat",
-      metadata: { service_tier: "priority" },
-    });
+    expectEvent(fromVercelAI(result, { feature: "chat" }), { ...withoutTotal(RESPONSE_GPT5_EVENT), feature: "chat" });
   });
 
   test("@ai-sdk/anthropic: inputTokens counts the cache reads and writes, which are taken out again", async () => {

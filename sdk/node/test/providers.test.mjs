@@ -5,7 +5,23 @@ import { describe, test } from "node:test";
 import { fromAnthropic, fromBedrockConverse, fromGemini, fromOpenAI, fromVercelAI } from "costtrack";
 import { vercelProvider } from "../dist/esm/providers.js";
 import { checkEvent } from "../dist/esm/validation.js";
-import { ANTHROPIC_EVENT, ANTHROPIC_USAGE, DEEPSEEK_EVENT, DEEPSEEK_USAGE, GPT5_EVENT, GPT5_RESPONSES_USAGE } from "./usage-fixtures.mjs";
+import {
+  ANTHROPIC_EVENT,
+  ANTHROPIC_USAGE,
+  DEEPSEEK_EVENT,
+  DEEPSEEK_USAGE,
+  GEMINI_PRO_EVENT,
+  GEMINI_PRO_USAGE,
+  GPT5_CHAT_USAGE,
+  GPT5_EVENT,
+  GPT5_RESPONSES_USAGE,
+  SONNET_CACHE_COUNTS,
+  aiSdk6Usage,
+  anthropicUsage,
+  chatUsage,
+  modalities,
+  withoutTotal,
+} from "./usage-fixtures.mjs";
 
 // docs/api-rules.md#cost pricing, to show the helpers' output costs what the provider bills.
 const PRICING = {
@@ -36,38 +52,42 @@ function cost(event) {
   return Math.round((total / 1e6) * 1e10) / 1e10;
 }
 
+// Each API's whole response around a usage, with one short answer: what the helpers are handed.
+const chatCompletion = (model, usage) => ({
+  id: "chatcmpl-1",
+  object: "chat.completion",
+  model,
+  choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }],
+  usage,
+});
+const openAIResponse = (model, usage) => ({ id: "resp_1", object: "response", model, status: "completed", usage });
+const anthropicMessage = (model, usage, content = [{ type: "text", text: "hi" }]) => ({
+  id: "msg_1",
+  type: "message",
+  role: "assistant",
+  model,
+  content,
+  stop_reason: "end_turn",
+  usage,
+});
+const geminiResponse = (modelVersion, usageMetadata) => ({
+  candidates: [{ content: { parts: [{ text: "hi" }], role: "model" }, finishReason: "STOP" }],
+  modelVersion,
+  usageMetadata,
+});
+
 const valid = (event) => assert.equal(checkEvent(event).error, undefined, checkEvent(event).error?.message);
 
 describe("fromOpenAI", () => {
   test("Chat Completions: cached input is part of the prompt; reasoning is inside completion, so not passed", () => {
-    const response = {
-      id: "chatcmpl-1",
-      object: "chat.completion",
-      model: "gpt-5",
-      choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }],
-      usage: {
-        prompt_tokens: 10000,
-        completion_tokens: 3000,
-        total_tokens: 13000,
-        prompt_tokens_details: { cached_tokens: 8000, audio_tokens: 0 },
-        completion_tokens_details: { reasoning_tokens: 2000, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
-      },
-    };
-    const event = fromOpenAI(response, { feature: "chat", customerId: "c_1" });
+    const event = fromOpenAI(chatCompletion("gpt-5", GPT5_CHAT_USAGE), { feature: "chat", customerId: "c_1" });
     assert.deepEqual(event, { ...GPT5_EVENT, feature: "chat", customerId: "c_1" });
     valid(event);
     assert.equal(cost(event), 0.0335); // docs/api-rules.md#worked-examples
   });
 
   test("Responses API: input/output tokens and their details", () => {
-    const response = {
-      id: "resp_1",
-      object: "response",
-      model: "gpt-5",
-      status: "completed",
-      usage: GPT5_RESPONSES_USAGE,
-    };
-    const event = fromOpenAI(response);
+    const event = fromOpenAI(openAIResponse("gpt-5", GPT5_RESPONSES_USAGE));
     assert.deepEqual(event, GPT5_EVENT);
     assert.equal(cost(event), 0.0335);
   });
@@ -88,25 +108,10 @@ describe("fromOpenAI", () => {
 
 describe("fromAnthropic", () => {
   test("cache reads and writes beside input; thinking inside output", () => {
-    const message = {
-      id: "msg_1",
-      type: "message",
-      role: "assistant",
-      model: "claude-sonnet-4-5",
-      content: [{ type: "thinking", thinking: "…" }, { type: "text", text: "hi" }],
-      stop_reason: "end_turn",
-      usage: { input_tokens: 1000, cache_read_input_tokens: 10000, cache_creation_input_tokens: 2000, output_tokens: 500 },
-    };
+    const usage = { input_tokens: 1000, cache_read_input_tokens: 10000, cache_creation_input_tokens: 2000, output_tokens: 500 };
+    const message = anthropicMessage("claude-sonnet-4-5", usage, [{ type: "thinking", thinking: "…" }, { type: "text", text: "hi" }]);
     const event = fromAnthropic(message, { feature: "support" });
-    assert.deepEqual(event, {
-      provider: "anthropic",
-      model: "claude-sonnet-4-5",
-      promptTokens: 1000,
-      completionTokens: 500,
-      cachedInputTokens: 10000,
-      cacheWriteTokens: 2000,
-      feature: "support",
-    });
+    assert.deepEqual(event, { provider: "anthropic", model: "claude-sonnet-4-5", ...SONNET_CACHE_COUNTS, feature: "support" });
     valid(event);
     assert.equal(cost(event), 0.021); // docs/api-rules.md#worked-examples
   });
@@ -134,27 +139,8 @@ describe("fromAnthropic", () => {
 
 describe("fromGemini", () => {
   test("thoughts are reported apart from candidates, so they are reasoningTokens", () => {
-    const response = {
-      candidates: [{ content: { parts: [{ text: "hi" }], role: "model" }, finishReason: "STOP" }],
-      modelVersion: "gemini-2.5-pro",
-      usageMetadata: {
-        promptTokenCount: 250000,
-        cachedContentTokenCount: 200000,
-        candidatesTokenCount: 1000,
-        thoughtsTokenCount: 2000,
-        totalTokenCount: 253000,
-      },
-    };
-    const event = fromGemini(response);
-    assert.deepEqual(event, {
-      provider: "google",
-      model: "gemini-2.5-pro",
-      promptTokens: 250000,
-      completionTokens: 1000,
-      reasoningTokens: 2000,
-      cachedInputTokens: 200000,
-      totalTokens: 253000,
-    });
+    const event = fromGemini(geminiResponse("gemini-2.5-pro", GEMINI_PRO_USAGE));
+    assert.deepEqual(event, GEMINI_PRO_EVENT);
     valid(event);
     assert.equal(cost(event), 0.22); // docs/api-rules.md#worked-examples (long-context tier)
   });
@@ -178,16 +164,7 @@ describe("fromBedrockConverse", () => {
       metrics: { latencyMs: 850 },
     };
     const event = fromBedrockConverse(response, { model: "anthropic.claude-sonnet-4-5" });
-    assert.deepEqual(event, {
-      provider: "bedrock",
-      model: "anthropic.claude-sonnet-4-5",
-      promptTokens: 1000,
-      completionTokens: 500,
-      totalTokens: 13500,
-      cachedInputTokens: 10000,
-      cacheWriteTokens: 2000,
-      latencyMs: 850,
-    });
+    assert.deepEqual(event, { provider: "bedrock", model: "anthropic.claude-sonnet-4-5", ...SONNET_CACHE_COUNTS, totalTokens: 13500, latencyMs: 850 });
     valid(event);
     assert.equal(cost(event), 0.021);
     assert.equal(fromBedrockConverse(response, { model: "m", latencyMs: 900 }).latencyMs, 900);
@@ -219,13 +196,7 @@ describe("pricing context and extra counts", () => {
     const response = {
       model: "gpt-4o-audio-preview",
       service_tier: "flex",
-      usage: {
-        prompt_tokens: 1200,
-        completion_tokens: 300,
-        total_tokens: 1500,
-        prompt_tokens_details: { cached_tokens: 200, cache_write_tokens: 100, audio_tokens: 700 },
-        completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 250 },
-      },
+      usage: chatUsage({ prompt: 1200, completion: 300, cached: 200, cacheWrite: 100, promptAudio: 700, completionAudio: 250 }),
     };
     const event = fromOpenAI(response, { processing: "batch", metadata: { route: "/voice" } });
     assert.deepEqual(event, {
@@ -299,13 +270,7 @@ describe("pricing context and extra counts", () => {
   });
 
   test("xAI Chat Completions count reasoning apart from completion_tokens: made the OpenAI convention", () => {
-    const usage = {
-      prompt_tokens: 26,
-      completion_tokens: 1,
-      total_tokens: 199,
-      prompt_tokens_details: { cached_tokens: 6, audio_tokens: 0 },
-      completion_tokens_details: { reasoning_tokens: 172 },
-    };
+    const usage = chatUsage({ prompt: 26, completion: 1, total: 199, cached: 6, reasoning: 172 });
     assert.deepEqual(fromOpenAI({ model: "grok-4", usage }, { provider: "xai" }), {
       provider: "xai",
       model: "grok-4",
@@ -324,13 +289,7 @@ describe("pricing context and extra counts", () => {
     const message = {
       model: "claude-opus-4-6",
       usage: {
-        input_tokens: 50,
-        output_tokens: 400,
-        cache_read_input_tokens: 9000,
-        cache_creation_input_tokens: 3000,
-        cache_creation: { ephemeral_5m_input_tokens: 1000, ephemeral_1h_input_tokens: 2000 },
-        server_tool_use: { web_search_requests: 3, web_fetch_requests: 1 },
-        service_tier: "priority",
+        ...anthropicUsage({ input: 50, output: 400, cacheRead: 9000, write5m: 1000, write1h: 2000, webSearches: 3, webFetches: 1, tier: "priority" }),
         speed: "fast",
         inference_geo: "us",
       },
@@ -365,22 +324,10 @@ describe("pricing context and extra counts", () => {
         candidatesTokenCount: 300,
         thoughtsTokenCount: 50,
         totalTokenCount: 1450,
-        promptTokensDetails: [
-          { modality: "TEXT", tokenCount: 200 },
-          { modality: "AUDIO", tokenCount: 500 },
-          { modality: "IMAGE", tokenCount: 100 },
-          { modality: "DOCUMENT", tokenCount: 150 },
-          { modality: "VIDEO", tokenCount: 50 },
-        ],
-        toolUsePromptTokensDetails: [{ modality: "AUDIO", tokenCount: 20 }],
-        cacheTokensDetails: [
-          { modality: "AUDIO", tokenCount: 300 },
-          { modality: "TEXT", tokenCount: 100 },
-        ],
-        candidatesTokensDetails: [
-          { modality: "AUDIO", tokenCount: 200 },
-          { modality: "IMAGE", tokenCount: 90 },
-        ],
+        promptTokensDetails: modalities({ TEXT: 200, AUDIO: 500, IMAGE: 100, DOCUMENT: 150, VIDEO: 50 }),
+        toolUsePromptTokensDetails: modalities({ AUDIO: 20 }),
+        cacheTokensDetails: modalities({ AUDIO: 300, TEXT: 100 }),
+        candidatesTokensDetails: modalities({ AUDIO: 200, IMAGE: 90 }),
       },
     };
     const event = fromGemini(response);
@@ -406,7 +353,7 @@ describe("pricing context and extra counts", () => {
     // No header: the usage metadata's tier. Cached audio without prompt audio is contradicted: left out.
     const bare = fromGemini({
       modelVersion: "gemini-2.5-flash",
-      usageMetadata: { promptTokenCount: 10, cachedContentTokenCount: 5, serviceTier: "priority", cacheTokensDetails: [{ modality: "AUDIO", tokenCount: 5 }] },
+      usageMetadata: { promptTokenCount: 10, cachedContentTokenCount: 5, serviceTier: "priority", cacheTokensDetails: modalities({ AUDIO: 5 }) },
     });
     assert.deepEqual(bare.metadata, { service_tier: "priority" });
   });
@@ -476,96 +423,55 @@ describe("fromVercelAI", () => {
   });
 
   // @ai-sdk/anthropic@3 (AI SDK 6): inputTokens counts the cache; the deprecated fields are still there.
-  const anthropicRaw = ANTHROPIC_USAGE;
   const anthropicV6Step = {
     model: { provider: "anthropic.messages", modelId: "claude-sonnet-4-5" },
-    usage: {
-      inputTokens: 13000,
-      inputTokenDetails: { noCacheTokens: 1000, cacheReadTokens: 10000, cacheWriteTokens: 2000 },
-      outputTokens: 500,
-      outputTokenDetails: { textTokens: undefined, reasoningTokens: undefined },
-      totalTokens: 13500,
-      reasoningTokens: undefined,
-      cachedInputTokens: 10000,
-      raw: anthropicRaw,
-    },
-    providerMetadata: { anthropic: { usage: anthropicRaw, cacheCreationInputTokens: 2000, serviceTier: "standard" } },
+    usage: aiSdk6Usage({ input: 13000, output: 500, noCache: 1000, cacheRead: 10000, cacheWrite: 2000, raw: ANTHROPIC_USAGE }),
+    providerMetadata: { anthropic: { usage: ANTHROPIC_USAGE, cacheCreationInputTokens: 2000, serviceTier: "standard" } },
     response: { id: "msg_1", modelId: "claude-sonnet-4-5-20250929" },
   };
-  const anthropicExpected = ANTHROPIC_EVENT;
 
   test("AI SDK 6, Anthropic: the cache is taken out of inputTokens again (no double count)", () => {
     const result = { ...anthropicV6Step, totalUsage: anthropicV6Step.usage, steps: [anthropicV6Step] };
     const event = fromVercelAI(result, { feature: "chat" });
-    assert.deepEqual(event, { ...anthropicExpected, feature: "chat" });
+    assert.deepEqual(event, { ...ANTHROPIC_EVENT, feature: "chat" });
     valid(event);
     // Same cost as the direct helper on the same message.
-    const direct = fromAnthropic({ model: "claude-sonnet-4-5", usage: anthropicRaw });
+    const direct = fromAnthropic({ model: "claude-sonnet-4-5", usage: ANTHROPIC_USAGE });
     assert.equal(cost({ ...event, model: "claude-sonnet-4-5" }), cost(direct));
     // One step alone (onStepFinish) gives the same.
-    assert.deepEqual(fromVercelAI(anthropicV6Step), anthropicExpected);
+    assert.deepEqual(fromVercelAI(anthropicV6Step), ANTHROPIC_EVENT);
   });
 
   test("AI SDK 5, Anthropic: inputTokens already excludes the cache; the provider comes from providerMetadata", () => {
     // @ai-sdk/anthropic@2: usage is { inputTokens, outputTokens, totalTokens, cachedInputTokens }.
     const step = {
       usage: { inputTokens: 1000, outputTokens: 500, totalTokens: 1500, cachedInputTokens: 10000 },
-      providerMetadata: { anthropic: { usage: anthropicRaw, cacheCreationInputTokens: 2000, stopSequence: null } },
+      providerMetadata: { anthropic: { usage: ANTHROPIC_USAGE, cacheCreationInputTokens: 2000, stopSequence: null } },
       response: { id: "msg_1", modelId: "claude-sonnet-4-5-20250929" },
     };
     const event = fromVercelAI({ ...step, totalUsage: step.usage, steps: [step] });
-    assert.deepEqual(event, anthropicExpected);
+    assert.deepEqual(event, ANTHROPIC_EVENT);
     valid(event);
   });
 
   test("AI SDK 6 running an AI SDK 5 provider (details left undefined) is read as AI SDK 5", () => {
     const step = {
       model: { provider: "anthropic.messages", modelId: "claude-sonnet-4-5" },
-      usage: {
-        inputTokens: 1000,
-        inputTokenDetails: { noCacheTokens: undefined, cacheReadTokens: 10000, cacheWriteTokens: undefined },
-        outputTokens: 500,
-        outputTokenDetails: { textTokens: undefined, reasoningTokens: undefined },
-        totalTokens: 1500,
-        cachedInputTokens: 10000,
-      },
-      providerMetadata: { anthropic: { usage: anthropicRaw, cacheCreationInputTokens: 2000 } },
+      usage: aiSdk6Usage({ input: 1000, output: 500, cacheRead: 10000 }),
+      providerMetadata: { anthropic: { usage: ANTHROPIC_USAGE, cacheCreationInputTokens: 2000 } },
       response: { modelId: "claude-sonnet-4-5-20250929" },
     };
-    assert.deepEqual(fromVercelAI(step), anthropicExpected);
+    assert.deepEqual(fromVercelAI(step), ANTHROPIC_EVENT);
   });
 
-  const geminiRaw = {
-    promptTokenCount: 250000,
-    cachedContentTokenCount: 200000,
-    candidatesTokenCount: 1000,
-    thoughtsTokenCount: 2000,
-    totalTokenCount: 253000,
-    promptTokensDetails: [{ modality: "TEXT", tokenCount: 249000 }, { modality: "AUDIO", tokenCount: 1000 }],
-  };
-  const geminiExpected = {
-    provider: "google",
-    model: "gemini-2.5-pro",
-    promptTokens: 250000,
-    completionTokens: 1000,
-    reasoningTokens: 2000,
-    cachedInputTokens: 200000,
-    metadata: { input_audio_tokens: 1000 },
-  };
+  // The worked example with 1000 of its prompt tokens in audio.
+  const geminiRaw = { ...GEMINI_PRO_USAGE, promptTokensDetails: modalities({ TEXT: 249000, AUDIO: 1000 }) };
+  const geminiExpected = { ...withoutTotal(GEMINI_PRO_EVENT), metadata: { input_audio_tokens: 1000 } };
 
   test("AI SDK 6, Gemini: thoughts are taken out of outputTokens again and passed as reasoning", () => {
     const step = {
       model: { provider: "google.generative-ai", modelId: "gemini-2.5-pro" },
-      usage: {
-        inputTokens: 250000,
-        inputTokenDetails: { noCacheTokens: 50000, cacheReadTokens: 200000, cacheWriteTokens: undefined },
-        outputTokens: 3000,
-        outputTokenDetails: { textTokens: 1000, reasoningTokens: 2000 },
-        totalTokens: 253000,
-        reasoningTokens: 2000,
-        cachedInputTokens: 200000,
-        raw: geminiRaw,
-      },
+      usage: aiSdk6Usage({ input: 250000, output: 3000, noCache: 50000, cacheRead: 200000, text: 1000, reasoning: 2000, raw: geminiRaw }),
       providerMetadata: { google: { usageMetadata: geminiRaw, serviceTier: null } },
       response: { modelId: "gemini-2.5-pro" },
     };
@@ -600,14 +506,7 @@ describe("fromVercelAI", () => {
     const raw = { inputTokens: 20, outputTokens: 100, totalTokens: 5120, cacheReadInputTokens: 0, cacheWriteInputTokens: 5000, cacheDetails: [{ ttl: "1h", inputTokens: 5000 }] };
     const step = {
       model: { provider: "amazon-bedrock", modelId: "us.anthropic.claude-sonnet-4-5-20250929-v1:0" },
-      usage: {
-        inputTokens: 5020,
-        inputTokenDetails: { noCacheTokens: 20, cacheReadTokens: 0, cacheWriteTokens: 5000 },
-        outputTokens: 100,
-        outputTokenDetails: { textTokens: 100, reasoningTokens: undefined },
-        totalTokens: 5120,
-        raw,
-      },
+      usage: aiSdk6Usage({ input: 5020, output: 100, noCache: 20, cacheRead: 0, cacheWrite: 5000, text: 100, raw }),
       providerMetadata: { bedrock: { usage: { cacheWriteInputTokens: 5000 } } },
       response: { modelId: "us.anthropic.claude-sonnet-4-5-20250929-v1:0" },
     };
@@ -637,11 +536,11 @@ describe("fromVercelAI", () => {
     const result = { ...second, steps: [anthropicV6Step, second], totalUsage: {} };
     // The first step's event plus the second's counts (300 in, 40 out, 10000 cached); the second's tier.
     assert.deepEqual(fromVercelAI(result), {
-      ...anthropicExpected,
+      ...ANTHROPIC_EVENT,
       promptTokens: 1000 + 300,
       completionTokens: 500 + 40,
       cachedInputTokens: 10000 + 10000,
-      metadata: { ...anthropicExpected.metadata, service_tier: "priority" },
+      metadata: { ...ANTHROPIC_EVENT.metadata, service_tier: "priority" },
     });
   });
 
