@@ -37,11 +37,6 @@ from costtrack_service.domain.source import normalize_name, normalize_provider
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-class EntryStatus(StrEnum):
-    ACTIVE = "active"
-    RETIRED = "retired"
-
-
 class Origin(StrEnum):
     """Where an entry came from; ``rank`` orders them (a higher rank wins)."""
 
@@ -53,6 +48,13 @@ class Origin(StrEnum):
     @property
     def rank(self) -> int:
         return {"bundled": 0, "synced": 0, "correction": 1, "operator": 2}[self.value]
+
+
+class EntryStatus(StrEnum):
+    """A retired entry in force leaves its model without a price from its start (a price withdrawn)."""
+
+    ACTIVE = "active"
+    RETIRED = "retired"
 
 
 #: The rate names of an operator's entry (``pricing add``) and the price keys they set.
