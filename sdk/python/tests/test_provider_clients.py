@@ -423,12 +423,19 @@ def test_anthropic_message_batch_results_are_marked_as_batch(provider: CannedPro
 # -- Gemini ----------------------------------------------------------------------------------
 
 
-def gemini_client(provider: CannedProvider) -> Any:
+def generate_content(
+    provider: CannedProvider, model: str, reply: Dict[str, Any], service_tier: str, contents: str
+) -> Any:
+    """The response the official client makes of ``reply``, the canned answer to its
+    generateContent call for ``model``, with the tier in a header as Gemini sends it."""
     genai = pytest.importorskip("google.genai")
     from google.genai import types
 
+    headers = {"x-gemini-service-tier": service_tier}
+    provider.route("POST", f"/v1beta/models/{model}:generateContent", Canned(body=reply, headers=headers))
     options = types.HttpOptions(base_url=provider.url, api_version="v1beta", timeout=10_000)
-    return genai.Client(api_key="test", http_options=options)
+    client = genai.Client(api_key="test", http_options=options)
+    return client.models.generate_content(model=model, contents=contents)
 
 
 def gemini_response(model: str, usage: Dict[str, Any]) -> Dict[str, Any]:
@@ -481,10 +488,7 @@ GEMINI_IMAGES = gemini_response(
 
 
 def test_gemini_audio_on_the_flex_tier(provider: CannedProvider) -> None:
-    path = "/v1beta/models/gemini-2.5-flash:generateContent"
-    provider.route("POST", path, Canned(body=GEMINI_AUDIO, headers={"x-gemini-service-tier": "flex"}))
-    client = gemini_client(provider)
-    response = client.models.generate_content(model="gemini-2.5-flash", contents="Transcribe and answer.")
+    response = generate_content(provider, "gemini-2.5-flash", GEMINI_AUDIO, "flex", "Transcribe and answer.")
 
     assert provider.calls[0].headers["x-goog-api-key"] == "test"
     expected_metadata = {"input_audio_tokens": 1200, "cache_audio_read_tokens": 800}
@@ -497,10 +501,7 @@ def test_gemini_audio_on_the_flex_tier(provider: CannedProvider) -> None:
 
 
 def test_gemini_images_in_and_out(provider: CannedProvider) -> None:
-    path = "/v1beta/models/gemini-2.5-flash-image:generateContent"
-    provider.route("POST", path, Canned(body=GEMINI_IMAGES, headers={"x-gemini-service-tier": "standard"}))
-    client = gemini_client(provider)
-    response = client.models.generate_content(model="gemini-2.5-flash-image", contents="Draw the Eiffel tower.")
+    response = generate_content(provider, "gemini-2.5-flash-image", GEMINI_IMAGES, "standard", "Draw the Eiffel tower.")
 
     assert valid(from_gemini(response, processing="batch")) == {
         "provider": "google",
