@@ -20,7 +20,7 @@ import pytest
 from costtrack import Tracker
 from costtrack.providers import from_openai
 from tests.conftest import ROOT, month_usage
-from tests.e2e.test_otlp_python import canned
+from tests.e2e.canned_openai import gpt5_and_gpt4o_mini
 from tests.e2e.test_sdks_end_to_end import stored
 
 pytestmark = pytest.mark.integration
@@ -28,21 +28,7 @@ pytestmark = pytest.mark.integration
 SCRIPT = Path(__file__).with_name("otlp_node.mjs")
 
 
-RESPONSES = [
-    canned.chat_completion(
-        "gpt-5-2025-08-07",
-        {
-            "prompt_tokens": 10_000,
-            "completion_tokens": 3_000,
-            "total_tokens": 13_000,
-            "prompt_tokens_details": {"cached_tokens": 8_000, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 2_000, "audio_tokens": 0},
-        },
-    ),
-    canned.chat_completion(
-        "gpt-4o-mini-2024-07-18", {"prompt_tokens": 1_234, "completion_tokens": 567, "total_tokens": 1_801}
-    ),
-]
+RESPONSES = gpt5_and_gpt4o_mini(10_000, gpt5_cached=8_000)
 
 
 def costs(local_stack: Any, workspace_id: str) -> dict[str, tuple[str, int | None, int, int | None]]:

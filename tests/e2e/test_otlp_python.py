@@ -13,10 +13,7 @@ the local stack (DynamoDB Local behind the HTTP front).
 from __future__ import annotations
 
 import gzip
-import importlib.util
-import sys
 from collections.abc import Iterator
-from types import ModuleType
 from typing import Any
 
 import httpx
@@ -33,44 +30,14 @@ from opentelemetry.trace import Status, StatusCode
 
 from costtrack import Tracker
 from costtrack.providers import from_openai
-from tests.conftest import ROOT, month_usage
+from tests.conftest import month_usage
+from tests.e2e.canned_openai import canned, gpt5_and_gpt4o_mini
 from tests.e2e.test_sdks_end_to_end import FaultProxy, stored
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 
-def _canned_module() -> ModuleType:
-    """The Python SDK tests' canned provider (sdk/python/tests is not a package)."""
-    name = "costtrack_sdk_provider_clients"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "sdk/python/tests/test_provider_clients.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-canned = _canned_module()
-
-RESPONSES = [
-    canned.chat_completion(
-        "gpt-5-2025-08-07",
-        {
-            "prompt_tokens": 12_000,
-            "completion_tokens": 3_000,
-            "total_tokens": 15_000,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 2_000, "audio_tokens": 0},
-        },
-        service_tier="default",
-    ),
-    canned.chat_completion(
-        "gpt-4o-mini-2024-07-18",
-        {"prompt_tokens": 1_234, "completion_tokens": 567, "total_tokens": 1_801},
-        service_tier="default",
-    ),
-]
+RESPONSES = gpt5_and_gpt4o_mini(12_000, gpt5_cached=0, service_tier="default")
 
 
 @pytest.fixture

@@ -39,7 +39,8 @@ class Request:
 
 @dataclass
 class Received:
-    """One event as the sink received it: an item of a batch request (or a single-event request)."""
+    """One event as the sink received it: an item of a batch request (or a single-event request).
+    What came with it (headers, the whole body, the time) is its ``request``'s."""
 
     request: Request
     idempotency_key: Optional[str]
@@ -48,27 +49,6 @@ class Received:
     @property
     def json(self) -> Any:
         return self.event
-
-    @property
-    def method(self) -> str:
-        return self.request.method
-
-    @property
-    def path(self) -> str:
-        return self.request.path
-
-    @property
-    def headers(self) -> Dict[str, str]:
-        return self.request.headers
-
-    @property
-    def body(self) -> bytes:
-        """The whole request body the event came in (the same bytes on every retry)."""
-        return self.request.body
-
-    @property
-    def at(self) -> float:
-        return self.request.at
 
 
 @dataclass

@@ -85,7 +85,7 @@ def test_retries_keep_the_idempotency_key_and_body(
 
     assert len(sink.received) == 3
     assert len({r.idempotency_key for r in sink.received}) == 1
-    assert len({r.body for r in sink.received}) == 1  # the very same request body each time
+    assert len({r.request.body for r in sink.received}) == 1  # the very same request body each time
     assert collected.warnings == []
     assert tracker.stats() == {
         "queued": 1,
@@ -236,7 +236,7 @@ def test_retry_after_is_a_floor(make_tracker: Callable[..., Tracker], sink: Sink
     tracker.track(EVENT)
     assert tracker.flush(timeout=10)
     assert len(sink.received) == 2
-    assert sink.received[1].at - sink.received[0].at >= 0.95
+    assert sink.received[1].request.at - sink.received[0].request.at >= 0.95
     assert collected.warnings == []
 
 

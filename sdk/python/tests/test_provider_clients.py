@@ -11,97 +11,27 @@ hand. Nothing leaves 127.0.0.1.
 from __future__ import annotations
 
 import json
-import threading
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterator
 
 import pytest
+from canned_provider import (
+    Canned,
+    CannedProvider,
+    chat_completion,
+    chat_usage,
+    converse_response,
+    responses_usage,
+    token_details,
+)
 
 from costtrack.providers import from_anthropic, from_bedrock_converse, from_gemini, from_openai
 from costtrack.validation import validate_event
-
-Body = Union[Dict[str, Any], List[Any], str]
 
 pytestmark = [
     # Notices about the clients themselves, not about what is tested here.
     pytest.mark.filterwarnings("ignore:Boto3 will no longer support Python"),
     pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning"),
 ]
-
-
-@dataclass
-class Canned:
-    status: int = 200
-    body: Body = field(default_factory=dict)
-    headers: Dict[str, str] = field(default_factory=dict)
-    content_type: str = "application/json"
-
-
-@dataclass
-class Call:
-    method: str
-    path: str
-    headers: Dict[str, str]
-    body: bytes
-
-    @property
-    def json(self) -> Any:
-        return json.loads(self.body.decode("utf-8"))
-
-
-class CannedProvider:
-    """Answers ``(method, path)`` with a canned reply and records every request. A body may
-    be a function of the server's URL (for replies that link back to the server)."""
-
-    def __init__(self) -> None:
-        self.routes: Dict[Tuple[str, str], Union[Canned, Callable[[str], Canned]]] = {}
-        self.calls: List[Call] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def _answer(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                path = self.path.split("?", 1)[0]
-                headers = {name.lower(): value for name, value in self.headers.items()}
-                server.calls.append(Call(self.command, path, headers, body))
-                route = server.routes.get((self.command, path))
-                reply = route(server.url) if callable(route) else route
-                if reply is None:
-                    reply = Canned(404, {"error": {"message": f"no canned reply for {self.command} {path}"}})
-                if isinstance(reply.body, str):
-                    payload = reply.body.encode("utf-8")
-                else:
-                    payload = json.dumps(reply.body).encode("utf-8")
-                self.send_response(reply.status)
-                self.send_header("Content-Type", reply.content_type)
-                self.send_header("Content-Length", str(len(payload)))
-                for name, value in reply.headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
-
-            do_GET = _answer
-            do_POST = _answer
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-
-    def route(self, method: str, path: str, reply: Union[Canned, Callable[[str], Canned]]) -> None:
-        self.routes[(method, path)] = reply
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 _CLIENT_ENVIRONMENT = (
@@ -174,61 +104,12 @@ def openai_client(provider: CannedProvider, prefix: str = "/v1") -> Any:
     return openai.OpenAI(base_url=provider.url + prefix, api_key="test", max_retries=0, timeout=10)
 
 
-def chat_completion(model: str, usage: Dict[str, Any], service_tier: Optional[str] = None) -> Dict[str, Any]:
-    """A Chat Completions response as documented (https://platform.openai.com/docs/api-reference/chat/object)."""
-    body: Dict[str, Any] = {
-        "id": "chatcmpl-CT0001",
-        "object": "chat.completion",
-        "created": 1_763_800_000,
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": "Paris.", "refusal": None, "annotations": []},
-                "logprobs": None,
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": usage,
-        "system_fingerprint": None,
-    }
-    if service_tier is not None:
-        body["service_tier"] = service_tier
-    return body
-
-
 OPENAI_FLEX = chat_completion(
-    "o4-mini-2025-04-16",
-    {
-        "prompt_tokens": 10000,
-        "completion_tokens": 3000,
-        "total_tokens": 13000,
-        "prompt_tokens_details": {"cached_tokens": 8000, "audio_tokens": 0},
-        "completion_tokens_details": {
-            "reasoning_tokens": 2000,
-            "audio_tokens": 0,
-            "accepted_prediction_tokens": 0,
-            "rejected_prediction_tokens": 0,
-        },
-    },
-    service_tier="flex",
+    "o4-mini-2025-04-16", chat_usage(10000, 3000, cached=8000, reasoning=2000), service_tier="flex"
 )
 
 OPENAI_AUDIO = chat_completion(
-    "gpt-audio-2025-08-28",
-    {
-        "prompt_tokens": 1500,
-        "completion_tokens": 900,
-        "total_tokens": 2400,
-        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 1200},
-        "completion_tokens_details": {
-            "reasoning_tokens": 0,
-            "audio_tokens": 850,
-            "accepted_prediction_tokens": 0,
-            "rejected_prediction_tokens": 0,
-        },
-    },
-    service_tier="default",
+    "gpt-audio-2025-08-28", chat_usage(1500, 900, input_audio=1200, output_audio=850), service_tier="default"
 )
 OPENAI_AUDIO["choices"][0]["message"] = {
     "role": "assistant",
@@ -267,13 +148,7 @@ OPENAI_RESPONSE_PRIORITY: Dict[str, Any] = {
     "temperature": 1.0,
     "top_p": 1.0,
     "service_tier": "priority",
-    "usage": {
-        "input_tokens": 10000,
-        "input_tokens_details": {"cached_tokens": 4000, "cache_write_tokens": 0},
-        "output_tokens": 3000,
-        "output_tokens_details": {"reasoning_tokens": 2000},
-        "total_tokens": 13000,
-    },
+    "usage": responses_usage(10000, 3000, cached=4000, reasoning=2000),
 }
 
 
@@ -436,16 +311,24 @@ ANTHROPIC_CACHE_AND_SEARCH = anthropic_message(
 )
 
 
-def test_anthropic_one_hour_cache_writes_and_web_searches(provider: CannedProvider) -> None:
-    provider.route("POST", "/v1/messages", Canned(body=ANTHROPIC_CACHE_AND_SEARCH))
+def create_message(provider: CannedProvider, reply: Dict[str, Any], **request: Any) -> Any:
+    """The Message the official client makes of ``reply``, the canned answer to its ``POST /v1/messages``."""
+    provider.route("POST", "/v1/messages", Canned(body=reply))
     client = anthropic_client(provider)
-    message = client.messages.create(
+    try:
+        return client.messages.create(messages=[{"role": "user", "content": "Capital of France?"}], **request)
+    finally:
+        client.close()
+
+
+def test_anthropic_one_hour_cache_writes_and_web_searches(provider: CannedProvider) -> None:
+    message = create_message(
+        provider,
+        ANTHROPIC_CACHE_AND_SEARCH,
         model="claude-sonnet-4-5-20250929",
         max_tokens=512,
-        messages=[{"role": "user", "content": "Capital of France?"}],
         tools=[{"type": "web_search_20250305", "name": "web_search", "max_uses": 5}],
     )
-    client.close()
 
     request = provider.calls[0]
     assert request.json["model"] == "claude-sonnet-4-5-20250929"
@@ -473,15 +356,7 @@ def test_anthropic_fast_mode(provider: CannedProvider) -> None:
         "claude-opus-4-6",
         {"input_tokens": 40, "output_tokens": 900, "service_tier": "standard", "speed": "fast"},
     )
-    provider.route("POST", "/v1/messages", Canned(body=body))
-    client = anthropic_client(provider)
-    message = client.messages.create(
-        model="claude-opus-4-6",
-        max_tokens=1024,
-        messages=[{"role": "user", "content": "Capital of France?"}],
-        extra_body={"speed": "fast"},
-    )
-    client.close()
+    message = create_message(provider, body, model="claude-opus-4-6", max_tokens=1024, extra_body={"speed": "fast"})
 
     assert provider.calls[0].json["speed"] == "fast"
     assert valid(from_anthropic(message)) == {
@@ -548,12 +423,19 @@ def test_anthropic_message_batch_results_are_marked_as_batch(provider: CannedPro
 # -- Gemini ----------------------------------------------------------------------------------
 
 
-def gemini_client(provider: CannedProvider) -> Any:
+def generate_content(
+    provider: CannedProvider, model: str, reply: Dict[str, Any], service_tier: str, contents: str
+) -> Any:
+    """The response the official client makes of ``reply``, the canned answer to its
+    generateContent call for ``model``, with the tier in a header as Gemini sends it."""
     genai = pytest.importorskip("google.genai")
     from google.genai import types
 
+    headers = {"x-gemini-service-tier": service_tier}
+    provider.route("POST", f"/v1beta/models/{model}:generateContent", Canned(body=reply, headers=headers))
     options = types.HttpOptions(base_url=provider.url, api_version="v1beta", timeout=10_000)
-    return genai.Client(api_key="test", http_options=options)
+    client = genai.Client(api_key="test", http_options=options)
+    return client.models.generate_content(model=model, contents=contents)
 
 
 def gemini_response(model: str, usage: Dict[str, Any]) -> Dict[str, Any]:
@@ -577,9 +459,9 @@ GEMINI_AUDIO = gemini_response(
         "totalTokenCount": 2700,
         "cachedContentTokenCount": 1000,
         "thoughtsTokenCount": 300,
-        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 800}, {"modality": "AUDIO", "tokenCount": 1200}],
-        "cacheTokensDetails": [{"modality": "TEXT", "tokenCount": 200}, {"modality": "AUDIO", "tokenCount": 800}],
-        "candidatesTokensDetails": [{"modality": "TEXT", "tokenCount": 400}],
+        "promptTokensDetails": token_details("tokenCount", TEXT=800, AUDIO=1200),
+        "cacheTokensDetails": token_details("tokenCount", TEXT=200, AUDIO=800),
+        "candidatesTokensDetails": token_details("tokenCount", TEXT=400),
     },
 )
 
@@ -599,21 +481,14 @@ GEMINI_IMAGES = gemini_response(
         "promptTokenCount": 794,
         "candidatesTokenCount": 1290,
         "totalTokenCount": 2084,
-        "promptTokensDetails": [
-            {"modality": "TEXT", "tokenCount": 20},
-            {"modality": "IMAGE", "tokenCount": 258},
-            {"modality": "DOCUMENT", "tokenCount": 516},
-        ],
-        "candidatesTokensDetails": [{"modality": "IMAGE", "tokenCount": 1290}],
+        "promptTokensDetails": token_details("tokenCount", TEXT=20, IMAGE=258, DOCUMENT=516),
+        "candidatesTokensDetails": token_details("tokenCount", IMAGE=1290),
     },
 )
 
 
 def test_gemini_audio_on_the_flex_tier(provider: CannedProvider) -> None:
-    path = "/v1beta/models/gemini-2.5-flash:generateContent"
-    provider.route("POST", path, Canned(body=GEMINI_AUDIO, headers={"x-gemini-service-tier": "flex"}))
-    client = gemini_client(provider)
-    response = client.models.generate_content(model="gemini-2.5-flash", contents="Transcribe and answer.")
+    response = generate_content(provider, "gemini-2.5-flash", GEMINI_AUDIO, "flex", "Transcribe and answer.")
 
     assert provider.calls[0].headers["x-goog-api-key"] == "test"
     expected_metadata = {"input_audio_tokens": 1200, "cache_audio_read_tokens": 800}
@@ -626,10 +501,7 @@ def test_gemini_audio_on_the_flex_tier(provider: CannedProvider) -> None:
 
 
 def test_gemini_images_in_and_out(provider: CannedProvider) -> None:
-    path = "/v1beta/models/gemini-2.5-flash-image:generateContent"
-    provider.route("POST", path, Canned(body=GEMINI_IMAGES, headers={"x-gemini-service-tier": "standard"}))
-    client = gemini_client(provider)
-    response = client.models.generate_content(model="gemini-2.5-flash-image", contents="Draw the Eiffel tower.")
+    response = generate_content(provider, "gemini-2.5-flash-image", GEMINI_IMAGES, "standard", "Draw the Eiffel tower.")
 
     assert valid(from_gemini(response, processing="batch")) == {
         "provider": "google",
@@ -650,20 +522,14 @@ def test_gemini_images_in_and_out(provider: CannedProvider) -> None:
 
 BEDROCK_MODEL_ID = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 
-BEDROCK_CONVERSE: Dict[str, Any] = {
-    "output": {"message": {"role": "assistant", "content": [{"text": "Paris."}]}},
-    "stopReason": "end_turn",
-    "usage": {
-        "inputTokens": 1000,
-        "outputTokens": 500,
-        "totalTokens": 16500,
-        "cacheReadInputTokens": 10000,
-        "cacheWriteInputTokens": 5000,
-        "cacheDetails": [{"ttl": "1h", "inputTokens": 3000}, {"ttl": "5m", "inputTokens": 2000}],
-    },
-    "metrics": {"latencyMs": 850},
-    "serviceTier": {"type": "priority"},
-}
+BEDROCK_CONVERSE = converse_response(
+    1000,
+    500,
+    cache_read=10000,
+    cache_write=5000,
+    cache_details=[{"ttl": "1h", "inputTokens": 3000}, {"ttl": "5m", "inputTokens": 2000}],
+    service_tier="priority",
+)
 
 
 def test_bedrock_converse_with_one_hour_cache_writes(provider: CannedProvider) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 import pytest
+from canned_provider import converse_response, responses_usage, token_details
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,13 +39,7 @@ OPENAI_RESPONSE: Dict[str, Any] = {
     "parallel_tool_calls": True,
     "tool_choice": "auto",
     "tools": [],
-    "usage": {
-        "input_tokens": 10000,
-        "input_tokens_details": {"cached_tokens": 8000, "cache_write_tokens": 0},
-        "output_tokens": 3000,
-        "output_tokens_details": {"reasoning_tokens": 2000},
-        "total_tokens": 13000,
-    },
+    "usage": responses_usage(10000, 3000, cached=8000, reasoning=2000),
 }
 
 ANTHROPIC_MESSAGE: Dict[str, Any] = {
@@ -71,18 +66,7 @@ GEMINI_USAGE: Dict[str, Any] = {
     "total_token_count": 253000,
 }
 
-BEDROCK_CONVERSE: Dict[str, Any] = {
-    "output": {"message": {"role": "assistant", "content": [{"text": "hi"}]}},
-    "stopReason": "end_turn",
-    "usage": {
-        "inputTokens": 1000,
-        "outputTokens": 500,
-        "totalTokens": 13500,
-        "cacheReadInputTokens": 10000,
-        "cacheWriteInputTokens": 2000,
-    },
-    "metrics": {"latencyMs": 850},
-}
+BEDROCK_CONVERSE = converse_response(1000, 500, cache_read=10000, cache_write=2000)
 
 ATTRIBUTION = {"feature": "chat", "customer_id": "c_1", "metadata": {"route": "/chat"}}
 
@@ -313,19 +297,10 @@ GEMINI_MODALITIES: Dict[str, Any] = {
     "candidates_token_count": 600,
     "tool_use_prompt_token_count": 200,
     "total_token_count": 3800,
-    "prompt_tokens_details": [
-        {"modality": "TEXT", "token_count": 500},
-        {"modality": "AUDIO", "token_count": 1500},
-        {"modality": "IMAGE", "token_count": 500},
-        {"modality": "DOCUMENT", "token_count": 258},
-        {"modality": "VIDEO", "token_count": 242},
-    ],
-    "tool_use_prompt_tokens_details": [
-        {"modality": "TEXT", "token_count": 150},
-        {"modality": "AUDIO", "token_count": 50},
-    ],
-    "cache_tokens_details": [{"modality": "AUDIO", "token_count": 700}, {"modality": "VIDEO", "token_count": 100}],
-    "candidates_tokens_details": [{"modality": "TEXT", "token_count": 100}, {"modality": "AUDIO", "token_count": 500}],
+    "prompt_tokens_details": token_details("token_count", TEXT=500, AUDIO=1500, IMAGE=500, DOCUMENT=258, VIDEO=242),
+    "tool_use_prompt_tokens_details": token_details("token_count", TEXT=150, AUDIO=50),
+    "cache_tokens_details": token_details("token_count", AUDIO=700, VIDEO=100),
+    "candidates_tokens_details": token_details("token_count", TEXT=100, AUDIO=500),
 }
 GEMINI_MODALITY_METADATA = {
     "input_audio_tokens": 1550,  # prompt 1500 + tool-use prompt 50
