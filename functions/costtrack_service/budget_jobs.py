@@ -45,7 +45,6 @@ from costtrack_service.domain.webhooks import (
     check_url,
     next_attempt_at,
     signature_header,
-    system_resolver,
 )
 from costtrack_service.store import DynamoStore
 from costtrack_service.webhook_client import post_webhook
@@ -80,14 +79,12 @@ class Alerts:
         *,
         sns: Any = None,
         send: Sender = post_webhook,
-        resolve: Callable[[str, int], list[str]] = system_resolver,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.store = store
         self.settings = settings or AlertSettings()
         self._sns = sns
         self._send = send
-        self._resolve = resolve
         self._clock = clock
 
     def run(self) -> dict[str, Any]:
@@ -208,7 +205,7 @@ class Alerts:
 
     def _post(self, endpoint: Endpoint, notification: Notification, at: str) -> Attempt:
         try:
-            target = check_url(endpoint.url, self.settings.url_policy, self._resolve)
+            target = check_url(endpoint.url, self.settings.url_policy)
         except WebhookRefused as exc:
             return Attempt(at, error=str(exc))
         body = notification.body.encode()

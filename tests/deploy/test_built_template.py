@@ -29,12 +29,16 @@ from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.overrides_api import OverrideService
 from costtrack_service.domain.quota import Tier, WorkspaceState
+from costtrack_service.domain.webhooks import UrlPolicy
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.ingestion_store import IngestionStore
 from costtrack_service.store import DynamoStore
 from costtrack_service.tables import TABLES, TableNames
 from tests.conftest import moto_tables
+
+#: Webhook hosts resolve to a public address (example.com's), without asking DNS.
+public_address = UrlPolicy(resolve=lambda host, port: ["93.184.216.34"])
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / ".aws-sam" / "build"
@@ -249,7 +253,7 @@ def api_calls() -> dict[str, set[str]]:
 
 def exercise_budget_routes(store: DynamoStore, workspace_id: str) -> None:
     """Every budgets and webhooks operation of the owners' API, once."""
-    budgets = BudgetService(store, resolve=lambda host, port: ["93.184.216.34"])
+    budgets = BudgetService(store, url_policy=public_address)
     budget_id = budgets.create(workspace_id, {"amount": "10", "scope": "feature", "scope_value": "f0"})["budget"][
         "budget_id"
     ]
@@ -302,7 +306,7 @@ def budget_alerts_calls() -> dict[str, set[str]]:
     recorder = CallRecorder(names)
     with mock_aws():
         admin, workspace = tables_with_one_event(names, "gpt-5", 100000)
-        budgets = BudgetService(admin, resolve=lambda host, port: ["93.184.216.34"])
+        budgets = BudgetService(admin, url_policy=public_address)
         budgets.create(workspace.workspace_id, {"amount": "0.01"})
         rolling = budgets.create(workspace.workspace_id, {"amount": "0.1", "period": "rolling_7d", "thresholds": [1]})
         budgets.add_endpoint(workspace.workspace_id, {"url": "https://hooks.example.com/x"})
@@ -312,10 +316,9 @@ def budget_alerts_calls() -> dict[str, set[str]]:
         statuses = iter([500, 200, 200, 200])
         alerts = Alerts(
             store,
-            AlertSettings(sns_topic_arn=topic, first_retry=timedelta(0)),
+            AlertSettings(sns_topic_arn=topic, url_policy=public_address, first_retry=timedelta(0)),
             sns=sns,
             send=lambda *_: next(statuses),
-            resolve=lambda host, port: ["93.184.216.34"],
         )
         alerts.run()
         alerts.dispatch()

@@ -304,7 +304,7 @@ def test_delivery_checks_the_address_again(owner: Owner, local_stack: Any) -> No
 
     from costtrack_service.domain.budgets_api import BudgetService
 
-    service = BudgetService(local_stack.store, resolve=resolve)
+    service = BudgetService(local_stack.store, url_policy=UrlPolicy(resolve=resolve))
     service.add_endpoint(owner.workspace_id, {"url": "https://hooks.example.com/x"})
     owner.call("POST", "/v1/workspace/budgets", json={"amount": "0.01", "thresholds": [100]})
     owner.send()
@@ -313,9 +313,8 @@ def test_delivery_checks_the_address_again(owner: Owner, local_stack: Any) -> No
     def lookup(host: str, port: int) -> list[str]:
         return answers.get(host) or [host]  # other tests' receivers (127.0.0.1) stay as they are
 
-    alerts = Alerts(
-        local_stack.store, AlertSettings(), send=lambda target, *_: sent.append(target) or 200, resolve=lookup
-    )
+    settings = AlertSettings(url_policy=UrlPolicy(resolve=lookup))
+    alerts = Alerts(local_stack.store, settings, send=lambda target, *_: sent.append(target) or 200)
     alerts.run()
     assert [target for target in sent if target.host == "hooks.example.com"] == []
     [delivery] = owner.call("GET", "/v1/workspace/webhook-deliveries").json()["deliveries"]

@@ -173,14 +173,14 @@ def resolver(*addresses: str) -> Any:
 )  # fmt: skip
 def test_deployed_webhooks_refuse_every_non_public_address(address: str) -> None:
     with pytest.raises(WebhookRefused, match="url"):
-        check_url("https://hooks.example.com/x", UrlPolicy(), resolver(address))
+        check_url("https://hooks.example.com/x", UrlPolicy(resolve=resolver(address)))
     # one bad address among good ones is enough to refuse
     with pytest.raises(WebhookRefused):
-        check_url("https://hooks.example.com/x", UrlPolicy(), resolver("93.184.216.34", address))
+        check_url("https://hooks.example.com/x", UrlPolicy(resolve=resolver("93.184.216.34", address)))
 
 
 def test_public_https_is_accepted_and_local_loopback_only_locally() -> None:
-    target = check_url("https://hooks.example.com:8443/in?a=1", UrlPolicy(), resolver("93.184.216.34"))
+    target = check_url("https://hooks.example.com:8443/in?a=1", UrlPolicy(resolve=resolver("93.184.216.34")))
     assert (target.host, target.port, target.path, target.addresses) == (
         "hooks.example.com",
         8443,
@@ -188,16 +188,16 @@ def test_public_https_is_accepted_and_local_loopback_only_locally() -> None:
         ("93.184.216.34",),
     )
     with pytest.raises(WebhookRefused, match="https"):
-        check_url("http://hooks.example.com/", UrlPolicy(allow_loopback=True), resolver("93.184.216.34"))
-    local = check_url("http://localhost:9000/", UrlPolicy(allow_loopback=True), resolver("127.0.0.1", "::1"))
+        check_url("http://hooks.example.com/", UrlPolicy(allow_loopback=True, resolve=resolver("93.184.216.34")))
+    local = check_url("http://localhost:9000/", UrlPolicy(allow_loopback=True, resolve=resolver("127.0.0.1", "::1")))
     assert local.scheme == "http"
     with pytest.raises(WebhookRefused, match="loopback"):
-        check_url("http://localhost:9000/", UrlPolicy(), resolver("127.0.0.1"))
+        check_url("http://localhost:9000/", UrlPolicy(resolve=resolver("127.0.0.1")))
     with pytest.raises(WebhookRefused, match="private"):
-        check_url("https://x.test/", UrlPolicy(allow_loopback=True), resolver("10.0.0.1"))
+        check_url("https://x.test/", UrlPolicy(allow_loopback=True, resolve=resolver("10.0.0.1")))
     for bad in ("", "hooks.example.com", "https://", "https://h/\n", "https://h/#frag", 42, "https://é.example/"):
         with pytest.raises(WebhookRefused):
-            check_url(bad, UrlPolicy(), resolver("93.184.216.34"))
+            check_url(bad, UrlPolicy(resolve=resolver("93.184.216.34")))
 
 
 def test_signature_is_the_documented_hmac() -> None:

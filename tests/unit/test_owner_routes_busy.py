@@ -16,6 +16,7 @@ import pytest
 from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.keys import ADMIN
 from costtrack_service.domain.quota import Tier
+from costtrack_service.domain.webhooks import UrlPolicy
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.workspace import create_handler
 from costtrack_service.store import DynamoStore
@@ -26,8 +27,8 @@ TEMPLATE = json.loads((Path(__file__).resolve().parents[2] / "events" / "get-wor
 LAST_MONTH = f"{datetime.now(UTC).year - 1}-12"
 
 
-def public_address(host: str, port: int) -> list[str]:
-    return ["93.184.216.34"]
+#: Webhook hosts resolve to a public address (example.com's), without asking DNS.
+PUBLIC = UrlPolicy(resolve=lambda host, port: ["93.184.216.34"])
 
 
 def request(method: str, path: str, token: str, query: dict[str, str] | None = None, body: object = None) -> Any:
@@ -78,7 +79,7 @@ def test_a_throttled_database_is_a_503_on_every_owners_route(
     workspace = dynamo.create_workspace("busy", tier=Tier.PAID, included_events=100)
     _, key = dynamo.create_key(workspace.workspace_id)
     token, _ = dynamo.create_key(workspace.workspace_id, kind=ADMIN)
-    budgets = BudgetService(dynamo, resolve=public_address)
+    budgets = BudgetService(dynamo, url_policy=PUBLIC)
     owners = create_handler(WorkspaceService(dynamo), budgets)
     ids = {"key": key.key_id}
     for name, route, created, id_field in (
@@ -96,7 +97,7 @@ def test_a_throttled_database_is_a_503_on_every_owners_route(
         throttle = Throttle(start, TRANSIENT[start % len(TRANSIENT)])
         client.meta.events.register("before-call.dynamodb", throttle)  # type: ignore[arg-type]
         store = DynamoStore(client, dynamo.tables)
-        handler = create_handler(WorkspaceService(store), BudgetService(store, resolve=public_address))
+        handler = create_handler(WorkspaceService(store), BudgetService(store, url_policy=PUBLIC))
         result = handler(request(method, path, token, query, body), LambdaContext("busy"))
         if not throttle.refused:
             assert result["statusCode"] in (200, 201), (family, result["body"])

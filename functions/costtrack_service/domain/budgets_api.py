@@ -21,12 +21,10 @@ from costtrack_service.domain.pricing import format_timestamp
 from costtrack_service.domain.usage import Counts, RollupKey
 from costtrack_service.domain.webhooks import (
     MAX_ENDPOINTS,
-    Resolver,
     UrlPolicy,
     WebhookRefused,
     check_url,
     new_webhook_secret,
-    system_resolver,
 )
 from costtrack_service.domain.workspace_api import invalid, not_found
 
@@ -67,12 +65,10 @@ class BudgetService:
         store: BudgetStore,
         *,
         url_policy: UrlPolicy | None = None,
-        resolve: Resolver = system_resolver,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.store = store
         self.url_policy = url_policy or UrlPolicy()
-        self._resolve = resolve
         self._clock = clock
 
     # -- budgets ----------------------------------------------------------------------------
@@ -129,7 +125,7 @@ class BudgetService:
         if description is not None and not description.isprintable():
             raise invalid("description", "description must be printable text (no control characters)")
         try:
-            target = check_url(request.url, self.url_policy, self._resolve)
+            target = check_url(request.url, self.url_policy)
         except WebhookRefused as error:
             raise invalid("url", str(error)) from None
         if len(self.store.list_endpoints(workspace_id)) >= MAX_ENDPOINTS:

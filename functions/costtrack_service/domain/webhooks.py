@@ -73,12 +73,23 @@ def next_attempt_at(attempts_made: int, now: datetime, first_retry: timedelta = 
 # -- where a webhook may point ----------------------------------------------------------------
 
 
+def system_resolver(host: str, port: int) -> list[str]:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        raise WebhookRefused(f"url: the host {host!r} does not resolve") from None
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
 @dataclass(frozen=True)
 class UrlPolicy:
-    """``allow_loopback``: the local stack, whose receivers run on 127.0.0.1. A deployed stack
+    """Where webhooks may point, checked when an endpoint is registered and again before each
+    attempt (:func:`check_url`): the addresses ``resolve`` gives the host must all be public.
+    ``allow_loopback``: the local stack, whose receivers run on 127.0.0.1. A deployed stack
     refuses loopback like every other non-public address."""
 
     allow_loopback: bool = False
+    resolve: Resolver = system_resolver
 
 
 @dataclass(frozen=True)
@@ -93,15 +104,7 @@ class Target:
     addresses: tuple[str, ...]
 
 
-def system_resolver(host: str, port: int) -> list[str]:
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        raise WebhookRefused(f"url: the host {host!r} does not resolve") from None
-    return list(dict.fromkeys(str(info[4][0]) for info in infos))
-
-
-def check_url(url: object, policy: UrlPolicy, resolve: Resolver = system_resolver) -> Target:
+def check_url(url: object, policy: UrlPolicy) -> Target:
     """The URL checked and resolved now; raises WebhookRefused naming ``url``."""
     if not isinstance(url, str) or not url or len(url) > MAX_URL_CHARS or not url.isascii() or not url.isprintable():
         raise WebhookRefused(f"url: a webhook URL is an https URL of at most {MAX_URL_CHARS} ASCII characters")
@@ -119,7 +122,7 @@ def check_url(url: object, policy: UrlPolicy, resolve: Resolver = system_resolve
     if parts.fragment:
         raise WebhookRefused("url: a webhook URL has no #fragment")
     port = port or (443 if scheme == "https" else 80)
-    addresses = tuple(resolve(host, port))
+    addresses = tuple(policy.resolve(host, port))
     if not addresses:
         raise WebhookRefused(f"url: the host {host!r} does not resolve")
     for address in addresses:
