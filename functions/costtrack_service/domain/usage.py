@@ -117,11 +117,15 @@ class Counts:
         return cls(**counters, customer_name=None if name is None else str(name))
 
     def counters(self) -> dict[str, Any]:
-        return {counter: getattr(self, counter) for counter in COUNTERS}
+        mine = vars(self)
+        return {counter: mine[counter] for counter in COUNTERS}
 
     def add(self, other: Counts) -> None:
-        for counter, value in other.counters().items():
-            setattr(self, counter, getattr(self, counter) + value)
+        # Through the instances' dicts: ingestion adds every event to each of its rows, and this
+        # is as fast as six written-out additions (getattr/setattr would double it).
+        mine, theirs = vars(self), vars(other)
+        for counter in COUNTERS:
+            mine[counter] += theirs[counter]
         if other.customer_name is not None:
             self.customer_name = other.customer_name
 
