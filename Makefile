@@ -6,6 +6,7 @@
 #   make build   sam build only
 #   make bench   benchmarks (figures to bench/results.json)
 #   make chaos   full-size chaos and fuzzing
+#   make compat  both SDKs against the newest client releases, 20 rounds of the app-call tests
 #   make catalogue  regenerate the bundled prices from the pinned genai-prices
 #   make openapi    regenerate the served OpenAPI document (functions/costtrack_service/openapi.json)
 #
@@ -37,7 +38,7 @@ export UV_PYTHON_DOWNLOADS := automatic
 export UV_COMPILE_BYTECODE := 1
 PYTEST := $(ROOT)/scripts/pytest-run
 
-.PHONY: help dev test catalogue openapi botocore-endpoints lint build bench chaos chromium test-service test-sdk-python test-sdk-node lint-template deps clean
+.PHONY: help dev test compat test-sdk-compat catalogue openapi botocore-endpoints lint build bench chaos chromium test-service test-sdk-python test-sdk-node lint-template deps clean
 
 help:
 	@echo "make dev    - run the local stack on http://127.0.0.1:3000 (Ctrl-C stops it)"
@@ -46,6 +47,7 @@ help:
 	@echo "make build  - sam build (functions and both SDK layers) into .aws-sam/build"
 	@echo "make bench  - benchmarks: prints a table, writes bench/results.json"
 	@echo "make chaos  - full-size chaos and fuzzing runs (a fast slice is part of make test)"
+	@echo "make compat - both SDKs against the newest client releases (20 rounds of the app-call tests)"
 	@echo "make catalogue - regenerate the bundled prices from the pinned genai-prices"
 	@echo "make openapi - regenerate the OpenAPI document the ingestion function serves"
 	@echo "make botocore-endpoints - regenerate DynamoDB's part of botocore's endpoint data"
@@ -91,6 +93,7 @@ test: deps
 	@$(MAKE) test-service
 	@$(MAKE) test-sdk-python
 	@$(MAKE) test-sdk-node
+	@$(MAKE) test-sdk-compat
 	@echo "make test: all suites passed"
 
 lint: .venv/.synced lint-template
@@ -116,13 +119,21 @@ test-sdk-python: | $(UV)
 	@for python in "$(SDK_PYTHON_OLDEST)" "$(SDK_PYTHON_NEWEST)"; do \
 	  version=$$("$$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo "$$python"); \
 	  echo "== Python SDK tests on $$version"; \
-	  UV_PROJECT_ENVIRONMENT="$(ROOT)/.costtrack/venvs/sdk-python-$$version" \
+	  COSTTRACK_APP_ROUNDS=1 UV_PROJECT_ENVIRONMENT="$(ROOT)/.costtrack/venvs/sdk-python-$$version" \
 	    "$(PYTEST)" "$(UV)" run --frozen --project sdk/python --python "$$python" --group test \
 	    python -m pytest sdk/python/tests -q -p no:cacheprovider; \
 	done
 
 test-sdk-node:
 	cd sdk/node && npm ci --no-audit --no-fund --loglevel=error && npm run build && npm test
+
+# Both SDKs against the newest releases of the official clients (resolved now, not locked), the
+# Python SDK as its built wheel in a new environment (scripts/test-compat says what and why).
+test-sdk-compat: | $(UV)
+	UV="$(UV)" PYTHON="$(SDK_PYTHON_NEWEST)" scripts/test-compat
+
+compat: | $(UV)
+	COSTTRACK_APP_ROUNDS=20 UV="$(UV)" PYTHON="$(SDK_PYTHON_NEWEST)" scripts/test-compat
 
 # The bundled catalogue, spec/pricing-names.json and the README's price tables, from the pinned
 # genai-prices (bump the pin in pyproject.toml, uv lock, then this; a test holds them equal).

@@ -176,7 +176,7 @@ def measure_queue_memory() -> float:
     tracker = Tracker(
         "ct_bench", base_url=url, timeout_ms=600_000, max_queue_size=QUEUED_EVENTS + 1, on_warning=lambda warning: None
     )
-    tracker.track(EVENT)  # a consumer starts and imports httpx before measuring
+    tracker.track(EVENT)  # a consumer starts and opens its connection before measuring
     time.sleep(1.0)
     tracemalloc.start()
     baseline, _ = tracemalloc.get_traced_memory()

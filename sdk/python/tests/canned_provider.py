@@ -11,7 +11,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 Body = Union[Dict[str, Any], List[Any], str]
 
@@ -47,6 +47,9 @@ class CannedProvider:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # One segment per response, sent at once: no Nagle / delayed-ACK stall of 40 ms per call.
+            wbufsize = -1
+            disable_nagle_algorithm = True
 
             def _answer(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -181,3 +184,83 @@ def token_details(count_name: str, **by_modality: int) -> List[Dict[str, Any]]:
     """A Gemini ``*_tokens_details`` list (ModalityTokenCount items), in the order given:
     ``count_name`` is ``"tokenCount"`` in the REST JSON, ``"token_count"`` in the SDK's types."""
     return [{"modality": modality, count_name: count} for modality, count in by_modality.items()]
+
+
+def anthropic_message(model: str, usage: Dict[str, Any]) -> Dict[str, Any]:
+    """A Messages API response as documented (https://docs.claude.com/en/api/messages)."""
+    return {
+        "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": "Paris."}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": usage,
+    }
+
+
+def gemini_response(model: str, usage: Dict[str, Any]) -> Dict[str, Any]:
+    """A generateContent response as documented (REST, camelCase:
+    https://ai.google.dev/api/generate-content#v1beta.GenerateContentResponse)."""
+    return {
+        "candidates": [
+            {"content": {"parts": [{"text": "Paris."}], "role": "model"}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": usage,
+        "modelVersion": model,
+        "responseId": "mYkgafHCLK2hz7IPl5yXoAk",
+    }
+
+
+CLIENT_ENVIRONMENT = (
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "GOOGLE_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_VERTEX_BASE_URL",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+)
+
+
+def isolated_environment(environ: Mapping[str, str], tmp: str) -> Dict[str, str]:
+    """``environ`` in which no client finds a real key, a credentials file, a proxy or an
+    instance metadata service: the clients call the canned provider and nothing else."""
+    isolated = {name: value for name, value in environ.items() if name not in CLIENT_ENVIRONMENT}
+    isolated.update(
+        NO_PROXY="127.0.0.1,localhost",
+        no_proxy="127.0.0.1,localhost",
+        AWS_ACCESS_KEY_ID="test",
+        AWS_SECRET_ACCESS_KEY="test",
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_CONFIG_FILE=f"{tmp}/aws-config-absent",
+        AWS_SHARED_CREDENTIALS_FILE=f"{tmp}/aws-credentials-absent",
+        AWS_EC2_METADATA_DISABLED="true",
+    )
+    return isolated

@@ -11,15 +11,19 @@ hand. Nothing leaves 127.0.0.1.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Dict, Iterator
 
 import pytest
 from canned_provider import (
     Canned,
     CannedProvider,
+    anthropic_message,
     chat_completion,
     chat_usage,
     converse_response,
+    gemini_response,
+    isolated_environment,
     responses_usage,
     token_details,
 )
@@ -34,56 +38,15 @@ pytestmark = [
 ]
 
 
-_CLIENT_ENVIRONMENT = (
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "ALL_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "all_proxy",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "OPENAI_ORG_ID",
-    "OPENAI_PROJECT_ID",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "ANTHROPIC_BASE_URL",
-    "GOOGLE_API_KEY",
-    "GEMINI_API_KEY",
-    "GOOGLE_GENAI_USE_VERTEXAI",
-    "GOOGLE_CLOUD_PROJECT",
-    "GOOGLE_CLOUD_LOCATION",
-    "GOOGLE_APPLICATION_CREDENTIALS",
-    "GOOGLE_GEMINI_BASE_URL",
-    "GOOGLE_VERTEX_BASE_URL",
-    "AWS_PROFILE",
-    "AWS_DEFAULT_PROFILE",
-    "AWS_SESSION_TOKEN",
-    "AWS_SECURITY_TOKEN",
-    "AWS_BEARER_TOKEN_BEDROCK",
-    "AWS_ENDPOINT_URL",
-    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
-    "AWS_ROLE_ARN",
-    "AWS_WEB_IDENTITY_TOKEN_FILE",
-    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-)
-
-
 @pytest.fixture
 def provider(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[CannedProvider]:
     """The canned provider, with an environment in which no client finds a real key, a
     credentials file, a proxy or an instance metadata service."""
-    for name in _CLIENT_ENVIRONMENT:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config-absent"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials-absent"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    isolated = isolated_environment(os.environ, str(tmp_path))
+    for name in set(os.environ) - set(isolated):
+        monkeypatch.delenv(name)
+    for name, value in isolated.items():
+        monkeypatch.setenv(name, value)
     server = CannedProvider()
     try:
         yield server
@@ -282,20 +245,6 @@ def anthropic_client(provider: CannedProvider) -> Any:
     return anthropic.Anthropic(base_url=provider.url, api_key="test", max_retries=0, timeout=10)
 
 
-def anthropic_message(model: str, usage: Dict[str, Any]) -> Dict[str, Any]:
-    """A Messages API response as documented (https://docs.claude.com/en/api/messages)."""
-    return {
-        "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [{"type": "text", "text": "Paris."}],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": usage,
-    }
-
-
 ANTHROPIC_CACHE_AND_SEARCH = anthropic_message(
     "claude-sonnet-4-5-20250929",
     {
@@ -436,19 +385,6 @@ def generate_content(
     options = types.HttpOptions(base_url=provider.url, api_version="v1beta", timeout=10_000)
     client = genai.Client(api_key="test", http_options=options)
     return client.models.generate_content(model=model, contents=contents)
-
-
-def gemini_response(model: str, usage: Dict[str, Any]) -> Dict[str, Any]:
-    """A generateContent response as documented (REST, camelCase:
-    https://ai.google.dev/api/generate-content#v1beta.GenerateContentResponse)."""
-    return {
-        "candidates": [
-            {"content": {"parts": [{"text": "Paris."}], "role": "model"}, "finishReason": "STOP", "index": 0}
-        ],
-        "usageMetadata": usage,
-        "modelVersion": model,
-        "responseId": "mYkgafHCLK2hz7IPl5yXoAk",
-    }
 
 
 GEMINI_AUDIO = gemini_response(

@@ -6,7 +6,10 @@
     tracker.track({"provider": "openai", "model": "gpt-5", "prompt_tokens": 1200, "completion_tokens": 300})
 
 Names are loaded on first use: ``import costtrack`` (and ``costtrack.validation``, which the
-service imports in AWS Lambda) stays cheap, and httpx is only imported by the delivery thread.
+service imports in AWS Lambda) stays cheap. Such a load runs on the thread that first uses the
+name, through the import system and its locks, as any ``import`` statement of the application
+does; no thread of costtrack ever imports (``Tracker(...)`` loads what its delivery needs: see
+``_http``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Delivery: consumer threads that send the queue as batches (docs/api-rules.md#batches).
 
 As plain as posthog-python's consumer: daemon threads, one shared queue (``_queue``), a
-blocking keep-alive HTTP client per thread (``_http``). A consumer takes what is waiting (up to
-100 events and 1 MiB; it never waits to fill a batch, so a lone event goes at once), posts it,
+blocking keep-alive HTTP connection per thread (``_http``: the standard library's
+``http.client``). A consumer takes what is waiting (up to 100 events and 1 MiB; it never waits
+to fill a batch, so a lone event goes at once), posts it,
 and reports each event's result as a single-event answer would be reported. A connection
 error, a timeout, a 5xx or an unreadable 2xx is retried as a whole batch, with the same body
 and so the same keys, after exponential backoff with jitter (``Retry-After`` a capped floor).
@@ -17,15 +18,13 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
+from costtrack._http import Answer, Route, Transport
 from costtrack._queue import Batch, EventQueue
 from costtrack._retry import backoff_delay
 from costtrack._warnings import NETWORK_ERROR, TrackerWarning
 from costtrack._wire import EventAnswer, join_items, read_results, service_error, service_warnings
-
-if TYPE_CHECKING:
-    from costtrack._http import Answer, Transport
 
 __all__ = ["MAX_CONSUMERS", "Delivery", "DeliveryHooks", "DeliverySettings"]
 
@@ -66,17 +65,21 @@ class DeliveryHooks:
 class Delivery:
     """The consumer threads of one tracker in one process."""
 
-    def __init__(self, queue: EventQueue, settings: DeliverySettings, hooks: DeliveryHooks) -> None:
+    def __init__(
+        self, queue: EventQueue, settings: DeliverySettings, hooks: DeliveryHooks, route: Optional[Route] = None
+    ) -> None:
         self.queue = queue
         self._settings = settings
         self._hooks = hooks
+        # Built here, where the tracker is built: on the application's thread (see ``_http``).
+        self._route = route or Route.for_endpoint(settings.endpoint)
         self._lock = threading.Lock()
         self._threads: List[threading.Thread] = []
         self._stopped = False
 
     def renewed(self, queue: EventQueue) -> Delivery:
         """The same delivery, for a forked child: no thread yet, and ``queue``."""
-        return Delivery(queue, self._settings, self._hooks)
+        return Delivery(queue, self._settings, self._hooks, self._route)
 
     def start_consumer(self) -> None:
         """Start the consumer the queue asked for (``START_CONSUMER``, ``need_consumer()``)."""
@@ -115,10 +118,11 @@ class Delivery:
         self.queue.consumer_started()
         transport: Optional[Transport] = None
         try:
-            from costtrack import _http  # here, not at the top: importing httpx is the thread's job
-
             settings = self._settings
-            transport = _http.Transport(settings.endpoint, settings.headers(), settings.timeout_s)
+            # Nothing here imports a module: ``_http`` and all it needs were imported with this
+            # module, on the application's thread (an import here could meet the application's
+            # threads halfway: see ``_http``).
+            transport = Transport(self._route, settings.headers(), settings.timeout_s)
             while True:
                 batch = self.queue.take()
                 if batch is None:

@@ -198,7 +198,7 @@ class Tracker:
 
     async def aflush(self, timeout: Optional[float] = None) -> bool:
         """``flush()`` for asyncio code: waits without blocking the running loop."""
-        import asyncio
+        import asyncio  # already loaded: this coroutine runs on its loop (no import, no race)
 
         return await asyncio.get_running_loop().run_in_executor(None, self.flush, timeout)
 
@@ -223,7 +223,7 @@ class Tracker:
     def lambda_handler(self, handler: Handler) -> Handler:
         """Decorator for an AWS Lambda handler: flushes before the handler returns (or raises),
         so no event is left in a frozen or recycled execution environment. See ``flush_after``."""
-        from costtrack._lambda import flush_after  # on first use: it imports inspect
+        from costtrack._lambda import flush_after  # on first use, on the decorating thread: it imports inspect
 
         return flush_after(self)(handler)
 
