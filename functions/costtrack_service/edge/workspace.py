@@ -133,9 +133,20 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
         return service.summary(caller())
 
     @owners.get("/v1/workspace/usage", documented(200, shapes.UsageReport, "Usage from daily rollups", r400=INVALID))
-    def get_usage(first: First = None, last: Last = None, group_by: Annotated[GroupBy, Query()] = "day") -> Answer:
-        """Events, tokens and cost over a date range, grouped; hidden events counted apart"""
-        return service.usage(caller(), given(group_by=group_by, to=last, **{"from": first}))
+    def get_usage(
+        first: First = None,
+        last: Last = None,
+        group_by: Annotated[GroupBy, Query()] = "day",
+        daily: Annotated[
+            bool, Query(description="With group_by other than day: each group's counts per day too (days)")
+        ] = False,
+    ) -> Answer:
+        """Events, tokens and cost over a date range, grouped; hidden events counted apart
+
+        Grouped by customer, each group has the customer's name (customer_name: the latest an
+        event carried, or null)."""
+        params = given(group_by=group_by, to=last, daily="true" if daily else None, **{"from": first})
+        return service.usage(caller(), params)
 
     @owners.get(
         "/v1/workspace/unknown-models",
