@@ -82,7 +82,10 @@ def given(**params: str | None) -> dict[str, str]:
     return {name: value for name, value in params.items() if value is not None}
 
 
-def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -> APIGatewayHttpResolver:
+def build_app(
+    service: WorkspaceService, budgets: BudgetService | None = None, local: bool = False
+) -> APIGatewayHttpResolver:
+    """The owners' API and the dashboard (``local``: the local stack's, see ``add_dashboard_routes``)."""
     app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=read_json_body)
     overrides = OverrideService(service.store)  # type: ignore[arg-type]
     # A deployed stack's webhooks may point only at public addresses (the local stack passes
@@ -278,17 +281,19 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
 
     add_budget_routes(owners, budgets)
 
-    add_dashboard_routes(app)
+    add_dashboard_routes(app, local)
 
     return app
 
 
-def create_handler(service: WorkspaceService | None = None, budgets: BudgetService | None = None) -> LambdaHandler:
+def create_handler(
+    service: WorkspaceService | None = None, budgets: BudgetService | None = None, local: bool = False
+) -> LambdaHandler:
     if service is None:
         from costtrack_service.store import DynamoStore
 
         service = WorkspaceService(DynamoStore.from_env())
-    app = build_app(service, budgets)
+    app = build_app(service, budgets, local)
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
