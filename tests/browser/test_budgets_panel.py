@@ -59,7 +59,7 @@ def test_budgets_panel(
     page.get_by_role("button", name="Create budget").click()
     row = page.locator("#budgets tbody tr").filter(has_text="chat spend")
     row.wait_for()
-    assert "$0.067 of $0.1 (67%)" in row.inner_text()
+    assert "$0.067 of $0.10 (67%)" in row.inner_text()
     assert "feature: chat" in row.inner_text()
     assert row.locator(".threshold.reached").all_inner_texts() == ["50%"]
 
@@ -82,6 +82,15 @@ def test_budgets_panel(
     assert deliveries.count() == 3
     text = page.locator("#deliveries").inner_text()
     assert "HTTP 500" in text and text.count("delivered") == 2 and "pending" in text
+    # Deliveries name the budget as the panel does, never by its id.
+    assert page.locator("#deliveries tbody tr").filter(has_text="chat spend").count() == 3
+    assert "bud_" not in text
+    # The spend meter marks each threshold on its scale (reached ones apart).
+    meter = page.locator("#budgets tbody tr").filter(has_text="chat spend").locator(".budget-meter")
+    assert meter.locator(".mark").count() == 3 and meter.locator(".mark.reached").count() == 3
+    # 134 % spent: the scale reaches the spend (up to 200 %), so the 100 % mark sits at 100/134.
+    assert (meter.get_attribute("aria-valuenow"), meter.get_attribute("aria-valuemax")) == ("134", "134")
+    assert meter.locator(".mark").last.evaluate("mark => mark.style.left").startswith("74.62")
     assert page.locator("#deliveries-empty").is_hidden()
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

@@ -86,7 +86,8 @@ def test_dashboard_end_to_end(browser: Any, local_stack: Any, seeded: dict[str, 
     page.locator("#total-cost").filter(has_text="$0.00063").wait_for()
     assert page.locator("#total-events").inner_text() == "3"
     assert "acme" in page.locator("#top-customer").inner_text()
-    assert page.locator("#chart svg rect.bar").count() == 30
+    page.locator("#chart .uplot canvas").wait_for()
+    assert page.locator("#chart .u-legend").filter(has_text="chat").count() == 1
 
     notice = page.locator("#hidden-notice")
     notice.wait_for()

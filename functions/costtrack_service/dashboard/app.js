@@ -4,8 +4,9 @@
 "use strict";
 
 const TOKEN_KEY = "costtrack.adminToken";
-const SVG = "http://www.w3.org/2000/svg";
-const state = { days: 30, cursor: null };
+const DAY_MS = 86400000;
+const MAX_DAYS = 366;  // the API's longest range
+const state = { from: null, to: null, cursor: null, loading: 0 };
 
 const $ = (id) => document.getElementById(id);
 
@@ -34,14 +35,9 @@ function emptyRow(columns, text) {
   return tableRow(cell);
 }
 
-function usd(cost) {
-  // Costs arrive as exact decimal strings; show them as they are, never through a float.
-  return "$" + (cost ?? "0");
-}
-
-function number(value) {
-  return Number(value ?? 0).toLocaleString("en-US");
-}
+// Every amount goes through formatMoney (money.js), every count through formatCount.
+const usd = formatMoney;
+const number = formatCount;
 
 class ApiError extends Error {
   constructor(status, body) {
@@ -61,15 +57,57 @@ async function api(path, options = {}) {
   return body;
 }
 
+// -- date range (UTC days, as the API counts them) ------------------------------------------
+
+const isoDay = (date) => date.toISOString().slice(0, 10);
+
+function today() {
+  return isoDay(new Date());
+}
+
+function daysBefore(day, count) {
+  return isoDay(new Date(Date.parse(`${day}T00:00:00Z`) - count * DAY_MS));
+}
+
+// Every day from state.from to state.to, inclusive.
+function rangeDays() {
+  const days = [];
+  for (let t = Date.parse(`${state.from}T00:00:00Z`); t <= Date.parse(`${state.to}T00:00:00Z`); t += DAY_MS) {
+    days.push(isoDay(new Date(t)));
+  }
+  return days;
+}
+
 function range() {
-  const to = new Date();
-  const from = new Date(to.getTime() - (state.days - 1) * 86400000);
-  const day = (d) => d.toISOString().slice(0, 10);
-  return `from=${day(from)}&to=${day(to)}`;
+  return `from=${state.from}&to=${state.to}`;
+}
+
+function setRange(from, to) {
+  state.from = from;
+  state.to = to;
+  $("range-from").value = from;
+  $("range-to").value = to;
+  const span = Math.round((Date.parse(to) - Date.parse(from)) / DAY_MS) + 1;
+  document.querySelectorAll(".ranges button[data-days]").forEach((button) => {
+    button.setAttribute("aria-pressed", String(to === today() && Number(button.dataset.days) === span));
+  });
 }
 
 function status(text) {
   $("status").textContent = text;
+}
+
+// "Loading…" while any load runs, and never after: the last one to finish clears it, unless a
+// failure has replaced it with what went wrong.
+async function loading(work) {
+  state.loading += 1;
+  status("Loading…");
+  try {
+    return await work();
+  } finally {
+    state.loading -= 1;
+    if (!state.loading && $("status").textContent === "Loading…") status("");
+  }
 }
 
 // -- sign in --------------------------------------------------------------------------------
@@ -92,12 +130,24 @@ $("sign-in-form").addEventListener("submit", (event) => {
 
 $("sign-out").addEventListener("click", () => showSignIn(""));
 
-document.querySelectorAll(".ranges button").forEach((button) => {
+document.querySelectorAll(".ranges button[data-days]").forEach((button) => {
   button.addEventListener("click", () => {
-    state.days = Number(button.dataset.days);
-    document.querySelectorAll(".ranges button").forEach((b) => b.setAttribute("aria-pressed", String(b === button)));
+    setRange(daysBefore(today(), Number(button.dataset.days) - 1), today());
     loadUsage().catch(failed);
   });
+});
+
+$("range-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const from = $("range-from").value;
+  const to = $("range-to").value;
+  const span = Math.round((Date.parse(to) - Date.parse(from)) / DAY_MS) + 1;
+  if (!from || !to || span < 1 || span > MAX_DAYS) {
+    status(`Choose a first day on or before the last, at most ${MAX_DAYS} days apart.`);
+    return;
+  }
+  setRange(from, to);
+  loadUsage().catch(failed);
 });
 
 async function start() {
@@ -108,7 +158,6 @@ async function start() {
     $("sign-out").hidden = false;
     renderSummary(summary);
     await Promise.all([loadUsage(), loadEvents(true), loadKeys()]);
-    status("");
   } catch (error) {
     failed(error);
   }
@@ -138,27 +187,35 @@ function renderSummary(summary) {
     plan.tier === "paid" ? `Pay-per-event credits: ${number(usage.credits_left)} left, ${number(usage.credits_used)} used this month` : "";
 }
 
-async function loadUsage() {
-  status("Loading…");
-  const [byDay, byFeature, byModel, byCustomer, unknown, overrides] = await Promise.all([
-    api(`/v1/workspace/usage?${range()}&group_by=day`),
-    api(`/v1/workspace/usage?${range()}&group_by=feature`),
-    api(`/v1/workspace/usage?${range()}&group_by=model`),
-    api(`/v1/workspace/usage?${range()}&group_by=customer`),
-    api(`/v1/workspace/unknown-models?${range()}`),
-    api("/v1/workspace/price-overrides"),
-  ]);
-  $("total-cost").textContent = usd(byDay.totals.cost);
-  $("total-events").textContent = number(byDay.totals.events);
-  $("total-tokens").textContent = number(byDay.totals.tokens);
-  renderHidden(byDay);
-  renderChart(byDay);
-  renderTop("top-feature", byFeature.groups);
-  renderTop("top-model", byModel.groups);
-  renderTop("top-customer", byCustomer.groups);
-  renderUnknown(unknown.models);
-  renderOverrides(overrides.overrides);
-  status("");
+// One request per grouping: feature and model with each group's days (the stacked chart).
+function loadUsage() {
+  return loading(async () => {
+    const [byFeature, byModel, byCustomer, unknown, overrides] = await Promise.all([
+      api(`/v1/workspace/usage?${range()}&group_by=feature&daily=true`),
+      api(`/v1/workspace/usage?${range()}&group_by=model&daily=true`),
+      api(`/v1/workspace/usage?${range()}&group_by=customer`),
+      api(`/v1/workspace/unknown-models?${range()}`),
+      api("/v1/workspace/price-overrides"),
+    ]);
+    $("total-cost").textContent = usd(byFeature.totals.cost);
+    $("total-events").textContent = number(byFeature.totals.events);
+    $("total-tokens").textContent = number(byFeature.totals.tokens);
+    $("range-text").textContent = `${byFeature.from} to ${byFeature.to} (UTC)`;
+    renderHidden(byFeature);
+    renderDaily({ feature: byFeature, model: byModel }, rangeDays());
+    renderTop("top-feature", byFeature.groups, (group) => [group.key]);
+    renderTop("top-model", byModel.groups, (group) => [group.key]);
+    renderTop("top-customer", byCustomer.groups, customerLabel);
+    renderUnknown(unknown.models);
+    renderOverrides(overrides.overrides);
+    suggestFilters(byFeature.groups, byModel.groups, byCustomer.groups);
+  });
+}
+
+// A customer as people know it: their name, with the id beside it; the id alone without one.
+function customerLabel(group) {
+  if (group.key === "(none)") return ["No customer id"];
+  return group.customer_name ? [group.customer_name, group.key] : [group.key];
 }
 
 function renderHidden(report) {
@@ -167,76 +224,6 @@ function renderHidden(report) {
   if (!report.hidden_events) return;
   $("hidden-count").textContent = "Some events are not shown";
   $("hidden-hint").textContent = report.hidden_notice;  // "N events hidden: <reason>. …" with what to check
-}
-
-function renderChart(report) {
-  const container = $("chart");
-  container.replaceChildren();
-  const days = [];
-  const byDay = new Map(report.groups.map((group) => [group.key, group]));
-  const today = new Date();
-  for (let i = state.days - 1; i >= 0; i--) {
-    const key = new Date(today.getTime() - i * 86400000).toISOString().slice(0, 10);
-    days.push({ key, group: byDay.get(key) });
-  }
-  if (!report.groups.length) {
-    container.append(el("p", "No events in this period.", "empty"));
-    return;
-  }
-  const width = 900;
-  const height = 220;
-  const left = 48;
-  const bottom = 20;
-  const max = Math.max(...days.map((d) => Number(d.group ? d.group.cost : 0)), 0);
-  const svg = document.createElementNS(SVG, "svg");
-  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-  svg.setAttribute("role", "img");
-  svg.setAttribute("aria-label", "Cost per day");
-  const axis = document.createElementNS(SVG, "line");
-  axis.setAttribute("x1", String(left));
-  axis.setAttribute("x2", String(width));
-  axis.setAttribute("y1", String(height - bottom));
-  axis.setAttribute("y2", String(height - bottom));
-  axis.setAttribute("class", "axis");
-  svg.append(axis);
-  const label = document.createElementNS(SVG, "text");
-  label.setAttribute("x", "0");
-  label.setAttribute("y", "12");
-  label.textContent = usd(max ? String(max) : "0");
-  svg.append(label);
-  const slot = (width - left) / days.length;
-  days.forEach((day, index) => {
-    const value = Number(day.group ? day.group.cost : 0);
-    const barHeight = max ? ((height - bottom - 16) * value) / max : 0;
-    const bar = document.createElementNS(SVG, "rect");
-    bar.setAttribute("x", String(left + index * slot + slot * 0.15));
-    bar.setAttribute("width", String(slot * 0.7));
-    bar.setAttribute("y", String(height - bottom - barHeight));
-    bar.setAttribute("height", String(Math.max(barHeight, value ? 1 : 0)));
-    bar.setAttribute("class", "bar");
-    bar.setAttribute("data-day", day.key);
-    const title = document.createElementNS(SVG, "title");
-    title.textContent = `${day.key}: ${usd(day.group ? day.group.cost : "0")}, ${number(day.group ? day.group.events : 0)} events`;
-    bar.append(title);
-    svg.append(bar);
-    if (index % Math.ceil(days.length / 10) === 0) {
-      const tick = document.createElementNS(SVG, "text");
-      tick.setAttribute("x", String(left + index * slot));
-      tick.setAttribute("y", String(height - 4));
-      tick.textContent = day.key.slice(5);
-      svg.append(tick);
-    }
-  });
-  container.append(svg);
-}
-
-function renderTop(id, groups) {
-  const rows = groups.slice(0, 8).map((group) =>
-    tableRow(el("td", group.key), el("td", number(group.events), "num"), el("td", usd(group.cost), "num")));
-  $(id).replaceChildren(
-    headingRow(["Name"], ["Events", "num"], ["Cost", "num"]),
-    ...(rows.length ? rows : [emptyRow(3, "No events")]),
-  );
 }
 
 function renderUnknown(models) {
@@ -264,36 +251,6 @@ function renderOverrides(overrides) {
   });
   $("overrides").replaceChildren(headingRow(["Provider"], ["Model"], ["Price"], ["From"], ["Until"]), ...rows);
 }
-
-// -- events -------------------------------------------------------------------------------
-
-async function loadEvents(reset) {
-  const query = new URLSearchParams({ limit: "25" });
-  if (!reset && state.cursor) query.set("cursor", state.cursor);
-  const page = await api(`/v1/workspace/events?${query}`);
-  const body = $("events").tBodies[0];
-  if (reset) body.replaceChildren();
-  for (const event of page.events) {
-    const row = el("tr");
-    row.dataset.eventId = event.event_id;
-    row.append(
-      el("td", event.received_at.replace("T", " ").slice(0, 19)),
-      el("td", `${event.provider}/${event.model}`),
-      el("td", event.feature),
-      el("td", event.customer_id || "–"),
-      el("td", event.status),
-      el("td", number(event.total_tokens), "num"),
-      // Unpriced is a state, not $0: the event is priced once its model's price arrives.
-      el("td", event.pricing_status === "unknown_model" ? "unpriced" : usd(event.cost), "num"),
-    );
-    body.append(row);
-  }
-  if (reset && !page.events.length) body.append(emptyRow(7, "No events yet."));
-  state.cursor = page.next_cursor;
-  $("more-events").hidden = !page.next_cursor;
-}
-
-$("more-events").addEventListener("click", () => loadEvents(false).catch(failed));
 
 // -- keys ---------------------------------------------------------------------------------
 
@@ -359,8 +316,15 @@ $("new-key").addEventListener("submit", async (event) => {
 
 // -- go -----------------------------------------------------------------------------------
 
-if (sessionStorage.getItem(TOKEN_KEY)) {
-  start();
-} else {
-  showSignIn("");
-}
+setRange(daysBefore(today(), 29), today());
+$("range-from").max = today();
+$("range-to").max = today();
+
+// After every script (charts.js, events.js, budgets.js, …) has run.
+document.addEventListener("DOMContentLoaded", () => {
+  if (sessionStorage.getItem(TOKEN_KEY)) {
+    start();
+  } else {
+    showSignIn("");
+  }
+});

@@ -3,6 +3,7 @@
 "use strict";
 
 const PERIOD_NAMES = { month: "calendar month", rolling_7d: "rolling 7 days", rolling_30d: "rolling 30 days" };
+const budgetNames = new Map();  // budget_id -> what the panel calls it (deliveries name budgets)
 
 async function loadBudgets() {
   const [budgets, webhooks, deliveries] = await Promise.all([
@@ -10,6 +11,8 @@ async function loadBudgets() {
     api("/v1/workspace/webhooks"),
     api("/v1/workspace/webhook-deliveries?limit=25"),
   ]);
+  budgetNames.clear();
+  for (const budget of budgets.budgets) budgetNames.set(budget.budget_id, budgetName(budget));
   renderBudgets(budgets.budgets);
   renderWebhooks(webhooks.webhooks);
   renderDeliveries(deliveries.deliveries);
@@ -29,18 +32,43 @@ function deleteButton(onClick) {
   return button;
 }
 
+function budgetName(budget) {
+  if (budget.name) return budget.name;
+  const covers = budget.scope === "workspace" ? "Workspace" : `${budget.scope} ${budget.scope_value}`;
+  return `${covers}, ${usd(budget.amount)} per ${PERIOD_NAMES[budget.period] || budget.period}`;
+}
+
+// Spend against the budget, on a scale that reaches the highest threshold, each threshold
+// marked where it lies (reached ones stand out).
+function budgetMeter(budget) {
+  const percent = Number(budget.percent);
+  const scale = Math.max(100, ...budget.thresholds.map(Number), Math.min(percent, 200));
+  const meter = el("div", null, "meter budget-meter");
+  meter.setAttribute("role", "meter");
+  meter.setAttribute("aria-valuemin", "0");
+  meter.setAttribute("aria-valuemax", String(scale));
+  meter.setAttribute("aria-valuenow", String(Math.min(percent, scale)));
+  meter.setAttribute("aria-label", `${budgetName(budget)}: ${budget.percent}% spent`);
+  const fill = el("div", null, budget.exceeded ? "meter-fill full" : "meter-fill");
+  fill.style.width = `${(100 * Math.min(percent, scale)) / scale}%`;
+  meter.append(fill);
+  for (const threshold of budget.thresholds) {
+    const mark = el("span", null, budget.crossed.includes(threshold) ? "mark reached" : "mark");
+    mark.style.left = `${(100 * threshold) / scale}%`;
+    mark.title = `${threshold}%`;
+    meter.append(mark);
+  }
+  return meter;
+}
+
 function renderBudgets(budgets) {
   const body = emptiedBody("budgets");
   for (const budget of budgets) {
     const row = el("tr");
     row.dataset.budgetId = budget.budget_id;
     const covers = budget.scope === "workspace" ? "whole workspace" : `${budget.scope}: ${budget.scope_value}`;
-    const meter = el("div", null, "meter");
-    const fill = el("div", null, budget.exceeded ? "meter-fill full" : "meter-fill");
-    fill.style.width = `${Math.min(100, Number(budget.percent))}%`;
-    meter.append(fill);
-    const used = el("td");
-    used.append(el("span", `${usd(budget.spend)} of ${usd(budget.amount)} (${budget.percent}%)`), meter);
+    const used = el("td", null, "spend");
+    used.append(el("span", `${usd(budget.spend)} of ${usd(budget.amount)} (${budget.percent}%)`), budgetMeter(budget));
     const thresholds = el("td");
     for (const threshold of budget.thresholds) {
       const reached = budget.crossed.includes(threshold);
@@ -49,7 +77,7 @@ function renderBudgets(budgets) {
     const actions = el("td", null, "actions");
     const amount = el("input");
     amount.value = budget.amount;
-    amount.setAttribute("aria-label", `New amount for ${budget.name || budget.budget_id}`);
+    amount.setAttribute("aria-label", `New amount for ${budgetName(budget)}`);
     amount.size = 8;
     const save = el("button", "Save");
     save.type = "button";
@@ -57,7 +85,7 @@ function renderBudgets(budgets) {
     const remove = deleteButton(() => deleteBudget(budget));
     actions.append(amount, save, remove);
     row.append(
-      el("td", budget.name || budget.budget_id),
+      el("td", budgetName(budget)),
       el("td", covers),
       el("td", `${PERIOD_NAMES[budget.period] || budget.period} (${budget.window.from} to ${budget.window.to})`),
       used,
@@ -87,7 +115,7 @@ function changeBudget(budget, fields) {
 }
 
 function deleteBudget(budget) {
-  if (!confirm(`Delete the budget ${budget.name || budget.budget_id}?`)) return;
+  if (!confirm(`Delete the budget ${budgetName(budget)}?`)) return;
   const path = `/v1/workspace/budgets/${encodeURIComponent(budget.budget_id)}`;
   return budgetAction(() => api(path, { method: "DELETE" }), "Budget deleted.");
 }
@@ -145,7 +173,8 @@ function renderDeliveries(deliveries) {
     const row = el("tr");
     row.append(
       el("td", delivery.created_at.replace("T", " ").slice(0, 19)),
-      el("td", delivery.budget_id),
+      // A deleted budget's deliveries keep its id, all that is left of it.
+      el("td", budgetNames.get(delivery.budget_id) || delivery.budget_id),
       el("td", `${delivery.threshold}%`, "num"),
       el("td", delivery.target === "sns" ? "SNS (email)" : delivery.url),
       el("td", delivery.state, `delivery-${delivery.state}`),

@@ -224,6 +224,9 @@ class UsageReport:
     hidden: dict[str, Counts] = field(default_factory=dict)
     #: By customer: the visible events sent without a customer id (shown as the ``(none)`` group).
     unattributed: Counts = field(default_factory=Counts)
+    #: Each group's counts per day (the dashboard's stacked chart), and the visible totals per day.
+    daily: dict[str, dict[str, Counts]] = field(default_factory=dict)
+    total_daily: dict[str, Counts] = field(default_factory=dict)
 
     @property
     def hidden_events(self) -> int:
@@ -240,7 +243,31 @@ class UsageReport:
             "dashboard_visible and visibility_reason fields of the responses."
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def unattributed_daily(self) -> dict[str, Counts]:
+        """By customer: each day's visible events without a customer id."""
+        days: dict[str, Counts] = {}
+        for day, total in self.total_daily.items():
+            attributed = Counts()
+            for per_day in self.daily.values():
+                if day in per_day:
+                    attributed.add(per_day[day])
+            left = total.minus(attributed)
+            if left != Counts():
+                days[day] = left
+        return days
+
+    def group_dict(self, key: str, counts: Counts, daily: bool) -> dict[str, Any]:
+        """A group as reports show it: by customer with the customer's name (the latest an event
+        carried, or null), and with ``daily`` its counts per day, oldest first."""
+        group = {"key": key, **counts.to_dict()}
+        if self.by == CUSTOMER:
+            group["customer_name"] = counts.customer_name
+        if daily and self.by != "day":
+            days = self.unattributed_daily() if counts is self.unattributed else self.daily.get(key, {})
+            group["days"] = [{"day": day, **days[day].to_dict()} for day in sorted(days)]
+        return group
+
+    def to_dict(self, daily: bool = False) -> dict[str, Any]:
         groups = list(self.groups.items())
         if self.unattributed.events:
             groups.append((NO_VALUE, self.unattributed))
@@ -252,7 +279,7 @@ class UsageReport:
             "group_by": self.by,
             "currency": CURRENCY,
             "totals": self.totals.to_dict(),
-            "groups": [{"key": key, **counts.to_dict()} for key, counts in ordered],
+            "groups": [self.group_dict(key, counts, daily) for key, counts in ordered],
             "hidden": {reason: counts.to_dict() for reason, counts in sorted(self.hidden.items())},
             "hidden_events": self.hidden_events,
             "hidden_notice": self.hidden_notice(),
@@ -279,10 +306,12 @@ def report(rows: Iterable[tuple[RollupKey, Counts]], by: str) -> UsageReport:
             result.hidden.setdefault(key.value, Counts()).add(counts)
         elif key.dimension == TOTAL:
             result.totals.add(counts)
+            result.total_daily.setdefault(key.day, Counts()).add(counts)
             if by == "day":
                 result.groups.setdefault(key.day, Counts()).add(counts)
         elif key.dimension == by:
             result.groups.setdefault(key.value, Counts()).add(counts)
+            result.daily.setdefault(key.value, {}).setdefault(key.day, Counts()).add(counts)
     if by == "customer":
         # Events without a customer have no customer rows: they are what the groups miss.
         attributed = Counts()

@@ -218,7 +218,7 @@ class WorkspaceService:
             "workspace_id": workspace.workspace_id,
             "from": first,
             "to": last,
-            **report(rows, group_by).to_dict(),
+            **report(rows, group_by).to_dict(daily=params.get("daily") == "true"),
         }
 
     def unknown_models(self, workspace: WorkspaceState, params: Mapping[str, str]) -> dict[str, Any]:

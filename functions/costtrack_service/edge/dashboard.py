@@ -1,15 +1,31 @@
 """The dashboard: static HTML, CSS and JavaScript from this package, served by the owners' API
-function with a strict Content-Security-Policy (no inline script, no third-party origin)."""
+function with a strict Content-Security-Policy (no inline script or style, no third-party
+origin).
+
+Assets are cached by content: ``index.html`` names each of them with ``?v=`` and the first 16
+hex digits of its SHA-256, and an asset asked for with its current version is answered
+``Cache-Control: immutable`` for a year; anything else (``index.html`` itself, an old or missing
+version) is ``no-cache``. Every answer has an ``ETag`` and ``If-None-Match`` gets a 304.
+
+The charting library, uPlot, is vendored next to the page (``uPlot.iife.min.js``,
+``uPlot.min.css`` and its ``uPlot.LICENSE``): committed, not copied at build time, so that
+``sam build`` from any checkout packages the same bytes without running npm, and
+tests/unit/test_dashboard_assets.py holds them equal to the npm package pinned in package.json.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 
 from costtrack_service.domain.errors import ApiError
+from costtrack_service.edge.http import request_headers
 
 STATIC_TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -24,17 +40,61 @@ SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
+IMMUTABLE = "public, max-age=31536000, immutable"
+#: How index.html names its assets; each gets ``?v=<version>``.
+ASSET_REFERENCE = re.compile(r'(src|href)="/dashboard/([A-Za-z0-9._-]+)"')
+#: The sign-in page's pointer to the demo tokens, shown on the local stack only.
+DEV_TOKENS_HIDDEN = '<p id="dev-tokens" class="muted" hidden>'
+
+
+@dataclass(frozen=True)
+class Asset:
+    body: str
+    content_type: str
+    version: str  # the first 16 hex digits of the body's SHA-256
+
+    @classmethod
+    def of(cls, name: str, body: str) -> Asset:
+        digest = hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
+        return cls(body, STATIC_TYPES[os.path.splitext(name)[1]], digest)
+
+    @property
+    def etag(self) -> str:
+        return f'"{self.version}"'
 
 
 @cache
-def static_file(name: str) -> str | None:
+def static_file(name: str) -> Asset | None:
+    """A served file of the dashboard folder (never index.html, which :func:`page` renders)."""
     folder = resources.files("costtrack_service").joinpath("dashboard")
-    path = folder.joinpath(name)
-    return path.read_text(encoding="utf-8") if name in {entry.name for entry in folder.iterdir()} else None
+    if os.path.splitext(name)[1] not in STATIC_TYPES or name not in {entry.name for entry in folder.iterdir()}:
+        return None
+    return Asset.of(name, folder.joinpath(name).read_text(encoding="utf-8"))
 
 
-def add_dashboard_routes(app: APIGatewayHttpResolver) -> None:
-    """``/`` (a redirect), ``/dashboard`` and its files; outside the OpenAPI document."""
+@cache
+def page(local: bool) -> Asset:
+    """index.html with each asset's version, and on the local stack the pointer to its tokens."""
+    html = static_file("index.html")
+    assert html is not None, "the dashboard's index.html is part of the package"
+
+    def versioned(match: re.Match[str]) -> str:
+        asset = static_file(match[2])
+        if asset is None:
+            raise LookupError(f"index.html names a missing file: {match[2]}")
+        return f'{match[1]}="/dashboard/{match[2]}?v={asset.version}"'
+
+    body = ASSET_REFERENCE.sub(versioned, html.body)
+    if local:
+        if DEV_TOKENS_HIDDEN not in body:
+            raise LookupError("index.html has no dev-tokens paragraph")
+        body = body.replace(DEV_TOKENS_HIDDEN, DEV_TOKENS_HIDDEN.replace(" hidden>", ">"))
+    return Asset.of("index.html", body)
+
+
+def add_dashboard_routes(app: APIGatewayHttpResolver, local: bool = False) -> None:
+    """``/`` (a redirect), ``/dashboard`` and its files; outside the OpenAPI document. ``local``:
+    the local stack's, whose sign-in page says where ``make dev`` wrote the demo tokens."""
 
     @app.get("/", include_in_schema=False, enable_validation=False)
     def get_root() -> Response[str]:
@@ -42,20 +102,19 @@ def add_dashboard_routes(app: APIGatewayHttpResolver) -> None:
 
     @app.get("/dashboard", include_in_schema=False, enable_validation=False)
     def get_dashboard() -> Response[str]:
-        return serve("index.html")
+        return serve(page(local), "no-cache")
 
     @app.get("/dashboard/<name>", include_in_schema=False, enable_validation=False)
     def get_asset(name: str) -> Response[str]:
-        return serve(name)
-
-    def serve(name: str) -> Response[str]:
-        content = static_file(name) if name != "__init__.py" else None
-        suffix = os.path.splitext(name)[1]
-        if content is None or suffix not in STATIC_TYPES:
+        asset = static_file(name) if name != "index.html" else None
+        if asset is None:
             raise ApiError("NOT_FOUND", f"No dashboard file {name}.")
-        return Response(
-            status_code=200,
-            content_type=STATIC_TYPES[suffix],
-            body=content,
-            headers={**SECURITY_HEADERS, "Cache-Control": "no-cache"},
-        )
+        asked = (app.current_event.query_string_parameters or {}).get("v")
+        return serve(asset, IMMUTABLE if asked == asset.version else "no-cache")
+
+    def serve(asset: Asset, cache_control: str) -> Response[str]:
+        headers = {**SECURITY_HEADERS, "Cache-Control": cache_control, "ETag": asset.etag}
+        given = request_headers(app).get("if-none-match", "")
+        if asset.etag in {tag.strip().removeprefix("W/") for tag in given.split(",")}:
+            return Response(status_code=304, headers=headers, body="")
+        return Response(status_code=200, content_type=asset.content_type, body=asset.body, headers=headers)

@@ -72,8 +72,16 @@ class Counts(BaseModel):
     unknown_model_events: Count
 
 
+class DayCounts(Counts):
+    day: Day
+
+
 class Group(Counts):
     key: str
+    customer_name: Annotated[
+        str | None, Field(description="By customer: the name the customer's latest event carried")
+    ] = None
+    days: Annotated[list[DayCounts] | None, Field(description="With daily=true: the group's days, oldest first")] = None
 
 
 class UsageReport(BaseModel):

@@ -82,7 +82,10 @@ def given(**params: str | None) -> dict[str, str]:
     return {name: value for name, value in params.items() if value is not None}
 
 
-def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -> APIGatewayHttpResolver:
+def build_app(
+    service: WorkspaceService, budgets: BudgetService | None = None, local: bool = False
+) -> APIGatewayHttpResolver:
+    """The owners' API and the dashboard (``local``: the local stack's, see ``add_dashboard_routes``)."""
     app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=read_json_body)
     overrides = OverrideService(service.store)  # type: ignore[arg-type]
     # A deployed stack's webhooks may point only at public addresses (the local stack passes
@@ -133,9 +136,20 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
         return service.summary(caller())
 
     @owners.get("/v1/workspace/usage", documented(200, shapes.UsageReport, "Usage from daily rollups", r400=INVALID))
-    def get_usage(first: First = None, last: Last = None, group_by: Annotated[GroupBy, Query()] = "day") -> Answer:
-        """Events, tokens and cost over a date range, grouped; hidden events counted apart"""
-        return service.usage(caller(), given(group_by=group_by, to=last, **{"from": first}))
+    def get_usage(
+        first: First = None,
+        last: Last = None,
+        group_by: Annotated[GroupBy, Query()] = "day",
+        daily: Annotated[
+            bool, Query(description="With group_by other than day: each group's counts per day too (days)")
+        ] = False,
+    ) -> Answer:
+        """Events, tokens and cost over a date range, grouped; hidden events counted apart
+
+        Grouped by customer, each group has the customer's name (customer_name: the latest an
+        event carried, or null)."""
+        params = given(group_by=group_by, to=last, daily="true" if daily else None, **{"from": first})
+        return service.usage(caller(), params)
 
     @owners.get(
         "/v1/workspace/unknown-models",
@@ -267,17 +281,19 @@ def build_app(service: WorkspaceService, budgets: BudgetService | None = None) -
 
     add_budget_routes(owners, budgets)
 
-    add_dashboard_routes(app)
+    add_dashboard_routes(app, local)
 
     return app
 
 
-def create_handler(service: WorkspaceService | None = None, budgets: BudgetService | None = None) -> LambdaHandler:
+def create_handler(
+    service: WorkspaceService | None = None, budgets: BudgetService | None = None, local: bool = False
+) -> LambdaHandler:
     if service is None:
         from costtrack_service.store import DynamoStore
 
         service = WorkspaceService(DynamoStore.from_env())
-    app = build_app(service, budgets)
+    app = build_app(service, budgets, local)
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -132,12 +132,14 @@ def ingest_handler(config: Mapping[str, str]) -> Any:
 
 def api_handler(config: Mapping[str, str]) -> Any:
     """The API function's handler, built in a container. Webhooks may point at loopback
-    receivers here (never in a deployed stack)."""
+    receivers here (never in a deployed stack), and the dashboard's sign-in page says where the
+    demo tokens are."""
     from costtrack_service.domain.budgets_api import BudgetService
     from costtrack_service.edge import workspace
 
     store = _container_store(config)
-    return workspace.create_handler(WorkspaceService(store), BudgetService(store, url_policy=LOCAL_WEBHOOKS))
+    budgets = BudgetService(store, url_policy=LOCAL_WEBHOOKS)
+    return workspace.create_handler(WorkspaceService(store), budgets, local=True)
 
 
 @dataclass
