@@ -1,6 +1,7 @@
 # costtrack: every set-up step lives here, so a fresh clone needs only `make dev` or `make test`.
 #
-#   make dev     run the local stack (DynamoDB Local + the API on http://127.0.0.1:3000)
+#   make dev     run the local stack (DynamoDB Local + the API on http://127.0.0.1:3000), with a
+#                month of demo history (make dev ARGS=--empty: without)
 #   make test    install what is missing, then run every test: lint, service, both SDKs, template
 #   make lint    ruff, mypy, the SAM template checks and sam build
 #   make build   sam build only
@@ -83,8 +84,9 @@ chromium:
 
 # -- running -----------------------------------------------------------------------------
 
+# make dev ARGS="--empty --port 3001": options of costtrack dev (see .venv/bin/costtrack dev --help).
 dev: deps
-	.venv/bin/costtrack dev
+	.venv/bin/costtrack dev $(ARGS)
 
 # -- checks ------------------------------------------------------------------------------
 

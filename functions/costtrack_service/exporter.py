@@ -1,6 +1,10 @@
-"""The daily export to S3: every workspace's accepted events of one UTC day, as gzip-compressed
-JSON Lines under Hive-style ``workspace_id=…/day=…/`` prefixes (``domain/export.py`` decides
-names and lines; this reads DynamoDB and writes S3).
+"""The daily export: every workspace's accepted events of one UTC day, as gzip-compressed JSON
+Lines under Hive-style ``workspace_id=…/day=…/`` prefixes (``domain/export.py`` decides names and
+lines; this reads DynamoDB and hands the objects to a writer).
+
+Writers: :class:`S3Writer` (the deployed function: an S3 bucket) and :class:`DirectoryWriter`
+(``costtrack admin export``: a local folder, the object keys as relative paths). Both get the
+same keys and bytes from the same code, so a local export is what the bucket would hold.
 
 Idempotent: a run writes deterministic object names and bytes, then deletes every other object
 under each exported day's prefix (what an earlier run wrote and this one did not), so re-running
@@ -15,9 +19,12 @@ fine for thousands of events a day and costly for millions (README: "Statements 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from typing import Any, Protocol
 
 from costtrack_service.domain.export import LINES_PER_OBJECT, day_bounds, day_prefix, encode_lines, object_key, pieces
@@ -49,11 +56,87 @@ class DayExport:
         return {"day": self.day, "events": self.events, "objects": len(self.written), "deleted": len(self.deleted)}
 
 
+class ObjectWriter(Protocol):
+    """Where the export's objects go: put one, list the keys under a prefix, delete some."""
+
+    def put(self, key: str, body: bytes) -> None: ...
+
+    def keys_under(self, prefix: str) -> Iterator[str]: ...
+
+    def delete(self, keys: Sequence[str]) -> None: ...
+
+
+class S3Writer:
+    """Objects in an S3 bucket (the deployed function)."""
+
+    def __init__(self, s3: Any, bucket: str) -> None:
+        self.s3, self.bucket = s3, bucket
+
+    def put(self, key: str, body: bytes) -> None:
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=CONTENT_TYPE)
+
+    def keys_under(self, prefix: str) -> Iterator[str]:
+        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+            for item in page.get("Contents", []):
+                yield item["Key"]
+
+    def delete(self, keys: Sequence[str]) -> None:
+        for start in range(0, len(keys), 1000):  # DeleteObjects takes at most 1,000 keys
+            batch = keys[start : start + 1000]
+            response = self.s3.delete_objects(
+                Bucket=self.bucket, Delete={"Objects": [{"Key": key} for key in batch], "Quiet": True}
+            )
+            errors = response.get("Errors") or []
+            if errors:
+                raise RuntimeError(f"could not delete {len(errors)} stale export objects, e.g. {errors[0]}")
+
+
+class DirectoryWriter:
+    """Objects as files under ``root`` (``costtrack admin export``): the key ``events/…/part-…``
+    is the file ``root/events/…/part-…``. Each file is written whole (a temporary file renamed),
+    so a reader never sees half of one."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _path(self, key: str) -> Path:
+        parts = key.split("/")
+        if any(part in ("", ".", "..") for part in parts):
+            raise ValueError(f"not an export object key: {key!r}")
+        return self.root.joinpath(*parts)
+
+    def put(self, key: str, body: bytes) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".part-", suffix=".tmp")
+        try:
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(body)
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+    def keys_under(self, prefix: str) -> Iterator[str]:
+        directory = prefix.rpartition("/")[0]
+        folder = self._path(directory) if directory else self.root
+        if not folder.is_dir():
+            return
+        for path in sorted(folder.rglob("*")):
+            key = path.relative_to(self.root).as_posix()
+            if path.is_file() and key.startswith(prefix) and not path.name.startswith(".part-"):
+                yield key
+
+    def delete(self, keys: Sequence[str]) -> None:
+        for key in keys:
+            self._path(key).unlink(missing_ok=True)
+
+
 class Exporter:
     def __init__(
-        self, source: EventSource, s3: Any, bucket: str, prefix: str, lines_per_object: int = LINES_PER_OBJECT
+        self, source: EventSource, writer: ObjectWriter, prefix: str, lines_per_object: int = LINES_PER_OBJECT
     ) -> None:
-        self.source, self.s3, self.bucket, self.prefix = source, s3, bucket, prefix
+        self.source, self.writer, self.prefix = source, writer, prefix
         self.lines_per_object = lines_per_object
 
     def export_day(self, day: date, workspace_ids: Iterable[str] | None = None) -> DayExport:
@@ -80,22 +163,11 @@ class Exporter:
         written = set()
         for piece in pieces(by_partition, self.lines_per_object):
             key = object_key(self.prefix, workspace_id, day, piece.partition, piece.number)
-            self.s3.put_object(Bucket=self.bucket, Key=key, Body=encode_lines(piece.records), ContentType=CONTENT_TYPE)
+            self.writer.put(key, encode_lines(piece.records))
             written.add(key)
             result.events += len(piece.records)
             result.written.append(key)
-        stale = [key for key in self._keys_under(day_prefix(self.prefix, workspace_id, day)) if key not in written]
-        for start in range(0, len(stale), 1000):  # DeleteObjects takes at most 1,000 keys
-            batch = stale[start : start + 1000]
-            response = self.s3.delete_objects(
-                Bucket=self.bucket, Delete={"Objects": [{"Key": key} for key in batch], "Quiet": True}
-            )
-            errors = response.get("Errors") or []
-            if errors:
-                raise RuntimeError(f"could not delete {len(errors)} stale export objects, e.g. {errors[0]}")
-            result.deleted += batch
-
-    def _keys_under(self, prefix: str) -> Iterator[str]:
-        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
-            for item in page.get("Contents", []):
-                yield item["Key"]
+        under = self.writer.keys_under(day_prefix(self.prefix, workspace_id, day))
+        stale = [key for key in under if key not in written]
+        self.writer.delete(stale)
+        result.deleted += stale

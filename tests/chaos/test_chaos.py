@@ -475,7 +475,7 @@ def test_a_persisted_stack_killed_right_after_answering_keeps_every_answered_eve
 def _kill_a_persisted_stack_and_count(data: Path, state_file: Path, run: int) -> None:
     from costtrack_tools.local.stack import LocalStack
 
-    command = [sys.executable, "-m", "costtrack_tools.cli", "dev", "--port", "0", "--quiet"]
+    command = [sys.executable, "-m", "costtrack_tools.cli", "dev", "--port", "0", "--quiet", "--empty"]
     process = subprocess.Popen(
         [*command, "--persist", str(data), "--state-file", str(state_file)],
         stdout=subprocess.DEVNULL,

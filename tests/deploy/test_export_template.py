@@ -16,7 +16,7 @@ from moto import mock_aws
 
 from costtrack_service.domain.export import COLUMNS, DEFAULT_PREFIX, PARTITION_COLUMNS, object_key
 from costtrack_service.domain.quota import Tier
-from costtrack_service.exporter import Exporter
+from costtrack_service.exporter import Exporter, S3Writer
 from costtrack_service.handlers.export import run
 from costtrack_service.store import DynamoStore
 from costtrack_service.tables import TableNames
@@ -114,7 +114,8 @@ def export_calls() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
         client = recorder.attach(boto3.client("dynamodb", region_name="us-east-1"))
         watched = boto3.client("s3", region_name="us-east-1")
         watched.meta.events.register("provide-client-params.s3.*", record_s3)
-        run({}, Exporter(DynamoStore(client, names), watched, "export", DEFAULT_PREFIX), now + timedelta(days=1))
+        exporter = Exporter(DynamoStore(client, names), S3Writer(watched, "export"), DEFAULT_PREFIX)
+        run({}, exporter, now + timedelta(days=1))
         assert s3_calls["s3:PutObject"] and s3_calls["s3:DeleteObject"] == {stale}
     return recorder.calls, s3_calls
 

@@ -26,7 +26,7 @@ from costtrack_service.domain.keys import ADMIN
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.shards import event_partition
 from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, Visibility
-from costtrack_service.exporter import Exporter
+from costtrack_service.exporter import Exporter, S3Writer
 from costtrack_service.handlers import export as export_handler
 from tests.store.test_dynamo_store import record
 
@@ -101,7 +101,7 @@ def test_a_day_is_exported_under_hive_prefixes_as_gzip_json_lines(s3: Any, local
     store_events(local_stack, ws, *day_records(ws))
     store_events(local_stack, other, record(other, "o1", event_id="evt_other", received_at=f"{DAY}T01:00:00.000Z"))
 
-    result = Exporter(store, s3, BUCKET, PREFIX).export_day(DAY, [ws, other])
+    result = Exporter(store, S3Writer(s3, BUCKET), PREFIX).export_day(DAY, [ws, other])
     written = objects(s3, f"{PREFIX}workspace_id={ws}/")
     assert set(written) == {key for key in result.written if f"={ws}/" in key} and written
     exported: list[dict[str, Any]] = []
@@ -146,7 +146,7 @@ def test_re_running_a_day_replaces_it_and_removes_stale_objects(s3: Any, local_s
     crowded = [key for key in (f"crowd-{n}" for n in range(10_000)) if event_partition(ws, f"k#{key}") == f"{ws}#07"]
     extra = [record(ws, key, event_id=f"evt_{key}", received_at=f"{DAY}T10:00:00.000Z") for key in crowded[:3]]
     store_events(local_stack, ws, *day_records(ws), *extra)
-    exporter = Exporter(store, s3, BUCKET, PREFIX, lines_per_object=1)  # one object per event
+    exporter = Exporter(store, S3Writer(s3, BUCKET), PREFIX, lines_per_object=1)  # one object per event
     first = exporter.export_day(DAY, [ws])
     assert len(first.written) == 8 and len(set(first.written)) == 8
     assert {key.rsplit("/", 1)[1] for key in first.written if "part-07-" in key} >= {
@@ -168,7 +168,7 @@ def test_re_running_a_day_replaces_it_and_removes_stale_objects(s3: Any, local_s
     assert after[elsewhere] == b"another day"
 
     # Fewer objects the next time (bigger objects): the extra ones from before go.
-    third = Exporter(store, s3, BUCKET, PREFIX).export_day(DAY, [ws])
+    third = Exporter(store, S3Writer(s3, BUCKET), PREFIX).export_day(DAY, [ws])
     assert len(third.written) < len(first.written) and set(third.deleted) == set(first.written) - set(third.written)
     remaining = objects(s3, prefix)
     expected = ["evt_first", "evt_noon", "evt_last", "evt_hidden", "evt_unicode", *(item.event_id for item in extra)]
@@ -181,7 +181,7 @@ def test_an_empty_day_writes_nothing_and_clears_a_stale_day(s3: Any, local_stack
     empty_day = date(2026, 3, 20)
     stale = f"{PREFIX}workspace_id={ws}/day={empty_day}/part-00-0000.json.gz"
     s3.put_object(Bucket=BUCKET, Key=stale, Body=b"from an earlier run")
-    result = Exporter(store, s3, BUCKET, PREFIX).export_day(empty_day, [ws])
+    result = Exporter(store, S3Writer(s3, BUCKET), PREFIX).export_day(empty_day, [ws])
     assert (result.events, result.written, result.deleted) == (0, [], [stale])
     assert objects(s3, f"{PREFIX}workspace_id={ws}/") == {}
 

@@ -62,6 +62,7 @@ def test_costtrack_dev_serves_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
         out, err = process.communicate(timeout=30)
     assert process.returncode == 0, err
     assert "curl" in out and state["api_url"] in out
+    assert f"demo history: {state['demo']['events']} events" in out  # seeded before the URL is printed
     assert "POST /v1/events 200" in err  # the access log
     assert not port_open(state["api_url"])
     assert not port_open(state["dynamodb_endpoint"])  # DynamoDB Local went with it

@@ -26,6 +26,7 @@ from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.store import DynamoStore, dynamodb_client
 from costtrack_service.tables import TABLES, TableNames
 from costtrack_tools.admin_budgets import add_budgets_parser
+from costtrack_tools.admin_export import add_export_parser
 from costtrack_tools.admin_otel import add_attributes_parser
 from costtrack_tools.admin_output import AdminError, emit, find_workspace, refusal, table
 from costtrack_tools.admin_pricing import add_pricing_parser
@@ -262,7 +263,7 @@ def _target_options() -> argparse.ArgumentParser:
 def add_admin_parser(commands: Any) -> None:
     common = _target_options()
     admin = commands.add_parser(
-        "admin", help="operate costtrack: workspaces, plans, keys, pricing, budgets, usage, statements"
+        "admin", help="operate costtrack: workspaces, plans, keys, pricing, budgets, usage, statements, export"
     )
     groups = admin.add_subparsers(dest="group", required=True)
 
@@ -330,6 +331,7 @@ def add_admin_parser(commands: Any) -> None:
     add_pricing_parser(groups, command)
     add_budgets_parser(groups, command)
     add_report_parsers(groups, command)
+    add_export_parser(groups, command)
 
 
 def run_admin(args: argparse.Namespace, cloudformation: Any = None) -> int:

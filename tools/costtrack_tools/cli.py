@@ -1,6 +1,6 @@
 """The ``costtrack`` command.
 
-    costtrack dev [--port 3000] [--state-file .costtrack/dev.json] [--persist DIR]
+    costtrack dev [--port 3000] [--state-file .costtrack/dev.json] [--persist DIR] [--empty]
     costtrack admin {workspace,plan,key,pricing,usage} ...
 
 ``dev`` runs the local stack until Ctrl-C; ``admin`` operates a local or deployed costtrack
@@ -56,6 +56,8 @@ def run_dev(args: argparse.Namespace) -> int:
         dynamodb_port=args.dynamodb_port,
         access_log=not args.quiet,
         alerts_interval=15.0,  # budgets: evaluate and deliver alerts every 15 s
+        demo_history=not args.empty,
+        announce=None if args.quiet else lambda line: print(line, file=sys.stderr, flush=True),
     )
     stopping = threading.Event()
 
@@ -78,6 +80,12 @@ def run_dev(args: argparse.Namespace) -> int:
         print(f"  dashboard: {stack.state['dashboard_url']} (admin tokens: workspaces.<name>.admin_token)")
         print(f"  DynamoDB ({stack.dynamo.engine}, {storage}): {stack.dynamo.endpoint}")
         print(f"  demo workspaces and keys: {args.state_file}")
+        demo = stack.state.get("demo")
+        if demo:
+            print(
+                f"  demo history: {demo['events']} events over the last 30 days in the paid workspace "
+                f"(budget past 80 %, its alert delivered to a local webhook receiver); --empty starts without"
+            )
         print("\nTry it:\n")
         print(_curl_example(stack.state))
         print("\nCtrl-C stops everything.", flush=True)
@@ -97,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--persist", metavar="DIR", help="keep DynamoDB data in DIR (default: in memory)")
     dev.add_argument("--dynamodb-port", type=int, default=0, help="DynamoDB Local port (default: a free one)")
     dev.add_argument("--quiet", action="store_true", help="no access log")
+    dev.add_argument("--empty", action="store_true", help="no demo history (workspaces and keys only)")
     dev.set_defaults(run=run_dev)
 
     add_admin_parser(commands)

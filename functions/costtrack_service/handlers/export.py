@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from costtrack_service.domain.export import DEFAULT_PREFIX, parse_day, yesterday
-from costtrack_service.exporter import Exporter
+from costtrack_service.exporter import Exporter, S3Writer
 from costtrack_service.store import DynamoStore
 
 
@@ -40,5 +40,6 @@ def run(event: object, exporter: Exporter, now: datetime) -> dict[str, Any]:
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     prefix = os.environ.get("COSTTRACK_EXPORT_PREFIX") or DEFAULT_PREFIX
-    exporter = Exporter(DynamoStore.from_env(), s3_client(), os.environ["COSTTRACK_EXPORT_BUCKET"], prefix)
+    writer = S3Writer(s3_client(), os.environ["COSTTRACK_EXPORT_BUCKET"])
+    exporter = Exporter(DynamoStore.from_env(), writer, prefix)
     return run(event, exporter, datetime.now(UTC))

@@ -8,7 +8,13 @@ containers are spawned processes, so a script that starts a LocalStack needs the
     {"api_url": ..., "dashboard_url": ..., "dynamodb_endpoint": ..., "engine": ..., "table_prefix": ...,
      "workspaces": {"paid": {"workspace_id", "api_key", "admin_token"}, "free": {..., "bound": {...}},
                     "quota": {..., "allowance": 5}, "plan_inactive": {...}},
-     "keys": {"inactive": {"workspace_id", "api_key"}, "revoked": {...}}}
+     "keys": {"inactive": {"workspace_id", "api_key"}, "revoked": {...}},
+     "demo": {"events", "unpriced_model", "override_id", "budget_id", "endpoint_id"}}
+
+``demo_history`` (``costtrack dev`` without ``--empty``) gives the paid workspace a month of
+history, a price override, a budget past 80 % and a webhook endpoint on a receiver the stack runs
+(``local.demo``, ``local.demo_receiver``); the alert is delivered before ``start`` returns. The
+tests' stacks start without it (the default), so their counts start from nothing.
 """
 
 from __future__ import annotations
@@ -17,9 +23,9 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +39,8 @@ from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.store import DynamoStore, dynamodb_client
 from costtrack_service.tables import TableNames
 from costtrack_tools.local.aws_front import AwsFront, AwsRules
+from costtrack_tools.local.demo import register_receiver, seed_history
+from costtrack_tools.local.demo_receiver import DemoReceiver
 from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
 from costtrack_tools.local.server import LocalApi, Route
 
@@ -160,11 +168,16 @@ class LocalStack:
     # Run the budget evaluator and dispatcher this often, in a thread (None: only on demand,
     # ``run_alerts()`` or ``costtrack admin budgets evaluate``).
     alerts_interval: float | None = None
+    # A month of history in the paid workspace (``costtrack dev``; ``--empty`` turns it off).
+    demo_history: bool = False
+    # Where the stack says what it does (a delivered demo webhook); None: silent.
+    announce: Callable[[str], None] | None = None
     state: dict[str, Any] = field(default_factory=dict)
     dynamo: LocalDynamo | None = None
     front: AwsFront | None = None
     api: LocalApi | None = None
     store: DynamoStore | None = None
+    receiver: DemoReceiver | None = None
     _alerts_stop: threading.Event = field(default_factory=threading.Event, repr=False)
     _alerts_thread: threading.Thread | None = field(default=None, repr=False)
 
@@ -185,6 +198,9 @@ class LocalStack:
             if self.front is not None:
                 self.front.stop()
                 self.front = None
+            if self.receiver is not None:
+                self.receiver.stop()
+                self.receiver = None
             self.dynamo.stop()
             raise
         return self
@@ -204,6 +220,8 @@ class LocalStack:
 
         previous = self._read_state()
         seeded = previous if previous and _seed_still_valid(store, previous) else seed_demo(store)
+        if self.demo_history:
+            seeded["demo"] = self._demo(store, seeded)
 
         # The template's routes: ingestion to one function, the rest to the API function.
         routes = [
@@ -235,6 +253,9 @@ class LocalStack:
             "workspaces": seeded["workspaces"],
             "keys": seeded["keys"],
         }
+        if "demo" in seeded:
+            self.state["demo"] = seeded["demo"]
+            self.run_alerts()  # the budget's alerts, delivered to the receiver before anyone looks
         self._write_state()
         if self.alerts_interval:
             self._alerts_stop.clear()
@@ -242,6 +263,20 @@ class LocalStack:
                 target=self._alerts_loop, args=(self.alerts_interval,), name="budget-alerts", daemon=True
             )
             self._alerts_thread.start()
+
+    def _demo(self, store: DynamoStore, seeded: Mapping[str, Any]) -> dict[str, Any]:
+        """The demo history, or (``--persist``) the one an earlier run seeded, with the receiver
+        registered again at its new address."""
+        paid = seeded["workspaces"]["paid"]
+        earlier = seeded.get("demo") or {}
+        self.receiver = DemoReceiver(self.announce).start()
+        endpoint_id, self.receiver.secret = register_receiver(
+            store, paid["workspace_id"], self.receiver.endpoint_url, LOCAL_WEBHOOKS, earlier.get("endpoint_id")
+        )
+        if earlier.get("budget_id") and store.get_budget(paid["workspace_id"], earlier["budget_id"]) is not None:
+            return {**earlier, "endpoint_id": endpoint_id}
+        history = seed_history(store, paid["workspace_id"], paid["api_key"], endpoint_id, datetime.now(UTC))
+        return history.to_dict()
 
     def run_alerts(self) -> dict[str, Any]:
         """The budget evaluator and dispatcher once, as the deployed schedule runs them (no SNS
@@ -286,6 +321,9 @@ class LocalStack:
         if self.api is not None:
             self.api.stop()
             self.api = None
+        if self.receiver is not None:
+            self.receiver.stop()
+            self.receiver = None
         if self.front is not None:
             self.front.stop()
             self.front = None
