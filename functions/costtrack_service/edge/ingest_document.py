@@ -82,7 +82,8 @@ class Batch(Strict):
 class Warning(BaseModel):
     code: Literal[tuple(code.value for code in WarningCode)]  # type: ignore[valid-type]
     message: str
-    field: str | None = None
+    field: Annotated[str | None, Field(description="The field an unknown_field warning names.")] = None
+    budget_id: Annotated[str | None, Field(description="The budget a budget_exceeded warning is about.")] = None
 
 
 class AcceptedEvent(Strict):
