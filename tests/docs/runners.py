@@ -9,9 +9,10 @@ which). Everything a block is given that the README does not write out is here, 
 * **The environment.** ``COSTTRACK_API_KEY`` is the paid demo workspace's key and
   ``COSTTRACK_BASE_URL`` the stack's URL; ``OPENAI_BASE_URL``/``ANTHROPIC_BASE_URL`` (with
   dummy API keys) point the providers' official clients at a canned provider on 127.0.0.1.
-* **Shell blocks** run in order in one bash session per file (``set -euo pipefail``, variables
-  carried from block to block), with ``curl`` run as ``curl --fail-with-body --show-error``: an HTTP error
-  answer fails the block, as it would fail the reader.
+* **Shell blocks** (``console`` blocks: the lines after a ``$ `` prompt) run in order in one
+  bash session per file (``set -euo pipefail``, variables carried from block to block), with
+  ``curl`` run as ``curl --fail-with-body --show-error``: an HTTP error answer fails the block,
+  as it would fail the reader.
 * **Python blocks** run in this checkout's ``.venv`` (the SDK, openai and anthropic installed)
   after a preamble defining the names snippets take as given (``os``, ``costtrack``,
   ``openai_client``, ``messages``, ``key``, ``tracker``), and fail when a ``costtrack.Tracker``
@@ -170,10 +171,13 @@ class DocsWorkspace:
 
     # -- shell ------------------------------------------------------------------------------
 
-    def run_shell(self, code: str) -> Outcome:
+    def run_shell(self, code: str, prompts: bool = False) -> Outcome:
         """One block of the file's bash session: the variables earlier blocks set, then the
         block, then what it set saved for the next (``declare -p`` of every variable that a
-        bare ``bash`` does not have)."""
+        bare ``bash`` does not have). ``prompts`` (a ``console`` block): only the lines after a
+        ``$ `` prompt are commands; the others are their output."""
+        if prompts:
+            code = "\n".join(line[2:] for line in code.splitlines() if line.startswith("$ "))
         state = self.folder / ".docs-shell-state"
         if not self.state_names:
             baseline = subprocess.run(["bash", "-c", "compgen -v"], env={}, capture_output=True, text=True, check=True)

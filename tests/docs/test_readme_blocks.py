@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.conftest import ROOT, built_node_sdk, running_stack
@@ -27,7 +28,6 @@ from tests.e2e.canned_openai import canned
 pytestmark = pytest.mark.integration
 
 DOCUMENTS = ("README.md", "sdk/python/README.md", "sdk/node/README.md")
-OPENAPI = ROOT / "functions" / "costtrack_service" / "openapi.json"
 OUTPUT_LIMIT = 3000
 
 
@@ -57,8 +57,12 @@ def provider() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def document() -> Document:
-    return Document(json.loads(OPENAPI.read_text(encoding="utf-8")))
+def document(docs_stack: Any) -> Document:
+    """The OpenAPI document the stack serves (``GET /v1/openapi.json``: the committed file,
+    which tests/unit/test_openapi_file.py holds equal to what the code builds)."""
+    served = httpx.get(f"{docs_stack.state['api_url']}/v1/openapi.json", timeout=30)
+    served.raise_for_status()
+    return Document(served.json())
 
 
 def run_blocks(blocks: list[Block], workspace: DocsWorkspace, document: Document) -> list[Result]:
@@ -76,7 +80,7 @@ def run_blocks(blocks: list[Block], workspace: DocsWorkspace, document: Document
             continue
         name = f"block-{n:03d}-line-{block.line}"
         if block.language in ("sh", "bash", "shell", "console"):
-            outcome: Outcome = workspace.run_shell(block.code)
+            outcome: Outcome = workspace.run_shell(block.code, prompts=block.language == "console")
         elif block.language in ("python", "py"):
             outcome = workspace.run_python(block.code, name)
         else:
@@ -160,7 +164,7 @@ def test_a_curl_answered_with_an_error_fails_its_block(docs_stack: Any, provider
         'curl -s http://127.0.0.1:3000/v1/workspace/budgets -H "Authorization: Bearer $TOKEN" -d \'{"amount": "1"}\''
     )
     assert not refused.ok and "415" in refused.output
-    assert workspace.run_shell("GREETING=hello").ok
+    assert workspace.run_shell("$ GREETING=hello\nthe output of the command, not run", prompts=True).ok
     carried = workspace.run_shell('test "$GREETING" = hello && echo "$COSTTRACK_API_KEY"')
     assert carried.ok and docs_stack.state["workspaces"]["paid"]["api_key"] in carried.output
     assert not workspace.run_python("tracker.track({'provider': 'openai'})", "invalid").ok
