@@ -203,3 +203,12 @@ def sync_state(store: Any) -> Any:
     )
     item = response.get("Item")
     return json.loads(item["state"]["S"]) if item else None
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The executed-docs test's counts (tests/docs): how many README blocks ran, were checked
+    and were skipped, and why. Carried by the reports, so they show under pytest-xdist too."""
+    for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", []):
+        for name, value in getattr(report, "user_properties", ()):
+            if name == "docs_summary" and report.when == "call":
+                terminalreporter.write_line(str(value))

@@ -4,6 +4,7 @@ report gives), change, delete; webhooks; evaluate delivers to a receiver on 127.
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -69,3 +70,25 @@ def test_budgets_from_the_command_line(admin: Admin, api: httpx.Client, receiver
     assert "No such budget" in admin.run("budgets", "delete", ws, budget_id, expect=1)
     assert admin.json("budgets", "webhook-delete", ws, hook["endpoint_id"])["deleted"] == hook["endpoint_id"]
     assert "no workspace" in admin.run("budgets", "list", "ws_missing", expect=1)
+
+
+def test_a_refused_delivery_is_due_again_after_ten_seconds_on_the_local_stack(
+    admin: Admin, api: httpx.Client, receiver: Receiver
+) -> None:
+    """`admin budgets evaluate` against the local stack retries on the local schedule, as `make
+    dev`'s loop does (README, "Delivery": 10 s instead of a minute)."""
+    ws = admin.json("workspace", "create", "Budgets retry", "--plan", "paid")["workspace_id"]
+    key = admin.json("key", "create", ws)["api_key"]
+    admin.json("budgets", "create", ws, "--amount", "0.05", "--thresholds", "50")
+    admin.json("budgets", "webhook-add", ws, receiver.url)
+    assert post(api, key, GPT5, "cli-retry-1").status_code == 200
+    receiver.failures.append(503)
+
+    result = admin.json("budgets", "evaluate")
+    assert result["dispatch"]["retrying"] == 1
+    [delivery] = admin.json("budgets", "deliveries", ws)
+    [attempt] = delivery["attempts"]
+    attempted = datetime.fromisoformat(attempt["at"])
+    due = datetime.fromisoformat(delivery["next_attempt_at"])
+    assert (delivery["state"], attempt["status"]) == ("pending", 503)
+    assert timedelta(seconds=9) <= due - attempted <= timedelta(seconds=11)

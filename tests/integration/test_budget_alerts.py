@@ -27,6 +27,7 @@ from costtrack_service.domain.keys import ADMIN
 from costtrack_service.domain.quota import Tier
 from costtrack_service.domain.webhooks import UrlPolicy
 from costtrack_service.store import DynamoStore
+from tests.docs.answers import without_elisions
 from tests.unit.test_ingestion import GPT5_EVENT
 
 pytestmark = pytest.mark.integration
@@ -36,11 +37,27 @@ GPT5 = GPT5_EVENT  # 0.0335 USD (docs/api-rules.md#worked-examples, first row), 
 LOCAL = UrlPolicy(allow_loopback=True)
 
 
+def readme_section() -> str:
+    """The README's "Budgets and alerts"."""
+    return (ROOT / "README.md").read_text().split("## Budgets and alerts", 1)[1].split("\n## ", 1)[0]
+
+
+def fields_missing(shown: Any, real: Any, where: str = "") -> list[str]:
+    """The fields of ``shown`` (by their path) that ``real`` does not have."""
+    if not isinstance(shown, dict) or not isinstance(real, dict):
+        return []
+    return [
+        problem
+        for name, value in shown.items()
+        for problem in (
+            [f"{where}{name}"] if name not in real else fields_missing(value, real[name], f"{where}{name}.")
+        )
+    ]
+
+
 def readme_snippet(language: str) -> str:
     """The verification snippet of ``language`` from the README's "Budgets and alerts"."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Budgets and alerts", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(rf"```{language}\n(.*?)```", section, re.DOTALL)
+    blocks = re.findall(rf"```{language}\n(.*?)```", readme_section(), re.DOTALL)
     [snippet] = [block for block in blocks if "erif" in block]
     return snippet
 
@@ -223,6 +240,10 @@ def test_exactly_one_signed_notification_per_threshold_under_concurrency(
         assert not verify_in_python(webhook["secret"], headers["costtrack-signature"], body + b" ")
         assert not verify_in_python("whsec_other", headers["costtrack-signature"], body)
     assert all(body["budget"]["budget_id"] == budget["budget_id"] for body in receiver.bodies())
+    # Every field of the webhook body the README shows is in the real one.
+    blocks = re.findall(r"```json\n(.*?)```", readme_section(), re.DOTALL)
+    [shown] = [block for block in blocks if "threshold_crossed" in block]
+    assert fields_missing(json.loads(without_elisions(shown)), receiver.bodies()[0]) == []
 
     messages = received_by_sns(sns)
     assert sorted(json.loads(m["Message"].split("\n\n", 1)[1])["threshold"] for m in messages) == [50, 80, 100]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -14,6 +15,7 @@ from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.webhooks import UrlPolicy
 from costtrack_service.store import DynamoStore
 from costtrack_tools.admin_output import AdminError, emit, find_workspace, table
+from costtrack_tools.local.stack import local_alert_settings
 
 Handler = Callable[[DynamoStore, argparse.Namespace], None]
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -145,7 +147,11 @@ def evaluate(store: DynamoStore, args: argparse.Namespace) -> None:
         sns = boto3.client("sns", region_name=args.region)
     elif args.stack:
         raise AdminError("--stack: give --topic-arn (the stack's BudgetAlertTopicArn output) so SNS is notified too")
-    settings = AlertSettings(sns_topic_arn=topic, url_policy=UrlPolicy(allow_loopback=_local(args)))
+    # Against the local stack, the local schedule (``make dev``'s loop): a refused delivery is
+    # due again after 10 s, not a minute.
+    settings = (
+        replace(local_alert_settings(), sns_topic_arn=topic) if _local(args) else AlertSettings(sns_topic_arn=topic)
+    )
     data = Alerts(store, settings, sns=sns).run()
     emit(
         args,

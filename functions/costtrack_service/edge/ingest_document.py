@@ -24,7 +24,7 @@ from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH
 from costtrack_service.edge.http_event import JSON
 from costtrack_service.edge.otlp import MAX_BODY_BYTES as MAX_OTLP_BYTES
 from costtrack_service.edge.otlp import MAX_USAGE_SPANS, PROTOBUF
-from costtrack_service.edge.owner_responses import answer, refused
+from costtrack_service.edge.owner_responses import Error, answer, refused
 
 # Not ASCII whitespace only: strings are trimmed before the emptiness check.
 NOT_BLANK = "[^ \\t\\n\\r\\f\\v]"
@@ -82,7 +82,8 @@ class Batch(Strict):
 class Warning(BaseModel):
     code: Literal[tuple(code.value for code in WarningCode)]  # type: ignore[valid-type]
     message: str
-    field: str | None = None
+    field: Annotated[str | None, Field(description="The field an unknown_field warning names.")] = None
+    budget_id: Annotated[str | None, Field(description="The budget a budget_exceeded warning is about.")] = None
 
 
 class AcceptedEvent(Strict):
@@ -102,15 +103,21 @@ class AcceptedEvent(Strict):
     warnings: list[Warning]
 
 
-class BatchResult(BaseModel):
-    """The single-event answer (or error body) plus this item's status."""
+class AcceptedItem(AcceptedEvent):
+    """An accepted (or replayed) item of a batch: the single-event answer plus its status."""
 
-    status: Literal[200, 400, 422, 429]
+    status: Literal[200]
+
+
+class RefusedItem(Error):
+    """A refused item of a batch: the single-event error body plus its status."""
+
+    status: Literal[400, 422, 429]
 
 
 class BatchResults(BaseModel):
     results: Annotated[
-        list[BatchResult],
+        list[AcceptedItem | RefusedItem],
         Field(description="One per item, in order (200 accepted or replayed; 400, 422 or 429 with an error)."),
     ]
 

@@ -47,6 +47,9 @@ from costtrack_tools.local.server import LocalApi, Route
 DEFAULT_STATE_FILE = Path(".costtrack/dev.json")
 #: Local receivers run on 127.0.0.1, so the local stack lets webhooks (http too) reach loopback.
 LOCAL_WEBHOOKS = UrlPolicy(allow_loopback=True)
+#: A refused local webhook delivery is tried again after 10 s (a deployed stack: a minute), the
+#: rest of the schedule scaled alike; ``make dev``'s loop and ``costtrack admin budgets evaluate``
+#: against the local stack both use it (``local_alert_settings``).
 LOCAL_FIRST_RETRY = timedelta(seconds=10)
 DEFAULT_TABLE_PREFIX = "costtrack-local-"
 FREE_BINDING = Source("openai", "gpt-4o-mini", "chat")
@@ -122,6 +125,14 @@ def _seed_still_valid(store: DynamoStore, state: Mapping[str, Any]) -> bool:
     except (KeyError, TypeError):
         return False
     return key is not None and key.state is KeyState.ACTIVE and revoked is not None
+
+
+def local_alert_settings() -> Any:
+    """The budget evaluator's and dispatcher's settings on the local stack: no SNS topic,
+    loopback receivers allowed, retries after seconds rather than minutes."""
+    from costtrack_service.budget_jobs import AlertSettings
+
+    return AlertSettings(url_policy=LOCAL_WEBHOOKS, first_retry=LOCAL_FIRST_RETRY)
 
 
 def _container_store(config: Mapping[str, str]) -> DynamoStore:
@@ -281,11 +292,10 @@ class LocalStack:
     def run_alerts(self) -> dict[str, Any]:
         """The budget evaluator and dispatcher once, as the deployed schedule runs them (no SNS
         topic locally; webhooks only, retried after seconds rather than minutes)."""
-        from costtrack_service.budget_jobs import Alerts, AlertSettings
+        from costtrack_service.budget_jobs import Alerts
 
         assert self.store is not None
-        settings = AlertSettings(url_policy=LOCAL_WEBHOOKS, first_retry=LOCAL_FIRST_RETRY)
-        return Alerts(self.store, settings).run()
+        return Alerts(self.store, local_alert_settings()).run()
 
     def _alerts_loop(self, interval: float) -> None:
         while not self._alerts_stop.wait(interval):
