@@ -193,6 +193,7 @@ class EventTable(TableAccess):
             sets["value"] = key.value
         if counts.customer_name is not None:
             sets["customer_name"] = counts.customer_name
+            sets["customer_name_at"] = counts.customer_name_at
         if sets:
             expression = "SET " + ", ".join(f"#{name} = :{name}" for name in sets) + " " + expression
             values.update({f":{name}": value for name, value in sets.items()})

@@ -103,18 +103,24 @@ class Counts:
     #: hold 0.
     input_tokens: int = 0
     output_tokens: int = 0
-    #: A customer row's ``customer_name``: the name the last event written to it carried (rows add
-    #: up in key order, so a month's report keeps its latest day's). A label, not a count: never
-    #: compared, and adding a row without one keeps the name.
+    #: A customer row's ``customer_name``: the name the last event written to it carried, and
+    #: that event's ``received_at``. Rows add up in any order (days, rollup shards), so the name
+    #: with the latest time wins; a row written before the time was kept counts as the oldest.
+    #: A label, not a count: never compared, and adding a row without one keeps the name.
     customer_name: str | None = field(default=None, compare=False)
+    customer_name_at: str | None = field(default=None, compare=False)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Counts:
         """A stored rollup row's counts: a counter it does not hold is 0 (rows written before
         the counter existed, or whose events never added to it)."""
-        name = row.get("customer_name")
+        name, name_at = row.get("customer_name"), row.get("customer_name_at")
         counters: dict[str, Any] = {counter: _KINDS.get(counter, int)(row.get(counter, 0)) for counter in COUNTERS}
-        return cls(**counters, customer_name=None if name is None else str(name))
+        return cls(
+            **counters,
+            customer_name=None if name is None else str(name),
+            customer_name_at=None if name_at is None else str(name_at),
+        )
 
     def counters(self) -> dict[str, Any]:
         mine = vars(self)
@@ -126,8 +132,8 @@ class Counts:
         mine, theirs = vars(self), vars(other)
         for counter in COUNTERS:
             mine[counter] += theirs[counter]
-        if other.customer_name is not None:
-            self.customer_name = other.customer_name
+        if other.customer_name is not None and (other.customer_name_at or "") >= (self.customer_name_at or ""):
+            self.customer_name, self.customer_name_at = other.customer_name, other.customer_name_at
 
     def minus(self, other: Counts) -> Counts:
         return Counts(**{counter: value - getattr(other, counter) for counter, value in self.counters().items()})
@@ -163,6 +169,9 @@ def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
         event.prompt_tokens or 0,
         event.completion_tokens or 0,
         customer_name=event.customer_name if event.customer_id is not None else None,
+        customer_name_at=record.received_at
+        if event.customer_name is not None and event.customer_id is not None
+        else None,
     )
     charge = RollupKey(CHARGE, day, record.charge.value)
     if not record.visibility.dashboard_visible:
@@ -198,7 +207,9 @@ def summed_deltas(records: Iterable[EventRecord]) -> dict[RollupKey, Counts]:
         groups.setdefault(keys, Counts()).add(counts)
     deltas: dict[RollupKey, Counts] = {}
     for keys, counts in groups.items():
-        unnamed = replace(counts, customer_name=None) if counts.customer_name is not None else counts
+        unnamed = (
+            replace(counts, customer_name=None, customer_name_at=None) if counts.customer_name is not None else counts
+        )
         for key in keys:
             deltas.setdefault(key, Counts()).add(counts if key.dimension == CUSTOMER else unnamed)
     return deltas
