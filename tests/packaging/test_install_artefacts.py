@@ -4,10 +4,12 @@ The artefacts are built here as ``make dist`` builds them: ``uv build`` (the sdi
 wheel from it) and ``npm pack`` from a clean copy of ``sdk/node`` (no ``dist/``: the package's
 ``prepack`` script must build it). Each is installed into a new environment that sees nothing
 of the checkout: the wheel on the oldest and newest Python found (3.9, 3.13; an absent one is
-skipped), the sdist, the git repository (``git+file://`` this checkout, ``#subdirectory=sdk/python``,
-what ``pip install "costtrack @ git+https://…"`` does), and the tarball into a new Node app (the
-machine's Node). Each sends the contract's gpt-5 event through a recording proxy to the local
-stack; the event must be stored at 0.0335 USD, with ``User-Agent`` naming the installed version.
+skipped), the sdist, the git repository (``git+file://`` this checkout,
+``#subdirectory=sdk/python``, what ``pip install "costtrack @ git+https://…"`` does), each into a
+``uv venv`` with ``uv pip install`` (which reads no machine-wide pip configuration); and the
+tarball with the README's ``npm install --prefix APP TARBALL`` (the machine's Node). Each sends
+the contract's gpt-5 event through a recording proxy to the local stack; the event must be
+stored at 0.0335 USD, with ``User-Agent`` naming the installed version.
 """
 
 from __future__ import annotations
@@ -148,6 +150,8 @@ def test_the_python_sdk_installs_into_a_clean_environment_and_sends_an_event(
     interpreter = _python(python)
     if interpreter is None:
         pytest.skip(f"no Python {python} on this machine")
+    # A new virtual environment, and an installer that reads no machine-wide pip configuration
+    # (uv pip takes the READMEs' pip lines as they are).
     venv = tmp_path / "venv"
     subprocess.run([_uv(), "venv", "--quiet", "--python", interpreter, str(venv)], check=True, timeout=60)
     target = {
@@ -157,12 +161,14 @@ def test_the_python_sdk_installs_into_a_clean_environment_and_sends_an_event(
         "git": f"{PYTHON_NAME} @ git+{ROOT.as_uri()}#subdirectory=sdk/python",
     }[source]
     env = {key: value for key, value in os.environ.items() if not key.startswith(("VIRTUAL_ENV", "PYTHONPATH"))}
-    subprocess.run(
+    installed = subprocess.run(
         [_uv(), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), target],
-        check=True,
+        capture_output=True,
+        text=True,
         timeout=120,
         env=env,
     )
+    assert installed.returncode == 0, installed.stderr
     workspace_id, key = workspace_factory(included=10)
     event = {**GPT5_EVENT, "feature": f"install-{source}-{python}"}
     result = subprocess.run(
@@ -221,12 +227,11 @@ def test_the_node_tarball_is_built_by_npm_pack_from_a_clean_copy_and_installs_in
     tarball = tmp_path / f"{NODE_PACKAGE['name']}-{NODE_PACKAGE['version']}.tgz"
     assert tarball.is_file(), packed.stdout
 
+    # As the README says: `npm install --prefix "$APP" …/costtrack-<version>.tgz`, into a new folder.
     app = tmp_path / "app"
-    app.mkdir()
-    (app / "package.json").write_text(json.dumps({"name": "app", "version": "1.0.0", "private": True}))
     installed = subprocess.run(
-        ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", str(tarball)],
-        cwd=app,
+        ["npm", "install", "--prefix", str(app), "--no-audit", "--no-fund", "--loglevel=error", str(tarball)],
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=120,
