@@ -10,6 +10,7 @@
 #   make compat  both SDKs against the newest client releases, 20 rounds of the app-call tests
 #   make catalogue  regenerate the bundled prices from the pinned genai-prices
 #   make openapi    regenerate the served OpenAPI document (functions/costtrack_service/openapi.json)
+#   make dist    the SDKs' release artefacts in dist/: the Python wheel and sdist, the Node tarball
 #
 # Tools are installed into the project: .venv (service, uv-managed), .costtrack/tools (uv,
 # SAM CLI), node_modules (DynamoDB Local), sdk/node/node_modules. Nothing global is touched.
@@ -39,13 +40,14 @@ export UV_PYTHON_DOWNLOADS := automatic
 export UV_COMPILE_BYTECODE := 1
 PYTEST := $(ROOT)/scripts/pytest-run
 
-.PHONY: help dev test compat test-sdk-compat catalogue openapi botocore-endpoints lint build bench chaos chromium test-service test-sdk-python test-sdk-node lint-template deps clean
+.PHONY: help dev test compat test-sdk-compat dist dist-python dist-node catalogue openapi botocore-endpoints lint build bench chaos chromium test-service test-sdk-python test-sdk-node lint-template deps clean
 
 help:
 	@echo "make dev    - run the local stack on http://127.0.0.1:3000 (Ctrl-C stops it)"
 	@echo "make test   - install what is missing and run every test"
 	@echo "make lint   - ruff, mypy, SAM template checks and sam build"
 	@echo "make build  - sam build (functions and both SDK layers) into .aws-sam/build"
+	@echo "make dist   - the SDKs' artefacts in dist/: Python wheel and sdist, Node tarball"
 	@echo "make bench  - benchmarks: prints a table, writes bench/results.json"
 	@echo "make chaos  - full-size chaos and fuzzing runs (a fast slice is part of make test)"
 	@echo "make compat - both SDKs against the newest client releases (20 rounds of the app-call tests)"
@@ -81,6 +83,29 @@ chromium:
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium \
 	  || { $$sudo apt-get update -q && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; }; \
 	fi
+
+# -- the SDKs' artefacts -----------------------------------------------------------------
+
+# What gets published and what the SAM layers are built from. Each SDK's version lives in one
+# place: sdk/python/src/costtrack/_version.py (hatchling reads it) and sdk/node/package.json (the
+# build writes it into the code). Both land in dist/ (git-ignored) under their own names:
+# costtrack-<version>-py3-none-any.whl, costtrack-<version>.tar.gz and costtrack-<version>.tgz.
+PYTHON_SDK_VERSION = $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' sdk/python/src/costtrack/_version.py)
+NODE_SDK_VERSION = $(shell node -p 'require("./sdk/node/package.json").version')
+
+dist: dist-python dist-node
+	@ls -1 dist/*-$(PYTHON_SDK_VERSION)-py3-none-any.whl dist/*-$(PYTHON_SDK_VERSION).tar.gz dist/*-$(NODE_SDK_VERSION).tgz
+
+# The sdist, then the wheel built from it (uv build's default), so the sdist is known to build.
+dist-python: | $(filter $(TOOLS)/bin/uv,$(UV))
+	"$(UV)" build --quiet --python "$(SDK_PYTHON_NEWEST)" --out-dir "$(ROOT)/dist" sdk/python
+
+# npm pack builds (the package's prepack script) and packs package.json's "files"; the install
+# before it skips scripts, so that prepare does not build the same code once more.
+dist-node:
+	mkdir -p dist
+	cd sdk/node && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error && \
+		npm pack --silent --pack-destination "$(ROOT)/dist" >/dev/null
 
 # -- running -----------------------------------------------------------------------------
 
@@ -127,7 +152,7 @@ test-sdk-python: | $(UV)
 	done
 
 test-sdk-node:
-	cd sdk/node && npm ci --no-audit --no-fund --loglevel=error && npm run build && npm test
+	cd sdk/node && npm ci --no-audit --no-fund --loglevel=error && npm test  # npm ci builds (prepare)
 
 # Both SDKs against the newest releases of the official clients (resolved now, not locked), the
 # Python SDK as its built wheel in a new environment (scripts/test-compat says what and why).
@@ -156,14 +181,14 @@ botocore-endpoints: .venv/.synced
 
 # Figures, printed and written to bench/results.json; never asserted.
 bench: deps
-	cd sdk/node && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent
+	cd sdk/node && npm ci --no-audit --no-fund --loglevel=error  # builds dist/ (prepare)
 	.venv/bin/python bench/run.py
 
 # The full chaos and fuzzing sizes (make test runs a fast slice of the same tests). Exits
 # non-zero on any lost or double-counted event.
 chaos: deps
-	cd sdk/node && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent
+	cd sdk/node && npm ci --no-audit --no-fund --loglevel=error  # builds dist/ (prepare)
 	COSTTRACK_CHAOS=full "$(PYTEST)" .venv/bin/pytest tests/chaos tests/fuzz -q -p no:cacheprovider
 
 clean:
-	rm -rf .venv .costtrack/tools .costtrack/venvs node_modules sdk/node/node_modules sdk/node/dist .aws-sam
+	rm -rf .venv .costtrack/tools .costtrack/venvs node_modules sdk/node/node_modules sdk/node/dist .aws-sam dist

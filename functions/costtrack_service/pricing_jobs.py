@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from costtrack_service import catalogue
 from costtrack_service.catalogue.convert import convert
+from costtrack_service.domain.cost import format_decimal
 from costtrack_service.domain.overrides import Override
 from costtrack_service.domain.price_sync import plan_sync
 from costtrack_service.domain.pricer import Call, Pricer
@@ -44,6 +45,25 @@ class PricingJobStore(Protocol):
     def reprice_event(self, old: EventRecord, new: EventRecord) -> bool: ...
 
 
+class Steps(Protocol):
+    """Where a job reports its progress (``costtrack admin`` draws it; the functions pass none)."""
+
+    def stage(self, label: str, total: int | None = None, unit: str = "") -> None: ...
+
+    def advance(self, count: int = 1) -> None: ...
+
+
+class _Quiet:
+    def stage(self, label: str, total: int | None = None, unit: str = "") -> None:
+        pass
+
+    def advance(self, count: int = 1) -> None:
+        pass
+
+
+QUIET: Steps = _Quiet()
+
+
 class SyncError(Exception):
     """The data file could not be read or is not genai-prices data at all."""
 
@@ -67,9 +87,17 @@ def read_source(source: str, timeout: float = 30.0) -> bytes:
     return data
 
 
-def sync(store: PricingJobStore, source: str, *, dry_run: bool = False, now: datetime | None = None) -> dict[str, Any]:
+def sync(
+    store: PricingJobStore,
+    source: str,
+    *,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    steps: Steps = QUIET,
+) -> dict[str, Any]:
     """Bring the prices up to the data file's; returns the diff (and, applied, the backfill)."""
     now = now or datetime.now(UTC)
+    steps.stage(f"reading {source}")
     data = read_source(source)
     try:
         raw = json.loads(data, parse_float=Decimal)
@@ -84,7 +112,12 @@ def sync(store: PricingJobStore, source: str, *, dry_run: bool = False, now: dat
     result: dict[str, Any] = {"source": source, "dry_run": dry_run, **plan.to_dict()}
     if dry_run:
         return result
-    result["written"] = sum(store.put_price_entry(change.entry) for change in plan.changes)
+    steps.stage("writing prices", len(plan.changes), "entries")
+    written = 0
+    for change in plan.changes:
+        written += store.put_price_entry(change.entry)
+        steps.advance()
+    result["written"] = written
     store.put_sync_state(
         {key: value for key, value in result.items() if key != "held_back"}
         | {
@@ -92,12 +125,13 @@ def sync(store: PricingJobStore, source: str, *, dry_run: bool = False, now: dat
             "held_back": result["held_back"],
         }
     )
-    result["backfill"] = backfill(store, now=now)
+    result["backfill"] = backfill(store, now=now, steps=steps)
     return result
 
 
-def backfill(store: PricingJobStore, *, now: datetime | None = None) -> dict[str, Any]:
+def backfill(store: PricingJobStore, *, now: datetime | None = None, steps: Steps = QUIET) -> dict[str, Any]:
     """Price each event still unpriced whose model has a price now; each exactly once."""
+    steps.stage("backfill", unit="unpriced events checked")
     stamp = format_timestamp(now or datetime.now(UTC))
     books = cache(lambda provider: catalogue.book(provider, store.get_price_entries(provider)))
     overrides = cache(store.get_price_overrides)
@@ -105,6 +139,7 @@ def backfill(store: PricingJobStore, *, now: datetime | None = None) -> dict[str
     priced = still_unpriced = already = 0
     added = Decimal(0)
     for record in store.iter_unpriced_events():
+        steps.advance()
         if record.pricing_status != PricingStatus.UNKNOWN_MODEL:
             continue
         event = record.event
@@ -124,4 +159,9 @@ def backfill(store: PricingJobStore, *, now: datetime | None = None) -> dict[str
             added += outcome.cost
         else:
             already += 1
-    return {"priced": priced, "added_cost": str(added), "still_unpriced": still_unpriced, "already_priced": already}
+    return {
+        "priced": priced,
+        "added_cost": format_decimal(added),  # a decimal string, never an exponent (1.25E-7)
+        "still_unpriced": still_unpriced,
+        "already_priced": already,
+    }

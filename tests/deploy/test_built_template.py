@@ -397,7 +397,9 @@ def test_python_layer_layout(built: dict[str, Any]) -> None:
     assert (layer / "costtrack" / "__init__.py").is_file()
     assert (layer / "costtrack" / "validation.py").is_file()
     # No dependency: the SDK sends with the standard library, so the layer is costtrack alone.
-    assert {path.name for path in layer.iterdir() if not path.name.endswith(".dist-info")} == {"costtrack"}
+    assert {path.name for path in layer.iterdir() if not path.name.endswith(".dist-info") and path.name[0] != "."} == {
+        "costtrack"
+    }
     assert built["Resources"]["CostTrackPythonLayer"]["Metadata"]["BuildMethod"] == "makefile"
 
 

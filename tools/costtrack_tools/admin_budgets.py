@@ -14,7 +14,7 @@ from costtrack_service.domain.budgets import PERIODS, SCOPES
 from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.webhooks import UrlPolicy
 from costtrack_service.store import DynamoStore
-from costtrack_tools.admin_output import AdminError, emit, find_workspace, table
+from costtrack_tools.admin_output import AdminError, amount, emit, find_workspace, money, table
 from costtrack_tools.local.stack import local_alert_settings
 
 Handler = Callable[[DynamoStore, argparse.Namespace], None]
@@ -54,9 +54,10 @@ def _fields(args: argparse.Namespace) -> dict[str, Any]:
 def _describe(budget: dict[str, Any]) -> str:
     covers = "workspace" if budget["scope"] == "workspace" else f"{budget['scope']} {budget['scope_value']}"
     return (
-        f"budget {budget['budget_id']} ({budget['name'] or 'unnamed'}): {budget['amount']} USD for {covers}, "
+        f"budget {budget['budget_id']} ({budget['name'] or 'unnamed'}): {money(budget['amount'])} USD for {covers}, "
         f"{budget['period']}, thresholds {', '.join(str(t) for t in budget['thresholds'])}%\n"
-        f"  {budget['window']['from']} to {budget['window']['to']}: {budget['spend']} USD spent ({budget['percent']}%)"
+        f"  {budget['window']['from']} to {budget['window']['to']}: "
+        f"{money(budget['spend'])} USD spent ({budget['percent']}%)"
     )
 
 
@@ -81,8 +82,8 @@ def budget_list(store: DynamoStore, args: argparse.Namespace) -> None:
             b["name"] or "",
             "workspace" if b["scope"] == "workspace" else f"{b['scope']}={b['scope_value']}",
             b["period"],
-            b["amount"],
-            b["spend"],
+            amount(b["amount"]),
+            amount(b["spend"]),
             f"{b['percent']}%",
             ",".join(str(t) for t in b["thresholds"]),
         )

@@ -22,7 +22,8 @@ from costtrack_service.domain.source import normalize_provider
 from costtrack_service.price_store import PricingConflict
 from costtrack_service.pricing_jobs import DEFAULT_SOURCE, SyncError, backfill, sync
 from costtrack_service.store import DynamoStore
-from costtrack_tools.admin_output import AdminError, emit, find_workspace, table
+from costtrack_tools.admin_output import AdminError, emit, find_workspace, money, table
+from costtrack_tools.progress import progress_for
 
 Handler = Callable[[DynamoStore, argparse.Namespace], None]
 
@@ -47,8 +48,13 @@ def pricing_import(store: DynamoStore, args: argparse.Namespace) -> None:
         entries = check_catalogue(load_raw(Path(args.file)))
     except CatalogueError as exc:
         raise AdminError(str(exc)) from None
-    added = sum(store.put_price_entry(entry) for entry in entries)
-    filled = backfill(store) if added else {"priced": 0, "added_cost": "0"}
+    with progress_for(args) as steps:
+        steps.stage(f"importing {args.file}", len(entries), "entries")
+        added = 0
+        for entry in entries:
+            added += store.put_price_entry(entry)
+            steps.advance()
+        filled: dict[str, Any] = backfill(store, steps=steps) if added else {"priced": 0, "added_cost": "0"}
     data = {"source": args.file, "entries": len(entries), "added": added, "unchanged": len(entries) - added}
     data["backfill"] = filled
     emit(
@@ -56,7 +62,7 @@ def pricing_import(store: DynamoStore, args: argparse.Namespace) -> None:
         data,
         lambda: (
             f"imported {args.file}: {added} added, {data['unchanged']} already present; "
-            f"backfill: {filled['priced']} unpriced events priced (+{filled['added_cost']} USD)"
+            f"backfill: {filled['priced']} unpriced events priced (+{money(filled['added_cost'])} USD)"
         ),
     )
 
@@ -117,10 +123,18 @@ def pricing_show(store: DynamoStore, args: argparse.Namespace) -> None:
             lines.append(f"no price in force at {data['at']}")
         else:
             lines.append(f"prices at {data['at']} (USD per unit; tokens per 1M):")
-            lines += [f"  {name} {price}" for name, price in _sheet(entry, at).items()]
+            lines += [f"  {name} {_price(price)}" for name, price in _sheet(entry, at).items()]
         return "\n".join(lines)
 
     emit(args, data, human)
+
+
+def _price(price: Any) -> str:
+    """A sheet's price (USD per unit): one amount, or a base with the tiers above it."""
+    if isinstance(price, dict):
+        tiers = "".join(f", above {tier['start']}: {money(tier['price'])}" for tier in price["tiers"])
+        return f"{money(price['base'])}{tiers}"
+    return money(price)
 
 
 def _sheet(entry: PricingEntry | None, at: datetime) -> dict[str, Any]:
@@ -163,7 +177,8 @@ def pricing_add(store: DynamoStore, args: argparse.Namespace) -> None:
         closed = store.open_price_period(entry)
     except PricingConflict as exc:
         raise AdminError(str(exc)) from None
-    result = backfill(store)
+    with progress_for(args) as steps:
+        result = backfill(store, steps=steps)
     data = {"added": entry.to_dict(), "closed": closed.to_dict() if closed else None, "backfill": result}
     emit(
         args,
@@ -171,7 +186,7 @@ def pricing_add(store: DynamoStore, args: argparse.Namespace) -> None:
         lambda: (
             f"added {entry.entry_id}"
             + (f"\nclosed {closed.entry_id} at {format_timestamp(entry.effective_from)}" if closed else "")
-            + f"\nbackfill: {result['priced']} unpriced events priced (+{result['added_cost']} USD)"
+            + f"\nbackfill: {result['priced']} unpriced events priced (+{money(result['added_cost'])} USD)"
         ),
     )
 
@@ -210,7 +225,8 @@ def pricing_retire(store: DynamoStore, args: argparse.Namespace) -> None:
 
 def pricing_sync(store: DynamoStore, args: argparse.Namespace) -> None:
     try:
-        result = sync(store, args.source, dry_run=args.dry_run)
+        with progress_for(args) as steps:
+            result = sync(store, args.source, dry_run=args.dry_run, steps=steps)
     except SyncError as exc:
         raise AdminError(str(exc)) from None
 
@@ -223,19 +239,20 @@ def pricing_sync(store: DynamoStore, args: argparse.Namespace) -> None:
                 lines.append(f"  {item['provider']}/{item['model']}  {detail}")
         if "backfill" in result:
             filled = result["backfill"]
-            lines.append(f"backfill: {filled['priced']} unpriced events priced (+{filled['added_cost']} USD)")
+            lines.append(f"backfill: {filled['priced']} unpriced events priced (+{money(filled['added_cost'])} USD)")
         return "\n".join(lines)
 
     emit(args, result, human)
 
 
 def pricing_backfill(store: DynamoStore, args: argparse.Namespace) -> None:
-    result = backfill(store)
+    with progress_for(args) as steps:
+        result = backfill(store, steps=steps)
     emit(
         args,
         result,
         lambda: (
-            f"{result['priced']} events priced (+{result['added_cost']} USD); "
+            f"{result['priced']} events priced (+{money(result['added_cost'])} USD); "
             f"{result['still_unpriced']} still without a price"
         ),
     )

@@ -13,7 +13,7 @@ from typing import Any
 from costtrack_service.domain.statements import STATEMENT_GROUPINGS
 from costtrack_service.domain.usage import GROUPINGS
 from costtrack_service.domain.workspace_api import DEFAULT_DAYS, MAX_DAYS, WorkspaceService
-from costtrack_tools.admin_output import emit, find_workspace, table
+from costtrack_tools.admin_output import amount, emit, find_workspace, money, table
 
 Handler = Callable[[Any, argparse.Namespace], None]
 
@@ -27,11 +27,11 @@ def usage(store: Any, args: argparse.Namespace) -> None:
 
     def human() -> str:
         totals = data["totals"]
-        rows = [(group["key"], group["events"], group["tokens"], group["cost"]) for group in data["groups"]]
+        rows = [(group["key"], group["events"], group["tokens"], amount(group["cost"])) for group in data["groups"]]
         lines = [
             f"usage of {args.workspace} from {first_day} to {last_day} (UTC days), by {args.by}",
             table(rows, [args.by, "events", "tokens", "cost (USD)"]),
-            f"total: {totals['events']} events, {totals['tokens']} tokens, {totals['cost']} USD",
+            f"total: {totals['events']} events, {totals['tokens']} tokens, {money(totals['cost'])} USD",
         ]
         if totals["unknown_model_events"]:
             lines.append(f"{totals['unknown_model_events']} events had no pricing entry (unknown_model) and cost 0")
@@ -68,7 +68,7 @@ def statements(store: Any, args: argparse.Namespace) -> None:
                 line["events"],
                 line["input_tokens"],
                 line["output_tokens"],
-                line["cost"],
+                amount(line["cost"]),
             )
             for line in [*data["lines"], data["total"]]
         ]

@@ -1,5 +1,6 @@
 """The ``costtrack`` command.
 
+    costtrack --version
     costtrack dev [--port 3000] [--state-file .costtrack/dev.json] [--persist DIR] [--empty]
     costtrack admin {workspace,plan,key,pricing,usage} ...
 
@@ -19,6 +20,8 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+import costtrack
+import costtrack_service
 from costtrack_tools.admin import add_admin_parser
 from costtrack_tools.local.stack import DEFAULT_STATE_FILE, LocalStack
 
@@ -95,8 +98,20 @@ def run_dev(args: argparse.Namespace) -> int:
     return 0
 
 
+def version_text() -> str:
+    """What ``costtrack --version`` prints: the service and these tools (one package, one
+    version), and the Python SDK they validate events with."""
+    tools = f"costtrack {costtrack_service.__version__} (service and tools)"
+    return f"{tools}\ncosttrack Python SDK {costtrack.__version__}"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="costtrack", description="costtrack: exact cost tracking for LLM calls.")
+    parser = argparse.ArgumentParser(
+        prog="costtrack",
+        description="costtrack: exact cost tracking for LLM calls.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # --version keeps its two lines
+    )
+    parser.add_argument("--version", action="version", version=version_text())
     commands = parser.add_subparsers(dest="command", required=True)
 
     dev = commands.add_parser("dev", help="run the local stack (DynamoDB Local + the API on 127.0.0.1)")

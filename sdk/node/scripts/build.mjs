@@ -3,6 +3,10 @@
 // The version lives in package.json only: this script writes it into src/version.ts (git-ignored)
 // before compiling, so the User-Agent header can never drift from the published version.
 // `--check` type-checks without emitting.
+//
+// npm runs it as `prepack` (so `npm pack` and `npm publish` ship freshly built code, from a clean
+// clone too) and as `prepare` (`npm install` in this folder, or of the package from git). Under
+// `npm pack`/`npm publish`, `prepare` comes right after `prepack` has built: `--prepare` then skips.
 import { spawnSync } from "node:child_process";
 import { readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -10,8 +14,24 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+if (
+  process.argv.includes("--prepare") &&
+  ["pack", "publish"].includes(process.env.npm_command ?? "") &&
+  existsSync(join(root, "dist", "cjs", "package.json"))
+) {
+  process.exit(0);
+}
 const require = createRequire(import.meta.url);
-const tsc = require.resolve("typescript/bin/tsc");
+let tsc;
+try {
+  tsc = require.resolve("typescript/bin/tsc");
+} catch {
+  // `npm install /path/to/sdk/node` links the folder and runs `prepare` without installing its
+  // devDependencies: a folder built before (`npm ci` there) is used as it is.
+  if (process.argv.includes("--prepare") && existsSync(join(root, "dist", "cjs", "package.json"))) process.exit(0);
+  console.error("costtrack: TypeScript is not installed here: run `npm ci` in sdk/node first (it builds dist/).");
+  process.exit(1);
+}
 
 const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 const versionFile = join(root, "src", "version.ts");

@@ -87,3 +87,29 @@ test("the typings work for ESM and CommonJS consumers through the exports map", 
   const result = spawnSync(process.execPath, [tsc, "-p", new URL("test/types/tsconfig.json", root).pathname], { encoding: "utf8" });
   assert.equal(result.status, 0, result.stdout + result.stderr);
 });
+
+test("npm pack and npm publish build first, an install from source builds, and say where the source is", () => {
+  // prepack: `npm pack`/`npm publish` from a clean clone ship freshly built code; prepare: an
+  // install from a folder (or a git repository) builds; `--prepare` skips right after prepack.
+  assert.equal(pkg.scripts.prepack, "node scripts/build.mjs");
+  assert.equal(pkg.scripts.prepare, "node scripts/build.mjs --prepare");
+  assert.deepEqual(pkg.repository, { type: "git", url: pkg.repository.url, directory: "sdk/node" });
+  assert.match(pkg.repository.url, /^git\+https:\/\/.+\.git$/);
+  assert.equal(pkg.homepage, `${pkg.repository.url.replace(/^git\+/, "").replace(/\.git$/, "")}/tree/main/sdk/node#readme`);
+});
+
+test("the tarball holds the build, the README and the CHANGELOG, and no sources", () => {
+  const result = spawnSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], {
+    cwd: new URL(".", root).pathname,
+    encoding: "utf8",
+  });
+  assert.equal(result.status, 0, result.stderr);
+  const [packed] = JSON.parse(result.stdout);
+  const files = packed.files.map((file) => file.path);
+  for (const path of ["package.json", "README.md", "CHANGELOG.md", "dist/esm/index.js", "dist/cjs/index.js", "dist/cjs/index.d.ts", "dist/cjs/package.json"]) {
+    assert.ok(files.includes(path), path);
+  }
+  assert.deepEqual(files.filter((path) => !/^(dist\/|package\.json$|README\.md$|CHANGELOG\.md$)/.test(path)), []);
+  assert.equal(packed.name, pkg.name);
+  assert.equal(packed.version, pkg.version);
+});
