@@ -70,6 +70,19 @@ def test_progress_is_lines_when_piped_and_nothing_with_json(admin: Admin) -> Non
     assert set(json.loads(captured.out)) == {"priced", "added_cost", "still_unpriced", "already_priced"}
 
 
+def test_the_export_reports_its_days_when_piped(admin: Admin, tmp_path: Path) -> None:
+    admin.capsys.readouterr()
+    state = ["--state-file", str(admin.stack.state_file)]
+    days = ["--day", "2026-11-01", "--through", "2026-11-03", "--to", str(tmp_path)]
+    assert main(["admin", "export", *days, *state]) == 0
+    captured = admin.capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert lines[0] == f"exporting to {tmp_path}: 0/3 days"
+    assert re.fullmatch(rf"exporting to {re.escape(str(tmp_path))}: 3/3 days, done in \d+\.\ds", lines[-1]), lines
+    assert main(["admin", "export", *days, "--json", *state]) == 0
+    assert admin.capsys.readouterr().err == ""
+
+
 def test_progress_is_a_redrawn_line_on_a_terminal(local_stack: Any) -> None:
     """The command run as people run it, with stderr on a pseudo-terminal."""
     costtrack = str(Path(sys.executable).parent / "costtrack")

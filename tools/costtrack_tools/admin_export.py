@@ -18,6 +18,7 @@ from typing import Any
 from costtrack_service.domain.export import DEFAULT_PREFIX, parse_day, yesterday
 from costtrack_service.exporter import DirectoryWriter, Exporter
 from costtrack_tools.admin_output import AdminError, emit, find_workspace
+from costtrack_tools.progress import progress_for
 
 Handler = Callable[[Any, argparse.Namespace], None]
 DEFAULT_EXPORT_DIR = Path(".costtrack/export")
@@ -44,7 +45,12 @@ def export(store: Any, args: argparse.Namespace) -> None:
     workspaces = [find_workspace(store, ws).workspace_id for ws in args.workspace] if args.workspace else None
     folder = Path(args.to)
     exporter = Exporter(store, DirectoryWriter(folder), DEFAULT_PREFIX)
-    runs = [exporter.export_day(day, workspaces) for day in days]
+    runs = []
+    with progress_for(args) as steps:
+        steps.stage(f"exporting to {folder}", len(days), "days")
+        for day in days:
+            runs.append(exporter.export_day(day, workspaces))
+            steps.advance()
     data = {
         "to": str(folder),
         "prefix": DEFAULT_PREFIX,

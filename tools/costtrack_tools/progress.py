@@ -1,4 +1,4 @@
-"""Progress of the CLI's long operations (``pricing sync``, ``import``, ``add`` and ``backfill``), on stderr.
+"""Progress of the CLI's long operations (``pricing sync``, ``import``, ``add``, ``backfill``, ``export``), on stderr.
 
     with progress_for(args) as steps:
         steps.stage("backfill", unit="events checked")
