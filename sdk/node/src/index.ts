@@ -12,4 +12,7 @@ export { withFlush, type WithFlushOptions } from "./lambda.js";
 export { EventValidationError, ConfigurationError, type FieldError } from "./errors.js";
 export { fromOpenAI, fromAnthropic, fromGemini, fromBedrockConverse, fromVercelAI, type HelperOptions } from "./providers.js";
 export type { TrackOptions, TrackerOptions, TrackerWarning, TrackerStats, CallStatus } from "./types.js";
+export { instrument, uninstrument, isInstrumented, type InstrumentOptions } from "./instrument.js";
+export type { TrackerLike } from "./instrument-call.js";
+export { withAttributes, currentAttributes, type Attributes } from "./context.js";
 export { VERSION } from "./version.js";

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 
 import { Delivery, MAX_TIMER_MS } from "./delivery.js";
+import { activeAttributes, withContext } from "./context.js";
 import { ConfigurationError } from "./errors.js";
 import { encodeEvent, type EncodedEvent } from "./fast-encode.js";
 import type { TrackOptions, TrackerOptions, TrackerStats, TrackerWarning } from "./types.js";
@@ -232,7 +233,8 @@ export class Tracker {
   }
 
   /**
-   * Record one model call. Returns at once: validates, assigns the idempotency key and queues
+   * Record one model call. Inside `withAttributes()`, its fields are the defaults of the event's
+   * (the event's own win). Returns at once: validates, assigns the idempotency key and queues
    * the event; delivery happens in the background. Never throws.
    */
   track(options: TrackOptions): void {
@@ -244,6 +246,9 @@ export class Tracker {
         this.#afterShutdown.hit();
         return;
       }
+      // Inside withAttributes(): its fields are the defaults of the event's.
+      const context = activeAttributes();
+      if (context !== undefined) options = withContext(options, context);
       // The common plain, valid event in one pass; anything else, errors included, through the
       // full check, which reports exactly what is wrong.
       let event: EncodedEvent | undefined = encodeEvent(options, settings.environment);

@@ -15,11 +15,16 @@ const PUBLIC = [
   "EventValidationError",
   "Tracker",
   "VERSION",
+  "currentAttributes",
   "fromAnthropic",
   "fromBedrockConverse",
   "fromGemini",
   "fromOpenAI",
   "fromVercelAI",
+  "instrument",
+  "isInstrumented",
+  "uninstrument",
+  "withAttributes",
   "withFlush",
 ];
 
@@ -35,7 +40,7 @@ test("ESM and CommonJS expose the same small surface", () => {
 
 // Every name a consumer can import, values and types: a split of the modules behind the entry
 // point must not drop (or add) one. The TypeScript compiler lists what each typings file exports.
-const PUBLIC_TYPES = ["CallStatus", "FieldError", "HelperOptions", "TrackOptions", "TrackerOptions", "TrackerStats", "TrackerWarning", "WithFlushOptions"];
+const PUBLIC_TYPES = ["Attributes", "CallStatus", "FieldError", "HelperOptions", "InstrumentOptions", "TrackOptions", "TrackerLike", "TrackerOptions", "TrackerStats", "TrackerWarning", "WithFlushOptions"];
 
 test("the export map and every exported name, values and types, are pinned", () => {
   assert.deepEqual(pkg.exports, {

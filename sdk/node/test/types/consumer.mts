@@ -14,8 +14,13 @@ import {
   fromGemini,
   fromOpenAI,
   fromVercelAI,
+  instrument,
+  uninstrument,
+  withAttributes,
   withFlush,
+  type Attributes,
   type HelperOptions,
+  type InstrumentOptions,
   type TrackOptions,
   type TrackerStats,
   type TrackerWarning,
@@ -100,3 +105,15 @@ export const handler = withFlush(async (input: { name: string }, _context: { get
 });
 const result: Promise<{ statusCode: number }> = handler({ name: "x" }, { getRemainingTimeInMillis: () => 1000 });
 void result;
+
+// instrument() returns the client's own type; withAttributes() returns what its function returns.
+declare const openaiClient: OpenAIClient;
+const instrumented: OpenAIClient = instrument(openaiClient, { tracker, feature: "chat", customerId: "cus_1" });
+uninstrument(instrumented);
+const instrumentOptions: InstrumentOptions = { tracker, provider: "azure", metadata: { team: "search" } };
+void instrumentOptions;
+const attributes: Attributes = { customerId: "cus_42", feature: "chat", metadata: { plan: "pro" } };
+const answer: Promise<number> = withAttributes(attributes, async () => 42);
+void answer;
+// @ts-expect-error a tracker is required
+instrument(openaiClient, { feature: "chat" });

@@ -1,0 +1,170 @@
+// One instrumented model call: when it started, what it asked for, and the one event it becomes
+// when it ends (a result, an error, a stream's end). Shared by every client integration.
+
+import { performance } from "node:perf_hooks";
+
+import { activeAttributes, withContext, type Attributes } from "./context.js";
+import type { HelperOptions } from "./provider-read.js";
+import type { CallStatus, TrackOptions } from "./types.js";
+
+/** What an instrumented call reports to: a tracker (anything with `track()`). */
+export interface TrackerLike {
+  track(options: TrackOptions): void;
+}
+
+/** The settings instrument() was given: the tracker and the defaults of every event. */
+export interface Settings {
+  tracker: TrackerLike;
+  defaults: HelperOptions;
+}
+
+/** Builds the event from the provider's response (or its stream's usage) through a helper. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each helper reads its own provider's shape
+export type ReadUsage = (data: any, extra: HelperOptions) => TrackOptions;
+
+/**
+ * The status an error stands for: the caller's abort is `cancelled`, a timeout `timeout`,
+ * anything else `error`. Read from the names the client libraries give their errors
+ * (`APIUserAbortError`, `AbortError`, `APIConnectionTimeoutError`, `TimeoutError`, ...).
+ */
+export function statusOf(error: unknown): CallStatus {
+  try {
+    const name = String((error as { name?: unknown } | null)?.name ?? "");
+    const code = String((error as { code?: unknown } | null)?.code ?? "");
+    const ctor = String((error as { constructor?: { name?: unknown } } | null)?.constructor?.name ?? "");
+    if (/abort/i.test(name) || /abort/i.test(ctor) || code === "ABORT_ERR") return "cancelled";
+    if (/timeout/i.test(name) || /timeout/i.test(ctor) || code === "ETIMEDOUT" || code === "UND_ERR_HEADERS_TIMEOUT") return "timeout";
+    const message = String((error as { message?: unknown } | null)?.message ?? "");
+    if (/timed? ?out/i.test(message)) return "timeout";
+    if (/aborted/i.test(message)) return "cancelled";
+  } catch {
+    // an error whose getters throw is an error
+  }
+  return "error";
+}
+
+/** One call in flight. `finish` tracks it once; later calls of `finish` do nothing. */
+export class Call {
+  readonly #settings: Settings;
+  readonly #context: Attributes | undefined;
+  readonly #start = performance.now();
+  readonly #provider: string;
+  readonly #model: string | undefined;
+  readonly #read: ReadUsage;
+  #done = false;
+
+  constructor(settings: Settings, provider: string, model: unknown, read: ReadUsage) {
+    this.#settings = settings;
+    this.#context = activeAttributes();
+    this.#provider = provider;
+    this.#model = typeof model === "string" && model !== "" ? model : undefined;
+    this.#read = read;
+  }
+
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** Tracks the call: `usage` is the response (or what the stream said), undefined when none came. */
+  finish(status: CallStatus, usage?: unknown): void {
+    if (this.#done) return;
+    this.#done = true;
+    try {
+      const latencyMs = Math.max(0, Math.round(performance.now() - this.#start));
+      const extra: HelperOptions = { provider: this.#provider, ...this.#settings.defaults, latencyMs, status };
+      const event: Record<string, unknown> = usage === undefined ? { ...extra } : { ...this.#read(usage, extra) };
+      if (event["model"] === undefined && this.#model !== undefined) event["model"] = this.#model;
+      if (event["promptTokens"] === undefined) event["promptTokens"] = 0;
+      if (event["completionTokens"] === undefined) event["completionTokens"] = 0;
+      delete event["processing"];
+      this.#settings.tracker.track(withContext(event as unknown as TrackOptions, this.#context));
+    } catch {
+      // costtrack never gets in the way of the call
+    }
+  }
+
+  /** Tracks a failed call with its status, then returns the error to rethrow unchanged. */
+  fail(error: unknown): unknown {
+    this.finish(statusOf(error));
+    return error;
+  }
+}
+
+/** What watching a stream needs: each item, how it ended. */
+export interface StreamWatch {
+  /** Sees each item; returns false for an item that must not reach the caller. Never throws. */
+  item(value: unknown): boolean;
+  /** The stream ended on its own (`done`). */
+  end(): void;
+  /** The caller stopped early (`return()`), or the iteration threw. */
+  stop(status: CallStatus): void;
+}
+
+/**
+ * Watches an async iterator in place: its own `next`, `return` and `throw` are replaced by ones
+ * that pass every result through unchanged (except items `watch.item` holds back) and report the
+ * end. The object stays the same, so `for await`, `Symbol.asyncIterator` and identity all hold.
+ */
+export function watchIterator<T extends object>(iterator: T, watch: StreamWatch): T {
+  const it = iterator as unknown as AsyncIterator<unknown>;
+  const next = it.next;
+  const back = it.return;
+  const raise = it.throw;
+  let ended = false;
+  const settle = (fn: () => void): void => {
+    if (ended) return;
+    ended = true;
+    try {
+      fn();
+    } catch {
+      // never in the way
+    }
+  };
+  const self = it as unknown as Record<string, unknown>;
+  self["next"] = async function watchedNext(this: unknown, ...args: [] | [unknown]): Promise<IteratorResult<unknown>> {
+    for (;;) {
+      let result: IteratorResult<unknown>;
+      try {
+        result = await next.apply(it, args);
+      } catch (error) {
+        settle(() => watch.stop(statusOf(error)));
+        throw error;
+      }
+      if (result.done === true) {
+        settle(() => watch.end());
+        return result;
+      }
+      let keep = true;
+      try {
+        keep = watch.item(result.value);
+      } catch {
+        keep = true;
+      }
+      if (keep) return result;
+    }
+  };
+  if (typeof back === "function") {
+    self["return"] = async function watchedReturn(this: unknown, value?: unknown): Promise<IteratorResult<unknown>> {
+      settle(() => watch.stop("cancelled"));
+      return back.call(it, value);
+    };
+  }
+  if (typeof raise === "function") {
+    self["throw"] = async function watchedThrow(this: unknown, error?: unknown): Promise<IteratorResult<unknown>> {
+      settle(() => watch.stop(statusOf(error)));
+      return raise.call(it, error);
+    };
+  }
+  return iterator;
+}
+
+/** A model id as the client was asked for it (`models/gemini-2.5-flash` → `gemini-2.5-flash`). */
+export function requestedModel(params: unknown, name = "model"): string | undefined {
+  try {
+    const value = (params as Record<string, unknown> | null | undefined)?.[name];
+    if (typeof value !== "string") return undefined;
+    return value.startsWith("models/") ? value.slice("models/".length) : value;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,141 @@
+// Google's `@google/genai` (Gemini API and Vertex AI) and the AWS SDK v3 Bedrock Runtime client.
+
+import { Call, requestedModel, watchIterator, type Settings, type StreamWatch } from "./instrument-call.js";
+import { fromBedrockConverse, fromGemini } from "./providers.js";
+import { read, record } from "./provider-read.js";
+import type { HelperOptions } from "./provider-read.js";
+
+type Method = (this: unknown, ...args: unknown[]) => unknown;
+
+// -- Google ------------------------------------------------------------------------------------
+
+/** `models.generateContent`: a promise of the response. */
+export function generateContent(settings: Settings, provider: string, original: Method): Method {
+  return function generate(this: unknown, ...args: unknown[]): unknown {
+    const call = new Call(settings, provider, requestedModel(args[0]), fromGemini);
+    let result: unknown;
+    try {
+      result = original.apply(this, args);
+    } catch (error) {
+      throw call.fail(error);
+    }
+    if (typeof record(result)?.["then"] !== "function") return result;
+    return (result as PromiseLike<unknown>).then(
+      (response) => {
+        call.finish("success", response);
+        return response;
+      },
+      (error: unknown) => {
+        throw call.fail(error);
+      },
+    );
+  };
+}
+
+function geminiWatch(call: Call): StreamWatch {
+  let usage: unknown;
+  let model: unknown;
+  return {
+    item(chunk) {
+      model = read(chunk, "modelVersion") ?? model;
+      if (record(read(chunk, "usageMetadata")) !== undefined) usage = chunk;
+      return true;
+    },
+    end: () => call.finish("success", usage ?? { modelVersion: model }),
+    stop: (status) => call.finish(status, usage ?? { modelVersion: model }),
+  };
+}
+
+/** `models.generateContentStream`: a promise of an async generator, watched in place. */
+export function generateContentStream(settings: Settings, provider: string, original: Method): Method {
+  return function generateStream(this: unknown, ...args: unknown[]): unknown {
+    const call = new Call(settings, provider, requestedModel(args[0]), fromGemini);
+    let result: unknown;
+    try {
+      result = original.apply(this, args);
+    } catch (error) {
+      throw call.fail(error);
+    }
+    if (typeof record(result)?.["then"] !== "function") return result;
+    return (result as PromiseLike<unknown>).then(
+      (stream) => {
+        if (typeof record(stream)?.["next"] !== "function") {
+          call.finish("success");
+          return stream;
+        }
+        return watchIterator(stream as object, geminiWatch(call));
+      },
+      (error: unknown) => {
+        throw call.fail(error);
+      },
+    );
+  };
+}
+
+// -- Bedrock Runtime (AWS SDK v3) --------------------------------------------------------------
+
+export const BEDROCK_MIDDLEWARE = "costtrackInstrumentation";
+
+const readConverse = (data: unknown, extra: HelperOptions): ReturnType<typeof fromBedrockConverse> =>
+  fromBedrockConverse(data as Parameters<typeof fromBedrockConverse>[0], extra as HelperOptions & { model: string });
+
+function converseWatch(call: Call): StreamWatch {
+  let metadata: unknown;
+  return {
+    item(event) {
+      const found = read(event, "metadata");
+      if (record(found) !== undefined) metadata = found;
+      return true;
+    },
+    end: () => call.finish("success", metadata),
+    stop: (status) => call.finish(status, metadata),
+  };
+}
+
+/** The ConverseStream output's event stream, watched in place (an iterator or an iterable). */
+function watchEvents(stream: unknown, call: Call): void {
+  const target = record(stream);
+  if (target === undefined) return call.finish("success");
+  if (typeof target["next"] === "function") {
+    watchIterator(target, converseWatch(call));
+    return;
+  }
+  const iterate = target[Symbol.asyncIterator as unknown as string];
+  if (typeof iterate !== "function") return call.finish("success");
+  (target as Record<symbol, unknown>)[Symbol.asyncIterator] = function watchedEvents(this: unknown): unknown {
+    const iterator = (iterate as Method).call(this);
+    return typeof record(iterator)?.["next"] === "function" ? watchIterator(iterator as object, converseWatch(call)) : iterator;
+  };
+}
+
+interface MiddlewareArgs {
+  input?: unknown;
+}
+interface MiddlewareContext {
+  commandName?: string;
+}
+type Next = (args: MiddlewareArgs) => Promise<{ output?: unknown }>;
+
+/** The initialize-step middleware that tracks Converse and ConverseStream. */
+export function bedrockMiddleware(settings: () => Settings | undefined) {
+  return (next: Next, context: MiddlewareContext) =>
+    async (args: MiddlewareArgs): Promise<{ output?: unknown }> => {
+      const command = context?.commandName;
+      const current = settings();
+      if (current === undefined || (command !== "ConverseCommand" && command !== "ConverseStreamCommand")) return next(args);
+      const call = new Call(current, "bedrock", requestedModel(args?.input, "modelId"), readConverse);
+      let result: { output?: unknown };
+      try {
+        result = await next(args);
+      } catch (error) {
+        throw call.fail(error);
+      }
+      try {
+        if (command === "ConverseCommand") call.finish("success", result?.output);
+        else watchEvents(read(result, "output", "stream"), call);
+      } catch {
+        // never in the way
+      }
+      return result;
+    };
+}

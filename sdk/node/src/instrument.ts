@@ -1,0 +1,161 @@
+// Instrument a client, not a call: instrument(client, { tracker }) makes every model call of that
+// client one tracked event (usage through the provider helpers, latency, status), whether it
+// succeeds, fails, times out, streams or is cancelled. No provider package is imported: the
+// client is recognized by its shape, and only that instance's resource methods are replaced
+// (Bedrock Runtime gets a middleware, its SDK's own extension point).
+
+import type { HelperOptions } from "./provider-read.js";
+import { record } from "./provider-read.js";
+import type { Settings, TrackerLike } from "./instrument-call.js";
+import { chatCreate, messagesCreate, responsesCreate } from "./instrument-stainless.js";
+import { BEDROCK_MIDDLEWARE, bedrockMiddleware, generateContent, generateContentStream } from "./instrument-others.js";
+
+/** instrument()'s options: the tracker, and any event field as the default of every call's event. */
+export type InstrumentOptions = HelperOptions & {
+  /** Where the events go: a `Tracker` (anything with `track()`). */
+  tracker: TrackerLike;
+};
+
+type Method = (this: unknown, ...args: unknown[]) => unknown;
+type Wrap = (settings: Settings, provider: string, original: Method) => Method;
+
+interface State {
+  settings: Settings;
+  undo: (() => void)[];
+}
+
+const states = new WeakMap<object, State>();
+
+/** Replaces `owner[name]` (an own property of that instance) and records how to put it back. */
+function patch(owner: unknown, name: string, state: State, provider: string, wrap: Wrap): boolean {
+  const target = record(owner);
+  const original = target?.[name];
+  if (target === undefined || typeof original !== "function") return false;
+  const own = Object.getOwnPropertyDescriptor(target, name);
+  const wrapped = wrap(state.settings, provider, original as Method);
+  Object.defineProperty(target, name, { value: wrapped, writable: true, configurable: true, enumerable: own?.enumerable ?? false });
+  state.undo.push(() => {
+    if (target[name] !== wrapped) return; // replaced again since: not ours to undo
+    if (own !== undefined) Object.defineProperty(target, name, own);
+    else delete target[name];
+  });
+  return true;
+}
+
+function constructorName(client: object): string {
+  try {
+    return String((client as { constructor?: { name?: unknown } }).constructor?.name ?? "");
+  } catch {
+    return "";
+  }
+}
+
+/** The provider an OpenAI-shaped client bills through: Azure OpenAI or OpenAI. */
+function openAIProvider(client: Record<string, unknown>): string {
+  return constructorName(client) === "AzureOpenAI" || (typeof client["apiVersion"] === "string" && "deploymentName" in client) ? "azure" : "openai";
+}
+
+/** The provider an Anthropic-shaped client bills through: Anthropic itself, Bedrock or Vertex AI. */
+function anthropicProvider(client: object): string {
+  const name = constructorName(client);
+  if (name === "AnthropicBedrock") return "bedrock";
+  if (name === "AnthropicVertex") return "google";
+  return "anthropic";
+}
+
+function instrumentClient(client: Record<string, unknown>, state: State): boolean {
+  // AWS SDK v3 Bedrock Runtime: a middleware, removed by name.
+  const stack = record(client["middlewareStack"]);
+  if (stack !== undefined && typeof stack["add"] === "function" && typeof client["send"] === "function") {
+    const middleware = bedrockMiddleware(() => state.settings);
+    (stack["add"] as Method).call(stack, middleware, { step: "initialize", name: BEDROCK_MIDDLEWARE, override: true });
+    state.undo.push(() => {
+      if (typeof stack["remove"] === "function") (stack["remove"] as Method).call(stack, BEDROCK_MIDDLEWARE);
+    });
+    return true;
+  }
+  let found = false;
+  // @google/genai: models.generateContent / generateContentStream (own properties already).
+  const models = client["models"];
+  if (typeof record(models)?.["generateContent"] === "function") {
+    found = patch(models, "generateContent", state, "google", generateContent) || found;
+    found = patch(models, "generateContentStream", state, "google", generateContentStream) || found;
+    return found;
+  }
+  // openai: Chat Completions and Responses (AzureOpenAI is an OpenAI).
+  const chat = record(record(client["chat"])?.["completions"]);
+  const responses = record(client["responses"]);
+  if (typeof chat?.["create"] === "function" || typeof responses?.["create"] === "function") {
+    const provider = openAIProvider(client);
+    found = patch(chat, "create", state, provider, chatCreate) || found;
+    found = patch(responses, "create", state, provider, responsesCreate) || found;
+    return found;
+  }
+  // @anthropic-ai/sdk (and its Bedrock and Vertex clients): Messages; messages.stream() calls create.
+  const messages = record(client["messages"]);
+  if (typeof messages?.["create"] === "function") return patch(messages, "create", state, anthropicProvider(client), messagesCreate);
+  return false;
+}
+
+/**
+ * Tracks every model call of `client` and returns the same client. Supported: `openai` (`OpenAI`,
+ * `AzureOpenAI`: Chat Completions and Responses), `@anthropic-ai/sdk` (Messages, its streams and
+ * `messages.stream()`), `@google/genai` (`models.generateContent` and `generateContentStream`) and
+ * `@aws-sdk/client-bedrock-runtime` (Converse and ConverseStream, through a middleware). Each call
+ * is one event: the usage as the provider helpers read it, `latencyMs` from the call to its last
+ * byte, and `status` (`success`, `error`, `timeout`, `cancelled`; a failed call is tracked with
+ * zero tokens). The other options are the defaults of every event (`feature`, `customerId`,
+ * `provider`, `metadata`, ...), over those of an enclosing `withAttributes()`.
+ *
+ * Return values, errors and stream chunks are those of the client; a failure inside costtrack
+ * never affects the call. Instrumenting a client again only replaces its options (a call is
+ * tracked once); `uninstrument(client)` restores it. Throws a `TypeError` for an object that is
+ * none of these clients, or without a tracker.
+ *
+ * ```ts
+ * const client = instrument(new OpenAI(), { tracker, feature: "chat" });
+ * ```
+ */
+export function instrument<Client extends object>(client: Client, options: InstrumentOptions): Client {
+  const tracker = (options as { tracker?: unknown } | null | undefined)?.tracker;
+  if (typeof (tracker as { track?: unknown } | null | undefined)?.track !== "function") {
+    throw new TypeError("instrument(client, { tracker }): tracker must be a costtrack Tracker");
+  }
+  const { tracker: _tracker, ...defaults } = options;
+  const existing = states.get(client);
+  if (existing !== undefined) {
+    existing.settings.tracker = tracker as TrackerLike;
+    existing.settings.defaults = defaults;
+    return client;
+  }
+  const state: State = { settings: { tracker: tracker as TrackerLike, defaults }, undo: [] };
+  const target = record(client);
+  if (target === undefined || !instrumentClient(target, state)) {
+    for (const undo of state.undo.reverse()) undo();
+    throw new TypeError(
+      "instrument(): not a supported client (openai, @anthropic-ai/sdk, @google/genai, @aws-sdk/client-bedrock-runtime BedrockRuntimeClient)",
+    );
+  }
+  states.set(client, state);
+  return client;
+}
+
+/** Stops tracking `client`'s calls and restores its methods; returns the client. No-op when not instrumented. */
+export function uninstrument<Client extends object>(client: Client): Client {
+  const state = states.get(client);
+  if (state === undefined) return client;
+  states.delete(client);
+  for (const undo of state.undo.reverse()) {
+    try {
+      undo();
+    } catch {
+      // keep restoring the rest
+    }
+  }
+  return client;
+}
+
+/** Whether `client` is instrumented. */
+export function isInstrumented(client: object): boolean {
+  return states.has(client);
+}

@@ -1,0 +1,225 @@
+// A canned model provider on 127.0.0.1 for the instrumentation tests: OpenAI (Chat Completions,
+// Responses), Anthropic Messages, Gemini generateContent and Bedrock Runtime Converse, each in its
+// documented wire format: JSON, server-sent events (AWS event stream for ConverseStream), error
+// bodies. The model name picks the scenario: `…-fail` answers 429 with the provider's error body,
+// `…-hang` never answers (for timeouts), `…-slow` streams two chunks and then waits (for
+// cancelling midway); anything else answers at once.
+import http from "node:http";
+
+import { chatUsage, anthropicUsage, modalities } from "./usage-fixtures.mjs";
+
+const CREATED = 1763000000;
+
+export const CHAT = {
+  id: "chatcmpl-1",
+  object: "chat.completion",
+  created: CREATED,
+  model: "gpt-4o-mini-2024-07-18",
+  service_tier: "default",
+  choices: [{ index: 0, message: { role: "assistant", content: "Hello!", refusal: null }, logprobs: null, finish_reason: "stop" }],
+  usage: chatUsage({ prompt: 1200, completion: 300, cached: 200 }),
+};
+
+/** A Chat Completions stream of `n` content chunks, then the usage-only chunk. */
+export function chatChunks(n = 3) {
+  const base = { id: "chatcmpl-2", object: "chat.completion.chunk", created: CREATED, model: "gpt-4o-mini-2024-07-18", service_tier: "default" };
+  const chunks = [];
+  for (let i = 0; i < n; i++) chunks.push({ ...base, choices: [{ index: 0, delta: i === 0 ? { role: "assistant", content: "w0 " } : { content: `w${i} ` }, finish_reason: null }], usage: null });
+  chunks.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: "stop" }], usage: null });
+  chunks.push({ ...base, choices: [], usage: chatUsage({ prompt: 50, completion: n }) });
+  return chunks;
+}
+
+export const RESPONSE = {
+  id: "resp_1",
+  object: "response",
+  created_at: CREATED,
+  status: "completed",
+  model: "gpt-5-2025-08-07",
+  output: [{ id: "msg_1", type: "message", status: "completed", role: "assistant", content: [{ type: "output_text", text: "Hello!", annotations: [] }] }],
+  service_tier: "priority",
+  usage: {
+    input_tokens: 10000,
+    input_tokens_details: { cached_tokens: 8000 },
+    output_tokens: 3000,
+    output_tokens_details: { reasoning_tokens: 2000 },
+    total_tokens: 13000,
+  },
+};
+
+const responseEvents = () => [
+  { type: "response.created", sequence_number: 0, response: { ...RESPONSE, status: "in_progress", usage: null, output: [] } },
+  { type: "response.output_text.delta", sequence_number: 1, item_id: "msg_1", output_index: 0, content_index: 0, delta: "Hello!" },
+  { type: "response.completed", sequence_number: 2, response: RESPONSE },
+];
+
+export const MESSAGE = {
+  id: "msg_01",
+  type: "message",
+  role: "assistant",
+  model: "claude-sonnet-4-5-20250929",
+  content: [{ type: "text", text: "Hello!" }],
+  stop_reason: "end_turn",
+  stop_sequence: null,
+  usage: anthropicUsage({ input: 1000, output: 500, cacheRead: 10000, write1h: 2000, tier: "standard" }),
+};
+
+const messageEvents = () => [
+  ["message_start", { type: "message_start", message: { ...MESSAGE, content: [], stop_reason: null, usage: { ...MESSAGE.usage, output_tokens: 1 } } }],
+  ["content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }],
+  ["content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Hello!" } }],
+  ["content_block_stop", { type: "content_block_stop", index: 0 }],
+  ["message_delta", { type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: 500 } }],
+  ["message_stop", { type: "message_stop" }],
+];
+
+export const GEMINI = {
+  candidates: [{ content: { parts: [{ text: "Hello!" }], role: "model" }, finishReason: "STOP", index: 0 }],
+  usageMetadata: {
+    promptTokenCount: 1000,
+    candidatesTokenCount: 300,
+    totalTokenCount: 2000,
+    thoughtsTokenCount: 700,
+    promptTokensDetails: modalities({ TEXT: 400, AUDIO: 600 }),
+  },
+  modelVersion: "gemini-2.5-flash",
+  responseId: "r1",
+};
+
+const geminiChunks = () => [
+  { candidates: [{ content: { parts: [{ text: "Hel" }], role: "model" }, index: 0 }], modelVersion: "gemini-2.5-flash" },
+  { candidates: [{ content: { parts: [{ text: "lo!" }], role: "model" }, index: 0 }], modelVersion: "gemini-2.5-flash" },
+  GEMINI,
+];
+
+export const CONVERSE = {
+  output: { message: { role: "assistant", content: [{ text: "Hello!" }] } },
+  stopReason: "end_turn",
+  usage: { inputTokens: 1000, outputTokens: 200, totalTokens: 1200, cacheReadInputTokens: 300 },
+  metrics: { latencyMs: 321 },
+};
+
+const ERRORS = {
+  openai: { error: { message: "Rate limit reached", type: "requests", param: null, code: "rate_limit_exceeded" } },
+  anthropic: { type: "error", error: { type: "rate_limit_error", message: "Rate limited" } },
+  gemini: { error: { code: 429, message: "Resource exhausted", status: "RESOURCE_EXHAUSTED" } },
+  bedrock: { message: "Too many requests" },
+};
+
+function which(path) {
+  if (path.includes("/chat/completions")) return "chat";
+  if (path.endsWith("/responses")) return "responses";
+  if (path.endsWith("/messages")) return "anthropic";
+  if (path.includes(":generateContent") || path.includes(":streamGenerateContent")) return "gemini";
+  if (path.startsWith("/model/")) return "bedrock";
+  return undefined;
+}
+
+let codecPromise;
+async function eventStreamFrame(type, body) {
+  codecPromise ??= import("@smithy/core/event-streams").then(({ EventStreamCodec }) => {
+    const toUtf8 = (bytes) => Buffer.from(bytes).toString("utf8");
+    const fromUtf8 = (text) => new Uint8Array(Buffer.from(text, "utf8"));
+    return new EventStreamCodec(toUtf8, fromUtf8);
+  });
+  const codec = await codecPromise;
+  return Buffer.from(
+    codec.encode({
+      headers: {
+        ":event-type": { type: "string", value: type },
+        ":message-type": { type: "string", value: "event" },
+        ":content-type": { type: "string", value: "application/json" },
+      },
+      body: new Uint8Array(Buffer.from(JSON.stringify(body))),
+    }),
+  );
+}
+
+const converseEvents = () => [
+  ["messageStart", { role: "assistant" }],
+  ["contentBlockDelta", { contentBlockIndex: 0, delta: { text: "Hello!" } }],
+  ["contentBlockStop", { contentBlockIndex: 0 }],
+  ["messageStop", { stopReason: "end_turn" }],
+  ["metadata", { usage: CONVERSE.usage, metrics: CONVERSE.metrics }],
+];
+
+async function reply(req, res, body, path, requests) {
+  const kind = which(path);
+  const model = body.model ?? decodeURIComponent(path.match(/models\/([^:]+)/)?.[1] ?? path.match(/^\/model\/([^/]+)/)?.[1] ?? "");
+  requests.push({ path, body, model });
+  const streaming = body.stream === true || path.includes(":streamGenerateContent") || path.endsWith("/converse-stream");
+  if (model.endsWith("-hang")) return; // never answers
+  if (model.endsWith("-fail")) {
+    const errorBody = ERRORS[kind === "chat" || kind === "responses" ? "openai" : kind];
+    const headers = { "content-type": "application/json" };
+    if (kind === "bedrock") headers["x-amzn-errortype"] = "ThrottlingException";
+    res.writeHead(429, headers);
+    return res.end(JSON.stringify(errorBody));
+  }
+  const slow = model.endsWith("-slow");
+  if (!streaming) {
+    const json = { chat: CHAT, responses: RESPONSE, anthropic: MESSAGE, gemini: GEMINI, bedrock: CONVERSE }[kind];
+    res.writeHead(json ? 200 : 404, { "content-type": "application/json" });
+    return res.end(JSON.stringify(json ?? { error: { message: `nothing canned for ${path}` } }));
+  }
+  if (kind === "bedrock") {
+    res.writeHead(200, { "content-type": "application/vnd.amazon.eventstream" });
+    const events = converseEvents();
+    for (const [i, [type, event]] of events.entries()) {
+      if (slow && i === 2) return;
+      res.write(await eventStreamFrame(type, event));
+    }
+    return res.end();
+  }
+  res.writeHead(200, { "content-type": "text/event-stream" });
+  const lines =
+    kind === "chat"
+      ? chatChunks(body.n ?? 3).map((c) => `data: ${JSON.stringify(c)}\n\n`)
+      : kind === "responses"
+        ? responseEvents().map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`)
+        : kind === "anthropic"
+          ? messageEvents().map(([type, e]) => `event: ${type}\ndata: ${JSON.stringify(e)}\n\n`)
+          : geminiChunks().map((c) => `data: ${JSON.stringify(c)}\r\n\r\n`);
+  for (const [i, line] of lines.entries()) {
+    if (slow && i === 2) return; // two chunks, then silence
+    res.write(line);
+  }
+  if (kind === "chat") res.write("data: [DONE]\n\n");
+  res.end();
+}
+
+/** Starts the canned provider; `requests` records what each call asked for. */
+export async function startProvider() {
+  const requests = [];
+  const server = http.createServer((req, res) => {
+    let text = "";
+    req.on("data", (chunk) => (text += chunk));
+    req.on("end", () => {
+      let body = {};
+      try {
+        body = text ? JSON.parse(text) : {};
+      } catch {
+        body = {};
+      }
+      reply(req, res, body, req.url.split("?")[0], requests).catch((error) => {
+        res.writeHead(500);
+        res.end(String(error));
+      });
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    requests,
+    close() {
+      server.closeAllConnections?.();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** A tracker that keeps what it is given (the event as instrument() builds it). */
+export function recorder() {
+  const events = [];
+  return { events, track: (event) => events.push(event) };
+}
