@@ -8,8 +8,8 @@ and a Tracer that patches botocore, so each DynamoDB, S3 and SNS call is a subse
 invocation's X-Ray trace. The template turns tracing on with ``Tracing: Active`` and off with
 its ``Tracing`` parameter (``POWERTOOLS_TRACE_DISABLED``); outside Lambda the Tracer is off.
 
-The ingestion function does not use this module: its cold start imports neither Powertools'
-Tracer nor the X-Ray SDK (README, "Tracing").
+The ingestion function does not use this module: by default its cold start neither starts a
+Tracer nor imports the X-Ray SDK (``handlers/ingest.py``; README, "Operations").
 """
 
 from __future__ import annotations
