@@ -11,6 +11,7 @@
 #   make catalogue  regenerate the bundled prices from the pinned genai-prices
 #   make openapi    regenerate the served OpenAPI document (functions/costtrack_service/openapi.json)
 #   make dist    the SDKs' release artefacts in dist/: the Python wheel and sdist, the Node tarball
+#   make requirements  export each function's and the Powertools layer's packages from uv.lock
 #
 # Tools are installed into the project: .venv (service, uv-managed), .costtrack/tools (uv,
 # SAM CLI), node_modules (DynamoDB Local), sdk/node/node_modules. Nothing global is touched.
@@ -40,7 +41,7 @@ export UV_PYTHON_DOWNLOADS := automatic
 export UV_COMPILE_BYTECODE := 1
 PYTEST := $(ROOT)/scripts/pytest-run
 
-.PHONY: help dev test compat test-sdk-compat dist dist-python dist-node catalogue openapi botocore-endpoints lint build bench chaos chromium test-service test-sdk-python test-sdk-node lint-template deps clean
+.PHONY: help dev test compat test-sdk-compat dist dist-python dist-node catalogue openapi requirements botocore-endpoints lint build bench chaos chromium test-service test-sdk-python test-sdk-node lint-template deps clean
 
 help:
 	@echo "make dev    - run the local stack on http://127.0.0.1:3000 (Ctrl-C stops it)"
@@ -53,6 +54,7 @@ help:
 	@echo "make compat - both SDKs against the newest client releases (20 rounds of the app-call tests)"
 	@echo "make catalogue - regenerate the bundled prices from the pinned genai-prices"
 	@echo "make openapi - regenerate the OpenAPI document the ingestion function serves"
+	@echo "make requirements - export the deployed functions' and Powertools layer's packages from uv.lock"
 	@echo "make botocore-endpoints - regenerate DynamoDB's part of botocore's endpoint data"
 
 # -- installs ----------------------------------------------------------------------------
@@ -171,6 +173,11 @@ catalogue: .venv/.synced
 # function serves a file and never imports its builder (a test holds the file current).
 openapi: .venv/.synced
 	.venv/bin/python scripts/generate_openapi.py
+
+# What sam build installs beyond our code: each function's and the Powertools layer's packages,
+# exported from uv.lock with hashes (run after `uv lock`; a test holds them equal to the lock).
+requirements: .venv/.synced | $(UV)
+	UV="$(UV)" .venv/bin/python scripts/generate_requirements.py
 
 # DynamoDB's entries of the pinned botocore's endpoints.json, which the store's client reads
 # instead of the whole file (a test holds it current; run after a botocore bump).

@@ -37,6 +37,9 @@ _POWERTOOLS = (
     "from aws_lambda_powertools.metrics import EphemeralMetrics; EphemeralMetrics(namespace='bench'); "
     "from aws_lambda_powertools.event_handler import APIGatewayHttpResolver; APIGatewayHttpResolver()"
 )
+_TRACED = (
+    "import os; os.environ['COSTTRACK_INGEST_TRACE_AWS_CALLS'] = 'true'; os.environ['LAMBDA_TASK_ROOT'] = '/var/task'"
+)
 FLOORS = {"botocore_client": _CLIENT, "botocore_client_and_powertools": f"{_CLIENT}; {_POWERTOOLS}"}
 
 
@@ -82,6 +85,9 @@ def cold_imports() -> dict[str, float]:
             {
                 "boto3": ("import boto3", None),
                 "ingest": ("import costtrack_service.handlers.ingest", built),
+                # The same with the template's IngestTraceAwsCalls on: the X-Ray SDK loaded and
+                # botocore patched by Powertools' Tracer (as in Lambda: LAMBDA_TASK_ROOT set).
+                "ingest_traced": (f"{_TRACED}; import costtrack_service.handlers.ingest", built),
                 "api": ("import costtrack_service.handlers.api", built),
                 # The same handler from the source tree, compiled on import as it would be without
                 # the build's bytecode.
@@ -104,6 +110,7 @@ def cold_imports() -> dict[str, float]:
         "ingest_handler_import_ms": ms("ingest"),
         "api_handler_import_ms": ms("api"),
         "cold_import_ratio_vs_boto3": ratio("ingest"),
+        "cold_import_traced_ratio_vs_boto3": ratio("ingest_traced"),
         "ingest_handler_source_import_ratio_vs_boto3": ratio("ingest_source"),
         "api_cold_import_ratio_vs_boto3": ratio("api"),
     }

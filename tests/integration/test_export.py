@@ -28,6 +28,7 @@ from costtrack_service.domain.shards import event_partition
 from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, Visibility
 from costtrack_service.exporter import Exporter, S3Writer
 from costtrack_service.handlers import export as export_handler
+from costtrack_tools.local.server import LambdaContext
 from tests.store.test_dynamo_store import record
 
 pytestmark = pytest.mark.integration
@@ -200,11 +201,12 @@ def test_the_lambda_entry_exports_yesterday_or_the_day_asked(
     monkeypatch.setenv("COSTTRACK_EXPORT_BUCKET", BUCKET)
     monkeypatch.setenv("COSTTRACK_EXPORT_PREFIX", "handler/")
 
-    scheduled = export_handler.handler({}, None)  # what EventBridge Scheduler sends: no day
+    # What EventBridge Scheduler sends: no day.
+    scheduled = export_handler.handler({}, LambdaContext("costtrack-export"))
     assert scheduled["day"] == yesterday.isoformat() and scheduled["events"] >= 1
     assert any(f"workspace_id={ws}/day={yesterday}/" in key for key in objects(s3, "handler/"))
-    asked = export_handler.handler({"day": DAY.isoformat(), "workspace_ids": [ws]}, None)
+    asked = export_handler.handler({"day": DAY.isoformat(), "workspace_ids": [ws]}, LambdaContext("costtrack-export"))
     assert (asked["day"], asked["events"], asked["objects"]) == (DAY.isoformat(), 1, 1)
     for bad in ({"day": "2026-02-30"}, {"day": "yesterday"}, {"day": 20260314}, {"workspace_ids": "ws_1"}):
         with pytest.raises(ValueError, match=r"day|workspace_ids"):
-            export_handler.handler(bad, None)
+            export_handler.handler(bad, LambdaContext("costtrack-export"))

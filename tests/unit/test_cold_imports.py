@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 FUNCTIONS = str(Path(__file__).resolve().parents[2] / "functions")
 
 #: Modules the first ``POST /v1/events`` never needs.
@@ -97,3 +99,16 @@ def test_the_deferred_modules_load_on_the_request_that_needs_them() -> None:
     assert not {name for name in modules if name.startswith(DEFERRED)}
     modules = imported_after(f"{app}; {request('POST', '/v1/traces')}")
     assert "costtrack_service.edge.otlp" in modules
+
+
+def test_the_ingestion_handler_imports_the_xray_sdk_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lambda traces the invocation by itself; the X-Ray SDK (botocore subsegments) is an
+    operator's choice (``IngestTraceAwsCalls``), never part of the default cold start."""
+    # (Powertools' package imports its Tracer class, which loads the SDK only when it starts.)
+    modules = imported_after("import costtrack_service.handlers.ingest")
+    assert sorted(name for name in modules if name.startswith("aws_xray_sdk")) == []
+    # As in Lambda (LAMBDA_TASK_ROOT set): outside it, the Tracer turns itself off.
+    monkeypatch.setenv("COSTTRACK_INGEST_TRACE_AWS_CALLS", "true")
+    monkeypatch.setenv("LAMBDA_TASK_ROOT", FUNCTIONS)
+    modules = imported_after("import costtrack_service.handlers.ingest")
+    assert {"aws_xray_sdk.core", "aws_xray_sdk.ext.botocore.patch"} <= modules

@@ -132,3 +132,22 @@ def test_the_cli_s_mappings_are_checked_by_the_same_types(dynamo: DynamoStore) -
         with pytest.raises(ApiError) as refused:
             call(workspace, body)
         assert (refused.value.code, refused.value.details[0]["field"]) == ("INVALID_PAYLOAD", named)
+
+
+def test_the_owners_api_uses_only_powertools_public_api() -> None:
+    """No private attribute of the resolver is read or written (a layer upgrade could move it
+    silently): the gate is a middleware (``app.use``) and an exception handler."""
+    import ast
+    from pathlib import Path
+
+    edge = Path(__file__).resolve().parents[2] / "functions" / "costtrack_service" / "edge"
+    private = [
+        f"{path.name}:{node.lineno} {node.value.id}.{node.attr}"
+        for path in sorted(edge.glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in {"app", "resolver"}
+        and node.attr.startswith("_")
+    ]
+    assert private == []

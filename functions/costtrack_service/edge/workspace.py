@@ -46,7 +46,7 @@ from costtrack_service.edge.http import (
     json_response,
     request_headers,
 )
-from costtrack_service.edge.http_event import presented_secret
+from costtrack_service.edge.http_event import failure_error, presented_secret
 from costtrack_service.edge.owner_responses import ADMIN_TOKEN, INVALID, NOT_FOUND, WITH_BODY, documented, refused
 from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
 from costtrack_service.edge.request_errors import read_json_body, refuse_media_type
@@ -98,13 +98,12 @@ def build_app(
         workspace: WorkspaceState = app.context["workspace"]
         return workspace
 
-    validate = app._request_validation_middleware
-
-    def authenticate_then_validate(resolver: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
-        """Powertools validates a request before any middleware of ours runs; this takes the
-        validation's place, so that a request without a live admin token is told just that (401)
-        before anything about its query or body, and a body that is not JSON is refused (415)
-        before Powertools would read it as a form."""
+    def gate(resolver: APIGatewayHttpResolver) -> None:
+        """What any answer says first: ``401`` without a live admin token (on a route that needs
+        one), then ``415`` for a body that is not JSON. Once per request."""
+        if resolver.context.get("gated"):
+            return
+        resolver.context["gated"] = True
         headers = request_headers(resolver)
         route = resolver.context.get("_route")  # None, or the not-found route, need no token
         if route is not None and route.security == ADMIN_TOKEN:
@@ -112,21 +111,35 @@ def build_app(
                 presented_secret(headers, ADMIN_TOKEN_PREFIX)
             ).workspace
         refuse_media_type(headers, resolver.current_event.body)
-        answer: Response[Any] = validate(resolver, next_middleware)
+
+    def gated(resolver: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
+        gate(resolver)
+        answer: Response[Any] = next_middleware(resolver)
         return answer
 
-    # Powertools keeps its validation step in this attribute and puts it first on every validated
-    # route; no public hook runs before it. tests/unit/test_owner_validation.py fails if a release
-    # moves it (401 before 400, 415 before a form is read).
-    app._request_validation_middleware = authenticate_then_validate  # type: ignore[assignment]
+    # Powertools validates a request's declared types (and reads its body) before any middleware
+    # runs, through public hooks only: a request that passes meets the gate in this middleware,
+    # one that fails meets it in the exception handler below, before its refusal is answered. So
+    # a request without a live admin token is told just that (401) before anything about its
+    # query or body, and a body that is not JSON is refused (415) before whatever Powertools
+    # made of it (tests/unit/test_owner_validation.py).
+    app.use(middlewares=[gated])
 
-    @app.exception_handler(RequestValidationError)
-    def _invalid_request(error: RequestValidationError) -> Response[str]:
-        return error_response(app, refusal(error.errors()))
+    def answer_failure(error: Exception) -> Response[str]:
+        if isinstance(error, RequestValidationError):
+            return error_response(app, refusal(error.errors()))
+        if isinstance(error, UnicodeDecodeError):
+            return error_response(app, invalid("body", "the body is not UTF-8 text"))
+        return error_response(app, failure_error(error, logger))
 
-    @app.exception_handler(UnicodeDecodeError)
-    def _not_text(_: UnicodeDecodeError) -> Response[str]:
-        return error_response(app, invalid("body", "the body is not UTF-8 text"))
+    # Replaces install_error_handlers' handler of any failure: the gate's answer comes first.
+    @app.exception_handler(Exception)
+    def _refused(error: Exception) -> Response[str]:
+        try:
+            gate(app)
+        except Exception as first:
+            return answer_failure(first)
+        return answer_failure(error)
 
     owners = OwnerRoutes(app, lambda: caller().workspace_id, logger)
 

@@ -4,27 +4,62 @@ Fetches the data file genai-prices publishes (``COSTTRACK_PRICE_SOURCE``), adds 
 effective-dated entries, holds back changes that look wrong, and backfills unpriced events.
 The stack's ``PriceSyncEnabled`` parameter turns the schedule off for closed networks; an
 operator then runs ``costtrack admin pricing sync --from FILE``.
+
+Every applied change is a log line (``price applied``) and every held-back one a warning
+(``price held back``); the run's figures are metrics (``PricesAdded``, ``PricesChanged``,
+``PricesHeldBack``, ``EventsBackfilled``, ``BackfillCostNanoUSD``, ``PriceSyncFailed``), and the
+template alarms on held-back changes and on failed runs.
 """
 
 from __future__ import annotations
 
-import json
 import os
+from decimal import Decimal
 from typing import Any
 
-from costtrack_service.pricing_jobs import DEFAULT_SOURCE, sync
+from costtrack_service.handlers.powertools import Powertools, nano_usd
+from costtrack_service.pricing_jobs import DEFAULT_SOURCE, SyncError, sync
 from costtrack_service.store import DynamoStore
 
+SERVICE = "costtrack-price-sync"
+tools = Powertools(SERVICE)
+logger = tools.logger
 
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    result = sync(DynamoStore.from_env(), os.environ.get("COSTTRACK_PRICE_SOURCE") or DEFAULT_SOURCE)
+
+def run(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    source = os.environ.get("COSTTRACK_PRICE_SOURCE") or DEFAULT_SOURCE
+    try:
+        result = sync(DynamoStore.from_env(), source)
+    except SyncError:
+        tools.count("PriceSyncFailed", 1)
+        logger.exception("price sync failed", extra={"source": source})
+        raise
+    for change in result["added"] + result["changed"]:
+        logger.info("price applied", extra={"version": result["version"], **change})
+    for held in result["held_back"]:
+        # A person's look: the PricesHeldBack alarm points here.
+        logger.warning("price held back", extra={"version": result["version"], **held})
+    backfill = result.get("backfill") or {}
+    figures = {
+        "PricesAdded": len(result["added"]),
+        "PricesChanged": len(result["changed"]),
+        "PricesHeldBack": len(result["held_back"]),
+        "EventsBackfilled": int(backfill.get("priced", 0)),
+        "BackfillCostNanoUSD": nano_usd(Decimal(backfill.get("added_cost", "0"))),
+    }
+    for name, value in figures.items():
+        tools.count(name, value)
     summary = {
         "version": result["version"],
+        "source": source,
         "added": len(result["added"]),
         "changed": len(result["changed"]),
+        "written": result.get("written", 0),
         "held_back": result["held_back"],
         "backfill": result.get("backfill"),
     }
-    # One structured line for CloudWatch Logs Insights; held-back changes need a person's look.
-    print(json.dumps({"message": "price sync", **summary}))
+    logger.info("price sync", extra=summary)
     return summary
+
+
+handler = tools.entry_point(run)
