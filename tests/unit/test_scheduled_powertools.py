@@ -54,6 +54,15 @@ def fresh(module: str) -> ModuleType:
     """The handler module imported as Lambda's init imports it (its store made in moto), logging
     at INFO as the template's ``LogLevel`` does (the test session's default is WARNING), to this
     test's standard output (a reloaded module's Logger keeps the handler of its first import)."""
+    # A new execution environment: Powertools' cold-start flags as a new process has them (another
+    # handler run earlier in this test process has cleared them).
+    import aws_lambda_powertools.logging.logger as powertools_logger
+    import aws_lambda_powertools.tracing.tracer as powertools_tracer
+    from aws_lambda_powertools.metrics.provider import cold_start
+
+    powertools_logger.is_cold_start = True
+    powertools_tracer.is_cold_start = True
+    cold_start.reset_cold_start_flag()
     loaded = importlib.reload(importlib.import_module(module))
     loaded.tools.logger.setLevel("INFO")
     loaded.tools.logger.registered_handler.stream = sys.stdout
