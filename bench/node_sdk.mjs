@@ -9,23 +9,26 @@
 // - delivery throughput, in events per second from the first track() to the end of flush():
 //   "burst" tracks every event in one go (as bench/python_sdk.py does); "stream" tracks 10
 //   events per turn of the event loop, so delivery runs while events keep coming and batches
-//   are only as full as the backlog makes them.
+//   are only as full as the backlog makes them;
+// - what instrument() adds to a model call: the openai client, bare and instrumented (its events
+//   going to the same sink), alternating call by call against a canned Chat Completions server
+//   (also in the child process): a JSON reply, and a stream of 100 content chunks read to its
+//   end (plus the usage-only chunk when include_usage asks for it, as OpenAI does). The figure
+//   is the median of (instrumented call − bare call) over the pairs, in microseconds, beside
+//   each one's median time.
 //
 // The sink runs in a child process (this script with --sink), so its work is not counted as
 // the SDK's: the figures are what one application process achieves.
 //
 // Usage: node bench/node_sdk.mjs [--calls N]   (needs the SDK built: cd sdk/node && npm run build)
-// Prints one JSON object: node_track_us_*, node_delivery_*_events_per_s, and context.
+// Prints one JSON object: node_track_us_*, node_delivery_*_events_per_s, node_instrument_*, and context.
 
 import { fork } from "node:child_process";
 import { existsSync } from "node:fs";
 import http from "node:http";
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
 
-if (process.argv.includes("--sink")) {
-  runSink();
-} else {
-  await main();
-}
 
 // --- the sink (child process) ---------------------------------------------------------------
 
@@ -51,11 +54,44 @@ function runSink() {
       res.end(JSON.stringify({ results }));
     });
   });
-  server.listen(0, "127.0.0.1", () => process.send({ port: server.address().port }));
+  const provider = http.createServer(cannedChat);
+  server.listen(0, "127.0.0.1", () =>
+    provider.listen(0, "127.0.0.1", () => process.send({ port: server.address().port, providerPort: provider.address().port })),
+  );
   process.on("message", (message) => {
     if (message === "count") process.send({ received });
   });
   process.on("disconnect", () => process.exit(0));
+}
+
+// A canned Chat Completions endpoint: the JSON reply, or (`stream: true`) 100 content chunks,
+// the finish chunk, the usage-only chunk when `stream_options.include_usage` asks for it, [DONE].
+const STREAM_CHUNKS = 100;
+const USAGE = { prompt_tokens: 1200, completion_tokens: 300, total_tokens: 1500, prompt_tokens_details: { cached_tokens: 200 } };
+const BASE = { id: "chatcmpl-bench", created: 1763000000, model: "gpt-4o-mini-2024-07-18", service_tier: "default" };
+const COMPLETION = JSON.stringify({
+  ...BASE,
+  object: "chat.completion",
+  choices: [{ index: 0, message: { role: "assistant", content: "Hello!", refusal: null }, logprobs: null, finish_reason: "stop" }],
+  usage: USAGE,
+});
+const chunk = (choices, usage = null) => `data: ${JSON.stringify({ ...BASE, object: "chat.completion.chunk", choices, usage })}\n\n`;
+const CHUNKS = Array.from({ length: STREAM_CHUNKS }, (_, i) => chunk([{ index: 0, delta: { content: `w${i} ` }, finish_reason: null }])).join("");
+const STREAM_END = chunk([{ index: 0, delta: {}, finish_reason: "stop" }]);
+const STREAM_USAGE = chunk([], USAGE);
+
+function cannedChat(req, res) {
+  const chunks = [];
+  req.on("data", (c) => chunks.push(c));
+  req.on("end", () => {
+    const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    if (body.stream !== true) {
+      res.writeHead(200, { "content-type": "application/json" });
+      return res.end(COMPLETION);
+    }
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.end(CHUNKS + STREAM_END + (body.stream_options?.include_usage ? STREAM_USAGE : "") + "data: [DONE]\n\n");
+  });
 }
 
 // --- the measurements (this process) --------------------------------------------------------
@@ -66,7 +102,7 @@ async function main() {
     console.error("costtrack Node SDK is not built: run `cd sdk/node && npm ci && npm run build` first");
     process.exit(2);
   }
-  const { Tracker, VERSION } = await import(entry.href);
+  const { Tracker, VERSION, instrument } = await import(entry.href);
 
   const argIndex = process.argv.indexOf("--calls");
   const CALLS = argIndex > 0 ? Number(process.argv[argIndex + 1]) : 10_000;
@@ -81,7 +117,7 @@ async function main() {
       sink.once("message", resolve);
       if (message !== undefined) sink.send(message);
     });
-  const { port } = await ask();
+  const { port, providerPort } = await ask();
   const baseUrl = `http://127.0.0.1:${port}`;
 
   let problems = 0;
@@ -145,6 +181,48 @@ async function main() {
   const burst = await delivery(false);
   const stream = await delivery(true);
 
+  // What instrument() adds to a call of the openai client (the SDK's dev dependency).
+  const sdkRequire = createRequire(new URL("../sdk/node/package.json", import.meta.url));
+  const { default: OpenAI } = await import(pathToFileURL(sdkRequire.resolve("openai")).href);
+  const clientOptions = { apiKey: "sk-bench", baseURL: `http://127.0.0.1:${providerPort}/v1`, maxRetries: 0 };
+  const bare = new OpenAI(clientOptions);
+  const callTracker = new Tracker({ ...options, maxQueueSize: 10_000 });
+  const instrumented = instrument(new OpenAI(clientOptions), { tracker: callTracker, feature: "bench" });
+  const messages = [{ role: "user", content: "Say hello" }];
+  const once = async (client, streamed) => {
+    const start = process.hrtime.bigint();
+    if (streamed) {
+      const stream = await client.chat.completions.create({ model: "gpt-4o-mini", messages, stream: true });
+      let n = 0;
+      for await (const _ of stream) n++;
+      if (n < STREAM_CHUNKS) throw new Error(`stream of ${n} chunks`);
+    } else {
+      await client.chat.completions.create({ model: "gpt-4o-mini", messages });
+    }
+    return Number(process.hrtime.bigint() - start) / 1000;
+  };
+  async function added(streamed, calls) {
+    const times = { bare: [], instrumented: [] };
+    const differences = []; // instrumented minus bare, pair by pair: the load of the moment cancels out
+    for (let i = 0; i < calls + 50; i++) {
+      // Alternate which goes first, so neither always gets the warmer connection.
+      const pair = i % 2 === 0 ? ["bare", "instrumented"] : ["instrumented", "bare"];
+      if (i % 100 === 99 && !(await callTracker.flush(30_000))) throw new Error("flush timed out");
+      const us = {};
+      for (const name of pair) us[name] = await once(name === "bare" ? bare : instrumented, streamed);
+      if (i < 50) continue; // the first 50 pairs warm up
+      for (const name of pair) times[name].push(us[name]);
+      differences.push(us.instrumented - us.bare);
+    }
+    for (const list of [...Object.values(times), differences]) list.sort((a, b) => a - b);
+    return { bare: percentile(times.bare, 50), instrumented: percentile(times.instrumented, 50), added: percentile(differences, 50) };
+  }
+  const plain = await added(false, 1_000);
+  const streamed = await added(true, 300);
+  await callTracker.shutdown(10_000);
+  const callStats = callTracker.stats();
+  const instrumentedCalls = 2 * 50 + 1_000 + 300;
+
   const { received } = await ask("count");
   sink.disconnect();
 
@@ -168,14 +246,27 @@ async function main() {
     node_delivery_stream_events_per_s: Math.round(stream),
     received_by_sink: received,
     callbacks: problems,
+    node_instrument_added_us_median: round(plain.added),
+    node_instrument_call_us_median: round(plain.instrumented),
+    node_bare_call_us_median: round(plain.bare),
+    node_instrument_stream100_added_us_median: round(streamed.added),
+    node_instrument_stream100_call_us_median: round(streamed.instrumented),
+    node_bare_stream100_call_us_median: round(streamed.bare),
+    instrumented_calls_tracked: callStats.sent,
     clock_overhead_us_median: round(percentile(overhead, 50)),
     sdk_version: VERSION,
     node_version: process.version,
   };
   console.log(JSON.stringify(result));
-  const expected = WARMUP + CALLS + 2 * (DELIVERY_EVENTS + 1_000);
-  if (trackStats.sent !== WARMUP + CALLS || received !== expected || problems !== 0) {
+  const expected = WARMUP + CALLS + 2 * (DELIVERY_EVENTS + 1_000) + instrumentedCalls;
+  if (trackStats.sent !== WARMUP + CALLS || callStats.sent !== instrumentedCalls || received !== expected || problems !== 0) {
     console.error(`expected ${expected} events delivered without callbacks, got ${received} at the sink, ${JSON.stringify(trackStats)}, ${problems} callbacks`);
     process.exit(1);
   }
+}
+
+if (process.argv.includes("--sink")) {
+  runSink();
+} else {
+  await main();
 }

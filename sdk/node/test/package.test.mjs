@@ -48,6 +48,15 @@ test("the export map and every exported name, values and types, are pinned", () 
       import: { types: "./dist/esm/index.d.ts", default: "./dist/esm/index.js" },
       require: { types: "./dist/cjs/index.d.ts", default: "./dist/cjs/index.js" },
     },
+    ...Object.fromEntries(
+      ["ai-sdk", "langchain"].map((entry) => [
+        `./${entry}`,
+        {
+          import: { types: `./dist/esm/${entry}.d.ts`, default: `./dist/esm/${entry}.js` },
+          require: { types: `./dist/cjs/${entry}.d.ts`, default: `./dist/cjs/${entry}.js` },
+        },
+      ]),
+    ),
     "./package.json": "./package.json",
   });
   const ts = createRequire(import.meta.url)("typescript");
@@ -58,6 +67,31 @@ test("the export map and every exported name, values and types, are pinned", () 
     const exported = checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(file))).map((symbol) => symbol.name);
     assert.deepEqual(exported.sort(), [...PUBLIC, ...PUBLIC_TYPES].sort(), typings);
   }
+});
+
+// The framework integrations: entry points of their own, so the main one never loads them.
+const ENTRIES = {
+  "costtrack/ai-sdk": { values: ["costtrackMiddleware", "resultUsage"], types: ["CosttrackMiddleware"] },
+  "costtrack/langchain": { values: ["CosttrackCallbackHandler", "fromLangChain", "langChainProvider"], types: [] },
+};
+
+test("the framework entry points (ESM and CommonJS) and their typings", async () => {
+  const require = createRequire(import.meta.url);
+  const ts = require("typescript");
+  for (const [specifier, { values, types }] of Object.entries(ENTRIES)) {
+    assert.deepEqual(Object.keys(await import(specifier)).sort(), values, specifier);
+    assert.deepEqual(Object.keys(require(specifier)).filter((k) => k !== "__esModule").sort(), values, specifier);
+    const entry = specifier.split("/")[1];
+    for (const typings of [`dist/esm/${entry}.d.ts`, `dist/cjs/${entry}.d.ts`]) {
+      const file = new URL(typings, root).pathname;
+      const program = ts.createProgram([file], { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext });
+      const checker = program.getTypeChecker();
+      const exported = checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(file))).map((symbol) => symbol.name);
+      assert.deepEqual(exported.sort(), [...values, ...types].sort(), typings);
+    }
+  }
+  // The main entry point does not load them.
+  assert.ok(!readFileSync(new URL("dist/esm/index.js", root), "utf8").match(/ai-sdk|langchain/));
 });
 
 test("the version lives in package.json only", () => {

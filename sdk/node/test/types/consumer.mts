@@ -117,3 +117,24 @@ const answer: Promise<number> = withAttributes(attributes, async () => 42);
 void answer;
 // @ts-expect-error a tracker is required
 instrument(openaiClient, { feature: "chat" });
+
+// The framework integrations, through their own entry points: the middleware fits AI SDK 7's and
+// AI SDK 5's wrapLanguageModel; the handler fits LangChain's callbacks.
+import { wrapLanguageModel } from "ai";
+import { wrapLanguageModel as wrapLanguageModel5 } from "ai-v5";
+import { costtrackMiddleware, type CosttrackMiddleware } from "costtrack/ai-sdk";
+import { CosttrackCallbackHandler, fromLangChain } from "costtrack/langchain";
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import type { AIMessage } from "@langchain/core/messages";
+
+const middleware: CosttrackMiddleware = costtrackMiddleware({ tracker, feature: "chat" });
+declare const model7: Parameters<typeof wrapLanguageModel>[0]["model"];
+wrapLanguageModel({ model: model7, middleware });
+declare const model5: Parameters<typeof wrapLanguageModel5>[0]["model"];
+wrapLanguageModel5({ model: model5, middleware });
+// @ts-expect-error a tracker is required
+costtrackMiddleware({ feature: "chat" });
+declare const chat: BaseChatModel;
+declare const reply: AIMessage;
+void chat.invoke("hi", { callbacks: [new CosttrackCallbackHandler({ tracker, customerId: "cus_1" })] });
+tracker.track(fromLangChain(reply, { feature: "chat" }));

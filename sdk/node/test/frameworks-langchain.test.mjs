@@ -1,0 +1,144 @@
+// The LangChain JS callback handler (costtrack/langchain) run by @langchain/core itself: a chat
+// model built on BaseChatModel answers with LangChain's documented objects (an AIMessage with
+// usage_metadata and response_metadata as the provider integrations fill them), through invoke,
+// stream, a chain and a failed, timed-out or aborted run.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+
+import { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import { AIMessage, AIMessageChunk } from "@langchain/core/messages";
+import { ChatGenerationChunk } from "@langchain/core/outputs";
+import { RunnableLambda } from "@langchain/core/runnables";
+
+import { fromAnthropic, fromGemini, withAttributes } from "costtrack";
+import { CosttrackCallbackHandler, fromLangChain } from "costtrack/langchain";
+import { checkEvent } from "../dist/esm/validation.js";
+import { GEMINI, MESSAGE, recorder } from "./canned-provider.mjs";
+
+const withoutTotal = ({ totalTokens: _t, ...rest }) => rest;
+
+// LangChain's usage_metadata counts all input (cache included) and all output (reasoning included).
+const ANTHROPIC_REPLY = {
+  content: "Hello!",
+  usage_metadata: { input_tokens: 13000, output_tokens: 500, total_tokens: 13500, input_token_details: { cache_read: 10000, cache_creation: 2000 } },
+  response_metadata: { model_name: "claude-sonnet-4-5-20250929", model_provider: "anthropic", usage: MESSAGE.usage },
+};
+const GEMINI_REPLY = {
+  content: "Hello!",
+  usage_metadata: { input_tokens: 1000, output_tokens: 1000, total_tokens: 2000, output_token_details: { reasoning: 700 } },
+  response_metadata: { model_name: "gemini-2.5-flash", usageMetadata: GEMINI.usageMetadata },
+};
+
+/** Waits, or rejects as the provider SDKs do (APIUserAbortError) when `signal` aborts: integrations pass it on. */
+function pause(ms, signal) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      reject(Object.assign(new Error("Request was aborted."), { name: "APIUserAbortError" }));
+    });
+  });
+}
+
+/** A chat model that answers `reply` (or throws `error`, or waits `delayMs`), as an integration would. */
+class CannedChat extends BaseChatModel {
+  constructor({ reply, provider, model, error, delayMs = 0, ...rest }) {
+    super(rest);
+    Object.assign(this, { reply, provider, model, error, delayMs });
+  }
+  _llmType() {
+    return "canned";
+  }
+  getLsParams(options) {
+    return { ...super.getLsParams(options), ls_provider: this.provider, ls_model_name: this.model };
+  }
+  async _generate(_messages, options) {
+    if (this.delayMs) await pause(this.delayMs, options.signal);
+    if (this.error) throw this.error;
+    return { generations: [{ text: this.reply.content, message: new AIMessage(this.reply) }] };
+  }
+  async *_streamResponseChunks() {
+    const { content, usage_metadata, response_metadata } = this.reply;
+    yield new ChatGenerationChunk({ text: content.slice(0, 3), message: new AIMessageChunk({ content: content.slice(0, 3) }) });
+    if (this.delayMs) await pause(this.delayMs);
+    yield new ChatGenerationChunk({ text: content.slice(3), message: new AIMessageChunk({ content: content.slice(3), usage_metadata, response_metadata }) });
+  }
+}
+
+function only(tracker, status = "success") {
+  assert.equal(tracker.events.length, 1, JSON.stringify(tracker.events));
+  const [{ latencyMs, ...event }] = tracker.events;
+  assert.equal(event.status, status);
+  assert.ok(Number.isSafeInteger(latencyMs) && latencyMs >= 0);
+  assert.equal(checkEvent(tracker.events[0]).error, undefined);
+  return event;
+}
+
+const claude = (options = {}) => new CannedChat({ reply: ANTHROPIC_REPLY, provider: "anthropic", model: "claude-sonnet-4-5", ...options });
+
+describe("LangChain callback handler", () => {
+  test("invoke: the Anthropic integration's usage_metadata gives fromAnthropic's event for the same message", async () => {
+    const tracker = recorder();
+    const message = await claude().invoke("Say hello", { callbacks: [new CosttrackCallbackHandler({ tracker, feature: "chat" })] });
+    assert.equal(message.content, "Hello!");
+    // Tracked before invoke returned (the handler is awaited).
+    assert.deepEqual(only(tracker), { ...withoutTotal(fromAnthropic(MESSAGE)), feature: "chat", status: "success" });
+  });
+
+  test("Gemini: output_tokens counts the thoughts, which go back to reasoningTokens", async () => {
+    const tracker = recorder();
+    const model = new CannedChat({ reply: GEMINI_REPLY, provider: "google_genai", model: "gemini-2.5-flash", callbacks: [new CosttrackCallbackHandler({ tracker })] });
+    await model.invoke("Say hello");
+    assert.deepEqual(only(tracker), { ...withoutTotal(fromGemini(GEMINI)), status: "success" });
+  });
+
+  test("stream: tracked once when it ends, with the aggregated usage", async () => {
+    const tracker = recorder();
+    let text = "";
+    for await (const chunk of await claude().stream("Say hello", { callbacks: [new CosttrackCallbackHandler({ tracker })] })) text += chunk.content;
+    assert.equal(text, "Hello!");
+    assert.deepEqual(only(tracker), { ...withoutTotal(fromAnthropic(MESSAGE)), status: "success" });
+  });
+
+  test("a chain: every model run inside, with the attributes in force when it started", async () => {
+    const tracker = recorder();
+    const model = claude();
+    const chain = RunnableLambda.from(async (input, config) => [await model.invoke(input, config), await model.invoke(input, config)]);
+    await withAttributes({ customerId: "cus_42" }, () => chain.invoke("Say hello", { callbacks: [new CosttrackCallbackHandler({ tracker })] }));
+    assert.equal(tracker.events.length, 2);
+    for (const event of tracker.events) assert.equal(event.customerId, "cus_42");
+  });
+
+  test("a failed run: zero tokens, the model asked for, the error's status; the error is LangChain's own", async () => {
+    for (const [error, status] of [
+      [Object.assign(new Error("Rate limited"), { status: 429 }), "error"],
+      [Object.assign(new Error("Request timed out."), { name: "APIConnectionTimeoutError" }), "timeout"],
+    ]) {
+      const tracker = recorder();
+      await assert.rejects(claude({ error }).invoke("Say hello", { callbacks: [new CosttrackCallbackHandler({ tracker })] }), (e) => e === error);
+      assert.deepEqual(only(tracker, status), { provider: "anthropic", model: "claude-sonnet-4-5", promptTokens: 0, completionTokens: 0, status });
+    }
+  });
+
+  test("an aborted run is cancelled", async () => {
+    const tracker = recorder();
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 30);
+    await assert.rejects(claude({ delayMs: 2000 }).invoke("Say hello", { signal: controller.signal, callbacks: [new CosttrackCallbackHandler({ tracker })] }));
+    assert.equal(only(tracker, "cancelled").promptTokens, 0);
+  });
+
+  test("fromLangChain reads an AIMessage or an LLMResult; the handler needs a tracker", () => {
+    const message = new AIMessage(ANTHROPIC_REPLY);
+    assert.deepEqual(fromLangChain(message), withoutTotal(fromAnthropic(MESSAGE)));
+    assert.deepEqual(fromLangChain({ generations: [[{ text: "Hello!", message }]] }, { feature: "x" }), { ...withoutTotal(fromAnthropic(MESSAGE)), feature: "x" });
+    // An LLM without usage_metadata: llmOutput.tokenUsage as given.
+    assert.deepEqual(fromLangChain({ generations: [[{ text: "Hi" }]], llmOutput: { tokenUsage: { promptTokens: 5, completionTokens: 2 } } }, { provider: "openai", model: "gpt-3.5-turbo-instruct" }), {
+      provider: "openai",
+      model: "gpt-3.5-turbo-instruct",
+      promptTokens: 5,
+      completionTokens: 2,
+    });
+    assert.throws(() => new CosttrackCallbackHandler({}), TypeError);
+  });
+});
