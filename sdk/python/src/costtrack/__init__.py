@@ -22,6 +22,7 @@ from costtrack._version import __version__
 if TYPE_CHECKING:
     from costtrack import providers
     from costtrack._event import TrackEvent
+    from costtrack._instrument import instrument, uninstrument
     from costtrack._lambda import flush_after
     from costtrack._tracker import Tracker
     from costtrack._warnings import ConfigurationError, TrackerWarning
@@ -36,7 +37,9 @@ __all__ = [
     "TrackerWarning",
     "__version__",
     "flush_after",
+    "instrument",
     "providers",
+    "uninstrument",
     "validate_event",
 ]
 
@@ -48,6 +51,8 @@ _HOMES = {
     "Tracker": "costtrack._tracker",
     "TrackerWarning": "costtrack._warnings",
     "flush_after": "costtrack._lambda",
+    "instrument": "costtrack._instrument",
+    "uninstrument": "costtrack._instrument",
     "validate_event": "costtrack.validation",
 }
 
