@@ -21,6 +21,7 @@ from costtrack._version import __version__
 
 if TYPE_CHECKING:
     from costtrack import providers
+    from costtrack._attributes import attributes
     from costtrack._event import TrackEvent
     from costtrack._instrument import instrument, uninstrument
     from costtrack._lambda import flush_after
@@ -36,6 +37,7 @@ __all__ = [
     "Tracker",
     "TrackerWarning",
     "__version__",
+    "attributes",
     "flush_after",
     "instrument",
     "providers",
@@ -44,6 +46,7 @@ __all__ = [
 ]
 
 _HOMES = {
+    "attributes": "costtrack._attributes",
     "ConfigurationError": "costtrack._warnings",
     "EventValidationError": "costtrack.validation",
     "FieldError": "costtrack.validation",

@@ -13,6 +13,7 @@ import time
 from inspect import isawaitable
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple
 
+from costtrack._attributes import current
 from costtrack._provider_events import Usage, provider_event
 
 __all__ = ["DEFAULT_FIELDS", "Call", "Instrumentation", "raw_response_requested", "status_of", "wrap_call"]
@@ -38,8 +39,15 @@ class Instrumentation:
         return Call(self, model)
 
     def fields(self) -> Dict[str, Any]:
-        """The event's attribution: the client's defaults."""
-        return dict(self.defaults)
+        """The event's attribution: the context's (``costtrack.attributes``) over the client's defaults."""
+        fields = dict(self.defaults)
+        context = current()
+        if context:
+            metadata = fields.get("metadata")
+            fields.update(context)
+            if isinstance(metadata, Mapping) and "metadata" in context:
+                fields["metadata"] = {**metadata, **context["metadata"]}
+        return fields
 
     def report(self, error: Exception) -> None:
         report = getattr(self.tracker, "_report_error", None)
