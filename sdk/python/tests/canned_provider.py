@@ -7,13 +7,17 @@ package). Standard library only, so it loads under any interpreter the tests run
 
 from __future__ import annotations
 
+import binascii
+import contextlib
 import json
+import struct
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
-Body = Union[Dict[str, Any], List[Any], str]
+Body = Union[Dict[str, Any], List[Any], str, bytes]
 
 
 @dataclass
@@ -22,6 +26,8 @@ class Canned:
     body: Body = field(default_factory=dict)
     headers: Dict[str, str] = field(default_factory=dict)
     content_type: str = "application/json"
+    #: Seconds to wait before answering (a client with a shorter timeout times out).
+    delay: float = 0.0
 
 
 @dataclass
@@ -61,7 +67,11 @@ class CannedProvider:
                 reply = route(server.url) if callable(route) else route
                 if reply is None:
                     reply = Canned(404, {"error": {"message": f"no canned reply for {self.command} {path}"}})
-                if isinstance(reply.body, str):
+                if reply.delay:
+                    time.sleep(reply.delay)
+                if isinstance(reply.body, bytes):
+                    payload = reply.body
+                elif isinstance(reply.body, str):
                     payload = reply.body.encode("utf-8")
                 else:
                     payload = json.dumps(reply.body).encode("utf-8")
@@ -71,7 +81,8 @@ class CannedProvider:
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(payload)
+                with contextlib.suppress(OSError):  # the client gave up (a timeout test)
+                    self.wfile.write(payload)
 
             do_GET = _answer
             do_POST = _answer
@@ -211,6 +222,166 @@ def gemini_response(model: str, usage: Dict[str, Any]) -> Dict[str, Any]:
         "modelVersion": model,
         "responseId": "mYkgafHCLK2hz7IPl5yXoAk",
     }
+
+
+# -- Streams and errors, in each provider's documented wire format --------------------------------
+
+
+def sse(events: List[Tuple[Optional[str], Any]]) -> str:
+    """A ``text/event-stream`` body: each ``(event name or None, data)``; data other than a string
+    is JSON (https://html.spec.whatwg.org/multipage/server-sent-events.html)."""
+    lines = []
+    for name, data in events:
+        if name is not None:
+            lines.append(f"event: {name}\n")
+        lines.append(f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n")
+    return "".join(lines)
+
+
+def chat_stream(model: str, usage: Dict[str, Any], chunks: int = 3, include_usage: bool = True) -> str:
+    """A Chat Completions stream as documented
+    (https://platform.openai.com/docs/api-reference/chat-streaming): ``chunks`` content chunks,
+    the last with ``finish_reason``; with ``stream_options.include_usage`` every chunk has
+    ``usage: null`` and a last chunk with no choices carries the usage; then ``[DONE]``."""
+
+    def chunk(choices: List[Any], chunk_usage: Any = None) -> Dict[str, Any]:
+        body: Dict[str, Any] = {
+            "id": "chatcmpl-CT0002",
+            "object": "chat.completion.chunk",
+            "created": 1_763_800_000,
+            "model": model,
+            "system_fingerprint": None,
+            "choices": choices,
+        }
+        if include_usage:
+            body["usage"] = chunk_usage
+        return body
+
+    events: List[Tuple[Optional[str], Any]] = []
+    for index in range(chunks):
+        last = index == chunks - 1
+        delta = {"content": "" if last else f"w{index} "}
+        if index == 0:
+            delta["role"] = "assistant"
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": "stop" if last else None}
+        events.append((None, chunk([choice])))
+    if include_usage:
+        events.append((None, chunk([], usage)))
+    events.append((None, "[DONE]"))
+    return sse(events)
+
+
+def responses_stream(response: Dict[str, Any]) -> str:
+    """A Responses API stream as documented (https://platform.openai.com/docs/api-reference/responses-streaming):
+    ``response.created`` (no usage yet), the first output item's text (added, delta, done), then
+    ``response.completed`` with the whole response (its usage)."""
+    created = {**response, "status": "in_progress", "usage": None, "output": []}
+    item = response["output"][0]
+    part = item["content"][0]
+    text = part["text"]
+    where = {"item_id": item["id"], "output_index": 0}
+    steps: List[Tuple[str, Dict[str, Any]]] = [
+        ("response.created", {"response": created}),
+        ("response.output_item.added", {"output_index": 0, "item": {**item, "status": "in_progress", "content": []}}),
+        ("response.content_part.added", {**where, "content_index": 0, "part": {**part, "text": ""}}),
+        ("response.output_text.delta", {**where, "content_index": 0, "delta": text, "logprobs": []}),
+        ("response.output_text.done", {**where, "content_index": 0, "text": text, "logprobs": []}),
+        ("response.content_part.done", {**where, "content_index": 0, "part": part}),
+        ("response.output_item.done", {"output_index": 0, "item": item}),
+        ("response.completed", {"response": response}),
+    ]
+    return sse([(name, {"type": name, "sequence_number": index, **data}) for index, (name, data) in enumerate(steps)])
+
+
+def anthropic_stream(model: str, usage: Dict[str, Any]) -> str:
+    """A Messages stream as documented (https://docs.claude.com/en/docs/build-with-claude/streaming):
+    ``message_start`` carries the input counts (output 1), ``message_delta`` the cumulative counts."""
+    start_usage = {**usage, "output_tokens": 1}
+    message = {**anthropic_message(model, start_usage), "content": [], "stop_reason": None}
+    return sse(
+        [
+            ("message_start", {"type": "message_start", "message": message}),
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            ),
+            ("ping", {"type": "ping"}),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Paris."}},
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "message_delta",
+                {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": usage},
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+    )
+
+
+def gemini_stream(model: str, usages: List[Dict[str, Any]]) -> str:
+    """A streamGenerateContent?alt=sse body: one GenerateContentResponse per event, each with the
+    usage so far; the last candidate has ``finishReason``."""
+    events: List[Tuple[Optional[str], Any]] = []
+    for index, usage in enumerate(usages):
+        candidate: Dict[str, Any] = {"content": {"parts": [{"text": f"w{index} "}], "role": "model"}, "index": 0}
+        if index == len(usages) - 1:
+            candidate["finishReason"] = "STOP"
+        events.append((None, {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model}))
+    return sse(events)
+
+
+def event_stream_message(event_type: str, payload: Dict[str, Any]) -> bytes:
+    """One message of the AWS event stream encoding (application/vnd.amazon.eventstream: prelude
+    with CRC, string headers, JSON payload, message CRC), as ConverseStream sends each event."""
+    headers = b""
+    for name, value in ((":event-type", event_type), (":content-type", "application/json"), (":message-type", "event")):
+        encoded = value.encode("utf-8")
+        headers += bytes([len(name)]) + name.encode("ascii") + b"\x07" + struct.pack(">H", len(encoded)) + encoded
+    body = json.dumps(payload).encode("utf-8")
+    total = 16 + len(headers) + len(body)
+    prelude = struct.pack(">II", total, len(headers))
+    prelude += struct.pack(">I", binascii.crc32(prelude) & 0xFFFFFFFF)
+    message = prelude + headers + body
+    return message + struct.pack(">I", binascii.crc32(message) & 0xFFFFFFFF)
+
+
+def converse_stream(response: Dict[str, Any]) -> bytes:
+    """A ConverseStream body (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ConverseStream.html)
+    for the same answer as the Converse ``response``: the message events, then ``metadata`` with
+    its usage and metrics."""
+    metadata = {"usage": response["usage"], "metrics": response["metrics"]}
+    if "serviceTier" in response:
+        metadata["serviceTier"] = response["serviceTier"]
+    events = [
+        ("messageStart", {"role": "assistant"}),
+        ("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Paris."}}),
+        ("contentBlockStop", {"contentBlockIndex": 0}),
+        ("messageStop", {"stopReason": "end_turn"}),
+        ("metadata", metadata),
+    ]
+    return b"".join(event_stream_message(name, payload) for name, payload in events)
+
+
+def openai_error(status: int, message: str = "The server had an error") -> Canned:
+    """An OpenAI (and Azure OpenAI) error reply (https://platform.openai.com/docs/guides/error-codes)."""
+    return Canned(status, {"error": {"message": message, "type": "server_error", "param": None, "code": None}})
+
+
+def anthropic_error(status: int, kind: str = "overloaded_error") -> Canned:
+    """An Anthropic error reply (https://docs.claude.com/en/api/errors)."""
+    return Canned(status, {"type": "error", "error": {"type": kind, "message": "Overloaded"}})
+
+
+def gemini_error(status: int, state: str = "INTERNAL") -> Canned:
+    """A Gemini API error reply (https://ai.google.dev/gemini-api/docs/troubleshooting)."""
+    return Canned(status, {"error": {"code": status, "message": "An internal error has occurred.", "status": state}})
+
+
+def bedrock_error(status: int, kind: str = "ValidationException") -> Canned:
+    """A Bedrock Runtime error reply (restJson1: the type in ``x-amzn-ErrorType``)."""
+    return Canned(status, {"message": "The provided model identifier is invalid."}, headers={"x-amzn-ErrorType": kind})
 
 
 CLIENT_ENVIRONMENT = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
@@ -260,3 +261,29 @@ def hung_server() -> Iterator[str]:
         yield f"http://127.0.0.1:{listener.getsockname()[1]}"
     finally:
         listener.close()
+
+
+@pytest.fixture
+def canned(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[Any]:
+    """The canned provider (tests/canned_provider.py), in an environment where no client finds a
+    real key, credentials, a proxy or a metadata service."""
+    from canned_provider import CannedProvider, isolated_environment
+
+    isolated = isolated_environment(os.environ, str(tmp_path))
+    for name in set(os.environ) - set(isolated):
+        monkeypatch.delenv(name)
+    for name, value in isolated.items():
+        monkeypatch.setenv(name, value)
+    server = CannedProvider()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def recorder() -> Any:
+    """A tracker for ``costtrack.instrument`` that records (tests/instrumented.py)."""
+    from instrumented import Recorder
+
+    return Recorder()

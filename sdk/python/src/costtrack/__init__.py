@@ -21,7 +21,9 @@ from costtrack._version import __version__
 
 if TYPE_CHECKING:
     from costtrack import providers
+    from costtrack._attributes import attributes
     from costtrack._event import TrackEvent
+    from costtrack._instrument import instrument, uninstrument
     from costtrack._lambda import flush_after
     from costtrack._tracker import Tracker
     from costtrack._warnings import ConfigurationError, TrackerWarning
@@ -35,12 +37,16 @@ __all__ = [
     "Tracker",
     "TrackerWarning",
     "__version__",
+    "attributes",
     "flush_after",
+    "instrument",
     "providers",
+    "uninstrument",
     "validate_event",
 ]
 
 _HOMES = {
+    "attributes": "costtrack._attributes",
     "ConfigurationError": "costtrack._warnings",
     "EventValidationError": "costtrack.validation",
     "FieldError": "costtrack.validation",
@@ -48,6 +54,8 @@ _HOMES = {
     "Tracker": "costtrack._tracker",
     "TrackerWarning": "costtrack._warnings",
     "flush_after": "costtrack._lambda",
+    "instrument": "costtrack._instrument",
+    "uninstrument": "costtrack._instrument",
     "validate_event": "costtrack.validation",
 }
 

@@ -8,7 +8,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
-from costtrack import _lifecycle
+from costtrack import _attributes, _lifecycle
 from costtrack._delivery import MAX_CONSUMERS, Delivery, DeliveryHooks, DeliverySettings
 from costtrack._event import TrackEvent
 from costtrack._fast_encode import encode_event
@@ -143,11 +143,12 @@ class Tracker:
         ``event`` is a dict with snake_case fields (:class:`TrackEvent`). An invalid event goes
         to ``on_error`` and is not sent. Fields that are not event fields (``promptTokens``, a
         typo) are ignored and each name is reported once as an ``ignored_field`` warning.
-        Safe from any thread and from a running asyncio loop.
+        Fields it lacks come from ``costtrack.attributes``. Safe from any thread and asyncio loop.
         """
         if not self._active:
             return
         try:
+            event = _attributes.with_context(event)
             if self._closed:
                 self._drop_after_shutdown()
                 return
@@ -221,8 +222,7 @@ class Tracker:
         return {"queued": self._queue.last_seq, "pending": self._queue.outstanding(), **counts}
 
     def lambda_handler(self, handler: Handler) -> Handler:
-        """Decorator for an AWS Lambda handler: flushes before the handler returns (or raises),
-        so no event is left in a frozen or recycled execution environment. See ``flush_after``."""
+        """Decorator for an AWS Lambda handler: flushes before it returns or raises (``flush_after``)."""
         from costtrack._lambda import flush_after  # on first use, on the decorating thread: it imports inspect
 
         return flush_after(self)(handler)

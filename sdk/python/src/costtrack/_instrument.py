@@ -1,0 +1,93 @@
+"""``instrument(client, tracker=...)``: every model call of a provider's client tracked, without a
+line at each call site; ``uninstrument(client)`` undoes it.
+
+The client *instance* is changed, never its class: its resource objects
+(``client.chat.completions``, ``client.messages``, ``client.models``...) get an instance attribute
+that shadows the method of their class, so other clients of the same class are untouched and
+``uninstrument`` deletes the attributes again. Bedrock Runtime (boto3) is instrumented through
+botocore's own event hooks instead. No provider package is imported: a client is recognised by
+the module of its class, and what it returns is read with the provider helpers' own readers
+(``costtrack._provider_usage``), so an instrumented call is priced exactly as
+``costtrack.providers.from_*`` would price its response.
+
+What happens in the caller's code is unchanged: the same return value, the same exception, the
+same stream chunks (bar the usage-only chunk that costtrack asked for and the caller did not). If
+costtrack fails internally, the call goes on and the failure is reported to the tracker's
+``on_error``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Tuple
+
+from costtrack import _instrument_clients as clients
+from costtrack import _instrument_google_aws as google_aws
+from costtrack._instrument_core import DEFAULT_FIELDS, Instrumentation
+
+__all__ = ["instrument", "instrumenter_for", "uninstrument"]
+
+#: Where an instrumented client keeps how to undo its instrumentation.
+_STATE = "_costtrack_instrumentation"
+
+Apply = Callable[[Instrumentation, Any], None]
+
+
+def instrumenter_for(client: Any) -> Optional[Tuple[str, Apply]]:
+    """The provider id and the function that instruments ``client``; ``None`` for a client not known."""
+    for cls in type(client).__mro__:
+        package = cls.__module__.split(".", 1)[0]
+        if package == "openai":
+            return ("azure" if "Azure" in type(client).__name__ else "openai"), clients.instrument_openai
+        if package == "anthropic":
+            name = type(client).__name__
+            return (
+                "bedrock" if "Bedrock" in name else "google" if "Vertex" in name else "anthropic"
+            ), clients.instrument_anthropic
+        if cls.__module__.startswith("google.genai"):
+            return "google", google_aws.instrument_genai
+        if package == "botocore" and _service(client) == "bedrock-runtime":
+            return "bedrock", google_aws.instrument_bedrock
+    return None
+
+
+def _service(client: Any) -> Optional[str]:
+    try:
+        return str(client.meta.service_model.service_id.hyphenize())
+    except Exception:
+        return None
+
+
+def instrument(client: Any, *, tracker: Any, **defaults: Any) -> Any:
+    """Track every model call of ``client`` with ``tracker``; returns ``client`` itself.
+
+    ``client`` is an ``openai`` client (``OpenAI``, ``AsyncOpenAI``, ``AzureOpenAI``...), an
+    ``anthropic`` one (``Anthropic``, ``AsyncAnthropic``, ``AnthropicBedrock``,
+    ``AnthropicVertex``...), a ``google.genai.Client``, or a boto3 ``bedrock-runtime`` client.
+    ``defaults`` (``feature``, ``customer_id``, ``customer_name``, ``environment``, ``metadata``,
+    and ``provider`` to name an OpenAI-compatible API) go into every event of the client, under
+    what ``costtrack.attributes`` sets around a call. Instrumenting a client twice changes nothing.
+    """
+    unknown = sorted(set(defaults) - set(DEFAULT_FIELDS))
+    if unknown:
+        raise TypeError(f"instrument() got an unexpected keyword argument {unknown[0]!r}")
+    if not callable(getattr(tracker, "track", None)):
+        raise TypeError("instrument() needs tracker=, a costtrack.Tracker")
+    if _STATE in getattr(client, "__dict__", {}):
+        return client
+    found = instrumenter_for(client)
+    if found is None:
+        raise TypeError(f"costtrack.instrument() does not know {type(client).__module__}.{type(client).__qualname__}")
+    provider, apply = found
+    instrumentation = Instrumentation(tracker, provider, defaults)
+    apply(instrumentation, client)
+    setattr(client, _STATE, instrumentation)
+    return client
+
+
+def uninstrument(client: Any) -> Any:
+    """Undo ``instrument(client)``; returns ``client``. A client not instrumented is left as it is."""
+    instrumentation = getattr(client, "__dict__", {}).pop(_STATE, None)
+    if instrumentation is not None:
+        for undo in reversed(instrumentation.undo):
+            undo()
+    return client

@@ -1,0 +1,247 @@
+"""How the OpenAI and Anthropic clients are instrumented (Google's and Bedrock's:
+``_instrument_google_aws``). No provider package is imported."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+
+from costtrack._instrument_core import Call, Instrumentation, raw_response_requested, wrap_call
+from costtrack._instrument_streams import Watcher, instrument_stream
+from costtrack._provider_events import Usage, get
+from costtrack._provider_usage import anthropic_usage, openai_usage
+
+__all__ = ["instrument_anthropic", "instrument_openai"]
+
+# -- OpenAI: Chat Completions and Responses (also Azure OpenAI and OpenAI-compatible APIs) --------
+
+
+def instrument_openai(instrumentation: Instrumentation, client: Any) -> None:
+    completions = getattr(getattr(client, "chat", None), "completions", None)
+    responses = getattr(client, "responses", None)
+    for method in ("create", "parse"):
+        if completions is not None:
+            instrumentation.patch(completions, method, wrap_call(instrumentation, _chat_begin, _chat_finish))
+        if responses is not None:
+            instrumentation.patch(responses, method, wrap_call(instrumentation, _responses_begin, _responses_finish))
+
+
+def _chat_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) -> Optional[Tuple[Call, Any]]:
+    if raw_response_requested(kwargs):
+        return None
+    stream = kwargs.get("stream") is True
+    hide = expected = False
+    if stream:
+        options = kwargs.get("stream_options")
+        options = options if isinstance(options, Mapping) else {}
+        if "include_usage" not in options:  # ask for the usage chunk, and keep it from the caller
+            kwargs["stream_options"] = {**options, "include_usage": True}
+            hide = True
+        expected = bool(kwargs["stream_options"].get("include_usage"))
+    return instrumentation.call(kwargs.get("model")), (stream, hide, expected)
+
+
+def _chat_finish(call: Call, token: Tuple[bool, bool, bool], result: Any) -> Any:
+    stream, hide, expected = token
+    if not stream:
+        call.finish("success", openai_usage(result, call.provider))
+        return result
+    return instrument_stream(result, _ChatWatcher(call, hide, expected))
+
+
+class _ChatWatcher(Watcher):
+    """The stream is complete at its usage chunk (or, when the caller turned usage off, at a
+    ``finish_reason``); the usage-only chunk costtrack asked for is kept from the caller."""
+
+    __slots__ = ("_expected", "_hide", "_last", "_model")
+
+    def __init__(self, call: Call, hide: bool, expected: bool) -> None:
+        super().__init__(call)
+        self._hide = hide
+        self._expected = expected
+        self._last: Any = None
+        self._model: Any = None
+
+    def see(self, chunk: Any) -> bool:
+        self._model = get(chunk, "model") or self._model
+        choices = get(chunk, "choices")
+        if get(chunk, "usage") is not None:
+            self._last = chunk
+            self.complete = True
+            return self._hide and not choices
+        if not self._expected and any(get(choice, "finish_reason") for choice in choices or ()):
+            self.complete = True
+        return False
+
+    def usage(self) -> Optional[Usage]:
+        if self._last is None:
+            return (self._model, {}, {})
+        return openai_usage(self._last, self.call.provider)
+
+
+def _responses_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) -> Optional[Tuple[Call, Any]]:
+    if raw_response_requested(kwargs):
+        return None
+    return instrumentation.call(kwargs.get("model")), kwargs.get("stream") is True
+
+
+def _responses_finish(call: Call, stream: bool, result: Any) -> Any:
+    if not stream:
+        call.finish("error" if get(result, "status") == "failed" else "success", openai_usage(result, call.provider))
+        return result
+    return instrument_stream(result, _ResponsesWatcher(call))
+
+
+_RESPONSES_ENDS = {"response.completed": False, "response.incomplete": False, "response.failed": True}
+
+
+class _ResponsesWatcher(Watcher):
+    __slots__ = ("_response",)
+
+    def __init__(self, call: Call) -> None:
+        super().__init__(call)
+        self._response: Any = None
+
+    def see(self, event: Any) -> bool:
+        kind = get(event, "type")
+        if kind in _RESPONSES_ENDS:
+            self._response = get(event, "response")
+            self.complete = True
+            self.failed = _RESPONSES_ENDS[kind]
+        elif kind == "response.created" and self._response is None:
+            self._response = get(event, "response")
+        elif kind == "error":
+            self.failed = True
+        return False
+
+    def usage(self) -> Optional[Usage]:
+        if self._response is None:
+            return None
+        return openai_usage(self._response, self.call.provider)
+
+
+# -- Anthropic: Messages and message streams (also the Bedrock and Vertex clients of the SDK) ----
+
+
+def instrument_anthropic(instrumentation: Instrumentation, client: Any) -> None:
+    messages = getattr(client, "messages", None)
+    if messages is None:
+        return
+    for method in ("create", "parse"):
+        instrumentation.patch(messages, method, wrap_call(instrumentation, _anthropic_begin, _anthropic_finish))
+    instrumentation.patch(messages, "stream", lambda original: _message_stream(instrumentation, original))
+
+
+def _anthropic_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) -> Optional[Tuple[Call, Any]]:
+    if raw_response_requested(kwargs):
+        return None
+    return instrumentation.call(kwargs.get("model")), kwargs.get("stream") is True
+
+
+def _anthropic_finish(call: Call, stream: bool, result: Any) -> Any:
+    if not stream:
+        call.finish("success", anthropic_usage(result))
+        return result
+    return instrument_stream(result, _AnthropicWatcher(call))
+
+
+def _message_stream(instrumentation: Instrumentation, original: Callable[..., Any]) -> Callable[..., Any]:
+    """``messages.stream(...)``: its manager makes the request when entered, through a private
+    callable (sync) or awaitable (async) that is wrapped here, so the raw stream it gets (whose
+    ``close`` the ``MessageStream`` calls) is instrumented."""
+
+    def stream(*args: Any, **kwargs: Any) -> Any:
+        manager = original(*args, **kwargs)
+        try:
+            _hook_manager(instrumentation, manager, kwargs.get("model"))
+        except Exception as error:
+            instrumentation.report(error)
+        return manager
+
+    return stream
+
+
+def _hook_manager(instrumentation: Instrumentation, manager: Any, model: Any) -> None:
+    name = next((key for key in vars(manager) if key.endswith("__api_request")), None)
+    if name is None:
+        raise RuntimeError(f"costtrack cannot instrument {type(manager).__name__}: no __api_request")
+    request = vars(manager)[name]
+
+    if inspect.isawaitable(request):
+
+        async def api_request_async() -> Any:
+            call = instrumentation.call(model)
+            try:
+                raw = await request
+            except BaseException as error:
+                call.fail(error)
+                raise
+            return _instrumented_raw(call, raw)
+
+        setattr(manager, name, api_request_async())
+        return
+
+    def api_request() -> Any:
+        call = instrumentation.call(model)
+        try:
+            raw = request()
+        except BaseException as error:
+            call.fail(error)
+            raise
+        return _instrumented_raw(call, raw)
+
+    setattr(manager, name, api_request)
+
+
+def _instrumented_raw(call: Call, raw: Any) -> Any:
+    try:
+        return instrument_stream(raw, _AnthropicWatcher(call))
+    except Exception as error:
+        call.report(error)
+        return raw
+
+
+_ANTHROPIC_USAGE = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "cache_creation",
+    "server_tool_use",
+    "service_tier",
+    "speed",
+)
+
+
+class _AnthropicWatcher(Watcher):
+    """``message_start`` names the model and the input counts; each ``message_delta`` carries the
+    cumulative counts so far (they win); ``message_stop`` ends the stream."""
+
+    __slots__ = ("_delta", "_model", "_start")
+
+    def __init__(self, call: Call) -> None:
+        super().__init__(call)
+        self._model: Any = None
+        self._start: Any = None
+        self._delta: Any = None
+
+    def see(self, event: Any) -> bool:
+        kind = get(event, "type")
+        if kind == "message_start":
+            message = get(event, "message")
+            self._model = get(message, "model")
+            self._start = get(message, "usage")
+        elif kind == "message_delta":
+            self._delta = get(event, "usage")
+        elif kind == "message_stop":
+            self.complete = True
+        return False
+
+    def usage(self) -> Optional[Usage]:
+        if self._start is None and self._delta is None:
+            return (self._model, {}, {})
+        merged = {}
+        for name in _ANTHROPIC_USAGE:
+            value = get(self._delta, name)
+            merged[name] = get(self._start, name) if value is None else value
+        return anthropic_usage({"model": self._model, "usage": merged})

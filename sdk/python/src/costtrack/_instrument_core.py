@@ -1,0 +1,204 @@
+"""What instrumenting a client is made of (``costtrack._instrument`` has ``instrument()``): an
+``Instrumentation`` per client, a ``Call`` per model call, and the wrapper of a client's method.
+
+If costtrack fails internally, the call goes on: the failure goes to the tracker's ``on_error``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import time
+from inspect import isawaitable
+from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple
+
+from costtrack._attributes import current
+from costtrack._provider_events import Usage, provider_event
+
+__all__ = ["DEFAULT_FIELDS", "Call", "Instrumentation", "raw_response_requested", "status_of", "wrap_call"]
+
+logger = logging.getLogger("costtrack")
+
+#: The keyword arguments ``instrument()`` takes as defaults for every event of the client.
+DEFAULT_FIELDS = ("feature", "customer_id", "customer_name", "environment", "metadata", "provider")
+#: Counts of an event whose call ended before the provider reported usage.
+_NO_USAGE: Dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0}
+
+
+class Instrumentation:
+    """One instrumented client: its tracker, its defaults, and the undo steps of its patches."""
+
+    def __init__(self, tracker: Any, provider: str, defaults: Mapping[str, Any]) -> None:
+        self.tracker = tracker
+        self.provider = defaults.get("provider") or provider
+        self.defaults = {name: value for name, value in defaults.items() if name != "provider" and value is not None}
+        self.undo: List[Callable[[], None]] = []
+
+    def call(self, model: Any) -> Call:
+        return Call(self, model)
+
+    def fields(self) -> Dict[str, Any]:
+        """The event's attribution: the context's (``costtrack.attributes``) over the client's defaults."""
+        fields = dict(self.defaults)
+        context = current()
+        if context:
+            metadata = fields.get("metadata")
+            fields.update(context)
+            if isinstance(metadata, Mapping) and "metadata" in context:
+                fields["metadata"] = {**metadata, **context["metadata"]}
+        return fields
+
+    def report(self, error: Exception) -> None:
+        report = getattr(self.tracker, "_report_error", None)
+        if callable(report):
+            report(error)
+        else:
+            logger.error("costtrack: instrumentation failed: %r", error)
+
+    def patch(self, owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+        """Shadow ``owner.name`` (a method of ``owner``'s class) with ``make(original)`` on the instance."""
+        original = getattr(owner, name, None)
+        if original is None or name in vars(owner):
+            return
+        wrapper = functools.wraps(original)(make(original))
+        setattr(owner, name, wrapper)
+
+        def undo() -> None:
+            if vars(owner).get(name) is wrapper:
+                delattr(owner, name)
+
+        self.undo.append(undo)
+
+
+class Call:
+    """One model call: started when created, tracked once by ``finish``."""
+
+    __slots__ = ("_instrumentation", "_model", "_start", "done")
+
+    def __init__(self, instrumentation: Instrumentation, model: Any) -> None:
+        self._instrumentation = instrumentation
+        self._model = model if isinstance(model, str) else None
+        self._start = time.perf_counter()
+        self.done = False
+
+    def finish(self, status: str, usage: Optional[Usage] = None) -> None:
+        """Track the call (once) with ``status``, its latency so far and ``usage`` (what a
+        ``costtrack._provider_usage`` reader made of the response; ``None``: zero tokens)."""
+        if self.done:
+            return
+        self.done = True
+        latency_ms = int((time.perf_counter() - self._start) * 1000 + 0.5)
+        instrumentation = self._instrumentation
+        try:
+            if usage is None:
+                usage = (None, _NO_USAGE, {})
+            found_model, counts, pricing = usage
+            if counts.get("prompt_tokens") is None and counts.get("completion_tokens") is None:
+                counts = {**counts, **_NO_USAGE}
+            fields = instrumentation.fields()
+            fields["latency_ms"] = latency_ms
+            fields["status"] = status
+            event = provider_event(
+                "instrument", (found_model or self._model, counts, pricing), instrumentation.provider, None, fields
+            )
+            instrumentation.tracker.track(event)
+        except Exception as error:  # never into the application
+            instrumentation.report(error)
+
+    def fail(self, error: BaseException) -> None:
+        self.finish(status_of(error))
+
+    @property
+    def model(self) -> Optional[str]:
+        """The model the call asked for."""
+        return self._model
+
+    @property
+    def provider(self) -> str:
+        return self._instrumentation.provider
+
+    def report(self, error: Exception) -> None:
+        self._instrumentation.report(error)
+
+
+def status_of(error: BaseException) -> str:
+    """``cancelled`` for a cancellation, ``timeout`` for any timeout exception (the clients'
+    ``APITimeoutError``, httpx's and botocore's timeouts, ``TimeoutError``), else ``error``."""
+    names = [cls.__name__ for cls in type(error).__mro__]
+    if isinstance(error, (KeyboardInterrupt, GeneratorExit)) or "CancelledError" in names:
+        return "cancelled"
+    if isinstance(error, TimeoutError) or any("Timeout" in name for name in names):
+        return "timeout"
+    return "error"
+
+
+Begin = Callable[[Instrumentation, Dict[str, Any]], Optional[Tuple[Call, Any]]]
+Finish = Callable[[Call, Any, Any], Any]
+
+
+def wrap_call(instrumentation: Instrumentation, begin: Begin, finish: Finish) -> Callable[..., Any]:
+    """``make`` for ``Instrumentation.patch``: a wrapper of a method (sync or async) that starts a
+    ``Call`` with ``begin(instrumentation, kwargs)`` (``None``: not tracked; else the call and what
+    ``finish`` needs, ``kwargs`` possibly changed) and hands the result to ``finish(call, result,
+    token)``, which returns what the caller gets: the result itself (a stream instrumented in place)."""
+
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def start(kwargs: Dict[str, Any]) -> Optional[Tuple[Call, Any]]:
+            try:
+                return begin(instrumentation, kwargs)
+            except Exception as error:
+                instrumentation.report(error)
+                return None
+
+        def end(call: Call, token: Any, result: Any) -> Any:
+            try:
+                return finish(call, token, result)
+            except Exception as error:
+                instrumentation.report(error)
+                return result
+
+        async def awaited(call: Call, token: Any, pending: Awaitable[Any]) -> Any:
+            try:
+                result = await pending
+            except BaseException as error:
+                call.fail(error)
+                raise
+            return end(call, token, result)
+
+        if inspect.iscoroutinefunction(original):
+
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                started = start(kwargs)
+                if started is None:
+                    return await original(*args, **kwargs)
+                return await awaited(started[0], started[1], original(*args, **kwargs))
+
+            return async_wrapper
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = start(kwargs)
+            if started is None:
+                return original(*args, **kwargs)
+            call, token = started
+            try:
+                result = original(*args, **kwargs)
+            except BaseException as error:
+                call.fail(error)
+                raise
+            if isawaitable(result):  # an async method behind a sync decorator (the clients' required_args)
+                return awaited(call, token, result)
+            return end(call, token, result)
+
+        return wrapper
+
+    return make
+
+
+def raw_response_requested(kwargs: Mapping[str, Any]) -> bool:
+    """``with_raw_response`` / ``with_streaming_response`` calls (the Stainless clients' header):
+    their result is the HTTP response, not the parsed one; they are not tracked."""
+    headers = kwargs.get("extra_headers")
+    return isinstance(headers, Mapping) and any(
+        isinstance(name, str) and name.lower() == "x-stainless-raw-response" for name in headers
+    )
