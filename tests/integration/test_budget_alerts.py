@@ -1,7 +1,9 @@
 """Budgets and alerts on the local stack (DynamoDB Local, the HTTP front): concurrent events and
 repeated, concurrent evaluator runs make exactly one notification per threshold, at a signed
-webhook on 127.0.0.1 (verified with the README's snippets) and at SNS (moto's server, through
-an SQS subscription); retries with backoff; the budget_exceeded warning; SSRF refusals."""
+webhook on 127.0.0.1 (verified with the Standard Webhooks reference libraries in Python and in
+Node, and with both SDKs' verifiers as the README's snippets call them) and at SNS (moto's
+server, through an SQS subscription); secret rotation with an overlap window; retries with
+backoff; the budget_exceeded warning; SSRF refusals."""
 
 from __future__ import annotations
 
@@ -21,12 +23,14 @@ from typing import Any
 import boto3
 import httpx
 import pytest
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from costtrack_service.budget_jobs import Alerts, AlertSettings
 from costtrack_service.domain.keys import ADMIN
 from costtrack_service.domain.quota import Tier
-from costtrack_service.domain.webhooks import UrlPolicy
+from costtrack_service.domain.webhooks import SIGNATURE_HEADER, UrlPolicy, signature_header
 from costtrack_service.store import DynamoStore
+from tests.conftest import NODE_SDK
 from tests.docs.answers import without_elisions
 from tests.unit.test_ingestion import GPT5_EVENT
 
@@ -58,31 +62,65 @@ def fields_missing(shown: Any, real: Any, where: str = "") -> list[str]:
 def readme_snippet(language: str) -> str:
     """The verification snippet of ``language`` from the README's "Budgets and alerts"."""
     blocks = re.findall(rf"```{language}\n(.*?)```", readme_section(), re.DOTALL)
-    [snippet] = [block for block in blocks if "erif" in block]
+    [snippet] = [block for block in blocks if "verify" in block.lower()]
     return snippet
 
 
-def verify_in_python(secret: str, header: str, body: bytes) -> bool:
+def verify_in_python(secret: str, headers: dict[str, str], body: bytes) -> bool:
+    """Whether the Standard Webhooks library and the README's snippet (the Python SDK's
+    ``costtrack.verify_webhook``) both verify the delivery; they must agree."""
+    try:
+        Webhook(secret).verify(body, headers)
+        reference = True
+    except WebhookVerificationError:
+        reference = False
     namespace: dict[str, Any] = {}
     exec(readme_snippet("python"), namespace)  # noqa: S102 - the README's own snippet
-    return bool(namespace["verify_costtrack_signature"](secret, header, body))
+    import costtrack.webhooks
+
+    try:
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("COSTTRACK_WEBHOOK_SECRET", secret)
+            namespace["costtrack_alert"](body, headers)
+        ours = True
+    except costtrack.webhooks.WebhookVerificationError:
+        ours = False
+    assert reference == ours, (reference, ours)
+    return ours
 
 
-def verify_in_node(secret: str, header: str, body: bytes) -> bool:
+def verify_in_node(secret: str, headers: dict[str, str], body: bytes) -> bool:
+    """The same in Node: npm's ``standardwebhooks`` and the README's snippet (the Node SDK's
+    ``verifyWebhook``), run from the Node SDK's folder (its build and dev dependencies)."""
     script = readme_snippet("js") + (
+        "\nconst { Webhook } = require('standardwebhooks');"
         "\nconst chunks = []; process.stdin.on('data', (c) => chunks.push(c)); process.stdin.on('end', () => {"
-        "  const ok = verifyCosttrackSignature(process.env.SECRET, process.env.HEADER, Buffer.concat(chunks));"
-        "  process.stdout.write(ok ? 'valid' : 'invalid'); });"
+        "  const body = Buffer.concat(chunks); const headers = JSON.parse(process.env.HEADERS);"
+        "  const outcome = (f) => { try { f(); return 'valid'; } catch { return 'invalid'; } };"
+        "  const reference = outcome(() => new Webhook(process.env.COSTTRACK_WEBHOOK_SECRET).verify(body, headers));"
+        "  const ours = outcome(() => costtrackAlert(body, headers));"
+        "  process.stdout.write(JSON.stringify([reference, ours])); });"
     )
     result = subprocess.run(
         ["node", "-e", script],
         input=body,
         capture_output=True,
-        env={"SECRET": secret, "HEADER": header, "PATH": "/usr/bin:/bin:/usr/local/bin"},
+        cwd=NODE_SDK,
+        env={
+            "COSTTRACK_WEBHOOK_SECRET": secret,
+            "HEADERS": json.dumps(headers),
+            "PATH": "/usr/bin:/bin:/usr/local/bin",
+        },
         timeout=60,
         check=True,
     )
-    return result.stdout == b"valid"
+    reference, ours = json.loads(result.stdout)
+    assert reference == ours, result.stdout
+    return bool(ours == "valid")
+
+
+def signed_part(headers: dict[str, str]) -> dict[str, str]:
+    return {name: headers[name] for name in ("webhook-id", "webhook-timestamp", "webhook-signature")}
 
 
 class Receiver:
@@ -234,11 +272,17 @@ def test_exactly_one_signed_notification_per_threshold_under_concurrency(
     assert len({body["id"] for body in receiver.bodies()}) == 3
     for headers, body in receiver.requests:
         assert headers["content-type"] == "application/json"
-        assert headers["costtrack-notification-id"] == json.loads(body)["id"]
-        assert verify_in_python(webhook["secret"], headers["costtrack-signature"], body)
-        assert verify_in_node(webhook["secret"], headers["costtrack-signature"], body)
-        assert not verify_in_python(webhook["secret"], headers["costtrack-signature"], body + b" ")
-        assert not verify_in_python("whsec_other", headers["costtrack-signature"], body)
+        assert headers["webhook-id"] == headers["costtrack-notification-id"] == json.loads(body)["id"]
+        signed = signed_part(headers)
+        assert verify_in_python(webhook["secret"], signed, body)
+        assert verify_in_node(webhook["secret"], signed, body)
+        assert not verify_in_python(webhook["secret"], signed, body + b" ")
+        assert not verify_in_python(webhook["secret"], {**signed, "webhook-id": "ntf_other"}, body)
+        assert not verify_in_python("whsec_b3RoZXI=", signed, body)
+        assert not verify_in_node("whsec_b3RoZXI=", signed, body)
+        # The deprecated header, sent until its documented end: the same HMAC as before.
+        legacy = headers[SIGNATURE_HEADER.lower()]
+        assert legacy == signature_header(webhook["secret"], int(headers["webhook-timestamp"]), body)
     assert all(body["budget"]["budget_id"] == budget["budget_id"] for body in receiver.bodies())
     # Every field of the webhook body the README shows is in the real one.
     blocks = re.findall(r"```json\n(.*?)```", readme_section(), re.DOTALL)
@@ -278,6 +322,40 @@ def test_exceeded_budgets_warn_matching_events(owner: Owner, local_stack: Any) -
     search = owner.send(feature="search")
     assert [w["budget_id"] for w in search["warnings"] if w["code"] == "budget_exceeded"] == [model]
     assert search["cost"] == "0.0335"  # a warning: accepted and counted as always
+
+
+def test_a_rotated_secret_signs_beside_the_old_one_during_the_overlap(
+    owner: Owner, local_stack: Any, receiver: Receiver
+) -> None:
+    old = owner.call("POST", "/v1/workspace/webhooks", json={"url": receiver.url}).json()["webhook"]
+    path = f"/v1/workspace/webhooks/{old['endpoint_id']}/rotate-secret"
+    assert owner.call("POST", path, json={"overlap_hours": 169}).status_code == 400
+    assert owner.call("POST", "/v1/workspace/webhooks/whk_none/rotate-secret", json={}).status_code == 404
+    rotated = owner.call("POST", path, json={"overlap_hours": 1})
+    assert rotated.status_code == 200, rotated.text
+    new = rotated.json()["webhook"]
+    assert new["secret"] != old["secret"] and new["previous_secret_prefix"] == old["secret_prefix"]
+    [listed] = owner.call("GET", "/v1/workspace/webhooks").json()["webhooks"]
+    assert "secret" not in listed and listed["previous_secret_until"] == new["previous_secret_until"]
+
+    owner.call("POST", "/v1/workspace/budgets", json={"amount": "1", "thresholds": [1]})
+    owner.send()
+    now = [datetime.now(UTC)]
+    Alerts(local_stack.store, AlertSettings(url_policy=LOCAL), clock=lambda: now[0]).run()
+    [(headers, body)] = receiver.requests
+    assert len(headers["webhook-signature"].split(" ")) == 2
+    for secret in (old["secret"], new["secret"]):  # a receiver with either verifies it
+        assert verify_in_python(secret, signed_part(headers), body)
+        assert verify_in_node(secret, signed_part(headers), body)
+
+    # Once the overlap is over, a rotation without one: only the newest secret signs.
+    newest = owner.call("POST", path, json={"overlap_hours": 0}).json()["webhook"]
+    owner.call("POST", "/v1/workspace/budgets", json={"amount": "1", "thresholds": [2]})
+    Alerts(local_stack.store, AlertSettings(url_policy=LOCAL), clock=lambda: now[0]).run()
+    headers, body = receiver.requests[1]
+    assert len(headers["webhook-signature"].split(" ")) == 1
+    assert verify_in_python(newest["secret"], signed_part(headers), body)
+    assert not verify_in_python(new["secret"], signed_part(headers), body)
 
 
 def test_failed_deliveries_are_retried_with_backoff(owner: Owner, local_stack: Any, receiver: Receiver) -> None:

@@ -16,14 +16,18 @@ import {
   fromVercelAI,
   instrument,
   uninstrument,
+  verifyWebhook,
   withAttributes,
   withFlush,
+  WebhookVerificationError,
   type Attributes,
   type HelperOptions,
   type InstrumentOptions,
   type TrackOptions,
   type TrackerStats,
   type TrackerWarning,
+  type VerifyWebhookOptions,
+  type WebhookHeaders,
 } from "costtrack";
 
 const warnings: TrackerWarning[] = [];
@@ -117,3 +121,19 @@ const answer: Promise<number> = withAttributes(attributes, async () => 42);
 void answer;
 // @ts-expect-error a tracker is required
 instrument(openaiClient, { feature: "chat" });
+
+// verifyWebhook() takes the raw body, Node's or fetch's headers and one secret or several.
+declare const incoming: import("node:http").IncomingHttpHeaders;
+const verified: unknown = verifyWebhook(Buffer.from("{}"), incoming, "whsec_c2VjcmV0", { tolerance: 60 });
+void verified;
+const webhookOptions: VerifyWebhookOptions = { now: Date.now() };
+verifyWebhook("{}", new Headers(), ["whsec_bmV3", "whsec_b2xk"], webhookOptions);
+const fetchHeaders: WebhookHeaders = new Headers();
+void fetchHeaders;
+try {
+  verifyWebhook("{}", {}, "whsec_c2VjcmV0");
+} catch (error) {
+  if (error instanceof WebhookVerificationError) error.code.toUpperCase();
+}
+// @ts-expect-error the body is text or bytes, not a parsed object
+verifyWebhook({ id: "ntf_1" }, {}, "whsec_c2VjcmV0");

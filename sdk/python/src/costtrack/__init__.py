@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from costtrack._tracker import Tracker
     from costtrack._warnings import ConfigurationError, TrackerWarning
     from costtrack.validation import EventValidationError, FieldError, validate_event
+    from costtrack.webhooks import verify_webhook
 
 __all__ = [
     "ConfigurationError",
@@ -38,6 +39,7 @@ __all__ = [
     "flush_after",
     "providers",
     "validate_event",
+    "verify_webhook",
 ]
 
 _HOMES = {
@@ -49,6 +51,7 @@ _HOMES = {
     "TrackerWarning": "costtrack._warnings",
     "flush_after": "costtrack._lambda",
     "validate_event": "costtrack.validation",
+    "verify_webhook": "costtrack.webhooks",
 }
 
 
