@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from tests.integration.test_admin_cli import Admin, post
-from tests.integration.test_budget_alerts import GPT5, Receiver, signed_part, verify_in_python
+from tests.integration.test_budget_alerts import GPT5, Receiver
+from tests.integration.webhook_verifiers import signed_part, verify_in_python
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import threading
 import time
 import uuid
@@ -23,15 +22,14 @@ from typing import Any
 import boto3
 import httpx
 import pytest
-from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from costtrack_service.budget_jobs import Alerts, AlertSettings
 from costtrack_service.domain.keys import ADMIN
 from costtrack_service.domain.quota import Tier
 from costtrack_service.domain.webhooks import SIGNATURE_HEADER, UrlPolicy, signature_header
 from costtrack_service.store import DynamoStore
-from tests.conftest import NODE_SDK
 from tests.docs.answers import without_elisions
+from tests.integration.webhook_verifiers import readme_section, signed_part, verify_in_node, verify_in_python
 from tests.unit.test_ingestion import GPT5_EVENT
 
 pytestmark = pytest.mark.integration
@@ -39,11 +37,6 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 GPT5 = GPT5_EVENT  # 0.0335 USD (docs/api-rules.md#worked-examples, first row), feature chat
 LOCAL = UrlPolicy(allow_loopback=True)
-
-
-def readme_section() -> str:
-    """The README's "Budgets and alerts"."""
-    return (ROOT / "README.md").read_text().split("## Budgets and alerts", 1)[1].split("\n## ", 1)[0]
 
 
 def fields_missing(shown: Any, real: Any, where: str = "") -> list[str]:
@@ -57,70 +50,6 @@ def fields_missing(shown: Any, real: Any, where: str = "") -> list[str]:
             [f"{where}{name}"] if name not in real else fields_missing(value, real[name], f"{where}{name}.")
         )
     ]
-
-
-def readme_snippet(language: str) -> str:
-    """The verification snippet of ``language`` from the README's "Budgets and alerts"."""
-    blocks = re.findall(rf"```{language}\n(.*?)```", readme_section(), re.DOTALL)
-    [snippet] = [block for block in blocks if "verify" in block.lower()]
-    return snippet
-
-
-def verify_in_python(secret: str, headers: dict[str, str], body: bytes) -> bool:
-    """Whether the Standard Webhooks library and the README's snippet (the Python SDK's
-    ``costtrack.verify_webhook``) both verify the delivery; they must agree."""
-    try:
-        Webhook(secret).verify(body, headers)
-        reference = True
-    except WebhookVerificationError:
-        reference = False
-    namespace: dict[str, Any] = {}
-    exec(readme_snippet("python"), namespace)  # noqa: S102 - the README's own snippet
-    import costtrack.webhooks
-
-    try:
-        with pytest.MonkeyPatch.context() as env:
-            env.setenv("COSTTRACK_WEBHOOK_SECRET", secret)
-            namespace["costtrack_alert"](body, headers)
-        ours = True
-    except costtrack.webhooks.WebhookVerificationError:
-        ours = False
-    assert reference == ours, (reference, ours)
-    return ours
-
-
-def verify_in_node(secret: str, headers: dict[str, str], body: bytes) -> bool:
-    """The same in Node: npm's ``standardwebhooks`` and the README's snippet (the Node SDK's
-    ``verifyWebhook``), run from the Node SDK's folder (its build and dev dependencies)."""
-    script = readme_snippet("js") + (
-        "\nconst { Webhook } = require('standardwebhooks');"
-        "\nconst chunks = []; process.stdin.on('data', (c) => chunks.push(c)); process.stdin.on('end', () => {"
-        "  const body = Buffer.concat(chunks); const headers = JSON.parse(process.env.HEADERS);"
-        "  const outcome = (f) => { try { f(); return 'valid'; } catch { return 'invalid'; } };"
-        "  const reference = outcome(() => new Webhook(process.env.COSTTRACK_WEBHOOK_SECRET).verify(body, headers));"
-        "  const ours = outcome(() => costtrackAlert(body, headers));"
-        "  process.stdout.write(JSON.stringify([reference, ours])); });"
-    )
-    result = subprocess.run(
-        ["node", "-e", script],
-        input=body,
-        capture_output=True,
-        cwd=NODE_SDK,
-        env={
-            "COSTTRACK_WEBHOOK_SECRET": secret,
-            "HEADERS": json.dumps(headers),
-            "PATH": "/usr/bin:/bin:/usr/local/bin",
-        },
-        timeout=60,
-        check=True,
-    )
-    reference, ours = json.loads(result.stdout)
-    assert reference == ours, result.stdout
-    return bool(ours == "valid")
-
-
-def signed_part(headers: dict[str, str]) -> dict[str, str]:
-    return {name: headers[name] for name in ("webhook-id", "webhook-timestamp", "webhook-signature")}
 
 
 class Receiver:
@@ -322,40 +251,6 @@ def test_exceeded_budgets_warn_matching_events(owner: Owner, local_stack: Any) -
     search = owner.send(feature="search")
     assert [w["budget_id"] for w in search["warnings"] if w["code"] == "budget_exceeded"] == [model]
     assert search["cost"] == "0.0335"  # a warning: accepted and counted as always
-
-
-def test_a_rotated_secret_signs_beside_the_old_one_during_the_overlap(
-    owner: Owner, local_stack: Any, receiver: Receiver
-) -> None:
-    old = owner.call("POST", "/v1/workspace/webhooks", json={"url": receiver.url}).json()["webhook"]
-    path = f"/v1/workspace/webhooks/{old['endpoint_id']}/rotate-secret"
-    assert owner.call("POST", path, json={"overlap_hours": 169}).status_code == 400
-    assert owner.call("POST", "/v1/workspace/webhooks/whk_none/rotate-secret", json={}).status_code == 404
-    rotated = owner.call("POST", path, json={"overlap_hours": 1})
-    assert rotated.status_code == 200, rotated.text
-    new = rotated.json()["webhook"]
-    assert new["secret"] != old["secret"] and new["previous_secret_prefix"] == old["secret_prefix"]
-    [listed] = owner.call("GET", "/v1/workspace/webhooks").json()["webhooks"]
-    assert "secret" not in listed and listed["previous_secret_until"] == new["previous_secret_until"]
-
-    owner.call("POST", "/v1/workspace/budgets", json={"amount": "1", "thresholds": [1]})
-    owner.send()
-    now = [datetime.now(UTC)]
-    Alerts(local_stack.store, AlertSettings(url_policy=LOCAL), clock=lambda: now[0]).run()
-    [(headers, body)] = receiver.requests
-    assert len(headers["webhook-signature"].split(" ")) == 2
-    for secret in (old["secret"], new["secret"]):  # a receiver with either verifies it
-        assert verify_in_python(secret, signed_part(headers), body)
-        assert verify_in_node(secret, signed_part(headers), body)
-
-    # Once the overlap is over, a rotation without one: only the newest secret signs.
-    newest = owner.call("POST", path, json={"overlap_hours": 0}).json()["webhook"]
-    owner.call("POST", "/v1/workspace/budgets", json={"amount": "1", "thresholds": [2]})
-    Alerts(local_stack.store, AlertSettings(url_policy=LOCAL), clock=lambda: now[0]).run()
-    headers, body = receiver.requests[1]
-    assert len(headers["webhook-signature"].split(" ")) == 1
-    assert verify_in_python(newest["secret"], signed_part(headers), body)
-    assert not verify_in_python(new["secret"], signed_part(headers), body)
 
 
 def test_failed_deliveries_are_retried_with_backoff(owner: Owner, local_stack: Any, receiver: Receiver) -> None:
