@@ -127,6 +127,9 @@ def generated_files() -> dict[Path, str]:
         "description": "Generated from the pinned genai-prices package by scripts/generate_catalogue.py; do not edit.",
         "source": "genai-prices",
         "version": genai_prices.__version__,
+        # What the deployed price sync reads: this version's PyPI wheel, refused unless its
+        # SHA-256 is this one (PyPI's, as uv.lock records it).
+        "release": locked_release(genai_prices.__version__),
         "units": unit_data,
         "providers": {
             provider: {"fallback": document["fallback"], "models": len(document["models"])}
@@ -140,6 +143,23 @@ def generated_files() -> dict[Path, str]:
     files[PRICING_NAMES] = render(names)
     files[README] = with_blocks(README.read_text(encoding="utf-8"), readme_blocks(index, names))
     return files
+
+
+def locked_release(version: str) -> dict[str, str]:
+    """genai-prices' wheel of ``version`` as uv.lock records it: its URL and SHA-256."""
+    import tomllib
+
+    from costtrack_service.catalogue.release import DATA_MEMBER
+
+    lock = tomllib.loads((ROOT / "uv.lock").read_text(encoding="utf-8"))
+    [package] = [p for p in lock["package"] if p["name"] == "genai-prices"]
+    if package["version"] != version:
+        raise SystemExit(f"uv.lock has genai-prices {package['version']}, {version} is installed: run make deps")
+    [wheel] = package["wheels"]
+    algorithm, digest = wheel["hash"].split(":", 1)
+    if algorithm != "sha256":
+        raise SystemExit(f"uv.lock records a {algorithm} hash of the genai-prices wheel, not sha256")
+    return {"url": wheel["url"], "sha256": digest, "member": DATA_MEMBER}
 
 
 README = ROOT / "README.md"

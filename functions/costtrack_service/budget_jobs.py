@@ -38,13 +38,12 @@ from costtrack_service.domain.budgets import Budget, Status, crossed, notificati
 from costtrack_service.domain.pricing import format_timestamp
 from costtrack_service.domain.webhooks import (
     FIRST_RETRY,
-    SIGNATURE_HEADER,
     Target,
     UrlPolicy,
     WebhookRefused,
     check_url,
     next_attempt_at,
-    signature_header,
+    signed_headers,
 )
 from costtrack_service.store import DynamoStore
 from costtrack_service.webhook_client import post_webhook
@@ -209,11 +208,15 @@ class Alerts:
         except WebhookRefused as exc:
             return Attempt(at, error=str(exc))
         body = notification.body.encode()
+        # Signed now, with the secrets that sign now (a rotation's overlap: old and new).
+        now = time.time()
+        secrets = endpoint.signing_secrets(format_timestamp(datetime.fromtimestamp(now, UTC)))
         headers = {
             "Content-Type": "application/json",
             "User-Agent": USER_AGENT,
+            # Deprecated with Costtrack-Signature: webhook-id carries the same id, signed.
             "Costtrack-Notification-Id": notification.notification_id,
-            SIGNATURE_HEADER: signature_header(endpoint.secret, int(time.time()), body),
+            **signed_headers(secrets, notification.notification_id, int(now), body),
         }
         try:
             status = self._send(target, body, headers)

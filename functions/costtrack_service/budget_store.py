@@ -115,13 +115,30 @@ class BudgetTable(BudgetReads):
         return _endpoint(workspace_id, item) if item else None
 
     def put_endpoint(self, endpoint: Endpoint) -> None:
-        data = {key: value for key, value in endpoint.to_dict(with_secret=True).items() if key != "secret_prefix"}
         item = {
             "partition": _partition(endpoint.workspace_id),
             "item_key": f"e#{endpoint.endpoint_id}",
-            "endpoint": json.dumps(data, separators=(",", ":")),
+            "endpoint": json.dumps(endpoint.stored(), separators=(",", ":")),
         }
         self._call(self.client.put_item, TableName=self.tables.budgets, Item=to_item(item))
+
+    def rotate_endpoint_secret(self, seen: Endpoint, rotated: Endpoint) -> bool:
+        """Store ``rotated`` if the endpoint is still ``seen`` (a conditional write): False when
+        it changed or was deleted meanwhile."""
+        return self._conditional(
+            self.client.put_item,
+            TableName=self.tables.budgets,
+            Item=to_item(
+                {
+                    "partition": _partition(rotated.workspace_id),
+                    "item_key": f"e#{rotated.endpoint_id}",
+                    "endpoint": json.dumps(rotated.stored(), separators=(",", ":")),
+                }
+            ),
+            ConditionExpression="#endpoint = :seen",
+            ExpressionAttributeNames={"#endpoint": "endpoint"},
+            ExpressionAttributeValues=to_item({":seen": json.dumps(seen.stored(), separators=(",", ":"))}),
+        )
 
     def delete_endpoint(self, workspace_id: str, endpoint_id: str) -> bool:
         return self._delete(workspace_id, f"e#{endpoint_id}")
@@ -243,6 +260,8 @@ def _endpoint(workspace_id: str, item: dict[str, Any]) -> Endpoint:
         secret=data["secret"],
         created_at=data["created_at"],
         description=data.get("description"),
+        previous_secret=data.get("previous_secret"),
+        previous_until=data.get("previous_until"),
     )
 
 

@@ -1,6 +1,8 @@
 """The price sync and the backfill, as the scheduled function and ``costtrack admin`` run them.
 
-``sync`` fetches genai-prices' published data file, converts and checks it, adds the entries the
+``sync`` fetches the pinned genai-prices release (``pinned_release``: the PyPI wheel of the version
+``pyproject.toml`` pins, refused unless its SHA-256 is the one ``make catalogue`` recorded) or an
+operator's data file, converts and checks it, adds the entries the
 plan calls for (``domain/price_sync.py``), remembers what it did, and backfills. ``backfill``
 prices, once each, the events that came in before their model had a price.
 """
@@ -19,6 +21,7 @@ from typing import Any, Protocol
 
 from costtrack_service import catalogue
 from costtrack_service.catalogue.convert import convert
+from costtrack_service.catalogue.release import ReleaseError, check_sha256, is_wheel, providers_from_wheel
 from costtrack_service.domain.cost import format_decimal
 from costtrack_service.domain.overrides import Override
 from costtrack_service.domain.price_sync import plan_sync
@@ -26,8 +29,6 @@ from costtrack_service.domain.pricer import Call, Pricer
 from costtrack_service.domain.pricing import PricingEntry, format_timestamp, parse_timestamp
 from costtrack_service.domain.records import EventRecord, PricingStatus, WarningCode, priced_fields
 
-#: Where genai-prices publishes its data (the file its own UpdatePrices fetches).
-DEFAULT_SOURCE = "https://raw.githubusercontent.com/pydantic/genai-prices/refs/heads/main/prices/new_data/v2/data.json"
 MAX_DATA_BYTES = 32 * 1024 * 1024
 
 
@@ -65,7 +66,14 @@ QUIET: Steps = _Quiet()
 
 
 class SyncError(Exception):
-    """The data file could not be read or is not genai-prices data at all."""
+    """The data file could not be read, is not the pinned one, or is not genai-prices data."""
+
+
+def pinned_release() -> tuple[str, str]:
+    """The URL and SHA-256 of the genai-prices release the bundled catalogue was generated from
+    (``catalogue/genai_prices/index.json``, written by ``make catalogue``)."""
+    release = catalogue.index()["release"]
+    return str(release["url"]), str(release["sha256"])
 
 
 def read_source(source: str, timeout: float = 30.0) -> bytes:
@@ -91,16 +99,23 @@ def sync(
     store: PricingJobStore,
     source: str,
     *,
+    sha256: str | None = None,
     dry_run: bool = False,
     now: datetime | None = None,
     steps: Steps = QUIET,
 ) -> dict[str, Any]:
-    """Bring the prices up to the data file's; returns the diff (and, applied, the backfill)."""
+    """Bring the prices up to the data file's; returns the diff (and, applied, the backfill).
+    ``source``: a genai-prices wheel or a data file (JSON), by URL or path; ``sha256``: refuse
+    it unless its SHA-256 is this (the deployed function always passes one)."""
     now = now or datetime.now(UTC)
     steps.stage(f"reading {source}")
     data = read_source(source)
     try:
-        raw = json.loads(data, parse_float=Decimal)
+        if sha256 is not None:
+            check_sha256(data, sha256, source)
+        raw = providers_from_wheel(data) if is_wheel(data) else json.loads(data, parse_float=Decimal)
+    except ReleaseError as exc:
+        raise SyncError(str(exc)) from None
     except ValueError as exc:
         raise SyncError(f"{source} is not JSON: {exc}") from None
     converted = convert(raw, catalogue.registry())
@@ -109,7 +124,8 @@ def sync(
     version = f"genai-prices data {hashlib.sha256(data).hexdigest()[:12]} of {format_timestamp(now)}"
     books = cache(lambda provider: catalogue.book(provider, store.get_price_entries(provider)))
     plan = plan_sync(converted.providers, converted.problems, books, catalogue.registry(), now, version)
-    result: dict[str, Any] = {"source": source, "dry_run": dry_run, **plan.to_dict()}
+    result: dict[str, Any] = {"source": source, "sha256": hashlib.sha256(data).hexdigest(), "dry_run": dry_run}
+    result |= {"verified": sha256 is not None, **plan.to_dict()}
     if dry_run:
         return result
     steps.stage("writing prices", len(plan.changes), "entries")

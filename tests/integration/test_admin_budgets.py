@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from tests.integration.test_admin_cli import Admin, post
-from tests.integration.test_budget_alerts import GPT5, Receiver, verify_in_python
+from tests.integration.test_budget_alerts import GPT5, Receiver
+from tests.integration.webhook_verifiers import signed_part, verify_in_python
 
 pytestmark = pytest.mark.integration
 
@@ -47,6 +48,16 @@ def test_budgets_from_the_command_line(admin: Admin, api: httpx.Client, receiver
     assert "private" in admin.run("budgets", "webhook-add", ws, "https://10.0.0.1/", expect=1)
     assert [w["endpoint_id"] for w in admin.json("budgets", "webhooks", ws)] == [hook["endpoint_id"]]
     assert "secret" not in admin.json("budgets", "webhooks", ws)[0]
+    rotated = admin.json("budgets", "webhook-rotate", ws, hook["endpoint_id"], "--overlap-hours", "2")
+    assert rotated["secret"] != hook["secret"] and rotated["previous_secret_prefix"] == hook["secret_prefix"]
+    shown = admin.run("budgets", "webhook-rotate", ws, hook["endpoint_id"], "--overlap-hours", "0")
+    assert shown.startswith("whsec_") and "signs nothing any more" in shown
+    assert "overlap_hours" in admin.run(
+        "budgets", "webhook-rotate", ws, hook["endpoint_id"], "--overlap-hours", "999", expect=1
+    )
+    hook = admin.json("budgets", "webhook-rotate", ws, hook["endpoint_id"], "--overlap-hours", "1") | {
+        "old": shown.split()[0]
+    }
 
     assert post(api, key, GPT5, "cli-1").status_code == 200  # 0.0335 of 0.05: 67%
     [listed] = admin.json("budgets", "list", ws)
@@ -58,7 +69,9 @@ def test_budgets_from_the_command_line(admin: Admin, api: httpx.Client, receiver
     assert result["evaluate"]["claimed"] >= 1 and result["dispatch"]["delivered"] >= 1
     [(headers, body)] = receiver.requests
     assert json.loads(body)["threshold"] == 50
-    assert verify_in_python(hook["secret"], headers["costtrack-signature"], body)
+    assert verify_in_python(hook["secret"], signed_part(headers), body)
+    assert verify_in_python(hook["old"], signed_part(headers), body)  # the overlap: both sign
+    assert not verify_in_python(rotated["secret"], signed_part(headers), body)  # dropped by the next rotation
     [delivery] = admin.json("budgets", "deliveries", ws)
     assert delivery["state"] == "delivered" and delivery["attempts"][0]["status"] == 200
     assert "delivered" in admin.run("budgets", "deliveries", ws)

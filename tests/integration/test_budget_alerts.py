@@ -1,13 +1,14 @@
 """Budgets and alerts on the local stack (DynamoDB Local, the HTTP front): concurrent events and
 repeated, concurrent evaluator runs make exactly one notification per threshold, at a signed
-webhook on 127.0.0.1 (verified with the README's snippets) and at SNS (moto's server, through
-an SQS subscription); retries with backoff; the budget_exceeded warning; SSRF refusals."""
+webhook on 127.0.0.1 (verified with the Standard Webhooks reference libraries in Python and in
+Node, and with both SDKs' verifiers as the README's snippets call them) and at SNS (moto's
+server, through an SQS subscription); secret rotation with an overlap window; retries with
+backoff; the budget_exceeded warning; SSRF refusals."""
 
 from __future__ import annotations
 
 import json
 import re
-import subprocess
 import threading
 import time
 import uuid
@@ -25,9 +26,10 @@ import pytest
 from costtrack_service.budget_jobs import Alerts, AlertSettings
 from costtrack_service.domain.keys import ADMIN
 from costtrack_service.domain.quota import Tier
-from costtrack_service.domain.webhooks import UrlPolicy
+from costtrack_service.domain.webhooks import SIGNATURE_HEADER, UrlPolicy, signature_header
 from costtrack_service.store import DynamoStore
 from tests.docs.answers import without_elisions
+from tests.integration.webhook_verifiers import readme_section, signed_part, verify_in_node, verify_in_python
 from tests.unit.test_ingestion import GPT5_EVENT
 
 pytestmark = pytest.mark.integration
@@ -35,11 +37,6 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 GPT5 = GPT5_EVENT  # 0.0335 USD (docs/api-rules.md#worked-examples, first row), feature chat
 LOCAL = UrlPolicy(allow_loopback=True)
-
-
-def readme_section() -> str:
-    """The README's "Budgets and alerts"."""
-    return (ROOT / "README.md").read_text().split("## Budgets and alerts", 1)[1].split("\n## ", 1)[0]
 
 
 def fields_missing(shown: Any, real: Any, where: str = "") -> list[str]:
@@ -53,36 +50,6 @@ def fields_missing(shown: Any, real: Any, where: str = "") -> list[str]:
             [f"{where}{name}"] if name not in real else fields_missing(value, real[name], f"{where}{name}.")
         )
     ]
-
-
-def readme_snippet(language: str) -> str:
-    """The verification snippet of ``language`` from the README's "Budgets and alerts"."""
-    blocks = re.findall(rf"```{language}\n(.*?)```", readme_section(), re.DOTALL)
-    [snippet] = [block for block in blocks if "erif" in block]
-    return snippet
-
-
-def verify_in_python(secret: str, header: str, body: bytes) -> bool:
-    namespace: dict[str, Any] = {}
-    exec(readme_snippet("python"), namespace)  # noqa: S102 - the README's own snippet
-    return bool(namespace["verify_costtrack_signature"](secret, header, body))
-
-
-def verify_in_node(secret: str, header: str, body: bytes) -> bool:
-    script = readme_snippet("js") + (
-        "\nconst chunks = []; process.stdin.on('data', (c) => chunks.push(c)); process.stdin.on('end', () => {"
-        "  const ok = verifyCosttrackSignature(process.env.SECRET, process.env.HEADER, Buffer.concat(chunks));"
-        "  process.stdout.write(ok ? 'valid' : 'invalid'); });"
-    )
-    result = subprocess.run(
-        ["node", "-e", script],
-        input=body,
-        capture_output=True,
-        env={"SECRET": secret, "HEADER": header, "PATH": "/usr/bin:/bin:/usr/local/bin"},
-        timeout=60,
-        check=True,
-    )
-    return result.stdout == b"valid"
 
 
 class Receiver:
@@ -234,11 +201,17 @@ def test_exactly_one_signed_notification_per_threshold_under_concurrency(
     assert len({body["id"] for body in receiver.bodies()}) == 3
     for headers, body in receiver.requests:
         assert headers["content-type"] == "application/json"
-        assert headers["costtrack-notification-id"] == json.loads(body)["id"]
-        assert verify_in_python(webhook["secret"], headers["costtrack-signature"], body)
-        assert verify_in_node(webhook["secret"], headers["costtrack-signature"], body)
-        assert not verify_in_python(webhook["secret"], headers["costtrack-signature"], body + b" ")
-        assert not verify_in_python("whsec_other", headers["costtrack-signature"], body)
+        assert headers["webhook-id"] == headers["costtrack-notification-id"] == json.loads(body)["id"]
+        signed = signed_part(headers)
+        assert verify_in_python(webhook["secret"], signed, body)
+        assert verify_in_node(webhook["secret"], signed, body)
+        assert not verify_in_python(webhook["secret"], signed, body + b" ")
+        assert not verify_in_python(webhook["secret"], {**signed, "webhook-id": "ntf_other"}, body)
+        assert not verify_in_python("whsec_b3RoZXI=", signed, body)
+        assert not verify_in_node("whsec_b3RoZXI=", signed, body)
+        # The deprecated header, sent until its documented end: the same HMAC as before.
+        legacy = headers[SIGNATURE_HEADER.lower()]
+        assert legacy == signature_header(webhook["secret"], int(headers["webhook-timestamp"]), body)
     assert all(body["budget"]["budget_id"] == budget["budget_id"] for body in receiver.bodies())
     # Every field of the webhook body the README shows is in the real one.
     blocks = re.findall(r"```json\n(.*?)```", readme_section(), re.DOTALL)

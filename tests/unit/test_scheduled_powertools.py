@@ -6,6 +6,7 @@ which are what the template's alarms and dashboard read."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import sys
@@ -17,6 +18,7 @@ from typing import Any
 
 import boto3
 import pytest
+from aws_lambda_powertools.logging import logger as powertools_logger
 from aws_lambda_powertools.metrics.provider import cold_start
 from moto import mock_aws
 
@@ -46,6 +48,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[TableNames]:
     for name in ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3", "POWERTOOLS_METRICS_DISABLED"):
         monkeypatch.delenv(name, raising=False)
     cold_start.is_cold_start = True
+    powertools_logger.is_cold_start = True  # each test is a fresh Lambda environment, whatever ran before
     with mock_aws():
         yield TableNames.with_prefix(prefix)
 
@@ -118,6 +121,7 @@ def test_the_price_sync_logs_each_change_and_measures_its_run(
     source = tmp_path / "data.json"
     source.write_bytes(data_file())
     monkeypatch.setenv("COSTTRACK_PRICE_SOURCE", str(source))
+    monkeypatch.setenv("COSTTRACK_PRICE_SHA256", hashlib.sha256(source.read_bytes()).hexdigest())
     module = fresh("costtrack_service.handlers.price_sync")
     capfd.readouterr()
 
@@ -150,6 +154,7 @@ def test_a_failed_price_sync_is_logged_and_counted(
 ) -> None:
     (tmp_path / "broken.json").write_text("not json")
     monkeypatch.setenv("COSTTRACK_PRICE_SOURCE", str(tmp_path / "broken.json"))
+    monkeypatch.setenv("COSTTRACK_PRICE_SHA256", hashlib.sha256(b"not json").hexdigest())
     module = fresh("costtrack_service.handlers.price_sync")
     capfd.readouterr()
     with pytest.raises(Exception, match="is not JSON"):

@@ -106,8 +106,23 @@ def webhook_add(store: DynamoStore, args: argparse.Namespace) -> None:
         data,
         lambda: (
             f"{data['secret']}\n\nwebhook {data['endpoint_id']} -> {data['url']}\n"
-            "The signing secret is shown once: keep it to verify Costtrack-Signature."
+            "The signing secret is shown once: keep it to verify deliveries (costtrack.verify_webhook)."
         ),
+    )
+
+
+def webhook_rotate(store: DynamoStore, args: argparse.Namespace) -> None:
+    body = {"overlap_hours": args.overlap_hours}
+    data = _service(store, args).rotate_secret(_workspace(store, args), args.endpoint_id, body)["webhook"]
+    overlap = (
+        f"Deliveries are signed with the old secret too until {data['previous_secret_until']}."
+        if args.overlap_hours
+        else "The old secret signs nothing any more."
+    )
+    emit(
+        args,
+        data,
+        lambda: f"{data['secret']}\n\nwebhook {data['endpoint_id']}: new signing secret, shown once. {overlap}",
     )
 
 
@@ -195,6 +210,14 @@ def add_budgets_parser(groups: Any, command: Callable[[Any, str, Handler, str], 
     add.add_argument("workspace")
     add.add_argument("url")
     add.add_argument("--description")
+    rotate = command(
+        actions, "webhook-rotate", webhook_rotate, "a new signing secret (printed once), the old one signing a while"
+    )
+    rotate.add_argument("workspace")
+    rotate.add_argument("endpoint_id")
+    rotate.add_argument(
+        "--overlap-hours", type=int, default=24, help="hours the old secret still signs (0 to 168; default 24)"
+    )
     command(actions, "webhooks", webhook_list, "a workspace's webhook endpoints").add_argument("workspace")
     drop = command(actions, "webhook-delete", webhook_delete, "delete a webhook endpoint")
     drop.add_argument("workspace")

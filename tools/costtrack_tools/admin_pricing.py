@@ -20,7 +20,7 @@ from costtrack_service.domain.pricebook import find_model
 from costtrack_service.domain.pricing import RATE_PRICE_KEYS, PricingEntry, format_timestamp, parse_timestamp
 from costtrack_service.domain.source import normalize_provider
 from costtrack_service.price_store import PricingConflict
-from costtrack_service.pricing_jobs import DEFAULT_SOURCE, SyncError, backfill, sync
+from costtrack_service.pricing_jobs import SyncError, backfill, pinned_release, sync
 from costtrack_service.store import DynamoStore
 from costtrack_tools.admin_output import AdminError, emit, find_workspace, money, table
 from costtrack_tools.progress import progress_for
@@ -226,12 +226,18 @@ def pricing_retire(store: DynamoStore, args: argparse.Namespace) -> None:
 def pricing_sync(store: DynamoStore, args: argparse.Namespace) -> None:
     try:
         with progress_for(args) as steps:
-            result = sync(store, args.source, dry_run=args.dry_run, steps=steps)
+            if args.source is None:  # the pinned release, always checked
+                source, sha256 = pinned_release()
+            else:
+                source, sha256 = args.source, args.sha256
+            result = sync(store, source, sha256=sha256, dry_run=args.dry_run, steps=steps)
     except SyncError as exc:
         raise AdminError(str(exc)) from None
 
     def human() -> str:
         lines = [f"{'dry run: ' if args.dry_run else ''}{result['version']}"]
+        checked = "checked" if result["verified"] else "not checked: no --sha256"
+        lines.append(f"source: {result['source']} (SHA-256 {result['sha256']}, {checked})")
         for kind in ("added", "changed", "held_back"):
             lines.append(f"{kind.replace('_', ' ')}: {len(result[kind])}")
             for item in result[kind][:50]:
@@ -314,8 +320,19 @@ def add_pricing_parser(groups: Any, command: Callable[[Any, str, Handler, str], 
     retire = command(actions, "retire", pricing_retire, "stop pricing a model (new events are unpriced)")
     retire.add_argument("model", metavar="PROVIDER/MODEL")
     retire.add_argument("--at", help="ISO instant (default now)")
-    syncing = command(actions, "sync", pricing_sync, "fetch genai-prices' data file, add new prices, backfill")
-    syncing.add_argument("--from", dest="source", default=DEFAULT_SOURCE, metavar="FILE|URL")
+    syncing = command(
+        actions,
+        "sync",
+        pricing_sync,
+        "apply the pinned genai-prices release (or a data file), add new prices, backfill",
+    )
+    syncing.add_argument(
+        "--from",
+        dest="source",
+        metavar="FILE|URL",
+        help="a genai-prices wheel or data file (default: the pinned release)",
+    )
+    syncing.add_argument("--sha256", help="refuse --from's file unless its SHA-256 is this")
     syncing.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     command(actions, "backfill", pricing_backfill, "price the events that came in before their model had a price")
 

@@ -32,6 +32,20 @@ class Endpoint:
     secret: str
     created_at: str
     description: str | None = None
+    #: The secret a rotation replaced, still signing with the new one until ``previous_until``
+    #: (a timestamp; the overlap window), so receivers can switch without missing a delivery.
+    previous_secret: str | None = None
+    previous_until: str | None = None
+
+    def signing_secrets(self, now: str) -> list[str]:
+        """The secrets a delivery at ``now`` is signed with: the current one, and the previous
+        one while its overlap window lasts."""
+        if self.previous_secret and self.previous_until and now < self.previous_until:
+            return [self.secret, self.previous_secret]
+        return [self.secret]
+
+    def rotated(self, new_secret: str, until: str) -> Endpoint:
+        return replace(self, secret=new_secret, previous_secret=self.secret, previous_until=until)
 
     def to_dict(self, *, with_secret: bool = False) -> dict[str, Any]:
         data = {
@@ -41,9 +55,24 @@ class Endpoint:
             "created_at": self.created_at,
             # Enough to tell secrets apart, never enough to sign with.
             "secret_prefix": self.secret[:10],
+            "previous_secret_prefix": self.previous_secret[:10] if self.previous_secret else None,
+            "previous_secret_until": self.previous_until,
         }
         if with_secret:
             data["secret"] = self.secret
+        return data
+
+    def stored(self) -> dict[str, Any]:
+        """What the store keeps (the secrets included)."""
+        data = {
+            "endpoint_id": self.endpoint_id,
+            "url": self.url,
+            "description": self.description,
+            "created_at": self.created_at,
+            "secret": self.secret,
+        }
+        if self.previous_secret:
+            data |= {"previous_secret": self.previous_secret, "previous_until": self.previous_until}
         return data
 
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from costtrack_service.domain.alerts import Delivery, Endpoint
 from costtrack_service.domain.budgets import Budget, BudgetError, change_budget, parse_budget, statuses
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ids import random_token
-from costtrack_service.domain.owner_requests import NewWebhook, checked
+from costtrack_service.domain.owner_requests import NewWebhook, SecretRotation, checked
 from costtrack_service.domain.pricing import format_timestamp
 from costtrack_service.domain.usage import Counts, RollupKey
 from costtrack_service.domain.webhooks import (
@@ -49,6 +49,10 @@ class BudgetStore(Protocol):
     def list_endpoints(self, workspace_id: str) -> list[Endpoint]: ...
 
     def put_endpoint(self, endpoint: Endpoint) -> None: ...
+
+    def get_endpoint(self, workspace_id: str, endpoint_id: str) -> Endpoint | None: ...
+
+    def rotate_endpoint_secret(self, seen: Endpoint, rotated: Endpoint) -> bool: ...
 
     def delete_endpoint(self, workspace_id: str, endpoint_id: str) -> bool: ...
 
@@ -140,6 +144,19 @@ class BudgetService:
         )
         self.store.put_endpoint(endpoint)
         return {"webhook": endpoint.to_dict(with_secret=True)}
+
+    def rotate_secret(self, workspace_id: str, endpoint_id: str, body: SecretRotation | object) -> dict[str, Any]:
+        """A new signing secret (in this answer only); deliveries are signed with the old one as
+        well for ``overlap_hours``. A rotation during another's overlap drops the older secret."""
+        request = checked(SecretRotation, body)
+        endpoint = self.store.get_endpoint(workspace_id, endpoint_id) if _ID.fullmatch(endpoint_id) else None
+        if endpoint is None:
+            raise not_found("webhook")
+        now = self._clock()
+        rotated = endpoint.rotated(new_webhook_secret(), format_timestamp(now + timedelta(hours=request.overlap_hours)))
+        if not self.store.rotate_endpoint_secret(endpoint, rotated):
+            raise ApiError("CONFLICT", "The webhook changed meanwhile (or was deleted); read it again and retry.")
+        return {"webhook": rotated.to_dict(with_secret=True)}
 
     def delete_endpoint(self, workspace_id: str, endpoint_id: str) -> dict[str, Any]:
         if not _ID.fullmatch(endpoint_id) or not self.store.delete_endpoint(workspace_id, endpoint_id):

@@ -96,6 +96,13 @@ class NewWebhook(RequestBody):
     description: Annotated[str | None, Field(max_length=MAX_DESCRIPTION_CHARS)] = None
 
 
+class SecretRotation(RequestBody):
+    overlap_hours: Annotated[
+        int,
+        Field(ge=0, le=168, description="how long deliveries stay signed with the old secret as well (0: not at all)"),
+    ] = 24
+
+
 class NewPriceOverride(RequestBody):
     """A discount or negotiated rates for a provider, or one of its models (README, "Workspace overrides")."""
 

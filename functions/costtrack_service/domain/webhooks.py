@@ -1,10 +1,15 @@
 """Webhooks: where a workspace's budget alerts may be sent, how they are signed, and when a
 failed delivery is tried again (README, "Budgets and alerts").
 
-* **Signing.** ``Costtrack-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">``
-  with the endpoint's secret (``whsec_…``), like Stripe's scheme: a receiver recomputes it over
-  the raw body and refuses a timestamp older than a few minutes, so a captured request cannot
-  be replayed later. Each attempt is signed afresh.
+* **Signing.** Standard Webhooks (https://www.standardwebhooks.com): ``webhook-id`` (the
+  notification's id, so it is signed), ``webhook-timestamp`` (unix seconds) and
+  ``webhook-signature: v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">``, keyed with the
+  base64-decoded bytes of the endpoint's ``whsec_…`` secret, so any Standard Webhooks library
+  (and both SDKs' ``verify_webhook``) verifies a delivery. While a secret rotates (an overlap
+  window), each delivery is signed with the new and the old secret, space-separated, as the
+  specification allows. Until :data:`LEGACY_SIGNATURE_UNTIL` the older scheme is sent too:
+  ``Costtrack-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`` keyed with the
+  secret's text (one ``v1=`` per secret). Each attempt is signed afresh.
 * **Where to.** ``https`` only (``http`` only to a loopback address in the local stack). The
   host is resolved and *every* address must be public: no private, loopback, link-local
   (169.254.169.254 is the instance metadata service), multicast or reserved ranges. Checked at
@@ -16,18 +21,25 @@ failed delivery is tried again (README, "Budgets and alerts").
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import ipaddress
+import secrets
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
-from costtrack_service.domain.ids import random_token
-
-SIGNATURE_HEADER = "Costtrack-Signature"
+SIGNATURE_HEADER = "Costtrack-Signature"  # deprecated: sent until LEGACY_SIGNATURE_UNTIL
+#: The service release in which ``Costtrack-Signature`` is last sent, and the date before which
+#: no release drops it (README, "Signatures").
+LEGACY_SIGNATURE_UNTIL = ("0.2", "2027-06-30")
+SECRET_BYTES = 32
+DEFAULT_OVERLAP = timedelta(hours=24)
+MAX_OVERLAP = timedelta(days=7)
 SECRET_PREFIX = "whsec_"  # noqa: S105 - the prefix that marks a signing secret, not a secret
 MAX_URL_CHARS = 2048
 MAX_ENDPOINTS = 10
@@ -44,13 +56,53 @@ class WebhookRefused(ValueError):
 
 
 def new_webhook_secret() -> str:
-    return SECRET_PREFIX + random_token(32)
+    """``whsec_`` and the base64 of 32 random bytes (Standard Webhooks' secret format)."""
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(SECRET_BYTES)).decode()
+
+
+def secret_key(secret: str) -> bytes:
+    """The HMAC key of a ``whsec_`` secret: its base64 part, decoded (Standard Webhooks). The
+    secrets made before the scheme (``whsec_`` and 32 base62 characters) decode too."""
+    if not secret.startswith(SECRET_PREFIX):
+        raise ValueError("a webhook secret starts with whsec_")
+    try:
+        key = base64.b64decode(secret[len(SECRET_PREFIX) :], validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("a webhook secret is whsec_ followed by base64") from None
+    if not key:
+        raise ValueError("a webhook secret is whsec_ followed by base64")
+    return key
+
+
+def standard_signature(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
+    """One ``webhook-signature`` entry: ``v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">``."""
+    signed = f"{msg_id}.{timestamp}.".encode() + body
+    return "v1," + base64.b64encode(hmac.new(secret_key(secret), signed, hashlib.sha256).digest()).decode()
+
+
+def legacy_signature(secret: str, timestamp: int, body: bytes) -> str:
+    """The deprecated scheme's hex digest (the ``v1=`` of ``Costtrack-Signature``)."""
+    return hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
 
 
 def signature_header(secret: str, timestamp: int, body: bytes) -> str:
-    signed = f"{timestamp}.".encode() + body
-    digest = hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
-    return f"t={timestamp},v1={digest}"
+    """The deprecated ``Costtrack-Signature`` with one secret (``t=…,v1=<hex>``)."""
+    return f"t={timestamp},v1={legacy_signature(secret, timestamp, body)}"
+
+
+def signed_headers(signing_secrets: Sequence[str], msg_id: str, timestamp: int, body: bytes) -> dict[str, str]:
+    """The headers that sign one attempt: Standard Webhooks' three, with one ``v1,`` entry per
+    secret (the current one first, then the one being rotated out), and the deprecated
+    ``Costtrack-Signature`` with one ``v1=`` per secret, in the same order."""
+    if not signing_secrets:
+        raise ValueError("no secret to sign with")
+    legacy = ",".join(f"v1={legacy_signature(secret, timestamp, body)}" for secret in signing_secrets)
+    return {
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": " ".join(standard_signature(s, msg_id, timestamp, body) for s in signing_secrets),
+        SIGNATURE_HEADER: f"t={timestamp},{legacy}",
+    }
 
 
 def retry_delay(attempts_made: int) -> timedelta | None:

@@ -214,7 +214,11 @@ class Webhook(BaseModel):
     description: str | None = None
     created_at: str
     secret_prefix: str
-    secret: Annotated[str | None, Field(pattern="^whsec_", description="only when it is created")] = None
+    previous_secret_prefix: Annotated[
+        str | None, Field(description="the secret a rotation replaced, still signing until previous_secret_until")
+    ] = None
+    previous_secret_until: str | None = None
+    secret: Annotated[str | None, Field(pattern="^whsec_", description="only when it is created or rotated")] = None
 
 
 class WebhookList(BaseModel):

@@ -10,7 +10,7 @@ from urllib.parse import unquote
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from costtrack_service.domain.budgets_api import MAX_DELIVERIES, BudgetService
-from costtrack_service.domain.owner_requests import BudgetChange, NewBudget, NewWebhook
+from costtrack_service.domain.owner_requests import BudgetChange, NewBudget, NewWebhook, SecretRotation
 from costtrack_service.edge import owner_responses as shapes
 from costtrack_service.edge.owner_responses import INVALID, WITH_BODY, documented, refused
 from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
@@ -64,6 +64,23 @@ def add_budget_routes(owners: OwnerRoutes, budgets: BudgetService) -> None:
     def create_webhook(new: Annotated[NewWebhook, Body()]) -> Answer:
         """Register a webhook (https, public addresses only); its secret is in this answer only"""
         return budgets.add_endpoint(workspace_id(), new)
+
+    @owners.post(
+        "/v1/workspace/webhooks/<endpoint_id>/rotate-secret",
+        documented(
+            200,
+            shapes.WebhookResult,
+            "The endpoint and its new signing secret",
+            **WITH_BODY,
+            r404=refused("No such webhook", "NOT_FOUND"),
+            r409=refused("The webhook changed meanwhile", "CONFLICT"),
+        ),
+    )
+    def rotate_webhook_secret(
+        endpoint_id: Annotated[str, Path(description="whk_…")], rotation: Annotated[SecretRotation, Body()]
+    ) -> Answer:
+        """A new signing secret (in this answer only); deliveries carry the old one's signature too for overlap_hours"""
+        return budgets.rotate_secret(workspace_id(), unquote(endpoint_id), rotation)
 
     @owners.delete(
         "/v1/workspace/webhooks/<endpoint_id>",

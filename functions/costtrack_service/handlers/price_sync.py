@@ -1,6 +1,9 @@
 """Lambda entry point of the scheduled price sync (EventBridge Scheduler, daily by default).
 
-Fetches the data file genai-prices publishes (``COSTTRACK_PRICE_SOURCE``), adds new prices as
+Fetches the pinned genai-prices release (the PyPI wheel of the version ``pyproject.toml`` pins,
+checked against the SHA-256 ``make catalogue`` recorded), or the file an operator set in the
+stack's ``PriceSyncSource`` with its ``PriceSyncSha256`` (``COSTTRACK_PRICE_SOURCE``,
+``COSTTRACK_PRICE_SHA256``: one without the other is refused), adds new prices as
 effective-dated entries, holds back changes that look wrong, and backfills unpriced events.
 The stack's ``PriceSyncEnabled`` parameter turns the schedule off for closed networks; an
 operator then runs ``costtrack admin pricing sync --from FILE``.
@@ -18,7 +21,7 @@ from decimal import Decimal
 from typing import Any
 
 from costtrack_service.handlers.powertools import Powertools, nano_usd
-from costtrack_service.pricing_jobs import DEFAULT_SOURCE, SyncError, sync
+from costtrack_service.pricing_jobs import SyncError, pinned_release, sync
 from costtrack_service.store import DynamoStore
 
 SERVICE = "costtrack-price-sync"
@@ -27,9 +30,11 @@ logger = tools.logger
 
 
 def run(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    source = os.environ.get("COSTTRACK_PRICE_SOURCE") or DEFAULT_SOURCE
+    source, sha256 = configured_source(os.environ)
     try:
-        result = sync(DynamoStore.from_env(), source)
+        if not sha256:
+            raise SyncError("PriceSyncSource needs its PriceSyncSha256 (and the other way round); refused")
+        result = sync(DynamoStore.from_env(), source, sha256=sha256)
     except SyncError:
         tools.count("PriceSyncFailed", 1)
         logger.exception("price sync failed", extra={"source": source})
@@ -52,6 +57,7 @@ def run(event: dict[str, Any], context: Any) -> dict[str, Any]:
     summary = {
         "version": result["version"],
         "source": source,
+        "sha256": result["sha256"],
         "added": len(result["added"]),
         "changed": len(result["changed"]),
         "written": result.get("written", 0),
@@ -60,6 +66,15 @@ def run(event: dict[str, Any], context: Any) -> dict[str, Any]:
     }
     logger.info("price sync", extra=summary)
     return summary
+
+
+def configured_source(env: Any) -> tuple[str, str]:
+    """The operator's source and checksum, both or neither; neither: the pinned release."""
+    source = env.get("COSTTRACK_PRICE_SOURCE") or ""
+    sha256 = env.get("COSTTRACK_PRICE_SHA256") or ""
+    if not source and not sha256:
+        return pinned_release()
+    return source or "(no PriceSyncSource)", sha256
 
 
 handler = tools.entry_point(run)

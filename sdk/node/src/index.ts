@@ -15,4 +15,5 @@ export type { TrackOptions, TrackerOptions, TrackerWarning, TrackerStats, CallSt
 export { instrument, uninstrument, isInstrumented, type InstrumentOptions } from "./instrument.js";
 export type { TrackerLike } from "./instrument-call.js";
 export { withAttributes, currentAttributes, type Attributes } from "./context.js";
+export { verifyWebhook, WebhookVerificationError, type VerifyWebhookOptions, type WebhookHeaders } from "./webhooks.js";
 export { VERSION } from "./version.js";

@@ -15,6 +15,7 @@ const PUBLIC = [
   "EventValidationError",
   "Tracker",
   "VERSION",
+  "WebhookVerificationError",
   "currentAttributes",
   "fromAnthropic",
   "fromBedrockConverse",
@@ -24,6 +25,7 @@ const PUBLIC = [
   "instrument",
   "isInstrumented",
   "uninstrument",
+  "verifyWebhook",
   "withAttributes",
   "withFlush",
 ];
@@ -40,7 +42,7 @@ test("ESM and CommonJS expose the same small surface", () => {
 
 // Every name a consumer can import, values and types: a split of the modules behind the entry
 // point must not drop (or add) one. The TypeScript compiler lists what each typings file exports.
-const PUBLIC_TYPES = ["Attributes", "CallStatus", "FieldError", "HelperOptions", "InstrumentOptions", "TrackOptions", "TrackerLike", "TrackerOptions", "TrackerStats", "TrackerWarning", "WithFlushOptions"];
+const PUBLIC_TYPES = ["Attributes", "CallStatus", "FieldError", "HelperOptions", "InstrumentOptions", "TrackOptions", "TrackerLike", "TrackerOptions", "TrackerStats", "TrackerWarning", "VerifyWebhookOptions", "WebhookHeaders", "WithFlushOptions"];
 
 test("the export map and every exported name, values and types, are pinned", () => {
   assert.deepEqual(pkg.exports, {

@@ -1,26 +1,23 @@
 """A webhook receiver on 127.0.0.1 for the demo workspace (``costtrack dev``): what a customer's
-endpoint would do with costtrack's budget alerts. It checks each delivery's
-``Costtrack-Signature`` against the endpoint's secret (answering ``204``, or ``401`` when it does
-not match, which the dispatcher records as a failed attempt and retries) and keeps what it got,
-so the dashboard's deliveries show a delivered alert and a test can read the payloads."""
+endpoint would do with costtrack's budget alerts. It verifies each delivery's Standard Webhooks
+signature with the Python SDK's ``costtrack.verify_webhook`` and the endpoint's secret
+(answering ``204``, or ``401`` when it does not verify, which the dispatcher records as a failed
+attempt and retries) and keeps what it got, so the dashboard's deliveries show a delivered alert
+and a test can read the payloads."""
 
 from __future__ import annotations
 
-import hmac
 import json
 import threading
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from costtrack_service.domain.webhooks import SIGNATURE_HEADER, signature_header
+from costtrack.webhooks import WebhookVerificationError, verify_webhook
 from costtrack_tools.local.loopback import LoopbackServer, ServedInBackground
 
 PATH = "/costtrack-webhook"
-#: Signatures older than this are refused (a replayed delivery), as the README tells receivers.
-TOLERANCE_SECONDS = 300
 
 
 @dataclass(frozen=True)
@@ -29,16 +26,13 @@ class Received:
     signature_ok: bool
 
 
-def signature_valid(secret: str, header: str, body: bytes, now: float) -> bool:
-    """Whether ``header`` (``t=…,v1=…``) signs ``body`` with ``secret``, recently."""
-    fields = dict(part.split("=", 1) for part in header.split(",") if "=" in part)
+def signature_valid(secret: str, headers: Mapping[str, str], body: bytes) -> bool:
+    """Whether ``headers`` sign ``body`` with ``secret``, recently (Standard Webhooks)."""
     try:
-        timestamp = int(fields.get("t", ""))
-    except ValueError:
+        verify_webhook(body, headers, secret)
+    except WebhookVerificationError:
         return False
-    if abs(now - timestamp) > TOLERANCE_SECONDS:
-        return False
-    return hmac.compare_digest(signature_header(secret, timestamp, body), header)
+    return True
 
 
 class DemoReceiver(ServedInBackground):
@@ -53,7 +47,7 @@ class DemoReceiver(ServedInBackground):
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(min(length, 1024 * 1024))
-                status = receiver.take(self.path, self.headers.get(SIGNATURE_HEADER, ""), body)
+                status = receiver.take(self.path, dict(self.headers.items()), body)
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -67,11 +61,11 @@ class DemoReceiver(ServedInBackground):
     def endpoint_url(self) -> str:
         return self.url + PATH
 
-    def take(self, path: str, signature: str, body: bytes) -> int:
+    def take(self, path: str, headers: Mapping[str, str], body: bytes) -> int:
         if path != PATH:
             return 404
         secret = self.secret
-        ok = secret is not None and signature_valid(secret, signature, body, time.time())
+        ok = secret is not None and signature_valid(secret, headers, body)
         try:
             payload = json.loads(body)
         except ValueError:

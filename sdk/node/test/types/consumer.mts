@@ -16,14 +16,18 @@ import {
   fromVercelAI,
   instrument,
   uninstrument,
+  verifyWebhook,
   withAttributes,
   withFlush,
+  WebhookVerificationError,
   type Attributes,
   type HelperOptions,
   type InstrumentOptions,
   type TrackOptions,
   type TrackerStats,
   type TrackerWarning,
+  type VerifyWebhookOptions,
+  type WebhookHeaders,
 } from "costtrack";
 
 const warnings: TrackerWarning[] = [];
@@ -138,3 +142,18 @@ declare const chat: BaseChatModel;
 declare const reply: AIMessage;
 void chat.invoke("hi", { callbacks: [new CosttrackCallbackHandler({ tracker, customerId: "cus_1" })] });
 tracker.track(fromLangChain(reply, { feature: "chat" }));
+// verifyWebhook() takes the raw body, Node's or fetch's headers and one secret or several.
+declare const incoming: import("node:http").IncomingHttpHeaders;
+const verified: unknown = verifyWebhook(Buffer.from("{}"), incoming, "whsec_c2VjcmV0", { tolerance: 60 });
+void verified;
+const webhookOptions: VerifyWebhookOptions = { now: Date.now() };
+verifyWebhook("{}", new Headers(), ["whsec_bmV3", "whsec_b2xk"], webhookOptions);
+const fetchHeaders: WebhookHeaders = new Headers();
+void fetchHeaders;
+try {
+  verifyWebhook("{}", {}, "whsec_c2VjcmV0");
+} catch (error) {
+  if (error instanceof WebhookVerificationError) error.code.toUpperCase();
+}
+// @ts-expect-error the body is text or bytes, not a parsed object
+verifyWebhook({ id: "ntf_1" }, {}, "whsec_c2VjcmV0");

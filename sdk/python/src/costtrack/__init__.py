@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from costtrack._tracker import Tracker
     from costtrack._warnings import ConfigurationError, TrackerWarning
     from costtrack.validation import EventValidationError, FieldError, validate_event
+    from costtrack.webhooks import verify_webhook
 
 __all__ = [
     "ConfigurationError",
@@ -43,6 +44,7 @@ __all__ = [
     "providers",
     "uninstrument",
     "validate_event",
+    "verify_webhook",
 ]
 
 _HOMES = {
@@ -57,6 +59,7 @@ _HOMES = {
     "instrument": "costtrack._instrument",
     "uninstrument": "costtrack._instrument",
     "validate_event": "costtrack.validation",
+    "verify_webhook": "costtrack.webhooks",
 }
 
 
