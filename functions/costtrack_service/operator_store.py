@@ -15,7 +15,7 @@ from costtrack_service.domain.ids import new_workspace_id
 from costtrack_service.domain.quota import Charge, PlanStatus, Tier, WorkspaceState, billing_period
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.shards import SHARDS, event_partition, event_partitions, rollup_partition
-from costtrack_service.domain.store_errors import NotFound, StoreUnavailable
+from costtrack_service.domain.store_errors import NotFound, StoreUnavailable, SurveyConflict
 from costtrack_service.domain.usage import repricing_deltas
 from costtrack_service.event_store import EventTable
 from costtrack_service.store_base import _now, shard_key
@@ -158,7 +158,10 @@ class OperatorStore(EventTable):
         if workspace.usage_period != period:
             return
         for _ in range(attempts):
-            survey = self.survey(workspace.workspace_id, period)
+            try:
+                survey = self.survey(workspace.workspace_id, period)
+            except SurveyConflict:
+                continue  # a write in flight on a shard: read them again
             held = {
                 index: available
                 for (charge, index), available in survey.balances.items()
