@@ -35,6 +35,12 @@ def event_partitions(workspace_id: str) -> list[str]:
     return [f"{workspace_id}#{index:02d}" for index in range(EVENT_PARTITIONS)]
 
 
+def hidden_partition(partition: str) -> str:
+    """Where the by-time index keeps a partition's hidden events (``store_items.event_to_item``):
+    a key of its own, which the dashboard never asks for."""
+    return f"{partition}#hidden"
+
+
 def rollup_partition(workspace_id: str, shard: int) -> str:
     return f"{workspace_id}#{shard:02d}"
 
