@@ -7,7 +7,7 @@ one workspace writes on every event is therefore spread:
 
 * events go to ``EVENT_PARTITIONS`` partition keys by a hash of their event key (a retry finds
   its original, the dashboard and the backfill indexes are spread the same way): 10,000 events/s
-  at 2 write units each is 625 units/s per partition;
+  at 2 write units each is 625 units/s per partition (and 312 on the by-time index);
 * allowance shards and rollup rows are written in ``SHARDS`` copies; each write picks one, in
   turn, so a shard item sees one write in ``SHARDS``. Readers add the copies up.
 
