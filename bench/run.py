@@ -2,7 +2,9 @@
 
 Runs the Python SDK benchmark (beside posthog's ``capture()``), its transport beside httpx2's
 (``sdk_transports.py``), the Node SDK benchmark and the
-service benchmark, each in its own process, and writes one flat JSON object with their figures
+service benchmark, the daily export's reads (``export_reads.py``) and the simulation of AWS at
+scale (``sim.py``), each in its own process, and
+writes one flat JSON object with their figures
 and the machine they ran on. Figures are printed, never asserted: compare runs, and compare
 against the peers measured in the same run.
 """
@@ -63,6 +65,8 @@ def main() -> None:
     results.update(run([sys.executable, "bench/sdk_transports.py"]))
     results.update(run(["node", "bench/node_sdk.mjs"]))
     results.update(run([sys.executable, "bench/service.py"]))
+    results.update(run([sys.executable, "bench/export_reads.py"]))
+    results.update(run([sys.executable, "bench/sim.py"]))
     results.update(machine())
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
 

@@ -9,9 +9,11 @@
   signing), which the handler figure leaves out, with a canned reply instead of the network.
 - DynamoDB round trips and write units per accepted event on a warm function, on DynamoDB Local:
   calls counted with botocore event hooks. DynamoDB Local reports one capacity figure per table
-  in a transaction, whatever the number of items, so the write units are also computed by AWS's
-  documented rule (a transactional write costs 2 WCU per item per started KB of the item) from
-  the real item sizes; both are printed.
+  in a transaction, whatever the number of items, so the write units are computed by AWS's
+  documented rules from the real item sizes: a transactional write costs 2 WCU per item per
+  started KB, and each global secondary index the item enters 1 more per started KB of the
+  projected item (``ddb_wcu_per_event`` is the sum; ``ddb_table_wcu_per_event`` and
+  ``ddb_index_wcu_per_event`` the split).
 - Cold import of each handler module in a fresh process, as a ratio to ``import boto3``.
 - AWS list-price cost per million accepted events (HTTP API, Lambda arm64 at the template's
   memory and the measured duration, DynamoDB on-demand), beside Langfuse Cloud's published
@@ -224,7 +226,6 @@ def dynamodb_costs() -> dict[str, float]:
     from costtrack_service.store import DynamoStore, dynamodb_client
     from costtrack_service.tables import TableNames
     from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
-    from costtrack_tools.local.item_size import item_size, write_units
 
     figures: dict[str, float] = {}
     with LocalDynamo() as dynamo:
@@ -239,11 +240,14 @@ def dynamodb_costs() -> dict[str, float]:
             client = dynamodb_client(dynamo.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS)
             calls: list[str] = []
             written: list[list[tuple[str, dict[str, Any]]]] = []
+            single: list[tuple[str, dict[str, Any]]] = []
 
             def before(params: dict[str, Any], model: Any, **_: Any) -> None:
                 calls.append(model.name)  # noqa: B023 - each mode registers on its own client
                 if model.name == "TransactWriteItems":
                     written.append([(k, body) for item in params["TransactItems"] for k, body in item.items()])  # noqa: B023
+                elif model.name in ("PutItem", "UpdateItem"):  # a key's last use, once a minute
+                    single.append((model.name[:-4], params))  # noqa: B023
 
             client.meta.events.register("provide-client-params.dynamodb.*", before)
             service = IngestService(DynamoStore(client, tables))
@@ -251,6 +255,7 @@ def dynamodb_costs() -> dict[str, float]:
             send(0)  # the warm-up fills the caches
             calls.clear()
             written.clear()
+            single.clear()
             timings = []
             for start in range(1, events // batch + 1):
                 started = time.perf_counter()
@@ -264,20 +269,12 @@ def dynamodb_costs() -> dict[str, float]:
                     item = (body["TableName"], json.dumps(body.get("Key") or _key_of(body), sort_keys=True))
                     touched[item] = touched.get(item, 0) + 1
             busiest = max(touched.values())
-            # AWS's rule: 2 WCU per transactional item per started KB (for an update, the larger
-            # image; the item as read back afterwards is its after image).
-            units = 0
-            for transaction in written:
-                for kind, body in transaction:
-                    item = (
-                        body["Item"]
-                        if kind == "Put"
-                        else raw.get_item(TableName=body["TableName"], Key=body["Key"])["Item"]
-                    )
-                    units += write_units(item_size(item), transactional=True)
+            table_units, index_units = _write_units(raw, written, single)
             suffix = "" if mode == "batched" else "_single"
             figures[f"hot_item_busy_fraction_at_10k_eps{suffix}"] = busiest * TARGET_EPS / events * TRANSACTION_SECONDS
-            figures[f"ddb_wcu_per_event{suffix}"] = units / events
+            figures[f"ddb_wcu_per_event{suffix}"] = (table_units + index_units) / events
+            figures[f"ddb_table_wcu_per_event{suffix}"] = table_units / events
+            figures[f"ddb_index_wcu_per_event{suffix}"] = index_units / events
             figures[f"ddb_transactions_per_event{suffix}"] = len(written) / events
             figures[f"ddb_rru_per_event{suffix}"] = (
                 sum(1 for c in calls if c in ("GetItem", "Query", "BatchGetItem")) / events
@@ -287,6 +284,35 @@ def dynamodb_costs() -> dict[str, float]:
     # Before batches and shards every event was one transaction through the workspace item.
     figures["hot_item_busy_fraction_at_10k_eps_before"] = TARGET_EPS * TRANSACTION_SECONDS
     return figures
+
+
+def _write_units(
+    raw: Any, written: list[list[tuple[str, dict[str, Any]]]], single: list[tuple[str, dict[str, Any]]]
+) -> tuple[int, int]:
+    """Write units of the recorded writes by AWS's documented rules (``local.item_size``), table
+    and indexes apart: a transactional write costs 2 per item per started KB (an update: the item
+    as read back afterwards, its after image), a standard write 1; each global secondary index the
+    write puts the item into (or whose projected attributes it changes) 1 more per started KB of
+    the projected item."""
+    from costtrack_tools.local.item_size import Table, index_write_units, item_size, write_units
+
+    described: dict[str, Table] = {}
+    table_units = index_units = 0
+    writes = [(kind, body, True) for transaction in written for kind, body in transaction]
+    writes += [(kind, body, False) for kind, body in single]
+    for kind, body, transactional in writes:
+        name = body["TableName"]
+        if name not in described:
+            described[name] = Table.described(raw.describe_table(TableName=name)["Table"])
+        if kind == "Put":
+            item = body["Item"]
+        else:
+            item = raw.get_item(TableName=name, Key=body["Key"], ConsistentRead=True).get("Item")
+        if item is None:
+            continue  # a conditional write that wrote nothing (none in this benchmark)
+        table_units += write_units(item_size(item), transactional=transactional)
+        index_units += sum(index_write_units(kind, body, item, described[name]).values())
+    return table_units, index_units
 
 
 def _key_of(body: dict[str, Any]) -> dict[str, Any]:

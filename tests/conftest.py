@@ -41,6 +41,16 @@ os.environ.update(
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _moto_with_aws_limits() -> None:
+    """moto's in-process DynamoDB with AWS's limit of 100 items per TransactGetItems."""
+    from costtrack_tools.local.dynamodb import moto_with_aws_limits
+
+    moto_with_aws_limits()
+
+
 VECTORS = json.loads((ROOT / "spec" / "validation-vectors.json").read_text(encoding="utf-8"))["cases"]
 
 

@@ -31,7 +31,7 @@ from costtrack_service.domain.shards import (
     SHARDS,
     rollup_partition,
 )
-from costtrack_service.domain.store_errors import StoreUnavailable
+from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
 from costtrack_service.domain.usage import Counts, RollupKey
 from costtrack_service.store_base import TableAccess, shard_key
 from costtrack_service.store_items import (
@@ -45,6 +45,8 @@ from costtrack_service.store_items import (
 )
 
 _TRANSIENT_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
+# One TransactGetItems holds the survey: the workspace item and both kinds of shards.
+assert 1 + len(Charge) * SHARDS <= 100, "a survey must fit in one TransactGetItems"
 
 
 class EventTable(TableAccess):
@@ -159,17 +161,41 @@ class EventTable(TableAccess):
         }
 
     def survey(self, workspace_id: str, period: str) -> Survey:
-        """The workspace item, then every shard of ``period`` and every credit shard, consistently
-        and in that order (``allowance.py`` relies on it)."""
-        central = self.get_workspace(workspace_id, consistent=True)
-        shards = {
-            shard_key(workspace_id, charge, period, index): (charge, index)
-            for charge in Charge
-            for index in range(SHARDS)
+        """The workspace item and every shard of ``period`` and every credit shard, as one atomic
+        snapshot: one ``TransactGetItems`` (``allowance.py`` relies on it). Separate reads
+        (``GetItem`` then ``BatchGetItem``) are consistent item by item only: on AWS they may see
+        a lease's workspace item after it and its shards before it, and find allowance missing.
+        Raises :class:`SurveyConflict` when a write in flight holds one of the items."""
+        shards = [(charge, index) for charge in Charge for index in range(SHARDS)]
+        gets: list[dict[str, Any]] = [
+            {"Get": {"TableName": self.tables.workspaces, "Key": to_item({"workspace_id": workspace_id})}}
+        ]
+        gets += [
+            {
+                "Get": {
+                    "TableName": self.tables.allowance,
+                    "Key": to_item({"shard_key": shard_key(workspace_id, charge, period, index)}),
+                }
+            }
+            for charge, index in shards
+        ]
+        try:
+            response = self._call(self.client.transact_get_items, TransactItems=gets)
+        except ClientError as exc:
+            reasons = exc.response.get("CancellationReasons") or []
+            codes = {str(reason.get("Code", "None")) for reason in reasons}
+            if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+                raise
+            if codes & _TRANSIENT_REASONS:
+                raise StoreUnavailable("TransactGetItems: " + ",".join(sorted(codes - {"None"}))) from exc
+            if "TransactionConflict" in codes:
+                raise SurveyConflict("TransactGetItems: TransactionConflict") from exc
+            raise
+        found = [from_item(answer["Item"]) if answer.get("Item") else None for answer in response["Responses"]]
+        central = workspace_from_item(found[0]) if found[0] else None
+        balances: dict[ShardId, int] = {
+            shard: int(item.get("available", 0)) if item else 0 for shard, item in zip(shards, found[1:], strict=True)
         }
-        balances: dict[ShardId, int] = dict.fromkeys(shards.values(), 0)
-        for found in self._get_many(self.tables.allowance, [to_item({"shard_key": key}) for key in shards]):
-            balances[shards[str(found["shard_key"])]] = int(found.get("available", 0))
         return Survey(central, balances)
 
     def find_events(self, workspace_id: str, event_keys: Sequence[str]) -> dict[str, EventRecord]:

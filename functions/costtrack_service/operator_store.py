@@ -5,6 +5,7 @@ a workspace's events.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -14,8 +15,14 @@ from botocore.exceptions import ClientError
 from costtrack_service.domain.ids import new_workspace_id
 from costtrack_service.domain.quota import Charge, PlanStatus, Tier, WorkspaceState, billing_period
 from costtrack_service.domain.records import EventRecord
-from costtrack_service.domain.shards import SHARDS, event_partition, event_partitions, rollup_partition
-from costtrack_service.domain.store_errors import NotFound, StoreUnavailable
+from costtrack_service.domain.shards import (
+    SHARDS,
+    event_partition,
+    event_partitions,
+    hidden_partition,
+    rollup_partition,
+)
+from costtrack_service.domain.store_errors import NotFound, StoreUnavailable, SurveyConflict
 from costtrack_service.domain.usage import repricing_deltas
 from costtrack_service.event_store import EventTable
 from costtrack_service.store_base import _now, shard_key
@@ -28,7 +35,7 @@ from costtrack_service.store_items import (
     workspace_from_item,
     workspace_to_item,
 )
-from costtrack_service.tables import TABLES, UNPRICED
+from costtrack_service.tables import TABLES, UNPRICED, VISIBLE_BY_TIME
 
 
 class OperatorStore(EventTable):
@@ -158,7 +165,10 @@ class OperatorStore(EventTable):
         if workspace.usage_period != period:
             return
         for _ in range(attempts):
-            survey = self.survey(workspace.workspace_id, period)
+            try:
+                survey = self.survey(workspace.workspace_id, period)
+            except SurveyConflict:
+                continue  # a write in flight on a shard: read them again
             held = {
                 index: available
                 for (charge, index), available in survey.balances.items()
@@ -255,12 +265,36 @@ class OperatorStore(EventTable):
             raise
         return True
 
+    def iter_day_events(self, workspace_id: str, since: str, until: str) -> Iterator[EventRecord]:
+        """Stored events of a workspace, visible or not, received in ``[since, until)``, read
+        from the by-time index: a range of ``received_event`` in each events-table partition and
+        its hidden twin (``store_items.event_to_item``), so the reads are the range's events and
+        never the rest of the history. Partition by partition, each in time order (the two
+        halves merged). For the daily export."""
+        for partition in event_partitions(workspace_id):
+            halves = [self._index_range(key, since, until) for key in (partition, hidden_partition(partition))]
+            yield from heapq.merge(*halves, key=lambda record: f"{record.received_at}#{record.event_id}")
+
+    def _index_range(self, key: str, since: str, until: str) -> Iterator[EventRecord]:
+        # received_event is "<received_at>#<event_id>": every event received at ``until`` sorts
+        # after ``until`` itself, so BETWEEN keeps the range half-open.
+        arguments: dict[str, Any] = {
+            "TableName": self.tables.events,
+            "IndexName": VISIBLE_BY_TIME.name,
+            "KeyConditionExpression": "visible_partition = :p AND received_event BETWEEN :since AND :until",
+            "ExpressionAttributeValues": to_item({":p": key, ":since": since, ":until": until}),
+        }
+        for page in self.client.get_paginator("query").paginate(**arguments):
+            for item in page.get("Items", []):
+                yield event_from_item(from_item(item))
+
     def iter_events(
         self, workspace_id: str, since: str | None = None, until: str | None = None
     ) -> Iterator[EventRecord]:
         """Stored events of a workspace, visible or not, received in ``[since, until)`` (ISO
-        instants), partition by partition. For operator reports and tests; the dashboard reads
-        daily rollups instead."""
+        instants), partition by partition: every stored event of the workspace is read, the range
+        is a filter. For operator reports and tests; the dashboard reads daily rollups instead,
+        the export :meth:`iter_day_events`."""
         values: dict[str, Any] = {}
         filters = []
         if since:

@@ -17,7 +17,7 @@ from costtrack_service.domain.keys import INGEST, KeyRecord, KeyState
 from costtrack_service.domain.pricing import model_key
 from costtrack_service.domain.quota import Charge, PlanStatus, Tier, WorkspaceState
 from costtrack_service.domain.records import EventRecord, EventWarning, PricingStatus
-from costtrack_service.domain.shards import event_partition
+from costtrack_service.domain.shards import event_partition, hidden_partition
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.visibility import Visibility
 from costtrack_service.tables import EXPIRES_AT
@@ -158,10 +158,12 @@ def event_to_item(record: EventRecord) -> dict[str, Any]:
         # The sparse ``unpriced`` index: what a backfill prices once a price arrives.
         # Spread like the events themselves, so one model's unpriced events are not one hot key.
         item["unpriced_model"] = f"{model_key(record.event.provider, record.event.model)}#{partition[-2:]}"
-    if record.visibility.dashboard_visible:
-        # The sparse dashboard index: hidden events never enter it.
-        item["visible_partition"] = partition
-        item["received_event"] = f"{record.received_at}#{record.event_id}"
+    # The by-time index (``visible_by_time``): the dashboard reads a partition's visible events
+    # under the partition's key; hidden events go under its hidden twin, which the dashboard never
+    # asks for, so that the daily export reads a day's events, all of them, by time.
+    visible = record.visibility.dashboard_visible
+    item["visible_partition"] = partition if visible else hidden_partition(partition)
+    item["received_event"] = f"{record.received_at}#{record.event_id}"
     return item
 
 

@@ -17,10 +17,12 @@ Why this is exact:
   So the events accepted never outnumber the allowance leased, which never exceeds the plan.
 * **Nothing refused while allowance is left.** A write that finds its shard short learns the
   shard's balance from the cancellation (``ALL_OLD``) and leases or moves on. An event is refused
-  only after a *survey*: a consistent read of the central item, then of every shard. Allowance
-  only ever enters a shard from the central item; so once the central item shows none left,
-  shards can only lose allowance, and a shard seen empty after that stays empty. What the survey
-  finds is spent before anything is refused.
+  only after a *survey*: the central item and every shard read as one atomic snapshot (one
+  ``TransactGetItems``), so a lease is seen whole, taken from the central item and given to its
+  shards, or not at all. (Separate consistent reads are not enough on AWS: a plain read may see a
+  committed transaction's items one by one, the central item after a lease and its shards
+  before it.) What the snapshot shows is all there is; what the survey finds is spent before
+  anything is refused.
 * **Included before credits.** A credit is spent only when a survey in this function showed
   no included event left, in the central item or any shard, for the month; the central item is
   re-read within a second, so an operator who raises the plan is honoured within one.

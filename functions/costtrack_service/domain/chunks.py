@@ -50,7 +50,7 @@ class ChunkRejected:
 
 @dataclass(frozen=True)
 class Survey:
-    """A consistent read of the workspace item, then of every allowance shard of a month."""
+    """The workspace item and every allowance shard of a month, read as one atomic snapshot."""
 
     central: WorkspaceState | None
     balances: Mapping[ShardId, int]

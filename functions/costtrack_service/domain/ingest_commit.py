@@ -33,6 +33,7 @@ from costtrack_service.domain.keys import invalid_key
 from costtrack_service.domain.quota import PlanStatus, WorkspaceState
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.shards import ShardCycle
+from costtrack_service.domain.store_errors import SurveyConflict
 
 
 class ChunkStore(Protocol):
@@ -169,8 +170,17 @@ class Committer:
             reserve = needed
 
     def _survey(self, workspace_id: str, balances: Balances) -> WorkspaceState:
-        """Read the workspace item, then every shard: what this request decides from now on."""
-        survey = self.store.survey(workspace_id, balances.period)
+        """Read the workspace item and every shard in one snapshot: what this request decides
+        from now on. A snapshot that meets a write in flight is read again after a pause (full
+        jitter), like a conflicted write; too many, and the request is a 503."""
+        for attempt in range(1, self.settings.max_conflict_retries + 2):
+            try:
+                survey = self.store.survey(workspace_id, balances.period)
+                break
+            except SurveyConflict:
+                if attempt > self.settings.max_conflict_retries:
+                    raise unavailable() from None
+                self._sleep(random.uniform(0, self.settings.conflict_backoff_seconds * 2**attempt))
         central = self._fresh_central(workspace_id, survey.central)
         balances.available = dict(survey.balances)
         return central

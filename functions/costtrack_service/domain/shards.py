@@ -7,7 +7,7 @@ one workspace writes on every event is therefore spread:
 
 * events go to ``EVENT_PARTITIONS`` partition keys by a hash of their event key (a retry finds
   its original, the dashboard and the backfill indexes are spread the same way): 10,000 events/s
-  at 2 write units each is 625 units/s per partition;
+  at 2 write units each is 625 units/s per partition (and 312 on the by-time index);
 * allowance shards and rollup rows are written in ``SHARDS`` copies; each write picks one, in
   turn, so a shard item sees one write in ``SHARDS``. Readers add the copies up.
 
@@ -33,6 +33,12 @@ def event_partition(workspace_id: str, event_key: str) -> str:
 def event_partitions(workspace_id: str) -> list[str]:
     """Every events-table partition key of a workspace (for reads across all its events)."""
     return [f"{workspace_id}#{index:02d}" for index in range(EVENT_PARTITIONS)]
+
+
+def hidden_partition(partition: str) -> str:
+    """Where the by-time index keeps a partition's hidden events (``store_items.event_to_item``):
+    a key of its own, which the dashboard never asks for."""
+    return f"{partition}#hidden"
 
 
 def rollup_partition(workspace_id: str, shard: int) -> str:

@@ -15,6 +15,11 @@ class StoreUnavailable(StoreError):
     """The database is throttling or unreachable: a 503 the client should retry."""
 
 
+class SurveyConflict(StoreUnavailable):
+    """The allowance survey's ``TransactGetItems`` met a write in flight on one of its items:
+    read again after a pause (a 503 to callers that do not)."""
+
+
 class NotFound(StoreError):
     """The item to change does not exist (or no longer does)."""
 

@@ -17,7 +17,13 @@ after applying these rules of AWS's (configured by :class:`AwsRules`):
    TransactWriteItems API reference lists them,
    https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html#API_TransactWriteItems_Errors);
    a ``PutItem``, ``UpdateItem``, ``DeleteItem`` or ``BatchWriteItem`` writing a held item gets
-   ``TransactionConflictException``.
+   ``TransactionConflictException``. A single write holds its items until DynamoDB Local has
+   answered and ``write_latency_s`` has passed, and a ``TransactWriteItems`` or
+   ``TransactGetItems`` touching one of them is cancelled with ``TransactionConflict`` (the
+   guide: "an item within a TransactGetItems request is part of an ongoing ... PutItem,
+   UpdateItem, or DeleteItem request"; the TransactWriteItems reference rejects a transaction
+   when "an ongoing operation is in the process of updating the same item"). Single writes
+   never conflict with each other.
 3. Per-partition write throughput: at most ``partition_wcu_per_s`` (AWS: 1,000) write units per
    second per partition key value ("Best practices for designing and using partition keys",
    https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html;
@@ -38,9 +44,12 @@ after applying these rules of AWS's (configured by :class:`AwsRules`):
    ``UnprocessedItems`` (``ThrottlingException`` when none fits), as its API reference says.
    Units count only for requests that are forwarded and that DynamoDB Local accepts.
 
+4. and 5. Per-partition read throughput, and a committed transaction seen item by item by plain
+   reads for a configurable window: ``aws_front_reads.py``.
+
 Not modelled: burst capacity (AWS may briefly allow more), the table-level and account limits,
-reads, LSIs, the index entries an update or delete removes (the front never sees the old item),
-and conflicts that single writes in flight cause to transactions.
+on-demand ramp-up (the simulation in ``costtrack_tools.sim`` models it), ``Scan`` units, LSIs,
+and the index entries an update or delete removes (the front never sees the old item).
 """
 
 from __future__ import annotations
@@ -48,70 +57,49 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections import deque
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from costtrack_tools.local.aws_front_http import (
     AWS,
+    CONFLICT_MESSAGE,
+    INDEX_THROTTLED,
+    TABLE_THROTTLED,
+    THROTTLING,
     Forward,
     FrontHandler,
     FrontServer,
     Response,
     Upstream,
+    cancelled,
     json_response,
+    throttled,
 )
+from costtrack_tools.local.aws_front_reads import READS, ReadRules, Window
 from costtrack_tools.local.item_size import Partition, Table, Write, item_write
 from costtrack_tools.local.loopback import ServedInBackground
 
-THROTTLING = "com.amazon.coral.availability#ThrottlingException"
-CONFLICT_MESSAGE = "Transaction is ongoing for the item"
-TABLE_THROTTLED = (
-    "Throughput exceeds the current capacity of your table or index. DynamoDB is automatically scaling your "
-    "table or index so please try again shortly. If exceptions persist, check if you have a hot key: "
-    "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html"
-)
-INDEX_THROTTLED = (
-    "Throughput exceeds the current capacity for one or more global secondary indexes. DynamoDB is "
-    "automatically scaling your index so please try again shortly."
-)
+__all__ = ["CONFLICT_MESSAGE", "INDEX_THROTTLED", "TABLE_THROTTLED", "THROTTLING", "AwsFront", "AwsRules"]
 
 
 @dataclass(frozen=True)
 class AwsRules:
     """What the front enforces: how long a transaction holds its items after DynamoDB Local
-    answered it, and the write units one partition key value may take per second."""
+    answered it, the write and read units one partition key value may take per second, and for
+    how long (and in which order) plain reads may see a committed transaction's items as they
+    were before it (0: never; ``aws_front_reads.py``)."""
 
     transaction_latency_s: float = 0.01
+    write_latency_s: float = 0.0
     partition_wcu_per_s: float = 1000.0
+    partition_rcu_per_s: float = 3000.0
+    visibility_window_s: float = 0.0
+    visibility_order: str = "random"  # or "request", "reversed"
+    seed: int | None = None
 
 
-class _Window:
-    """Units charged to one partition over the last second; entries are [time, units]."""
-
-    def __init__(self) -> None:
-        self.entries: deque[list[float]] = deque()
-        self.total = 0.0
-
-    def current(self, now: float) -> float:
-        while self.entries and self.entries[0][0] <= now - 1.0:
-            entry = self.entries.popleft()
-            self.total -= entry[1]
-            entry[1] = 0  # a later refund of an expired entry changes nothing
-        return self.total
-
-
-_Charged = list[tuple[_Window, list[float]]]
-
-
-def _cancelled(count: int, reasons: dict[int, dict[str, str]]) -> Response:
-    """TransactionCanceledException: one reason per item in request order, "None" for the others."""
-    listed = [reasons.get(position, {"Code": "None"}) for position in range(count)]
-    codes = ", ".join(reason["Code"] for reason in listed)
-    message = f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]"
-    return json_response(
-        400, {"__type": AWS + "TransactionCanceledException", "CancellationReasons": listed, "Message": message}
-    )
+_Charged = list[tuple[Window, list[float]]]
 
 
 CONFLICT = {"Code": "TransactionConflict", "Message": CONFLICT_MESSAGE}
@@ -128,13 +116,19 @@ class AwsFront(ServedInBackground):
         self._upstream = Upstream(upstream)
         self._tables: dict[str, Table] = {}
         self._lock = threading.Lock()
-        self._held: set[str] = set()
+        self._held: set[str] = set()  # by transactions in flight
+        self._single_held: Counter[str] = Counter()  # by single writes in flight
         self._context = threading.local()  # the request being handled (its headers, for DescribeTable)
-        self._windows: dict[Partition, _Window] = {}
+        self._windows: dict[Partition, Window] = {}
         self._peaks: dict[str, float] = {}
         self._counts = dict.fromkeys(
             ("transactions", "transactions_committed", "conflicts_cancelled", "transact_get_conflicts",
              "single_write_conflicts", "throttled", "throttled_batch_items"), 0)  # fmt: skip
+        rules = self.rules
+        self._reads = ReadRules(
+            rules.partition_rcu_per_s, rules.visibility_window_s, rules.visibility_order, self._table, self._fetch,
+            rules.seed,
+        )  # fmt: skip
         server = FrontServer(("127.0.0.1", port), FrontHandler)
         server.front = self
         self._serve(server, "aws-front")
@@ -145,13 +139,16 @@ class AwsFront(ServedInBackground):
 
     def stats(self) -> dict[str, Any]:
         """Counters: transactions (received), transactions_committed, conflicts_cancelled,
-        transact_get_conflicts, single_write_conflicts, throttled (requests refused or
+        transact_get_conflicts, single_write_conflicts, throttled (write requests refused or
         cancelled), throttled_batch_items (left unprocessed), held_items (now),
-        peak_partition_units and partition_peaks (the most units one second saw, per partition)."""
+        peak_partition_units and partition_peaks (the most write units one second saw, per
+        partition); read_throttled (reads refused or cancelled), read_throttled_keys (left
+        unprocessed), peak_partition_read_units, stale_reads (answered from before a commit)."""
         with self._lock:
             peaks = dict(self._peaks)
             extra = {"held_items": len(self._held), "peak_partition_units": max(peaks.values(), default=0)}
-            return {**self._counts, **extra, "partition_peaks": peaks}
+            reads = {**self._reads.counts, "peak_partition_read_units": self._reads.peak}
+            return {**self._counts, **extra, **reads, "partition_peaks": peaks}
 
     def _count(self, name: str, amount: int = 1) -> None:
         with self._lock:
@@ -175,14 +172,16 @@ class AwsFront(ServedInBackground):
         rule = getattr(self, f"_rule_{operation}", None)
         if operation in SINGLE_WRITES:
             rule = self._single
-        if rule is None:
+        if rule is None and operation not in READS:
             return forward()
         self._context.headers = unsized
         try:
             request = json.loads(body)
+            if rule is None:
+                return self._reads.handle(operation, request, forward)
             writes, context = self._writes(operation, request)
-        except (_Unknown, ValueError):  # not JSON, an unknown table, a malformed request: DynamoDB Local answers
-            return forward()
+        except (_Unknown, ValueError, KeyError, TypeError, AttributeError, IndexError):
+            return forward()  # not JSON, an unknown table, a malformed request: DynamoDB Local answers
         response: Response = rule(request, writes, context, forward)
         return response
 
@@ -201,29 +200,39 @@ class AwsFront(ServedInBackground):
         except (KeyError, TypeError, AttributeError, ValueError, IndexError, StopIteration) as exc:
             raise _Unknown(repr(exc)) from exc
 
+    def _fetch(self, operation: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """One request of the front's own to DynamoDB Local (with the current request's headers)."""
+        headers = {name: value for name, value in self._context.headers.items() if name.lower() != "x-amz-target"}
+        headers["X-Amz-Target"] = f"DynamoDB_20120810.{operation}"
+        status, _, data = self._upstream.call("POST", "/", headers, json.dumps(payload).encode())
+        if status != 200:
+            raise _Unknown(f"{operation}: {status}")
+        answer: dict[str, Any] = json.loads(data)
+        return answer
+
     def _table(self, name: str) -> Table:
         table = self._tables.get(name)
         if table is None:
-            headers = {name: value for name, value in self._context.headers.items() if name.lower() != "x-amz-target"}
-            headers["X-Amz-Target"] = "DynamoDB_20120810.DescribeTable"
-            status, _, data = self._upstream.call("POST", "/", headers, json.dumps({"TableName": name}).encode())
-            if status != 200:
-                raise _Unknown(name)
-            table = Table.described(json.loads(data)["Table"])
+            table = Table.described(self._fetch("DescribeTable", {"TableName": name})["Table"])
             with self._lock:
                 self._tables[name] = table
         return table
 
     def _admit(
-        self, writes: list[Write], hold: bool, partial: bool = False
+        self, writes: list[Write], hold: str, partial: bool = False
     ) -> tuple[list[int], dict[int, str], _Charged]:
-        """Under the lock: (conflicts) the positions of writes whose item is held; else
-        (throttled) those over a partition's limit, each with "" (the table) or the index it
-        overflows; else, or with ``partial`` for the others, hold the items and charge the units
-        (charged). Returns (conflicts, throttled, charged)."""
+        """Under the lock: (conflicts) the positions of writes whose item is held (by a
+        transaction; for a transaction, ``hold`` "transaction" or "get", by a single write too);
+        else (throttled) those over a partition's limit, each with "" (the table) or the index
+        it overflows; else, or with ``partial`` for the others, hold the items (``hold``
+        "transaction" or "single") and charge the units (charged). Returns (conflicts,
+        throttled, charged)."""
         now = time.monotonic()
         with self._lock:
-            conflicts = [position for position, write in enumerate(writes) if write.item in self._held]
+            single = self._single_held if hold in ("transaction", "get") else {}
+            conflicts = [
+                position for position, write in enumerate(writes) if write.item in self._held or write.item in single
+            ]
             if conflicts:
                 return conflicts, {}, []
             throttled: dict[int, str] = {}
@@ -231,7 +240,7 @@ class AwsFront(ServedInBackground):
             for position, write in enumerate(writes):
                 extra = dict(pending)
                 for partition, units in write.charges:
-                    window = self._windows.setdefault(partition, _Window())
+                    window = self._windows.setdefault(partition, Window())
                     extra[partition] = extra.get(partition, 0.0) + units
                     if window.current(now) + extra[partition] > self.rules.partition_wcu_per_s:
                         throttled[position] = min(throttled.get(position, partition[1]), partition[1])
@@ -247,20 +256,31 @@ class AwsFront(ServedInBackground):
                 charged.append((window, entry))
                 label = partition[0] + (f"/index/{partition[1]}" if partition[1] else "") + ":" + partition[2]
                 self._peaks[label] = max(self._peaks.get(label, 0.0), window.total)
-            if hold:
+            if hold == "transaction":
                 self._held.update(write.item for write in writes)
+            elif hold == "single":
+                self._single_held.update(
+                    write.item for position, write in enumerate(writes) if position not in throttled
+                )
             if len(self._windows) > 10_000:  # forget idle partitions
                 self._windows = {key: window for key, window in self._windows.items() if window.current(now)}
             return [], throttled, charged
 
-    def _settle(self, response: Response, charged: _Charged, held: list[Write] | None = None) -> Response:
-        """Refund the units of a request DynamoDB Local refused; let go of held items."""
+    def _settle(
+        self, response: Response, charged: _Charged, held: list[Write] | None = None, single: list[str] | None = None
+    ) -> Response:
+        """Refund the units of a request DynamoDB Local refused; let go of held items (and a
+        single write's: reads see what it wrote from now on)."""
         with self._lock:
             if response[0] != 200:
                 for window, entry in charged:
                     window.total -= entry[1]
                     entry[1] = 0
             self._held.difference_update(write.item for write in held or ())
+            self._single_held.subtract(single or ())
+            self._single_held += Counter()  # drop the zeros
+        if single and response[0] == 200:
+            self._reads.written(single)
         return response
 
     def _throttled(self, table: str, where: set[str]) -> Response:
@@ -271,34 +291,46 @@ class AwsFront(ServedInBackground):
              "resource": f"{arn}/index/{index}" if index else arn}
             for index in sorted(where)
         ]  # fmt: skip
-        message = TABLE_THROTTLED if "" in where else INDEX_THROTTLED
-        return json_response(400, {"__type": THROTTLING, "message": message, "throttlingReasons": reasons})
+        return throttled(reasons, "" not in where)
 
     def _single(self, request: dict[str, Any], writes: list[Write], _: Any, forward: Forward) -> Response:
-        conflicts, throttled, charged = self._admit(writes, hold=False)
+        conflicts, refused, charged = self._admit(writes, hold="single")
         if conflicts:
             self._count("single_write_conflicts")
             return json_response(400, SINGLE_CONFLICT)
-        if throttled:
-            return self._throttled(request["TableName"], set(throttled.values()))
-        return self._settle(forward(), charged)
+        if refused:
+            return self._throttled(request["TableName"], set(refused.values()))
+        return self._write(forward, None, charged, [write.item for write in writes])
 
-    def _rule_TransactWriteItems(self, _: Any, writes: list[Write], __: Any, forward: Forward) -> Response:
+    def _write(self, forward: Forward, changed: Any, charged: _Charged, items: list[str]) -> Response:
+        """Forward a single write (or a batch's admitted part), its items held meanwhile."""
+        response: Response = (500, [], b"")
+        try:
+            response = forward(changed)
+            time.sleep(self.rules.write_latency_s)
+        finally:
+            self._settle(response, charged, single=items)
+        return response
+
+    def _rule_TransactWriteItems(self, _: Any, writes: list[Write], actions: Any, forward: Forward) -> Response:
         self._count("transactions")
-        conflicts, throttled, charged = self._admit(writes, hold=True)
+        conflicts, refused, charged = self._admit(writes, hold="transaction")
         if conflicts:
             self._count("conflicts_cancelled")
-            return _cancelled(len(writes), dict.fromkeys(conflicts, CONFLICT))
-        if throttled:
+            return cancelled(len(writes), dict.fromkeys(conflicts, CONFLICT))
+        if refused:
             self._count("throttled")
             reasons = {
                 position: {"Code": "ThrottlingError", "Message": INDEX_THROTTLED if index else TABLE_THROTTLED}
-                for position, index in throttled.items()
+                for position, index in refused.items()
             }
-            return _cancelled(len(writes), reasons)
+            return cancelled(len(writes), reasons)
         response: Response = (500, [], b"")
         try:
+            before = self._reads.snapshot(actions)  # held: nothing else changes them meanwhile
             response = forward()
+            if response[0] == 200:
+                self._reads.committed(before)
             time.sleep(self.rules.transaction_latency_s)  # the items stay held until it has passed
         finally:
             self._settle(response, charged, held=writes)
@@ -306,30 +338,31 @@ class AwsFront(ServedInBackground):
             self._count("transactions_committed")
         return response
 
-    def _rule_TransactGetItems(self, _: Any, writes: list[Write], __: Any, forward: Forward) -> Response:
-        conflicts, _throttled, _charged = self._admit(writes, hold=False)
+    def _rule_TransactGetItems(self, request: Any, writes: list[Write], _: Any, forward: Forward) -> Response:
+        conflicts, _refused, _charged = self._admit(writes, hold="get")
         if conflicts:
             self._count("transact_get_conflicts")
-            return _cancelled(len(writes), dict.fromkeys(conflicts, CONFLICT))
-        return forward()
+            return cancelled(len(writes), dict.fromkeys(conflicts, CONFLICT))
+        return self._reads.handle("TransactGetItems", request, forward)
 
     def _rule_BatchWriteItem(
         self, request: dict[str, Any], writes: list[Write], entries: Any, forward: Forward
     ) -> Response:
-        conflicts, throttled, charged = self._admit(writes, hold=False, partial=True)
+        conflicts, refused, charged = self._admit(writes, hold="single", partial=True)
         if conflicts:
             self._count("single_write_conflicts")
             return json_response(400, SINGLE_CONFLICT)
-        if not throttled:
-            return self._settle(forward(), charged)
-        if len(throttled) == len(writes):  # none fits: the whole batch is throttled
-            return self._throttled(entries[0][0], set(throttled.values()))
-        self._count("throttled_batch_items", len(throttled))
+        if len(refused) == len(writes):  # none fits: the whole batch is throttled
+            return self._throttled(entries[0][0], set(refused.values()))
+        held = [write.item for position, write in enumerate(writes) if position not in refused]
+        if not refused:
+            return self._write(forward, None, charged, held)
+        self._count("throttled_batch_items", len(refused))
         kept: dict[str, list[Any]] = {}
         unprocessed: dict[str, list[Any]] = {}
         for position, (table, entry) in enumerate(entries):
-            (unprocessed if position in throttled else kept).setdefault(table, []).append(entry)
-        status, headers, data = self._settle(forward({**request, "RequestItems": kept}), charged)
+            (unprocessed if position in refused else kept).setdefault(table, []).append(entry)
+        status, headers, data = self._write(forward, {**request, "RequestItems": kept}, charged, held)
         if status != 200:
             return status, headers, data
         answer = json.loads(data)

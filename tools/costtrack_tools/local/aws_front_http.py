@@ -21,6 +21,18 @@ HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "te", "trailer", "
 Response = tuple[int, list[tuple[str, str]], bytes]
 Forward = Callable[..., Response]  # forward(changed_request=None): DynamoDB Local's answer
 
+THROTTLING = "com.amazon.coral.availability#ThrottlingException"
+CONFLICT_MESSAGE = "Transaction is ongoing for the item"
+TABLE_THROTTLED = (
+    "Throughput exceeds the current capacity of your table or index. DynamoDB is automatically scaling your "
+    "table or index so please try again shortly. If exceptions persist, check if you have a hot key: "
+    "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html"
+)
+INDEX_THROTTLED = (
+    "Throughput exceeds the current capacity for one or more global secondary indexes. DynamoDB is "
+    "automatically scaling your index so please try again shortly."
+)
+
 
 class Front(Protocol):
     def handle(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Response: ...
@@ -72,6 +84,22 @@ def json_response(status: int, payload: dict[str, Any]) -> Response:
     body = json.dumps(payload).encode()
     crc = str(zlib.crc32(body) & 0xFFFFFFFF)  # botocore checks it
     return status, [("Content-Type", JSON), ("x-amzn-RequestId", str(uuid.uuid4())), ("x-amz-crc32", crc)], body
+
+
+def cancelled(count: int, reasons: dict[int, dict[str, str]]) -> Response:
+    """TransactionCanceledException: one reason per item in request order, "None" for the others."""
+    listed = [reasons.get(position, {"Code": "None"}) for position in range(count)]
+    codes = ", ".join(reason["Code"] for reason in listed)
+    message = f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]"
+    return json_response(
+        400, {"__type": AWS + "TransactionCanceledException", "CancellationReasons": listed, "Message": message}
+    )
+
+
+def throttled(reasons: list[dict[str, str]], index_only: bool) -> Response:
+    """ThrottlingException with AWS's on-demand message and its ``throttlingReasons``."""
+    message = INDEX_THROTTLED if index_only else TABLE_THROTTLED
+    return json_response(400, {"__type": THROTTLING, "message": message, "throttlingReasons": reasons})
 
 
 class FrontHandler(BaseHTTPRequestHandler):

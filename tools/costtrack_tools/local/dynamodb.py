@@ -50,6 +50,16 @@ LOCAL_HOST = "127.0.0.1"
 LAUNCHER = Path(__file__).with_name("LoopbackDynamoDBLocal.java")
 
 
+def moto_with_aws_limits() -> None:
+    """moto (5.2) refuses a ``TransactGetItems`` of more than 25 items, AWS's limit until 2022;
+    it is 100 now ("TransactGetItems API": "up to 100 TransactGetItem objects",
+    https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-apis-txgetitems),
+    as DynamoDB Local has it, and the allowance survey reads 65. Raise moto's to AWS's."""
+    from moto.dynamodb import responses
+
+    responses.TRANSACTION_MAX_ITEMS = max(getattr(responses, "TRANSACTION_MAX_ITEMS", 100), 100)
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -185,6 +195,8 @@ class LocalDynamo:
 
     def _start_moto(self, port: int) -> None:
         from moto.server import ThreadedMotoServer
+
+        moto_with_aws_limits()
 
         self._moto = ThreadedMotoServer(ip_address=LOCAL_HOST, port=port, verbose=False)
         self._moto.start()

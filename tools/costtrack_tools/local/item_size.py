@@ -201,3 +201,41 @@ def item_write(kind: str, spec: Mapping[str, Any], table: Table, transactional: 
                 projected = item_size({name: value for name, value in item.items() if name in wanted})
             write.charges.append(((table.name, index.name, canonical(item[index.keys[0]])), write_units(projected)))
     return write
+
+
+def projection_of(item: Item, table: Table, index: Index) -> dict[str, AttributeValue]:
+    """What ``index`` holds of ``item``: all of it, or the table's and the index's keys plus the
+    included attributes (KEYS_ONLY, INCLUDE)."""
+    if index.projection == "ALL":
+        return dict(item)
+    wanted = {*table.keys, *index.keys, *index.non_key}
+    return {name: value for name, value in item.items() if name in wanted}
+
+
+def updated_names(update: Mapping[str, Any]) -> set[str]:
+    """The top-level attributes an update expression (or ``AttributeUpdates``) names."""
+    names = update.get("ExpressionAttributeNames") or {}
+    words = re.findall(r"#?[A-Za-z_][\w]*", update.get("UpdateExpression") or "")
+    found = {names.get(word, word) for word in words if word.upper() not in ("SET", "REMOVE", "ADD", "DELETE")}
+    return found | set(update.get("AttributeUpdates") or {})
+
+
+def index_write_units(kind: str, spec: Mapping[str, Any], after: Item | None, table: Table) -> dict[str, int]:
+    """Write units each global secondary index of ``table`` charges for one write, by AWS's rule
+    ("Write capacity units" in the GSI guide): a write that puts the item into an index, or
+    changes attributes the index projects, costs one standard write (not doubled by a
+    transaction: DynamoDB updates indexes after the transaction commits) per started KB of the
+    projected item. ``after`` is the item as stored after the write (None once deleted). Not
+    counted: an index key changed (two writes: a delete and a put) and deletes, neither of which
+    ingestion does."""
+    if kind not in ("Put", "PutRequest", "Update") or after is None:
+        return {}
+    units: dict[str, int] = {}
+    for index in table.indexes:
+        if not all(name in after for name in index.keys):
+            continue  # not in the index (a sparse index's key attribute is absent)
+        image = projection_of(after, table, index)
+        if kind == "Update" and not updated_names(spec) & set(image):
+            continue  # nothing the index holds changed
+        units[index.name] = write_units(item_size(image))
+    return units

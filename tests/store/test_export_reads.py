@@ -1,0 +1,78 @@
+"""The daily export reads a day's events and nothing else (``OperatorStore.iter_day_events``):
+a range of the by-time index per partition and per partition's hidden twin, so what it reads
+does not grow with the history kept (400 days by default)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from costtrack_service.domain.allowance import Payment
+from costtrack_service.domain.chunks import Chunk
+from costtrack_service.domain.export import day_bounds
+from costtrack_service.domain.shards import event_partition
+from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, Visibility
+from costtrack_service.store import DynamoStore
+from costtrack_service.tables import TableNames
+from tests.store.test_dynamo_store import record
+
+DAY = date(2026, 3, 10)
+HIDDEN = Visibility(False, FREE_SOURCE_MISMATCH)
+
+
+@pytest.fixture
+def store() -> Iterator[DynamoStore]:
+    with mock_aws():
+        dynamo = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), TableNames.with_prefix("x-"))
+        dynamo.ensure_tables()
+        yield dynamo
+
+
+def test_a_days_export_reads_that_days_events_only(store: DynamoStore) -> None:
+    workspace = store.create_workspace("w", tier="paid", included_events=10_000)
+    ws = workspace.workspace_id
+    stored = []
+    for back in range(-3, 30):  # 30 days of history before the day, 3 after
+        day = DAY - timedelta(days=back)
+        for hour in (0, 11, 23):
+            visibility = HIDDEN if hour == 11 and back % 2 else Visibility(True, None)
+            made = record(
+                ws,
+                f"{day}-{hour}",
+                event_id=f"evt_{day}_{hour}",
+                received_at=f"{day}T{hour:02d}:00:00.000Z" if hour != 23 else f"{day}T23:59:59.999Z",
+                visibility=visibility,
+            )
+            stored.append(made)
+            chunk = Chunk(ws, made.received_at[:7], (made,), Payment((), workspace), rollup_shard=0)
+            assert store.write_chunk(chunk) is None
+
+    scanned: list[int] = []
+
+    def count(http_response: Any, parsed: dict[str, Any], model: Any, **_: Any) -> None:
+        if model.name == "Query":
+            scanned.append(int(parsed.get("ScannedCount", 0)))
+
+    store.client.meta.events.register("after-call.dynamodb.Query", count)
+    for day in (DAY, DAY - timedelta(days=1)):  # a day with hidden events and one without
+        scanned.clear()
+        since, until = day_bounds(day)
+        read = list(store.iter_day_events(ws, since, until))
+        expected = {made.event_id for made in stored if made.received_at.startswith(day.isoformat())}
+        assert {made.event_id for made in read} == expected and len(read) == 3  # 00:00 in, 23:59:59.999 in
+        assert sum(scanned) == len(read)  # items read: the day's, none of the 32 other days
+        # partition by partition, each in time order
+        partitions = [event_partition(ws, made.event_key) for made in read]
+        assert partitions == sorted(partitions)
+        for partition in set(partitions):
+            times = [made.received_at for made in read if event_partition(ws, made.event_key) == partition]
+            assert times == sorted(times)
+    # the full read the export used to make reads every stored event to find one day's
+    scanned.clear()
+    assert len(list(store.iter_events(ws, *day_bounds(DAY)))) == 3
+    assert sum(scanned) == len(stored)

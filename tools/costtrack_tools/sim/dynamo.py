@@ -1,0 +1,200 @@
+"""The simulated DynamoDB: ``MemoryStore``'s chunk write, survey and reads (the conditions of
+``event_store.py``) behind the AWS front's rules, on the virtual clock.
+
+* Transactions take time (``SimRules.transaction_median_s``: a log-normal draw) and hold their
+  items meanwhile: a transaction or an allowance survey (``TransactGetItems``, which holds
+  nothing itself) touching a held item is cancelled with ``TransactionConflict``
+  (``ChunkRejected(conflict=True)``, ``SurveyConflict``), as the front does
+  (``local/aws_front.py``, rules 1 and 2).
+* Per partition key value, at most ``partition_wcu_per_s`` write units (1,000 on AWS) and
+  ``partition_rcu_per_s`` read units (3,000) per second of virtual time (whole-second buckets;
+  the front uses a sliding window), for the base table and for the by-time index; beyond it the
+  transaction is cancelled with ``ThrottlingError`` (the store raises ``StoreUnavailable``: a 503).
+* On-demand capacity per table and index: ``table_initial_wcu_per_s`` (AWS: about 4,000 for a
+  new table; ``None``: warm, no table limit), raised to twice the highest second seen at least
+  ``ramp_delay_s`` earlier (AWS: "up to double your previous peak" within 30 minutes).
+* Write units by AWS's rules (``local.item_size``): 2 per started KB of each item in a
+  transaction, from the real event items (``store_items.event_to_item``); each visible or hidden
+  event enters the by-time index (1 unit per started KB, the whole item: ``ALL`` projection).
+  Allowance shards, the workspace item and rollup rows are taken as under 1 KB.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from costtrack_service.domain.chunks import Chunk, ChunkRejected, Survey
+from costtrack_service.domain.keys import KeyRecord
+from costtrack_service.domain.quota import Charge, WorkspaceState
+from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.shards import SHARDS, event_partition, rollup_partition
+from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
+from costtrack_service.store_items import event_to_item, to_item
+from costtrack_tools.local.item_size import item_size, write_units
+from costtrack_tools.memory_store import MemoryStore
+from costtrack_tools.sim.clock import Hub
+
+SMALL_ITEM_TRANSACTIONAL_WCU = 2
+
+
+@dataclass(frozen=True)
+class SimRules:
+    transaction_median_s: float = 0.012  # TransactWriteItems of ~100 items (assumed, see README)
+    transaction_sigma: float = 0.35  # log-normal spread: p99 about 2.3x the median
+    read_median_s: float = 0.004
+    conflict_answer_s: float = 0.004  # a cancelled transaction answers quickly
+    partition_wcu_per_s: float = 1000.0
+    partition_rcu_per_s: float = 3000.0
+    table_initial_wcu_per_s: float | None = None  # None: warm (no table limit)
+    ramp_delay_s: float = 1800.0
+    seed: int = 1
+
+
+class SimDynamo(MemoryStore):
+    def __init__(self, hub: Hub, rules: SimRules) -> None:
+        super().__init__()
+        self.hub, self.rules = hub, rules
+        self.rng = random.Random(rules.seed)
+        self.held: Counter[str] = Counter()
+        self.inflight_events = 0
+        self._partition_use: dict[str, tuple[int, float]] = {}  # partition -> (second, units)
+        self._pool_use: dict[str, dict[int, float]] = {}  # table or index -> units per second
+        self.stats: Counter[str] = Counter()
+        self.write_units = 0.0
+        self.busiest: dict[tuple[str, int], float] = {}  # (partition, second) -> write units
+
+    # -- the rules ----------------------------------------------------------------------------
+
+    def _latency(self, median: float) -> float:
+        return median * math.exp(self.rng.gauss(0.0, self.rules.transaction_sigma))
+
+    def _fits(self, charges: dict[str, float], limit: float) -> bool:
+        second = int(self.hub.now)
+        for partition, units in charges.items():
+            at, used = self._partition_use.get(partition, (second, 0.0))
+            if (used if at == second else 0.0) + units > limit:
+                return False
+        return True
+
+    def _consume(self, charges: dict[str, float]) -> None:
+        second = int(self.hub.now)
+        for partition, units in charges.items():
+            at, used = self._partition_use.get(partition, (second, 0.0))
+            self._partition_use[partition] = (second, (used if at == second else 0.0) + units)
+
+    def table_capacity(self, pool: str) -> float:
+        """On-demand write units a second the table (or index) ``pool`` serves now."""
+        if self.rules.table_initial_wcu_per_s is None:
+            return math.inf
+        use = self._pool_use.get(pool, {})
+        settled = [units for second, units in use.items() if second <= self.hub.now - self.rules.ramp_delay_s]
+        return max(self.rules.table_initial_wcu_per_s, 2 * max(settled, default=0.0))
+
+    def _pools_fit(self, pools: Counter[str]) -> bool:
+        second = int(self.hub.now)
+        return all(
+            self._pool_use.get(pool, {}).get(second, 0.0) + units <= self.table_capacity(pool)
+            for pool, units in pools.items()
+        )
+
+    # -- what a chunk touches and costs ---------------------------------------------------------
+
+    def chunk_items(self, chunk: Chunk) -> list[str]:
+        workspace_id, period = chunk.workspace_id, chunk.period
+        items = [f"events|{event_partition(workspace_id, r.event_key)}|{r.event_key}" for r in chunk.records]
+        items += [f"allowance|{self._shard(workspace_id, period, s.charge, s.shard)}" for s in chunk.payment.spends]
+        if chunk.payment.leases:
+            items.append(f"workspaces|{workspace_id}")
+        partition = rollup_partition(workspace_id, chunk.rollup_shard)
+        items += [f"rollups|{partition}|{key}" for key in chunk.rollups]
+        return items
+
+    def chunk_charges(self, chunk: Chunk) -> tuple[dict[str, float], Counter[str]]:
+        """Write units per partition key value, and per table or index."""
+        charges: Counter[str] = Counter()
+        pools: Counter[str] = Counter()
+        for record in chunk.records:
+            item = event_to_item(record)
+            size = item_size(to_item(item))
+            partition = item["partition"]
+            charges[f"events|{partition}"] += write_units(size, transactional=True)
+            charges[f"by_time|{item['visible_partition']}"] += write_units(size)
+            pools["events"] += write_units(size, transactional=True)
+            pools["events/by_time"] += write_units(size)
+        small = SMALL_ITEM_TRANSACTIONAL_WCU
+        for spend in chunk.payment.spends:
+            charges[f"allowance|{self._shard(chunk.workspace_id, chunk.period, spend.charge, spend.shard)}"] += small
+            pools["allowance"] += small
+        if chunk.payment.leases:
+            charges[f"workspaces|{chunk.workspace_id}"] += small
+            pools["workspaces"] += small
+        charges[f"rollups|{rollup_partition(chunk.workspace_id, chunk.rollup_shard)}"] += small * len(chunk.rollups)
+        pools["rollups"] += small * len(chunk.rollups)
+        return dict(charges), pools
+
+    # -- the store's operations ---------------------------------------------------------------
+
+    def write_chunk(self, chunk: Chunk) -> ChunkRejected | None:
+        items = self.chunk_items(chunk)
+        if any(self.held[item] for item in items):
+            self.stats["conflicts"] += 1
+            self.hub.sleep(self._latency(self.rules.conflict_answer_s))
+            return ChunkRejected(conflict=True)
+        charges, pools = self.chunk_charges(chunk)
+        if not self._fits(charges, self.rules.partition_wcu_per_s) or not self._pools_fit(pools):
+            self.stats["throttles"] += 1
+            self.hub.sleep(self._latency(self.rules.conflict_answer_s))
+            raise StoreUnavailable("ThrottlingError")
+        self._consume(charges)  # at admission, as the front charges: concurrent writes see it
+        self.held.update(items)
+        self.inflight_events += len(chunk.records)
+        try:
+            self.hub.sleep(self._latency(self.rules.transaction_median_s))
+        finally:
+            self.held.subtract(items)
+            self.inflight_events -= len(chunk.records)
+        rejected = super().write_chunk(chunk)
+        self.stats["transactions"] += 1
+        if rejected is None:
+            self.stats["committed_events"] += len(chunk.records)
+            second = int(self.hub.now)
+            for pool, units in pools.items():
+                use = self._pool_use.setdefault(pool, {})
+                use[second] = use.get(second, 0.0) + units
+            self.write_units += sum(pools.values())
+            for partition, charged in charges.items():
+                self.busiest[(partition, second)] = self.busiest.get((partition, second), 0.0) + charged
+        return rejected
+
+    def survey(self, workspace_id: str, period: str) -> Survey:
+        items = [f"workspaces|{workspace_id}"]
+        items += [f"allowance|{self._shard(workspace_id, period, c, i)}" for c in Charge for i in range(SHARDS)]
+        self.stats["surveys"] += 1
+        if any(self.held[item] for item in items):
+            self.stats["survey_conflicts"] += 1
+            self.hub.sleep(self._latency(self.rules.conflict_answer_s))
+            raise SurveyConflict("TransactionConflict")
+        reads = {item.split("|", 1)[1]: 2.0 for item in items}  # 2 units per transactional read
+        if not self._fits(reads, self.rules.partition_rcu_per_s):
+            self.stats["read_throttles"] += 1
+            raise StoreUnavailable("ThrottlingError")
+        self._consume(reads)
+        snapshot = super().survey(workspace_id, period)  # one instant: the snapshot is atomic
+        self.hub.sleep(self._latency(self.rules.read_median_s))  # holds nothing, as on the front
+        return snapshot
+
+    def find_events(self, workspace_id: str, event_keys: Sequence[str]) -> dict[str, EventRecord]:
+        self.hub.sleep(self._latency(self.rules.read_median_s))
+        return super().find_events(workspace_id, event_keys)
+
+    def get_key(self, key_hash: str, *, consistent: bool = False) -> KeyRecord | None:
+        self.hub.sleep(self._latency(self.rules.read_median_s))
+        return super().get_key(key_hash, consistent=consistent)
+
+    def get_workspace(self, workspace_id: str, *, consistent: bool = False) -> WorkspaceState | None:
+        self.hub.sleep(self._latency(self.rules.read_median_s))
+        return super().get_workspace(workspace_id, consistent=consistent)
