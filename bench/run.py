@@ -1,10 +1,10 @@
 """`make bench`: every benchmark in one run, one table, and ``bench/results.json``.
 
 Runs the Python SDK benchmark (beside posthog's ``capture()``), its transport beside httpx2's
-(``sdk_transports.py``), the Node SDK benchmark and the
+(``sdk_transports.py``), the CPU ``costtrack.instrument()`` adds to an OpenAI call beside Langfuse's
+and OpenLLMetry's (``instrumentation.py``), the Node SDK benchmark and the
 service benchmark, the daily export's reads (``export_reads.py``) and the simulation of AWS at
-scale (``sim.py``), each in its own process, and
-writes one flat JSON object with their figures
+scale (``sim.py``), each in its own process, and writes one flat JSON object with their figures
 and the machine they ran on. Figures are printed, never asserted: compare runs, and compare
 against the peers measured in the same run.
 """
@@ -63,6 +63,7 @@ def main() -> None:
     results: dict[str, Any] = {}
     results.update(run([sys.executable, "bench/python_sdk.py"]))
     results.update(run([sys.executable, "bench/sdk_transports.py"]))
+    results.update(run([sys.executable, "bench/instrumentation.py"]))
     results.update(run(["node", "bench/node_sdk.mjs"]))
     results.update(run([sys.executable, "bench/service.py"]))
     results.update(run([sys.executable, "bench/export_reads.py"]))
