@@ -185,6 +185,9 @@ class CallRecorder:
                 ((kind, body),) = item.items()
                 action = {"Put": "PutItem", "Update": "UpdateItem", "ConditionCheck": "ConditionCheckItem"}[kind]
                 self.calls[self.logical[body["TableName"]]].add(f"dynamodb:{action}")
+        elif operation == "TransactGetItems":  # authorized as a GetItem of each item's table
+            for item in params["TransactItems"]:
+                self.calls[self.logical[item["Get"]["TableName"]]].add("dynamodb:GetItem")
         elif "RequestItems" in params:  # BatchGetItem, BatchWriteItem: authorized per table
             for table in params["RequestItems"]:
                 self.calls[self.logical[table]].add(f"dynamodb:{operation}")
