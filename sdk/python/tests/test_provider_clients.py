@@ -11,8 +11,7 @@ hand. Nothing leaves 127.0.0.1.
 from __future__ import annotations
 
 import json
-import os
-from typing import Any, Dict, Iterator
+from typing import Any, Dict
 
 import pytest
 from canned_provider import (
@@ -23,7 +22,6 @@ from canned_provider import (
     chat_usage,
     converse_response,
     gemini_response,
-    isolated_environment,
     responses_usage,
     token_details,
 )
@@ -39,19 +37,10 @@ pytestmark = [
 
 
 @pytest.fixture
-def provider(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[CannedProvider]:
-    """The canned provider, with an environment in which no client finds a real key, a
-    credentials file, a proxy or an instance metadata service."""
-    isolated = isolated_environment(os.environ, str(tmp_path))
-    for name in set(os.environ) - set(isolated):
-        monkeypatch.delenv(name)
-    for name, value in isolated.items():
-        monkeypatch.setenv(name, value)
-    server = CannedProvider()
-    try:
-        yield server
-    finally:
-        server.close()
+def provider(canned: CannedProvider) -> CannedProvider:
+    """The canned provider (conftest's ``canned``: no client finds a real key, credentials, a
+    proxy or an instance metadata service)."""
+    return canned
 
 
 def valid(event: Any) -> Dict[str, Any]:
