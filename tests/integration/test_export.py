@@ -8,16 +8,13 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-import boto3
 import httpx
 import pytest
-from moto.server import ThreadedMotoServer
 
 from costtrack_service.domain.allowance import Payment
 from costtrack_service.domain.chunks import Chunk
@@ -29,27 +26,14 @@ from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, Visibility
 from costtrack_service.exporter import Exporter, S3Writer
 from costtrack_service.handlers import export as export_handler
 from costtrack_tools.local.server import LambdaContext
+from tests.integration.conftest import BUCKET
 from tests.store.test_dynamo_store import record
 
 pytestmark = pytest.mark.integration
 
-BUCKET = "costtrack-export-test"
 PREFIX = "events/"
 DAY = date(2026, 3, 14)
 KEY = re.compile(r"events/workspace_id=(ws_[A-Za-z0-9_-]+)/day=(\d{4}-\d{2}-\d{2})/part-(\d{2})-(\d{4})\.json\.gz")
-
-
-@pytest.fixture(scope="module")
-def s3() -> Iterator[Any]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    client = boto3.client("s3", region_name="us-east-1", endpoint_url=f"http://{host}:{port}")
-    client.create_bucket(Bucket=BUCKET)
-    try:
-        yield client
-    finally:
-        server.stop()
 
 
 def objects(s3: Any, prefix: str = PREFIX) -> dict[str, bytes]:

@@ -10,16 +10,13 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import boto3
 import duckdb
 import pytest
-from moto.server import ThreadedMotoServer
 
 from costtrack_service.domain.export import DEFAULT_PREFIX, object_key
 from costtrack_service.domain.ingestion import IngestService
@@ -27,7 +24,8 @@ from costtrack_service.domain.keys import ADMIN
 from costtrack_service.exporter import DirectoryWriter, Exporter, S3Writer
 from costtrack_tools.cli import main
 from costtrack_tools.event_import import PastEvent, import_events
-from tests.integration.test_export import BUCKET, objects
+from tests.integration.conftest import BUCKET
+from tests.integration.test_export import objects
 
 pytestmark = pytest.mark.integration
 
@@ -36,20 +34,6 @@ ROOT = Path(__file__).resolve().parents[2]
 DAY = datetime.now(UTC).date().replace(day=1) - timedelta(days=17)
 MONTH = DAY.strftime("%Y-%m")
 FILE = re.compile(r"events/workspace_id=(ws_[A-Za-z0-9_-]+)/day=(\d{4}-\d{2}-\d{2})/part-\d{2}-\d{4}\.json\.gz")
-
-
-@pytest.fixture(scope="module")
-def s3() -> Iterator[Any]:
-    """The deployed export's S3, moto's server on 127.0.0.1: what the local folder must equal."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    client = boto3.client("s3", region_name="us-east-1", endpoint_url=f"http://{host}:{port}")
-    client.create_bucket(Bucket=BUCKET)
-    try:
-        yield client
-    finally:
-        server.stop()
 
 
 def readme_duckdb_block() -> str:
