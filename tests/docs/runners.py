@@ -240,17 +240,3 @@ def _node_modules(folder: Path) -> None:
                         (scope / package.name).symlink_to(package)
             elif not (folder / entry.name).exists():
                 (folder / entry.name).symlink_to(entry)
-
-
-def anthropic_message(model: str) -> dict[str, Any]:
-    """A Messages API response as documented (https://docs.claude.com/en/api/messages)."""
-    return {
-        "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [{"type": "text", "text": "Paris."}],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": {"input_tokens": 1200, "cache_read_input_tokens": 10000, "output_tokens": 500},
-    }

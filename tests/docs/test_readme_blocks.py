@@ -22,7 +22,7 @@ import pytest
 from tests.conftest import ROOT, built_node_sdk, running_stack
 from tests.docs.answers import Document, check_answer, without_elisions
 from tests.docs.blocks import Block, MarkerError, parse_blocks
-from tests.docs.runners import DocsWorkspace, Outcome, anthropic_message
+from tests.docs.runners import DocsWorkspace, Outcome
 from tests.e2e.canned_openai import canned
 
 pytestmark = pytest.mark.integration
@@ -49,7 +49,8 @@ def provider() -> Iterator[Any]:
     server = canned.CannedProvider()
     usage = canned.chat_usage(10_000, 3_000, cached=8_000, reasoning=2_000)
     server.route("POST", "/v1/chat/completions", canned.Canned(body=canned.chat_completion("gpt-5-2025-08-07", usage)))
-    message = canned.Canned(body=anthropic_message("claude-sonnet-4-5-20250929"))
+    usage = {"input_tokens": 1200, "cache_read_input_tokens": 10000, "output_tokens": 500}
+    message = canned.Canned(body=canned.anthropic_message("claude-sonnet-4-5-20250929", usage))
     server.route("POST", "/v1/messages", message)
     server.route("POST", "/v1/v1/messages", message)
     yield server
