@@ -99,6 +99,10 @@ def summary(name: str, results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+# One test runs a whole document's blocks in order (later blocks use what earlier ones made),
+# so the suite-wide 120 s limit would measure the README's length, not a hang: each block has
+# its own limit (BLOCK_TIMEOUT) and the document gets this one.
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("name", DOCUMENTS)
 def test_every_block_runs_as_written(
     name: str,
