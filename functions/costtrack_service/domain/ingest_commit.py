@@ -4,10 +4,9 @@ unless their idempotency keys are taken, spending (and leasing) allowance under 
 (``allowance.py``), and adding the rollup deltas.
 
 When a transaction is cancelled the store says why, and this decides: a replay (the key was
-taken), a short shard or a changed plan (plan the payment again, after a peek at every shard or,
-when the peek did not help, a survey
-when what this function knows is stale), no allowance left (429), or a conflict (retried with
-full jitter, then 503).
+taken), a short shard or a changed plan (plan the payment again when what this function knows
+is stale: after a peek at every shard, or a survey when the peek did not help), no allowance
+left (429, only after a survey), or a conflict (retried with capped full jitter, then 503).
 """
 
 from __future__ import annotations
