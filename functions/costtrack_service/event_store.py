@@ -198,6 +198,22 @@ class EventTable(TableAccess):
         }
         return Survey(central, balances)
 
+    def peek(self, workspace_id: str, period: str) -> Survey:
+        """The same items by plain consistent reads (``GetItem`` of the workspace item, one
+        ``BatchGetItem`` of the shards): no write in flight cancels them, but each item is read
+        at its own instant, so a peek may miss a lease in flight. The committer plans from it
+        and refuses only after a :meth:`survey`."""
+        central = self.get_workspace(workspace_id, consistent=True)
+        keys = {
+            shard_key(workspace_id, charge, period, index): (charge, index)
+            for charge in Charge
+            for index in range(SHARDS)
+        }
+        balances: dict[ShardId, int] = dict.fromkeys(keys.values(), 0)
+        for item in self._get_many(self.tables.allowance, [to_item({"shard_key": key}) for key in keys]):
+            balances[keys[item["shard_key"]]] = int(item.get("available", 0))
+        return Survey(central, balances)
+
     def find_events(self, workspace_id: str, event_keys: Sequence[str]) -> dict[str, EventRecord]:
         keys = [event_item_key(workspace_id, key) for key in dict.fromkeys(event_keys)]
         records = (event_from_item(item) for item in self._get_many(self.tables.events, keys))

@@ -88,6 +88,7 @@ def test_an_accepted_chunk_round_trips(store: DynamoStore) -> None:
     assert central is not None and central.included_leased == 5
     survey = store.survey(workspace.workspace_id, period())
     assert survey.balances[(Charge.INCLUDED, 2)] == 4 and sum(survey.balances.values()) == 4
+    assert store.peek(workspace.workspace_id, period()) == survey  # plain reads, nothing in flight
     assert store.usage(central, period()) == Usage(included_used=1, credits_used=0, credits_left=0)
     assert store.find_events(workspace.workspace_id, [original.event_key, "k#other"]) == {original.event_key: original}
 

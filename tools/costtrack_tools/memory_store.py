@@ -153,6 +153,10 @@ class MemoryStore:
             }
             return Survey(self.workspaces.get(workspace_id), balances)
 
+    def peek(self, workspace_id: str, period: str) -> Survey:
+        """Plain reads; one instant here (DynamoDB's may see a transaction item by item)."""
+        return MemoryStore.survey(self, workspace_id, period)
+
     def find_events(self, workspace_id: str, event_keys: Sequence[str]) -> dict[str, EventRecord]:
         return {key: self.events[(workspace_id, key)] for key in event_keys if (workspace_id, key) in self.events}
 

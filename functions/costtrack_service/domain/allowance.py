@@ -132,10 +132,14 @@ def lease_size(left_to_lease: int, wanted: int) -> int:
     return min(left_to_lease, max(wanted, min(LEASE_EVENTS, math.ceil(left_to_lease / SHARDS))))
 
 
-def plan_payment(central: WorkspaceState, balances: Balances, count: int, shard: int, *, surveyed: bool) -> Payment:
+def plan_payment(
+    central: WorkspaceState, balances: Balances, count: int, shard: int, *, surveyed: bool, refill: bool = True
+) -> Payment:
     """Pay for up to ``count`` events: from ``shard`` (leasing into it when it is short), then from
     other shards known to hold allowance. ``surveyed``: ``balances`` and ``central`` come from a
-    survey made in this request, so whatever they do not show is not there."""
+    survey made in this request, so whatever they do not show is not there. ``refill``: a lease
+    may also fill the other shards known to be empty (off once a write of this request met a
+    write in flight: a transaction of 33 items meets nearly every other one)."""
     spends: list[Spend] = []
     wanted = count
     central_used = False  # one transaction may hold one operation on the central item
@@ -157,7 +161,7 @@ def plan_payment(central: WorkspaceState, balances: Balances, count: int, shard:
                 wanted -= take
             if not wanted:
                 break
-        if central_used and not any(spend.lease for spend in spends if spend.charge is not charge):
+        if refill and central_used and not any(spend.lease for spend in spends if spend.charge is not charge):
             to_lease -= _refill_others(spends, balances, charge, shard, to_lease)
         if not wanted:
             break

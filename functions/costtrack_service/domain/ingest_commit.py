@@ -4,9 +4,9 @@ unless their idempotency keys are taken, spending (and leasing) allowance under 
 (``allowance.py``), and adding the rollup deltas.
 
 When a transaction is cancelled the store says why, and this decides: a replay (the key was
-taken), a short shard or a changed plan (plan the payment again, after a survey of every shard
-when what this function knows is stale), no allowance left (429), or a conflict (retried with
-full jitter, then 503).
+taken), a short shard or a changed plan (plan the payment again when what this function knows
+is stale: after a peek at every shard, or a survey when the peek did not help), no allowance
+left (429, only after a survey), or a conflict (retried with capped full jitter, then 503).
 """
 
 from __future__ import annotations
@@ -42,7 +42,14 @@ class ChunkStore(Protocol):
         payment says under its conditions, add the rollup deltas."""
         ...
 
-    def survey(self, workspace_id: str, period: str) -> Survey: ...
+    def survey(self, workspace_id: str, period: str) -> Survey:
+        """The workspace item and every shard as one atomic snapshot (may raise ``SurveyConflict``)."""
+        ...
+
+    def peek(self, workspace_id: str, period: str) -> Survey:
+        """The same items by plain consistent reads: each as it is, not one snapshot, never
+        cancelled by a write in flight. A hint for planning, never a reason to refuse."""
+        ...
 
     def find_events(self, workspace_id: str, event_keys: Sequence[str]) -> dict[str, EventRecord]:
         """Stored events by event key (consistent reads)."""
@@ -101,20 +108,26 @@ class Committer:
         workspace_id = workspace.workspace_id
         balances = self._balances_of(workspace_id, period)
         central = workspace
-        surveyed = False
+        surveyed = peeked = False
         pending = list(records)
         done: dict[str, Outcome] = {}
         conflicts = failures = short_writes = 0
+        if not balances.available and pending:
+            # A function new to this workspace's month knows no shard: it peeks before planning,
+            # so that it spends what the shards hold instead of leasing into all of them (a
+            # transaction of 33 items, which meets every write in flight).
+            central, peeked, surveyed = self._learn(workspace_id, balances, peeked)
         while pending:
             shard = self._next_shard()
-            payment = self._payment(central, balances, pending, shard, surveyed)
+            payment = self._payment(central, balances, pending, shard, surveyed, refill=not conflicts)
             if payment.covered == 0:
                 if payment.exhausted:
                     done.update(self._refuse(workspace_id, pending))
                     break
                 if surveyed:
                     raise RuntimeError("a surveyed allowance paid nothing and is not exhausted")
-                central, surveyed = self._survey(workspace_id, balances), True
+                central, peeked, surveyed = self._learn(workspace_id, balances, peeked)
+                short_writes = 0
                 continue
             chunk_records = tuple(
                 record if record.charge is charge else replace(record, charge=charge)
@@ -142,8 +155,9 @@ class Committer:
             short_writes += bool(rejected.balances)
             if short_writes >= 2 and not surveyed:
                 # What this function knows of the shards is stale (others spent, or a plan was
-                # lowered): read them all once rather than learn them one failed write at a time.
-                central, surveyed = self._survey(workspace_id, balances), True
+                # lowered): read them all rather than learn them one failed write at a time.
+                central, peeked, surveyed = self._learn(workspace_id, balances, peeked)
+                short_writes = 0
                 continue
             if rejected.central_failed:
                 central = self._fresh_central(workspace_id, rejected.central)
@@ -152,22 +166,42 @@ class Committer:
                 if conflicts > self.settings.max_conflict_retries:
                     raise unavailable()
                 # Full jitter: writers that met on one item spread out instead of meeting again.
-                self._sleep(random.uniform(0, self.settings.conflict_backoff_seconds * 2**conflicts))
+                self._sleep(self._backoff(conflicts))
         return [done[record.event_key] for record in records]
 
     def _payment(
-        self, central: WorkspaceState, balances: Balances, pending: list[EventRecord], shard: int, surveyed: bool
+        self,
+        central: WorkspaceState,
+        balances: Balances,
+        pending: list[EventRecord],
+        shard: int,
+        surveyed: bool,
+        *,
+        refill: bool,
     ) -> Payment:
         """How the next transaction pays, sized so that its events, their rollup rows and the
         allowance items fit in one transaction."""
         reserve = ALLOWANCE_ITEMS
         while True:
             count = fitting(pending, MAX_TRANSACTION_ITEMS - reserve)
-            payment = plan_payment(central, balances, count, shard, surveyed=surveyed)
+            payment = plan_payment(central, balances, count, shard, surveyed=surveyed, refill=refill)
             needed = len(payment.spends) + (1 if payment.leases else 0)
             if needed <= reserve:
                 return payment
             reserve = needed
+
+    def _learn(self, workspace_id: str, balances: Balances, peeked: bool) -> tuple[WorkspaceState, bool, bool]:
+        """What this function knows is not enough: first a peek (plain reads, which no write in
+        flight cancels), and only when the peek did not help, the atomic survey that may decide
+        a refusal. Under load the survey meets writes in flight (it holds 65 items) and is
+        retried; the peek lets most requests go on without one. Returns (central, peeked,
+        surveyed)."""
+        if peeked:
+            return self._survey(workspace_id, balances), True, True
+        peek = self.store.peek(workspace_id, balances.period)
+        central = self._fresh_central(workspace_id, peek.central)
+        balances.learn(peek.balances)
+        return central, True, False
 
     def _survey(self, workspace_id: str, balances: Balances) -> WorkspaceState:
         """Read the workspace item and every shard in one snapshot: what this request decides
@@ -180,10 +214,15 @@ class Committer:
             except SurveyConflict:
                 if attempt > self.settings.max_conflict_retries:
                     raise unavailable() from None
-                self._sleep(random.uniform(0, self.settings.conflict_backoff_seconds * 2**attempt))
+                self._sleep(self._backoff(attempt))
         central = self._fresh_central(workspace_id, survey.central)
         balances.available = dict(survey.balances)
         return central
+
+    def _backoff(self, attempt: int) -> float:
+        """Full jitter, capped: writers that met on one item spread out instead of meeting again."""
+        longest = self.settings.conflict_backoff_seconds * 2**attempt
+        return random.uniform(0, min(longest, self.settings.conflict_backoff_cap_seconds))
 
     def _fresh_central(self, workspace_id: str, central: WorkspaceState | None) -> WorkspaceState:
         self.reads.remember_workspace(workspace_id, central)

@@ -18,8 +18,13 @@ class IngestSettings:
     pricing_ttl_seconds: float = 60.0
     touch_interval_seconds: float = 60.0
     event_retention_days: int = 400
-    max_conflict_retries: int = 6
+    #: A transaction or survey that meets a write in flight is tried again after a pause drawn
+    #: from 0 to ``conflict_backoff_seconds`` x 2^attempt, at most ``conflict_backoff_cap_seconds``
+    #: (full jitter); after ``max_conflict_retries`` the request is a 503 with Retry-After. Ten
+    #: retries wait about 2.5 s at the most on average: a 503 would cost the SDK a second and more.
+    max_conflict_retries: int = 10
     conflict_backoff_seconds: float = 0.01
+    conflict_backoff_cap_seconds: float = 0.5
 
     def __post_init__(self) -> None:
         if self.event_retention_days < 35:

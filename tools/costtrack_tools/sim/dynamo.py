@@ -187,6 +187,20 @@ class SimDynamo(MemoryStore):
         self.hub.sleep(self._latency(self.rules.read_median_s))  # holds nothing, as on the front
         return snapshot
 
+    def peek(self, workspace_id: str, period: str) -> Survey:
+        """Plain consistent reads of the same items: no write in flight cancels them (1 read
+        unit each). Committed state only, as the front serves it outside a visibility window."""
+        items = [f"workspaces|{workspace_id}"]
+        items += [f"allowance|{self._shard(workspace_id, period, c, i)}" for c in Charge for i in range(SHARDS)]
+        self.stats["peeks"] += 1
+        reads = {item.split("|", 1)[1]: 1.0 for item in items}
+        if not self._fits(reads, self.rules.partition_rcu_per_s):
+            self.stats["read_throttles"] += 1
+            raise StoreUnavailable("ThrottlingError")
+        self._consume(reads)
+        self.hub.sleep(self._latency(self.rules.read_median_s))
+        return super().survey(workspace_id, period)  # read when the answer leaves, as late as can be
+
     def find_events(self, workspace_id: str, event_keys: Sequence[str]) -> dict[str, EventRecord]:
         self.hub.sleep(self._latency(self.rules.read_median_s))
         return super().find_events(workspace_id, event_keys)
