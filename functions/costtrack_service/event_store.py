@@ -33,6 +33,7 @@ from costtrack_service.domain.shards import (
 )
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
 from costtrack_service.domain.usage import Counts, RollupKey
+from costtrack_service.reservation_store import reservation_settlements, settle_rejection
 from costtrack_service.store_base import TableAccess, shard_key
 from costtrack_service.store_items import (
     event_from_item,
@@ -100,12 +101,16 @@ class EventTable(TableAccess):
             transaction.append(self._lease(chunk, leases[0].charge, sum(spend.lease for spend in leases)))
         partition = rollup_partition(chunk.workspace_id, chunk.rollup_shard)
         transaction += [self._rollup_update(partition, key, counts) for key, counts in chunk.rollups.items()]
+        settles_at = len(transaction)
+        transaction += reservation_settlements(self.tables, chunk.workspace_id, chunk.settles)
         try:
             self.client.transact_write_items(TransactItems=transaction)  # type: ignore[arg-type]
         except ClientError as exc:
             error = exc.response.get("Error", {})
             if error.get("Code") == "TransactionCanceledException":
-                return _rejection(exc.response.get("CancellationReasons") or [], records, spends, bool(leases))
+                reasons = exc.response.get("CancellationReasons") or []
+                rejected = _rejection(reasons, records, spends, bool(leases))
+                return settle_rejection(rejected, reasons[settles_at:], chunk.settles)
             if error.get("Code") == "TransactionConflictException":
                 return ChunkRejected(conflict=True)
             raise

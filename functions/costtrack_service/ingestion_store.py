@@ -3,7 +3,9 @@ imports neither the owners' nor the operators' store.
 
 * ``EventTable``: keys and workspaces read, events, rollups and allowance shards written;
 * ``PriceTable``: a provider's database-held prices and a workspace's overrides (read);
-* ``BudgetReads``: a workspace's budgets, for the ``budget_exceeded`` warning.
+* ``BudgetReads``: a workspace's budgets, for the ``budget_exceeded`` warning and reservations;
+* ``ReservationTable``: enforced budgets' ledgers, the holds of reservations (``POST
+  /v1/reservations``) and the holds events settle.
 
 The function's IAM policy in ``template.yaml`` grants what these reads and writes need
 (``tests/deploy`` records the calls through this class).
@@ -14,7 +16,8 @@ from __future__ import annotations
 from costtrack_service.budget_reads import BudgetReads
 from costtrack_service.event_store import EventTable
 from costtrack_service.price_store import PriceTable
+from costtrack_service.reservation_store import ReservationTable
 
 
-class IngestionStore(EventTable, PriceTable, BudgetReads):
+class IngestionStore(EventTable, PriceTable, BudgetReads, ReservationTable):
     """What ingestion reads and writes (``TableAccess`` makes it: a client and the table names)."""

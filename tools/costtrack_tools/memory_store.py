@@ -21,6 +21,8 @@ from costtrack_service.domain.overrides import Override
 from costtrack_service.domain.pricing import PricingEntry, format_timestamp
 from costtrack_service.domain.quota import Charge, PlanStatus, Tier, Usage, WorkspaceState
 from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.reservations.ids import Part, ReservationId
+from costtrack_service.domain.reservations.ledger import Hold
 from costtrack_service.domain.shards import SHARDS
 from costtrack_service.domain.source import Source, normalize_provider
 from costtrack_service.domain.usage import CHARGE, Counts, RollupKey, month_usage
@@ -38,6 +40,12 @@ class MemoryStore:
         self.shards: dict[tuple[str, str, ShardId], int] = {}  # (workspace, period or "", shard) -> available
         self.writes = 0
         self._lock = threading.Lock()
+
+    def find_holds(self, workspace_id: str, reservation: ReservationId) -> dict[Part, Hold | None]:
+        """This store keeps no enforced budgets' ledgers (reservations need DynamoDB: the local
+        stack): no shard of any reservation exists here, so an event's ``reservation_id`` is
+        ``reservation_unknown``."""
+        return {}
 
     # -- set-up ---------------------------------------------------------------------------
 

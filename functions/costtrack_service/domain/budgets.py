@@ -45,7 +45,9 @@ MAX_AMOUNT = Decimal(10) ** 12
 MAX_NAME_CHARS = 100
 #: The same caps as the event fields a scope names (docs/api-rules.md#event-fields); a model is provider/model.
 SCOPE_VALUE_CAPS = {"feature": 200, "customer": 256, "model": 265, "environment": 64}
-FIELDS = ("name", "amount", "scope", "scope_value", "period", "thresholds")
+FIELDS = ("name", "amount", "scope", "scope_value", "period", "thresholds", "enforce")
+#: A scope value that makes a budget a template: one instance per value of its dimension.
+EVERY = "*"
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,13 @@ class Budget:
     exceeded_from: str | None = None
     exceeded_until: str | None = None
     episodes: Mapping[str, int] = field(default_factory=dict)
+    #: A hard limit: reservations are refused once spend + held reaches the amount (reservations).
+    enforce: bool = False
+
+    @property
+    def template(self) -> bool:
+        """One instance per value of the dimension (scope value ``*``)."""
+        return self.scope_value == EVERY
 
     @property
     def dimension(self) -> str:
@@ -91,6 +100,7 @@ class Budget:
             "scope_value": self.scope_value,
             "period": self.period,
             "thresholds": list(self.thresholds),
+            "enforce": self.enforce,
             "revision": self.revision,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
@@ -108,10 +118,15 @@ class Budget:
         """Whether an (accepted, visible) event counts towards this budget."""
         if self.scope == WORKSPACE:
             return True
+        value = self.instance_of(event)
+        return value is not None and (self.template or value == self.scope_value)
+
+    def instance_of(self, event: UsageEvent) -> str | None:
+        """The event's value of this budget's dimension (None: it has none, e.g. no customer)."""
         if self.scope == "model":
-            return model_name(event.provider, event.model) == self.scope_value
+            return model_name(event.provider, event.model)
         actual = {"feature": event.feature, "customer": event.customer_id, "environment": event.environment}
-        return actual[self.scope] == self.scope_value
+        return actual[self.scope]
 
 
 class BudgetError(ValueError):
@@ -167,6 +182,8 @@ def parse_scope(kind: object, value: object) -> tuple[str, str | None]:
             raise BudgetError("scope_value", "a workspace budget has no scope_value")
         return kind, None
     text = _text(value, "scope_value", SCOPE_VALUE_CAPS[kind])
+    if text == EVERY:
+        return kind, EVERY
     if kind == "model":
         provider, slash, model = text.partition("/")
         if not slash or not provider.strip() or not model.strip():
@@ -195,6 +212,11 @@ def change_budget(budget: Budget, raw: object, *, now: str, revision: int | None
     if not isinstance(period, str) or period not in PERIODS:
         raise BudgetError("period", f"period must be one of {', '.join(PERIODS)}")
     name = fields.get("name", budget.name)
+    enforce = fields.get("enforce", budget.enforce)
+    if not isinstance(enforce, bool):
+        raise BudgetError("enforce", "enforce must be true or false")
+    if enforce and period != MONTH:
+        raise BudgetError("enforce", "an enforced budget's period must be month (a hard limit per calendar month)")
     return replace(
         budget,
         name=None if name is None else _text(name, "name", MAX_NAME_CHARS),
@@ -208,6 +230,7 @@ def change_budget(budget: Budget, raw: object, *, now: str, revision: int | None
         exceeded_from=None,
         exceeded_until=None,
         episodes={},
+        enforce=enforce,
     )
 
 
@@ -237,6 +260,7 @@ def budget_from_config(workspace_id: str, text: str, exceeded: tuple[str | None,
         exceeded_from=exceeded[0],
         exceeded_until=exceeded[1],
         episodes=data.get("episodes", {}),
+        enforce=bool(data.get("enforce", False)),
     )
 
 

@@ -13,6 +13,7 @@ from functools import cached_property
 from costtrack_service.domain.allowance import Payment, ShardId
 from costtrack_service.domain.quota import Charge, WorkspaceState
 from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.reservations.settle import Settle
 from costtrack_service.domain.usage import CHARGE, Counts, RollupKey, rollup_rows, summed_deltas
 
 #: DynamoDB's limit on the items of one transaction.
@@ -30,6 +31,8 @@ class Chunk:
     records: tuple[EventRecord, ...]
     payment: Payment
     rollup_shard: int
+    #: The reservations its events settle, written last in the transaction (``settle.py``).
+    settles: tuple[Settle, ...] = ()
 
     @cached_property
     def rollups(self) -> dict[RollupKey, Counts]:
@@ -46,6 +49,7 @@ class ChunkRejected:
     central_failed: bool = False
     central: WorkspaceState | None = None  # the workspace as it is now (None: deleted)
     conflict: bool = False  # another write held an item
+    settled: frozenset[str] = frozenset()  # event keys whose reservation was settled meanwhile
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ ERROR_STATUS: Mapping[str, int] = {
     "CONFLICT": 409,  # owners' API: a budget changed meanwhile
     "IDEMPOTENCY_KEY_REUSED": 422,
     "QUOTA_EXCEEDED": 429,
+    "BUDGET_EXCEEDED": 429,  # a reservation an enforced budget refuses (CONTRACT §10)
     "INTERNAL_ERROR": 500,
     "UNAVAILABLE": 503,
 }

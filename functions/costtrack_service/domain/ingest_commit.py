@@ -12,7 +12,7 @@ left (429, only after a survey), or a conflict (retried with capped full jitter,
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -32,6 +32,7 @@ from costtrack_service.domain.ingest_settings import IngestSettings
 from costtrack_service.domain.keys import invalid_key
 from costtrack_service.domain.quota import PlanStatus, WorkspaceState
 from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.reservations.settle import Settle, settle_room, unsettled
 from costtrack_service.domain.shards import ShardCycle
 from costtrack_service.domain.store_errors import SurveyConflict
 
@@ -103,8 +104,16 @@ class Committer:
             balances = self._balances[workspace_id] = Balances(period)
         return balances
 
-    def commit(self, workspace: WorkspaceState, records: list[EventRecord], period: str) -> list[Outcome]:
-        """Store ``records`` in request order, each paid or refused; the outcome of each."""
+    def commit(
+        self,
+        workspace: WorkspaceState,
+        records: list[EventRecord],
+        period: str,
+        settles: Mapping[str, Settle] | None = None,
+    ) -> list[Outcome]:
+        """Store ``records`` in request order, each paid or refused, each settling its
+        reservation (``settles``, by event key) in its own transaction; the outcome of each."""
+        settles = dict(settles or {})
         workspace_id = workspace.workspace_id
         balances = self._balances_of(workspace_id, period)
         central = workspace
@@ -119,7 +128,7 @@ class Committer:
             central, peeked, surveyed = self._learn(workspace_id, balances, peeked)
         while pending:
             shard = self._next_shard()
-            payment = self._payment(central, balances, pending, shard, surveyed, refill=not conflicts)
+            payment = self._payment(central, balances, pending, shard, surveyed, settles, refill=not conflicts)
             if payment.covered == 0:
                 if payment.exhausted:
                     done.update(self._refuse(workspace_id, pending))
@@ -133,7 +142,8 @@ class Committer:
                 record if record.charge is charge else replace(record, charge=charge)
                 for record, charge in zip(pending, payment.charges(), strict=False)
             )
-            chunk = Chunk(workspace_id, period, chunk_records, payment, shard)
+            chunk_settles = tuple(settles[record.event_key] for record in chunk_records if record.event_key in settles)
+            chunk = Chunk(workspace_id, period, chunk_records, payment, shard, chunk_settles)
             rejected = self.store.write_chunk(chunk)
             if rejected is None:
                 balances.spent(payment)
@@ -151,6 +161,8 @@ class Committer:
                 for event_key, existing in rejected.existing.items():
                     done[event_key] = Outcome(existing, replayed=True)
                 pending = [record for record in pending if record.event_key not in rejected.existing]
+            if rejected.settled:
+                pending = unsettled(pending, settles, rejected.settled)
             balances.learn(rejected.balances)
             short_writes += bool(rejected.balances)
             if short_writes >= 2 and not surveyed:
@@ -176,12 +188,13 @@ class Committer:
         pending: list[EventRecord],
         shard: int,
         surveyed: bool,
+        settles: Mapping[str, Settle],
         *,
         refill: bool,
     ) -> Payment:
-        """How the next transaction pays, sized so that its events, their rollup rows and the
-        allowance items fit in one transaction."""
-        reserve = ALLOWANCE_ITEMS
+        """How the next transaction pays, sized so that its events, their rollup rows, the
+        allowance items and the holds they settle fit in one transaction."""
+        reserve = ALLOWANCE_ITEMS + settle_room(pending, settles)
         while True:
             count = fitting(pending, MAX_TRANSACTION_ITEMS - reserve)
             payment = plan_payment(central, balances, count, shard, surveyed=surveyed, refill=refill)

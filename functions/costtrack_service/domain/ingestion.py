@@ -47,11 +47,13 @@ from costtrack_service.domain.records import (
     pricing_warnings,
     unknown_field_warnings,
 )
+from costtrack_service.domain.reservations.settle import HoldFinder, prepare
 from costtrack_service.domain.visibility import decide
 
 
-class IngestStore(ReadStore, ChunkStore, BudgetReader, Protocol):
-    """What ingestion needs of the store: its cached reads, its writes, the budgets it watches."""
+class IngestStore(ReadStore, ChunkStore, BudgetReader, HoldFinder, Protocol):
+    """What ingestion needs of the store: its cached reads, its writes, the budgets it watches,
+    the reservation holds its events settle."""
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,9 @@ class IngestService:
             else:
                 new.append((index, record))
 
-        stored = self.committer.commit(workspace, [record for _, record in new], billing_period(received))
+        settled, settles = self._settlements(key.workspace_id, [record for _, record in new], received)
+        new = [(index, record) for (index, _), record in zip(new, settled, strict=True)]
+        stored = self.committer.commit(workspace, settled, billing_period(received), settles)
         for (index, record), outcome in zip(new, stored, strict=True):
             outcomes[index] = _matched(record, outcome)
         for index, first, record in repeats:
@@ -229,7 +233,14 @@ class IngestService:
             expires_at=expires_at,
         )
 
-    # -- the writes -----------------------------------------------------------------------
+    def _settlements(
+        self, workspace_id: str, records: list[EventRecord], received: datetime
+    ) -> tuple[list[EventRecord], dict[str, Any]]:
+        """The reservations these events settle (``reservations/settle.py``): one consistent
+        read per hold, only for events that carry a ``reservation_id``."""
+        if not any(record.event.reservation_id for record in records):
+            return records, {}
+        return prepare(self.store, workspace_id, records, int(received.timestamp()))
 
 
 @lru_cache(maxsize=64)

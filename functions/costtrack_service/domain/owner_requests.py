@@ -69,7 +69,11 @@ class BudgetFields(RequestBody):
         Field(description="what the budget counts (default: the whole workspace)"),
     ] = None
     scope_value: Annotated[
-        str | None, Field(description="the feature, customer id, provider/model or environment of the scope")
+        str | None,
+        Field(
+            description="the feature, customer id, provider/model or environment of the scope; "
+            "* for a template: one instance per value"
+        ),
     ] = None
     period: Annotated[
         Literal[tuple(PERIODS)] | None,  # type: ignore[valid-type]
@@ -77,6 +81,10 @@ class BudgetFields(RequestBody):
     ] = None
     thresholds: Annotated[
         list[Threshold] | None, Field(min_length=1, max_length=MAX_THRESHOLDS, json_schema_extra={"uniqueItems": True})
+    ] = None
+    enforce: Annotated[
+        bool | None,
+        Field(description="a hard limit: reservations are refused once spend + held reaches the amount (month only)"),
     ] = None
 
 

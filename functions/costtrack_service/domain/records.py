@@ -40,6 +40,8 @@ class WarningCode(StrEnum):
     USAGE_INCONSISTENT = "usage_inconsistent"
     MISSING_IDEMPOTENCY_KEY = "missing_idempotency_key"
     BUDGET_EXCEEDED = "budget_exceeded"
+    RESERVATION_SETTLED = "reservation_settled"  # CONTRACT §10: settled (or released) before
+    RESERVATION_UNKNOWN = "reservation_unknown"  # CONTRACT §10: no such hold, or expired
 
 
 MAX_UNKNOWN_FIELD_WARNINGS = 20

@@ -37,6 +37,8 @@ from costtrack_service.edge.http_event import (
     no_route,
 )
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.reservations import PATH as RESERVATIONS
+from costtrack_service.edge.reservations import ReservationRoutes
 
 if TYPE_CHECKING:
     from costtrack_service.edge.otlp import OtlpAnswer
@@ -85,10 +87,13 @@ def build_routes(service: IngestService, metrics: EphemeralMetrics) -> dict[tupl
     def get_openapi(_: HttpRequest) -> Answer:
         return json_answer(200, served_openapi_document())
 
+    reservations = ReservationRoutes(service)
     return {
         ("POST", "/v1/events"): post_event,
         ("POST", "/v1/traces"): post_traces,
         ("GET", "/v1/openapi.json"): get_openapi,
+        ("POST", RESERVATIONS): reservations.post,
+        ("DELETE", RESERVATIONS + "/{id}"): reservations.delete,
     }
 
 
@@ -100,12 +105,19 @@ def _otlp_body(exported: OtlpAnswer) -> str | bytes:
 def route(routes: dict[tuple[str, str], Route], request: HttpRequest) -> Answer:
     """The request's answer; every failure leaves as the API's error body (``failure_error``)."""
     try:
-        chosen = routes.get((request.method, request.path))
+        chosen = routes.get((request.method, _route_path(request.path)))
         if chosen is None:
             return error_answer(no_route(request.method, request.path), request.request_id)
         return chosen(request)
     except Exception as error:
         return error_answer(failure_error(error, logger), request.request_id)
+
+
+def _route_path(path: str) -> str:
+    """The route's path: a reservation's own path is ``/v1/reservations/{id}``."""
+    if path.startswith(RESERVATIONS + "/") and "/" not in path[len(RESERVATIONS) + 1 :]:
+        return RESERVATIONS + "/{id}"
+    return path
 
 
 @cache

@@ -154,6 +154,8 @@ def _otlp_refused(description: str) -> Any:
     return {"description": description, "content": {JSON: {"model": Status}, PROTOBUF: _protobuf("google.rpc.Status")}}
 
 
+from costtrack_service.domain.reservations.request import ReservationFields  # noqa: E402
+
 router = Router()  # type: ignore[no-untyped-call]
 
 
@@ -220,6 +222,71 @@ def track_event(
 )
 def export_traces(traces: Annotated[ExportTraceServiceRequest, Body(media_type=JSON)]) -> Response[str]:
     raise NotImplementedError("documentation only: edge/ingest.py answers this route")
+
+
+class ReservationBudget(BaseModel):
+    """An enforced budget (or a template's instance) that applies to the call."""
+
+    budget_id: str
+    name: str | None = None
+    instance: str | None = Field(None, description="the template's value (e.g. the customer id)")
+    amount: str
+    spent: str
+    held: str
+    remaining: str
+
+
+class Reservation(BaseModel):
+    reservation_id: str | None = Field(description="rsv_…; null for a dry run (hold: false)")
+    allowed: bool
+    held: str = Field(description="USD held, as a decimal string")
+    currency: str
+    expires_at: str | None
+    budgets: list[ReservationBudget]
+    warnings: list[Warning]
+
+
+@router.post(
+    "/v1/reservations",
+    operation_id="reserve",
+    summary="Check the enforced budgets before a call and hold its worst-case cost",
+    description="Settle with the event's reservation_id; release with DELETE. CONTRACT §10.",
+    enable_validation=False,
+    responses={
+        200: answer("Allowed (held, or a dry run)", Reservation),
+        400: refused("Invalid request (estimate names are closed)", "INVALID_PAYLOAD"),
+        401: refused("Bad key", "INVALID_API_KEY", "REVOKED_API_KEY", "INACTIVE_API_KEY"),
+        403: refused("Plan inactive", "PLAN_INACTIVE"),
+        429: refused("An enforced budget has not enough left (details name each)", "BUDGET_EXCEEDED"),
+        500: refused("Internal error", "INTERNAL_ERROR"),
+        503: refused("Busy; retry after Retry-After", "UNAVAILABLE"),
+    },
+)
+def reserve(
+    reservation: Annotated[ReservationFields, Body()],
+    idempotency_key: Annotated[
+        IdempotencyKey | None,
+        Header(alias="Idempotency-Key", description="A retry returns the same reservation."),
+    ] = None,
+) -> Response[str]:
+    raise NotImplementedError("documentation only: edge/reservations.py answers this route")
+
+
+@router.delete(
+    "/v1/reservations/<reservation_id>",
+    operation_id="releaseReservation",
+    summary="Release a hold early (the call was not made)",
+    enable_validation=False,
+    responses={
+        204: {"description": "Released"},
+        401: refused("Bad key", "INVALID_API_KEY", "REVOKED_API_KEY", "INACTIVE_API_KEY"),
+        404: refused("No live reservation (settled, released, expired or unknown)", "NOT_FOUND"),
+        500: refused("Internal error", "INTERNAL_ERROR"),
+        503: refused("Busy; retry after Retry-After", "UNAVAILABLE"),
+    },
+)
+def release_reservation(reservation_id: str) -> Response[str]:
+    raise NotImplementedError("documentation only: edge/reservations.py answers this route")
 
 
 @router.get(

@@ -236,7 +236,11 @@ class LocalStack:
 
         # The template's routes: ingestion to one function, the rest to the API function.
         routes = [
-            Route("costtrack-ingest", ("/v1/events", "/v1/traces", "/v1/openapi.json"), f"{__name__}:ingest_handler"),
+            Route(
+                "costtrack-ingest",
+                ("/v1/events", "/v1/traces", "/v1/openapi.json", "/v1/reservations"),
+                f"{__name__}:ingest_handler",
+            ),
             Route("costtrack-api", ("/",), f"{__name__}:api_handler"),
         ]
         config = {

@@ -1,0 +1,232 @@
+"""An enforced budget's money without a hot item: the allowance's design (``allowance.py``) for
+a budget instance's month.
+
+A *ledger* is one enforced budget instance (a budget, or one value of a template) in one
+calendar month. Its *central* item records how much of the amount has been ``leased`` into its
+``LEDGER_SHARDS`` shards; each shard holds ``available`` money, the ``held`` total, what was
+``spent`` through it, and the holds themselves (one attribute per reservation: its amount and
+expiry). A reservation takes its hold from one shard under the condition that the shard holds
+enough, leasing from the central item in the same transaction when it does not (the central
+item's condition: ``leased`` never exceeds the amount). Settling releases the hold and spends
+the real cost in the event's own transaction; expiry and release return the hold.
+
+Why it is exact (the allowance's argument, with money): money moves from the central item only
+under its condition and leaves a shard only under the shard's, so ``spent + held`` of reserved
+calls never exceeds ``leased`` ≤ amount. A reservation is refused only after a *survey*: the
+central item and every shard read as one ``TransactGetItems`` snapshot; when the snapshot shows
+enough in total but no single shard (with a lease) can hold it, the service first gathers the
+shards' money into one (``Gather``), so nothing is refused while enough remains.
+
+Expired holds are returned lazily, at survey time: a hold only matters to a reservation that
+cannot find money, and that reservation surveys before it refuses, so the survey is exactly when
+an expired hold must come back (no scheduled job, no writes for holds nobody needs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import ROUND_CEILING, Decimal
+
+#: Shards per ledger: one survey (central + shards) fits in one TransactGetItems (100 items),
+#: and at 1,000 reservations/s each shard sees one write in 64.
+LEDGER_SHARDS = 64
+#: Money is counted to the 10th decimal (the event cost's precision, CONTRACT §5).
+QUANTUM = Decimal("1e-10")
+ZERO = Decimal(0)
+
+
+def ledger_ref(budget_id: str, instance: str | None) -> str:
+    """A short stable name of a budget instance (10 hex digits of SHA-256: ids stay short)."""
+    return hashlib.sha256(f"{budget_id}\x00{instance or ''}".encode("utf-8", "surrogatepass")).hexdigest()[:10]
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """One enforced budget instance's month: where its money lives."""
+
+    budget_id: str
+    name: str | None
+    amount: Decimal
+    instance: str | None  # the template's value (e.g. the customer id); None for a plain budget
+    month: str  # "2026-11"
+
+    @property
+    def ref(self) -> str:
+        return ledger_ref(self.budget_id, self.instance)
+
+
+@dataclass(frozen=True)
+class Hold:
+    """One reservation's part in one shard."""
+
+    amount: Decimal
+    expires: int  # epoch seconds
+
+
+@dataclass(frozen=True)
+class ShardState:
+    available: Decimal = ZERO
+    held: Decimal = ZERO
+    spent: Decimal = ZERO
+    holds: Mapping[str, Hold] = field(default_factory=dict)  # by reservation entry
+
+
+@dataclass(frozen=True)
+class LedgerSurvey:
+    """The central item and every shard of a ledger, as one atomic snapshot."""
+
+    leased: Decimal
+    shards: Mapping[int, ShardState]
+
+    def expired(self, now: int) -> dict[int, dict[str, Hold]]:
+        """Holds past their expiry, by shard: returned to their shard by the next gather."""
+        found = {
+            index: {entry: hold for entry, hold in shard.holds.items() if hold.expires <= now}
+            for index, shard in self.shards.items()
+        }
+        return {index: holds for index, holds in found.items() if holds}
+
+    def totals(self, amount: Decimal, now: int) -> tuple[Decimal, Decimal, Decimal]:
+        """(spent, held, remaining) with expired holds counted as returned."""
+        spent = sum((shard.spent for shard in self.shards.values()), ZERO)
+        returned = sum((hold.amount for holds in self.expired(now).values() for hold in holds.values()), ZERO)
+        held = sum((shard.held for shard in self.shards.values()), ZERO) - returned
+        return spent, held, amount - spent - held
+
+
+@dataclass(frozen=True)
+class Take:
+    """Hold ``hold`` in one shard of a ledger, after leasing ``lease`` into it."""
+
+    ledger: Ledger
+    shard: int
+    hold: Decimal
+    lease: Decimal = ZERO
+
+    @property
+    def need(self) -> Decimal:
+        """What the shard must already hold (the write's condition)."""
+        return self.hold - self.lease
+
+
+@dataclass(frozen=True)
+class Gather:
+    """Return expired holds and move money between a ledger's shards so that ``target`` holds
+    ``hold``; each moved shard on the condition that it still holds what the survey saw."""
+
+    ledger: Ledger
+    target: int
+    moves: Mapping[int, Decimal]  # shard -> amount moved out of it into target
+    expired: Mapping[int, Mapping[str, Hold]]
+    seen: Mapping[int, Decimal]  # shard -> available as surveyed (the condition)
+
+
+@dataclass
+class Known:
+    """What one warm function last saw of a ledger: available per shard, what is left to lease."""
+
+    available: dict[int, Decimal] = field(default_factory=dict)
+    unleased: Decimal | None = None  # None: not seen yet
+    totals: tuple[Decimal, Decimal, Decimal] | None = None  # (spent, held, remaining) at the last survey
+
+    def of(self, shard: int) -> Decimal:
+        return max(self.available.get(shard, ZERO), ZERO)
+
+
+@dataclass(frozen=True)
+class HoldRejected:
+    """Why a hold write did not happen; each part set only when it failed."""
+
+    replay: Mapping[str, Hold] = field(default_factory=dict)  # ledger ref -> the hold a retry finds
+    short: Mapping[tuple[str, int], Decimal] = field(default_factory=dict)  # (ref, shard) -> available now
+    leased: Mapping[str, Decimal] = field(default_factory=dict)  # ref -> the central item's leased now
+    conflict: bool = False
+
+
+def lease_size(left: Decimal, wanted: Decimal, hold: Decimal) -> Decimal:
+    """A lease big enough for ``wanted`` and some to come: about a 64th of what is left (a small
+    budget spreads over the shards), in whole holds of this size so that reservations alike
+    leave nothing stranded in a shard; never more than is left."""
+    share = (left / LEDGER_SHARDS).quantize(QUANTUM, rounding=ROUND_CEILING)
+    if hold > 0 and share > hold:
+        share = hold * int(share / hold)
+    return min(left, max(wanted, share))
+
+
+def plan_take(ledger: Ledger, known: Known, hold: Decimal, shard: int, *, fixed: bool = False) -> Take | None:
+    """How to hold ``hold``: from ``shard`` (leasing into it when short and the central item is
+    thought to have money), else (unless the shard is ``fixed``: an idempotent retry must find
+    its original) from the shard known to hold most. None: this function knows of nothing that
+    can pay; survey."""
+    have = known.of(shard)
+    if have >= hold:
+        return Take(ledger, shard, hold)
+    unleased = ledger.amount if known.unleased is None else known.unleased
+    if unleased > 0 and have + unleased >= hold:
+        return Take(ledger, shard, hold, lease_size(unleased, hold - have, hold))
+    if fixed:
+        return None
+    best = max(range(LEDGER_SHARDS), key=known.of)
+    if known.of(best) >= hold:
+        return Take(ledger, best, hold)
+    return None
+
+
+def after_survey(
+    ledger: Ledger, known: Known, survey: LedgerSurvey, hold: Decimal, now: int, shard: int, *, fixed: bool = False
+) -> Take | Gather | None:
+    """What a surveyed ledger can do: a take, a gather first, or None (refused: not enough)."""
+    known.available = {index: state.available for index, state in survey.shards.items()}
+    known.unleased = ledger.amount - survey.leased
+    known.totals = survey.totals(ledger.amount, now)
+    expired = survey.expired(now)
+    returned = {index: sum((h.amount for h in holds.values()), ZERO) for index, holds in expired.items()}
+    free = {index: known.of(index) + returned.get(index, ZERO) for index in range(LEDGER_SHARDS)}
+    unleased = max(known.unleased, ZERO)
+    if sum(free.values(), ZERO) + unleased < hold:
+        return None
+    if not expired:
+        take = plan_take(ledger, known, hold, shard, fixed=fixed)
+        if take is not None:
+            return take
+    target = shard if fixed else max(range(LEDGER_SHARDS), key=lambda index: free[index])
+    short = hold - free[target] - unleased
+    if not expired and short <= 0:
+        # The target and the central item together hold enough: lease the difference.
+        have = known.of(target)
+        return Take(ledger, target, hold, lease_size(unleased, hold - have, hold) if have < hold else ZERO)
+    # Enough in all, but not in one place (or expired holds to return first): gather.
+    moves: dict[int, Decimal] = {}
+    short = hold - free[target] - unleased
+    for index in sorted(free, key=lambda index: -free[index]):
+        if short <= 0:
+            break
+        if index == target or free[index] <= 0:
+            continue
+        moved = min(free[index], short)
+        moves[index] = moved
+        short -= moved
+    seen = {index: survey.shards.get(index, ShardState()).available for index in {*moves, *expired, target}}
+    return Gather(ledger, target, moves, expired, seen)
+
+
+def shard_of(key: str) -> int:
+    """A stable shard for an idempotency key: a retry lands where its original did."""
+    return int(hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:8], 16) % LEDGER_SHARDS
+
+
+def spread(takes: Sequence[Take]) -> int:
+    """How many transaction items a set of takes writes (shards + central items)."""
+    return len(takes) + sum(1 for take in takes if take.lease > 0)
+
+
+def ceil_money(amount: Decimal) -> Decimal:
+    """A hold rounded up to the ledger's precision (never below what the call may cost)."""
+    return amount.quantize(QUANTUM, rounding=ROUND_CEILING) if amount.as_tuple().exponent < -10 else amount  # type: ignore[operator]
+
+
+assert 1 + LEDGER_SHARDS <= 100, "a ledger's survey must fit in one TransactGetItems"
+assert math.log10(LEDGER_SHARDS) < 2, "a shard is written as two digits in reservation ids"

@@ -1,0 +1,342 @@
+"""Reservations: check before the call, hold, release (CONTRACT §10). No HTTP, no DynamoDB.
+
+``reserve`` prices the estimate (an amount, or token counts at the worst case: the prompt at
+the input rate with no cache discount, ``max_output_tokens`` at the output rate), finds the
+enforced budget instances that apply (``scope.py``) and holds the amount in one shard of each
+(``ledger.py``), in one write; it refuses only after a survey of the refusing ledger showed
+that not enough is left. ``release`` returns a hold early. Settling happens with the event
+(``settle.py``).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any, Protocol
+
+from costtrack_service.domain.budgets import Budget
+from costtrack_service.domain.cache import TTLCache
+from costtrack_service.domain.cost import CURRENCY, counts_of, format_decimal
+from costtrack_service.domain.errors import ApiError, unavailable
+from costtrack_service.domain.events import invalid_payload
+from costtrack_service.domain.keys import KeyRecord
+from costtrack_service.domain.pricer import Call, Pricer
+from costtrack_service.domain.pricing import format_timestamp
+from costtrack_service.domain.reservations.ids import MAX_PARTS, Part, ReservationId, new_entry, parse
+from costtrack_service.domain.reservations.ledger import (
+    LEDGER_SHARDS,
+    ZERO,
+    Gather,
+    Hold,
+    HoldRejected,
+    Known,
+    Ledger,
+    LedgerSurvey,
+    Take,
+    after_survey,
+    ceil_money,
+    plan_take,
+    shard_of,
+)
+from costtrack_service.domain.reservations.request import Ask, read_ask
+from costtrack_service.domain.reservations.scope import ledgers_for
+from costtrack_service.domain.shards import ShardCycle
+from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
+
+#: Enforced budgets are re-read at most this often: a new limit holds within a second.
+BUDGETS_TTL_SECONDS = 1.0
+MAX_ATTEMPTS = 12
+
+
+class ReservationStore(Protocol):
+    def list_budgets(self, workspace_id: str) -> list[Budget]: ...
+
+    def hold(self, workspace_id: str, entry: str, expires: int, takes: Sequence[Take]) -> HoldRejected | None:
+        """Hold each take's amount in its shard (and lease), all or nothing."""
+        ...
+
+    def survey_ledger(self, workspace_id: str, ledger: Ledger) -> LedgerSurvey:
+        """The central item and every shard in one snapshot (raises ``SurveyConflict``)."""
+        ...
+
+    def gather(self, workspace_id: str, gather: Gather, now: int) -> bool:
+        """Return expired holds and move money into the target shard; False when it changed."""
+        ...
+
+    def find_holds(self, workspace_id: str, reservation: ReservationId) -> dict[Part, Hold | None]:
+        """Each part's hold (consistent reads); a part whose shard never existed is left out."""
+        ...
+
+    def release(self, workspace_id: str, reservation: ReservationId, holds: dict[Part, Hold], now: int) -> bool: ...
+
+
+def budget_exceeded(refused: list[tuple[Ledger, Decimal]]) -> ApiError:
+    details = [
+        {
+            "field": "estimate",
+            "budget_id": ledger.budget_id,
+            **({"instance": ledger.instance} if ledger.instance is not None else {}),
+            "remaining": format_decimal(max(remaining, ZERO)),
+            "message": f"budget {ledger.name or ledger.budget_id} has {format_decimal(max(remaining, ZERO))} USD left",
+        }
+        for ledger, remaining in refused
+    ]
+    names = ", ".join(ledger.budget_id + (f" ({ledger.instance})" if ledger.instance else "") for ledger, _ in refused)
+    return ApiError("BUDGET_EXCEEDED", f"Not enough left in enforced budget {names} for this call.", details=details)
+
+
+class ReservationService:
+    """Reserves and releases for one warm function: it keeps what it last saw of each ledger."""
+
+    def __init__(
+        self,
+        store: ReservationStore,
+        pricer: Pricer,
+        overrides: Callable[[str], Any],
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+        backoff_seconds: float = 0.01,
+    ) -> None:
+        self.store = store
+        self.pricer = pricer
+        self._overrides = overrides
+        self._clock = clock
+        self._sleep = sleep
+        self._backoff = backoff_seconds
+        self._budgets: TTLCache[str, list[Budget]] = TTLCache(clock=monotonic)
+        self._known: dict[tuple[str, str, str], Known] = {}  # (workspace, ledger ref, month)
+        self._next_shard = ShardCycle(LEDGER_SHARDS)
+
+    # -- reserve ----------------------------------------------------------------------------
+
+    def reserve(self, key: KeyRecord, body: object, idempotency_key: str | None) -> dict[str, Any]:
+        """The answer of an allowed reservation, or raises ``BUDGET_EXCEEDED`` (429)."""
+        ask = read_ask(body)
+        now = self._clock()
+        amount = self.estimate(key.workspace_id, ask, now)
+        ledgers = ledgers_for(self._enforced(key.workspace_id), ask.attribution, now)
+        if len(ledgers) > MAX_PARTS:
+            raise invalid_payload("customer_id", f"more than {MAX_PARTS} enforced budgets apply to this call")
+        ws, at = key.workspace_id, int(now.timestamp())
+        expires = at + ask.ttl_seconds
+        entry = new_entry(ws, idempotency_key)
+        if not ask.hold:
+            return self._dry_run(ws, ask, ledgers, amount, at)
+        shards = {
+            ledger.ref: shard_of(f"{idempotency_key}\x00{ledger.ref}") if idempotency_key else None
+            for ledger in ledgers
+        }
+        surveyed: set[str] = set()
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            takes, refused = self._plan(ws, ledgers, amount, at, shards, surveyed)
+            if refused:
+                raise budget_exceeded(refused)
+            if takes is None:
+                continue  # a gather moved money, or a survey met a write: plan again
+            rejected = self.store.hold(ws, entry, expires, takes) if takes else None
+            if rejected is None:
+                for take in takes:
+                    self._spent(ws, take)
+                return self._answer(ws, ask, entry, expires, ledgers, takes, amount, now)
+            if rejected.replay:
+                first = next(iter(rejected.replay.values()))
+                return self._answer(ws, ask, entry, first.expires, ledgers, takes, first.amount, now, replayed=True)
+            self._learn(ws, ledgers, rejected)
+            if rejected.short:
+                surveyed.difference_update({ref for ref, _ in rejected.short})
+                for ledger in ledgers:
+                    if ledger.ref in {ref for ref, _ in rejected.short}:
+                        surveyed.add("stale:" + ledger.ref)
+            if rejected.conflict:
+                self._sleep(random.uniform(0, self._backoff * 2 ** min(attempt, 6)))
+        raise unavailable()
+
+    def estimate(self, workspace_id: str, ask: Ask, now: datetime) -> Decimal:
+        """The hold: the amount asked, or the token counts priced at the worst case."""
+        if ask.amount is not None:
+            return ask.amount
+        event = ask.attribution
+        counts = counts_of(ask.prompt_tokens, ask.max_output_tokens, None, None, None, ask.pricing_metadata)
+        call = Call(event.provider, event.model, counts, ask.pricing_metadata)
+        priced = self.pricer.price(call, now, self._overrides(workspace_id))
+        if not priced.priced:
+            raise invalid_payload(
+                "model", f"no price for {event.provider}/{event.model}: give estimate.amount for this call instead"
+            )
+        return ceil_money(priced.cost)
+
+    def _plan(
+        self,
+        ws: str,
+        ledgers: list[Ledger],
+        amount: Decimal,
+        at: int,
+        shards: dict[str, int | None],
+        surveyed: set[str],
+    ) -> tuple[list[Take] | None, list[tuple[Ledger, Decimal]]]:
+        takes: list[Take] = []
+        refused: list[tuple[Ledger, Decimal]] = []
+        for ledger in ledgers:
+            known = self._known_of(ws, ledger)
+            fixed = shards[ledger.ref]
+            shard = self._next_shard() if fixed is None else fixed
+            take = None if "stale:" + ledger.ref in surveyed else plan_take(ledger, known, amount, shard)
+            if take is not None and (fixed is None or take.shard == fixed):
+                takes.append(take)
+                continue
+            try:
+                survey = self.store.survey_ledger(ws, ledger)
+            except SurveyConflict:
+                self._sleep(random.uniform(0, self._backoff * 4))
+                return None, []
+            surveyed.discard("stale:" + ledger.ref)
+            decided = after_survey(ledger, known, survey, amount, at, shard, fixed=fixed is not None)
+            if decided is None:
+                refused.append((ledger, known.totals[2] if known.totals else ZERO))
+            elif isinstance(decided, Gather):
+                self.store.gather(ws, decided, at)
+                surveyed.add("stale:" + ledger.ref)
+                return None, []
+            else:
+                takes.append(decided)
+        return (None, refused) if refused else (takes, [])
+
+    def _dry_run(self, ws: str, ask: Ask, ledgers: list[Ledger], amount: Decimal, at: int) -> dict[str, Any]:
+        refused = []
+        budgets = []
+        for ledger in ledgers:
+            survey = self._survey_retrying(ws, ledger)
+            spent, held, remaining = survey.totals(ledger.amount, at)
+            budgets.append(_budget_line(ledger, spent, held, remaining))
+            if remaining < amount:
+                refused.append((ledger, remaining))
+        if refused:
+            raise budget_exceeded(refused)
+        return {
+            "reservation_id": None,
+            "allowed": True,
+            "held": "0",
+            "estimate": format_decimal(amount),
+            "currency": CURRENCY,
+            "expires_at": None,
+            "budgets": budgets,
+            "warnings": [warning.to_dict() for warning in ask.warnings],
+        }
+
+    def _survey_retrying(self, ws: str, ledger: Ledger) -> LedgerSurvey:
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                return self.store.survey_ledger(ws, ledger)
+            except SurveyConflict:
+                self._sleep(random.uniform(0, self._backoff * 2 ** min(attempt, 6)))
+        raise StoreUnavailable("the ledger keeps changing")
+
+    def _answer(
+        self,
+        ws: str,
+        ask: Ask,
+        entry: str,
+        expires: int,
+        ledgers: list[Ledger],
+        takes: list[Take],
+        amount: Decimal,
+        now: datetime,
+        *,
+        replayed: bool = False,
+    ) -> dict[str, Any]:
+        by_ref = {take.ledger.ref: take.shard for take in takes}
+        month = ledgers[0].month if ledgers else now.date().isoformat()[:7]
+        reservation = ReservationId(
+            entry, expires, month, tuple(Part(ledger.ref, by_ref[ledger.ref]) for ledger in ledgers)
+        )
+        budgets = []
+        for ledger in ledgers:
+            known = self._known.get(_known_key(ws, ledger))
+            spent, held, remaining = known.totals if known and known.totals else (ZERO, amount, ledger.amount - amount)
+            budgets.append(_budget_line(ledger, spent, held, remaining))
+        return {
+            "reservation_id": str(reservation),
+            "allowed": True,
+            "replayed": replayed,
+            "held": format_decimal(amount),
+            "currency": CURRENCY,
+            "expires_at": format_timestamp(datetime.fromtimestamp(expires, UTC)),
+            "budgets": budgets,
+            "warnings": [warning.to_dict() for warning in ask.warnings],
+        }
+
+    # -- release ------------------------------------------------------------------------------
+
+    def release(self, key: KeyRecord, reservation_id: str) -> bool:
+        """``DELETE /v1/reservations/{id}``: True when a hold was returned (204), else 404."""
+        reservation = parse(reservation_id)
+        at = int(self._clock().timestamp())
+        if reservation is None or not reservation.parts or reservation.expires <= at:
+            return False
+        found = self.store.find_holds(key.workspace_id, reservation)
+        holds = {part: hold for part, hold in found.items() if hold is not None and hold.expires > at}
+        if not holds:
+            return False
+        return self.store.release(key.workspace_id, reservation, holds, at)
+
+    # -- what this function knows -------------------------------------------------------------
+
+    def _enforced(self, workspace_id: str) -> list[Budget]:
+        cached = self._budgets.get(workspace_id)
+        if cached is not None:
+            return cached.value
+        budgets = self.store.list_budgets(workspace_id)
+        self._budgets.put(workspace_id, budgets, BUDGETS_TTL_SECONDS)
+        return budgets
+
+    def _known_of(self, ws: str, ledger: Ledger) -> Known:
+        key = _known_key(ws, ledger)
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = Known()
+            if len(self._known) > 10_000:  # many customers: forget the oldest half
+                for old in list(self._known)[:5_000]:
+                    del self._known[old]
+        return known
+
+    def _spent(self, ws: str, take: Take) -> None:
+        known = self._known_of(ws, take.ledger)
+        known.available[take.shard] = known.of(take.shard) + take.lease - take.hold
+        if take.lease:
+            base = take.ledger.amount if known.unleased is None else known.unleased
+            known.unleased = base - take.lease
+        if known.totals:
+            spent, held, remaining = known.totals
+            known.totals = (spent, held + take.hold, remaining - take.hold)
+
+    def _learn(self, ws: str, ledgers: list[Ledger], rejected: HoldRejected) -> None:
+        for ledger in ledgers:
+            known = self._known_of(ws, ledger)
+            for (ref, shard), available in rejected.short.items():
+                if ref == ledger.ref:
+                    known.available[shard] = available
+            if ledger.ref in rejected.leased:
+                known.unleased = ledger.amount - rejected.leased[ledger.ref]
+
+
+def _known_key(ws: str, ledger: Ledger) -> tuple[str, str, str]:
+    return (ws, ledger.ref, ledger.month)
+
+
+def _budget_line(ledger: Ledger, spent: Decimal, held: Decimal, remaining: Decimal) -> dict[str, Any]:
+    line: dict[str, Any] = {
+        "budget_id": ledger.budget_id,
+        "name": ledger.name,
+        "amount": format_decimal(ledger.amount),
+        "spent": format_decimal(spent),
+        "held": format_decimal(max(held, ZERO)),
+        "remaining": format_decimal(max(remaining, ZERO)),
+    }
+    if ledger.instance is not None:
+        line["instance"] = ledger.instance
+    return line

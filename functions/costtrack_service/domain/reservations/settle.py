@@ -1,0 +1,130 @@
+"""Settling a reservation with the event that reports the call (CONTRACT §10).
+
+Before a request's events are written, each event that carries a ``reservation_id`` has its
+holds read (consistently); a live hold becomes a :class:`Settle`, which the event's own
+transaction carries (``reservation_store.reservation_settlements``): the hold is released and
+the event's real cost spent, on the condition that the hold is still there. So an event and its
+settle happen together or not at all, and a hold is settled at most once:
+
+* a hold already gone before its expiry (settled, or released) → ``reservation_settled``: the
+  event is accepted and charged, nothing is settled again;
+* an id that names no hold (never issued, from another workspace, malformed) or an expired one →
+  ``reservation_unknown``: the event is accepted and charged, the hold (if any) returns at expiry;
+* two events of one request naming the same reservation: the first settles it, the second is
+  ``reservation_settled``; two concurrent requests: one transaction's condition fails and that
+  event is written again without the settle, with ``reservation_settled``.
+
+An id with no budget part (no enforced budget applied when it was made) held nothing: it
+settles silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from typing import Protocol
+
+from costtrack_service.domain.records import EventRecord, EventWarning, WarningCode
+from costtrack_service.domain.reservations.ids import Part, ReservationId, parse
+from costtrack_service.domain.reservations.ledger import Hold
+
+
+@dataclass(frozen=True)
+class Settle:
+    """Release ``holds`` and spend ``cost`` in each, in the event's transaction."""
+
+    event_key: str
+    reservation: ReservationId
+    holds: Mapping[Part, Hold]
+    cost: Decimal
+    now: int
+
+    @property
+    def items(self) -> int:
+        return len(self.holds)
+
+
+class HoldFinder(Protocol):
+    def find_holds(self, workspace_id: str, reservation: ReservationId) -> dict[Part, Hold | None]: ...
+
+
+def settled_warning(reservation_id: str) -> EventWarning:
+    return EventWarning(
+        WarningCode.RESERVATION_SETTLED,
+        f"Reservation {reservation_id} was already settled or released: the event was accepted and charged, "
+        "the reservation was not settled again.",
+        field="reservation_id",
+    )
+
+
+def unknown_warning(reservation_id: str) -> EventWarning:
+    return EventWarning(
+        WarningCode.RESERVATION_UNKNOWN,
+        f"Reservation {reservation_id} is unknown or expired: the event was accepted and charged.",
+        field="reservation_id",
+    )
+
+
+def prepare(
+    store: HoldFinder, workspace_id: str, records: Sequence[EventRecord], now: int
+) -> tuple[list[EventRecord], dict[str, Settle]]:
+    """Each record (with a warning where its reservation cannot be settled) and the settles."""
+    out: list[EventRecord] = []
+    settles: dict[str, Settle] = {}
+    claimed: set[str] = set()
+    for record in records:
+        reservation_id = record.event.reservation_id
+        if reservation_id is None:
+            out.append(record)
+            continue
+        warning, settle = _settle_of(store, workspace_id, record, reservation_id, now, claimed)
+        if settle is not None:
+            settles[record.event_key] = settle
+        out.append(with_warning(record, warning) if warning else record)
+    return out, settles
+
+
+def _settle_of(
+    store: HoldFinder, workspace_id: str, record: EventRecord, reservation_id: str, now: int, claimed: set[str]
+) -> tuple[EventWarning | None, Settle | None]:
+    reservation = parse(reservation_id)
+    if reservation is None:
+        return unknown_warning(reservation_id), None
+    if reservation_id in claimed:
+        return settled_warning(reservation_id), None
+    claimed.add(reservation_id)
+    if not reservation.parts:
+        return None, None
+    found = store.find_holds(workspace_id, reservation)
+    if not found:
+        return unknown_warning(reservation_id), None  # no shard of it exists: never held
+    if reservation.expires <= now:
+        return unknown_warning(reservation_id), None
+    holds = {part: hold for part, hold in found.items() if hold is not None and hold.expires > now}
+    if len(holds) < len(reservation.parts):
+        return settled_warning(reservation_id), None
+    return None, Settle(record.event_key, reservation, holds, record.cost, now)
+
+
+def with_warning(record: EventRecord, warning: EventWarning) -> EventRecord:
+    return replace(record, warnings=(*record.warnings, warning))
+
+
+def settle_room(pending: Sequence[EventRecord], settles: Mapping[str, Settle]) -> int:
+    """Items the settles of the next transaction's events may need (at most its first 100)."""
+    if not settles:
+        return 0
+    return sum(settles[record.event_key].items for record in pending[:100] if record.event_key in settles)
+
+
+def unsettled(pending: list[EventRecord], settles: dict[str, Settle], keys: frozenset[str]) -> list[EventRecord]:
+    """After a transaction whose settle conditions failed: those events go again without their
+    settle and with ``reservation_settled`` (another event settled it meanwhile)."""
+    out = []
+    for record in pending:
+        if record.event_key in keys and record.event_key in settles:
+            settle = settles.pop(record.event_key)
+            record = with_warning(record, settled_warning(str(settle.reservation)))
+        out.append(record)
+    return out
