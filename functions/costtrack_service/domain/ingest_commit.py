@@ -12,7 +12,7 @@ full jitter, then 503).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -32,6 +32,7 @@ from costtrack_service.domain.ingest_settings import IngestSettings
 from costtrack_service.domain.keys import invalid_key
 from costtrack_service.domain.quota import PlanStatus, WorkspaceState
 from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.runs.totals import RunChanges, RunTotal, run_changes, runs_in
 from costtrack_service.domain.shards import ShardCycle
 from costtrack_service.domain.store_errors import SurveyConflict
 
@@ -46,6 +47,10 @@ class ChunkStore(Protocol):
 
     def find_events(self, workspace_id: str, event_keys: Sequence[str]) -> dict[str, EventRecord]:
         """Stored events by event key (consistent reads)."""
+        ...
+
+    def get_runs(self, workspace_id: str, runs: Collection[tuple[str, str]]) -> dict[tuple[str, str], RunTotal]:
+        """Run and session totals by (kind, id) (consistent reads); absent: none yet."""
         ...
 
 
@@ -120,7 +125,7 @@ class Committer:
                 record if record.charge is charge else replace(record, charge=charge)
                 for record, charge in zip(pending, payment.charges(), strict=False)
             )
-            chunk = Chunk(workspace_id, period, chunk_records, payment, shard)
+            chunk = Chunk(workspace_id, period, chunk_records, payment, shard, self._run_changes(chunk_records))
             rejected = self.store.write_chunk(chunk)
             if rejected is None:
                 balances.spent(payment)
@@ -154,6 +159,15 @@ class Committer:
                 # Full jitter: writers that met on one item spread out instead of meeting again.
                 self._sleep(random.uniform(0, self.settings.conflict_backoff_seconds * 2**conflicts))
         return [done[record.event_key] for record in records]
+
+    def _run_changes(self, records: Sequence[EventRecord]) -> RunChanges:
+        """The hook of per-run totals into the event transaction: each run's and session's total
+        as it is now, and what the chunk changes (written on the condition that no other write
+        changed a total in between: a conflict, retried with the chunk)."""
+        runs = runs_in(records)
+        if not runs:
+            return RunChanges()
+        return run_changes(self.store.get_runs(records[0].workspace_id, runs), records)
 
     def _payment(
         self, central: WorkspaceState, balances: Balances, pending: list[EventRecord], shard: int, surveyed: bool
