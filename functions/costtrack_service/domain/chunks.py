@@ -21,8 +21,8 @@ MAX_TRANSACTION_ITEMS = 100
 #: Items a write keeps for the allowance: its shard, a second shard, the central item.
 ALLOWANCE_ITEMS = 3
 #: Items a run or session may take in a transaction: its total, and the sketch rows it leaves
-#: and enters (two groups, two blocks at most).
-RUN_ITEMS = 5
+#: and enters (one each: a total is in one row before and one after).
+RUN_ITEMS = 3
 
 
 @dataclass(frozen=True)
