@@ -211,6 +211,7 @@ def pricing() -> dict[str, float]:
 
 BUSY_EVENTS = 10_000  # one workspace, one key, at batch 100
 SINGLE_EVENTS = 1_000  # one event per request, as before batches
+RUNS_PER_BATCH = 4  # with ids: each batch of 100 holds 25 calls of each of 4 runs (and sessions)
 TARGET_EPS = 10_000
 TRANSACTION_SECONDS = 0.010
 
@@ -234,7 +235,12 @@ def dynamodb_costs() -> dict[str, float]:
         store.ensure_tables()
         raw = boto3.client("dynamodb", endpoint_url=dynamo.endpoint, region_name=LOCAL_REGION, **LOCAL_CREDENTIALS)
 
-        for mode, batch, events in (("batched", 100, BUSY_EVENTS), ("single", 1, SINGLE_EVENTS)):
+        modes = (
+            ("batched", 100, BUSY_EVENTS, 0),
+            ("ids", 100, BUSY_EVENTS, RUNS_PER_BATCH),
+            ("single", 1, SINGLE_EVENTS, 0),
+        )
+        for mode, batch, events, runs in modes:
             workspace = store.create_workspace(f"bench-{mode}", tier=Tier.PAID, included_events=10**9)
             key, _ = store.create_key(workspace.workspace_id)
             client = dynamodb_client(dynamo.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS)
@@ -251,7 +257,7 @@ def dynamodb_costs() -> dict[str, float]:
 
             client.meta.events.register("provide-client-params.dynamodb.*", before)
             service = IngestService(DynamoStore(client, tables))
-            send = _sender(service, key, batch, IngestRequest)
+            send = _sender(service, key, batch, IngestRequest, runs)
             send(0)  # the warm-up fills the caches
             calls.clear()
             written.clear()
@@ -270,7 +276,7 @@ def dynamodb_costs() -> dict[str, float]:
                     touched[item] = touched.get(item, 0) + 1
             busiest = max(touched.values())
             table_units, index_units = _write_units(raw, written, single)
-            suffix = "" if mode == "batched" else "_single"
+            suffix = {"batched": "", "ids": "_with_ids", "single": "_single"}[mode]
             figures[f"hot_item_busy_fraction_at_10k_eps{suffix}"] = busiest * TARGET_EPS / events * TRANSACTION_SECONDS
             figures[f"ddb_wcu_per_event{suffix}"] = (table_units + index_units) / events
             figures[f"ddb_table_wcu_per_event{suffix}"] = table_units / events
@@ -320,8 +326,17 @@ def _key_of(body: dict[str, Any]) -> dict[str, Any]:
     return {name: body["Item"][name] for name in ("partition", "event_key") if name in body["Item"]}
 
 
-def _sender(service: Any, key: str, batch: int, request: Any) -> Any:
+def _sender(service: Any, key: str, batch: int, request: Any, runs: int = 0) -> Any:
+    """Batches of ``batch`` copies of EVENT; with ``runs``, each batch's events belong to that
+    many runs (``trace_id``) of as many sessions (``session_id``), each run continuing over
+    successive batches (an agent's calls, queued by the SDK beside other runs' calls)."""
     from costtrack_service.edge.ingest_request import ingest
+
+    def event(number: int, n: int) -> dict[str, Any]:
+        if not runs:
+            return EVENT
+        run = n % runs + runs * (number // 4)  # a run lasts 4 batches
+        return {**EVENT, "trace_id": f"run-{run:06d}", "session_id": f"conv-{run:06d}"}
 
     def send(number: int) -> None:
         if batch == 1:
@@ -332,7 +347,7 @@ def _sender(service: Any, key: str, batch: int, request: Any) -> Any:
             if answer.status != 200:
                 raise RuntimeError(answer.body)
             return
-        items = [{"idempotency_key": f"b-{number}-{n}", "event": EVENT} for n in range(batch)]
+        items = [{"idempotency_key": f"b-{number}-{n}", "event": event(number, n)} for n in range(batch)]
         answer = ingest(service, request({"authorization": f"Bearer {key}"}, json.dumps({"batch": items}).encode()))
         if any(result["status"] != 200 for result in answer.body["results"]):
             raise RuntimeError(answer.body)

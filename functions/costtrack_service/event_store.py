@@ -7,7 +7,9 @@ Accepted events are written in chunks, one ``TransactWriteItems`` each (``ingest
 2. ``Update`` the allowance shards the chunk spends, each on the condition that it holds what is
    spent from it (``allowance.py``), and, when it leases, the workspace item on the plan's
    condition;
-3. ``Update`` the chunk's rollup rows in one rollup shard, deltas summed per row.
+3. ``Update`` the chunk's rollup rows in one rollup shard, deltas summed per row;
+4. ``Put`` the chunk's run and session totals, each unless another write changed it since it
+   was read, and ``Update`` their cost sketch rows (``run_store.py``).
 
 A cancelled transaction reports each failed item as it is now
 (``ReturnValuesOnConditionCheckFailure=ALL_OLD``): :func:`_rejection` turns them into a
@@ -18,6 +20,7 @@ keys (``shards.py``), so none is a hot item and no partition key takes more than
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -34,7 +37,8 @@ from costtrack_service.domain.shards import (
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
 from costtrack_service.domain.usage import Counts, RollupKey
 from costtrack_service.reservation_store import reservation_settlements, settle_rejection
-from costtrack_service.store_base import TableAccess, shard_key
+from costtrack_service.run_store import RunTable
+from costtrack_service.store_base import shard_key
 from costtrack_service.store_items import (
     event_from_item,
     event_item_key,
@@ -50,7 +54,7 @@ _TRANSIENT_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceede
 assert 1 + len(Charge) * SHARDS <= 100, "a survey must fit in one TransactGetItems"
 
 
-class EventTable(TableAccess):
+class EventTable(RunTable):
     """The ingestion path's reads and writes."""
 
     # -- keys and workspaces, as ingestion reads them -----------------------------------------
@@ -103,6 +107,8 @@ class EventTable(TableAccess):
         transaction += [self._rollup_update(partition, key, counts) for key, counts in chunk.rollups.items()]
         settles_at = len(transaction)
         transaction += reservation_settlements(self.tables, chunk.workspace_id, chunk.settles)
+        runs_from = len(transaction)
+        transaction += self.run_total_writes(chunk)
         try:
             self.client.transact_write_items(TransactItems=transaction)  # type: ignore[arg-type]
         except ClientError as exc:
@@ -110,7 +116,9 @@ class EventTable(TableAccess):
             if error.get("Code") == "TransactionCanceledException":
                 reasons = exc.response.get("CancellationReasons") or []
                 rejected = _rejection(reasons, records, spends, bool(leases))
-                return settle_rejection(rejected, reasons[settles_at:], chunk.settles)
+                if any(reason.get("Code") == "ConditionalCheckFailed" for reason in reasons[runs_from:]):
+                    return replace(rejected, conflict=True)  # a run's total moved: read it again
+                return settle_rejection(rejected, reasons[settles_at:runs_from], chunk.settles)
             if error.get("Code") == "TransactionConflictException":
                 return ChunkRejected(conflict=True)
             raise

@@ -15,7 +15,9 @@ so the deployed tables and the local ones cannot drift apart.
 * ``pricing``    synced and operators' prices by provider, workspace overrides, the sync's state
                  (``price_store.py``); the bundled catalogue is in the package.
 * ``rollups``    daily usage counters per workspace shard (``dimension#day#value``), added to
-                 by the ingestion write itself, so dashboards never read the event history.
+                 by the ingestion write itself, so dashboards never read the event history;
+                 per-run and per-session totals and their cost sketch (``run_store.py``), the
+                 runs in the sparse ``runs_by_cost`` index (a day's runs by cost).
 * ``allowance``  the allowance shards: included events of a month and credits leased from the
                  workspace item, spent by the ingestion write (``allowance.py``).
 * ``budgets``    per workspace (``w#<workspace>``): budgets, webhook endpoints, the claimed
@@ -90,6 +92,7 @@ VISIBLE_BY_TIME = Index("visible_by_time", "visible_partition", "received_event"
 UNPRICED = Index("unpriced", "unpriced_model", "received_at")
 ALL_BUDGETS = Index("all_budgets", "budget_set", "budget_ref")
 DUE_DELIVERIES = Index("due_deliveries", "due_set", "due_at")
+RUNS_BY_COST = Index("runs_by_cost", "cost_partition", "cost")
 #: The TTL attribute of the tables whose items expire.
 EXPIRES_AT = "expires_at"
 
@@ -97,7 +100,7 @@ KEYS = TableSpec("keys", "key_hash", indexes=(BY_WORKSPACE,))
 WORKSPACES = TableSpec("workspaces", "workspace_id")
 EVENTS = TableSpec("events", "partition", "event_key", (VISIBLE_BY_TIME, UNPRICED), ttl_attribute=EXPIRES_AT)
 PRICING = TableSpec("pricing", "model_key", "entry_key")
-ROLLUPS = TableSpec("rollups", "partition", "rollup_key")
+ROLLUPS = TableSpec("rollups", "partition", "rollup_key", (RUNS_BY_COST,), attribute_types={"cost": "N"})
 ALLOWANCE = TableSpec("allowance", "shard_key")
 BUDGETS = TableSpec("budgets", "partition", "item_key", (ALL_BUDGETS, DUE_DELIVERIES), ttl_attribute=EXPIRES_AT)
 

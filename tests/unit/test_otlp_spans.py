@@ -66,6 +66,7 @@ def test_semantic_conventions_openai_span_is_the_contract_vector() -> None:
         "reasoning_tokens": 2_000,
         "status": "success",
         "latency_ms": 1250,
+        "trace_id": TRACE,  # the run (CONTRACT §11; test_otlp_runs.py)
     }
 
 

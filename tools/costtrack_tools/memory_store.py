@@ -9,9 +9,10 @@ from it, and a lease fits the plan as the planner saw it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from decimal import Decimal
 
 from costtrack_service.domain.allowance import ShardId
 from costtrack_service.domain.budgets import Budget
@@ -23,6 +24,7 @@ from costtrack_service.domain.quota import Charge, PlanStatus, Tier, Usage, Work
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.reservations.ids import Part, ReservationId
 from costtrack_service.domain.reservations.ledger import Hold
+from costtrack_service.domain.runs.totals import RunTotal, SketchDelta, SketchRow
 from costtrack_service.domain.shards import SHARDS
 from costtrack_service.domain.source import Source, normalize_provider
 from costtrack_service.domain.usage import CHARGE, Counts, RollupKey, month_usage
@@ -38,6 +40,8 @@ class MemoryStore:
         self.events: dict[tuple[str, str], EventRecord] = {}
         self.rollups: dict[tuple[str, RollupKey], Counts] = {}
         self.shards: dict[tuple[str, str, ShardId], int] = {}  # (workspace, period or "", shard) -> available
+        self.runs: dict[tuple[str, str, str], RunTotal] = {}  # (workspace, kind, id) -> total
+        self.sketch: dict[tuple[str, SketchRow], SketchDelta] = {}  # shards summed
         self.writes = 0
         self._lock = threading.Lock()
 
@@ -130,8 +134,11 @@ class MemoryStore:
             leases = [spend for spend in chunk.payment.spends if spend.lease]
             lease = sum(spend.lease for spend in leases)
             central_ok = not leases or (central is not None and _lease_fits(central, chunk, leases[0].charge, lease))
-            if existing or short or not central_ok:
-                return ChunkRejected(existing, short, not central_ok, central if not central_ok else None)
+            moved = any(
+                self.runs.get((workspace_id, after.kind, after.run_id)) != before for before, after in chunk.runs.totals
+            )
+            if existing or short or not central_ok or moved:
+                return ChunkRejected(existing, short, not central_ok, central if not central_ok else None, moved)
             for spend in chunk.payment.spends:
                 key = self._shard(workspace_id, period, spend.charge, spend.shard)
                 self.shards[key] = self.shards.get(key, 0) + spend.lease - spend.take
@@ -142,8 +149,20 @@ class MemoryStore:
                 self.events[(workspace_id, record.event_key)] = record
             for rollup, counts in chunk.rollups.items():
                 self.rollups.setdefault((workspace_id, rollup), Counts()).add(counts)
+            for _, after in chunk.runs.totals:
+                self.runs[(workspace_id, after.kind, after.run_id)] = after
+            for row, delta in chunk.runs.sketch.items():
+                summed = self.sketch.setdefault((workspace_id, row), SketchDelta())
+                for bucket, count in delta.buckets.items():
+                    summed.move(bucket, count, Decimal(0))
+                summed.cost += delta.cost
             self.writes += 1
             return None
+
+    def get_runs(self, workspace_id: str, runs: Collection[tuple[str, str]]) -> dict[tuple[str, str], RunTotal]:
+        with self._lock:
+            found = ((run, self.runs.get((workspace_id, *run))) for run in runs)
+            return {run: total for run, total in found if total is not None}
 
     @staticmethod
     def _shard(workspace_id: str, period: str, charge: Charge, shard: int) -> tuple[str, str, ShardId]:

@@ -14,12 +14,16 @@ from costtrack_service.domain.allowance import Payment, ShardId
 from costtrack_service.domain.quota import Charge, WorkspaceState
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.reservations.settle import Settle
+from costtrack_service.domain.runs.totals import RunChanges, is_run_marker, run_ids
 from costtrack_service.domain.usage import CHARGE, Counts, RollupKey, rollup_rows, summed_deltas
 
 #: DynamoDB's limit on the items of one transaction.
 MAX_TRANSACTION_ITEMS = 100
 #: Items a write keeps for the allowance: its shard, a second shard, the central item.
 ALLOWANCE_ITEMS = 3
+#: Items a run or session may take in a transaction: its total, and the sketch rows it leaves
+#: and enters (one each: a total is in one row before and one after).
+RUN_ITEMS = 3
 
 
 @dataclass(frozen=True)
@@ -33,11 +37,13 @@ class Chunk:
     rollup_shard: int
     #: The reservations its events settle, written last in the transaction (``settle.py``).
     settles: tuple[Settle, ...] = ()
+    runs: RunChanges = field(default_factory=RunChanges)  # its runs' and sessions' totals (``runs/totals.py``)
 
     @cached_property
     def rollups(self) -> dict[RollupKey, Counts]:
-        """The rollup rows the chunk adds to, summed over its events: one update per row."""
-        return summed_deltas(self.records)
+        """The rollup rows the chunk adds to, summed over its events: one update per row. A
+        run's end marker is not a call: it adds to its run's total only."""
+        return summed_deltas(record for record in self.records if not is_run_marker(record.event))
 
 
 @dataclass(frozen=True)
@@ -64,11 +70,13 @@ def fitting(pending: list[EventRecord], room: int) -> int:
     """How many of the first pending events fit in ``room`` items with their rollup rows
     (summed per transaction: events that share a day and values share rows)."""
     rows: set[RollupKey] = set()
+    runs: set[tuple[str, str]] = set()
     count = 0
     for record in pending:
         rows.update(rollup_rows(record)[0])
         rows.add(RollupKey(CHARGE, record.received_at[:10], Charge.CREDIT.value))  # either charge may pay it
-        if count + 1 + len(rows) > room:
+        runs.update(run_ids(record.event))
+        if count + 1 + len(rows) + RUN_ITEMS * len(runs) > room:
             break
         count += 1
     return max(count, 1)

@@ -12,7 +12,7 @@ left (429, only after a survey), or a conflict (retried with capped full jitter,
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -33,6 +33,7 @@ from costtrack_service.domain.keys import invalid_key
 from costtrack_service.domain.quota import PlanStatus, WorkspaceState
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.reservations.settle import Settle, settle_room, unsettled
+from costtrack_service.domain.runs.totals import RunChanges, RunTotal, run_changes, runs_in
 from costtrack_service.domain.shards import ShardCycle
 from costtrack_service.domain.store_errors import SurveyConflict
 
@@ -54,6 +55,10 @@ class ChunkStore(Protocol):
 
     def find_events(self, workspace_id: str, event_keys: Sequence[str]) -> dict[str, EventRecord]:
         """Stored events by event key (consistent reads)."""
+        ...
+
+    def get_runs(self, workspace_id: str, runs: Collection[tuple[str, str]]) -> dict[tuple[str, str], RunTotal]:
+        """Run and session totals by (kind, id) (consistent reads); absent: none yet."""
         ...
 
 
@@ -143,7 +148,15 @@ class Committer:
                 for record, charge in zip(pending, payment.charges(), strict=False)
             )
             chunk_settles = tuple(settles[record.event_key] for record in chunk_records if record.event_key in settles)
-            chunk = Chunk(workspace_id, period, chunk_records, payment, shard, chunk_settles)
+            chunk = Chunk(
+                workspace_id,
+                period,
+                chunk_records,
+                payment,
+                shard,
+                settles=chunk_settles,
+                runs=self._run_changes(chunk_records),
+            )
             rejected = self.store.write_chunk(chunk)
             if rejected is None:
                 balances.spent(payment)
@@ -180,6 +193,15 @@ class Committer:
                 # Full jitter: writers that met on one item spread out instead of meeting again.
                 self._sleep(self._backoff(conflicts))
         return [done[record.event_key] for record in records]
+
+    def _run_changes(self, records: Sequence[EventRecord]) -> RunChanges:
+        """The hook of per-run totals into the event transaction: each run's and session's total
+        as it is now, and what the chunk changes (written on the condition that no other write
+        changed a total in between: a conflict, retried with the chunk)."""
+        runs = runs_in(records)
+        if not runs:
+            return RunChanges()
+        return run_changes(self.store.get_runs(records[0].workspace_id, runs), records)
 
     def _payment(
         self,

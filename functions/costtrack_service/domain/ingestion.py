@@ -45,9 +45,11 @@ from costtrack_service.domain.records import (
     WarningCode,
     priced_fields,
     pricing_warnings,
+    run_marker_pricing,
     unknown_field_warnings,
 )
 from costtrack_service.domain.reservations.settle import HoldFinder, prepare
+from costtrack_service.domain.runs.totals import is_run_marker
 from costtrack_service.domain.visibility import decide
 
 
@@ -211,9 +213,13 @@ class IngestService:
                     "No Idempotency-Key header: a retry of this request would be counted again.",
                 )
             )
-        call = Call(event.provider, event.model, event.counts, event.metadata)
-        priced = self.pricer.price(call, received, self.reads.price_overrides(key.workspace_id))
-        warnings += pricing_warnings(event, priced)
+        if is_run_marker(event):  # a run's end (``tracker.run``): not a call, never priced
+            pricing = run_marker_pricing()
+        else:
+            call = Call(event.provider, event.model, event.counts, event.metadata)
+            priced = self.pricer.price(call, received, self.reads.price_overrides(key.workspace_id))
+            warnings += pricing_warnings(event, priced)
+            pricing = priced_fields(priced)
         visibility = decide(workspace.tier, key.bound, event.source)
         if not visibility.dashboard_visible:
             warnings.append(_hidden_warning(key))
@@ -227,7 +233,7 @@ class IngestService:
             received_at=received_at,
             event=event,
             fingerprint=event.fingerprint(),
-            **priced_fields(priced),
+            **pricing,
             visibility=visibility,
             warnings=tuple(warnings),
             expires_at=expires_at,

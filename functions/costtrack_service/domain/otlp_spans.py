@@ -70,6 +70,13 @@ METADATA_PREFIX = "costtrack.metadata."
 AGGREGATE_OPERATIONS = frozenset({"invoke_agent", "create_agent", "agent_step", "execute_tool", "invoke_workflow"})
 AI_SDK_MODEL_CALLS = (".doGenerate", ".doStream", ".doEmbed")
 
+#: Where a span's session (conversation) id is read, in order (CONTRACT §11).
+SESSION_ATTRIBUTES = ("session.id", "gen_ai.conversation.id")
+#: A run's name when the export did not carry the trace's root span.
+RUN_NAME_ATTRIBUTES = ("gen_ai.agent.name", "gen_ai.operation.name")
+MAX_RUN_NAME_LENGTH = 200
+_RUN_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
 #: The event fields an attribute map may fill, and where each is read by default.
 DEFAULT_ATTRIBUTES: Mapping[str, tuple[str, ...]] = {
     "feature": ("costtrack.feature",),
@@ -94,6 +101,7 @@ class SpanData:
     trace_id: str
     span_id: str
     name: str = ""
+    parent_span_id: str = ""  # empty for a trace's root span
     start_ns: int = 0
     end_ns: int = 0
     status_code: int = 0
@@ -125,9 +133,16 @@ def is_model_call(span: SpanData) -> bool:
     return True
 
 
-def span_item(span: SpanData, attribute_map: AttributeMap = ()) -> Item | None:
+def root_names(spans: list[SpanData]) -> dict[str, str]:
+    """Each trace's root span name, for the traces whose root span is in this export (a root
+    span has no parent; exporters often send it last, in a later request)."""
+    return {span.trace_id: span.name.strip() for span in spans if not span.parent_span_id and span.name.strip()}
+
+
+def span_item(span: SpanData, attribute_map: AttributeMap = (), run_name: str | None = None) -> Item | None:
     """The span's event as a batch item (validated, or the error that rejects it); None when the
-    span reports no usage of its own, which is not an error."""
+    span reports no usage of its own, which is not an error. ``run_name``: the name of the
+    trace's root span when the export carried it (:func:`root_names`)."""
     if not is_model_call(span):
         return None
     key_error = _id_error(span)
@@ -140,13 +155,15 @@ def span_item(span: SpanData, attribute_map: AttributeMap = ()) -> Item | None:
     if key_error is not None:
         return Item(None, None, key_error)
     try:
-        event = span_event(span, tokens, attribute_map)
+        event = span_event(span, tokens, attribute_map, run_name)
         return Item(span.idempotency_key, validate(event), received_at=span.ended_at)
     except ApiError as error:
         return Item(span.idempotency_key, None, error, span.ended_at)
 
 
-def span_event(span: SpanData, tokens: SpanTokens, attribute_map: AttributeMap = ()) -> dict[str, Any]:
+def span_event(
+    span: SpanData, tokens: SpanTokens, attribute_map: AttributeMap = (), run_name: str | None = None
+) -> dict[str, Any]:
     """The ``/v1/events`` wire dict of a span that reports usage."""
     provider = provider_of(span)
     event: dict[str, Any] = {"provider": provider, "model": _first_string(span, MODEL_ATTRIBUTES)}
@@ -163,7 +180,25 @@ def span_event(span: SpanData, tokens: SpanTokens, attribute_map: AttributeMap =
     metadata = _metadata(span, mapped)
     if metadata:
         event["metadata"] = metadata
+    event.update(run_identity(span, run_name))
     return {name: value for name, value in event.items() if value is not None}
+
+
+def run_identity(span: SpanData, root_name: str | None = None) -> dict[str, str]:
+    """The run fields of CONTRACT §11: the trace id, the parent span id, the session from
+    ``session.id`` / ``gen_ai.conversation.id`` and the run's name (the root span's, else the
+    span's agent or operation name). A session id or name the event rules would refuse is left
+    out rather than losing the call: the span's ids are checked before this."""
+    identity = {"trace_id": span.trace_id}
+    if span.parent_span_id and span.parent_span_id != "0" * 16:
+        identity["parent_id"] = span.parent_span_id
+    session = _first_string(span, SESSION_ATTRIBUTES)
+    if session is not None and _RUN_ID.match(session.strip()):
+        identity["session_id"] = session.strip()
+    name = root_name if root_name else _first_string(span, RUN_NAME_ATTRIBUTES)
+    if name is not None and name.strip():
+        identity["run_name"] = name.strip()[:MAX_RUN_NAME_LENGTH]
+    return identity
 
 
 def provider_of(span: SpanData) -> str | None:

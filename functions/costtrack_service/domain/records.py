@@ -176,6 +176,21 @@ def priced_fields(priced: Priced) -> dict[str, Any]:
     }
 
 
+def run_marker_pricing() -> dict[str, Any]:
+    """A run's end marker (``tracker.run``; ``runs/totals.py``): a genuine zero, not an unknown
+    model, so never waiting for a price and never warned about."""
+    return {
+        "cost": Decimal(0),
+        "pricing_status": PricingStatus.PRICED,
+        "pricing_entry_id": None,
+        "rates": None,
+        "tier_above_prompt_tokens": None,
+        "pricing_version": None,
+        "pricing_match": None,
+        "pricing_override_id": None,
+    }
+
+
 def pricing_warnings(event: UsageEvent, priced: Priced) -> list[EventWarning]:
     if not priced.priced:
         return [

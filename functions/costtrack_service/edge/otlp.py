@@ -28,7 +28,7 @@ from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.events import invalid_payload
 from costtrack_service.domain.ingest_commit import Outcome
 from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.otlp_spans import SpanData, span_item
+from costtrack_service.domain.otlp_spans import SpanData, root_names, span_item
 from costtrack_service.edge.http_event import JSON, presented_secret
 from costtrack_service.edge.ingest_request import body_too_large, parse_body
 
@@ -62,7 +62,12 @@ def export(service: IngestService, headers: Mapping[str, str], body: bytes) -> O
             )
         spans = decode(_decompressed(headers, body), media)
         workspace = service.workspace(key)
-        items = [item for span in spans if (item := span_item(span, workspace.attribute_map)) is not None]
+        roots = root_names(spans)
+        items = [
+            item
+            for span in spans
+            if (item := span_item(span, workspace.attribute_map, roots.get(span.trace_id))) is not None
+        ]
         if len(items) > MAX_USAGE_SPANS:
             raise invalid_payload(
                 "resourceSpans", f"at most {MAX_USAGE_SPANS} spans with usage per request", status=413
@@ -124,6 +129,7 @@ def _decode_protobuf(body: bytes) -> list[SpanData]:
                     SpanData(
                         trace_id=span.trace_id.hex(),
                         span_id=span.span_id.hex(),
+                        parent_span_id=span.parent_span_id.hex(),
                         name=span.name,
                         start_ns=span.start_time_unix_nano,
                         end_ns=span.end_time_unix_nano,
@@ -191,6 +197,7 @@ def _json_span(span: object, resource: dict[str, Any]) -> SpanData:
     return SpanData(
         trace_id=str(span.get("traceId") or "").lower(),
         span_id=str(span.get("spanId") or "").lower(),
+        parent_span_id=str(span.get("parentSpanId") or "").lower(),
         name=str(span.get("name") or ""),
         start_ns=_uint(span.get("startTimeUnixNano")),
         end_ns=_uint(span.get("endTimeUnixNano")),

@@ -1,0 +1,75 @@
+"""Run and session totals in DynamoDB (``run_store.py``, moto): the ingestion transaction keeps
+them, once per run per batch, equal to the sum of their events; a total that another write
+changed after the batch read it cancels the transaction, and the retry reads it again."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from costtrack_service.domain.batch import Item
+from costtrack_service.domain.events import validate
+from costtrack_service.domain.ingestion import IngestService
+from costtrack_service.domain.quota import Tier
+from costtrack_service.domain.runs.totals import RUN, SESSION
+from costtrack_service.store import DynamoStore
+from costtrack_service.tables import TableNames
+
+AT = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def store() -> Iterator[DynamoStore]:
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        dynamo = DynamoStore(client, TableNames.with_prefix("t-"))
+        dynamo.ensure_tables()
+        yield dynamo
+
+
+def call(trace: str, **fields: Any) -> dict[str, Any]:
+    return {"provider": "openai", "model": "gpt-5", "prompt_tokens": 900, "trace_id": trace, **fields}
+
+
+def test_totals_are_the_sum_of_the_events_and_a_moved_total_is_read_again(store: DynamoStore) -> None:
+    workspace = store.create_workspace("runs", tier=Tier.PAID, included_events=10_000)
+    secret, _ = store.create_key(workspace.workspace_id)
+    service = IngestService(store)
+    key = service.authenticate(secret)
+    outcomes = []
+    for batch in range(3):
+        items = [
+            Item(
+                f"b{batch}-{n}", validate(call(f"t{n % 2}", session_id="s")), received_at=AT + timedelta(seconds=batch)
+            )
+            for n in range(5)
+        ]
+        outcomes += service.accept(key, items)
+    assert all(outcome.status == 200 for outcome in outcomes)
+    runs = store.get_runs(workspace.workspace_id, [(RUN, "t0"), (RUN, "t1"), (SESSION, "s")])
+    for trace in ("t0", "t1"):
+        mine = [o.record for o in outcomes if o.record.event.trace_id == trace]
+        assert runs[(RUN, trace)].cost == sum(record.cost for record in mine)
+        assert runs[(RUN, trace)].calls == len(mine) and runs[(RUN, trace)].version == 3
+    assert runs[(SESSION, "s")].calls == 15
+
+    reads = store.get_runs
+    seen: list[Any] = []
+
+    def stale(workspace_id: str, wanted: Any) -> Any:
+        seen.append(wanted)
+        found = reads(workspace_id, wanted)
+        return {run: total for run, total in found.items() if run[0] == SESSION} if len(seen) == 1 else found
+
+    store.get_runs = stale  # type: ignore[method-assign]
+    [late] = service.accept(
+        key, [Item("late", validate(call("t0", session_id="s")), received_at=AT + timedelta(minutes=1))]
+    )
+    assert late.status == 200 and len(seen) == 2  # the condition failed once, then the write went through
+    store.get_runs = reads  # type: ignore[method-assign]
+    assert store.get_runs(workspace.workspace_id, [(RUN, "t0")])[(RUN, "t0")].calls == 10
