@@ -80,8 +80,11 @@ class BudgetExceeded(Exception):
     def __init__(self, reservation: Reservation, message: Optional[str] = None) -> None:
         self.reservation = reservation
         if message is None:
-            names = ", ".join(_budget_label(budget) for budget in reservation.refused_by) or "an enforced budget"
-            message = f"the reservation was refused: {names} has not enough left"
+            names = (
+                ", ".join(_budget_label(budget, reservation.currency) for budget in reservation.refused_by)
+                or "an enforced budget"
+            )
+            message = f"the reservation was refused by {names}"
         super().__init__(message)
 
 
@@ -90,12 +93,12 @@ class ReservationUnavailable(BudgetExceeded):
     ``on_unavailable="deny"``; a ``BudgetExceeded``, so one ``except`` covers both."""
 
 
-def _budget_label(budget: ReservationBudget) -> str:
+def _budget_label(budget: ReservationBudget, currency: str) -> str:
     label = budget.name or budget.budget_id or "a budget"
     if budget.instance:
         label += f" ({budget.instance})"
     if budget.remaining is not None:
-        label += f", remaining {budget.remaining}"
+        label += f": {budget.remaining} {currency} remaining"
     return label
 
 

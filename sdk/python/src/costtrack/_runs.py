@@ -116,7 +116,9 @@ class Run:
         try:
             token = _attributes.offer_reservation(None)[1]  # the marker settles no reservation
             try:
-                self._tracker.track(cast(TrackEvent, self.marker()))  # in the run's context: its attribution, no parent_id
+                self._tracker.track(
+                    cast(TrackEvent, self.marker())
+                )  # in the run's context: its attribution, no parent_id
             finally:
                 _attributes.withdraw(token)
         finally:
