@@ -138,7 +138,7 @@ class Reserving:
         (``success``, or ``error`` / ``cancelled`` / ``timeout`` from the exception) and latency."""
         from costtrack._runs import Run  # on first use, on the caller's thread
 
-        return Run(self, name, session_id, trace_id)  # type: ignore[arg-type]
+        return Run(self, name, session_id, trace_id)
 
     # -- inside ------------------------------------------------------------------------------
 

@@ -14,14 +14,18 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import TYPE_CHECKING, Any, Dict, Optional, cast
+from typing import Any, Dict, Optional, Protocol, cast
 
 from costtrack import _attributes
 from costtrack._event import TrackEvent
 from costtrack._instrument_core import status_of
 
-if TYPE_CHECKING:
-    from costtrack._tracker import Tracker
+
+class Tracks(Protocol):
+    """What a run needs of its tracker (a ``Tracker``, which imports this module)."""
+
+    def track(self, event: TrackEvent) -> None: ...
+
 
 __all__ = ["Run", "Step", "new_trace_id", "status_of_exception", "step_id"]
 
@@ -79,7 +83,7 @@ class Run:
     the run ends. A run inside a run is a run of its own (a new trace id, no ``parent_id``)."""
 
     def __init__(
-        self, tracker: Tracker, name: str, session_id: Optional[str] = None, trace_id: Optional[str] = None
+        self, tracker: Tracks, name: str, session_id: Optional[str] = None, trace_id: Optional[str] = None
     ) -> None:
         self._tracker = tracker
         self.name = name
