@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import pytest
+from canned_costtrack import CannedCosttrack
 
 from costtrack import Tracker, TrackerWarning
 
@@ -287,3 +288,34 @@ def recorder() -> Any:
     from instrumented import Recorder
 
     return Recorder()
+
+
+@pytest.fixture
+def service() -> Iterator[CannedCosttrack]:
+    """A canned costtrack that answers reservations as CONTRACT §10 says (tests/canned_costtrack.py)."""
+    canned = CannedCosttrack()
+    try:
+        yield canned
+    finally:
+        canned.close()
+
+
+@pytest.fixture
+def tracker_for(service: CannedCosttrack, collected: Collected) -> Iterator[Callable[..., Tracker]]:
+    """Trackers pointed at ``service``, reporting to ``collected``; shut down after the test."""
+    made: List[Tracker] = []
+
+    def make(**options: Any) -> Tracker:
+        settings = {
+            "api_key": API_KEY,
+            "base_url": service.url,
+            "on_error": collected.on_error,
+            "on_warning": collected.on_warning,
+            **options,
+        }
+        made.append(Tracker(**settings))
+        return made[-1]
+
+    yield make
+    for tracker in made:
+        tracker.shutdown(timeout=2)

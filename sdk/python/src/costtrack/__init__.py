@@ -25,15 +25,23 @@ if TYPE_CHECKING:
     from costtrack._event import TrackEvent
     from costtrack._instrument import instrument, uninstrument
     from costtrack._lambda import flush_after
+    from costtrack._reservation import BudgetExceeded, Reservation, ReservationBudget, ReservationUnavailable
+    from costtrack._runs import Run, Step
     from costtrack._tracker import Tracker
     from costtrack._warnings import ConfigurationError, TrackerWarning
     from costtrack.validation import EventValidationError, FieldError, validate_event
     from costtrack.webhooks import verify_webhook
 
 __all__ = [
+    "BudgetExceeded",
     "ConfigurationError",
     "EventValidationError",
     "FieldError",
+    "Reservation",
+    "ReservationBudget",
+    "ReservationUnavailable",
+    "Run",
+    "Step",
     "TrackEvent",
     "Tracker",
     "TrackerWarning",
@@ -49,6 +57,12 @@ __all__ = [
 
 _HOMES = {
     "attributes": "costtrack._attributes",
+    "BudgetExceeded": "costtrack._reservation",
+    "Reservation": "costtrack._reservation",
+    "ReservationBudget": "costtrack._reservation",
+    "ReservationUnavailable": "costtrack._reservation",
+    "Run": "costtrack._runs",
+    "Step": "costtrack._runs",
     "ConfigurationError": "costtrack._warnings",
     "EventValidationError": "costtrack.validation",
     "FieldError": "costtrack.validation",

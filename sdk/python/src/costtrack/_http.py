@@ -115,29 +115,49 @@ class Transport:
     def post(self, body: bytes) -> Answer:
         """POST ``body``; never raises. The timeout bounds connecting and each read and write
         of the attempt (as requests' and httpx's do); no flush() waits for a request."""
+        return self.request("POST", self._route.target, body)
+
+    def request(
+        self,
+        method: str,
+        target: str,
+        body: Optional[bytes] = None,
+        headers: Optional[Dict[str, str]] = None,
+        timeout_s: Optional[float] = None,
+    ) -> Answer:
+        """One request (``headers`` over the transport's own; ``timeout_s`` instead of its
+        timeout, for this attempt only); never raises."""
         reused = self._connection is not None
+        timeout = self._timeout_s if timeout_s is None else timeout_s
+        sent = self._headers if not headers else {**self._headers, **headers}
         try:
             try:
-                status, headers, data = self._exchange(body)
+                status, answer_headers, data = self._exchange(method, target, body, sent, timeout)
             except _STALE_CONNECTION:
                 if not reused:
                     raise
                 self.close()
-                status, headers, data = self._exchange(body)
+                status, answer_headers, data = self._exchange(method, target, body, sent, timeout)
         except (socket.timeout, TimeoutError):
             self.close()
-            return Answer(failure=f"no response within {self._timeout_s * 1000:.0f} ms")
+            return Answer(failure=f"no response within {timeout * 1000:.0f} ms")
         except Exception as exc:  # connection refused or reset, DNS, TLS, protocol errors ...
             self.close()
             return Answer(failure=f"{type(exc).__name__}: {exc}".rstrip(": "))
-        retry_after = parse_retry_after(headers.get("retry-after")) if status >= 500 else None
+        retry_after = parse_retry_after(answer_headers.get("retry-after")) if status >= 500 else None
         return Answer(status, _json_object(data), retry_after)
 
-    def _exchange(self, body: bytes) -> Tuple[int, http.client.HTTPMessage, bytes]:
+    def _exchange(
+        self, method: str, target: str, body: Optional[bytes], headers: Dict[str, str], timeout: float
+    ) -> Tuple[int, http.client.HTTPMessage, bytes]:
         if self._connection is None:
-            self._connection = self._route.connect(self._timeout_s)
+            self._connection = self._route.connect(timeout)
         connection = self._connection
-        connection.request("POST", self._route.target, body=body, headers=self._headers)
+        if connection.timeout != timeout:
+            connection.timeout = timeout
+            if connection.sock is not None:
+                connection.sock.settimeout(timeout)
+        connection.request(method, target, body=body, headers=headers)
         response = connection.getresponse()
         data = response.read()  # read whole, so the connection can carry the next request
         if response.will_close:

@@ -32,10 +32,21 @@ class HelperFields(TypedDict, total=False):
     metadata: Optional[Dict[str, Any]]
     #: ``"batch"`` for a result of the provider's batch API (into ``metadata``).
     processing: Optional[str]
+    #: Run identity (CONTRACT §11); ``tracker.run`` and ``costtrack.attributes`` set them too.
+    trace_id: Optional[str]
+    session_id: Optional[str]
+    parent_id: Optional[str]
+    run_name: Optional[str]
+    #: The reservation the call settles (CONTRACT §10), or ``reservation=``: what
+    #: ``tracker.reserve()`` answered (its ``reservation_id``, when it holds one).
+    reservation_id: Optional[str]
+    reservation: Optional[Any]
 
 
 #: The event fields a helper takes from its caller as they are (``None``: absent).
-ATTRIBUTION = tuple(name for name in HelperFields.__annotations__ if name not in ("metadata", "processing"))
+ATTRIBUTION = tuple(
+    name for name in HelperFields.__annotations__ if name not in ("metadata", "processing", "reservation")
+)
 
 #: What a helper read from a response: the model it names, the event's counts, and the pricing
 #: context and extra counts for ``metadata`` (``None`` or anything invalid: not found).
@@ -135,6 +146,9 @@ def provider_event(
     event: Dict[str, Any] = {"provider": provider, "model": model or found_model}
     event.update((name, value) for name, value in counts.items() if value is not None)
     event.update((name, fields[name]) for name in ATTRIBUTION if fields.get(name) is not None)
+    reservation_id = getattr(fields.get("reservation"), "reservation_id", None)
+    if reservation_id is not None and "reservation_id" not in event:
+        event["reservation_id"] = reservation_id
 
     found: Dict[str, Any] = {}
     for name, value in pricing.items():

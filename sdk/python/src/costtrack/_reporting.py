@@ -6,12 +6,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, List, Optional, Set
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set
 
 from costtrack._warnings import IGNORED_FIELD, TrackerWarning
-from costtrack.validation import suggest_field
+from costtrack.validation import EVENT_FIELDS, suggest_field
 
-__all__ = ["DropCounter", "IgnoredFields", "Stats", "call_back"]
+__all__ = ["DropCounter", "IgnoredFields", "Stats", "call_back", "deadline", "ignored_names", "truthy"]
 
 logger = logging.getLogger("costtrack")
 
@@ -111,3 +111,28 @@ class IgnoredFields:
                 message = f"field {name!r} was ignored: it is not a costtrack event field"
             warnings.append(TrackerWarning(IGNORED_FIELD, message, idempotency_key))
         return warnings
+
+
+def truthy(value: object) -> bool:
+    """``bool(value)``; ``True`` for an object whose ``__bool__`` raises (keep the default)."""
+    try:
+        return bool(value)
+    except Exception:
+        return True
+
+
+def ignored_names(event: object) -> List[str]:
+    """The names of an event that are not event fields (reported as ``ignored_field``)."""
+    if not isinstance(event, Mapping):
+        return []
+    try:
+        return [str(name) for name in event if name not in EVENT_FIELDS]
+    except Exception:
+        return []
+
+
+def deadline(timeout: Optional[float]) -> Optional[float]:
+    """``time.monotonic()`` ``timeout`` seconds from now; ``None`` for no limit."""
+    if timeout is None:
+        return None
+    return time.monotonic() + max(0.0, float(timeout))

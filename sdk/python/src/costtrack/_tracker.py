@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple, TypeVar
 
 from costtrack import _attributes, _lifecycle
 from costtrack._delivery import MAX_CONSUMERS, Delivery, DeliveryHooks, DeliverySettings
@@ -24,10 +24,12 @@ from costtrack._options import (
     read_options,
 )
 from costtrack._queue import CLOSED, FULL, QUEUED, START_CONSUMER, EventQueue
-from costtrack._reporting import DropCounter, IgnoredFields, Stats, call_back
+from costtrack._reporting import DropCounter, IgnoredFields, Stats, call_back, deadline, ignored_names, truthy
+from costtrack._reserve_client import Reserver, ReserveSettings
+from costtrack._reserving import Reserving, read_on_unavailable
 from costtrack._warnings import AFTER_SHUTDOWN, QUEUE_FULL, TrackerWarning
 from costtrack._wire import encode_item
-from costtrack.validation import EVENT_FIELDS, EventValidationError, FieldError, check_event
+from costtrack.validation import EventValidationError, FieldError, check_event
 
 __all__ = ["Tracker"]
 
@@ -39,7 +41,7 @@ CONTEXT_EXIT_TIMEOUT_S = 10.0
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
-class Tracker:
+class Tracker(Reserving):
     """Sends one usage event per language-model call to costtrack, in the background.
 
     >>> tracker = Tracker(api_key=os.environ["COSTTRACK_API_KEY"])
@@ -64,6 +66,11 @@ class Tracker:
         max_retries: Retries after a connection error, a timeout or a 5xx (4xx are never retried).
         max_queue_size: Events that may be pending (waiting or being delivered); beyond it, new
             events are dropped and reported as ``queue_full``.
+        on_unavailable: What ``reserve()`` answers when the service cannot (network, 5xx,
+            timeout): ``"allow"`` (default) or ``"deny"``; each call may override it.
+
+    Spend control before the call: ``reserve()``, ``areserve()``, ``reservation()``; runs:
+    ``run()`` (``costtrack._reserving``).
     """
 
     _delivery: Delivery  # set when the options are usable (``_active``)
@@ -80,6 +87,7 @@ class Tracker:
         timeout_ms: float = DEFAULT_TIMEOUT_MS,
         max_retries: int = DEFAULT_MAX_RETRIES,
         max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE,
+        on_unavailable: str = "allow",
     ) -> None:
         self._on_error = on_error
         self._on_warning = on_warning
@@ -93,10 +101,12 @@ class Tracker:
         self._environment = DEFAULT_ENVIRONMENT
         self._base_url = DEFAULT_BASE_URL
         self._queue = EventQueue(DEFAULT_MAX_QUEUE_SIZE, MAX_CONSUMERS)
-        if not _truthy(enabled):
+        self._on_unavailable = "allow"
+        if not truthy(enabled):
             return
         try:
             self._check_callbacks()
+            self._on_unavailable = read_on_unavailable(on_unavailable, self._report_error)
             options = read_options(
                 api_key, base_url, environment, timeout_ms, max_retries, max_queue_size, report=self._report_error
             )
@@ -123,6 +133,10 @@ class Tracker:
             max_retries=options.max_retries,
         )
         self._delivery = Delivery(self._queue, settings, self._delivery_hooks())
+        reserve = ReserveSettings(
+            options.base_url + "/v1/reservations", options.api_key, USER_AGENT, options.timeout_s, options.max_retries
+        )
+        self._reserver = Reserver(reserve, self._warn)
         self._active = True
         _lifecycle.register(self)
 
@@ -266,7 +280,7 @@ class Tracker:
 
     def _invalid(self, event: object, error: EventValidationError) -> None:
         self._stats.add("invalid")
-        self._report_ignored(_ignored_names(event), None)
+        self._report_ignored(ignored_names(event), None)
         self._report_error(error)
 
     def _report_ignored(self, names: Iterable[str], idempotency_key: Optional[str]) -> None:
@@ -316,13 +330,13 @@ class Tracker:
             return True
         if self._on_consumer_thread("flush"):
             return False
-        deadline = _deadline(timeout)
+        until = deadline(timeout)
         target = self._queue.last_seq
         if self._queue.need_consumer():
             self._start_consumer()  # one could not start, or failed (reported)
-        done = self._queue.wait_through(target, deadline)
+        done = self._queue.wait_through(target, until)
         self._report_pending_drops()
-        return done
+        return self._reserver.wait_for_releases(until) and done
 
     def _shutdown(self, timeout: Optional[float]) -> bool:
         with self._lock:
@@ -332,20 +346,21 @@ class Tracker:
         self._queue.close()
         if self._on_consumer_thread("shutdown"):
             return False
-        deadline = _deadline(timeout)
+        until = deadline(timeout)
         if self._queue.need_consumer():
             self._start_consumer()  # what is already queued still deserves delivery
-        done = self._queue.wait_through(self._queue.last_seq, deadline)
+        done = self._queue.wait_through(self._queue.last_seq, until)
+        released = self._reserver.wait_for_releases(until)
         self._delivery.stop()
         left = 0 if done else self._queue.clear()
-        remaining = 1.0 if deadline is None else deadline - time.monotonic()
+        remaining = 1.0 if until is None else until - time.monotonic()
         self._delivery.join(min(remaining, 1.0))  # a consumer in a hung request is not waited for
         self._report_pending_drops()
         if left:
             self._stats.add("dropped", left)
             message = f"{left} event(s) were not delivered before the shutdown deadline and were dropped"
             self._warn(TrackerWarning(AFTER_SHUTDOWN, message, count=left))
-        return done
+        return done and released
 
     # -- callbacks ---------------------------------------------------------------------------
 
@@ -376,25 +391,5 @@ class Tracker:
         if self._active:
             _lifecycle.keep_in_child(self._delivery)
             self._delivery = self._delivery.renewed(self._queue)
-
-
-def _truthy(value: object) -> bool:
-    try:
-        return bool(value)
-    except Exception:  # an object whose __bool__ raises: keep the default
-        return True
-
-
-def _ignored_names(event: object) -> List[str]:
-    if not isinstance(event, Mapping):
-        return []
-    try:
-        return [str(name) for name in event if name not in EVENT_FIELDS]
-    except Exception:
-        return []
-
-
-def _deadline(timeout: Optional[float]) -> Optional[float]:
-    if timeout is None:
-        return None
-    return time.monotonic() + max(0.0, float(timeout))
+            _lifecycle.keep_in_child(self._reserver)
+            self._reserver = self._reserver.renewed()

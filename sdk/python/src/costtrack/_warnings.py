@@ -40,7 +40,8 @@ class TrackerWarning:
     ``budget_exceeded``, ...), a
     service error code for a rejected event (``QUOTA_EXCEEDED``, ``REVOKED_API_KEY``, ...,
     or ``HTTP_<status>`` when the body names none), ``NETWORK_ERROR``, ``queue_full``,
-    ``after_shutdown`` or ``ignored_field``.
+    ``after_shutdown`` or ``ignored_field``; for reservations, ``reservation_unavailable`` (the
+    service could not answer; ``on_unavailable`` decided) and ``reservation_release_failed``.
     """
 
     code: str

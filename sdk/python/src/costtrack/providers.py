@@ -15,7 +15,9 @@ are passed as ``reasoning_tokens``. No helper imports a provider package.
 Besides ``model`` and ``provider``, every helper takes the same keyword arguments, declared once
 as ``costtrack._provider_events.HelperFields`` (type checkers and IDEs check and offer them):
 ``feature``, ``customer_id``, ``customer_name``, ``environment``, ``latency_ms``, ``status``,
-``metadata`` and ``processing``; ``None`` or left out means absent.
+``metadata`` and ``processing``, the run identity (``trace_id``, ``session_id``, ``parent_id``,
+``run_name``), and ``reservation_id`` or ``reservation`` (what ``tracker.reserve()`` answered: the
+event then settles it); ``None`` or left out means absent.
 
 What the price depends on beyond the five token counts travels in ``metadata`` under the
 reserved names of docs/api-rules.md#cost (genai-prices' own names): the pricing context
