@@ -10,13 +10,37 @@ export interface Attributes {
   customerId?: string | null | undefined;
   customerName?: string | null | undefined;
   environment?: string | null | undefined;
+  /** The run (trace) the calls belong to (CONTRACT §11); `tracker.run()` sets it. */
+  traceId?: string | null | undefined;
+  /** The conversation or user session. */
+  sessionId?: string | null | undefined;
+  /** The step within the run; `run.step()` sets it. */
+  parentId?: string | null | undefined;
+  /** What the run is (`answer-ticket`); `tracker.run()` sets it. */
+  runName?: string | null | undefined;
   /** Merged with the event's own metadata (the event's keys win) and with an outer context's. */
   metadata?: Record<string, unknown> | null | undefined;
 }
 
-const NAMES = ["feature", "customerId", "customerName", "environment"] as const;
+const NAMES = ["feature", "customerId", "customerName", "environment", "traceId", "sessionId", "parentId", "runName"] as const;
 
-const storage = new AsyncLocalStorage<Attributes>();
+/**
+ * A reservation open inside withReservation(): the first event tracked there carries its id
+ * (claims it). A claimed event that is never sent (invalid, dropped) gives the claim back.
+ */
+export interface ReservationSlot {
+  readonly id: string;
+  claimed: boolean;
+}
+
+/** What the context holds: the attributes, and the open reservation (internal, never copied out). */
+interface Store extends Attributes {
+  reservation?: ReservationSlot;
+}
+
+const storage = new AsyncLocalStorage<Store>();
+// The open slots by id, so track() can give back a claim whose event it could not send.
+const openSlots = new Map<string, ReservationSlot>();
 
 function isPlain(value: unknown): value is Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
@@ -25,8 +49,8 @@ function isPlain(value: unknown): value is Record<string, unknown> {
 }
 
 /** `inner` over `outer`: fields given (not null/undefined) win; metadata merged key by key. */
-function merge(outer: Attributes | undefined, inner: Attributes): Attributes {
-  const merged: Attributes = { ...outer };
+function merge(outer: Store | undefined, inner: Attributes): Store {
+  const merged: Store = { ...outer };
   for (const name of NAMES) {
     const value = inner[name];
     if (value !== undefined && value !== null) merged[name] = value;
@@ -46,7 +70,7 @@ function merge(outer: Attributes | undefined, inner: Attributes): Attributes {
  * ```
  */
 export function withAttributes<Result>(attributes: Attributes, fn: () => Result): Result {
-  let store: Attributes;
+  let store: Store;
   try {
     store = merge(storage.getStore(), typeof attributes === "object" && attributes !== null ? attributes : {});
   } catch {
@@ -58,7 +82,10 @@ export function withAttributes<Result>(attributes: Attributes, fn: () => Result)
 /** The attributes in force here (a copy), or undefined outside any withAttributes(). */
 export function currentAttributes(): Attributes | undefined {
   const store = storage.getStore();
-  return store === undefined ? undefined : { ...store };
+  if (store === undefined) return undefined;
+  const copy: Store = { ...store };
+  delete copy.reservation;
+  return copy;
 }
 
 /** The store itself, read-only by convention (internal: no copy on the hot path). */
@@ -66,15 +93,73 @@ export function activeAttributes(): Attributes | undefined {
   return storage.getStore();
 }
 
+/** Runs `fn` in the context of a run: its trace and name, the session given or the outer one, no step. */
+export function runContext<Result>(fields: { traceId: string; runName?: string | undefined; sessionId?: string | undefined }, fn: () => Result): Result {
+  const store: Store = { ...storage.getStore() };
+  delete store.parentId;
+  delete store.runName;
+  store.traceId = fields.traceId;
+  if (fields.runName !== undefined) store.runName = fields.runName;
+  if (fields.sessionId !== undefined) store.sessionId = fields.sessionId;
+  return storage.run(store, fn);
+}
+
+/** Runs `fn` with the open reservation `slot` (withReservation). */
+export function reservationContext<Result>(slot: ReservationSlot, fn: () => Result): Result {
+  openSlots.set(slot.id, slot);
+  return storage.run({ ...storage.getStore(), reservation: slot }, fn);
+}
+
+/** Runs `fn` with no open reservation (what it tracks never settles one: the run's marker). */
+export function withoutReservation<Result>(fn: () => Result): Result {
+  const store = storage.getStore();
+  if (store?.reservation === undefined) return fn();
+  const rest: Store = { ...store };
+  delete rest.reservation;
+  return storage.run(rest, fn);
+}
+
+/** The reservation's slot is closed: a late give-back no longer reopens it. */
+export function closeReservation(slot: ReservationSlot): void {
+  if (openSlots.get(slot.id) === slot) openSlots.delete(slot.id);
+}
+
+/** An event (`options`) carrying a `reservationId` was not sent (invalid or dropped): its open slot is free again. */
+export function unclaimReservation(options: unknown): void {
+  if (openSlots.size === 0 || typeof options !== "object" || options === null) return;
+  let id: unknown;
+  try {
+    id = (options as { reservationId?: unknown }).reservationId;
+  } catch {
+    return; // a getter that throws: nothing to give back
+  }
+  const slot = typeof id === "string" ? openSlots.get(id) : undefined;
+  if (slot !== undefined) slot.claimed = false;
+}
+
 /**
  * `options` with the context's attributes as defaults: a field the options leave absent
  * (undefined or null) takes the context's; metadata is merged when both are plain objects (the
- * options' keys win). Returns `options` itself when there is nothing to add.
+ * options' keys win); the first event inside withReservation() takes its `reservationId`.
+ * Returns `options` itself when there is nothing to add.
  */
 export function withContext<T extends object>(options: T, context: Attributes | undefined): T {
   if (context === undefined) return options;
   const given = options as Record<string, unknown>;
   let result: Record<string, unknown> | undefined;
+  // An open reservation goes to the first event tracked inside withReservation() (CONTRACT §10).
+  const slot = (context as Store).reservation;
+  if (slot !== undefined) {
+    const own = given["reservationId"];
+    if (own === undefined || own === null) {
+      if (!slot.claimed) {
+        slot.claimed = true;
+        result = { ...given, reservationId: slot.id };
+      }
+    } else if (own === slot.id) {
+      slot.claimed = true;
+    }
+  }
   for (const name of NAMES) {
     const value = context[name];
     if (value === undefined || value === null) continue;

@@ -1,3 +1,5 @@
+import type { Reservation } from "./types.js";
+
 /** One problem with one field. `field` is the Node (camelCase) name, `metadata.feature`, or `body`. */
 export interface FieldError {
   readonly field: string;
@@ -32,5 +34,31 @@ export class ConfigurationError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "ConfigurationError";
+  }
+}
+
+/**
+ * Thrown by `withReservation()` when the call must not be made: a hard budget refused the
+ * reservation (`reason: "budget"`, `refusedBy` naming each budget and what remains of it), or the
+ * service could not answer and `onUnavailable` is `"deny"` (`reason: "unavailable"`).
+ */
+export class BudgetExceededError extends Error {
+  /** The service's code for a refused reservation (CONTRACT §10). */
+  readonly code = "BUDGET_EXCEEDED";
+  readonly reason: "budget" | "unavailable";
+  /** The reservation's answer, as `tracker.reserve()` returned it. */
+  readonly reservation: Reservation;
+
+  constructor(reservation: Reservation) {
+    const unavailable = reservation.unavailable === true;
+    const names = (reservation.refusedBy ?? []).map((b) => String(b.budgetId ?? "?"));
+    super(
+      unavailable
+        ? "costtrack could not check the budgets and onUnavailable is \"deny\": the call was not made"
+        : `budget exceeded${names.length > 0 ? ` (${names.join(", ")})` : ""}: the call was not made`,
+    );
+    this.name = "BudgetExceededError";
+    this.reason = unavailable ? "unavailable" : "budget";
+    this.reservation = reservation;
   }
 }

@@ -4,7 +4,7 @@
 import { performance } from "node:perf_hooks";
 
 import { activeAttributes, withContext, type Attributes } from "./context.js";
-import type { HelperOptions } from "./provider-read.js";
+import { reservationIdOf, type HelperOptions } from "./provider-read.js";
 import type { CallStatus, TrackOptions } from "./types.js";
 
 /** What an instrumented call reports to: a tracker (anything with `track()`). */
@@ -77,6 +77,10 @@ export class Call {
       if (event["promptTokens"] === undefined) event["promptTokens"] = 0;
       if (event["completionTokens"] === undefined) event["completionTokens"] = 0;
       delete event["processing"];
+      if ("reservation" in event) {
+        event["reservationId"] ??= reservationIdOf(event["reservation"]);
+        delete event["reservation"];
+      }
       this.#settings.tracker.track(withContext(event as unknown as TrackOptions, this.#context));
     } catch {
       // costtrack never gets in the way of the call

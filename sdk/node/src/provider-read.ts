@@ -18,7 +18,19 @@ export type HelperOptions = Partial<TrackOptions> & {
    * Batches, ...): sent as `metadata.processing`, which prices the batch discount.
    */
   processing?: string | null | undefined;
+  /**
+   * The reservation this call was made under (`tracker.reserve()`'s answer, or its id): the event
+   * carries its `reservationId` and settles it. An explicit `reservationId` wins.
+   */
+  reservation?: { readonly reservationId: string | null } | string | null | undefined;
 };
+
+/** The id a helper's `reservation` option names, if any. */
+export function reservationIdOf(reservation: unknown): string | undefined {
+  if (typeof reservation === "string") return reservation;
+  const id = record(reservation)?.["reservationId"];
+  return typeof id === "string" ? id : undefined;
+}
 
 // What a helper read from the response; a field it could not find is undefined.
 export type Fields = { [K in keyof TrackOptions]?: TrackOptions[K] | undefined };
@@ -108,6 +120,10 @@ function build(base: Fields, found: Found, extra: HelperOptions | undefined): Tr
   if (extra !== undefined && extra !== null) {
     for (const [key, value] of Object.entries(extra)) {
       if (key === "processing") processing = value;
+      else if (key === "reservation") {
+        const id = reservationIdOf(value);
+        if (id !== undefined) result["reservationId"] ??= id;
+      }
       else if (key === "metadata") given = value;
       else if (value !== undefined) result[key] = value;
     }

@@ -1,10 +1,13 @@
 import { randomUUID } from "node:crypto";
 
 import { Delivery, MAX_TIMER_MS } from "./delivery.js";
-import { activeAttributes, withContext } from "./context.js";
+import { activeAttributes, unclaimReservation, withContext } from "./context.js";
 import { ConfigurationError } from "./errors.js";
 import { encodeEvent, type EncodedEvent } from "./fast-encode.js";
-import type { TrackOptions, TrackerOptions, TrackerStats, TrackerWarning } from "./types.js";
+import { ReservationClient } from "./reservations.js";
+import { defaultError, defaultWarning, RateLimitedReport, safeCall, type Callback } from "./reporting.js";
+import { trackRun, type Run, type RunOptions } from "./runs.js";
+import type { OnUnavailable, Reservation, ReserveOptions, TrackOptions, TrackerOptions, TrackerStats, TrackerWarning } from "./types.js";
 import { checkEvent, codePointLength, suggestField, trim } from "./validation.js";
 import { VERSION } from "./version.js";
 
@@ -18,67 +21,6 @@ const ENVIRONMENT_MAX = 64;
 // Field names are remembered to report each once; a caller generating names dynamically must not
 // grow that memory without bound, so past this many names new ones go unreported.
 const MAX_REPORTED_FIELDS = 1000;
-const REPORT_INTERVAL_MS = 1000;
-
-type Callback<T> = (value: T) => void;
-
-// Calls a user callback; whatever it does (throw, return a rejected promise) stays here.
-function safeCall<T>(callback: Callback<T>, value: T): void {
-  try {
-    const result: unknown = callback(value);
-    if (typeof result === "object" && result !== null && typeof (result as PromiseLike<unknown>).then === "function") {
-      (result as PromiseLike<unknown>).then(undefined, () => undefined);
-    }
-  } catch {
-    // A throwing callback must not break track() or delivery.
-  }
-}
-
-function defaultWarning(warning: TrackerWarning): void {
-  console.warn(`costtrack: ${warning.code}: ${warning.message}`);
-}
-
-function defaultError(error: Error): void {
-  console.error(`costtrack: ${error.message}`);
-}
-
-/**
- * Reports a burst of drops as at most one warning per interval, carrying how many were dropped.
- * The last partial interval is reported by an unref'd timer.
- */
-class RateLimitedReport {
-  #count = 0;
-  #last = Number.NEGATIVE_INFINITY;
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  readonly #emit: (count: number) => void;
-
-  constructor(emit: (count: number) => void) {
-    this.#emit = emit;
-  }
-
-  hit(): void {
-    this.#count++;
-    if (this.#timer !== undefined) return;
-    const now = Date.now();
-    const wait = this.#last + REPORT_INTERVAL_MS - now;
-    if (wait <= 0) {
-      this.#fire(now);
-      return;
-    }
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#fire(Date.now());
-    }, wait);
-    this.#timer.unref();
-  }
-
-  #fire(now: number): void {
-    const count = this.#count;
-    this.#count = 0;
-    this.#last = now;
-    if (count > 0) this.#emit(count);
-  }
-}
 
 // Trackers that withFlush() flushes when it is given none. Weak, so a tracker the application
 // dropped can still be collected.
@@ -98,6 +40,7 @@ export function activeTrackers(): Tracker[] {
 interface Settings {
   readonly delivery: Delivery;
   readonly environment: string;
+  readonly reservations: ReservationClient;
 }
 
 // Not a number: the default. Negative: no wait. Huge: what setTimeout can hold.
@@ -121,6 +64,9 @@ export class Tracker {
   readonly #queueFull: RateLimitedReport;
   readonly #afterShutdown: RateLimitedReport;
   readonly #ref: WeakRef<Tracker>;
+  // Off (enabled: false): reserve() allows. Misconfigured: it follows onUnavailable.
+  readonly #enabled: boolean;
+  readonly #onUnavailable: OnUnavailable;
   #dropped = 0;
   #shutdown: Promise<boolean> | undefined;
 
@@ -130,14 +76,24 @@ export class Tracker {
     this.flush = this.flush.bind(this);
     this.shutdown = this.shutdown.bind(this);
     this.stats = this.stats.bind(this);
+    this.reserve = this.reserve.bind(this);
+    this.release = this.release.bind(this);
+    this.run = this.run.bind(this);
     this.#ref = new WeakRef(this);
 
     let onError: Callback<Error> = defaultError;
     let onWarning: Callback<TrackerWarning> = defaultWarning;
     let settings: Settings | undefined;
+    let enabled = true;
+    let onUnavailable: OnUnavailable = "allow";
     try {
       const opts: TrackerOptions = typeof options === "object" && options !== null ? options : {};
-      if (opts.enabled !== false) {
+      enabled = opts.enabled !== false;
+      if (enabled) {
+        if (opts.onUnavailable === "deny") onUnavailable = "deny";
+        else if (opts.onUnavailable !== undefined && opts.onUnavailable !== null && opts.onUnavailable !== "allow") {
+          safeCall(onError, new ConfigurationError(`onUnavailable must be "allow" or "deny" (got ${JSON.stringify(String(opts.onUnavailable))}); using "allow"`));
+        }
         if (typeof opts.onError === "function") onError = opts.onError;
         if (typeof opts.onWarning === "function") onWarning = opts.onWarning;
         settings = this.#configure(opts, (message) => safeCall(onError, new ConfigurationError(message)));
@@ -151,6 +107,8 @@ export class Tracker {
     this.#onError = onError;
     this.#onWarning = onWarning;
     this.#settings = settings;
+    this.#enabled = enabled;
+    this.#onUnavailable = onUnavailable;
     this.#queueFull = new RateLimitedReport((count) =>
       this.#warn({
         code: "queue_full",
@@ -229,7 +187,17 @@ export class Tracker {
       maxQueueSize,
       warn: (warning) => this.#warn(warning),
     });
-    return { delivery, environment };
+    const reservations = new ReservationClient({
+      url: url.replace(/\/v1\/events$/, "/v1/reservations"),
+      headers: { Authorization: `Bearer ${trim(apiKey)}`, "User-Agent": `costtrack-node/${VERSION}` },
+      environment,
+      timeoutMs,
+      maxRetries,
+      onUnavailable: opts.onUnavailable === "deny" ? "deny" : "allow",
+      warn: (warning) => this.#warn(warning),
+      reportIgnored: (names, key) => this.#reportIgnored(names, key),
+    });
+    return { delivery, environment, reservations };
   }
 
   /**
@@ -242,6 +210,7 @@ export class Tracker {
     if (settings === undefined) return;
     try {
       if (this.#shutdown !== undefined) {
+        unclaimReservation(options);
         this.#dropped++;
         this.#afterShutdown.hit();
         return;
@@ -255,6 +224,7 @@ export class Tracker {
       if (event === undefined) {
         const checked = checkEvent(options, settings.environment);
         if (checked.error !== undefined) {
+          unclaimReservation(options); // never sent: withReservation() releases it
           this.#reportIgnored(checked.unknownFields, undefined);
           safeCall(this.#onError, checked.error);
           return;
@@ -265,6 +235,7 @@ export class Tracker {
       const key = randomUUID();
       if (event.unknownFields.length > 0) this.#reportIgnored(event.unknownFields, key);
       if (!settings.delivery.enqueue(key, event.body)) {
+        unclaimReservation(options);
         this.#dropped++;
         this.#queueFull.hit();
       }
@@ -333,6 +304,60 @@ export class Tracker {
       dropped: this.#dropped,
       failed: counters?.failed ?? 0,
     };
+  }
+
+  /**
+   * Asks the service whether a call may be made, before making it, and holds its estimated cost
+   * against every enforced budget that applies (CONTRACT §10). The one call of the SDK that waits
+   * for the network: at most `timeoutMs` (default: the tracker's), retries included, with one
+   * `Idempotency-Key` for all of them. When the service cannot answer, `onUnavailable` decides
+   * (`"allow"` by default) and a `reservation_unavailable` warning says so. Rejects only with an
+   * `EventValidationError` for options that break the rules (a number as `estimate.amount`, an
+   * unknown estimate name); an event with `reservationId` settles it, `release()` gives it back.
+   */
+  reserve(options: ReserveOptions): Promise<Reservation> {
+    const settings = this.#settings;
+    if (settings !== undefined) return settings.reservations.reserve(options);
+    const allowed: Reservation = { allowed: true, reservationId: null, held: "0", currency: null, expiresAt: null, budgets: [] };
+    if (this.#enabled) {
+      // Misconfigured (onError said why): as if the service could not be reached.
+      let policy = this.#onUnavailable;
+      try {
+        if (options.onUnavailable === "allow" || options.onUnavailable === "deny") policy = options.onUnavailable;
+      } catch {
+        // options whose getters throw: the tracker's policy
+      }
+      return Promise.resolve({ ...allowed, allowed: policy === "allow", unavailable: true, ...(policy === "deny" ? { refusedBy: [] } : {}) });
+    }
+    return Promise.resolve(allowed);
+  }
+
+  /**
+   * Releases a reservation's hold early, when the call was not made (`DELETE
+   * /v1/reservations/{id}`). Resolves `true` when released, `false` when it was settled, released
+   * or expired already, or could not be reached in `timeoutMs` (then with a
+   * `reservation_release_failed` warning; the hold returns when it expires). Never rejects.
+   */
+  release(reservationId: string, timeoutMs?: number): Promise<boolean> {
+    const settings = this.#settings;
+    if (settings === undefined) return Promise.resolve(false);
+    return settings.reservations.release(reservationId, timeoutMs).catch(() => false);
+  }
+
+  /**
+   * Runs `fn(run)` as one run (CONTRACT §11): a new trace id (32 lowercase hex digits) and
+   * `runName` go to every event tracked inside, and when `fn` ends the run's marker event is
+   * tracked with its status (`success`, or `error`/`cancelled`/`timeout` from what `fn` threw) and
+   * latency. `run.step(name, fn)` sets the `parentId` of the calls inside it. Resolves to what
+   * `fn` returns and rejects with what it throws.
+   */
+  run<Result>(runName: string, fn: (run: Run) => Result): Promise<Awaited<Result>>;
+  run<Result>(runName: string, options: RunOptions, fn: (run: Run) => Result): Promise<Awaited<Result>>;
+  run<Result>(runName: string, second: RunOptions | ((run: Run) => Result), third?: (run: Run) => Result): Promise<Awaited<Result>> {
+    const fn = typeof second === "function" ? second : third;
+    const options = typeof second === "function" ? undefined : second;
+    if (typeof fn !== "function") return Promise.reject(new TypeError("tracker.run(name, [options,] fn): fn must be a function"));
+    return trackRun(this, (error) => safeCall(this.#onError, error), runName, options, fn);
   }
 
   #warn(warning: TrackerWarning): void {

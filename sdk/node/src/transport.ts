@@ -64,10 +64,22 @@ export function serviceError(body: unknown, status: number): { code: string; mes
  * POSTs `body` and reads the whole answer, both under `timeoutMs`. Never rejects: an abort by
  * `controller` (stop or flush deadline) comes back as a failure the caller recognises itself.
  */
-export async function post(
+export function post(
   url: string,
   headers: Readonly<Record<string, string>>,
   body: string,
+  timeoutMs: number,
+  controller: AbortController,
+): Promise<Outcome> {
+  return send("POST", url, headers, body, timeoutMs, controller);
+}
+
+/** One request of any method (`DELETE` has no body), answered as `post()` answers. */
+export async function send(
+  method: string,
+  url: string,
+  headers: Readonly<Record<string, string>>,
+  body: string | undefined,
   timeoutMs: number,
   controller: AbortController,
 ): Promise<Outcome> {
@@ -82,11 +94,11 @@ export async function post(
     // Node's fetch keeps connections alive by default (undici pools them per origin), and
     // lets idle pooled sockets not hold the process open.
     const response = await fetch(url, {
-      method: "POST",
+      method,
       headers,
-      body,
+      ...(body === undefined ? {} : { body }),
       signal: controller.signal,
-      // A redirect would turn the POST into a GET elsewhere; report it instead.
+      // A redirect would turn a POST into a GET elsewhere; report it instead.
       redirect: "manual",
     });
     // Read the body under the same timeout: it carries the results, and reading it releases

@@ -100,6 +100,8 @@ interface TrackerSettings {
   maxRetries: number;
   /** Events held (queued, in flight or waiting to retry) before new ones are dropped. Default 10000. */
   maxQueueSize: number;
+  /** What `reserve()` answers when the service cannot be reached in time. Default `"allow"`. */
+  onUnavailable: OnUnavailable;
 }
 
 /** The tracker's options: each may be left out, `undefined` or `null` (the default applies). */
@@ -117,4 +119,76 @@ export interface TrackerStats {
   dropped: number;
   /** Events the service rejected, or that failed on their last attempt. */
   failed: number;
+}
+
+/**
+ * What `reserve()` answers when the service does not (connection error, timeout, 5xx after the
+ * retries that fit in `timeoutMs`, or any answer other than allowed or refused): `"allow"` the
+ * call (the default: costtrack never stops an app because it is down) or `"deny"` it.
+ */
+export type OnUnavailable = "allow" | "deny";
+
+/**
+ * What the call may cost at most: an amount (a decimal string, `"0.05"`, in the workspace's
+ * currency), or token counts priced by the service at the worst case: `promptTokens` at the
+ * input rate and `maxOutputTokens` at the output rate, with pricing-context names (`service_tier`,
+ * ...) in `metadata`. No other name is allowed: a typo would change the hold.
+ */
+export type ReserveEstimate =
+  | { amount: string }
+  | { promptTokens: number; maxOutputTokens: number; metadata?: Record<string, unknown> | null | undefined };
+
+interface ReserveSettings {
+  feature: string;
+  customerId: string;
+  customerName: string;
+  /** Defaults to the tracker's `environment`. */
+  environment: string;
+  /** `false`: a dry run, answered the same without holding anything. Default `true`. */
+  hold: boolean;
+  /** How long the hold lasts unless an event settles it or it is released: 1 to 86400. Default 600. */
+  ttlSeconds: number;
+  /** The most this call waits, retries included. Default: the tracker's `timeoutMs`. */
+  timeoutMs: number;
+  /** Overrides the tracker's `onUnavailable` for this call. */
+  onUnavailable: OnUnavailable;
+}
+
+/** `tracker.reserve()`'s options: the call's attribution (as an event's) and its estimate. */
+export interface ReserveOptions extends Absent<ReserveSettings> {
+  provider: string;
+  model: string;
+  estimate: ReserveEstimate;
+}
+
+/** One enforced budget that applies to a reservation, in Node casing. Money is a decimal string. */
+export interface ReservationBudget {
+  budgetId?: string;
+  name?: string;
+  /** The value a template budget (scope value `*`) applies to here, e.g. the customer id. */
+  instance?: string;
+  amount?: string;
+  spent?: string;
+  held?: string;
+  remaining?: string;
+  [field: string]: unknown;
+}
+
+/** `tracker.reserve()`'s answer. */
+export interface Reservation {
+  /** Whether the call may be made. */
+  allowed: boolean;
+  /** The id an event settles (`reservationId`); null when nothing is held (refused, dry run, no answer). */
+  reservationId: string | null;
+  /** The amount held, a decimal string (`"0"` when nothing is). */
+  held: string;
+  currency: string | null;
+  /** When the hold returns unless settled or released (ISO 8601). */
+  expiresAt: string | null;
+  /** Each enforced budget that applies, with what it has spent, holds and has left. */
+  budgets: ReservationBudget[];
+  /** When refused: each budget that refused and what remains of it. */
+  refusedBy?: ReservationBudget[];
+  /** True when the service gave no answer and `onUnavailable` decided. */
+  unavailable?: boolean;
 }

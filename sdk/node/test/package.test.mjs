@@ -11,6 +11,7 @@ import * as esm from "costtrack";
 const root = new URL("../", import.meta.url);
 const pkg = JSON.parse(readFileSync(new URL("package.json", root), "utf8"));
 const PUBLIC = [
+  "BudgetExceededError",
   "ConfigurationError",
   "EventValidationError",
   "Tracker",
@@ -28,6 +29,7 @@ const PUBLIC = [
   "verifyWebhook",
   "withAttributes",
   "withFlush",
+  "withReservation",
 ];
 
 test("ESM and CommonJS expose the same small surface", () => {
@@ -42,7 +44,30 @@ test("ESM and CommonJS expose the same small surface", () => {
 
 // Every name a consumer can import, values and types: a split of the modules behind the entry
 // point must not drop (or add) one. The TypeScript compiler lists what each typings file exports.
-const PUBLIC_TYPES = ["Attributes", "CallStatus", "FieldError", "HelperOptions", "InstrumentOptions", "TrackOptions", "TrackerLike", "TrackerOptions", "TrackerStats", "TrackerWarning", "VerifyWebhookOptions", "WebhookHeaders", "WithFlushOptions"];
+const PUBLIC_TYPES = [
+  "Attributes",
+  "CallStatus",
+  "FieldError",
+  "HelperOptions",
+  "InstrumentOptions",
+  "OnUnavailable",
+  "Reservation",
+  "ReservationBudget",
+  "ReserveEstimate",
+  "ReserveOptions",
+  "Reserver",
+  "Run",
+  "RunOptions",
+  "RunStep",
+  "TrackOptions",
+  "TrackerLike",
+  "TrackerOptions",
+  "TrackerStats",
+  "TrackerWarning",
+  "VerifyWebhookOptions",
+  "WebhookHeaders",
+  "WithFlushOptions",
+];
 
 test("the export map and every exported name, values and types, are pinned", () => {
   assert.deepEqual(pkg.exports, {

@@ -157,3 +157,27 @@ try {
 }
 // @ts-expect-error the body is text or bytes, not a parsed object
 verifyWebhook({ id: "ntf_1" }, {}, "whsec_c2VjcmV0");
+
+// Reservations (CONTRACT §10): money as decimal strings, one of two estimate shapes.
+import { BudgetExceededError, withReservation, type Reservation, type ReserveOptions, type Run } from "costtrack";
+const reserveOptions: ReserveOptions = { provider: "openai", model: "gpt-5", customerId: "cus_1", estimate: { promptTokens: 1200, maxOutputTokens: 800 }, ttlSeconds: 60 };
+const reserved: Promise<Reservation> = tracker.reserve(reserveOptions);
+void reserved.then((r) => r.held.length + (r.reservationId ?? "").length + (r.refusedBy?.length ?? 0));
+void tracker.reserve({ provider: "openai", model: "gpt-5", estimate: { amount: "0.05" }, onUnavailable: "deny", timeoutMs: 500 });
+// @ts-expect-error an amount is a decimal string, never a number
+void tracker.reserve({ provider: "openai", model: "gpt-5", estimate: { amount: 0.05 } });
+// @ts-expect-error onUnavailable is allow or deny
+void tracker.reserve({ provider: "openai", model: "gpt-5", estimate: { amount: "1" }, onUnavailable: "retry" });
+const settled: Promise<boolean> = tracker.release("rsv_1");
+void settled;
+const reservedAnswer: Promise<string> = withReservation(tracker, reserveOptions, async (r) => r.held);
+void reservedAnswer.catch((e: unknown) => (e instanceof BudgetExceededError ? e.reason : undefined));
+tracker.track(fromOpenAI(chatCompletion, { reservation: { reservationId: "rsv_1" } }));
+new Tracker({ apiKey: "ct_x", onUnavailable: "deny" });
+
+// Runs (CONTRACT §11): run identity in the context; tracker.run() returns what its function returns.
+const ran: Promise<number> = tracker.run("answer-ticket", async (run: Run) => run.step("plan", async (step) => step.parentId.length + run.traceId.length));
+const ranWithSession: Promise<string> = tracker.run("answer-ticket", { sessionId: "conv_1" }, (run) => run.traceId);
+void [ran, ranWithSession];
+withAttributes({ traceId: "t1", sessionId: "s1", parentId: "p1", runName: "r" }, () => undefined);
+tracker.track({ provider: "openai", model: "gpt-5", traceId: "t1", reservationId: "rsv_1" });
