@@ -22,6 +22,10 @@ so the deployed tables and the local ones cannot drift apart.
                  notifications and their deliveries (``budget_store.py``); ``all_budgets``
                  (sparse) lists every budget for the evaluator, ``due_deliveries`` (sparse) the
                  deliveries waiting for an attempt. Notifications and deliveries expire by TTL.
+* ``billing``    per workspace (``w#<workspace>``): its provider-account connections (the
+                 secret's ARN, never the key) and, per provider and day, what the provider
+                 billed (``billing_store.py``); ``all_connections`` (sparse) lists every
+                 connection for the daily import. The raw pages are S3 objects.
 """
 
 from __future__ import annotations
@@ -90,6 +94,7 @@ VISIBLE_BY_TIME = Index("visible_by_time", "visible_partition", "received_event"
 UNPRICED = Index("unpriced", "unpriced_model", "received_at")
 ALL_BUDGETS = Index("all_budgets", "budget_set", "budget_ref")
 DUE_DELIVERIES = Index("due_deliveries", "due_set", "due_at")
+ALL_CONNECTIONS = Index("all_connections", "connection_set", "connection_ref")
 #: The TTL attribute of the tables whose items expire.
 EXPIRES_AT = "expires_at"
 
@@ -101,7 +106,9 @@ ROLLUPS = TableSpec("rollups", "partition", "rollup_key")
 ALLOWANCE = TableSpec("allowance", "shard_key")
 BUDGETS = TableSpec("budgets", "partition", "item_key", (ALL_BUDGETS, DUE_DELIVERIES), ttl_attribute=EXPIRES_AT)
 
-TABLES: tuple[TableSpec, ...] = (KEYS, WORKSPACES, EVENTS, PRICING, ROLLUPS, ALLOWANCE, BUDGETS)
+BILLING = TableSpec("billing", "partition", "item_key", (ALL_CONNECTIONS,))
+
+TABLES: tuple[TableSpec, ...] = (KEYS, WORKSPACES, EVENTS, PRICING, ROLLUPS, ALLOWANCE, BUDGETS, BILLING)
 
 
 @dataclass(frozen=True)
@@ -113,6 +120,7 @@ class TableNames:
     rollups: str
     allowance: str
     budgets: str
+    billing: str
 
     @classmethod
     def with_prefix(cls, prefix: str) -> TableNames:

@@ -64,3 +64,27 @@ def days_to_import(provider: str, today: date, last_imported: date | None) -> tu
         else min(last_imported + timedelta(days=1), revise_from)
     )
     return (first, last) if first <= last else None
+
+
+@dataclass(frozen=True)
+class ConnectionState:
+    """A stored connection: the workspace's, with what its imports did so far. ``last_error``
+    is the importer's one-line reason (it never holds a key: ``ImportFailed`` quotes no header)."""
+
+    workspace_id: str
+    connection: Connection
+    created_at: str
+    last_imported: str | None = None  # the last day (YYYY-MM-DD) an import wrote
+    last_run_at: str | None = None
+    last_error: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "provider": self.connection.provider,
+            "secret_arn": self.connection.secret_arn,
+            "created_at": self.created_at,
+            "last_imported": self.last_imported,
+            "last_run_at": self.last_run_at,
+            "last_error": self.last_error,
+            "revision_days": REVISION_DAYS[self.connection.provider],
+        }
