@@ -270,7 +270,20 @@ def api_calls() -> dict[str, set[str]]:
         overrides.list(caller)
         overrides.delete(caller, set_["override"]["override_id"])
         exercise_budget_routes(service.store, workspace.workspace_id)  # type: ignore[arg-type]
+        exercise_billing_routes(service.store, workspace.workspace_id)
     return recorder.calls
+
+
+def exercise_billing_routes(store: DynamoStore, workspace_id: str) -> None:
+    """Every reconciliation operation of the owners' API, once."""
+    from costtrack_service.domain.reconciliation.service import ReconciliationService
+
+    billing = ReconciliationService(store)
+    arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:costtrack/billing/openai-AbCdEf"
+    billing.connect(workspace_id, {"provider": "openai", "secret_arn": arn})
+    billing.connections(workspace_id)
+    billing.reconciliation(workspace_id, {})
+    billing.disconnect(workspace_id, "openai")
 
 
 def exercise_budget_routes(store: DynamoStore, workspace_id: str) -> None:
