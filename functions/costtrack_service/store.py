@@ -7,7 +7,8 @@ The store is split by caller, as each Lambda function's IAM policy in ``template
 * ``owner_store.py``: the owners' API (reports from the rollups, the event list, keys);
 * ``operator_store.py``: operators (tables, workspaces and plans, the price backfill, the export's
   read);
-* ``price_store.py`` and ``budget_store.py``: prices; budgets and alerts;
+* ``price_store.py``, ``budget_store.py`` and ``billing_store.py``: prices; budgets and alerts;
+  provider connections and billed days;
 * ``store_items.py``: item attributes; ``store_base.py``: the client and its error translation.
 
 :class:`DynamoStore` composes them all (the API, the scheduled functions, ``costtrack admin``);
@@ -17,6 +18,7 @@ imports none of the others.
 
 from __future__ import annotations
 
+from costtrack_service.billing_store import BillingTable
 from costtrack_service.budget_store import BudgetTable
 from costtrack_service.operator_store import OperatorStore
 from costtrack_service.owner_store import OwnerStore
@@ -27,5 +29,5 @@ from costtrack_service.store_base import dynamodb_client, translate_errors, unav
 __all__ = ["DynamoStore", "dynamodb_client", "translate_errors", "unavailable_error"]
 
 
-class DynamoStore(OperatorStore, OwnerStore, PriceTable, BudgetTable, ReservationTable):
+class DynamoStore(OperatorStore, OwnerStore, PriceTable, BudgetTable, ReservationTable, BillingTable):
     """costtrack's tables, every part (``TableAccess`` makes it: a client and the table names)."""

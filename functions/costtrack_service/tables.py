@@ -24,6 +24,10 @@ so the deployed tables and the local ones cannot drift apart.
                  notifications and their deliveries (``budget_store.py``); ``all_budgets``
                  (sparse) lists every budget for the evaluator, ``due_deliveries`` (sparse) the
                  deliveries waiting for an attempt. Notifications and deliveries expire by TTL.
+* ``billing``    per workspace (``w#<workspace>``): its provider-account connections (the
+                 secret's ARN, never the key) and, per provider and day, what the provider
+                 billed (``billing_store.py``); ``all_connections`` (sparse) lists every
+                 connection for the daily import. The raw pages are S3 objects.
 """
 
 from __future__ import annotations
@@ -93,6 +97,7 @@ UNPRICED = Index("unpriced", "unpriced_model", "received_at")
 ALL_BUDGETS = Index("all_budgets", "budget_set", "budget_ref")
 DUE_DELIVERIES = Index("due_deliveries", "due_set", "due_at")
 RUNS_BY_COST = Index("runs_by_cost", "cost_partition", "cost")
+ALL_CONNECTIONS = Index("all_connections", "connection_set", "connection_ref")
 #: The TTL attribute of the tables whose items expire.
 EXPIRES_AT = "expires_at"
 
@@ -104,7 +109,9 @@ ROLLUPS = TableSpec("rollups", "partition", "rollup_key", (RUNS_BY_COST,), attri
 ALLOWANCE = TableSpec("allowance", "shard_key")
 BUDGETS = TableSpec("budgets", "partition", "item_key", (ALL_BUDGETS, DUE_DELIVERIES), ttl_attribute=EXPIRES_AT)
 
-TABLES: tuple[TableSpec, ...] = (KEYS, WORKSPACES, EVENTS, PRICING, ROLLUPS, ALLOWANCE, BUDGETS)
+BILLING = TableSpec("billing", "partition", "item_key", (ALL_CONNECTIONS,))
+
+TABLES: tuple[TableSpec, ...] = (KEYS, WORKSPACES, EVENTS, PRICING, ROLLUPS, ALLOWANCE, BUDGETS, BILLING)
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,7 @@ class TableNames:
     rollups: str
     allowance: str
     budgets: str
+    billing: str
 
     @classmethod
     def with_prefix(cls, prefix: str) -> TableNames:

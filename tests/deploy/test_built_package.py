@@ -44,9 +44,14 @@ def python_functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def test_every_python_function_is_built(built: dict[str, Any]) -> None:  # noqa: F811
     functions = python_functions(built)
-    assert {"IngestFunction", "ApiFunction", "PriceSyncFunction", "BudgetAlertsFunction", "ExportFunction"} <= set(
-        functions
-    )
+    assert {
+        "IngestFunction",
+        "ApiFunction",
+        "PriceSyncFunction",
+        "BudgetAlertsFunction",
+        "ExportFunction",
+        "BillImportFunction",
+    } <= set(functions)
     for name, properties in functions.items():
         module = properties["Handler"].rpartition(".")[0]
         assert properties["CodeUri"] == name
@@ -54,7 +59,15 @@ def test_every_python_function_is_built(built: dict[str, Any]) -> None:  # noqa:
 
 
 @pytest.mark.parametrize(
-    "function", ["IngestFunction", "ApiFunction", "PriceSyncFunction", "BudgetAlertsFunction", "ExportFunction"]
+    "function",
+    [
+        "IngestFunction",
+        "ApiFunction",
+        "PriceSyncFunction",
+        "BudgetAlertsFunction",
+        "ExportFunction",
+        "BillImportFunction",
+    ],
 )
 def test_a_built_function_holds_only_runtime_code(built: dict[str, Any], function: str) -> None:  # noqa: F811
     root = BUILD / function
@@ -70,7 +83,15 @@ def test_a_built_function_holds_only_runtime_code(built: dict[str, Any], functio
 
 
 @pytest.mark.parametrize(
-    "function", ["IngestFunction", "ApiFunction", "PriceSyncFunction", "BudgetAlertsFunction", "ExportFunction"]
+    "function",
+    [
+        "IngestFunction",
+        "ApiFunction",
+        "PriceSyncFunction",
+        "BudgetAlertsFunction",
+        "ExportFunction",
+        "BillImportFunction",
+    ],
 )
 def test_a_built_function_ships_its_bytecode(built: dict[str, Any], function: str) -> None:  # noqa: F811
     """Lambda cannot write beside the package: without bytecode it compiles every module on each

@@ -45,6 +45,8 @@ BUILD = ROOT / ".aws-sam" / "build"
 SAM = ROOT / ".costtrack" / "tools" / "sam" / "bin" / "sam"
 SOURCES = [ROOT / "template.yaml", ROOT / "functions", ROOT / "sdk" / "python" / "src", ROOT / "sdk" / "node" / "src"]
 LOGICAL_TABLES = {spec.name: f"{spec.name.capitalize()}Table" for spec in TABLES}
+#: The only secrets a function may read: those the owners create for their provider connections.
+BILLING_SECRETS = "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:costtrack/billing/*"
 
 
 class CloudFormationLoader(yaml.SafeLoader):
@@ -141,6 +143,14 @@ def granted(function: dict[str, Any]) -> dict[str, set[str]]:
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             if all(action.startswith("s3:") for action in actions):
                 continue  # object keys need a prefix wildcard: test_export_template.py checks these
+            if actions == ["ce:GetCostAndUsage"]:
+                assert statement["Resource"] == "*"  # GetCostAndUsage has no resource type
+                grants["*"].add("ce:GetCostAndUsage")
+                continue
+            if actions == ["secretsmanager:GetSecretValue"]:
+                assert statement["Resource"] == {"Fn::Sub": BILLING_SECRETS}, "the owners' billing secrets only"
+                grants[BILLING_SECRETS].add("secretsmanager:GetSecretValue")
+                continue
             targets = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
             for target in targets:
                 resource = _resource_name(target)
@@ -178,7 +188,16 @@ class CallRecorder:
     def attach(self, client: Any) -> Any:
         client.meta.events.register("provide-client-params.dynamodb.*", self.record)
         client.meta.events.register("provide-client-params.sns.*", self.record_sns)
+        client.meta.events.register("provide-client-params.secretsmanager.*", self.record_secret)
+        client.meta.events.register("provide-client-params.ce.*", self.record_ce)
         return client
+
+    def record_secret(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        assert ":secret:costtrack/billing/" in params["SecretId"], params["SecretId"]
+        self.calls[BILLING_SECRETS].add(f"secretsmanager:{model.name}")
+
+    def record_ce(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        self.calls["*"].add(f"ce:{model.name}")
 
     def record_sns(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         self.calls["BudgetAlertTopic"].add(f"sns:{model.name}")  # the stack's one topic a function uses
@@ -256,7 +275,20 @@ def api_calls() -> dict[str, set[str]]:
         overrides.list(caller)
         overrides.delete(caller, set_["override"]["override_id"])
         exercise_budget_routes(service.store, workspace.workspace_id)  # type: ignore[arg-type]
+        exercise_billing_routes(service.store, workspace.workspace_id)
     return recorder.calls
+
+
+def exercise_billing_routes(store: DynamoStore, workspace_id: str) -> None:
+    """Every reconciliation operation of the owners' API, once."""
+    from costtrack_service.domain.reconciliation.service import ReconciliationService
+
+    billing = ReconciliationService(store)
+    arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:costtrack/billing/openai-AbCdEf"
+    billing.connect(workspace_id, {"provider": "openai", "secret_arn": arn})
+    billing.connections(workspace_id)
+    billing.reconciliation(workspace_id, {})
+    billing.disconnect(workspace_id, "openai")
 
 
 def exercise_budget_routes(store: DynamoStore, workspace_id: str) -> None:
@@ -388,6 +420,53 @@ def test_price_sync_policy_grants_exactly_what_the_code_uses(
     assert dict(grants) == dict(price_sync_calls)
     schedule = built["Resources"]["PriceSyncFunction"]["Properties"]["Events"]["Daily"]
     assert schedule["Type"] == "ScheduleV2"
+
+
+@pytest.fixture(scope="module")
+def bill_import_calls() -> dict[str, set[str]]:
+    """What the daily bill import really calls: an OpenAI connection read from its secret and
+    imported from the canned provider, a Bedrock one from (moto's) Cost Explorer, a failing one."""
+    from costtrack_service.billing_jobs import BillImports
+    from costtrack_service.domain.reconciliation.connections import Connection, ConnectionState
+    from costtrack_service.exporter import S3Writer
+    from tests.reconciliation.canned_billing import OPENAI_KEY, Bill, serve
+
+    names = TableNames.with_prefix("iam-bills-")
+    recorder = CallRecorder(names)
+    with mock_aws():
+        store = moto_tables(names)
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="bills")
+        setup = boto3.client("secretsmanager", region_name="us-east-1")
+        arn = setup.create_secret(Name="costtrack/billing/openai", SecretString=OPENAI_KEY)["ARN"]
+        secrets = recorder.attach(boto3.client("secretsmanager", region_name="us-east-1"))
+        gone = arn.replace("/openai-", "/gone-")
+        for workspace_id, provider, secret in (
+            ("ws_a", "openai", arn),
+            ("ws_a", "bedrock", None),
+            ("ws_b", "openai", gone),
+        ):
+            store.put_connection(
+                ConnectionState(workspace_id, Connection.parse(provider, secret), "2026-11-01T00:00:00.000Z")
+            )
+        recorder.calls.clear()  # the test's own setup is not the function's
+        with serve(Bill()) as url:
+            imports = BillImports(
+                DynamoStore(recorder.attach(boto3.client("dynamodb", region_name="us-east-1")), names),
+                S3Writer(s3, "bills"),
+                secrets=secrets,
+                cost_explorer=recorder.attach(boto3.client("ce", region_name="us-east-1")),
+                environ={"COSTTRACK_OPENAI_ADMIN_URL": url},
+            )
+            imports.run(datetime(2026, 11, 26, 6, 30, tzinfo=UTC))  # the schedule: every connection
+            imports.run(datetime(2026, 11, 27, 6, 30, tzinfo=UTC), ["ws_a"])  # {"workspace_ids": [...]}
+    return recorder.calls
+
+
+def test_bill_import_policy_grants_exactly_what_the_code_uses(
+    built: dict[str, Any], bill_import_calls: dict[str, set[str]]
+) -> None:
+    assert dict(granted(built["Resources"]["BillImportFunction"])) == dict(bill_import_calls)
 
 
 def test_no_function_has_managed_or_wildcard_policies(built: dict[str, Any]) -> None:

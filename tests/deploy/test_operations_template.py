@@ -49,9 +49,9 @@ def test_every_alarm_notifies_the_alarm_topic_which_always_exists(template: dict
     assert "Condition" not in template["Resources"]["AlarmTopic"]
     assert template["Resources"]["AlarmEmailSubscription"]["Condition"] == "HasAlarmEmail"
     alarms = of_type(template, "AWS::CloudWatch::Alarm")
-    # Three per function, three for the jobs, one per dead-letter queue, the API's 5xx rate and
-    # DynamoDB's system errors.
-    assert len(alarms) == 3 * len(functions(template)) + 3 + len(SERVICES) + 2
+    # Three per function, one for each job's own metric, one per (job's) dead-letter queue, the
+    # API's 5xx rate and DynamoDB's system errors.
+    assert len(alarms) == 3 * len(functions(template)) + 2 * len(SERVICES) + 2
     for name, alarm in alarms.items():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}], name
         assert alarm["Properties"]["OKActions"] == [{"Ref": "AlarmTopic"}], name
@@ -78,6 +78,7 @@ SERVICES = {
     "PriceSyncFunction": "costtrack_service.handlers.price_sync",
     "BudgetAlertsFunction": "costtrack_service.handlers.budget_alerts",
     "ExportFunction": "costtrack_service.handlers.export",
+    "BillImportFunction": "costtrack_service.handlers.bill_import",
 }
 
 
@@ -87,6 +88,7 @@ SERVICES = {
         ("PriceSyncFunction", "PricesHeldBack"),
         ("BudgetAlertsFunction", "DeliveriesFailed"),
         ("ExportFunction", "ExportCompleted"),
+        ("BillImportFunction", "BillImportsFailed"),
     ],
 )
 def test_what_needs_a_person_is_alarmed_on_the_metric_the_handler_emits(

@@ -15,7 +15,14 @@ import pytest
 from scripts.generate_requirements import EXPORTS, RUNTIME_PACKAGES, exported
 from tests.deploy.test_built_template import BUILD, ROOT, built  # noqa: F401 (built: a fixture)
 
-FUNCTIONS = ["IngestFunction", "ApiFunction", "PriceSyncFunction", "BudgetAlertsFunction", "ExportFunction"]
+FUNCTIONS = [
+    "IngestFunction",
+    "ApiFunction",
+    "PriceSyncFunction",
+    "BudgetAlertsFunction",
+    "ExportFunction",
+    "BillImportFunction",
+]
 PIN = re.compile(r"^([A-Za-z0-9_.-]+)==([^ ;\\]+)", re.MULTILINE)
 
 

@@ -112,6 +112,31 @@ def test_corrections_have_a_source_and_a_reason_and_win() -> None:
     assert (str(old["input_mtok"]), str(new["input_mtok"])) == ("2", "0.5")
 
 
+@pytest.mark.parametrize("model", ["deepseek-chat", "deepseek-reasoner"])
+def test_deepseek_night_discount_ends_on_2025_09_05_at_16_utc(model: str) -> None:
+    """DeepSeek's pricing page: one list from 16:00 UTC on 2025-09-05, no night discount; cut on
+    2025-09-29 (V3.2); the names alias V4 Flash from 2026-04-24."""
+    found = find_model(model, book("deepseek"), book)
+    assert found is not None
+    registry = catalogue.registry()
+
+    def rates(at: datetime) -> tuple[str, str, str]:
+        entry = found.book.entry_at(found.model, at)
+        assert entry is not None
+        sheet = entry.prices(registry).resolve(at, None)
+        return (str(sheet["input_mtok"]), str(sheet["cache_read_mtok"]), str(sheet["output_mtok"]))
+
+    night = datetime(2025, 9, 5, 15, 59, tzinfo=UTC)  # the old list's discount hours run 16:30-00:30
+    assert rates(datetime(2025, 9, 4, 20, tzinfo=UTC)) == ("0.135", "0.035", "0.55")
+    assert rates(night)[0] == {"deepseek-chat": "0.27", "deepseek-reasoner": "0.55"}[model]  # old standard price
+    assert rates(datetime(2025, 9, 5, 16, tzinfo=UTC)) == ("0.56", "0.07", "1.68")
+    assert rates(datetime(2025, 9, 5, 20, tzinfo=UTC)) == ("0.56", "0.07", "1.68")  # no night discount
+    assert rates(datetime(2025, 10, 1, 20, tzinfo=UTC)) == ("0.28", "0.028", "0.42")
+    for hour in (3, 10, 20):  # the issue's example: the same price day and night
+        assert rates(datetime(2026, 11, 20, hour, tzinfo=UTC)) == ("0.14", "0.0028", "0.28")
+    assert found.book.entry_at(found.model, datetime(2026, 11, 20, tzinfo=UTC)).origin == "correction"  # type: ignore[union-attr]
+
+
 def test_pricing_names_spec_is_generated_from_genai_prices() -> None:
     from costtrack.validation import PRICING_CONTEXT_NAMES, PRICING_COUNT_PARENTS
 

@@ -95,9 +95,12 @@ def test_web_searches_are_a_per_request_fee() -> None:
 
 
 def test_off_peak_window_by_utc_time() -> None:
-    peak = cost("deepseek", "deepseek-chat", at=datetime(2026, 11, 22, 12, tzinfo=UTC), prompt=1_000_000)
-    night = cost("deepseek", "deepseek-chat", at=datetime(2026, 11, 22, 20, tzinfo=UTC), prompt=1_000_000)
+    """DeepSeek's night discount (16:30-00:30 UTC) held until 2025-09-05 16:00 UTC; not after."""
+    peak = cost("deepseek", "deepseek-chat", at=datetime(2025, 8, 22, 12, tzinfo=UTC), prompt=1_000_000)
+    night = cost("deepseek", "deepseek-chat", at=datetime(2025, 8, 22, 20, tzinfo=UTC), prompt=1_000_000)
     assert night < peak
+    day = cost("deepseek", "deepseek-chat", at=datetime(2026, 11, 22, 12, tzinfo=UTC), prompt=1_000_000)
+    assert cost("deepseek", "deepseek-chat", at=datetime(2026, 11, 22, 20, tzinfo=UTC), prompt=1_000_000) == day
 
 
 @pytest.mark.parametrize(("prompt", "tiered"), [(200_000, False), (200_001, True)])

@@ -25,6 +25,7 @@ from costtrack_service.domain.store_errors import StoreError, StoreUnavailable
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.store import DynamoStore, dynamodb_client
 from costtrack_service.tables import TABLES, TableNames
+from costtrack_tools.admin_billing import add_billing_parsers
 from costtrack_tools.admin_budgets import add_budgets_parser
 from costtrack_tools.admin_export import add_export_parser
 from costtrack_tools.admin_otel import add_attributes_parser
@@ -332,6 +333,7 @@ def add_admin_parser(commands: Any) -> None:
     add_budgets_parser(groups, command)
     add_report_parsers(groups, command)
     add_export_parser(groups, command)
+    add_billing_parsers(groups, command)
 
 
 def run_admin(args: argparse.Namespace, cloudformation: Any = None) -> int:

@@ -1,0 +1,154 @@
+"""The owners' reconciliation routes (README, "Reconcile with the provider's bill"):
+``/v1/workspace/billing-connections`` and ``/v1/workspace/reconciliation``, on the owners'
+resolver (``edge/workspace.py``), declared like its other routes (``edge/owner_routes.py``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from pydantic import BaseModel, Field
+
+from costtrack_service.domain.owner_requests import RequestBody
+from costtrack_service.domain.reconciliation.connections import PROVIDERS, SECRET_PREFIX
+from costtrack_service.domain.reconciliation.reconcile import CLASSES
+from costtrack_service.domain.reconciliation.service import ReconciliationService
+from costtrack_service.edge import owner_responses as shapes
+from costtrack_service.edge.owner_responses import INVALID, WITH_BODY, Day, documented, refused
+from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
+
+Provider = Literal[PROVIDERS]  # type: ignore[valid-type]
+Money = Annotated[str, Field(description="USD, an exact decimal string")]
+DAY_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+
+
+class NewConnection(RequestBody):
+    """A provider account the workspace's bills are imported from."""
+
+    provider: Provider
+    secret_arn: Annotated[
+        str | None,
+        Field(
+            max_length=2048,
+            description=f"the ARN of a Secrets Manager secret named {SECRET_PREFIX}… holding the admin key "
+            "(the key itself, or JSON with admin_key); leave out for bedrock (Cost Explorer of the stack's account)",
+        ),
+    ] = None
+
+
+class BillingConnection(BaseModel):
+    provider: Provider
+    secret_arn: str | None
+    created_at: str
+    last_imported: Day | None = Field(description="the last day an import wrote")
+    last_run_at: str | None
+    last_error: str | None = Field(description="why the last import failed (never a key)")
+    revision_days: int = Field(description="days the provider may still revise, imported again on every run")
+
+
+class ConnectionList(BaseModel):
+    connections: list[BillingConnection]
+
+
+class ConnectionResult(BaseModel):
+    connection: BillingConnection
+
+
+class Side(BaseModel):
+    input_tokens: int
+    output_tokens: int
+    usd: Money
+
+
+class Finding(BaseModel):
+    day: Day
+    provider: str
+    model: str
+    classes: list[Literal[CLASSES]]  # type: ignore[valid-type]
+    billed: Side
+    tracked: Side
+    gap_usd: Money
+    untracked_usd: Money
+    drift_usd: Money
+    entry: str | None = Field(description="price drift: the catalogue entry that priced the events")
+    applied_rates: dict[str, str] = Field(description="price drift: the entry's USD per 1M tokens")
+    implied_rates: dict[str, str] = Field(description="price drift: the bill's USD per 1M tokens")
+
+
+class WorstModel(BaseModel):
+    provider: str
+    model: str
+    gap_usd: Money
+
+
+class Totals(BaseModel):
+    billed_usd: Money
+    tracked_usd: Money
+    untracked_usd: Money
+    price_drift_usd: Money
+    timing_usd: Money
+    unbilled_usd: Money
+    worst_models: list[WorstModel]
+
+
+class DayFigures(BaseModel):
+    day: Day
+    billed_usd: Money
+    tracked_usd: Money
+    untracked_usd: Money
+    price_drift_usd: Money
+    timing_usd: Money
+    unbilled_usd: Money
+
+
+class Reconciliation(BaseModel):
+    from_: Annotated[Day, Field(alias="from")]
+    to: Day
+    currency: Literal["USD"]
+    connections: list[BillingConnection]
+    days_imported: list[Day]
+    totals: Totals
+    days: list[DayFigures]
+    findings: list[Finding] = Field(description="every day × provider × model with a gap, classified")
+    models: int = Field(description="day × provider × model rows compared")
+
+
+def add_billing_routes(owners: OwnerRoutes, reconciliation: ReconciliationService) -> None:
+    workspace_id = owners.workspace_id
+
+    @owners.get("/v1/workspace/billing-connections", documented(200, ConnectionList, "Connections"))
+    def list_billing_connections() -> Answer:
+        """Provider accounts whose bills are imported (never their keys)"""
+        return reconciliation.connections(workspace_id())
+
+    @owners.post("/v1/workspace/billing-connections", documented(201, ConnectionResult, "The connection", **WITH_BODY))
+    def connect_billing_account(new: Annotated[NewConnection, Body()]) -> Answer:
+        """Connect (or reconnect) a provider account: its bills are imported daily from then on"""
+        return reconciliation.connect(workspace_id(), new.fields())
+
+    @owners.delete(
+        "/v1/workspace/billing-connections/<provider>",
+        documented(200, shapes.Deleted, "Deleted", r404=refused("No such connection", "NOT_FOUND")),
+    )
+    def delete_billing_connection(provider: Annotated[str, Path(description="openai, anthropic or bedrock")]) -> Answer:
+        """Stop importing a provider account's bills (the days imported stay)"""
+        return reconciliation.disconnect(workspace_id(), provider)
+
+    @owners.get("/v1/workspace/reconciliation", documented(200, Reconciliation, "Billed vs tracked", r400=INVALID))
+    def get_reconciliation(
+        first: Annotated[
+            str | None,
+            Query(alias="from", pattern=DAY_PATTERN, description="First UTC day (default: 29 days before to)"),
+        ] = None,
+        last: Annotated[
+            str | None,
+            Query(alias="to", pattern=DAY_PATTERN, description="Last UTC day, inclusive (default: yesterday)"),
+        ] = None,
+    ) -> Answer:
+        """The providers' bills against what costtrack tracked, per day and model, every gap classified
+
+        Classes: untracked (billed tokens costtrack never saw), price_drift (tokens agree, USD
+        does not: the catalogue entry, its rates and the bill's), timing (a day boundary),
+        unbilled (tracked, not billed)."""
+        params = {name: value for name, value in (("from", first), ("to", last)) if value is not None}
+        return reconciliation.reconciliation(workspace_id(), params)

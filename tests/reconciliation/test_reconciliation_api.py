@@ -1,0 +1,124 @@
+"""The owners' reconciliation routes through the API function's handler (moto's DynamoDB):
+connect a provider account (only secrets under costtrack/billing/), list it, reconcile a day
+whose bill has more tokens than costtrack saw (untracked, recovered to the micro-dollar),
+disconnect. Answers are checked against the served OpenAPI document."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any
+
+import jsonschema
+import pytest
+from moto import mock_aws
+
+from costtrack_service.domain.ingestion import IngestService
+from costtrack_service.domain.quota import Tier
+from costtrack_service.domain.reconciliation.bill import BilledLine
+from costtrack_service.domain.workspace_api import WorkspaceService
+from costtrack_service.edge.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.workspace import create_handler
+from costtrack_service.store import DynamoStore
+from costtrack_tools.local.server import LambdaContext
+from tests.conftest import moto_tables
+
+ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:costtrack/billing/openai-AbCdEf"
+DOCUMENT = json.loads(
+    (__import__("pathlib").Path(__file__).resolve().parents[2] / "functions/costtrack_service/openapi.json").read_text()
+)
+
+
+@pytest.fixture
+def api() -> Iterator[tuple[Any, DynamoStore, str]]:
+    with mock_aws():
+        store = moto_tables("recon-")
+        workspace = store.create_workspace("w", tier=Tier.PAID, included_events=100)
+        secret, _ = store.create_key(workspace.workspace_id)
+        token, _ = store.create_key(workspace.workspace_id, kind="admin")
+        body = {"provider": "openai", "model": "gpt-4o-mini", "prompt_tokens": 1000, "completion_tokens": 100}
+        ingest(IngestService(store), IngestRequest({"authorization": f"Bearer {secret}"}, json.dumps(body).encode()))
+        handler = create_handler(WorkspaceService(store))
+
+        def call(method: str, path: str, body: Any = None, query: dict[str, str] | None = None) -> tuple[int, Any]:
+            event = {
+                "version": "2.0",
+                "routeKey": "$default",
+                "rawPath": path,
+                "rawQueryString": "&".join(f"{k}={v}" for k, v in (query or {}).items()),
+                "queryStringParameters": query,
+                "headers": {"authorization": f"Bearer {token}", "content-type": "application/json"},
+                "requestContext": {"http": {"method": method, "path": path}, "requestId": "r", "stage": "$default"},
+                "body": None if body is None else json.dumps(body),
+                "isBase64Encoded": False,
+            }
+            result = handler(event, LambdaContext("recon"))
+            return result["statusCode"], json.loads(result["body"])
+
+        yield call, store, workspace.workspace_id
+
+
+def documented_schema(path: str, method: str, status: int) -> dict[str, Any]:
+    schema = DOCUMENT["paths"][path][method]["responses"][str(status)]["content"]["application/json"]["schema"]
+    return {**schema, "components": DOCUMENT["components"]}
+
+
+def test_connect_list_and_disconnect(api: tuple[Any, DynamoStore, str]) -> None:
+    call, _, _ = api
+    status, answer = call("POST", "/v1/workspace/billing-connections", {"provider": "openai", "secret_arn": ARN})
+    assert status == 201, answer
+    jsonschema.validate(answer, documented_schema("/v1/workspace/billing-connections", "post", 201))
+    assert answer["connection"]["secret_arn"] == ARN and answer["connection"]["revision_days"] == 3
+    status, refused = call(
+        "POST",
+        "/v1/workspace/billing-connections",
+        {"provider": "openai", "secret_arn": ARN.replace("costtrack/billing/", "prod/")},
+    )
+    assert status == 400 and refused["error"]["details"][0]["field"] == "secret_arn"
+    assert call("POST", "/v1/workspace/billing-connections", {"provider": "azure"})[0] == 400
+    status, listed = call("GET", "/v1/workspace/billing-connections")
+    assert status == 200 and [c["provider"] for c in listed["connections"]] == ["openai"]
+    assert call("DELETE", "/v1/workspace/billing-connections/openai") == (200, {"deleted": "openai"})
+    assert call("DELETE", "/v1/workspace/billing-connections/openai")[0] == 404
+
+
+def test_a_day_with_untracked_calls_is_classified(api: tuple[Any, DynamoStore, str]) -> None:
+    call, store, workspace_id = api
+    today = datetime.now(UTC).date()
+    day = today.isoformat()
+    # The bill: the tracked call and an untracked one of the same size, at gpt-4o-mini's list price.
+    billed = BilledLine(
+        day,
+        "openai",
+        "gpt-4o-mini-2024-07-18",
+        {"input": 2000, "output": 200},
+        {"input": Decimal("0.0003"), "output": Decimal("0.00012")},
+        2,
+    )
+    store.put_billed_days(workspace_id, "openai", (today, today), [billed], imported_at="t", raw_object="k")
+    status, answer = call("GET", "/v1/workspace/reconciliation", query={"from": day, "to": day})
+    assert status == 200, answer
+    jsonschema.validate(answer, documented_schema("/v1/workspace/reconciliation", "get", 200))
+    (finding,) = answer["findings"]
+    assert (finding["model"], finding["classes"]) == ("gpt-4o-mini", ["untracked"])
+    assert finding["untracked_usd"] == "0.00021" and finding["tracked"]["usd"] == "0.00021"
+    assert answer["totals"]["untracked_usd"] == "0.00" and answer["days_imported"] == [day]
+    assert answer["days"] == [
+        {
+            "day": day,
+            "billed_usd": "0.00",
+            "tracked_usd": "0.00",
+            "untracked_usd": "0.00",
+            "price_drift_usd": "0.00",
+            "timing_usd": "0.00",
+            "unbilled_usd": "0.00",
+        }
+    ]
+    # A day not imported is not compared: the tracked call alone is no "unbilled" finding.
+    yesterday = date.fromordinal(today.toordinal() - 1).isoformat()
+    store.put_billed_days(workspace_id, "openai", (today, today), [], imported_at="t", raw_object="k")
+    status, answer = call("GET", "/v1/workspace/reconciliation", query={"from": yesterday, "to": day})
+    assert [f["classes"] for f in answer["findings"]] == [["unbilled"]]
+    assert call("GET", "/v1/workspace/reconciliation", query={"from": day, "to": yesterday})[0] == 400

@@ -1,0 +1,136 @@
+"""``costtrack admin billing`` and ``costtrack admin reconcile``: a workspace's provider-account
+connections, a bill import run now, and billed vs tracked (README, "Reconcile with the
+provider's bill").
+
+``billing import`` runs the deployed ``BillImportFunction``'s code (``billing_jobs.py``) here:
+the admin key from Secrets Manager (boto3's usual configuration, including
+``AWS_ENDPOINT_URL_SECRETS_MANAGER``), the providers' API roots from ``COSTTRACK_OPENAI_ADMIN_URL``
+/ ``COSTTRACK_ANTHROPIC_ADMIN_URL`` when set, and the raw pages into a local folder (the same
+objects the bucket would hold) instead of S3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from costtrack_service.billing_jobs import BillImports
+from costtrack_service.domain.reconciliation.connections import PROVIDERS
+from costtrack_service.domain.reconciliation.service import ReconciliationService
+from costtrack_service.exporter import DirectoryWriter
+from costtrack_tools.admin_output import emit, find_workspace
+
+Handler = Callable[[Any, argparse.Namespace], None]
+DEFAULT_BILLS_DIR = Path(".costtrack/bills")
+
+
+def connect(store: Any, args: argparse.Namespace) -> None:
+    workspace = find_workspace(store, args.workspace).workspace_id
+    body = {"provider": args.provider} | ({"secret_arn": args.secret_arn} if args.secret_arn else {})
+    data = ReconciliationService(store).connect(workspace, body)
+    emit(args, data, lambda: f"{args.provider} connected to workspace {workspace}: its bills are imported daily")
+
+
+def connections(store: Any, args: argparse.Namespace) -> None:
+    data = ReconciliationService(store).connections(find_workspace(store, args.workspace).workspace_id)
+
+    def human() -> str:
+        rows = [
+            f"{c['provider']:<10} {c['secret_arn'] or '(Cost Explorer)'}  last imported {c['last_imported'] or '-'}"
+            + (f"  last error: {c['last_error']}" if c["last_error"] else "")
+            for c in data["connections"]
+        ]
+        return "\n".join(rows) or "no connections"
+
+    emit(args, data, human)
+
+
+def disconnect(store: Any, args: argparse.Namespace) -> None:
+    workspace = find_workspace(store, args.workspace).workspace_id
+    data = ReconciliationService(store).disconnect(workspace, args.provider)
+    emit(args, data, lambda: f"{args.provider} disconnected (the days imported stay)")
+
+
+def import_bills(store: Any, args: argparse.Namespace) -> None:
+    import boto3
+
+    workspace = find_workspace(store, args.workspace).workspace_id
+    region = args.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    imports = BillImports(
+        store,
+        DirectoryWriter(Path(args.raw_to)),
+        secrets=boto3.client("secretsmanager", region_name=region),
+        cost_explorer=boto3.client("ce", region_name="us-east-1"),
+        environ=os.environ,
+    )
+    data = imports.run(datetime.now(UTC), [workspace])
+
+    def human() -> str:
+        lines = []
+        for result in data["results"]:
+            if result["status"] == "imported":
+                lines.append(
+                    f"{result['provider']}: {result['from']} to {result['to']}, {result['lines']} billed lines "
+                    f"from {result['pages']} pages (raw: {Path(args.raw_to) / result['raw_object']})"
+                )
+            else:
+                lines.append(
+                    f"{result['provider']}: {result['status']}" + (f": {result['error']}" if "error" in result else "")
+                )
+        return "\n".join(lines) or "no connections"
+
+    emit(args, data, human)
+
+
+def reconcile(store: Any, args: argparse.Namespace) -> None:
+    workspace = find_workspace(store, args.workspace).workspace_id
+    params = {name: value for name, value in (("from", args.first), ("to", args.last)) if value}
+    data = ReconciliationService(store).reconciliation(workspace, params)
+
+    def human() -> str:
+        totals = data["totals"]
+        lines = [
+            f"{data['from']} to {data['to']}: billed ${totals['billed_usd']}, tracked ${totals['tracked_usd']}",
+            f"  untracked ${totals['untracked_usd']}, price drift ${totals['price_drift_usd']}, "
+            f"timing ${totals['timing_usd']}, unbilled ${totals['unbilled_usd']}",
+        ]
+        for finding in data["findings"]:
+            line = (
+                f"{finding['day']} {finding['provider']}/{finding['model']}: {', '.join(finding['classes'])}, "
+                f"billed ${finding['billed']['usd']} tracked ${finding['tracked']['usd']}"
+            )
+            if finding["entry"]:
+                line += f" (entry {finding['entry']}: {finding['applied_rates']} vs billed {finding['implied_rates']})"
+            lines.append(line)
+        return "\n".join(lines)
+
+    emit(args, data, human)
+
+
+def add_billing_parsers(groups: Any, command: Callable[[Any, str, Handler, str], Any]) -> None:
+    billing = groups.add_parser("billing", help="provider-account connections and bill imports").add_subparsers(
+        dest="action", required=True
+    )
+    add = command(billing, "connect", connect, "connect a provider account (Secrets Manager ARN of its admin key)")
+    add.add_argument("workspace")
+    add.add_argument("provider", choices=PROVIDERS)
+    add.add_argument("--secret-arn", help="a secret named costtrack/billing/… (not for bedrock)")
+    command(billing, "list", connections, "a workspace's connections and their last import").add_argument("workspace")
+    remove = command(billing, "disconnect", disconnect, "stop importing a provider account's bills")
+    remove.add_argument("workspace")
+    remove.add_argument("provider", choices=PROVIDERS)
+    run = command(billing, "import", import_bills, "import a workspace's bills now (the days due)")
+    run.add_argument("workspace")
+    run.add_argument(
+        "--raw-to", default=str(DEFAULT_BILLS_DIR), metavar="DIR", help=f"raw pages (default {DEFAULT_BILLS_DIR})"
+    )
+    recon = command(groups, "reconcile", reconcile, "billed vs tracked per day and model, every gap classified")
+    recon.add_argument("workspace")
+    recon.add_argument(
+        "--from", dest="first", metavar="YYYY-MM-DD", help="first UTC day (default: 29 days before --to)"
+    )
+    recon.add_argument("--to", dest="last", metavar="YYYY-MM-DD", help="last UTC day (default: yesterday)")
