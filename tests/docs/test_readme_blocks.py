@@ -99,6 +99,10 @@ def summary(name: str, results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+# One test runs every block of a document in turn, each bounded by ``runners.BLOCK_TIMEOUT``:
+# README.md's blocks take about 4 minutes at a load average of 8 on 2 cores, past pytest's
+# default 120 s for a whole test (a timeout, not a block that failed).
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("name", DOCUMENTS)
 def test_every_block_runs_as_written(
     name: str,
