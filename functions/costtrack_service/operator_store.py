@@ -301,7 +301,10 @@ class OperatorStore(EventTable):
         its hidden twin (``store_items.event_to_item``), so the reads are the range's events and
         never the rest of the history. Partition by partition, each in time order (the two
         halves merged). For the daily export."""
-        for partition in event_partitions(workspace_id, self.partition_layout(workspace_id).event_partitions):
+        # Partitions only grow and an event goes by the count in effect when it was received:
+        # the count at ``until`` covers the range.
+        count = self.partition_layout(workspace_id).count_at(until)
+        for partition in event_partitions(workspace_id, count):
             halves = [self._index_range(key, since, until) for key in (partition, hidden_partition(partition))]
             yield from heapq.merge(*halves, key=lambda record: f"{record.received_at}#{record.event_id}")
 
