@@ -24,6 +24,26 @@ sys.path.insert(0, str(ROOT / "bench"))
 #: events/s -> virtual seconds of arrivals (about 200,000 events each: a few minutes on 2 cores).
 RATES = {10_000: 20.0, 50_000: 4.0, 100_000: 2.0}
 ALLOWANCE_SHARE = 0.6
+#: The simulated event's stored size in KB (about 800 bytes): what the partitions are sized for.
+EVENT_KB = 0.8
+#: Also run the 10,000 events/s case inside a doubling's idempotency window (32 -> 64 partitions
+#: an hour before): every event whose partition moved carries a ConditionCheck on its old one.
+WINDOW_RATE = 10_000
+
+
+def layout_for(rate: int, in_window: bool = False) -> Any:
+    """The workspace's partitions as ``costtrack admin workspace partitions --rate`` sizes them
+    (in effect long before the run), or a doubling an hour before it (in its window)."""
+    from datetime import timedelta
+
+    from costtrack_service.domain.shards import PartitionChange, PartitionLayout, sized_for
+    from costtrack_tools.sim.clock import EPOCH
+
+    if in_window:
+        return PartitionLayout().grown(64, 32, EPOCH - timedelta(hours=1))
+    partitions, shards = sized_for(rate, EVENT_KB)
+    grown = (PartitionChange(partitions, "2000-01-01T00:00:00.000Z"),) if partitions > 32 else ()
+    return PartitionLayout(grown, shards)
 
 
 def rates() -> tuple[dict[str, float], list[str]]:
@@ -33,11 +53,14 @@ def rates() -> tuple[dict[str, float], list[str]]:
     rows = [
         f"{'events/s':>9} {'offered':>8} {'accepted-allowance':>18} {'wrong refusals':>14} {'lost':>6} "
         f"{'p50 ms':>7} {'p99 ms':>7} {'conflicts/s':>11} {'throttles/s':>11} {'503s':>6} {'WCU/event':>9} "
-        f"{'busiest partition':>17} {'CPU s':>6}"
+        f"{'busiest partition':>17} {'partitions/shards':>17} {'CPU s':>6}"
     ]
-    for rate, seconds in RATES.items():
+    runs = [(rate, seconds, False) for rate, seconds in RATES.items()] + [(WINDOW_RATE, RATES[WINDOW_RATE], True)]
+    for rate, seconds, in_window in runs:
         started = time.process_time()
-        result = simulate(Workload(rate, seconds, int(rate * seconds * ALLOWANCE_SHARE)))
+        layout = layout_for(rate, in_window)
+        allowance = int(rate * seconds * ALLOWANCE_SHARE)
+        result = simulate(Workload(rate, seconds, allowance, partitions=layout))
         cpu = time.process_time() - started
         values = {
             "accepted_minus_allowance": result.accepted_minus_allowance,
@@ -50,14 +73,18 @@ def rates() -> tuple[dict[str, float], list[str]]:
             "sdk_503s": result.sdk_503s,
             "wcu_per_event": result.wcu_per_event,
             "busiest_partition_utilisation": result.busiest_partition_utilisation,
+            "event_partitions": layout.event_partitions,
+            "rollup_shards": layout.rollup_shards,
             "cpu_s": cpu,
         }
-        figures.update({f"sim_{rate}_{name}": float(value) for name, value in values.items()})
+        label = f"{rate}_window" if in_window else str(rate)
+        figures.update({f"sim_{label}_{name}": float(value) for name, value in values.items()})
         rows.append(
-            f"{rate:>9} {result.offered:>8} {result.accepted_minus_allowance:>18} {result.wrong_refusals:>14} "
+            f"{label:>9} {result.offered:>8} {result.accepted_minus_allowance:>18} {result.wrong_refusals:>14} "
             f"{result.lost:>6} {result.p50_added_ms:>7.1f} {result.p99_added_ms:>7.1f} "
             f"{values['conflicts_per_s']:>11.1f} {values['throttles_per_s']:>11.1f} {result.sdk_503s:>6} "
-            f"{result.wcu_per_event:>9.2f} {result.busiest_partition_utilisation:>17.2f} {cpu:>6.1f}"
+            f"{result.wcu_per_event:>9.2f} {result.busiest_partition_utilisation:>17.2f} "
+            f"{f'{layout.event_partitions}/{layout.rollup_shards}':>17} {cpu:>6.1f}"
         )
     return figures, rows
 

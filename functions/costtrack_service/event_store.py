@@ -32,6 +32,8 @@ from costtrack_service.domain.quota import Charge, PlanStatus, Tier, WorkspaceSt
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.shards import (
     SHARDS,
+    PartitionLayout,
+    partition_key,
     rollup_partition,
 )
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
@@ -88,16 +90,18 @@ class EventTable(RunTable):
 
     def write_chunk(self, chunk: Chunk) -> ChunkRejected | None:
         records, spends = chunk.records, chunk.payment.spends
+        layout = chunk.payment.central.partitions
+        targets = [layout.event_targets(record.event_key, record.received_at) for record in records]
         transaction: list[dict[str, Any]] = [
             {
                 "Put": {
                     "TableName": self.tables.events,
-                    "Item": to_item(event_to_item(record)),
+                    "Item": to_item(event_to_item(record, partition_key(chunk.workspace_id, put))),
                     "ConditionExpression": "attribute_not_exists(event_key)",
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             }
-            for record in records
+            for record, (put, _) in zip(records, targets, strict=True)
         ]
         transaction += [self._spend(chunk, spend) for spend in spends]
         leases = [spend for spend in spends if spend.lease]
@@ -109,6 +113,9 @@ class EventTable(RunTable):
         transaction += reservation_settlements(self.tables, chunk.workspace_id, chunk.settles)
         runs_from = len(transaction)
         transaction += self.run_total_writes(chunk)
+        checks_from = len(transaction)
+        checked = self._earlier_partition_checks(chunk.workspace_id, records, targets)
+        transaction += [check for _, check in checked]
         try:
             self.client.transact_write_items(TransactItems=transaction)  # type: ignore[arg-type]
         except ClientError as exc:
@@ -116,13 +123,39 @@ class EventTable(RunTable):
             if error.get("Code") == "TransactionCanceledException":
                 reasons = exc.response.get("CancellationReasons") or []
                 rejected = _rejection(reasons, records, spends, bool(leases))
-                if any(reason.get("Code") == "ConditionalCheckFailed" for reason in reasons[runs_from:]):
+                rejected = _with_earlier_copies(rejected, reasons[checks_from:], [key for key, _ in checked])
+                if any(reason.get("Code") == "ConditionalCheckFailed" for reason in reasons[runs_from:checks_from]):
                     return replace(rejected, conflict=True)  # a run's total moved: read it again
                 return settle_rejection(rejected, reasons[settles_at:runs_from], chunk.settles)
             if error.get("Code") == "TransactionConflictException":
                 return ChunkRejected(conflict=True)
             raise
         return None
+
+    def _earlier_partition_checks(
+        self, workspace_id: str, records: Sequence[EventRecord], targets: Sequence[tuple[int, tuple[int, ...]]]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """After the workspace's event partitions grew (``shards.PartitionLayout``), for the
+        idempotency window: a ``ConditionCheck`` that each event's key is absent from its
+        partition under the other counts, so a retry of an event stored before the change is
+        found there. Last in the transaction; each with the event key it checks."""
+        return [
+            (
+                record.event_key,
+                {
+                    "ConditionCheck": {
+                        "TableName": self.tables.events,
+                        "Key": to_item(
+                            {"partition": partition_key(workspace_id, other), "event_key": record.event_key}
+                        ),
+                        "ConditionExpression": "attribute_not_exists(event_key)",
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                },
+            )
+            for record, (_, others) in zip(records, targets, strict=True)
+            for other in others
+        ]
 
     def _spend(self, chunk: Chunk, spend: Spend) -> dict[str, Any]:
         update: dict[str, Any] = {
@@ -227,8 +260,16 @@ class EventTable(RunTable):
             balances[keys[item["shard_key"]]] = int(item.get("available", 0))
         return Survey(central, balances)
 
-    def find_events(self, workspace_id: str, event_keys: Sequence[str]) -> dict[str, EventRecord]:
-        keys = [event_item_key(workspace_id, key) for key in dict.fromkeys(event_keys)]
+    def find_events(
+        self, workspace_id: str, event_keys: Sequence[str], layout: PartitionLayout | None = None
+    ) -> dict[str, EventRecord]:
+        """The stored events of these keys, in whichever partition of the workspace's layout."""
+        layout = layout or PartitionLayout()
+        keys = [
+            event_item_key(workspace_id, key, partition_key(workspace_id, index))
+            for key in dict.fromkeys(event_keys)
+            for index in layout.lookup_partitions(key)
+        ]
         records = (event_from_item(item) for item in self._get_many(self.tables.events, keys))
         return {record.event_key: record for record in records}
 
@@ -256,6 +297,16 @@ class EventTable(RunTable):
         update["UpdateExpression"] = expression
         update["ExpressionAttributeValues"] = to_item(values)
         return {"Update": update}
+
+
+def _with_earlier_copies(rejected: ChunkRejected, reasons: list[Any], event_keys: list[str]) -> ChunkRejected:
+    """Add the events a cancelled chunk found stored in an earlier partition (its checks' reasons)."""
+    found = {
+        event_key: event_from_item(from_item(reason["Item"]))
+        for event_key, reason in zip(event_keys, reasons, strict=False)
+        if reason.get("Code") == "ConditionalCheckFailed" and reason.get("Item")
+    }
+    return replace(rejected, existing={**rejected.existing, **found}) if found else rejected
 
 
 def _rejection(

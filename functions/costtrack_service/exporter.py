@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from costtrack_service.domain.export import LINES_PER_OBJECT, day_bounds, day_prefix, encode_lines, object_key, pieces
 from costtrack_service.domain.quota import WorkspaceState
 from costtrack_service.domain.records import EventRecord
-from costtrack_service.domain.shards import event_partition
+from costtrack_service.domain.shards import event_partition, partition_index
 
 CONTENT_TYPE = "application/x-ndjson"
 
@@ -155,9 +155,9 @@ class Exporter:
         events = self.source.iter_day_events(workspace_id, since, until)
         # read partition by partition: consecutive events share one.
         by_partition = (
-            (int(partition[-2:]), records)
+            (partition_index(partition), records)
             for partition, records in itertools.groupby(
-                events, key=lambda record: event_partition(workspace_id, record.event_key)
+                events, key=lambda record: record.partition or event_partition(workspace_id, record.event_key)
             )
         )
         written = set()

@@ -17,12 +17,14 @@ from costtrack_service.domain.quota import Charge, PlanStatus, Tier, WorkspaceSt
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.shards import (
     SHARDS,
+    PartitionLayout,
     event_partition,
     event_partitions,
     hidden_partition,
+    partition_index,
     rollup_partition,
 )
-from costtrack_service.domain.store_errors import NotFound, StoreUnavailable, SurveyConflict
+from costtrack_service.domain.store_errors import Conflict, NotFound, StoreUnavailable, SurveyConflict
 from costtrack_service.domain.usage import repricing_deltas
 from costtrack_service.event_store import EventTable
 from costtrack_service.store_base import _now, shard_key
@@ -31,6 +33,7 @@ from costtrack_service.store_items import (
     event_item_key,
     event_to_item,
     from_item,
+    layout_to_item,
     to_item,
     workspace_from_item,
     workspace_to_item,
@@ -158,6 +161,34 @@ class OperatorStore(EventTable):
                 raise NotFound(f"No workspace {workspace_id}.") from None
             raise
 
+    def set_partition_layout(self, workspace_id: str, before: PartitionLayout, after: PartitionLayout) -> None:
+        """Record a grown partition layout (``PartitionLayout.grown``) on the workspace item, on
+        the condition that it still has ``before``'s changes and rollup shards (two operators at
+        once: one wins, the other is told)."""
+        values: dict[str, Any] = {":now": _now(), ":shards": before.rollup_shards}
+        condition = "attribute_exists(workspace_id) AND "
+        if before.changes:
+            condition += "size(event_partition_changes) = :before"
+            values[":before"] = len(before.changes)
+        else:
+            condition += "attribute_not_exists(event_partition_changes)"
+        condition += " AND (rollup_shards = :shards OR attribute_not_exists(rollup_shards))"
+        item = layout_to_item(after)
+        sets = [f"{name} = :{name}" for name, value in item.items() if value is not None]
+        values.update({f":{name}": value for name, value in item.items() if value is not None})
+        try:
+            self.client.update_item(
+                TableName=self.tables.workspaces,
+                Key=to_item({"workspace_id": workspace_id}),
+                UpdateExpression="SET " + ", ".join([*sets, "updated_at = :now"]),
+                ConditionExpression=condition,
+                ExpressionAttributeValues=to_item(values),
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise Conflict(f"Workspace {workspace_id} is gone or its partitions changed meanwhile.") from None
+            raise
+
     def _reclaim_leases(self, workspace: WorkspaceState, attempts: int = 10) -> None:
         """Hand the month's unspent included leases back to the workspace item, so a lowered or
         deactivated plan is not spent past through allowance already in the shards."""
@@ -240,7 +271,7 @@ class OperatorStore(EventTable):
             {
                 "Update": {
                     "TableName": self.tables.events,
-                    "Key": event_item_key(old.workspace_id, old.event_key),
+                    "Key": event_item_key(old.workspace_id, old.event_key, old.partition),
                     "UpdateExpression": update,
                     "ConditionExpression": "pricing_status = :was",
                     "ExpressionAttributeNames": {f"#{name}": name for name in present},
@@ -251,9 +282,8 @@ class OperatorStore(EventTable):
             }
         ]
         # Any rollup shard will do (readers add them up); the event's own keeps it stable.
-        partition = rollup_partition(
-            old.workspace_id, int(event_partition(old.workspace_id, old.event_key)[-2:]) % SHARDS
-        )
+        stored_in = old.partition or event_partition(old.workspace_id, old.event_key)
+        partition = rollup_partition(old.workspace_id, partition_index(stored_in) % SHARDS)
         transaction += [
             self._rollup_update(partition, key, counts) for key, counts in repricing_deltas(old, new).items()
         ]
@@ -271,7 +301,10 @@ class OperatorStore(EventTable):
         its hidden twin (``store_items.event_to_item``), so the reads are the range's events and
         never the rest of the history. Partition by partition, each in time order (the two
         halves merged). For the daily export."""
-        for partition in event_partitions(workspace_id):
+        # Partitions only grow and an event goes by the count in effect when it was received:
+        # the count at ``until`` covers the range.
+        count = self.partition_layout(workspace_id).count_at(until)
+        for partition in event_partitions(workspace_id, count):
             halves = [self._index_range(key, since, until) for key in (partition, hidden_partition(partition))]
             yield from heapq.merge(*halves, key=lambda record: f"{record.received_at}#{record.event_id}")
 
@@ -303,7 +336,7 @@ class OperatorStore(EventTable):
         if until:
             filters.append("received_at < :until")
             values[":until"] = until
-        for partition in event_partitions(workspace_id):
+        for partition in event_partitions(workspace_id, self.partition_layout(workspace_id).event_partitions):
             arguments: dict[str, Any] = {
                 "TableName": self.tables.events,
                 "KeyConditionExpression": "#p = :p",

@@ -141,7 +141,10 @@ class OwnerStore(TableAccess):
     ) -> list[tuple[RollupKey, Counts]]:
         """Rollup rows of some dimensions for the days ``first_day`` to ``last_day`` (inclusive),
         the shards of each row added up: one Query per dimension and shard, in parallel."""
-        queries = [(partition, dimension) for dimension in dimensions for partition in rollup_partitions(workspace_id)]
+        shards = self.partition_layout(workspace_id).rollup_shards
+        queries = [
+            (partition, dimension) for dimension in dimensions for partition in rollup_partitions(workspace_id, shards)
+        ]
 
         def read(query: tuple[str, str]) -> list[tuple[RollupKey, Counts]]:
             partition, dimension = query
@@ -179,7 +182,8 @@ class OwnerStore(TableAccess):
         def read(partition: str) -> tuple[list[EventRecord], bool]:
             return self._newest_visible(partition, limit, before, query.filters)
 
-        results = _in_parallel(read, event_partitions(query.workspace_id))
+        count = self.partition_layout(query.workspace_id).event_partitions
+        results = _in_parallel(read, event_partitions(query.workspace_id, count))
         merged = list(heapq.merge(*(records for records, _ in results), key=_received_event, reverse=True))
         more = len(merged) > limit or any(partial for _, partial in results)
         page = merged[:limit]

@@ -23,8 +23,9 @@ from botocore.loaders import Loader
 
 from costtrack_service.domain.pricing import format_timestamp
 from costtrack_service.domain.quota import Charge
+from costtrack_service.domain.shards import PartitionLayout
 from costtrack_service.domain.store_errors import StoreUnavailable
-from costtrack_service.store_items import from_item
+from costtrack_service.store_items import from_item, layout_from_item, to_item
 from costtrack_service.tables import TableNames
 
 if TYPE_CHECKING:
@@ -202,6 +203,18 @@ class TableAccess:
             if translated is None:
                 raise
             raise translated from exc
+
+    def partition_layout(self, workspace_id: str) -> PartitionLayout:
+        """Where a workspace's events and rollups are (``shards.PartitionLayout``), for readers
+        that fan out over its partitions: the default when the workspace is unknown."""
+        response = self._call(
+            self.client.get_item,
+            TableName=self.tables.workspaces,
+            Key=to_item({"workspace_id": workspace_id}),
+            ProjectionExpression="event_partition_changes, rollup_shards",
+        )
+        item = response.get("Item")
+        return layout_from_item(from_item(item)) if item else PartitionLayout()
 
     def _get_many(self, table: str, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         """BatchGetItem, consistently, in pages of 100 keys, until nothing is left unprocessed."""

@@ -17,7 +17,14 @@ from costtrack_service.domain.keys import INGEST, KeyRecord, KeyState
 from costtrack_service.domain.pricing import model_key
 from costtrack_service.domain.quota import Charge, PlanStatus, Tier, WorkspaceState
 from costtrack_service.domain.records import EventRecord, EventWarning, PricingStatus
-from costtrack_service.domain.shards import event_partition, hidden_partition
+from costtrack_service.domain.shards import (
+    EVENT_PARTITIONS,
+    PartitionChange,
+    PartitionLayout,
+    event_partition,
+    hidden_partition,
+    partition_index,
+)
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.visibility import Visibility
 from costtrack_service.tables import EXPIRES_AT
@@ -29,9 +36,10 @@ _INTEGER_ATTRIBUTES = frozenset(INTEGER_FIELDS)
 _REQUIRED_ATTRIBUTES = frozenset(field.name for field in dataclass_fields(UsageEvent) if field.default is MISSING)
 
 
-def event_item_key(workspace_id: str, event_key: str) -> dict[str, Any]:
-    """An event's primary key, as DynamoDB takes it."""
-    return to_item({"partition": event_partition(workspace_id, event_key), "event_key": event_key})
+def event_item_key(workspace_id: str, event_key: str, partition: str | None = None) -> dict[str, Any]:
+    """An event's primary key, as DynamoDB takes it (in its partition under the first count
+    unless ``partition`` says where it is)."""
+    return to_item({"partition": partition or event_partition(workspace_id, event_key), "event_key": event_key})
 
 
 def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -103,7 +111,27 @@ def workspace_to_item(workspace: WorkspaceState) -> dict[str, Any]:
         "usage_period": workspace.usage_period,
         "included_leased": workspace.included_leased,
         "otel_attributes": {target: list(names) for target, names in workspace.attribute_map} or None,
+        **layout_to_item(workspace.partitions),
     }
+
+
+def layout_to_item(layout: PartitionLayout) -> dict[str, Any]:
+    """A workspace's partition layout as its item's attributes (none while it is the default)."""
+    return {
+        "event_partition_changes": [
+            {"count": change.count, "effective_at": change.effective_at} for change in layout.changes
+        ]
+        or None,
+        "rollup_shards": layout.rollup_shards if layout.rollup_shards != PartitionLayout().rollup_shards else None,
+    }
+
+
+def layout_from_item(item: Mapping[str, Any]) -> PartitionLayout:
+    changes = tuple(
+        PartitionChange(int(change["count"]), str(change["effective_at"]))
+        for change in item.get("event_partition_changes") or ()
+    )
+    return PartitionLayout(changes, int(item.get("rollup_shards") or PartitionLayout().rollup_shards))
 
 
 def workspace_from_item(item: Mapping[str, Any]) -> WorkspaceState:
@@ -119,12 +147,15 @@ def workspace_from_item(item: Mapping[str, Any]) -> WorkspaceState:
         attribute_map=tuple(
             (target, tuple(names)) for target, names in sorted((item.get("otel_attributes") or {}).items())
         ),
+        partitions=layout_from_item(item),
     )
 
 
-def event_to_item(record: EventRecord) -> dict[str, Any]:
+def event_to_item(record: EventRecord, partition: str | None = None) -> dict[str, Any]:
+    """The event's item, in ``partition`` (by default where it is stored, else its partition
+    under the first count)."""
     event = record.event
-    partition = event_partition(record.workspace_id, record.event_key)
+    partition = partition or record.partition or event_partition(record.workspace_id, record.event_key)
     item: dict[str, Any] = {
         "partition": partition,
         "workspace_id": record.workspace_id,
@@ -157,7 +188,8 @@ def event_to_item(record: EventRecord) -> dict[str, Any]:
     if record.pricing_status == PricingStatus.UNKNOWN_MODEL:
         # The sparse ``unpriced`` index: what a backfill prices once a price arrives.
         # Spread like the events themselves, so one model's unpriced events are not one hot key.
-        item["unpriced_model"] = f"{model_key(record.event.provider, record.event.model)}#{partition[-2:]}"
+        spread = partition_index(partition) % EVENT_PARTITIONS  # the backfill reads the first count's
+        item["unpriced_model"] = f"{model_key(record.event.provider, record.event.model)}#{spread:02d}"
     # The by-time index (``visible_by_time``): the dashboard reads a partition's visible events
     # under the partition's key; hidden events go under its hidden twin, which the dashboard never
     # asks for, so that the daily export reads a day's events, all of them, by time.
@@ -207,4 +239,5 @@ def event_from_item(item: Mapping[str, Any]) -> EventRecord:
         pricing_match=item.get("pricing_match"),
         pricing_override_id=item.get("pricing_override_id"),
         priced_at=item.get("priced_at"),
+        partition=item.get("partition"),
     )

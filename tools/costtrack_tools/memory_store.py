@@ -25,7 +25,7 @@ from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.reservations.ids import Part, ReservationId
 from costtrack_service.domain.reservations.ledger import Hold
 from costtrack_service.domain.runs.totals import RunTotal, SketchDelta, SketchRow
-from costtrack_service.domain.shards import SHARDS
+from costtrack_service.domain.shards import SHARDS, PartitionLayout, partition_key
 from costtrack_service.domain.source import Source, normalize_provider
 from costtrack_service.domain.usage import CHARGE, Counts, RollupKey, month_usage
 
@@ -38,6 +38,9 @@ class MemoryStore:
         self.overrides: dict[str, list[Override]] = {}  # by workspace
         self.budgets: dict[str, list[Budget]] = {}  # by workspace
         self.events: dict[tuple[str, str], EventRecord] = {}
+        #: The partitions each event key is stored in (more than one: stored twice, a bug).
+        self.stored_in: dict[tuple[str, str], set[int]] = {}
+        self.duplicates = 0
         self.rollups: dict[tuple[str, RollupKey], Counts] = {}
         self.shards: dict[tuple[str, str, ShardId], int] = {}  # (workspace, period or "", shard) -> available
         self.runs: dict[tuple[str, str, str], RunTotal] = {}  # (workspace, kind, id) -> total
@@ -120,10 +123,15 @@ class MemoryStore:
     def write_chunk(self, chunk: Chunk) -> ChunkRejected | None:
         with self._lock:
             workspace_id, period = chunk.workspace_id, chunk.period
-            existing = {
+            layout = chunk.payment.central.partitions
+            targets = {
+                record.event_key: layout.event_targets(record.event_key, record.received_at) for record in chunk.records
+            }
+            existing = {  # the key taken in the partition it goes to or one it checks
                 record.event_key: self.events[(workspace_id, record.event_key)]
                 for record in chunk.records
-                if (workspace_id, record.event_key) in self.events
+                if self.stored_in.get((workspace_id, record.event_key), set())
+                & {targets[record.event_key][0], *targets[record.event_key][1]}
             }
             short = {
                 (spend.charge, spend.shard): self._available(workspace_id, period, spend.charge, spend.shard)
@@ -146,7 +154,13 @@ class MemoryStore:
                 assert central is not None
                 self.workspaces[workspace_id] = _leased(central, chunk, leases[0].charge, lease)
             for record in chunk.records:
-                self.events[(workspace_id, record.event_key)] = record
+                put = targets[record.event_key][0]
+                where = self.stored_in.setdefault((workspace_id, record.event_key), set())
+                self.duplicates += bool(where)  # stored already, in a partition nobody checked
+                where.add(put)
+                self.events.setdefault(
+                    (workspace_id, record.event_key), replace(record, partition=partition_key(workspace_id, put))
+                )
             for rollup, counts in chunk.rollups.items():
                 self.rollups.setdefault((workspace_id, rollup), Counts()).add(counts)
             for _, after in chunk.runs.totals:
@@ -184,8 +198,16 @@ class MemoryStore:
         """Plain reads; one instant here (DynamoDB's may see a transaction item by item)."""
         return MemoryStore.survey(self, workspace_id, period)
 
-    def find_events(self, workspace_id: str, event_keys: Sequence[str]) -> dict[str, EventRecord]:
-        return {key: self.events[(workspace_id, key)] for key in event_keys if (workspace_id, key) in self.events}
+    def find_events(
+        self, workspace_id: str, event_keys: Sequence[str], layout: PartitionLayout | None = None
+    ) -> dict[str, EventRecord]:
+        """Stored events by key, looked up in the partitions ``layout`` gives them."""
+        layout = layout or PartitionLayout()
+        return {
+            key: self.events[(workspace_id, key)]
+            for key in event_keys
+            if self.stored_in.get((workspace_id, key), set()) & set(layout.lookup_partitions(key))
+        }
 
     def usage(self, workspace: WorkspaceState, period: str) -> Usage:
         rows = self.query_rollups(workspace.workspace_id, (CHARGE,), f"{period}-01", f"{period}-31")

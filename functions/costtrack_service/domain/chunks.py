@@ -15,6 +15,7 @@ from costtrack_service.domain.quota import Charge, WorkspaceState
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.reservations.settle import Settle
 from costtrack_service.domain.runs.totals import RunChanges, is_run_marker, run_ids
+from costtrack_service.domain.shards import PartitionLayout
 from costtrack_service.domain.usage import CHARGE, Counts, RollupKey, rollup_rows, summed_deltas
 
 #: DynamoDB's limit on the items of one transaction.
@@ -66,17 +67,19 @@ class Survey:
     balances: Mapping[ShardId, int]
 
 
-def fitting(pending: list[EventRecord], room: int) -> int:
+def fitting(pending: list[EventRecord], room: int, layout: PartitionLayout | None = None) -> int:
     """How many of the first pending events fit in ``room`` items with their rollup rows
-    (summed per transaction: events that share a day and values share rows)."""
+    (summed per transaction: events that share a day and values share rows), their runs' items
+    and, after the partitions grew, each event's checks of its other partitions."""
     rows: set[RollupKey] = set()
     runs: set[tuple[str, str]] = set()
-    count = 0
+    count = events = 0
     for record in pending:
         rows.update(rollup_rows(record)[0])
         rows.add(RollupKey(CHARGE, record.received_at[:10], Charge.CREDIT.value))  # either charge may pay it
         runs.update(run_ids(record.event))
-        if count + 1 + len(rows) + RUN_ITEMS * len(runs) > room:
+        events += 1 + (0 if layout is None else len(layout.event_targets(record.event_key, record.received_at)[1]))
+        if events + len(rows) + RUN_ITEMS * len(runs) > room:
             break
         count += 1
     return max(count, 1)

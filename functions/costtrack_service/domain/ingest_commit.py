@@ -34,7 +34,7 @@ from costtrack_service.domain.quota import PlanStatus, WorkspaceState
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.reservations.settle import Settle, settle_room, unsettled
 from costtrack_service.domain.runs.totals import RunChanges, RunTotal, run_changes, runs_in
-from costtrack_service.domain.shards import ShardCycle
+from costtrack_service.domain.shards import MAX_PARTITIONS, SHARDS, PartitionLayout, ShardCycle
 from costtrack_service.domain.store_errors import SurveyConflict
 
 
@@ -53,8 +53,10 @@ class ChunkStore(Protocol):
         cancelled by a write in flight. A hint for planning, never a reason to refuse."""
         ...
 
-    def find_events(self, workspace_id: str, event_keys: Sequence[str]) -> dict[str, EventRecord]:
-        """Stored events by event key (consistent reads)."""
+    def find_events(
+        self, workspace_id: str, event_keys: Sequence[str], layout: PartitionLayout | None = None
+    ) -> dict[str, EventRecord]:
+        """Stored events by event key (consistent reads), in any partition of ``layout``."""
         ...
 
     def get_runs(self, workspace_id: str, runs: Collection[tuple[str, str]]) -> dict[tuple[str, str], RunTotal]:
@@ -102,6 +104,7 @@ class Committer:
         self._sleep = sleep
         self._balances: dict[str, Balances] = {}
         self._next_shard = ShardCycle()
+        self._next_rollup_shard = ShardCycle(MAX_PARTITIONS)
 
     def _balances_of(self, workspace_id: str, period: str) -> Balances:
         balances = self._balances.get(workspace_id)
@@ -136,7 +139,7 @@ class Committer:
             payment = self._payment(central, balances, pending, shard, surveyed, settles, refill=not conflicts)
             if payment.covered == 0:
                 if payment.exhausted:
-                    done.update(self._refuse(workspace_id, pending))
+                    done.update(self._refuse(central, pending))
                     break
                 if surveyed:
                     raise RuntimeError("a surveyed allowance paid nothing and is not exhausted")
@@ -153,7 +156,7 @@ class Committer:
                 period,
                 chunk_records,
                 payment,
-                shard,
+                self._rollup_shard(central, shard),
                 settles=chunk_settles,
                 runs=self._run_changes(chunk_records),
             )
@@ -218,7 +221,7 @@ class Committer:
         allowance items and the holds they settle fit in one transaction."""
         reserve = ALLOWANCE_ITEMS + settle_room(pending, settles)
         while True:
-            count = fitting(pending, MAX_TRANSACTION_ITEMS - reserve)
+            count = fitting(pending, MAX_TRANSACTION_ITEMS - reserve, central.partitions)
             payment = plan_payment(central, balances, count, shard, surveyed=surveyed, refill=refill)
             needed = len(payment.spends) + (1 if payment.leases else 0)
             if needed <= reserve:
@@ -267,10 +270,17 @@ class Committer:
             raise plan_inactive()
         return central
 
-    def _refuse(self, workspace_id: str, records: list[EventRecord]) -> dict[str, Outcome]:
+    def _rollup_shard(self, central: WorkspaceState, shard: int) -> int:
+        """The rollup shard a write adds to: its allowance shard's number while the workspace has
+        the default count, else the next of its own (``PartitionLayout.rollup_shards``)."""
+        count = central.partitions.rollup_shards
+        return shard if count == SHARDS else self._next_rollup_shard() % count
+
+    def _refuse(self, central: WorkspaceState, records: list[EventRecord]) -> dict[str, Outcome]:
         """No allowance is left: each event is refused, unless it was stored before (a retry of
         an accepted event is never refused)."""
-        stored = self.store.find_events(workspace_id, [record.event_key for record in records])
+        keys = [record.event_key for record in records]
+        stored = self.store.find_events(central.workspace_id, keys, central.partitions)
         return {
             record.event_key: Outcome(stored[record.event_key], replayed=True)
             if record.event_key in stored

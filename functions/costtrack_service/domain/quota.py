@@ -11,10 +11,12 @@ its use is :meth:`WorkspaceState.view`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
+
+from costtrack_service.domain.shards import PartitionLayout
 
 
 class Tier(StrEnum):
@@ -60,6 +62,8 @@ class WorkspaceState:
     #: Where ``POST /v1/traces`` reads event fields from: field → span/resource attribute names
     #: tried before the defaults (``otlp_spans.AttributeMap``).
     attribute_map: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: Its event partitions over time and rollup shards, as an operator sized them (``shards.py``).
+    partitions: PartitionLayout = field(default_factory=PartitionLayout)
 
     def included_leased_in(self, period: str) -> int:
         return self.included_leased if self.usage_period == period else 0

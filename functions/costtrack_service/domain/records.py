@@ -102,6 +102,9 @@ class EventRecord:
     pricing_match: str | None = None  # how the model name found the entry (exact, alias, rule, …)
     pricing_override_id: str | None = None  # the workspace override that priced it, if any
     priced_at: str | None = None  # set when a backfill priced an event that came in unpriced
+    #: The events-table partition it was read from (None until stored): after a workspace's
+    #: partitions grow, not always the one its key hashes to under the first count.
+    partition: str | None = field(default=None, compare=False)
 
     @property
     def event_key(self) -> str:

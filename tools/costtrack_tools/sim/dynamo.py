@@ -31,7 +31,7 @@ from costtrack_service.domain.chunks import Chunk, ChunkRejected, Survey
 from costtrack_service.domain.keys import KeyRecord
 from costtrack_service.domain.quota import Charge, WorkspaceState
 from costtrack_service.domain.records import EventRecord
-from costtrack_service.domain.shards import SHARDS, event_partition, rollup_partition
+from costtrack_service.domain.shards import SHARDS, PartitionLayout, partition_key, rollup_partition
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
 from costtrack_service.store_items import event_to_item, to_item
 from costtrack_tools.local.item_size import item_size, write_units
@@ -105,7 +105,13 @@ class SimDynamo(MemoryStore):
 
     def chunk_items(self, chunk: Chunk) -> list[str]:
         workspace_id, period = chunk.workspace_id, chunk.period
-        items = [f"events|{event_partition(workspace_id, r.event_key)}|{r.event_key}" for r in chunk.records]
+        layout = chunk.payment.central.partitions
+        items = [
+            f"events|{partition_key(workspace_id, index)}|{r.event_key}"
+            for r in chunk.records
+            for put, checks in [layout.event_targets(r.event_key, r.received_at)]
+            for index in (put, *checks)
+        ]
         items += [f"allowance|{self._shard(workspace_id, period, s.charge, s.shard)}" for s in chunk.payment.spends]
         if chunk.payment.leases:
             items.append(f"workspaces|{workspace_id}")
@@ -117,9 +123,14 @@ class SimDynamo(MemoryStore):
         """Write units per partition key value, and per table or index."""
         charges: Counter[str] = Counter()
         pools: Counter[str] = Counter()
+        layout = chunk.payment.central.partitions
         for record in chunk.records:
-            item = event_to_item(record)
+            put, checks = layout.event_targets(record.event_key, record.received_at)
+            item = event_to_item(record, partition_key(chunk.workspace_id, put))
             size = item_size(to_item(item))
+            for index in checks:  # a ConditionCheck on the key's partition under an earlier count
+                charges[f"events|{partition_key(chunk.workspace_id, index)}"] += SMALL_ITEM_TRANSACTIONAL_WCU
+                pools["events"] += SMALL_ITEM_TRANSACTIONAL_WCU
             partition = item["partition"]
             charges[f"events|{partition}"] += write_units(size, transactional=True)
             charges[f"by_time|{item['visible_partition']}"] += write_units(size)
@@ -201,9 +212,11 @@ class SimDynamo(MemoryStore):
         self.hub.sleep(self._latency(self.rules.read_median_s))
         return super().survey(workspace_id, period)  # read when the answer leaves, as late as can be
 
-    def find_events(self, workspace_id: str, event_keys: Sequence[str]) -> dict[str, EventRecord]:
+    def find_events(
+        self, workspace_id: str, event_keys: Sequence[str], layout: PartitionLayout | None = None
+    ) -> dict[str, EventRecord]:
         self.hub.sleep(self._latency(self.rules.read_median_s))
-        return super().find_events(workspace_id, event_keys)
+        return super().find_events(workspace_id, event_keys, layout)
 
     def get_key(self, key_hash: str, *, consistent: bool = False) -> KeyRecord | None:
         self.hub.sleep(self._latency(self.rules.read_median_s))

@@ -22,7 +22,8 @@ from typing import Any
 from costtrack._retry import backoff_delay
 from costtrack_service.domain.errors import RETRY_AFTER_SECONDS, ApiError
 from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.quota import Tier, WorkspaceState
+from costtrack_service.domain.quota import PlanStatus, Tier, WorkspaceState
+from costtrack_service.domain.shards import PartitionLayout
 from costtrack_service.domain.usage import CHARGE
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_tools.sim.clock import Hub
@@ -53,6 +54,8 @@ class Workload:
     #: its own, each sending ``batches_per_sender`` batches one after another from time 0.
     senders: int = 0
     batches_per_sender: int = 0
+    #: The workspace's event partitions and rollup shards (``costtrack admin workspace partitions``).
+    partitions: PartitionLayout = field(default_factory=PartitionLayout)
 
 
 @dataclass
@@ -97,7 +100,16 @@ def simulate(workload: Workload) -> SimResult:
     hub = Hub()
     store = SimDynamo(hub, workload.rules)
     workspace = store.add_workspace(
-        WorkspaceState("ws_sim", "sim", Tier.FREE, "active", workload.allowance, 0, None)  # type: ignore[arg-type]
+        WorkspaceState(
+            "ws_sim",
+            "sim",
+            Tier.FREE,
+            PlanStatus.ACTIVE,
+            workload.allowance,
+            0,
+            None,
+            partitions=workload.partitions,
+        )
     )
     secret = store.add_key(workspace.workspace_id)
     rng = random.Random(workload.seed)
