@@ -8,7 +8,10 @@ which). Everything a block is given that the README does not write out is here, 
   listens on a free port); nothing else in a block is changed.
 * **The environment.** ``COSTTRACK_API_KEY`` is the paid demo workspace's key and
   ``COSTTRACK_BASE_URL`` the stack's URL; ``OPENAI_BASE_URL``/``ANTHROPIC_BASE_URL`` (with
-  dummy API keys) point the providers' official clients at a canned provider on 127.0.0.1.
+  dummy API keys) point the providers' official clients at a canned provider on 127.0.0.1;
+  ``COSTTRACK_OPENAI_ADMIN_URL``/``COSTTRACK_ANTHROPIC_ADMIN_URL`` point bill imports at canned
+  admin APIs (``tests/reconciliation/canned_billing.py``), whose admin keys are in
+  ``OPENAI_ADMIN_KEY``/``ANTHROPIC_ADMIN_KEY``.
 * **Shell blocks** (``console`` blocks: the lines after a ``$ `` prompt) run in order in one
   bash session per file (``set -euo pipefail``, variables carried from block to block), with
   ``curl`` run as ``curl --fail-with-body --show-error``: an HTTP error answer fails the block,
@@ -34,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import NODE_SDK, ROOT
+from tests.reconciliation.canned_billing import ANTHROPIC_KEY, OPENAI_KEY
 
 LOCAL_URL = "http://127.0.0.1:3000"
 BLOCK_TIMEOUT = 90
@@ -124,7 +128,9 @@ class DocsWorkspace:
     state_names: list[str] = field(default_factory=list)
 
     @classmethod
-    def create(cls, folder: Path, state: dict[str, Any], state_file: Path, canned_url: str) -> DocsWorkspace:
+    def create(
+        cls, folder: Path, state: dict[str, Any], state_file: Path, canned_url: str, admin_url: str | None = None
+    ) -> DocsWorkspace:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / ".costtrack").mkdir(exist_ok=True)
         shutil.copyfile(state_file, folder / ".costtrack" / "dev.json")
@@ -147,6 +153,13 @@ class DocsWorkspace:
             "ANTHROPIC_API_KEY": "sk-ant-docs-test",
             "NO_PROXY": "127.0.0.1,localhost",
         }
+        if admin_url is not None:
+            env |= {
+                "COSTTRACK_OPENAI_ADMIN_URL": admin_url,
+                "COSTTRACK_ANTHROPIC_ADMIN_URL": admin_url,
+                "OPENAI_ADMIN_KEY": OPENAI_KEY,
+                "ANTHROPIC_ADMIN_KEY": ANTHROPIC_KEY,
+            }
         env.pop("PYTHONPATH", None)
         return cls(folder, state["api_url"], env)
 

@@ -13,6 +13,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from tests.docs.answers import Document, check_answer, without_elisions
 from tests.docs.blocks import Block, MarkerError, parse_blocks
 from tests.docs.runners import DocsWorkspace, Outcome
 from tests.e2e.canned_openai import canned
+from tests.reconciliation.canned_billing import Bill, serve
 
 pytestmark = pytest.mark.integration
 
@@ -55,6 +57,40 @@ def provider() -> Iterator[Any]:
     server.route("POST", "/v1/v1/messages", message)
     yield server
     server.close()
+
+
+def canned_bill(today: date) -> Bill:
+    """What the canned admin APIs bill (README, "Reconcile with the provider's bill"): yesterday,
+    calls the docs stack never saw (it tracks from today), so all of it is untracked usage."""
+    bill = Bill()
+    yesterday = (today - timedelta(days=1)).isoformat()
+    bill.openai[yesterday] = {
+        "gpt-5-2025-08-07": {
+            "input": 1_000_000,
+            "cached": 0,
+            "output": 200_000,
+            "requests": 40,
+            "usd": {"input": "1.25", "output": "2.00"},
+        }
+    }
+    bill.anthropic[yesterday] = {
+        "claude-sonnet-4-5-20250929": {
+            "input": 500_000,
+            "write_5m": 0,
+            "write_1h": 0,
+            "cache_read": 0,
+            "output": 50_000,
+            "cents": {"uncached_input_tokens": "150", "output_tokens": "75"},
+        }
+    }
+    return bill
+
+
+@pytest.fixture(scope="module")
+def admin_apis() -> Iterator[str]:
+    """The canned OpenAI and Anthropic admin APIs bill imports call (one server answers both)."""
+    with serve(canned_bill(datetime.now(UTC).date())) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -108,13 +144,16 @@ def test_every_block_runs_as_written(
     name: str,
     docs_stack: Any,
     provider: Any,
+    admin_apis: str,
     document: Document,
     tmp_path: Path,
     record_property: Any,
 ) -> None:
     built_node_sdk()
     blocks = parse_blocks(ROOT / name)
-    workspace = DocsWorkspace.create(tmp_path / "checkout", docs_stack.state, docs_stack.state_file, provider.url)
+    workspace = DocsWorkspace.create(
+        tmp_path / "checkout", docs_stack.state, docs_stack.state_file, provider.url, admin_apis
+    )
     results = run_blocks(blocks, workspace, document)
     report = summary(name, results)
     record_property("docs_summary", report)

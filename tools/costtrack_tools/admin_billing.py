@@ -7,12 +7,18 @@ the admin key from Secrets Manager (boto3's usual configuration, including
 ``AWS_ENDPOINT_URL_SECRETS_MANAGER``), the providers' API roots from ``COSTTRACK_OPENAI_ADMIN_URL``
 / ``COSTTRACK_ANTHROPIC_ADMIN_URL`` when set, and the raw pages into a local folder (the same
 objects the bucket would hold) instead of S3.
+
+Against the local stack (no ``--stack``, no ``--endpoint-url``), the keys come from the local
+stack's secrets file instead (``.costtrack/secrets.json``, put there by ``billing local-secret``;
+``costtrack_tools.local.secrets``), and Bedrock's Cost Explorer only from
+``AWS_ENDPOINT_URL_COST_EXPLORER`` (else a Bedrock import fails rather than call AWS).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +28,9 @@ from costtrack_service.billing_jobs import BillImports
 from costtrack_service.domain.reconciliation.connections import PROVIDERS
 from costtrack_service.domain.reconciliation.service import ReconciliationService
 from costtrack_service.exporter import DirectoryWriter
-from costtrack_tools.admin_output import emit, find_workspace
+from costtrack_tools.admin_output import AdminError, emit, find_workspace
+from costtrack_tools.local.secrets import LocalSecrets, NoCostExplorer
+from costtrack_tools.local.stack import DEFAULT_STATE_FILE
 
 Handler = Callable[[Any, argparse.Namespace], None]
 DEFAULT_BILLS_DIR = Path(".costtrack/bills")
@@ -55,17 +63,44 @@ def disconnect(store: Any, args: argparse.Namespace) -> None:
     emit(args, data, lambda: f"{args.provider} disconnected (the days imported stay)")
 
 
+def local_state_file(args: argparse.Namespace) -> Path | None:
+    """The local stack's state file when the command targets the local stack, else None."""
+    if getattr(args, "stack", None) or getattr(args, "endpoint_url", None):
+        return None
+    return Path(args.state_file) if getattr(args, "state_file", None) else DEFAULT_STATE_FILE
+
+
+def local_secret(store: Any, args: argparse.Namespace) -> None:
+    """Keep a connection's admin key for the local stack (read from stdin, never an argument)."""
+    del store
+    state_file = local_state_file(args)
+    if state_file is None:
+        raise AdminError("local-secret is for the local stack only: create the secret in AWS Secrets Manager")
+    value = sys.stdin.read()
+    try:
+        LocalSecrets.beside(state_file).put(args.secret_arn, value)
+    except ValueError as error:
+        raise AdminError(str(error)) from None
+    emit(args, {"secret_arn": args.secret_arn}, lambda: f"kept {args.secret_arn} for the local stack")
+
+
 def import_bills(store: Any, args: argparse.Namespace) -> None:
     import boto3
 
     workspace = find_workspace(store, args.workspace).workspace_id
     region = args.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    state_file = local_state_file(args)
+    secrets: Any
+    cost_explorer: Any
+    if state_file is None:
+        secrets = boto3.client("secretsmanager", region_name=region)
+        cost_explorer = boto3.client("ce", region_name="us-east-1")
+    else:
+        secrets = LocalSecrets.beside(state_file)
+        local_ce = os.environ.get("AWS_ENDPOINT_URL_COST_EXPLORER")
+        cost_explorer = boto3.client("ce", region_name="us-east-1") if local_ce else NoCostExplorer()
     imports = BillImports(
-        store,
-        DirectoryWriter(Path(args.raw_to)),
-        secrets=boto3.client("secretsmanager", region_name=region),
-        cost_explorer=boto3.client("ce", region_name="us-east-1"),
-        environ=os.environ,
+        store, DirectoryWriter(Path(args.raw_to)), secrets=secrets, cost_explorer=cost_explorer, environ=os.environ
     )
     data = imports.run(datetime.now(UTC), [workspace])
 
@@ -123,6 +158,8 @@ def add_billing_parsers(groups: Any, command: Callable[[Any, str, Handler, str],
     remove = command(billing, "disconnect", disconnect, "stop importing a provider account's bills")
     remove.add_argument("workspace")
     remove.add_argument("provider", choices=PROVIDERS)
+    kept = command(billing, "local-secret", local_secret, "keep an admin key for the local stack (stdin), by ARN")
+    kept.add_argument("secret_arn", help="the ARN the connection names (costtrack/billing/…)")
     run = command(billing, "import", import_bills, "import a workspace's bills now (the days due)")
     run.add_argument("workspace")
     run.add_argument(

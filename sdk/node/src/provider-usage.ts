@@ -15,7 +15,25 @@ export function openAIFound(response: unknown): Found {
     service_tier: text(response, "service_tier"),
     input_audio_tokens: count(usage, responsesApi ? "input_tokens_details" : "prompt_tokens_details", "audio_tokens"),
     output_audio_tokens: count(usage, responsesApi ? "output_tokens_details" : "completion_tokens_details", "audio_tokens"),
+    reported_cost: reportedCost(read(usage, "cost")),
   };
+}
+
+/**
+ * OpenRouter's `usage.cost` (credits, i.e. USD) as a plain decimal string, kept for comparison
+ * only (the service prices the event itself); undefined unless a finite number ≥ 0. The client
+ * has already read the JSON number as a double: its shortest form is the figure the provider
+ * wrote, spelt out here without an exponent (`1.5e-7` → `"0.00000015"`).
+ */
+export function reportedCost(value: unknown): string | undefined {
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) return undefined;
+  const shown = String(value);
+  const parts = /^(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(shown);
+  if (parts === null) return shown;
+  const [, head, tail = "", exponent] = parts;
+  const power = Number(exponent);
+  if (power < 0) return `0.${"0".repeat(-power - 1)}${head}${tail}`;
+  return `${head}${tail}${"0".repeat(power - tail.length)}`;
 }
 
 export function openAIFields(response: unknown, provider: string): [Fields, Found] {

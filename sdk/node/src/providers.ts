@@ -127,7 +127,8 @@ interface BedrockConverseLikeResponse {
  *
  * In `metadata`: `service_tier` (the tier that served the request), `input_audio_tokens` and
  * `output_audio_tokens` (`*_tokens_details.audio_tokens`), and `processing: "batch"` when you
- * pass `{ processing: "batch" }` for a result of the Batch API. DeepSeek's
+ * pass `{ processing: "batch" }` for a result of the Batch API; `reported_cost` from OpenRouter's
+ * `usage.cost` (a decimal string, for comparison with costtrack's price, never used as it). DeepSeek's
  * `prompt_cache_hit_tokens` is the cached input when `prompt_tokens_details` is absent.
  */
 export function fromOpenAI(response: OpenAILikeResponse, extra?: HelperOptions): TrackOptions {

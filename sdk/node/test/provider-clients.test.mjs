@@ -198,6 +198,16 @@ const CHAT_STREAM = [
   ...chunk,
 }));
 
+// OpenRouter's chat completion (its API reference: usage accounting is always on): `usage.cost`
+// is what the call cost in credits (USD), a JSON number; `cost_details` and `is_byok` beside it.
+const OPENROUTER_TEXT = `{"id": "gen-1763800000-abc", "object": "chat.completion", "created": 1763800000,
+ "model": "openai/gpt-4o-mini", "provider": "OpenAI",
+ "choices": [{"index": 0, "finish_reason": "stop", "native_finish_reason": "stop",
+              "message": {"role": "assistant", "content": "Paris.", "refusal": null}}],
+ "usage": {"prompt_tokens": 1200, "completion_tokens": 40, "total_tokens": 1240, "cost": COST, "is_byok": false,
+           "prompt_tokens_details": {"cached_tokens": 1024}, "cost_details": {"upstream_inference_cost": null},
+           "completion_tokens_details": {"reasoning_tokens": 0}}}`;
+
 // -- the canned provider ------------------------------------------------------------------------
 
 function answer(path, body) {
@@ -208,6 +218,8 @@ function answer(path, body) {
   }
   if (path === "/openai/v1/responses") return { headers, json: RESPONSE_GPT5 };
   if (path === "/deepseek/chat/completions") return { headers, json: DEEPSEEK };
+  // OpenRouter: usage.cost as the JSON number the request's `user` names (written as text).
+  if (path === "/openrouter/api/v1/chat/completions") return { headers, raw: OPENROUTER_TEXT.replace("COST", body.user) };
   if (path === "/anthropic/v1/messages") {
     const sawToolResult = JSON.stringify(body.messages ?? []).includes('"tool_result"');
     const wantsTool = (body.tools ?? []).length > 0;
@@ -233,7 +245,9 @@ before(async () => {
       requests.push({ method: req.method, path, body, headers: req.headers });
       const reply = answer(path, body);
       res.writeHead(reply.status ?? 200, reply.headers);
-      if (reply.sse) {
+      if (reply.raw !== undefined) {
+        res.end(reply.raw);
+      } else if (reply.sse) {
         for (const chunk of reply.sse) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
         res.end("data: [DONE]\n\n");
       } else {
@@ -350,6 +364,25 @@ describe("official clients → helpers", () => {
     expectEvent(fromOpenAI(completion, { feature: "voice" }), { ...CHAT_FLEX_AUDIO_EVENT, feature: "voice" });
     // The same result from the Batch API.
     assert.deepEqual(fromOpenAI(completion, { processing: "batch" }).metadata, { ...CHAT_FLEX_AUDIO_EVENT.metadata, processing: "batch" });
+  });
+
+  test("openai: OpenRouter's usage.cost → metadata.reported_cost", async () => {
+    const client = new OpenAI({ apiKey: "sk-test", baseURL: `${provider.url}/openrouter/api/v1`, maxRetries: 0 });
+    const cases = [["0.000123456", "0.000123456"], ["1.5e-7", "0.00000015"], ["0", "0"], ["12", "12"], ["-1", undefined]];
+    for (const [cost, reported] of cases) {
+      const completion = await client.chat.completions.create({
+        model: "openai/gpt-4o-mini",
+        user: cost,
+        messages: [{ role: "user", content: "x" }],
+      });
+      const event = fromOpenAI(completion, { provider: "openrouter", metadata: { team: "search" } });
+      assert.equal(event.cachedInputTokens, 1024);
+      assert.deepEqual(event.metadata, reported === undefined ? { team: "search" } : { reported_cost: reported, team: "search" });
+      assert.equal(checkEvent(event).error, undefined);
+    }
+    // The caller's own key wins, as for every figure a helper reads.
+    const last = await client.chat.completions.create({ model: "x", user: "0.5", messages: [] });
+    assert.deepEqual(fromOpenAI(last, { metadata: { reported_cost: "1" } }).metadata, { reported_cost: "1" });
   });
 
   test("openai: Responses API", async () => {

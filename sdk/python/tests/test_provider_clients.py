@@ -494,3 +494,36 @@ def test_bedrock_converse_with_one_hour_cache_writes(provider: CannedProvider) -
         "feature": "qa",
         "metadata": {"service_tier": "priority", "cache_write_1h_tokens": 3000, "cache_write_5m_tokens": 2000},
     }
+
+
+# OpenRouter's chat completion (its API reference: usage accounting is always on): ``usage.cost``
+# is what the call cost in credits (USD), a JSON number; ``cost_details`` and ``is_byok`` beside it.
+OPENROUTER_TEXT = """{"id": "gen-1763800000-abc", "object": "chat.completion", "created": 1763800000,
+ "model": "openai/gpt-4o-mini", "provider": "OpenAI",
+ "choices": [{"index": 0, "finish_reason": "stop", "native_finish_reason": "stop",
+              "message": {"role": "assistant", "content": "Paris.", "refusal": null}}],
+ "usage": {"prompt_tokens": 1200, "completion_tokens": 40, "total_tokens": 1240, "cost": %s, "is_byok": false,
+           "prompt_tokens_details": {"cached_tokens": 1024}, "cost_details": {"upstream_inference_cost": null},
+           "completion_tokens_details": {"reasoning_tokens": 0}}}"""
+
+
+@pytest.mark.parametrize(
+    ("cost", "reported"),
+    [("0.000123456", "0.000123456"), ("7.65e-06", "0.00000765"), ("0", "0"), ("12", "12"), ("-1", None)],
+)
+def test_openrouter_reported_cost_travels_as_metadata(provider: CannedProvider, cost: str, reported: Any) -> None:
+    """``usage.cost`` from the official client's ``ChatCompletion`` (an extra field it keeps) →
+    ``metadata.reported_cost``, a plain decimal string; a negative figure is not a cost."""
+    provider.route("POST", "/api/v1/chat/completions", Canned(body=OPENROUTER_TEXT % cost))
+    client = openai_client(provider, "/api/v1")
+    completion = client.chat.completions.create(model="openai/gpt-4o-mini", messages=[{"role": "user", "content": "x"}])
+    event = valid(from_openai(completion, provider="openrouter", metadata={"team": "search"}))
+    assert event["model"] == "openai/gpt-4o-mini" and event["cached_input_tokens"] == 1024
+    expected = {"team": "search"}
+    if reported is not None:
+        expected["reported_cost"] = reported
+    assert event["metadata"] == expected
+    # The caller's own key wins, as for every figure a helper reads.
+    assert from_openai(completion, provider="openrouter", metadata={"reported_cost": "1"})["metadata"] == {
+        "reported_cost": "1"
+    }

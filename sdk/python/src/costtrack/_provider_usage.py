@@ -6,6 +6,7 @@ Behind ``costtrack.providers``, whose helpers document each mapping; imports no 
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
 from costtrack._provider_events import Usage, get, header, items, read_counts
@@ -41,8 +42,25 @@ def openai_usage(response: Any, provider: str) -> Usage:
         "service_tier": get(response, "service_tier"),
         "input_audio_tokens": get(prompt_details, "audio_tokens"),
         "output_audio_tokens": get(completion_details, "audio_tokens"),
+        "reported_cost": reported_cost(get(usage, "cost")),
     }
     return get(response, "model"), counts, pricing
+
+
+def reported_cost(value: Any) -> Optional[str]:
+    """OpenRouter's ``usage.cost`` (credits, i.e. USD) as a plain decimal string, kept for
+    comparison only (the service prices the event itself); ``None`` unless a finite number ≥ 0.
+    The provider's client has already read the JSON number as a float: its shortest repr is
+    the figure the provider wrote (up to 17 significant digits), and never an exponent here."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        number = Decimal(repr(value) if isinstance(value, float) else str(value))
+    except InvalidOperation:
+        return None
+    if not number.is_finite() or number < 0:
+        return None
+    return format(number, "f")
 
 
 _ANTHROPIC_COUNTS = {

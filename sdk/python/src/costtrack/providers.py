@@ -67,7 +67,9 @@ def from_openai(
       → ``output_audio_tokens``;
     * ``processing="batch"``: pass it for a result obtained through the Batch API (a batch
       output line's ``response.body`` is the same ``ChatCompletion`` / ``Response``) →
-      ``processing``.
+      ``processing``;
+    * ``usage.cost`` (OpenRouter's cost of the call, in credits = USD) → ``reported_cost``, a
+      decimal string kept for comparison with costtrack's own price (never used as it).
 
     DeepSeek without ``prompt_tokens_details``: ``usage.prompt_cache_hit_tokens`` →
     ``cached_input_tokens`` (DeepSeek's ``prompt_tokens`` is hits + misses, so it stays as is).
