@@ -188,6 +188,7 @@ class WorkspaceService:
     def __init__(self, store: WorkspaceStore, *, clock: Any = None) -> None:
         self.store = store
         self._clock = clock or (lambda: datetime.now(UTC))
+        self.clock = self._clock
 
     def authenticate(self, secret: str | None) -> Caller:
         """The caller of an owners' request, from the admin token it presented (``None``: none
