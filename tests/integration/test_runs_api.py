@@ -63,3 +63,29 @@ def test_runs_sessions_and_unit_costs_over_http(make_workspace: Callable[..., Wo
     assert ws.get("/v1/workspace/runs/not%20an%20id").status_code == 400
     assert ws.get("/v1/workspace/unit-costs", by="model").status_code == 400
     assert ws.get("/v1/workspace/runs", cursor="garbage").status_code == 400
+
+
+def test_admin_runs_show_top_and_unit_costs(
+    make_workspace: Callable[..., Workspace], local_stack: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.integration.test_admin_cli import Admin
+
+    ws = make_workspace(included=100)
+    costs: dict[str, Decimal] = {}
+    for trace, calls in (("cli-a", 2), ("cli-b", 3)):
+        for step in range(calls):
+            answer = ws.send(trace_id=trace, parent_id=f"s{step}", feature="cli", session_id="cli-s")
+            costs[trace] = costs.get(trace, Decimal(0)) + Decimal(answer.json()["cost"])
+    admin = Admin(local_stack, capsys)
+    shown = admin.json("runs", "show", "cli-b", "--workspace", ws.workspace_id)
+    assert Decimal(shown["total"]["cost"]) == costs["cli-b"] and len(shown["calls"]) == 3
+    text = admin.run("runs", "show", "cli-s", "--session", "--workspace", ws.workspace_id)
+    assert "session cli-s" in text and "5 calls" in text
+    top = admin.json("runs", "top", "--workspace", ws.workspace_id, "--feature", "cli")
+    assert [run["trace_id"] for run in top["runs"]] == ["cli-b", "cli-a"]
+    assert "cli-b" in admin.run("runs", "top", "--workspace", ws.workspace_id, "--limit", "1")
+    units = admin.json("unit-costs", "--workspace", ws.workspace_id)
+    [group] = units["groups"]
+    assert group["key"] == "cli" and group["runs"] == 2 and group["sessions"] == 1
+    assert "p99" in admin.run("unit-costs", "--workspace", ws.workspace_id, "--by", "customer")
+    assert "No such run" in admin.run("runs", "show", "nope", "--workspace", ws.workspace_id, expect=1)

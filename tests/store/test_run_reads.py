@@ -165,3 +165,20 @@ def test_unit_costs_are_within_the_stated_error_of_exact_percentiles(store: Dyna
             assert abs(Decimal(group["cost_per_run"][name]) - exact) <= exact * Decimal(str(RELATIVE_ERROR))
         assert Decimal(group["cost_per_run"]["mean"]) == sum(ordered) / len(ordered)
         assert group["sessions"] > 0
+
+
+def test_refusals_name_their_field(store: DynamoStore) -> None:
+    runs = RunService(store)
+    for params, field in (
+        ({"feature": "\ud800"}, "feature"),
+        ({"customer": "x" * 1025}, "customer"),
+        ({"sort": "recent"}, "sort"),
+        ({"cursor": "e30"}, "cursor"),
+        ({"from": "2026-13-01"}, "from"),
+    ):
+        with pytest.raises(ApiError) as refused:
+            runs.runs("ws_x", params)
+        assert refused.value.details == [{"field": field, "message": refused.value.message}]
+    with pytest.raises(ApiError) as refused:
+        runs.unit_costs("ws_x", {"by": "model"})
+    assert refused.value.code == "INVALID_PAYLOAD"

@@ -24,12 +24,13 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
 
+from costtrack.validation import encodes_as_utf8
 from costtrack_service.domain.cost import format_decimal
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.runs.sketch import RELATIVE_ERROR, Histogram
 from costtrack_service.domain.runs.totals import RUN, SESSION, RunTotal, is_run_marker
-from costtrack_service.domain.workspace_api import day_range
+from costtrack_service.domain.workspace_api import MAX_FILTER_CHARS, day_range
 
 #: Calls listed with a run at most (a run of more is listed in part: ``calls_complete`` false).
 MAX_RUN_CALLS = 2000
@@ -246,7 +247,13 @@ class RunService:
         if sort not in RUN_SORTS:
             raise invalid("sort", f"sort must be one of {', '.join(RUN_SORTS)}")
         after = decode_run_cursor(params["cursor"]) if params.get("cursor") else None
-        filters = {RUN_FILTERS[name]: value for name, value in params.items() if name in RUN_FILTERS and value}
+        filters = {}
+        for name, attribute in RUN_FILTERS.items():
+            value = params.get(name)
+            if value:
+                if len(value) > MAX_FILTER_CHARS or not encodes_as_utf8(value):
+                    raise invalid(name, f"{name} must be text of at most {MAX_FILTER_CHARS} characters")
+                filters[attribute] = value
         found = self.store.top_runs(workspace_id, days_of(first_day, last_day), filters, after, limit + 1)
         page = found[:limit]
         cursor = encode_run_cursor(page[-1]) if len(found) > limit else None
