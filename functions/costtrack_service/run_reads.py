@@ -21,7 +21,8 @@ from decimal import Decimal
 from typing import Any
 
 from costtrack_service.domain.records import EventRecord
-from costtrack_service.domain.runs.reports import SketchGroup, after_position
+from costtrack_service.domain.runs.groups import SketchGroup
+from costtrack_service.domain.runs.reports import after_position
 from costtrack_service.domain.runs.sketch import Histogram, parse_bucket_name
 from costtrack_service.domain.runs.totals import RUN, RunTotal, sketch_prefix
 from costtrack_service.domain.shards import event_partitions, hidden_partition, rollup_partitions

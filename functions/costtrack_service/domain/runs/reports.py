@@ -19,7 +19,6 @@ import binascii
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
@@ -28,6 +27,7 @@ from costtrack.validation import encodes_as_utf8
 from costtrack_service.domain.cost import format_decimal
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.runs.groups import SketchGroup, merged
 from costtrack_service.domain.runs.sketch import RELATIVE_ERROR, Histogram
 from costtrack_service.domain.runs.totals import RUN, SESSION, RunTotal, is_run_marker
 from costtrack_service.domain.workspace_api import MAX_FILTER_CHARS, day_range
@@ -43,21 +43,6 @@ QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
 RUN_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 #: Query parameter -> total attribute, for filtering the runs list.
 RUN_FILTERS = {"feature": "feature", "customer": "customer_id"}
-
-
-@dataclass
-class SketchGroup:
-    """One sketch row as read (its shards added up): a group's runs of one day, one block."""
-
-    kind: str
-    day: str
-    feature: str
-    customer_id: str | None
-    run_name: str | None
-    histogram: Histogram
-
-    def key(self, by: str) -> str | None:
-        return {"feature": self.feature, "customer": self.customer_id, "run_name": self.run_name}[by]
 
 
 class RunReader(Protocol):
@@ -195,14 +180,6 @@ def distribution(histogram: Histogram) -> dict[str, str | None]:
     figures["max"] = _money(histogram.quantile(1.0))
     figures["mean"] = _money(histogram.mean())
     return figures
-
-
-def merged(groups: Iterable[SketchGroup], by: str | None) -> dict[str | None, Histogram]:
-    """The groups' histograms added up per key of ``by`` (None: all in one)."""
-    merged: dict[str | None, Histogram] = {}
-    for group in groups:
-        merged.setdefault(group.key(by) if by else None, Histogram()).merge(group.histogram)
-    return merged
 
 
 def unit_cost_groups(by: str, runs: Iterable[SketchGroup], sessions: Iterable[SketchGroup]) -> list[dict[str, Any]]:
