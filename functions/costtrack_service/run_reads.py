@@ -85,16 +85,34 @@ class RunReads(TableAccess):
         filters: Mapping[str, str],
         after: tuple[Decimal, str] | None,
         limit: int,
+        min_cost: Decimal | None = None,
+        min_calls: int | None = None,
     ) -> list[RunTotal]:
         """Up to ``limit`` runs that started on ``days`` and match ``filters`` (stored attribute →
-        value), most expensive first (ties by id), after the position ``after``."""
+        value), cost at least ``min_cost`` (the index's sort key) and calls at least
+        ``min_calls``, most expensive first (ties by id), after the position ``after``."""
+        if min_cost is not None and after is not None and min_cost > after[0]:
+            return []  # the previous page ended below min_cost
         names = {f"#f{i}": name for i, name in enumerate(sorted(filters))}
         values: dict[str, Any] = {f":f{i}": filters[name] for i, name in enumerate(sorted(filters))}
+        conditions = [f"#f{i} = :f{i}" for i in range(len(filters))]
+        if min_calls is not None:
+            conditions.append("#calls >= :calls")
+            names["#calls"] = "calls"
+            values[":calls"] = min_calls
         condition = "cost_partition = :p"
-        if after is not None:
-            condition += " AND #cost <= :cost"
+        if after is not None or min_cost is not None:
             names["#cost"] = "cost"
-            values[":cost"] = after[0]
+            high = after[0] if after is not None else None
+            if min_cost is not None and high is not None:
+                condition += " AND #cost BETWEEN :low AND :high"
+                values.update({":low": min_cost, ":high": high})
+            elif high is not None:
+                condition += " AND #cost <= :high"
+                values[":high"] = high
+            else:
+                condition += " AND #cost >= :low"
+                values[":low"] = min_cost
 
         def read(partition: str) -> list[RunTotal]:
             arguments: dict[str, Any] = {
@@ -106,8 +124,8 @@ class RunReads(TableAccess):
             }
             if names:
                 arguments["ExpressionAttributeNames"] = names
-            if filters:
-                arguments["FilterExpression"] = " AND ".join(f"#f{i} = :f{i}" for i in range(len(filters)))
+            if conditions:
+                arguments["FilterExpression"] = " AND ".join(conditions)
             found: list[RunTotal] = []
             for page in self.client.get_paginator("query").paginate(**arguments):
                 totals = (total_from_item(from_item(raw)) for raw in page.get("Items", []))

@@ -131,6 +131,15 @@ def test_the_most_expensive_runs_come_page_by_page_filtered(store: DynamoStore) 
     wanted = sorted((run for run in exact if int(run[1:]) % 2), key=lambda run: (-exact[run], run))
     assert [run["trace_id"] for run in seen] == wanted
     assert all(Decimal(run["total"]["cost"]) == exact[run["trace_id"]] for run in seen)
+    floor = sorted(exact.values())[-10]
+    costly = runs.runs(workspace_id, {**DAYS, "min_cost": str(floor)}, limit=4)
+    rest = runs.runs(workspace_id, {**DAYS, "min_cost": str(floor), "cursor": costly["cursor"]}, limit=50)
+    assert [run["trace_id"] for run in costly["runs"] + rest["runs"]] == sorted(
+        (run for run in exact if exact[run] >= floor), key=lambda run: (-exact[run], run)
+    )
+    calls = {run: sum(1 for record in records if record.event.trace_id == run) for run in exact}
+    many = runs.runs(workspace_id, {**DAYS, "min_calls": "4"}, limit=200)["runs"]
+    assert {run["trace_id"] for run in many} == {run for run, count in calls.items() if count >= 4}
     customer = runs.runs(workspace_id, {**DAYS, "customer": "c1"}, limit=200)["runs"]
     assert {run["trace_id"] for run in customer} == {f"r{n:02d}" for n in range(40) if n % 3 == 1}
     with pytest.raises(ApiError):
@@ -165,6 +174,13 @@ def test_unit_costs_are_within_the_stated_error_of_exact_percentiles(store: Dyna
             assert abs(Decimal(group["cost_per_run"][name]) - exact) <= exact * Decimal(str(RELATIVE_ERROR))
         assert Decimal(group["cost_per_run"]["mean"]) == sum(ordered) / len(ordered)
         assert group["sessions"] > 0
+        histogram = group["cost_per_run"]["histogram"]
+        assert sum(part["runs"] for part in histogram) == len(ordered)
+        assert all(
+            Decimal(part["low"]) < cost <= Decimal(part["high"]) * Decimal("1.000000001")
+            for part in histogram[:1]
+            for cost in ordered[:1]
+        )
 
 
 def test_refusals_name_their_field(store: DynamoStore) -> None:
@@ -175,6 +191,9 @@ def test_refusals_name_their_field(store: DynamoStore) -> None:
         ({"sort": "recent"}, "sort"),
         ({"cursor": "e30"}, "cursor"),
         ({"from": "2026-13-01"}, "from"),
+        ({"min_cost": "-1"}, "min_cost"),
+        ({"min_cost": "NaN"}, "min_cost"),
+        ({"min_calls": "x"}, "min_calls"),
     ):
         with pytest.raises(ApiError) as refused:
             runs.runs("ws_x", params)

@@ -90,11 +90,21 @@ class Distribution(BaseModel):
     mean: Money
 
 
+class Bucket(BaseModel):
+    low: Decimal
+    high: Decimal
+    runs: Count
+
+
+class RunDistribution(Distribution):
+    histogram: Annotated[list[Bucket], Field(description="the sketch's buckets holding runs: (low, high] and runs")]
+
+
 class UnitCostGroup(BaseModel):
     key: Annotated[str | None, Field(description="the feature, customer id or run name (null: none)")]
     runs: Count
     sessions: Count
-    cost_per_run: Distribution
+    cost_per_run: RunDistribution
     cost_per_session: Distribution
 
 

@@ -33,6 +33,12 @@ def add_run_routes(owners: OwnerRoutes, runs: RunService) -> None:
         last: Last = None,
         feature: Annotated[str | None, Query(max_length=MAX_FILTER_CHARS, description="Only this feature")] = None,
         customer: Annotated[str | None, Query(max_length=MAX_FILTER_CHARS, description="Only this customer id")] = None,
+        min_cost: Annotated[
+            str | None, Query(max_length=40, description="Only runs that cost at least this (USD)")
+        ] = None,
+        min_calls: Annotated[
+            int | None, Query(ge=0, le=999_999_999, description="Only runs of this many calls or more")
+        ] = None,
         sort: Annotated[Literal["cost"], Query()] = "cost",
         limit: Annotated[int, Query(ge=1, le=MAX_RUNS)] = DEFAULT_RUNS,
         cursor: Annotated[str | None, Query(max_length=1024, description="cursor of the previous page")] = None,
@@ -41,6 +47,7 @@ def add_run_routes(owners: OwnerRoutes, runs: RunService) -> None:
 
         Each run counts on the UTC day of its first event, with its whole total."""
         params = {"from": first, "to": last, "feature": feature, "customer": customer, "sort": sort, "cursor": cursor}
+        params |= {"min_cost": min_cost, "min_calls": None if min_calls is None else str(min_calls)}
         return runs.runs(workspace_id(), {k: v for k, v in params.items() if v is not None}, limit)
 
     @owners.get(

@@ -28,7 +28,7 @@ from costtrack_service.domain.cost import format_decimal
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.runs.groups import SketchGroup, merged
-from costtrack_service.domain.runs.sketch import RELATIVE_ERROR, Histogram
+from costtrack_service.domain.runs.sketch import RELATIVE_ERROR, ZERO, Histogram, bucket_bounds
 from costtrack_service.domain.runs.totals import RUN, SESSION, RunTotal, is_run_marker
 from costtrack_service.domain.workspace_api import MAX_FILTER_CHARS, day_range
 
@@ -57,6 +57,8 @@ class RunReader(Protocol):
         filters: Mapping[str, str],
         after: tuple[Decimal, str] | None,
         limit: int,
+        min_cost: Decimal | None = None,
+        min_calls: int | None = None,
     ) -> list[RunTotal]: ...
 
     def sketch_groups(self, workspace_id: str, kind: str, first_day: str, last_day: str) -> list[SketchGroup]: ...
@@ -91,6 +93,26 @@ def decode_run_cursor(cursor: str) -> tuple[Decimal, str]:
     if not (isinstance(run_id, str) and RUN_ID.fullmatch(run_id) and cost.is_finite() and cost >= 0):
         raise refusal
     return cost, run_id
+
+
+def _min_cost(text: str | None) -> Decimal | None:
+    if not text:
+        return None
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        value = Decimal(-1)
+    if not (len(text) <= 40 and value.is_finite() and value >= 0):
+        raise invalid("min_cost", "min_cost must be a decimal amount in USD, 0 or more")
+    return value
+
+
+def _min_calls(text: str | None) -> int | None:
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit() and len(text) <= 9):
+        raise invalid("min_calls", "min_calls must be a whole number, 0 or more")
+    return int(text)
 
 
 def days_of(first_day: str, last_day: str) -> list[str]:
@@ -182,6 +204,16 @@ def distribution(histogram: Histogram) -> dict[str, str | None]:
     return figures
 
 
+def buckets(histogram: Histogram) -> list[dict[str, Any]]:
+    """The histogram's buckets holding runs, cheapest first: each a cost range ``(low, high]``
+    (``0``: the runs that cost nothing) and how many runs fell in it (the dashboard draws them)."""
+    answer = []
+    for bucket in sorted((b for b, c in histogram.counts.items() if c > 0), key=lambda b: -1e9 if b == ZERO else b):
+        low, high = bucket_bounds(bucket)
+        answer.append({"low": format_decimal(low), "high": format_decimal(high), "runs": histogram.counts[bucket]})
+    return answer
+
+
 def unit_cost_groups(by: str, runs: Iterable[SketchGroup], sessions: Iterable[SketchGroup]) -> list[dict[str, Any]]:
     run_groups, session_groups = merged(runs, by), merged(sessions, by)
     keys = {key for key, histogram in (*run_groups.items(), *session_groups.items()) if histogram.count}
@@ -193,7 +225,7 @@ def unit_cost_groups(by: str, runs: Iterable[SketchGroup], sessions: Iterable[Sk
                 "key": key,
                 "runs": run_histogram.count,
                 "sessions": session_histogram.count,
-                "cost_per_run": distribution(run_histogram),
+                "cost_per_run": distribution(run_histogram) | {"histogram": buckets(run_histogram)},
                 "cost_per_session": distribution(session_histogram),
             }
         )
@@ -224,6 +256,7 @@ class RunService:
         if sort not in RUN_SORTS:
             raise invalid("sort", f"sort must be one of {', '.join(RUN_SORTS)}")
         after = decode_run_cursor(params["cursor"]) if params.get("cursor") else None
+        min_cost, min_calls = _min_cost(params.get("min_cost")), _min_calls(params.get("min_calls"))
         filters = {}
         for name, attribute in RUN_FILTERS.items():
             value = params.get(name)
@@ -231,7 +264,8 @@ class RunService:
                 if len(value) > MAX_FILTER_CHARS or not encodes_as_utf8(value):
                     raise invalid(name, f"{name} must be text of at most {MAX_FILTER_CHARS} characters")
                 filters[attribute] = value
-        found = self.store.top_runs(workspace_id, days_of(first_day, last_day), filters, after, limit + 1)
+        days = days_of(first_day, last_day)
+        found = self.store.top_runs(workspace_id, days, filters, after, limit + 1, min_cost, min_calls)
         page = found[:limit]
         cursor = encode_run_cursor(page[-1]) if len(found) > limit else None
         return {
