@@ -27,6 +27,8 @@ from costtrack_service.store_base import TableAccess
 from costtrack_service.store_items import to_item
 
 TOTAL_KEY = "total"
+#: A sketch row's bucket attributes: ``b_`` + the bucket's name (``sketch.bucket_name``).
+BUCKET_PREFIX = "b_"
 COST_PARTITIONS = 8
 
 
@@ -104,7 +106,7 @@ def sketch_update(table: str, partition: str, row: SketchRow, delta: SketchDelta
     sets = {"kind": row.kind, "day": row.day, "feature": row.feature}
     sets |= {name: value for name, value in (("customer_id", row.customer_id), ("run_name", row.run_name)) if value}
     adds: dict[str, int | Decimal] = {
-        f"b_{bucket_name(bucket)}": count for bucket, count in delta.buckets.items() if count
+        f"{BUCKET_PREFIX}{bucket_name(bucket)}": count for bucket, count in delta.buckets.items() if count
     }
     adds["cost_sum"] = delta.cost
     names = {f"#{name}": name for name in (*sets, *adds)}

@@ -210,3 +210,51 @@ def test_an_empty_month_has_only_a_zero_total() -> None:
     data = statement(harness, workspace_id)
     assert data["lines"] == [] and data["total"]["cost"] == "0" and data["total"]["events"] == 0
     assert json.loads(json.dumps(data)) == data
+
+
+def test_a_statement_gives_each_line_its_cost_per_run_and_per_session() -> None:
+    harness = Harness()
+    workspace_id = harness.workspace(tier="paid", included=100)
+    key = harness.key(workspace_id)
+    sends = [
+        event(customer_id="acme", trace_id="r1", session_id="s1"),
+        event(customer_id="acme", trace_id="r1", session_id="s1", completion_tokens=500),
+        event(customer_id="acme", trace_id="r2", session_id="s1", prompt_tokens=3000),
+        event(customer_id="globex", trace_id="r3"),
+        event(trace_id="r4", feature="search"),  # no customer
+        event(customer_id="globex"),  # not in a run
+    ]
+    for number, body in enumerate(sends):
+        assert harness.send(key, body, idempotency_key=f"k{number}").status == 200
+    records = list(harness.store.events.values())
+
+    def run_cost(trace: str) -> Decimal:
+        return sum((record.cost for record in records if record.event.trace_id == trace), Decimal(0))
+
+    data = statement(harness, workspace_id)
+    lines = {line["customer_id"] or line["kind"]: line for line in data["lines"]}
+    acme, globex, none = lines["acme"], lines["globex"], lines["no_customer"]
+    assert (acme["runs"], acme["sessions"]) == (2, 1)
+    assert Decimal(acme["cost_per_run"]) == (run_cost("r1") + run_cost("r2")) / 2
+    assert Decimal(acme["cost_per_session"]) == run_cost("r1") + run_cost("r2")
+    assert (globex["runs"], Decimal(globex["cost_per_run"]), globex["sessions"], globex["cost_per_session"]) == (
+        1,
+        run_cost("r3"),
+        0,
+        None,
+    )
+    assert none["runs"] == 1 and Decimal(none["cost_per_run"]) == run_cost("r4")
+    total = data["total"]
+    assert total["runs"] == 4 and Decimal(total["cost_per_run"]) == sum(map(run_cost, ("r1", "r2", "r3", "r4"))) / 4
+    by_feature = {line["feature"]: line for line in statement(harness, workspace_id, by="feature")["lines"]}
+    assert (by_feature["chat"]["runs"], by_feature["search"]["runs"]) == (3, 1)
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                read_statement(
+                    harness.store, harness.store.workspaces[workspace_id], "2026-11", "customer", LATER
+                ).to_csv()
+            )
+        )
+    )
+    assert rows[-1]["runs"] == "4" and rows[0]["cost_per_run"] == acme["cost_per_run"]

@@ -33,6 +33,7 @@ from costtrack_tools.admin_output import AdminError, emit, find_workspace, refus
 from costtrack_tools.admin_partitions import add_partitions_parser
 from costtrack_tools.admin_pricing import add_pricing_parser
 from costtrack_tools.admin_reports import add_report_parsers
+from costtrack_tools.admin_runs import add_run_parsers
 from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS
 from costtrack_tools.local.stack import DEFAULT_STATE_FILE
 
@@ -265,7 +266,8 @@ def _target_options() -> argparse.ArgumentParser:
 def add_admin_parser(commands: Any) -> None:
     common = _target_options()
     admin = commands.add_parser(
-        "admin", help="operate costtrack: workspaces, plans, keys, pricing, budgets, usage, statements, export"
+        "admin",
+        help="operate costtrack: workspaces, plans, keys, pricing, budgets, usage, statements, runs, export",
     )
     groups = admin.add_subparsers(dest="group", required=True)
 
@@ -334,6 +336,7 @@ def add_admin_parser(commands: Any) -> None:
     add_pricing_parser(groups, command)
     add_budgets_parser(groups, command)
     add_report_parsers(groups, command)
+    add_run_parsers(groups, command)
     add_export_parser(groups, command)
     add_billing_parsers(groups, command)
 

@@ -24,6 +24,8 @@ from costtrack_service.domain.quota import Charge, PlanStatus, Tier, Usage, Work
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.reservations.ids import Part, ReservationId
 from costtrack_service.domain.reservations.ledger import Hold
+from costtrack_service.domain.runs.groups import SketchGroup
+from costtrack_service.domain.runs.sketch import Histogram
 from costtrack_service.domain.runs.totals import RunTotal, SketchDelta, SketchRow
 from costtrack_service.domain.shards import SHARDS, PartitionLayout, partition_key
 from costtrack_service.domain.source import Source, normalize_provider
@@ -172,6 +174,21 @@ class MemoryStore:
                 summed.cost += delta.cost
             self.writes += 1
             return None
+
+    def sketch_groups(self, workspace_id: str, kind: str, first_day: str, last_day: str) -> list[SketchGroup]:
+        """The sketch rows as ``run_reads.RunReads.sketch_groups`` reads them."""
+        with self._lock:
+            rows = [
+                (row, delta)
+                for (workspace, row), delta in self.sketch.items()
+                if workspace == workspace_id and row.kind == kind and first_day <= row.day <= last_day
+            ]
+        return [
+            SketchGroup(
+                kind, row.day, row.feature, row.customer_id, row.run_name, Histogram(dict(delta.buckets), delta.cost)
+            )
+            for row, delta in rows
+        ]
 
     def get_runs(self, workspace_id: str, runs: Collection[tuple[str, str]]) -> dict[tuple[str, str], RunTotal]:
         with self._lock:

@@ -133,7 +133,7 @@ $("sign-out").addEventListener("click", () => showSignIn(""));
 document.querySelectorAll(".ranges button[data-days]").forEach((button) => {
   button.addEventListener("click", () => {
     setRange(daysBefore(today(), Number(button.dataset.days) - 1), today());
-    loadUsage().catch(failed);
+    Promise.all([loadUsage(), loadUnits()]).catch(failed);
   });
 });
 
@@ -147,7 +147,7 @@ $("range-form").addEventListener("submit", (event) => {
     return;
   }
   setRange(from, to);
-  loadUsage().catch(failed);
+  Promise.all([loadUsage(), loadUnits()]).catch(failed);
 });
 
 async function start() {
@@ -157,7 +157,7 @@ async function start() {
     $("dashboard").hidden = false;
     $("sign-out").hidden = false;
     renderSummary(summary);
-    await Promise.all([loadUsage(), loadEvents(true), loadKeys()]);
+    await Promise.all([loadUsage(), loadEvents(true), loadKeys(), loadUnits()]);
   } catch (error) {
     failed(error);
   }

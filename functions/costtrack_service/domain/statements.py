@@ -25,14 +25,18 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from decimal import Decimal
 from typing import Any, Protocol
 
 from costtrack_service.domain.cost import CURRENCY, format_decimal
 from costtrack_service.domain.pricing import format_timestamp
 from costtrack_service.domain.quota import WorkspaceState
+from costtrack_service.domain.runs.groups import SketchGroup, merged
+from costtrack_service.domain.runs.sketch import Histogram
+from costtrack_service.domain.runs.totals import RUN, SESSION
 from costtrack_service.domain.usage import Counts, RollupKey, dimensions_for, report
 
 #: What a statement can be per.
@@ -88,10 +92,33 @@ def check_options(by: str | None, output: str | None) -> tuple[str, str]:
 
 
 @dataclass(frozen=True)
+class RunCosts:
+    """A line's runs and sessions that started in the month (with their whole totals), and
+    what they cost: the sums of their totals (``runs/reports.py`` reads the same rows)."""
+
+    runs: int = 0
+    run_cost: Decimal = Decimal(0)
+    sessions: int = 0
+    session_cost: Decimal = Decimal(0)
+
+    def fields(self) -> dict[str, Any]:
+        def mean(cost: Decimal, count: int) -> str | None:
+            return format_decimal(cost / count) if count else None
+
+        return {
+            "runs": self.runs,
+            "cost_per_run": mean(self.run_cost, self.runs),
+            "sessions": self.sessions,
+            "cost_per_session": mean(self.session_cost, self.sessions),
+        }
+
+
+@dataclass(frozen=True)
 class Line:
     kind: str  # the grouping (customer or feature), no_customer, hidden or total
     key: str  # the customer id or feature; a hidden line's reason; "" for no_customer and total
     counts: Counts
+    units: RunCosts | None = None  # None on hidden lines (runs are not attributed to them)
 
     def fields(self, by: str) -> dict[str, Any]:
         """The line as JSON shows it (the CSV row holds the same values)."""
@@ -113,6 +140,7 @@ class Line:
                 "unknown_model_events": counts.unknown_model_events,
             }
         )
+        data.update((self.units or RunCosts()).fields() if self.units else dict.fromkeys(RunCosts().fields()))
         return data
 
 
@@ -125,6 +153,7 @@ class Statement:
     generated_at: datetime
     lines: tuple[Line, ...]  # every line but the total
     total: Counts
+    total_units: RunCosts = RunCosts()
 
     @property
     def complete(self) -> bool:
@@ -148,7 +177,7 @@ class Statement:
             **self.header(),
             "by": self.by,
             "lines": [line.fields(self.by) for line in self.lines],
-            "total": Line(TOTAL, "", self.total).fields(self.by),
+            "total": Line(TOTAL, "", self.total, self.total_units).fields(self.by),
         }
 
     def filename(self, extension: str) -> str:
@@ -159,7 +188,8 @@ class Statement:
         month, currency and generated_at so a row is meaningful on its own."""
         header = self.header()
         leading = {name: header[name] for name in ("workspace_id", "month", "currency", "generated_at")}
-        rows = [{**leading, **line.fields(self.by)} for line in (*self.lines, Line(TOTAL, "", self.total))]
+        every = (*self.lines, Line(TOTAL, "", self.total, self.total_units))
+        rows = [{**leading, **line.fields(self.by)} for line in every]
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\r\n")
         writer.writeheader()
@@ -190,24 +220,55 @@ def build_statement(
     month: Month,
     by: str,
     generated_at: datetime,
+    units: Mapping[str | None, RunCosts] | None = None,
 ) -> Statement:
-    """A statement from the month's rollup rows of ``dimensions_for(by)`` (the usage report's)."""
+    """A statement from the month's rollup rows of ``dimensions_for(by)`` (the usage report's),
+    with the runs and sessions that started in the month per customer (None: no customer) or
+    feature (``units``)."""
+    units = units or {}
     usage = report(rows, by)
-    lines = [Line(by, key, counts) for key, counts in sorted(usage.groups.items())]
-    if by == "customer" and usage.unattributed.events:
-        lines.append(Line(NO_CUSTOMER, "", usage.unattributed))
+    lines = [Line(by, key, counts, units.get(key, RunCosts())) for key, counts in sorted(usage.groups.items())]
+    if by == "customer" and (usage.unattributed.events or None in units):
+        lines.append(Line(NO_CUSTOMER, "", usage.unattributed, units.get(None, RunCosts())))
     lines += [Line(HIDDEN, reason, counts) for reason, counts in sorted(usage.hidden.items())]
     # What admin usage shows: its totals (visible events) and its hidden counts.
     total = Counts()
     for counts in (usage.totals, *usage.hidden.values()):
         total.add(counts)
-    return Statement(workspace_id, workspace_name, month, by, generated_at, tuple(lines), total)
+    every = RunCosts(
+        sum(unit.runs for unit in units.values()),
+        sum((unit.run_cost for unit in units.values()), Decimal(0)),
+        sum(unit.sessions for unit in units.values()),
+        sum((unit.session_cost for unit in units.values()), Decimal(0)),
+    )
+    return Statement(workspace_id, workspace_name, month, by, generated_at, tuple(lines), total, every)
 
 
 class RollupReader(Protocol):
     def query_rollups(
         self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
     ) -> list[tuple[RollupKey, Counts]]: ...
+
+    def sketch_groups(self, workspace_id: str, kind: str, first_day: str, last_day: str) -> list[SketchGroup]: ...
+
+
+def run_costs(
+    store: RollupReader, workspace_id: str, by: str, first_day: str, last_day: str
+) -> dict[str | None, RunCosts]:
+    """Per customer (or feature), the runs and sessions that started from ``first_day`` to
+    ``last_day`` and their cost, from the cost sketch rows (their counts and exact sums)."""
+    key = "customer" if by == "customer" else "feature"
+    runs = merged(store.sketch_groups(workspace_id, RUN, first_day, last_day), key)
+    sessions = merged(store.sketch_groups(workspace_id, SESSION, first_day, last_day), key)
+    return {
+        name: RunCosts(
+            runs.get(name, Histogram()).count,
+            runs.get(name, Histogram()).total,
+            sessions.get(name, Histogram()).count,
+            sessions.get(name, Histogram()).total,
+        )
+        for name in {*runs, *sessions}
+    }
 
 
 def read_statement(
@@ -217,9 +278,8 @@ def read_statement(
     store's rollups: what the owners' API and ``costtrack admin statements`` both answer."""
     by, _ = check_options(by, None)
     period = Month.parse(month, now.date())
-    rows = store.query_rollups(
-        workspace.workspace_id, dimensions_for(by), period.first_day.isoformat(), period.last_day.isoformat()
-    )
+    first_day, last_day = period.first_day.isoformat(), period.last_day.isoformat()
+    rows = store.query_rollups(workspace.workspace_id, dimensions_for(by), first_day, last_day)
     return build_statement(
         rows,
         workspace_id=workspace.workspace_id,
@@ -227,4 +287,5 @@ def read_statement(
         month=period,
         by=by,
         generated_at=now,
+        units=run_costs(store, workspace.workspace_id, by, first_day, last_day),
     )

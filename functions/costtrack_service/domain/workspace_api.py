@@ -40,6 +40,7 @@ from costtrack_service.domain.otlp_spans import (
 from costtrack_service.domain.owner_requests import BIND_CAPS, Binding, NewKey, checked
 from costtrack_service.domain.quota import Tier, Usage, WorkspaceState, billing_period
 from costtrack_service.domain.records import EventQuery, EventRecord
+from costtrack_service.domain.runs.groups import SketchGroup
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.statements import Statement, StatementRequestError, check_options, read_statement
 from costtrack_service.domain.usage import (
@@ -102,6 +103,8 @@ class WorkspaceStore(Protocol):
     def change_key_state(self, key_hash: str, action: str) -> KeyRecord: ...
 
     def set_attribute_map(self, workspace_id: str, attribute_map: AttributeMap) -> None: ...
+
+    def sketch_groups(self, workspace_id: str, kind: str, first_day: str, last_day: str) -> list[SketchGroup]: ...
 
 
 def invalid(field: str, message: str) -> ApiError:
@@ -188,6 +191,7 @@ class WorkspaceService:
     def __init__(self, store: WorkspaceStore, *, clock: Any = None) -> None:
         self.store = store
         self._clock = clock or (lambda: datetime.now(UTC))
+        self.clock = self._clock
 
     def authenticate(self, secret: str | None) -> Caller:
         """The caller of an owners' request, from the admin token it presented (``None``: none

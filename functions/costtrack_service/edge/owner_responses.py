@@ -265,6 +265,10 @@ class StatementLine(BaseModel):
     total_tokens: Count
     cost: Decimal
     unknown_model_events: Count
+    runs: Annotated[int | None, Field(ge=0, description="runs that started in the month (null on hidden lines)")]
+    cost_per_run: Annotated[Decimal | None, Field(description="their mean total, exact (null without runs)")]
+    sessions: Annotated[int | None, Field(ge=0, description="sessions that started in the month")]
+    cost_per_session: Annotated[Decimal | None, Field(description="their mean total, exact")]
 
 
 class Statement(BaseModel):

@@ -28,6 +28,7 @@ from costtrack_service.domain.overrides_api import OverrideService
 from costtrack_service.domain.owner_requests import NewKey, NewPriceOverride, OtelAttributes, refusal
 from costtrack_service.domain.quota import WorkspaceState
 from costtrack_service.domain.reconciliation.service import ReconciliationService
+from costtrack_service.domain.runs.reports import RunService
 from costtrack_service.domain.statements import STATEMENT_FORMATS, STATEMENT_GROUPINGS
 from costtrack_service.domain.usage import GROUPINGS
 from costtrack_service.domain.workspace_api import (
@@ -53,6 +54,7 @@ from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
 from costtrack_service.edge.request_errors import read_json_body, refuse_media_type
 from costtrack_service.edge.workspace_billing import add_billing_routes
 from costtrack_service.edge.workspace_budgets import add_budget_routes
+from costtrack_service.edge.workspace_runs import add_run_routes
 
 logger = Logger(service="costtrack-api")
 
@@ -296,6 +298,7 @@ def build_app(
 
     add_budget_routes(owners, budgets)
     add_billing_routes(owners, ReconciliationService(service.store))  # type: ignore[arg-type]
+    add_run_routes(owners, RunService(service.store, service.clock))  # type: ignore[arg-type]
 
     add_dashboard_routes(app, local)
 

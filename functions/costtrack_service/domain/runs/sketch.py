@@ -49,6 +49,15 @@ def bucket_value(bucket: Bucket) -> Decimal:
     return Decimal(f"{value:.12g}")
 
 
+def bucket_bounds(bucket: Bucket) -> tuple[Decimal, Decimal]:
+    """The costs a bucket holds, ``(low, high]`` (``0, 0`` for the zero bucket), rounded to 12
+    significant digits."""
+    if bucket == ZERO:
+        return Decimal(0), Decimal(0)
+    assert isinstance(bucket, int)
+    return Decimal(f"{GAMMA ** (bucket - 1):.12g}"), Decimal(f"{GAMMA**bucket:.12g}")
+
+
 def block_of(bucket: Bucket) -> str:
     """The stored row a bucket belongs to."""
     return ZERO if bucket == ZERO else str(int(bucket) // BLOCK)

@@ -1,0 +1,293 @@
+"""The owners' questions about runs and sessions (CONTRACT §11), answered from the per-run
+totals and their cost sketch (``totals.py``, ``sketch.py``), never by reading every event:
+
+* ``run`` / ``session``: the total, the calls in ``received_at`` order (the run's events, read
+  by time over the run's window: ``run_reads.py``), and how the cost split by model and by step
+  (``parent_id``), or, for a session, by run. The SDK's run marker is not a call: it is not
+  listed, its status and latency are the total's.
+* ``runs``: the most expensive runs that started in a date range, filtered by feature and
+  customer, a page at a time (the cursor is the last run's cost and id).
+* ``unit_costs``: per feature, customer or run name, the runs and sessions that started in the
+  range and their cost at p50, p90, p99 and max (each within ``RELATIVE_ERROR`` of the exact
+  value) and the mean (exact: the sketch keeps the sum).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from typing import Any, Protocol
+
+from costtrack.validation import encodes_as_utf8
+from costtrack_service.domain.cost import format_decimal
+from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.runs.groups import SketchGroup, merged
+from costtrack_service.domain.runs.sketch import RELATIVE_ERROR, ZERO, Histogram, bucket_bounds
+from costtrack_service.domain.runs.totals import RUN, SESSION, RunTotal, is_run_marker
+from costtrack_service.domain.workspace_api import MAX_FILTER_CHARS, day_range
+
+#: Calls listed with a run at most (a run of more is listed in part: ``calls_complete`` false).
+MAX_RUN_CALLS = 2000
+UNIT_GROUPINGS = ("feature", "customer", "run_name")
+RUN_SORTS = ("cost",)
+DEFAULT_RUNS = 50
+MAX_RUNS = 200
+QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
+#: The id of a run or session in a path: the event field's rule (CONTRACT §11).
+RUN_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+#: Query parameter -> total attribute, for filtering the runs list.
+RUN_FILTERS = {"feature": "feature", "customer": "customer_id"}
+
+
+class RunReader(Protocol):
+    def get_total(self, workspace_id: str, kind: str, run_id: str) -> RunTotal | None: ...
+
+    def run_calls(self, total: RunTotal, workspace_id: str, limit: int) -> tuple[list[EventRecord], bool]: ...
+
+    def top_runs(
+        self,
+        workspace_id: str,
+        days: Sequence[str],
+        filters: Mapping[str, str],
+        after: tuple[Decimal, str] | None,
+        limit: int,
+        min_cost: Decimal | None = None,
+        min_calls: int | None = None,
+    ) -> list[RunTotal]: ...
+
+    def sketch_groups(self, workspace_id: str, kind: str, first_day: str, last_day: str) -> list[SketchGroup]: ...
+
+
+def invalid(field: str, message: str) -> ApiError:
+    return ApiError("INVALID_PAYLOAD", message, details=[{"field": field, "message": message}])
+
+
+def after_position(total: RunTotal, after: tuple[Decimal, str] | None) -> bool:
+    """Whether ``total`` comes after ``after`` in the runs list's order (cost down, id up)."""
+    if after is None:
+        return True
+    cost, run_id = after
+    return total.cost < cost or (total.cost == cost and total.run_id > run_id)
+
+
+def encode_run_cursor(total: RunTotal) -> str:
+    text = json.dumps({"cost": format_decimal(total.cost), "run": total.run_id}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def decode_run_cursor(cursor: str) -> tuple[Decimal, str]:
+    refusal = invalid("cursor", "cursor is not one this API returned")
+    if not cursor.isascii() or len(cursor) > 1024:
+        raise refusal
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        cost, run_id = Decimal(data["cost"]), data["run"]
+    except (binascii.Error, ValueError, RecursionError, TypeError, KeyError, InvalidOperation):
+        raise refusal from None
+    if not (isinstance(run_id, str) and RUN_ID.fullmatch(run_id) and cost.is_finite() and cost >= 0):
+        raise refusal
+    return cost, run_id
+
+
+def _min_cost(text: str | None) -> Decimal | None:
+    if not text:
+        return None
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        value = Decimal(-1)
+    if not (len(text) <= 40 and value.is_finite() and value >= 0):
+        raise invalid("min_cost", "min_cost must be a decimal amount in USD, 0 or more")
+    return value
+
+
+def _min_calls(text: str | None) -> int | None:
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit() and len(text) <= 9):
+        raise invalid("min_calls", "min_calls must be a whole number, 0 or more")
+    return int(text)
+
+
+def days_of(first_day: str, last_day: str) -> list[str]:
+    first, last = date.fromisoformat(first_day), date.fromisoformat(last_day)
+    return [(first + timedelta(days=n)).isoformat() for n in range((last - first).days + 1)]
+
+
+def check_run_id(kind: str, run_id: str) -> str:
+    if not RUN_ID.fullmatch(run_id):
+        field = "trace_id" if kind == RUN else "session_id"
+        raise invalid(field, f"{field} is 1 to 128 characters of A-Z a-z 0-9 . _ : -")
+    return run_id
+
+
+def _money(value: Decimal | None) -> str | None:
+    return None if value is None else format_decimal(value)
+
+
+def _call(record: EventRecord, kind: str) -> dict[str, Any]:
+    event = record.event
+    call: dict[str, Any] = {
+        "event_id": record.event_id,
+        "received_at": record.received_at,
+        "parent_id": event.parent_id,
+        "provider": event.provider,
+        "model": event.model,
+        "status": event.status,
+        "cost": format_decimal(record.cost),
+        "pricing_status": record.pricing_status,
+        "prompt_tokens": event.prompt_tokens,
+        "completion_tokens": event.completion_tokens,
+        "total_tokens": event.total_tokens,
+        "latency_ms": event.latency_ms,
+    }
+    if kind == SESSION:
+        call["trace_id"] = event.trace_id
+    return call
+
+
+def _split(calls: Iterable[EventRecord], name: str, key: Any) -> list[dict[str, Any]]:
+    """Calls and cost per ``key`` of a call, most expensive first."""
+    parts: dict[Any, list[Any]] = {}
+    for record in calls:
+        part = parts.setdefault(key(record), [0, Decimal(0)])
+        part[0] += 1
+        part[1] += record.cost
+    ordered = sorted(parts.items(), key=lambda item: (-item[1][1], str(item[0])))
+    return [{name: value, "calls": calls, "cost": format_decimal(cost)} for value, (calls, cost) in ordered]
+
+
+def run_answer(total: RunTotal, records: Sequence[EventRecord], more: bool) -> dict[str, Any]:
+    """``GET /v1/workspace/runs/{trace_id}`` (or ``sessions/{session_id}``)."""
+    calls = [record for record in records if not is_run_marker(record.event)]
+    answer: dict[str, Any] = {
+        "trace_id" if total.kind == RUN else "session_id": total.run_id,
+        "run_name": total.run_name,
+        "feature": total.feature,
+        "customer_id": total.customer_id,
+        "total": total.answer(),
+        "by_model": _split(calls, "model", lambda record: f"{record.event.provider}/{record.event.model}"),
+    }
+    if total.kind == RUN:
+        answer["session_id"] = total.session_id
+        answer["by_step"] = _split(calls, "parent_id", lambda record: record.event.parent_id)
+    else:
+        answer["by_run"] = _split(calls, "trace_id", lambda record: record.event.trace_id)
+    answer["calls"] = [_call(record, total.kind) for record in calls]
+    # False when the run had more calls than are listed, or some expired (the events' TTL).
+    answer["calls_complete"] = not more and len(calls) == total.calls
+    return answer
+
+
+def listed_run(total: RunTotal) -> dict[str, Any]:
+    return {
+        "trace_id": total.run_id,
+        "run_name": total.run_name,
+        "feature": total.feature,
+        "customer_id": total.customer_id,
+        "session_id": total.session_id,
+        "total": total.answer(),
+    }
+
+
+def distribution(histogram: Histogram) -> dict[str, str | None]:
+    """p50, p90, p99 and max (within the sketch's relative error) and the exact mean."""
+    figures = {name: _money(histogram.quantile(q)) for name, q in QUANTILES}
+    figures["max"] = _money(histogram.quantile(1.0))
+    figures["mean"] = _money(histogram.mean())
+    return figures
+
+
+def buckets(histogram: Histogram) -> list[dict[str, Any]]:
+    """The histogram's buckets holding runs, cheapest first: each a cost range ``(low, high]``
+    (``0``: the runs that cost nothing) and how many runs fell in it (the dashboard draws them)."""
+    answer = []
+    for bucket in sorted((b for b, c in histogram.counts.items() if c > 0), key=lambda b: -1e9 if b == ZERO else b):
+        low, high = bucket_bounds(bucket)
+        answer.append({"low": format_decimal(low), "high": format_decimal(high), "runs": histogram.counts[bucket]})
+    return answer
+
+
+def unit_cost_groups(by: str, runs: Iterable[SketchGroup], sessions: Iterable[SketchGroup]) -> list[dict[str, Any]]:
+    run_groups, session_groups = merged(runs, by), merged(sessions, by)
+    keys = {key for key, histogram in (*run_groups.items(), *session_groups.items()) if histogram.count}
+    answer = []
+    for key in sorted(keys, key=lambda key: (key is None, key or "")):
+        run_histogram, session_histogram = run_groups.get(key, Histogram()), session_groups.get(key, Histogram())
+        answer.append(
+            {
+                "key": key,
+                "runs": run_histogram.count,
+                "sessions": session_histogram.count,
+                "cost_per_run": distribution(run_histogram) | {"histogram": buckets(run_histogram)},
+                "cost_per_session": distribution(session_histogram),
+            }
+        )
+    return answer
+
+
+class RunService:
+    """The owners' run questions for one workspace (the edge passes the admin token's)."""
+
+    def __init__(self, store: RunReader, clock: Callable[[], datetime] | None = None) -> None:
+        self.store = store
+        self._clock = clock or (lambda: datetime.now(UTC))
+
+    def days(self, params: Mapping[str, str]) -> tuple[str, str]:
+        """``from`` and ``to`` (the usage report's rule: the last 30 days by default)."""
+        return day_range(params, self._clock().date())
+
+    def run(self, workspace_id: str, kind: str, run_id: str) -> dict[str, Any]:
+        total = self.store.get_total(workspace_id, kind, check_run_id(kind, run_id))
+        if total is None:
+            raise ApiError("NOT_FOUND", f"No such {'run' if kind == RUN else 'session'} in this workspace.")
+        records, more = self.store.run_calls(total, workspace_id, MAX_RUN_CALLS + 1)
+        return run_answer(total, records, more)
+
+    def runs(self, workspace_id: str, params: Mapping[str, str], limit: int = DEFAULT_RUNS) -> dict[str, Any]:
+        first_day, last_day = self.days(params)
+        sort = params.get("sort") or "cost"
+        if sort not in RUN_SORTS:
+            raise invalid("sort", f"sort must be one of {', '.join(RUN_SORTS)}")
+        after = decode_run_cursor(params["cursor"]) if params.get("cursor") else None
+        min_cost, min_calls = _min_cost(params.get("min_cost")), _min_calls(params.get("min_calls"))
+        filters = {}
+        for name, attribute in RUN_FILTERS.items():
+            value = params.get(name)
+            if value:
+                if len(value) > MAX_FILTER_CHARS or not encodes_as_utf8(value):
+                    raise invalid(name, f"{name} must be text of at most {MAX_FILTER_CHARS} characters")
+                filters[attribute] = value
+        days = days_of(first_day, last_day)
+        found = self.store.top_runs(workspace_id, days, filters, after, limit + 1, min_cost, min_calls)
+        page = found[:limit]
+        cursor = encode_run_cursor(page[-1]) if len(found) > limit else None
+        return {
+            "from": first_day,
+            "to": last_day,
+            "sort": sort,
+            "runs": [listed_run(t) for t in page],
+            "cursor": cursor,
+        }
+
+    def unit_costs(self, workspace_id: str, params: Mapping[str, str]) -> dict[str, Any]:
+        first_day, last_day = self.days(params)
+        by = params.get("by") or "feature"
+        if by not in UNIT_GROUPINGS:
+            raise invalid("by", f"by must be one of {', '.join(UNIT_GROUPINGS)}")
+        runs = self.store.sketch_groups(workspace_id, RUN, first_day, last_day)
+        sessions = self.store.sketch_groups(workspace_id, SESSION, first_day, last_day)
+        return {
+            "from": first_day,
+            "to": last_day,
+            "by": by,
+            "currency": "USD",
+            "relative_error": format_decimal(Decimal(str(RELATIVE_ERROR))),
+            "groups": unit_cost_groups(by, runs, sessions),
+        }

@@ -1,0 +1,77 @@
+"""The owners' run routes (README, "Cost per run"): ``/v1/workspace/runs``,
+``/v1/workspace/runs/{trace_id}``, ``/v1/workspace/sessions/{session_id}`` and
+``/v1/workspace/unit-costs``, on the owners' resolver (``edge/workspace.py``), declared like its
+other routes (``edge/owner_routes.py``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from urllib.parse import unquote
+
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+
+from costtrack_service.domain.runs.reports import DEFAULT_RUNS, MAX_RUNS, UNIT_GROUPINGS, RunService
+from costtrack_service.domain.runs.totals import RUN, SESSION
+from costtrack_service.domain.workspace_api import MAX_FILTER_CHARS
+from costtrack_service.edge import run_responses as shapes
+from costtrack_service.edge.owner_responses import INVALID, documented, refused
+from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
+
+UnitsBy = Literal[UNIT_GROUPINGS]  # type: ignore[valid-type]
+DAY = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+First = Annotated[str | None, Query(alias="from", pattern=DAY, description="First UTC day the runs started")]
+Last = Annotated[str | None, Query(alias="to", pattern=DAY, description="Last UTC day, inclusive (default: today)")]
+RunId = "^[A-Za-z0-9._:-]{1,128}$"
+
+
+def add_run_routes(owners: OwnerRoutes, runs: RunService) -> None:
+    workspace_id = owners.workspace_id
+
+    @owners.get("/v1/workspace/runs", documented(200, shapes.RunList, "Runs, most expensive first", r400=INVALID))
+    def list_runs(
+        first: First = None,
+        last: Last = None,
+        feature: Annotated[str | None, Query(max_length=MAX_FILTER_CHARS, description="Only this feature")] = None,
+        customer: Annotated[str | None, Query(max_length=MAX_FILTER_CHARS, description="Only this customer id")] = None,
+        min_cost: Annotated[
+            str | None, Query(max_length=40, description="Only runs that cost at least this (USD)")
+        ] = None,
+        min_calls: Annotated[
+            int | None, Query(ge=0, le=999_999_999, description="Only runs of this many calls or more")
+        ] = None,
+        sort: Annotated[Literal["cost"], Query()] = "cost",
+        limit: Annotated[int, Query(ge=1, le=MAX_RUNS)] = DEFAULT_RUNS,
+        cursor: Annotated[str | None, Query(max_length=1024, description="cursor of the previous page")] = None,
+    ) -> Answer:
+        """The most expensive runs that started in a date range (default: the last 30 days)
+
+        Each run counts on the UTC day of its first event, with its whole total."""
+        params = {"from": first, "to": last, "feature": feature, "customer": customer, "sort": sort, "cursor": cursor}
+        params |= {"min_cost": min_cost, "min_calls": None if min_calls is None else str(min_calls)}
+        return runs.runs(workspace_id(), {k: v for k, v in params.items() if v is not None}, limit)
+
+    @owners.get(
+        "/v1/workspace/runs/<trace_id>",
+        documented(200, shapes.Run, "The run", r400=INVALID, r404=refused("No such run", "NOT_FOUND")),
+    )
+    def get_run(trace_id: Annotated[str, Path(pattern=RunId, description="the run's trace_id")]) -> Answer:
+        """A run: its total, its calls in received_at order, and its cost by model and by step"""
+        return runs.run(workspace_id(), RUN, unquote(trace_id))
+
+    @owners.get(
+        "/v1/workspace/sessions/<session_id>",
+        documented(200, shapes.Run, "The session", r400=INVALID, r404=refused("No such session", "NOT_FOUND")),
+    )
+    def get_session(session_id: Annotated[str, Path(pattern=RunId, description="the session_id")]) -> Answer:
+        """A session: its total, its calls in received_at order, and its cost by model and by run"""
+        return runs.run(workspace_id(), SESSION, unquote(session_id))
+
+    @owners.get("/v1/workspace/unit-costs", documented(200, shapes.UnitCosts, "Unit costs", r400=INVALID))
+    def get_unit_costs(first: First = None, last: Last = None, by: Annotated[UnitsBy, Query()] = "feature") -> Answer:
+        """Cost per run and per session, per feature, customer or run name: p50, p90, p99, max, mean
+
+        From the cost sketch kept with the rollups (never every event): the percentiles and the
+        max are within relative_error of the exact ones, the mean is exact. Runs and sessions
+        count on the UTC day they started, with their whole total."""
+        params = {"from": first, "to": last, "by": by}
+        return runs.unit_costs(workspace_id(), {k: v for k, v in params.items() if v is not None})

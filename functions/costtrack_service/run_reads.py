@@ -1,0 +1,181 @@
+"""DynamoDB: what the owners' API reads of runs and sessions (mixed into ``DynamoStore``;
+``domain/runs/reports.py`` asks the questions).
+
+* A total is one ``GetItem`` (``run_store.run_partition``).
+* A run's (or session's) calls are found **without an index of their own**: the total knows
+  the run's first and last ``received_at``, and the by-time index (``visible_by_time``, visible
+  events under each partition's key and hidden ones under its twin) holds every event by time,
+  so the calls are a Query per partition over that window, filtered by ``trace_id`` (or
+  ``session_id``). An index keyed by trace id would cost every event with an id one more index
+  write (1 write unit per started KB of what it projects) to serve a read an owner makes now and
+  then; this read costs read units for the workspace's events in the run's window instead, and
+  is paid only when someone opens a run.
+* The most expensive runs are the sparse ``runs_by_cost`` index, a day's runs under 8 keys.
+* Cost sketch rows (``rc#<kind>#<day>#…``) are read from every rollup shard and added up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from typing import Any
+
+from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.runs.groups import SketchGroup
+from costtrack_service.domain.runs.reports import after_position
+from costtrack_service.domain.runs.sketch import Histogram, parse_bucket_name
+from costtrack_service.domain.runs.totals import RUN, RunTotal, sketch_prefix
+from costtrack_service.domain.shards import event_partitions, hidden_partition, rollup_partitions
+from costtrack_service.owner_store import _in_parallel
+from costtrack_service.run_store import BUCKET_PREFIX, TOTAL_KEY, cost_partitions, run_partition, total_from_item
+from costtrack_service.store_base import TableAccess
+from costtrack_service.store_items import event_from_item, from_item, to_item
+from costtrack_service.tables import RUNS_BY_COST, VISIBLE_BY_TIME
+
+_ID_ATTRIBUTE = {RUN: "trace_id", "session": "session_id"}
+#: The run's ``received_at`` window, as by-time index positions (``received_at#event_id``).
+_AFTER_ALL = "#\uffff"
+
+
+class RunReads(TableAccess):
+    def get_total(self, workspace_id: str, kind: str, run_id: str) -> RunTotal | None:
+        key = to_item({"partition": run_partition(workspace_id, kind, run_id), "rollup_key": TOTAL_KEY})
+        items = list(self._get_many(self.tables.rollups, [key]))
+        return total_from_item(items[0]) if items else None
+
+    def run_calls(self, total: RunTotal, workspace_id: str, limit: int) -> tuple[list[EventRecord], bool]:
+        """Up to ``limit`` of the run's events (calls and its marker), oldest first, and whether
+        there were more."""
+        values = {
+            ":p": "",
+            ":low": total.first_at,
+            ":high": total.last_at + _AFTER_ALL,
+            ":id": total.run_id,
+        }
+
+        def read(partition: str) -> list[EventRecord]:
+            found: list[EventRecord] = []
+            pages = self.client.get_paginator("query").paginate(
+                TableName=self.tables.events,
+                IndexName=VISIBLE_BY_TIME.name,
+                KeyConditionExpression="visible_partition = :p AND received_event BETWEEN :low AND :high",
+                FilterExpression="#id = :id",
+                ExpressionAttributeNames={"#id": _ID_ATTRIBUTE[total.kind]},
+                ExpressionAttributeValues=to_item({**values, ":p": partition}),
+            )
+            for page in pages:
+                found += [event_from_item(from_item(raw)) for raw in page.get("Items", [])]
+                if len(found) > limit:
+                    break
+            return found
+
+        partitions = [
+            key for partition in event_partitions(workspace_id) for key in (partition, hidden_partition(partition))
+        ]
+        records = sorted(
+            (record for found in _in_parallel(read, partitions) for record in found),
+            key=lambda record: (record.received_at, record.event_id),
+        )
+        return records[:limit], len(records) > limit
+
+    def top_runs(
+        self,
+        workspace_id: str,
+        days: Sequence[str],
+        filters: Mapping[str, str],
+        after: tuple[Decimal, str] | None,
+        limit: int,
+        min_cost: Decimal | None = None,
+        min_calls: int | None = None,
+    ) -> list[RunTotal]:
+        """Up to ``limit`` runs that started on ``days`` and match ``filters`` (stored attribute →
+        value), cost at least ``min_cost`` (the index's sort key) and calls at least
+        ``min_calls``, most expensive first (ties by id), after the position ``after``."""
+        if min_cost is not None and after is not None and min_cost > after[0]:
+            return []  # the previous page ended below min_cost
+        names = {f"#f{i}": name for i, name in enumerate(sorted(filters))}
+        values: dict[str, Any] = {f":f{i}": filters[name] for i, name in enumerate(sorted(filters))}
+        conditions = [f"#f{i} = :f{i}" for i in range(len(filters))]
+        if min_calls is not None:
+            conditions.append("#calls >= :calls")
+            names["#calls"] = "calls"
+            values[":calls"] = min_calls
+        condition = "cost_partition = :p"
+        if after is not None or min_cost is not None:
+            names["#cost"] = "cost"
+            high = after[0] if after is not None else None
+            if min_cost is not None and high is not None:
+                condition += " AND #cost BETWEEN :low AND :high"
+                values.update({":low": min_cost, ":high": high})
+            elif high is not None:
+                condition += " AND #cost <= :high"
+                values[":high"] = high
+            else:
+                condition += " AND #cost >= :low"
+                values[":low"] = min_cost
+
+        def read(partition: str) -> list[RunTotal]:
+            arguments: dict[str, Any] = {
+                "TableName": self.tables.rollups,
+                "IndexName": RUNS_BY_COST.name,
+                "KeyConditionExpression": condition,
+                "ScanIndexForward": False,
+                "ExpressionAttributeValues": to_item({**values, ":p": partition}),
+            }
+            if names:
+                arguments["ExpressionAttributeNames"] = names
+            if conditions:
+                arguments["FilterExpression"] = " AND ".join(conditions)
+            found: list[RunTotal] = []
+            for page in self.client.get_paginator("query").paginate(**arguments):
+                totals = (total_from_item(from_item(raw)) for raw in page.get("Items", []))
+                found += [total for total in totals if after_position(total, after)]
+                if len(found) >= limit:
+                    break
+            return found
+
+        partitions = [partition for day in days for partition in cost_partitions(workspace_id, day)]
+        runs = [total for found in _in_parallel(read, partitions) for total in found]
+        runs.sort(key=lambda total: (-total.cost, total.run_id))
+        return runs[:limit]
+
+    def sketch_groups(self, workspace_id: str, kind: str, first_day: str, last_day: str) -> list[SketchGroup]:
+        """The sketch rows of runs (or sessions) that started from ``first_day`` to ``last_day``,
+        one per group and block, the rollup shards added up."""
+        low, high = f"{sketch_prefix(kind)}{first_day}", f"{sketch_prefix(kind)}{last_day}~"
+
+        def read(partition: str) -> list[dict[str, Any]]:
+            pages = self.client.get_paginator("query").paginate(
+                TableName=self.tables.rollups,
+                KeyConditionExpression="#p = :p AND rollup_key BETWEEN :low AND :high",
+                ExpressionAttributeNames={"#p": "partition"},
+                ExpressionAttributeValues=to_item({":p": partition, ":low": low, ":high": high}),
+            )
+            return [from_item(raw) for page in pages for raw in page.get("Items", [])]
+
+        groups: dict[str, SketchGroup] = {}
+        for items in _in_parallel(read, rollup_partitions(workspace_id)):
+            for item in items:
+                row_key = str(item["rollup_key"])
+                group = groups.get(row_key)
+                if group is None:
+                    group = groups[row_key] = SketchGroup(
+                        kind=kind,
+                        day=str(item.get("day", row_key[len(sketch_prefix(kind)) :][:10])),
+                        feature=str(item.get("feature")),
+                        customer_id=_text(item.get("customer_id")),
+                        run_name=_text(item.get("run_name")),
+                        histogram=Histogram(),
+                    )
+                for name, value in item.items():
+                    bucket = (
+                        parse_bucket_name(name.removeprefix(BUCKET_PREFIX)) if name.startswith(BUCKET_PREFIX) else None
+                    )
+                    if bucket is not None:
+                        group.histogram.add_bucket(bucket, int(value))
+                group.histogram.total += Decimal(str(item.get("cost_sum", 0)))
+        return list(groups.values())
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
