@@ -308,8 +308,10 @@ def test_a_warm_function_reads_nothing_per_accepted_event(local_stack: Any, work
         body = json.dumps({**EVENT, "customer_id": f"c{n}"}).encode()
         ingest(service, IngestRequest({"authorization": f"Bearer {key}", "idempotency-key": f"m-{n}"}, body))
 
-    send(0)  # the cold start reads the key, the plan and the prices, and notes the key's use
-    assert (calls["GetItem"], calls["TransactWriteItems"], calls["UpdateItem"]) == (2, 1, 1)
+    # The cold start reads the key, the plan and the prices, notes the key's use, and (new to the
+    # workspace's month) peeks at the allowance: the workspace item and its shards, plain reads.
+    send(0)
+    assert (calls["GetItem"], calls["BatchGetItem"], calls["TransactWriteItems"], calls["UpdateItem"]) == (3, 1, 1, 1)
     calls.clear()
     started = time.monotonic()
     for n in range(1, 51):
