@@ -12,6 +12,15 @@ export interface TrackerLike {
   track(options: TrackOptions): void;
 }
 
+/**
+ * The responses an instrumented client has tracked (weakly held, never changed): a framework hook
+ * that sees the same response object (the OpenAI Agents processor) leaves that call out. One set
+ * per process, whichever build (ESM, CommonJS) of costtrack is loaded.
+ */
+export const trackedResponses: WeakSet<object> = ((globalThis as Record<symbol, unknown>)[
+  Symbol.for("costtrack.trackedResponses")
+] ??= new WeakSet<object>()) as WeakSet<object>;
+
 /** The settings instrument() was given: the tracker and the defaults of every event. */
 export interface Settings {
   tracker: TrackerLike;
@@ -77,6 +86,7 @@ export class Call {
       if (event["promptTokens"] === undefined) event["promptTokens"] = 0;
       if (event["completionTokens"] === undefined) event["completionTokens"] = 0;
       delete event["processing"];
+      if (usage !== null && typeof usage === "object") trackedResponses.add(usage);
       this.#settings.tracker.track(withContext(event as unknown as TrackOptions, this.#context));
     } catch {
       // costtrack never gets in the way of the call
