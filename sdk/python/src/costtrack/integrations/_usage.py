@@ -104,11 +104,14 @@ class Run:
         model: Optional[str],
         timed: bool = True,
         identity: Optional[Mapping[str, Any]] = None,
+        fields: Optional[Dict[str, Any]] = None,
     ) -> None:
         """``timed``: the latency is measured from now to ``finish``; else ``finish`` is given it
-        (``None``: not known, left out). ``identity``: the run's (``run_identity``)."""
+        (``None``: not known, left out). ``identity``: the run's (``run_identity``). ``fields``:
+        the attribution taken where the call was made (``Instrumentation.fields()`` there), when
+        the run is tracked from elsewhere (another thread); else the one in force now."""
         self._instrumentation = instrumentation
-        self._fields = with_identity(instrumentation.fields(), identity or {})
+        self._fields = with_identity(dict(fields) if fields is not None else instrumentation.fields(), identity or {})
         self._start: Optional[float] = time.perf_counter() if timed else None
         self.provider = provider
         self.model = model
