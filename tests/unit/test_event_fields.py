@@ -10,7 +10,7 @@ import typing
 from dataclasses import fields as dataclass_fields
 
 from costtrack import TrackEvent
-from costtrack.validation import EVENT_FIELDS, INTEGER_FIELDS, STRING_LIMITS, validate_event
+from costtrack.validation import EVENT_FIELDS, IDENTIFIER_FIELDS, INTEGER_FIELDS, STRING_LIMITS, validate_event
 from costtrack_service.domain.events import USAGE_EVENT_FIELDS, UsageEvent, to_usage_event
 from costtrack_service.domain.export import COLUMNS
 from costtrack_service.domain.records import EventRecord
@@ -35,6 +35,11 @@ FULL_EVENT = {
     "latency_ms": 420,
     "status": "error",
     "metadata": {"trace": "t-1", "nested": {"x": 1.5}},
+    "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+    "session_id": "conv:42",
+    "parent_id": "00f067aa0ba902b7",
+    "run_name": "answer-ticket",
+    "reservation_id": "rsv_01JD3Z8Q",
 }
 
 
@@ -50,7 +55,7 @@ def test_track_event_has_the_validator_fields_with_their_types() -> None:
     hints = typing.get_type_hints(TrackEvent)
     for name in INTEGER_FIELDS:
         assert hints[name] == int | None, name
-    for name in STRING_LIMITS:
+    for name in (*STRING_LIMITS, *IDENTIFIER_FIELDS):
         assert hints[name] == (str if name in required else str | None), name
 
 

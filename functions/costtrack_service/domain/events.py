@@ -90,6 +90,12 @@ class UsageEvent:
     cache_write_tokens: int | None = None
     latency_ms: int | None = None
     metadata: dict[str, Any] | None = None
+    # Run identity (CONTRACT §11) and the reservation the event settles (§10).
+    trace_id: str | None = None
+    session_id: str | None = None
+    parent_id: str | None = None
+    run_name: str | None = None
+    reservation_id: str | None = None
 
     @property
     def counts(self) -> Counts:

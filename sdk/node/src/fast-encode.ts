@@ -11,7 +11,7 @@
 // byte for byte (test/fast-encode.test.mjs holds the two equal), so the wire does not depend on
 // the path taken. The Python SDK does the same in costtrack/_fast_encode.py.
 
-import { METADATA_MAX_BYTES, METADATA_MAX_DEPTH, PRICING_CONTEXT_MAX, PRICING_CONTEXT_NAMES, PRICING_COUNT_PARENTS, RULES, STATUSES, FEATURE_MAX } from "./rules.js";
+import { IDENTIFIER, METADATA_MAX_BYTES, METADATA_MAX_DEPTH, PRICING_CONTEXT_MAX, PRICING_CONTEXT_NAMES, PRICING_COUNT_PARENTS, RULES, STATUSES, FEATURE_MAX } from "./rules.js";
 
 /** What track() sends: the body, and the top-level names it ignored (in the order given). */
 export interface EncodedEvent {
@@ -28,6 +28,7 @@ const STRING = 1;
 const INTEGER = 2;
 const STATUS = 3;
 const METADATA = 4;
+const IDENTIFIER_KIND = 5;
 interface FastRule {
   readonly kind: number;
   /** `"wire":`, and `,"wire":` for every field after the first. */
@@ -39,16 +40,17 @@ interface FastRule {
   readonly max: number;
   readonly required: boolean;
   readonly trimmed: boolean;
+  readonly nonEmpty: boolean;
 }
-const KINDS = { string: STRING, integer: INTEGER, status: STATUS, metadata: METADATA } as const;
+const KINDS = { string: STRING, integer: INTEGER, status: STATUS, metadata: METADATA, identifier: IDENTIFIER_KIND } as const;
 const FAST_RULES: ReadonlyMap<string, FastRule> = new Map(
   [...RULES].map(([name, rule]): [string, FastRule] => {
     const names = { name: rule.prefix.slice(1), prefix: rule.prefix, nameOpen: rule.prefix.slice(1) + '"', prefixOpen: rule.prefix + '"' };
     return [
       name,
       rule.kind === "string"
-        ? { kind: STRING, ...names, max: rule.max, required: rule.required, trimmed: rule.trimmed }
-        : { kind: KINDS[rule.kind], ...names, max: 0, required: false, trimmed: false },
+        ? { kind: STRING, ...names, max: rule.max, required: rule.required, trimmed: rule.trimmed, nonEmpty: rule.nonEmpty === true }
+        : { kind: KINDS[rule.kind], ...names, max: 0, required: false, trimmed: false, nonEmpty: false },
     ];
   }),
 );
@@ -235,6 +237,8 @@ function encode(raw: Record<string, unknown>, defaultEnvironment: string): Encod
         } else if (name === "environment") {
           environmentGiven = true;
           if (text === "") text = defaultEnvironment;
+        } else if (rule.nonEmpty && text.length === 0) {
+          return undefined;
         }
         const kind = textKind(text);
         if (kind === LONE_SURROGATE) return undefined;
@@ -245,6 +249,11 @@ function encode(raw: Record<string, unknown>, defaultEnvironment: string): Encod
       case INTEGER:
         if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) return undefined;
         body += (first ? rule.name : rule.prefix) + (value === 0 ? 0 : value); // -0 is 0
+        first = false;
+        break;
+      case IDENTIFIER_KIND:
+        if (typeof value !== "string" || !IDENTIFIER.test(value)) return undefined;
+        body += (first ? rule.nameOpen : rule.prefixOpen) + value + '"'; // nothing in the pattern needs escaping
         first = false;
         break;
       case STATUS:

@@ -2,6 +2,7 @@
 // of strings and counts. Behind validation.ts.
 
 import type { FieldError } from "./errors.js";
+import { IDENTIFIER } from "./rules.js";
 
 // ASCII whitespace only: space, \t, \n, \v, \f, \r. String.prototype.trim() also strips Unicode
 // spaces (U+00A0, U+2028, ...), which Python's rules keep; a narrow explicit set keeps the
@@ -71,9 +72,21 @@ export function checkInteger(name: string, value: unknown, errors: FieldError[])
   return value === 0 ? 0 : value; // -0 is 0
 }
 
+export function checkIdentifier(name: string, value: unknown, errors: FieldError[]): string | undefined {
+  if (typeof value !== "string") {
+    errors.push({ field: name, message: `${name} must be a string` });
+    return undefined;
+  }
+  if (!IDENTIFIER.test(value)) {
+    errors.push({ field: name, message: `${name} must be 1 to 128 characters of letters, digits, '.', '_', ':' or '-'` });
+    return undefined;
+  }
+  return value;
+}
+
 export function checkString(
   name: string,
-  rule: { max: number; required: boolean; trimmed: boolean },
+  rule: { max: number; required: boolean; trimmed: boolean; nonEmpty?: boolean },
   value: unknown,
   errors: FieldError[],
 ): string | undefined {
@@ -87,7 +100,7 @@ export function checkString(
     return undefined;
   }
   const text = rule.trimmed ? trim(value) : value;
-  if (rule.required && text.length === 0) {
+  if (text.length === 0 && (rule.required || rule.nonEmpty === true)) {
     errors.push({ field: name, message: `${name} must not be empty` });
     return undefined;
   }

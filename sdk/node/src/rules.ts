@@ -10,6 +10,11 @@ export const METADATA_MAX_DEPTH = 32;
 /** Longest value of a pricing-context name, in code points. */
 export const PRICING_CONTEXT_MAX = 64;
 export const FEATURE_MAX = 200;
+/**
+ * An identifier (`traceId`, `sessionId`, `parentId`, `reservationId`): 1 to 128 characters of
+ * `[A-Za-z0-9._:-]`, never trimmed (trimming would silently join two different runs).
+ */
+export const IDENTIFIER = /^[A-Za-z0-9._:-]{1,128}$/;
 
 // The reserved metadata names (docs/api-rules.md#cost), as spec/pricing-names.json lists them (generated
 // from genai-prices; a test keeps these equal to that file, in content and order). Metadata keys
@@ -70,7 +75,16 @@ export const PRICING_COUNT_PARENTS: ReadonlyMap<string, readonly string[]> = new
 );
 
 export type Rule =
-  | { readonly kind: "string"; readonly wire: string; readonly max: number; readonly required: boolean; readonly trimmed: boolean }
+  | {
+      readonly kind: "string";
+      readonly wire: string;
+      readonly max: number;
+      readonly required: boolean;
+      readonly trimmed: boolean;
+      /** Optional, but when given not empty once trimmed (`runName`, CONTRACT §11). */
+      readonly nonEmpty?: boolean;
+    }
+  | { readonly kind: "identifier"; readonly wire: string }
   | { readonly kind: "integer"; readonly wire: string }
   | { readonly kind: "status"; readonly wire: string }
   | { readonly kind: "metadata"; readonly wire: string };
@@ -84,6 +98,12 @@ const FIELD_RULES: { readonly [Field in keyof TrackOptions]-?: Rule } = {
   customerId: { kind: "string", wire: "customer_id", max: 256, required: false, trimmed: false },
   customerName: { kind: "string", wire: "customer_name", max: 256, required: false, trimmed: false },
   environment: { kind: "string", wire: "environment", max: 64, required: false, trimmed: true },
+  runName: { kind: "string", wire: "run_name", max: 200, required: false, trimmed: true, nonEmpty: true },
+  // Run identity and the reservation an event settles (CONTRACT §10, §11): IDENTIFIER below.
+  traceId: { kind: "identifier", wire: "trace_id" },
+  sessionId: { kind: "identifier", wire: "session_id" },
+  parentId: { kind: "identifier", wire: "parent_id" },
+  reservationId: { kind: "identifier", wire: "reservation_id" },
   promptTokens: { kind: "integer", wire: "prompt_tokens" },
   completionTokens: { kind: "integer", wire: "completion_tokens" },
   totalTokens: { kind: "integer", wire: "total_tokens" },

@@ -32,6 +32,16 @@ interface EventFields {
   status: CallStatus;
   /** A plain JSON object of at most 8192 bytes as `JSON.stringify` UTF-8. */
   metadata: Record<string, unknown>;
+  /** The run (trace) this call belongs to: 1 to 128 characters of `[A-Za-z0-9._:-]` (CONTRACT §11). */
+  traceId: string;
+  /** The conversation or user session: the same characters as `traceId`. */
+  sessionId: string;
+  /** The step within the run that made the call: the same characters as `traceId`. */
+  parentId: string;
+  /** What the run is (`answer-ticket`): 1 to 200 characters once trimmed. */
+  runName: string;
+  /** The reservation this call settles (`POST /v1/reservations`, CONTRACT §10). */
+  reservationId: string;
 }
 
 /**

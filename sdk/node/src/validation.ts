@@ -10,7 +10,7 @@
 // exports what the other modules (and the tests) import by this name.
 
 import { EventValidationError, type FieldError } from "./errors.js";
-import { checkInteger, checkString } from "./field-checks.js";
+import { checkIdentifier, checkInteger, checkString } from "./field-checks.js";
 import { checkMetadata, checkReservedNames } from "./metadata.js";
 import { RULES, STATUSES } from "./rules.js";
 
@@ -113,6 +113,13 @@ function checkObject(raw: Record<string, unknown>, defaultEnvironment: string | 
         }
         fields[rule.wire] = number;
         body += rule.prefix + number;
+        break;
+      }
+      case "identifier": {
+        const id = checkIdentifier(name, value, errors);
+        if (id === undefined) break;
+        fields[rule.wire] = id;
+        body += rule.prefix + '"' + id + '"'; // the pattern allows nothing that needs escaping
         break;
       }
       case "status":

@@ -48,3 +48,11 @@ class TrackEvent(_RequiredEventFields, total=False):
     latency_ms: Optional[int]
     status: Optional[EventStatus]
     metadata: Optional[Dict[str, Any]]
+    #: Run identity (CONTRACT §11): 1 to 128 characters of ``[A-Za-z0-9._:-]`` each.
+    trace_id: Optional[str]
+    session_id: Optional[str]
+    parent_id: Optional[str]
+    #: What the run is (``"answer-ticket"``): 1 to 200 characters once trimmed.
+    run_name: Optional[str]
+    #: The reservation this call settles (``tracker.reserve``, CONTRACT §10).
+    reservation_id: Optional[str]

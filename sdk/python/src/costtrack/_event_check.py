@@ -11,22 +11,24 @@ from costtrack._fields import (
     EventValidationError,
     FieldError,
     ValidatedEvent,
+    check_identifier,
     check_integer,
     check_metadata,
     check_string,
 )
 from costtrack._reserved import check_reserved_names
-from costtrack._rules import INTEGER_FIELDS, STATUSES, STRING_LIMITS
+from costtrack._rules import IDENTIFIER_FIELDS, INTEGER_FIELDS, STATUSES, STRING_LIMITS
 
 __all__ = ["check_event", "validate_event"]
 
 _REQUIRED_STRINGS = tuple(name for name, (_, required, _) in STRING_LIMITS.items() if required)
 
 # What each field is, so the validation loop makes one lookup per field.
-_STRING, _INTEGER, _STATUS, _METADATA = "string", "integer", "status", "metadata"
+_STRING, _INTEGER, _STATUS, _METADATA, _IDENTIFIER = "string", "integer", "status", "metadata", "identifier"
 _FIELD_KINDS: Dict[str, str] = {
     **dict.fromkeys(STRING_LIMITS, _STRING),
     **dict.fromkeys(INTEGER_FIELDS, _INTEGER),
+    **dict.fromkeys(IDENTIFIER_FIELDS, _IDENTIFIER),
     "status": _STATUS,
     "metadata": _METADATA,
 }
@@ -71,6 +73,10 @@ def check_event(raw: object) -> Tuple[Dict[str, Any], Tuple[str, ...], int, Opti
             text = check_string(name, value, errors)
             if text is not None:
                 fields[name] = text
+        elif kind is _IDENTIFIER:
+            identifier = check_identifier(name, value, errors)
+            if identifier is not None:
+                fields[name] = identifier
         elif kind is _STATUS:
             if value in STATUSES and isinstance(value, str):
                 fields[name] = value

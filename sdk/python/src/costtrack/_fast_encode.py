@@ -15,14 +15,18 @@ Standard library only.
 from __future__ import annotations
 
 import json.encoder
+import re
 from typing import Dict, List, Optional, Tuple
 
 from costtrack._fields import WHITESPACE, compact_json, nests_too_deep, utf8_length
 from costtrack._reserved import CONTEXT_NAMES, exceeded_parent
 from costtrack._rules import (
+    IDENTIFIER_FIELDS,
+    IDENTIFIER_PATTERN,
     INTEGER_FIELDS,
     MAX_SAFE_INTEGER,
     METADATA_MAX_BYTES,
+    NON_EMPTY_STRINGS,
     PRICING_CONTEXT_MAX_CHARS,
     PRICING_COUNT_PARENTS,
     STATUSES,
@@ -34,16 +38,19 @@ __all__ = ["encode_event"]
 _quote = json.encoder.encode_basestring  # json.dumps(ensure_ascii=False) for one string
 
 # Each field's rule, read in one lookup: (kind, the quoted name with its colon, the string limits).
-_INTEGER, _STRING, _STATUS, _METADATA = 1, 2, 3, 4
+_INTEGER, _STRING, _STATUS, _METADATA, _IDENTIFIER = 1, 2, 3, 4, 5
 _Rule = Tuple[int, str, int, bool, bool]
 _RULES: Dict[str, _Rule] = {
     **{name: (_INTEGER, f'"{name}":', 0, False, False) for name in INTEGER_FIELDS},
     **{name: (_STRING, f'"{name}":', *limits) for name, limits in STRING_LIMITS.items()},
+    **{name: (_IDENTIFIER, f'"{name}":', 0, False, False) for name in IDENTIFIER_FIELDS},
     "status": (_STATUS, '"status":', 0, False, False),
     "metadata": (_METADATA, '"metadata":', 0, False, False),
 }
 _REQUIRED = sum(1 for _, required, _ in STRING_LIMITS.values() if required)
 _ENVIRONMENT = _RULES["environment"][1]
+_NON_EMPTY = frozenset(_RULES[name][1] for name in NON_EMPTY_STRINGS)
+_IDENTIFIER_TEXT = re.compile(IDENTIFIER_PATTERN)
 _STATUS_SET = frozenset(STATUSES)
 _FEATURE_MAX = STRING_LIMITS["feature"][0]
 # Values that are neither objects nor arrays: metadata holding only these nests one level.
@@ -98,7 +105,13 @@ def _encode(raw: Dict[object, object], environment: str) -> Optional[Tuple[str, 
             elif rule[1] is _ENVIRONMENT:
                 environment_given = True
                 text = text or environment  # an empty one is the tracker's
+            elif not text and rule[1] in _NON_EMPTY:
+                return None
             parts.append(rule[1] + _quote(text))
+        elif kind is _IDENTIFIER:
+            if type(value) is not str or _IDENTIFIER_TEXT.fullmatch(value) is None:
+                return None
+            parts.append(f'{rule[1]}"{value}"')  # the pattern allows nothing that needs escaping
         elif kind is _STATUS:
             if type(value) is not str or value not in _STATUS_SET:
                 return None

@@ -12,7 +12,15 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from costtrack._rules import EVENT_FIELDS, MAX_SAFE_INTEGER, METADATA_MAX_BYTES, METADATA_MAX_DEPTH, STRING_LIMITS
+from costtrack._rules import (
+    EVENT_FIELDS,
+    IDENTIFIER_PATTERN,
+    MAX_SAFE_INTEGER,
+    METADATA_MAX_BYTES,
+    METADATA_MAX_DEPTH,
+    NON_EMPTY_STRINGS,
+    STRING_LIMITS,
+)
 
 __all__ = [
     "NO_METADATA",
@@ -22,6 +30,7 @@ __all__ = [
     "MetadataFound",
     "ValidatedEvent",
     "canonical_json",
+    "check_identifier",
     "check_integer",
     "check_metadata",
     "check_string",
@@ -40,6 +49,7 @@ __all__ = [
 WHITESPACE = " \t\n\r\f\v"
 
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])([A-Z])")
+_IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 
 # One encoder for every metadata measurement: json.dumps() with options builds a new encoder
 # per call, a good part of the cost of validating a small event. Its settings are the
@@ -163,13 +173,25 @@ def check_string(name: str, value: object, errors: List[FieldError]) -> Optional
         errors.append(FieldError(name, f"{name} must be valid Unicode text (no lone surrogates)"))
         return None
     text = trim(value) if trimmed else value
-    if required and not text:
+    if not text and (required or name in NON_EMPTY_STRINGS):
         errors.append(FieldError(name, f"{name} must not be empty"))
         return None
     if len(text) > max_chars:
         errors.append(FieldError(name, f"{name} must be at most {max_chars} characters (got {len(text)})"))
         return None
     return text
+
+
+def check_identifier(name: str, value: object, errors: List[FieldError]) -> Optional[str]:
+    """A run identity or reservation id: 1 to 128 characters of ``[A-Za-z0-9._:-]``."""
+    if not isinstance(value, str):
+        errors.append(FieldError(name, f"{name} must be a string"))
+        return None
+    if _IDENTIFIER.fullmatch(value) is None:
+        message = f"{name} must be 1 to 128 characters of letters, digits, '.', '_', ':' or '-'"
+        errors.append(FieldError(name, message))
+        return None
+    return str(value)
 
 
 def check_integer(name: str, value: object, errors: List[FieldError]) -> Optional[int]:

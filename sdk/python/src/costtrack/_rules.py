@@ -10,10 +10,13 @@ from typing import Dict, Tuple
 
 __all__ = [
     "EVENT_FIELDS",
+    "IDENTIFIER_FIELDS",
+    "IDENTIFIER_PATTERN",
     "INTEGER_FIELDS",
     "MAX_SAFE_INTEGER",
     "METADATA_MAX_BYTES",
     "METADATA_MAX_DEPTH",
+    "NON_EMPTY_STRINGS",
     "PRICING_CONTEXT_MAX_CHARS",
     "PRICING_CONTEXT_NAMES",
     "PRICING_COUNT_PARENTS",
@@ -110,7 +113,18 @@ STRING_LIMITS: Dict[str, Tuple[int, bool, bool]] = {
     "environment": (64, False, True),
     "customer_id": (256, False, False),
     "customer_name": (256, False, False),
+    "run_name": (200, False, True),
 }
+
+#: Optional strings that, when given, must not be empty once trimmed (CONTRACT §11: ``run_name``
+#: is 1 to 200 characters).
+NON_EMPTY_STRINGS = frozenset(("run_name",))
+
+#: Identifiers (CONTRACT §10 and §11): the run identity and the reservation an event settles.
+#: Each is 1 to 128 characters of ``[A-Za-z0-9._:-]``, never trimmed: an id with a space in it is
+#: a bug in the caller's code, and trimming it would silently join two different runs.
+IDENTIFIER_FIELDS: Tuple[str, ...] = ("trace_id", "session_id", "parent_id", "reservation_id")
+IDENTIFIER_PATTERN = r"[A-Za-z0-9._:-]{1,128}"
 
 INTEGER_FIELDS: Tuple[str, ...] = (
     "prompt_tokens",
@@ -123,4 +137,4 @@ INTEGER_FIELDS: Tuple[str, ...] = (
 )
 
 #: Every top-level field of the wire event (snake_case, docs/api-rules.md#event-fields).
-EVENT_FIELDS = frozenset((*STRING_LIMITS, *INTEGER_FIELDS, "status", "metadata"))
+EVENT_FIELDS = frozenset((*STRING_LIMITS, *INTEGER_FIELDS, *IDENTIFIER_FIELDS, "status", "metadata"))

@@ -27,10 +27,13 @@ from costtrack._fields import (
     trim,
 )
 from costtrack._rules import EVENT_FIELDS as EVENT_FIELDS
+from costtrack._rules import IDENTIFIER_FIELDS as IDENTIFIER_FIELDS
+from costtrack._rules import IDENTIFIER_PATTERN as IDENTIFIER_PATTERN
 from costtrack._rules import INTEGER_FIELDS as INTEGER_FIELDS
 from costtrack._rules import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
 from costtrack._rules import METADATA_MAX_BYTES as METADATA_MAX_BYTES
 from costtrack._rules import METADATA_MAX_DEPTH as METADATA_MAX_DEPTH
+from costtrack._rules import NON_EMPTY_STRINGS as NON_EMPTY_STRINGS
 from costtrack._rules import PRICING_CONTEXT_MAX_CHARS as PRICING_CONTEXT_MAX_CHARS
 from costtrack._rules import PRICING_CONTEXT_NAMES as PRICING_CONTEXT_NAMES
 from costtrack._rules import PRICING_COUNT_PARENTS as PRICING_COUNT_PARENTS
