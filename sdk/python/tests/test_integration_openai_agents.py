@@ -111,8 +111,8 @@ def weather_agent(model: Any) -> Any:
 
 
 def identity_of(event: Dict[str, Any]) -> Dict[str, Any]:
-    metadata = event["metadata"]
-    return {name: metadata[name] for name in ("trace_id", "session_id", "run_name") if name in metadata}
+    """The run identity fields the event has (``trace_id``, ``session_id``, ``parent_id``, ``run_name``)."""
+    return {name: event[name] for name in ("trace_id", "session_id", "parent_id", "run_name") if name in event}
 
 
 def test_a_run_with_a_tool_tracks_each_turn_as_from_openai_prices_it(
@@ -129,16 +129,17 @@ def test_a_run_with_a_tool_tracks_each_turn_as_from_openai_prices_it(
     assert len(recorder.events) == 2 and not recorder.errors
     trace_ids = set()
     for event, turn in zip(recorder.events, TURNS, strict=True):
-        metadata = event["metadata"]
-        assert re.fullmatch(r"[0-9a-f]{32}", metadata["trace_id"]), metadata
-        assert re.fullmatch(r"[0-9a-f]{24}", metadata["parent_id"]), metadata  # the agent's span
-        trace_ids.add(metadata["trace_id"])
+        assert re.fullmatch(r"[0-9a-f]{32}", event["trace_id"]), event
+        assert re.fullmatch(r"[0-9a-f]{24}", event["parent_id"]), event  # the agent's span
+        assert "trace_id" not in event.get("metadata", {})
+        trace_ids.add(event["trace_id"])
         assert identity_of(event) == {
-            "trace_id": metadata["trace_id"],
+            "trace_id": event["trace_id"],
             "session_id": "conv-42",
+            "parent_id": event["parent_id"],
             "run_name": "Weather desk",
         }
-        as_helper_gives(event, from_openai(turn, feature="agents", customer_id="cus_1", metadata=metadata))
+        as_helper_gives(event, from_openai(turn, feature="agents", customer_id="cus_1", **identity_of(event)))
     assert len(trace_ids) == 1  # one run, one trace
     # The usage the Agents SDK summed for the run is what was tracked, and nothing twice.
     assert sum(event["prompt_tokens"] for event in recorder.events) == result.context_wrapper.usage.input_tokens
@@ -172,7 +173,7 @@ def test_chat_completions_turns_sync_run(canned: CannedProvider, recorder: Recor
             "cached_input_tokens": 512,
             "feature": "agents",
             "status": "success",
-            "metadata": recorder.events[0]["metadata"],
+            **identity_of(recorder.events[0]),
         },
         {
             "provider": "openai",
@@ -182,10 +183,11 @@ def test_chat_completions_turns_sync_run(canned: CannedProvider, recorder: Recor
             "total_tokens": 1020,
             "feature": "agents",
             "status": "success",
-            "metadata": recorder.events[1]["metadata"],
+            **identity_of(recorder.events[1]),
         },
     ]
-    assert recorder.events[0]["metadata"]["run_name"] == "Oslo"
+    assert recorder.events[0]["run_name"] == "Oslo" and "metadata" not in recorder.events[0]
+    assert recorder.events[0]["trace_id"] == recorder.events[1]["trace_id"]
 
 
 @pytest.mark.parametrize(
@@ -201,9 +203,9 @@ def test_a_failing_run_tracks_the_failed_call_with_zero_tokens(
         asyncio.run(Runner.run(weather_agent(model), "Weather?", run_config=RunConfig(workflow_name="Failing")))
     event = recorder.event
     # The model is the one the failed request asked for.
-    expected = failed("openai", "gpt-5-mini", status, feature="agents", metadata=event["metadata"])
+    expected = failed("openai", "gpt-5-mini", status, feature="agents", **identity_of(event))
     assert without_latency(event) == expected
-    assert event["metadata"]["run_name"] == "Failing"
+    assert event["run_name"] == "Failing" and re.fullmatch(r"[0-9a-f]{32}", event["trace_id"])
 
 
 def test_with_the_client_instrumented_too_each_call_is_tracked_once(
@@ -227,9 +229,9 @@ def test_with_the_client_instrumented_too_each_call_is_tracked_once(
     assert len(recorder.events) == 3 and not recorder.errors
     for event, turn in zip(recorder.events[:2], TURNS, strict=True):
         assert event["feature"] == "instrumented"  # the client's event, not the processor's
-        assert event["metadata"]["run_name"] == "Both on"
-        as_helper_gives(event, from_openai(turn, feature="instrumented", metadata=event["metadata"]))
-    assert recorder.events[2]["metadata"] == {"service_tier": "default"}  # outside a run: the client's event alone
+        assert event["run_name"] == "Both on" and re.fullmatch(r"[0-9a-f]{32}", event["trace_id"])
+        as_helper_gives(event, from_openai(turn, feature="instrumented", **identity_of(event)))
+    assert identity_of(recorder.events[2]) == {}  # outside a run: the client's event alone
 
 
 def test_nothing_is_seen_when_the_agents_tracing_is_off(
@@ -243,7 +245,9 @@ def test_nothing_is_seen_when_the_agents_tracing_is_off(
 
 def test_identity_mapping_keeps_only_what_the_contract_allows() -> None:
     assert agents_identity("trace_" + "a" * 32, "conv 42/x", "span_" + "b" * 24, "  Desk  ") == {
-        "metadata": {"trace_id": "a" * 32, "parent_id": "b" * 24, "run_name": "Desk"}
+        "trace_id": "a" * 32,
+        "parent_id": "b" * 24,
+        "run_name": "Desk",
     }
     assert agents_identity(None, None, None, "   ") == {}
 

@@ -55,13 +55,11 @@ claimed: ContextVar[Optional[Claim]] = ContextVar("costtrack_claim", default=Non
 
 
 def with_identity(fields: Dict[str, Any], identity: Mapping[str, Any]) -> Dict[str, Any]:
-    """``fields`` with a run's identity added (``integrations._usage.run_identity``'s fields):
-    a field the event already has wins, and ``metadata`` is merged key by key, the event's winning."""
+    """``fields`` with a run's identity added (``integrations._usage.run_identity``'s fields:
+    ``trace_id``, ``session_id``, ``parent_id``, ``run_name``); a field the event already has
+    (given to ``instrument()`` or set by ``costtrack.attributes``) wins."""
     for name, value in identity.items():
-        present = fields.get(name)
-        if isinstance(value, Mapping) and isinstance(present, Mapping):
-            fields[name] = {**value, **present}
-        elif present is None:
+        if fields.get(name) is None:
             fields[name] = value
     return fields
 

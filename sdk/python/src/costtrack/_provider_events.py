@@ -28,6 +28,11 @@ class HelperFields(TypedDict, total=False):
     environment: Optional[str]
     latency_ms: Optional[int]
     status: Optional[EventStatus]
+    #: Run identity (CONTRACT section 11): the run, the session and the step the call belongs to.
+    trace_id: Optional[str]
+    session_id: Optional[str]
+    parent_id: Optional[str]
+    run_name: Optional[str]
     #: Merged over the pricing context and extra counts read from the response; its keys win.
     metadata: Optional[Dict[str, Any]]
     #: ``"batch"`` for a result of the provider's batch API (into ``metadata``).

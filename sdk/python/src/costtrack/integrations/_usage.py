@@ -68,17 +68,15 @@ def run_identity(
 ) -> Dict[str, Any]:
     """The event fields that name the run a model call belongs to (CONTRACT section 11:
     ``trace_id``, ``session_id``, ``parent_id``, ``run_name``), each kept only in the form the
-    contract allows (ids of 1 to 128 ``[A-Za-z0-9._:-]``, a name trimmed to 1 to 200 characters).
-
-    The one place that decides where they go: in ``metadata`` (``metadata.trace_id`` ...) until
-    the event validation accepts them as top-level fields, then as those fields."""
+    contract allows (ids of 1 to 128 ``[A-Za-z0-9._:-]``, a name trimmed to 1 to 200 characters),
+    so that a framework's odd id never makes the whole event invalid."""
     found: Dict[str, str] = {}
     for name, value in (("trace_id", trace_id), ("session_id", session_id), ("parent_id", parent_id)):
         if isinstance(value, str) and _RUN_ID.fullmatch(value):
             found[name] = value
     if isinstance(run_name, str) and 0 < len(run_name.strip()) <= 200:
         found["run_name"] = run_name.strip()
-    return {"metadata": found} if found else {}
+    return found
 
 
 def instrumentation(integration: str, tracker: Any, defaults: Mapping[str, Any]) -> Instrumentation:

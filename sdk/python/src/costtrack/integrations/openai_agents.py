@@ -18,9 +18,10 @@ the reasoning: OpenAI's convention). The processor sees nothing when the Agents 
 is off (``set_tracing_disabled(True)``, ``RunConfig(tracing_disabled=True)``,
 ``OPENAI_AGENTS_DISABLE_TRACING=1``).
 
-Run identity: the trace id (``trace_<32 hex>``, sent as its 32 hex digits, as OTLP trace ids
-are), the group id (the session), the parent span id and the workflow name, mapped by
-``agents_identity``.
+Run identity, on the event's own fields (CONTRACT section 11) by ``agents_identity``: the trace
+id as ``trace_id`` (``trace_<32 hex>``, sent as its 32 hex digits, as OTLP trace ids are), the
+group id as ``session_id``, the parent span id as ``parent_id`` (24 hex digits) and the workflow
+name as ``run_name``.
 
 With ``costtrack.instrument(client)`` on the client the agents use as well, each model call is
 tracked once: the processor puts a claim in the context of the call, the instrumented client
