@@ -21,6 +21,37 @@ export const trackedResponses: WeakSet<object> = ((globalThis as Record<symbol, 
   Symbol.for("costtrack.trackedResponses")
 ] ??= new WeakSet<object>()) as WeakSet<object>;
 
+/**
+ * A model call of the OpenAI Agents SDK that its tracing processor tracks when the call's span
+ * ends, unless an instrumented client tracks it first: registered by the processor for the span
+ * (one map per process), it gives the client's event the run's `identity` and records that the
+ * call was `tracked` (answered or failed), so the processor leaves it out and nothing is counted twice.
+ */
+export interface SpanClaim {
+  identity: Readonly<Record<string, string>>;
+  tracked: boolean;
+}
+
+export const spanClaims: WeakMap<object, SpanClaim> = ((globalThis as Record<symbol, unknown>)[
+  Symbol.for("costtrack.spanClaims")
+] ??= new WeakMap<object, SpanClaim>()) as WeakMap<object, SpanClaim>;
+
+/** Where `@openai/agents-core` keeps its tracing context (shared by every copy of it that is loaded). */
+const AGENTS_CONTEXT = Symbol.for("openai.agents.core.asyncLocalStorage");
+
+/** The OpenAI Agents SDK's span in force where a call is made (a model call's span), if any. */
+function agentsSpan(): object | undefined {
+  try {
+    const storage = (globalThis as Record<symbol, unknown>)[AGENTS_CONTEXT] as { getStore?: () => unknown } | undefined;
+    if (typeof storage?.getStore !== "function") return undefined;
+    const store = storage.getStore() as { active?: unknown; span?: unknown } | undefined;
+    const span = store?.active === true ? store.span : undefined;
+    return typeof span === "object" && span !== null ? span : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The settings instrument() was given: the tracker and the defaults of every event. */
 export interface Settings {
   tracker: TrackerLike;
@@ -60,6 +91,7 @@ export class Call {
   readonly #provider: string;
   readonly #model: string | undefined;
   readonly #read: ReadUsage;
+  readonly #span: object | undefined;
   #done = false;
 
   constructor(settings: Settings, provider: string, model: unknown, read: ReadUsage) {
@@ -68,6 +100,7 @@ export class Call {
     this.#provider = provider;
     this.#model = typeof model === "string" && model !== "" ? model : undefined;
     this.#read = read;
+    this.#span = agentsSpan();
   }
 
   get done(): boolean {
@@ -87,7 +120,14 @@ export class Call {
       if (event["completionTokens"] === undefined) event["completionTokens"] = 0;
       delete event["processing"];
       if (usage !== null && typeof usage === "object") trackedResponses.add(usage);
-      this.#settings.tracker.track(withContext(event as unknown as TrackOptions, this.#context));
+      let tracked = withContext(event as unknown as TrackOptions, this.#context);
+      const claim = this.#span === undefined ? undefined : spanClaims.get(this.#span);
+      if (claim !== undefined) {
+        // An Agents SDK model call: this event is the one tracked, with the run's identity under its own fields.
+        claim.tracked = true;
+        tracked = { ...claim.identity, ...tracked };
+      }
+      this.#settings.tracker.track(tracked);
     } catch {
       // costtrack never gets in the way of the call
     }

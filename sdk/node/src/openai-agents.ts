@@ -8,7 +8,7 @@
 // recorded when the run traces its data: the default `traceIncludeSensitiveData`), read by
 // fromOpenAI, so an agent's call is priced as the direct helper prices it.
 
-import { Call, statusOf, trackedResponses, type Settings, type TrackerLike } from "./instrument-call.js";
+import { Call, spanClaims, statusOf, trackedResponses, type Settings, type TrackerLike } from "./instrument-call.js";
 import type { InstrumentOptions } from "./instrument.js";
 import { read, record, text } from "./provider-read.js";
 import { fromOpenAI } from "./providers.js";
@@ -18,33 +18,35 @@ const RUN_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Traces and calls that never ended are forgotten beyond this many. */
 const MAX_OPEN = 10_000;
 
+/** The run identity fields of an event (CONTRACT §11). */
+export interface RunIdentity {
+  traceId?: string;
+  sessionId?: string;
+  parentId?: string;
+  runName?: string;
+}
+
 /**
- * The event fields that name the run a model call belongs to (CONTRACT §11), from the Agents
- * SDK's ids: `trace_<hex>` and `span_<hex>` without their prefix (as OTLP ids are), the group id
- * as the session, the workflow name as the run name; a value the contract does not allow is left
- * out. The one place that decides where they go: `metadata` until the event validation accepts
- * them as top-level fields (`traceId`, `sessionId`, `parentId`, `runName`).
+ * The run identity fields (CONTRACT §11: `traceId`, `sessionId`, `parentId`, `runName`) of a model
+ * call from the Agents SDK's ids: `trace_<hex>` and `span_<hex>` without their prefix (as OTLP ids
+ * are), the group id as the session, the workflow name as the run name; a value the contract does
+ * not allow is left out, so an odd id never makes the whole event invalid.
  */
-export function agentsIdentity(
-  traceId: unknown,
-  groupId: unknown,
-  parentId: unknown,
-  workflowName: unknown,
-): { metadata?: Record<string, string> } {
+export function agentsIdentity(traceId: unknown, groupId: unknown, parentId: unknown, workflowName: unknown): RunIdentity {
   const bare = (value: unknown, prefix: string): unknown =>
     typeof value === "string" && value.startsWith(prefix) ? value.slice(prefix.length) : value;
-  const found: Record<string, string> = {};
+  const found: RunIdentity = {};
   for (const [name, value] of [
-    ["trace_id", bare(traceId, "trace_")],
-    ["session_id", groupId],
-    ["parent_id", bare(parentId, "span_")],
+    ["traceId", bare(traceId, "trace_")],
+    ["sessionId", groupId],
+    ["parentId", bare(parentId, "span_")],
   ] as const) {
     if (typeof value === "string" && RUN_ID.test(value)) found[name] = value;
   }
   if (typeof workflowName === "string" && workflowName.trim() !== "" && workflowName.trim().length <= 200) {
-    found["run_name"] = workflowName.trim();
+    found.runName = workflowName.trim();
   }
-  return Object.keys(found).length > 0 ? { metadata: found } : {};
+  return found;
 }
 
 /** What a model span kept of the call's response: the Responses API response, the Chat Completion, or its usage. */
@@ -62,7 +64,7 @@ function spanResponse(spanData: unknown): unknown {
  * An OpenAI Agents SDK tracing processor that tracks every model call as one event: its usage
  * (fromOpenAI's reading of the response the span kept), `latencyMs` (span start to end), `status`
  * (`success`, or from the span's error: `error`, `timeout`, `cancelled`, zero tokens) and the
- * run's identity (`agentsIdentity`, in `metadata`). The other options are the defaults of every
+ * run's identity (`agentsIdentity`: `traceId`, `sessionId`, `parentId`, `runName`). The other options are the defaults of every
  * event, under an enclosing `withAttributes()` (the one in force when the span starts).
  *
  * ```ts
@@ -71,9 +73,10 @@ function spanResponse(spanData: unknown): unknown {
  * addTraceProcessor(new CosttrackTracingProcessor({ tracker, feature: "support-agent" }));
  * ```
  *
- * With `instrument(client)` on the client the agents use as well, the instrumented client's event
- * is the one kept (its own reading, latency and status) and the processor leaves out each call
- * whose response that client tracked; a failed call is tracked by both (zero tokens each).
+ * With `instrument(client)` on the client the agents use as well, each call is tracked once: the
+ * processor registers a claim for the call's span, the instrumented client (which finds the span
+ * in the Agents SDK's own tracing context) tracks the call, answered or failed, with its own
+ * reading, latency and status plus the run's identity, and the processor leaves that call out.
  */
 export class CosttrackTracingProcessor {
   readonly #settings: Settings;
@@ -110,10 +113,10 @@ export class CosttrackTracingProcessor {
       const traceId = text(span, "traceId");
       const trace = traceId === undefined ? undefined : this.#traces.get(traceId);
       const identity = agentsIdentity(traceId, trace?.groupId, read(span, "parentId"), trace?.name);
-      const defaults = this.#settings.defaults;
-      const given = record(defaults.metadata);
-      const metadata = identity.metadata === undefined ? given : { ...identity.metadata, ...given };
-      const settings: Settings = { ...this.#settings, defaults: metadata === undefined ? defaults : { ...defaults, metadata } };
+      // The processor's own options win over the run's identity, as the event's fields do.
+      const settings: Settings = { ...this.#settings, defaults: { ...identity, ...this.#settings.defaults } };
+      // An instrumented client under the span tracks the call itself, with this identity (instrument-call.ts).
+      if (typeof span === "object" && span !== null) spanClaims.set(span, { identity: { ...identity }, tracked: false });
       forgetOldest(this.#calls);
       // A Responses API span names no model until the response arrives: a failed call is "unknown".
       this.#calls.set(id, new Call(settings, "openai", text(data, "model") ?? "unknown", fromOpenAI as never));
@@ -128,6 +131,8 @@ export class CosttrackTracingProcessor {
     if (call === undefined || id === undefined) return;
     this.#calls.delete(id);
     try {
+      const claim = typeof span === "object" && span !== null ? spanClaims.get(span) : undefined;
+      if (claim?.tracked === true) return; // the instrumented client tracked it, failed or not
       const response = spanResponse(read(span, "spanData"));
       if (response !== null && typeof response === "object" && trackedResponses.has(response)) return;
       const error = read(span, "error");

@@ -31,6 +31,8 @@ const weather = tool({
   execute: async ({ city }) => `Sunny in ${city}`,
 });
 const agentWith = (model) => new Agent({ name: "Weather", instructions: "Answer with the weather.", model, tools: [weather] });
+const identityOf = ({ traceId, sessionId, parentId, runName }) =>
+  Object.fromEntries(Object.entries({ traceId, sessionId, parentId, runName }).filter(([, value]) => value !== undefined));
 const withoutLatency = ({ latencyMs, ...rest }) => {
   assert.ok(Number.isInteger(latencyMs) && latencyMs >= 0, `latencyMs ${latencyMs}`);
   return rest;
@@ -52,15 +54,15 @@ describe("CosttrackTracingProcessor", () => {
     assert.equal(tracker.events.length, 2);
     const [first, second] = tracker.events;
     for (const event of tracker.events) checkEvent(event);
-    const identity = first.metadata;
-    assert.match(identity.trace_id, /^[0-9a-f]{32}$/);
-    assert.match(identity.parent_id, /^[0-9a-f]{24}$/);
-    assert.equal(identity.session_id, "conv-42");
-    assert.equal(identity.run_name, "Weather desk");
-    assert.equal(second.metadata.trace_id, identity.trace_id);
+    assert.match(first.traceId, /^[0-9a-f]{32}$/);
+    assert.match(first.parentId, /^[0-9a-f]{24}$/);
+    assert.equal(first.sessionId, "conv-42");
+    assert.equal(first.runName, "Weather desk");
+    assert.equal(second.traceId, first.traceId);
+    assert.equal(first.metadata?.trace_id, undefined);
     const turns = [toolTurn({ tools: [{ name: "get_weather" }] }), RESPONSE];
     for (const [index, event] of tracker.events.entries()) {
-      const expected = fromOpenAI(turns[index], { feature: "agents", customerId: "cus_1", metadata: event.metadata, status: "success" });
+      const expected = fromOpenAI(turns[index], { feature: "agents", customerId: "cus_1", ...identityOf(event), status: "success" });
       assert.deepEqual(withoutLatency(event), expected);
     }
     assert.equal(first.cachedInputTokens, 1024);
@@ -76,8 +78,8 @@ describe("CosttrackTracingProcessor", () => {
     assert.equal(tracker.events.length, 1);
     const [event] = tracker.events;
     checkEvent(event);
-    assert.deepEqual(withoutLatency(event), fromOpenAI(CHAT, { feature: "agents", metadata: event.metadata, status: "success" }));
-    assert.equal(event.metadata.run_name, "Chat");
+    assert.deepEqual(withoutLatency(event), fromOpenAI(CHAT, { feature: "agents", ...identityOf(event), status: "success" }));
+    assert.equal(event.runName, "Chat");
   });
 
   test("a failing run: the failed call is tracked with zero tokens and the error status", async () => {
@@ -90,22 +92,49 @@ describe("CosttrackTracingProcessor", () => {
     assert.equal(event.status, "error");
     assert.equal(event.promptTokens, 0);
     assert.equal(event.completionTokens, 0);
-    assert.equal(event.metadata.run_name, "Failing");
+    assert.equal(event.runName, "Failing");
+    assert.match(event.traceId, /^[0-9a-f]{32}$/);
   });
 
-  test("with the client instrumented too, each answered call is tracked once (the client's event)", async () => {
+  test("with the client instrumented too, each answered call is tracked once (the client's event, with the run's identity)", async () => {
     const instrumented = instrument(client(), { tracker, feature: "instrumented" });
     const model = new OpenAIResponsesModel(instrumented, "gpt-5-mini-tools");
-    await run(agentWith(model), "Weather in Paris?");
+    await new Runner({ workflowName: "Both on", groupId: "conv-7" }).run(agentWith(model), "Weather in Paris?");
     assert.deepEqual(
       tracker.events.map((event) => event.feature),
       ["instrumented", "instrumented"],
     );
+    for (const event of tracker.events) {
+      checkEvent(event);
+      assert.equal(event.runName, "Both on");
+      assert.equal(event.sessionId, "conv-7");
+      assert.match(event.traceId, /^[0-9a-f]{32}$/);
+    }
+    // Outside a run, the same client's event has no run identity.
+    await instrumented.responses.create({ model: "gpt-5-mini", input: "Hello" });
+    assert.equal(tracker.events.length, 3);
+    assert.deepEqual(identityOf(tracker.events[2]), {});
+  });
+
+  test("with the client instrumented too, a failed call is tracked once (the client's event)", async () => {
+    const instrumented = instrument(client(), { tracker, feature: "instrumented" });
+    const model = new OpenAIResponsesModel(instrumented, "gpt-5-mini-fail");
+    await assert.rejects(new Runner({ workflowName: "Failing twice?" }).run(agentWith(model), "Weather?"));
+    await new Promise((resolve) => setTimeout(resolve, 20)); // the processor's onSpanEnd is not awaited by the run
+    assert.equal(tracker.events.length, 1);
+    const [event] = tracker.events;
+    checkEvent(event);
+    assert.equal(event.feature, "instrumented");
+    assert.equal(event.model, "gpt-5-mini-fail"); // the client knows the model it asked for
+    assert.equal(event.status, "error");
+    assert.equal(event.runName, "Failing twice?");
   });
 
   test("identity mapping keeps only what the contract allows", () => {
     assert.deepEqual(agentsIdentity(`trace_${"a".repeat(32)}`, "conv 42/x", `span_${"b".repeat(24)}`, "  Desk  "), {
-      metadata: { trace_id: "a".repeat(32), parent_id: "b".repeat(24), run_name: "Desk" },
+      traceId: "a".repeat(32),
+      parentId: "b".repeat(24),
+      runName: "Desk",
     });
     assert.deepEqual(agentsIdentity(undefined, null, undefined, "   "), {});
     assert.throws(() => new CosttrackTracingProcessor({ tracker: {} }), /tracker must be a costtrack Tracker/);

@@ -75,7 +75,7 @@ test("the export map and every exported name, values and types, are pinned", () 
 const ENTRIES = {
   "costtrack/ai-sdk": { values: ["costtrackMiddleware", "resultUsage"], types: ["CosttrackMiddleware"] },
   "costtrack/langchain": { values: ["CosttrackCallbackHandler", "fromLangChain", "langChainProvider"], types: [] },
-  "costtrack/openai-agents": { values: ["CosttrackTracingProcessor", "agentsIdentity"], types: [] },
+  "costtrack/openai-agents": { values: ["CosttrackTracingProcessor", "agentsIdentity"], types: ["RunIdentity"] },
 };
 
 test("the framework entry points (ESM and CommonJS) and their typings", async () => {
