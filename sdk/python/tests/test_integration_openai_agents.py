@@ -13,7 +13,15 @@ import sys
 from typing import Any, Callable, Dict, Iterator, List
 
 import pytest
-from canned_provider import Canned, CannedProvider, chat_completion, chat_usage, openai_error, responses_usage
+from canned_provider import (
+    Canned,
+    CannedProvider,
+    chat_completion,
+    chat_usage,
+    openai_error,
+    responses_stream,
+    responses_usage,
+)
 from instrumented import Recorder, as_helper_gives, failed, without_latency
 
 import costtrack
@@ -232,6 +240,39 @@ def test_with_the_client_instrumented_too_each_call_is_tracked_once(
         assert event["run_name"] == "Both on" and re.fullmatch(r"[0-9a-f]{32}", event["trace_id"])
         as_helper_gives(event, from_openai(turn, feature="instrumented", **identity_of(event)))
     assert identity_of(recorder.events[2]) == {}  # outside a run: the client's event alone
+
+
+@pytest.mark.parametrize("instrumented", [False, True], ids=["processor", "processor+instrumented client"])
+def test_a_streamed_run_is_tracked_once_with_its_usage(
+    canned: CannedProvider, recorder: Recorder, processor: Any, instrumented: bool
+) -> None:
+    """``Runner.run_streamed``: the model call streams the Responses API; its usage arrives with
+    ``response.completed`` at the stream's end, and the call is tracked once, with it, whether
+    the client is instrumented too or not."""
+    canned.route("POST", "/v1/responses", Canned(body=responses_stream(TURNS[1]), content_type="text/event-stream"))
+    client = client_for(canned)
+    if instrumented:
+        client = costtrack.instrument(client, tracker=recorder, feature="instrumented")
+    agent = Agent(
+        name="Weather", instructions="Answer.", model=OpenAIResponsesModel(model="gpt-5-mini", openai_client=client)
+    )
+
+    async def main() -> Any:
+        result = Runner.run_streamed(agent, "Weather in Paris?", run_config=RunConfig(workflow_name="Streamed"))
+        kinds = [event.type async for event in result.stream_events()]
+        assert "raw_response_event" in kinds
+        return result
+
+    result = asyncio.run(main())
+    assert result.final_output == "Sunny in Paris."
+    assert [call.json.get("stream") for call in canned.calls] == [True]
+    assert len(recorder.events) == 1 and not recorder.errors
+    event = recorder.event
+    assert event["run_name"] == "Streamed" and re.fullmatch(r"[0-9a-f]{32}", event["trace_id"])
+    # The Agents SDK streams through ``responses.with_streaming_response.create`` (the raw HTTP
+    # response, which an instrumented client leaves alone): the processor's event, either way.
+    as_helper_gives(event, from_openai(TURNS[1], feature="agents", **identity_of(event)))
+    assert event["prompt_tokens"] == result.context_wrapper.usage.input_tokens == 1700
 
 
 def test_nothing_is_seen_when_the_agents_tracing_is_off(
