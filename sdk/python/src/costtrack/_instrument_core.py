@@ -241,6 +241,8 @@ def raw_response_requested(kwargs: Mapping[str, Any]) -> bool:
     """``with_raw_response`` / ``with_streaming_response`` calls (the Stainless clients' header):
     their result is the HTTP response, not the parsed one; they are not tracked."""
     headers = kwargs.get("extra_headers")
-    return isinstance(headers, Mapping) and any(
-        isinstance(name, str) and name.lower() == "x-stainless-raw-response" for name in headers
+    return (
+        headers is not None
+        and isinstance(headers, Mapping)
+        and any(isinstance(name, str) and name.lower() == "x-stainless-raw-response" for name in headers)
     )
