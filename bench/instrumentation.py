@@ -1,38 +1,34 @@
-"""The CPU that instrumenting an OpenAI client adds to each call: ``costtrack.instrument()`` beside
-Langfuse's OpenAI drop-in (``langfuse.openai``) and OpenLLMetry's OpenAI instrumentation
-(``opentelemetry-instrumentation-openai``), measured in the same run over the bare client.
+"""The CPU that instrumenting an OpenAI client adds to each call, on the calling thread:
+``costtrack.instrument()`` beside Langfuse's OpenAI drop-in (``langfuse.openai``) and
+OpenLLMetry's OpenAI instrumentation (``opentelemetry-instrumentation-openai``).
 
-    .venv/bin/python bench/instrumentation.py [--rounds N]
+    .venv/bin/python bench/instrumentation.py [--rounds N]      # or: bench/run.py --only instrumentation
 
-One canned OpenAI server (a subprocess on a free 127.0.0.1 port, so its CPU is not counted)
-answers Chat Completions with a documented response, or with a 100-chunk stream (plus the usage
-chunk when the request asks for it, as OpenAI does). Each variant runs in its own worker process,
-since Langfuse and OpenLLMetry patch the ``openai`` classes process-wide:
+The model calls never leave the process: the ``openai`` client's ``http_client`` is an
+``httpx.MockTransport`` that answers Chat Completions with a documented response, or with a
+100-chunk stream (plus the usage chunk when the request asks for it, as OpenAI does), so no
+socket or server scheduling is in the figures. costtrack's tracker delivers its events to a
+canned service on 127.0.0.1 (a subprocess answering batches as the service does), flushed
+every few rounds, outside the measured time; Langfuse and OpenLLMetry export to an exporter that
+drops the spans.
 
-- ``bare``: the official client, nothing added;
-- ``costtrack``: ``costtrack.instrument(OpenAI(), tracker=...)``, its tracker delivering to the
-  same server (which answers batches as the service does);
-- ``langfuse``: ``from langfuse.openai import OpenAI``, its Langfuse client exporting to an
-  exporter that drops the spans;
-- ``openllmetry``: ``OpenAIInstrumentor().instrument()`` on a tracer provider whose batch
-  processor exports to the same dropping exporter.
-
-Paired alternation: the parent asks each worker in turn for a block of calls (non-streaming,
-then streaming), round after round, so whatever load the machine has falls on every variant
-alike. A worker reports the CPU time of the calling thread during the calls, and that of its
-whole process until the block's recordings are delivered (background exporters and delivery
-included: the block ends with the variant's flush). The
-figure per variant is the median over rounds of (its block - the bare block of the same round)
-per call. Two processes running the same code differ by a few percent of a call's CPU (layout,
-caches: the ``control`` line, a bare client in another process, shows how much), which is more
-than costtrack adds; since costtrack changes only the client it instruments, its worker also
-runs a bare client after each block, and the difference within that one process is its figure.
-Prints a table, then one JSON object on the last line; figures are never asserted.
+Each variant runs in its own process (Langfuse and OpenLLMetry patch the ``openai`` classes
+process-wide), and within it, round after round, a block of instrumented calls and a block of
+bare calls alternate (which comes first is drawn each round), with the garbage collector off
+during a block: ``costtrack``, an instrumented client beside a bare one; ``openllmetry``,
+``langfuse`` and ``openllmetry``, their wrapt wrappers of ``Completions.create`` swapped for the
+method they wrap between blocks (Langfuse's stream iteration hooks stay on in both blocks, so its
+streaming figure is if anything low). The calling
+thread's CPU (``time.thread_time_ns``) of each block is divided by its calls; a round's figure is
+(instrumented - bare) per call. Reported: the median over rounds and its spread (interquartile
+range), the bare call's own CPU, and Langfuse's and OpenLLMetry's figures as ratios to
+costtrack's. Prints a table, then one JSON object on the last line; figures are never asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import json
 import random
@@ -40,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -47,10 +44,11 @@ from typing import Any
 from python_sdk import batch_answer
 
 ROOT = Path(__file__).resolve().parents[1]
-VARIANTS = ("bare", "costtrack", "langfuse", "openllmetry")
-KINDS = {"plain": 10, "stream": 2}  # calls per block: short blocks, many rounds
+VARIANTS = ("costtrack", "langfuse", "openllmetry")
+KINDS = {"plain": 20, "stream": 4}  # calls per block: short blocks, many rounds
 STREAM_CHUNKS = 100
-WARMUP_CALLS = 50
+WARMUP_CALLS = 100
+FLUSH_EVERY = 10  # rounds (Langfuse's flush waits on its queues: slow)
 MODEL = "gpt-4o-mini"
 MESSAGES = [{"role": "user", "content": "What is the capital of France?"}]
 
@@ -66,39 +64,20 @@ def canned() -> Any:
     return module
 
 
-# -- the canned server (runs in a subprocess) ----------------------------------------------------
+# -- the canned service costtrack's tracker delivers to (a subprocess) --------------------------
 
 
 def serve() -> None:
-    provider = canned()
-    usage = provider.chat_usage(1200, 300, cached=800)
-    completion = json.dumps(provider.chat_completion(MODEL, usage)).encode()
-    streams = {
-        include: provider.chat_stream(MODEL, usage, chunks=STREAM_CHUNKS, include_usage=include).encode()
-        for include in (False, True)
-    }
-
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
-        wbufsize = -1
         disable_nagle_algorithm = True
 
         def do_POST(self) -> None:
             request = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            content_type = "application/json"
-            if self.path.startswith("/v1/chat/completions"):
-                asked = json.loads(request)
-                if asked.get("stream"):
-                    include = bool((asked.get("stream_options") or {}).get("include_usage"))
-                    body, content_type = streams[include], "text/event-stream"
-                else:
-                    body = completion
-            elif self.path.startswith("/v1/events"):
-                body = batch_answer(request)
-            else:  # Langfuse's own API, should it call it: accepted, ignored
-                body = b"{}"
+            # costtrack's batches answered as the service does; Langfuse's own API accepted, ignored
+            body = batch_answer(request) if self.path.startswith("/v1/events") else b"{}"
             self.send_response(200)
-            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -115,20 +94,57 @@ def serve() -> None:
 # -- a worker (one per variant, each in its own process) -----------------------------------------
 
 
-def make_client(variant: str, url: str) -> tuple[Any, Any]:
-    """``(client, flush)``: the variant's OpenAI client and what delivers what it has recorded."""
-    if variant == "bare":
-        from openai import OpenAI
+def mock_openai() -> Callable[[], Any]:
+    """A factory of ``openai.OpenAI`` clients whose calls are answered in process (``MockTransport``)."""
+    import httpx
+    from openai import OpenAI
 
-        return OpenAI(api_key="sk-bench", base_url=f"{url}/v1"), lambda: None
+    provider = canned()
+    usage = provider.chat_usage(1200, 300, cached=800)
+    completion = json.dumps(provider.chat_completion(MODEL, usage)).encode()
+    streams = {
+        include: provider.chat_stream(MODEL, usage, chunks=STREAM_CHUNKS, include_usage=include).encode()
+        for include in (False, True)
+    }
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        asked = json.loads(request.content)
+        if asked.get("stream"):
+            include = bool((asked.get("stream_options") or {}).get("include_usage"))
+            return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=streams[include])
+        return httpx.Response(200, headers={"content-type": "application/json"}, content=completion)
+
+    def make() -> Any:
+        http_client = httpx.Client(transport=httpx.MockTransport(answer))
+        return OpenAI(api_key="sk-bench", base_url="http://127.0.0.1:9/v1", http_client=http_client, max_retries=0)
+
+    return make
+
+
+def swap_create() -> Callable[[bool], None]:
+    """Turns a process-wide patch of ``Completions.create`` (a wrapt wrapper) on and off."""
+    from openai.resources.chat.completions import Completions
+
+    wrapper = vars(Completions)["create"]
+    wrapped = wrapper.__wrapped__
+
+    def switch(on: bool) -> None:
+        Completions.create = wrapper if on else wrapped  # type: ignore[method-assign]
+
+    return switch
+
+
+def setup(variant: str, url: str) -> tuple[Any, Any, Callable[[bool], None], Callable[[], None]]:
+    """``(instrumented, bare, switch, flush)``: the clients of each block (the same one where the
+    variant patches the ``openai`` classes), what turns the variant's patches on or off, and what
+    delivers what it recorded."""
+    make = mock_openai()
     if variant == "costtrack":
-        from openai import OpenAI
-
         import costtrack
 
         tracker = costtrack.Tracker("ct_bench", base_url=url)
-        client = costtrack.instrument(OpenAI(api_key="sk-bench", base_url=f"{url}/v1"), tracker=tracker)
-        return client, lambda: tracker.flush(timeout=30)
+        client = costtrack.instrument(make(), tracker=tracker)
+        return client, make(), lambda on: None, lambda: tracker.flush(timeout=30)
 
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
@@ -140,130 +156,137 @@ def make_client(variant: str, url: str) -> tuple[Any, Any]:
     if variant == "langfuse":
         from langfuse import Langfuse
 
-        langfuse = Langfuse(
+        langfuse_client = Langfuse(
             public_key="pk-lf-bench",
             secret_key="sk-lf-bench",  # noqa: S106 (nothing leaves 127.0.0.1)
             host=url,
             span_exporter=Dropping(),
             tracer_provider=TracerProvider(),
         )
-        from langfuse.openai import OpenAI as LangfuseOpenAI
-
-        return LangfuseOpenAI(api_key="sk-bench", base_url=f"{url}/v1"), langfuse.flush
+        importlib.import_module("langfuse.openai")  # wraps the openai classes' create methods
+        switch = swap_create()
+        client = make()
+        return client, client, switch, langfuse_client.flush
     if variant == "openllmetry":
-        from openai import OpenAI
         from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 
         provider = TracerProvider()
         provider.add_span_processor(BatchSpanProcessor(Dropping()))
         OpenAIInstrumentor().instrument(tracer_provider=provider)
-        return OpenAI(api_key="sk-bench", base_url=f"{url}/v1"), provider.force_flush
+        switch = swap_create()
+        client = make()
+        return client, client, switch, provider.force_flush
     raise ValueError(variant)
 
 
-def work(variant: str, url: str) -> None:
-    """Answers ``KIND COUNT`` lines on stdin with ``THREAD_NS PROCESS_NS SAME_PROCESS_BARE_NS``
-    for that many calls: the last is a block of the bare client in this same process, run right
-    after (``-1`` where the variant patched the ``openai`` classes and there is none)."""
-    client, flush = make_client(variant, url)
-    bare: Any = None
-    if variant in ("bare", "costtrack"):  # costtrack changes its client only
-        from openai import OpenAI
+def plain(client: Any) -> None:
+    client.chat.completions.create(model=MODEL, messages=MESSAGES)
 
-        bare = OpenAI(api_key="sk-bench", base_url=f"{url}/v1")
 
-    def plain(client: Any) -> None:
-        client.chat.completions.create(model=MODEL, messages=MESSAGES)
+def stream(client: Any) -> None:
+    for _ in client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True):
+        pass
 
-    def stream(client: Any) -> None:
-        for _ in client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True):
-            pass
 
-    calls = {"plain": plain, "stream": stream}
-    for call in calls.values():
-        for _ in range(WARMUP_CALLS):
+CALLS = {"plain": plain, "stream": stream}
+
+
+def block(call: Callable[[Any], None], client: Any, count: int) -> float:
+    """The calling thread's CPU per call over ``count`` calls, in microseconds, the GC off."""
+    gc.collect()
+    gc.disable()
+    try:
+        started = time.thread_time_ns()
+        for _ in range(count):
             call(client)
-            if bare is not None:
-                call(bare)
-    flush()
-    print("ready", flush=True)
-    for line in sys.stdin:
-        kind, count = line.split()
-        call = calls[kind]
-        thread_started, process_started = time.thread_time_ns(), time.process_time_ns()
-        for _ in range(int(count)):
-            call(client)
-        thread_ns = time.thread_time_ns() - thread_started
-        flush()  # on this thread or not, the delivery's CPU is in the process's figure only
-        process_ns = time.process_time_ns() - process_started
-        bare_ns = -1
-        if bare is not None:
-            bare_started = time.thread_time_ns()
-            for _ in range(int(count)):
-                call(bare)
-            bare_ns = time.thread_time_ns() - bare_started
-        print(thread_ns, process_ns, bare_ns, flush=True)
+        return (time.thread_time_ns() - started) / count / 1000
+    finally:
+        gc.enable()
+
+
+def work(variant: str, url: str, rounds: int) -> None:
+    """Prints one JSON object: per kind, each round's (instrumented, bare) CPU per call."""
+    instrumented, bare, switch, flush = setup(variant, url)
+    found: dict[str, list[tuple[float, float]]] = {kind: [] for kind in KINDS}
+    for kind, count in KINDS.items():
+        call = CALLS[kind]
+        for on in (True, False):
+            switch(on)
+            for _ in range(WARMUP_CALLS // count * count):
+                call(instrumented if on else bare)
+        flush()
+        for number in range(rounds):
+            figures = {}
+            for on in random.sample((True, False), 2):
+                switch(on)
+                figures[on] = block(call, instrumented if on else bare, count)
+            found[kind].append((figures[True], figures[False]))
+            if number % FLUSH_EVERY == FLUSH_EVERY - 1:
+                flush()  # outside the measured blocks: the delivery is not the calling thread's
+    output: dict[str, Any] = dict(found)
+    if variant == "costtrack":
+        output["own"] = own_code(bare, url, rounds)
+    print(json.dumps(output))
+
+
+def own_code(bare: Any, url: str, rounds: int) -> list[float]:
+    """costtrack's own code per non-streaming call, without the client around it: what the
+    instrumented ``create`` does before and after the bare one (``_chat_begin``, then reading
+    the response and ``tracker.track()`` in ``_chat_finish``), per round of 100, in microseconds."""
+    import costtrack
+    from costtrack._instrument_clients import _chat_begin, _chat_finish
+    from costtrack._instrument_core import Instrumentation
+
+    tracker = costtrack.Tracker("ct_bench", base_url=url)
+    instrumentation = Instrumentation(tracker, "openai", {})
+    response = bare.chat.completions.create(model=MODEL, messages=MESSAGES)
+    figures = []
+    for _ in range(rounds):
+        gc.collect()
+        gc.disable()
+        started = time.thread_time_ns()
+        for _ in range(100):
+            call, token = _chat_begin(instrumentation, {"model": MODEL, "messages": MESSAGES})
+            _chat_finish(call, token, response)
+        figures.append((time.thread_time_ns() - started) / 100 / 1000)
+        gc.enable()
+        tracker.flush(timeout=30)
+    return figures
 
 
 # -- the parent ----------------------------------------------------------------------------------
 
 
-def start(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, __file__, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
-    )
+def summary(pairs: list[tuple[float, float]]) -> dict[str, float]:
+    added = [on - off for on, off in pairs]
+    q1, _, q3 = statistics.quantiles(added, n=4)
+    return {
+        "added": statistics.median(added),
+        "iqr": q3 - q1,
+        "bare": statistics.median(off for _, off in pairs),
+    }
 
 
-def measure(rounds: int) -> dict[str, dict[str, dict[str, float]]]:
-    """``{kind: {variant: {"thread": us, "process": us, ...}}}``: CPU added per call over ``bare``
-    (and for costtrack over a bare client in its own process; ``control``: the noise floor)."""
-    server = start("--serve")
-    assert server.stdout is not None
-    url = f"http://127.0.0.1:{int(server.stdout.readline())}"
-    workers = {variant: start("--work", variant, url) for variant in VARIANTS}
+def measure(rounds: int) -> tuple[dict[str, dict[str, dict[str, float]]], list[float]]:
+    """``{kind: {variant: {"added": us, "iqr": us, "bare": us}}}``, each variant in its own
+    process, and costtrack's own code per call, each round's (``own_code``)."""
+    server = subprocess.Popen([sys.executable, __file__, "--serve"], stdout=subprocess.PIPE, text=True)
     try:
-        for worker in workers.values():
-            assert worker.stdout is not None
-            if worker.stdout.readline().strip() != "ready":
-                raise RuntimeError("a worker did not start")
-        added: dict[str, dict[str, dict[str, list[float]]]] = {
-            kind: {variant: {"thread": [], "process": []} for variant in VARIANTS[1:]} for kind in KINDS
-        }
-        order = list(VARIANTS)
-        for _ in range(rounds):
-            random.shuffle(order)
-            for kind, count in KINDS.items():
-                block: dict[str, tuple[int, ...]] = {}
-                for variant in order:
-                    worker = workers[variant]
-                    assert worker.stdin is not None
-                    assert worker.stdout is not None
-                    worker.stdin.write(f"{kind} {count}\n")
-                    block[variant] = tuple(int(figure) for figure in worker.stdout.readline().split())
-                for variant in VARIANTS[1:]:
-                    for index, clock in enumerate(("thread", "process")):
-                        extra = (block[variant][index] - block["bare"][index]) / count / 1000
-                        added[kind][variant][clock].append(extra)
-                    if block[variant][2] >= 0:
-                        extra = (block[variant][0] - block[variant][2]) / count / 1000
-                        added[kind][variant].setdefault("same_process_thread", []).append(extra)
-                # The noise floor: two bare clients in two processes (this one and the bare
-                # client beside costtrack's), paired as the variants are.
-                control = (block["costtrack"][2] - block["bare"][0]) / count / 1000
-                added[kind].setdefault("control", {"thread": []})["thread"].append(control)
-        return {
-            kind: {
-                variant: {clock: statistics.median(samples) for clock, samples in clocks.items()}
-                for variant, clocks in by_variant.items()
-            }
-            for kind, by_variant in added.items()
-        }
+        assert server.stdout is not None
+        url = f"http://127.0.0.1:{int(server.stdout.readline())}"
+        figures: dict[str, dict[str, dict[str, float]]] = {kind: {} for kind in KINDS}
+        own: list[float] = []
+        for variant in VARIANTS:
+            command = [sys.executable, __file__, "--work", variant, url, "--rounds", str(rounds)]
+            output = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True).stdout
+            found = json.loads(output.strip().splitlines()[-1])
+            own = found.pop("own", own)
+            for kind, pairs in found.items():
+                figures[kind][variant] = summary(pairs)
+        return figures, own
     finally:
-        for process in (*workers.values(), server):
-            if process.stdin is not None:
-                process.stdin.close()
-            process.terminate()
-            process.wait(timeout=10)
+        server.terminate()
+        server.wait(timeout=10)
 
 
 def versions() -> str:
@@ -275,7 +298,7 @@ def versions() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--work", nargs=2, metavar=("VARIANT", "URL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -283,32 +306,36 @@ def main() -> None:
         serve()
         return
     if args.work:
-        work(*args.work)
+        work(*args.work, args.rounds)
         return
 
-    figures = measure(args.rounds)
-    print(f"Python {sys.version.split()[0]}, {versions()}; canned server on 127.0.0.1, {args.rounds} rounds")
-    print("CPU added per call over the bare openai client, microseconds (median of paired rounds)")
-    print(f"  {'variant':<12} {'call thread':>12} {'process':>10} {'stream thread':>14} {'process':>10}")
-    for variant in VARIANTS[1:]:
-        plain, stream = figures["plain"][variant], figures["stream"][variant]
-        print(
-            f"  {variant:<12} {plain['thread']:>12.1f} {plain['process']:>10.1f}"
-            f" {stream['thread']:>14.1f} {stream['process']:>10.1f}"
-        )
-    plain, stream = figures["plain"]["costtrack"], figures["stream"]["costtrack"]
-    print(f"  costtrack, over a bare client in the same process: {plain['same_process_thread']:.1f} (thread),")
-    print(f"    streaming {stream['same_process_thread']:.1f}")
-    plain, stream = figures["plain"]["control"], figures["stream"]["control"]
-    print(f"  control, a bare client in another process: {plain['thread']:.1f}, streaming {stream['thread']:.1f}")
-    print(f"  (stream: {STREAM_CHUNKS} chunks; thread: the calling thread during the calls; process: all")
-    print("  threads, until the block's flush returned; costtrack delivers to the server, the others drop spans)")
-    result = {
-        f"instrument_{variant}_{kind}_{clock}_cpu_us": round(value, 2)
-        for kind, by_variant in figures.items()
-        for variant, clocks in by_variant.items()
-        for clock, value in clocks.items()
-    }
+    figures, own = measure(args.rounds)
+    print(f"Python {sys.version.split()[0]}, {versions()}; in-process MockTransport, {args.rounds} rounds")
+    print("Calling-thread CPU added per call over the bare openai client, microseconds:")
+    print("median of the rounds' (instrumented - bare) [interquartile range]; the bare call's own CPU")
+    result: dict[str, float] = {}
+    for kind, by_variant in figures.items():
+        label = "plain" if kind == "plain" else f"stream ({STREAM_CHUNKS} chunks)"
+        base = by_variant["costtrack"]["added"]
+        for variant, figure in by_variant.items():
+            ratio = figure["added"] / base if base > 0 else float("nan")
+            print(
+                f"  {label:<20} {variant:<12} {figure['added']:>8.1f} [{figure['iqr']:.1f}]"
+                f"   bare {figure['bare']:.1f}   {ratio:.1f}x costtrack's"
+            )
+            prefix = f"instrument_{variant}_{kind}"
+            result[f"{prefix}_thread_cpu_us"] = round(figure["added"], 2)
+            result[f"{prefix}_thread_cpu_iqr_us"] = round(figure["iqr"], 2)
+            if variant != "costtrack":
+                result[f"{prefix}_over_costtrack"] = round(ratio, 2)
+        bare = statistics.median(figure["bare"] for figure in by_variant.values())
+        result[f"instrument_bare_{kind}_thread_cpu_us"] = round(bare, 2)
+    q1, median, q3 = statistics.quantiles(own, n=4)
+    print(
+        f"  costtrack's own code per call (begin, read the response, track()), no client: {median:.1f} [{q3 - q1:.1f}]"
+    )
+    result["instrument_costtrack_own_code_cpu_us"] = round(median, 2)
+    result["instrument_costtrack_own_code_cpu_iqr_us"] = round(q3 - q1, 2)
     print(json.dumps(result))
 
 

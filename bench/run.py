@@ -6,11 +6,13 @@ and OpenLLMetry's (``instrumentation.py``), the Node SDK benchmark and the
 service benchmark, the daily export's reads (``export_reads.py``) and the simulation of AWS at
 scale (``sim.py``), each in its own process, and writes one flat JSON object with their figures
 and the machine they ran on. Figures are printed, never asserted: compare runs, and compare
-against the peers measured in the same run.
+against the peers measured in the same run. ``--only NAME`` (repeatable) runs some of them and
+updates their figures in ``bench/results.json``: ``.venv/bin/python bench/run.py --only instrumentation``.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import os
@@ -59,15 +61,32 @@ def machine() -> dict[str, Any]:
     }
 
 
+BENCHMARKS = {
+    "python_sdk": [sys.executable, "bench/python_sdk.py"],
+    "sdk_transports": [sys.executable, "bench/sdk_transports.py"],
+    "instrumentation": [sys.executable, "bench/instrumentation.py"],
+    "node_sdk": ["node", "bench/node_sdk.mjs"],
+    "service": [sys.executable, "bench/service.py"],
+    "export_reads": [sys.executable, "bench/export_reads.py"],
+    "sim": [sys.executable, "bench/sim.py"],
+}
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--only",
+        choices=sorted(BENCHMARKS),
+        action="append",
+        help="run only these benchmarks; their figures (and the machine's) replace those in results.json",
+    )
+    args = parser.parse_args()
     results: dict[str, Any] = {}
-    results.update(run([sys.executable, "bench/python_sdk.py"]))
-    results.update(run([sys.executable, "bench/sdk_transports.py"]))
-    results.update(run([sys.executable, "bench/instrumentation.py"]))
-    results.update(run(["node", "bench/node_sdk.mjs"]))
-    results.update(run([sys.executable, "bench/service.py"]))
-    results.update(run([sys.executable, "bench/export_reads.py"]))
-    results.update(run([sys.executable, "bench/sim.py"]))
+    if args.only and RESULTS.exists():
+        results = json.loads(RESULTS.read_text())
+    for name, command in BENCHMARKS.items():
+        if not args.only or name in args.only:
+            results.update(run(command))
     results.update(machine())
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
 

@@ -12,6 +12,46 @@ export interface TrackerLike {
   track(options: TrackOptions): void;
 }
 
+/**
+ * The responses an instrumented client has tracked (weakly held, never changed): a framework hook
+ * that sees the same response object (the OpenAI Agents processor) leaves that call out. One set
+ * per process, whichever build (ESM, CommonJS) of costtrack is loaded.
+ */
+export const trackedResponses: WeakSet<object> = ((globalThis as Record<symbol, unknown>)[
+  Symbol.for("costtrack.trackedResponses")
+] ??= new WeakSet<object>()) as WeakSet<object>;
+
+/**
+ * A model call of the OpenAI Agents SDK that its tracing processor tracks when the call's span
+ * ends, unless an instrumented client tracks it first: registered by the processor for the span
+ * (one map per process), it gives the client's event the run's `identity` and records that the
+ * call was `tracked` (answered or failed), so the processor leaves it out and nothing is counted twice.
+ */
+export interface SpanClaim {
+  identity: Readonly<Record<string, string>>;
+  tracked: boolean;
+}
+
+export const spanClaims: WeakMap<object, SpanClaim> = ((globalThis as Record<symbol, unknown>)[
+  Symbol.for("costtrack.spanClaims")
+] ??= new WeakMap<object, SpanClaim>()) as WeakMap<object, SpanClaim>;
+
+/** Where `@openai/agents-core` keeps its tracing context (shared by every copy of it that is loaded). */
+const AGENTS_CONTEXT = Symbol.for("openai.agents.core.asyncLocalStorage");
+
+/** The OpenAI Agents SDK's span in force where a call is made (a model call's span), if any. */
+function agentsSpan(): object | undefined {
+  try {
+    const storage = (globalThis as Record<symbol, unknown>)[AGENTS_CONTEXT] as { getStore?: () => unknown } | undefined;
+    if (typeof storage?.getStore !== "function") return undefined;
+    const store = storage.getStore() as { active?: unknown; span?: unknown } | undefined;
+    const span = store?.active === true ? store.span : undefined;
+    return typeof span === "object" && span !== null ? span : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The settings instrument() was given: the tracker and the defaults of every event. */
 export interface Settings {
   tracker: TrackerLike;
@@ -51,6 +91,7 @@ export class Call {
   readonly #provider: string;
   readonly #model: string | undefined;
   readonly #read: ReadUsage;
+  readonly #span: object | undefined;
   #done = false;
 
   constructor(settings: Settings, provider: string, model: unknown, read: ReadUsage) {
@@ -59,6 +100,7 @@ export class Call {
     this.#provider = provider;
     this.#model = typeof model === "string" && model !== "" ? model : undefined;
     this.#read = read;
+    this.#span = agentsSpan();
   }
 
   get done(): boolean {
@@ -81,7 +123,15 @@ export class Call {
         event["reservationId"] ??= reservationIdOf(event["reservation"]);
         delete event["reservation"];
       }
-      this.#settings.tracker.track(withContext(event as unknown as TrackOptions, this.#context));
+      if (usage !== null && typeof usage === "object") trackedResponses.add(usage);
+      let tracked = withContext(event as unknown as TrackOptions, this.#context);
+      const claim = this.#span === undefined ? undefined : spanClaims.get(this.#span);
+      if (claim !== undefined) {
+        // An Agents SDK model call: this event is the one tracked, with the run's identity under its own fields.
+        claim.tracked = true;
+        tracked = { ...claim.identity, ...tracked };
+      }
+      this.#settings.tracker.track(tracked);
     } catch {
       // costtrack never gets in the way of the call
     }

@@ -143,6 +143,22 @@ const converseEvents = () => [
   ["metadata", { usage: CONVERSE.usage, metrics: CONVERSE.metrics }],
 ];
 
+/** Whether the request's input has an item of `type` (a tool's result, in an agent's later turn). */
+function asked(body, type) {
+  return Array.isArray(body.input) && body.input.some((item) => item?.type === type);
+}
+
+/** A Responses API turn that calls the request's first tool (usage of its own). */
+export function toolTurn(body) {
+  const name = body.tools?.[0]?.name ?? "tool";
+  return {
+    ...RESPONSE,
+    id: "resp_tools",
+    output: [{ type: "function_call", id: "fc_1", call_id: "call_1", name, arguments: JSON.stringify({ city: "Paris" }), status: "completed" }],
+    usage: { input_tokens: 1500, input_tokens_details: { cached_tokens: 1024 }, output_tokens: 120, output_tokens_details: { reasoning_tokens: 64 }, total_tokens: 1620 },
+  };
+}
+
 async function reply(req, res, body, path, requests) {
   const kind = which(path);
   const model = body.model ?? decodeURIComponent(path.match(/models\/([^:]+)/)?.[1] ?? path.match(/^\/model\/([^/]+)/)?.[1] ?? "");
@@ -157,6 +173,11 @@ async function reply(req, res, body, path, requests) {
     return res.end(JSON.stringify(errorBody));
   }
   const slow = model.endsWith("-slow");
+  if (!streaming && kind === "responses" && model.endsWith("-tools") && !asked(body, "function_call_output")) {
+    // An agent's first turn: the model calls the request's first tool.
+    res.writeHead(200, { "content-type": "application/json" });
+    return res.end(JSON.stringify(toolTurn(body)));
+  }
   if (!streaming) {
     const json = { chat: CHAT, responses: RESPONSE, anthropic: MESSAGE, gemini: GEMINI, bedrock: CONVERSE }[kind];
     res.writeHead(json ? 200 : 404, { "content-type": "application/json" });

@@ -76,7 +76,7 @@ test("the export map and every exported name, values and types, are pinned", () 
       require: { types: "./dist/cjs/index.d.ts", default: "./dist/cjs/index.js" },
     },
     ...Object.fromEntries(
-      ["ai-sdk", "langchain"].map((entry) => [
+      ["ai-sdk", "langchain", "openai-agents"].map((entry) => [
         `./${entry}`,
         {
           import: { types: `./dist/esm/${entry}.d.ts`, default: `./dist/esm/${entry}.js` },
@@ -100,6 +100,7 @@ test("the export map and every exported name, values and types, are pinned", () 
 const ENTRIES = {
   "costtrack/ai-sdk": { values: ["costtrackMiddleware", "resultUsage"], types: ["CosttrackMiddleware"] },
   "costtrack/langchain": { values: ["CosttrackCallbackHandler", "fromLangChain", "langChainProvider"], types: [] },
+  "costtrack/openai-agents": { values: ["CosttrackTracingProcessor", "agentsIdentity"], types: ["RunIdentity"] },
 };
 
 test("the framework entry points (ESM and CommonJS) and their typings", async () => {
@@ -118,7 +119,7 @@ test("the framework entry points (ESM and CommonJS) and their typings", async ()
     }
   }
   // The main entry point does not load them.
-  assert.ok(!readFileSync(new URL("dist/esm/index.js", root), "utf8").match(/ai-sdk|langchain/));
+  assert.ok(!readFileSync(new URL("dist/esm/index.js", root), "utf8").match(/ai-sdk|langchain|openai-agents/));
 });
 
 test("the version lives in package.json only", () => {

@@ -18,6 +18,11 @@ from costtrack import Tracker, TrackerWarning
 
 API_KEY = "ct_test_0123456789"
 
+# litellm (a test dependency) reads its bundled model prices instead of fetching them at import,
+# and sends no telemetry: the tests reach nothing beyond 127.0.0.1.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("LITELLM_TELEMETRY", "False")
+
 
 @dataclass
 class Request:

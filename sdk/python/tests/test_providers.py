@@ -123,6 +123,15 @@ def test_openai_from_plain_dicts() -> None:
     assert from_openai({**OPENAI_CHAT, "usage": usage})["cache_write_tokens"] == 1500
 
 
+def test_helpers_take_the_run_identity_fields() -> None:
+    identity = {"trace_id": "run-7", "session_id": "conv-1", "parent_id": "step-2", "run_name": "Answer"}
+    assert valid(from_openai(OPENAI_CHAT, **ATTRIBUTION, **identity)) == {**OPENAI_EXPECTED, **identity}
+    assert valid(from_anthropic(ANTHROPIC_MESSAGE, **identity)) == {
+        **{k: v for k, v in ANTHROPIC_EXPECTED.items() if k not in ATTRIBUTION},
+        **identity,
+    }
+
+
 def test_openai_pricing_context_and_audio() -> None:
     usage = {
         **OPENAI_CHAT["usage"],

@@ -10,13 +10,24 @@ import functools
 import inspect
 import logging
 import time
+from contextvars import ContextVar
 from inspect import isawaitable
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple
 
 from costtrack._attributes import current
 from costtrack._provider_events import Usage, provider_event
 
-__all__ = ["DEFAULT_FIELDS", "Call", "Instrumentation", "raw_response_requested", "status_of", "wrap_call"]
+__all__ = [
+    "DEFAULT_FIELDS",
+    "Call",
+    "Claim",
+    "Instrumentation",
+    "claimed",
+    "raw_response_requested",
+    "status_of",
+    "with_identity",
+    "wrap_call",
+]
 
 logger = logging.getLogger("costtrack")
 
@@ -24,6 +35,33 @@ logger = logging.getLogger("costtrack")
 DEFAULT_FIELDS = ("feature", "customer_id", "customer_name", "environment", "metadata", "provider")
 #: Counts of an event whose call ended before the provider reported usage.
 _NO_USAGE: Dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0}
+
+
+class Claim:
+    """A model call that a framework hook (the OpenAI Agents processor) tracks when it ends,
+    unless an instrumented client tracks it first: set in the context of the call
+    (``claimed``), it gives the client's event the run's ``identity`` and records that the
+    call was ``tracked``, so the framework leaves it out and nothing is counted twice."""
+
+    __slots__ = ("identity", "tracked")
+
+    def __init__(self, identity: Mapping[str, Any]) -> None:
+        self.identity = identity
+        self.tracked = False
+
+
+#: The claim in force where a model call is made (``None``: no framework hook around it).
+claimed: ContextVar[Optional[Claim]] = ContextVar("costtrack_claim", default=None)
+
+
+def with_identity(fields: Dict[str, Any], identity: Mapping[str, Any]) -> Dict[str, Any]:
+    """``fields`` with a run's identity added (``integrations._usage.run_identity``'s fields:
+    ``trace_id``, ``session_id``, ``parent_id``, ``run_name``); a field the event already has
+    (given to ``instrument()`` or set by ``costtrack.attributes``) wins."""
+    for name, value in identity.items():
+        if fields.get(name) is None:
+            fields[name] = value
+    return fields
 
 
 class Instrumentation:
@@ -97,6 +135,10 @@ class Call:
             if counts.get("prompt_tokens") is None and counts.get("completion_tokens") is None:
                 counts = {**counts, **_NO_USAGE}
             fields = instrumentation.fields()
+            claim = claimed.get()
+            if claim is not None:  # a framework hook around the call: this event is the one tracked
+                claim.tracked = True
+                with_identity(fields, claim.identity)
             fields["latency_ms"] = latency_ms
             fields["status"] = status
             event = provider_event(
@@ -199,6 +241,8 @@ def raw_response_requested(kwargs: Mapping[str, Any]) -> bool:
     """``with_raw_response`` / ``with_streaming_response`` calls (the Stainless clients' header):
     their result is the HTTP response, not the parsed one; they are not tracked."""
     headers = kwargs.get("extra_headers")
-    return isinstance(headers, Mapping) and any(
-        isinstance(name, str) and name.lower() == "x-stainless-raw-response" for name in headers
+    return (
+        headers is not None
+        and isinstance(headers, Mapping)
+        and any(isinstance(name, str) and name.lower() == "x-stainless-raw-response" for name in headers)
     )

@@ -7,7 +7,7 @@ Behind ``costtrack.providers``; imports no provider package.
 from __future__ import annotations
 
 from collections.abc import Mapping as AbcMapping
-from typing import Any, Dict, Iterable, Mapping, Optional, Tuple, TypedDict
+from typing import Any, Dict, FrozenSet, Iterable, Mapping, Optional, Tuple, TypedDict
 
 from costtrack._event import EventStatus, TrackEvent
 from costtrack._reserved import as_count, exceeded_parent
@@ -28,6 +28,11 @@ class HelperFields(TypedDict, total=False):
     environment: Optional[str]
     latency_ms: Optional[int]
     status: Optional[EventStatus]
+    #: Run identity (CONTRACT section 11): the run, the session and the step the call belongs to.
+    trace_id: Optional[str]
+    session_id: Optional[str]
+    parent_id: Optional[str]
+    run_name: Optional[str]
     #: Merged over the pricing context and extra counts read from the response; its keys win.
     metadata: Optional[Dict[str, Any]]
     #: ``"batch"`` for a result of the provider's batch API (into ``metadata``).
@@ -58,55 +63,57 @@ def get(source: Any, *names: str) -> Any:
     that is present); ``None`` when absent."""
     if source is None:
         return None
-    # collections.abc's Mapping: typing's alias checks isinstance several times slower (this
-    # runs for every field of every instrumented call and every chunk of its stream).
+    # This runs for every field of every instrumented call and every chunk of its stream: the
+    # common shapes (a dict, a pydantic model) are read without a call per name.
     cls = type(source)
-    model = cls is not dict and _is_model(cls)
-    mapping = not model and (cls is dict or isinstance(source, AbcMapping))
-    for name in names:
-        if mapping:
+    if cls is dict:
+        for name in names:
             value = source.get(name)
-        elif model:
-            value = _model_field(source, name)
-        else:
-            value = getattr(source, name, None)
+            if value is not None:
+                return value
+        return None
+    on_class = _MODELS.get(cls, _UNKNOWN)
+    if on_class is _UNKNOWN:
+        on_class = _model_names(cls)
+    if on_class is not None:
+        # A pydantic model, without its ``__getattr__``: a name that is not a field makes pydantic
+        # raise an ``AttributeError`` (costly) where this reads the same ``None``. Fields live in
+        # the instance's ``__dict__``, extra fields in ``__pydantic_extra__``; a name the class
+        # defines (a property...) and a private name are looked up as ``getattr`` would.
+        fields = source.__dict__
+        for name in names:
+            if name in on_class or name.startswith("_"):
+                value = getattr(source, name, None)
+            else:
+                value = fields.get(name)
+                if value is None:
+                    extra = source.__pydantic_extra__
+                    if extra:
+                        value = extra.get(name)
+            if value is not None:
+                return value
+        return None
+    # collections.abc's Mapping: typing's alias checks isinstance several times slower.
+    mapping = isinstance(source, AbcMapping)
+    for name in names:
+        value = source.get(name) if mapping else getattr(source, name, None)
         if value is not None:
             return value
     return None
 
 
-#: Per class: whether it is a pydantic (v2) model, as the provider SDKs' response objects are.
-_MODELS: Dict[type, bool] = {}
-#: Per (model class, name): whether the class (or a base) defines ``name`` itself.
-_ON_CLASS: Dict[Tuple[type, str], bool] = {}
+#: Per class: for a pydantic (v2) model, as the provider SDKs' response objects are, the names
+#: its classes define (properties, methods...); ``None`` for any other class.
+_MODELS: Dict[type, Optional[FrozenSet[str]]] = {}
+_UNKNOWN: Any = object()
 
 
-def _is_model(cls: type) -> bool:
-    known = _MODELS.get(cls)
-    if known is None:
-        known = _MODELS[cls] = any("__pydantic_extra__" in getattr(base, "__slots__", ()) for base in cls.__mro__)
-    return known
-
-
-def _model_field(model: Any, name: str) -> Any:
-    """``getattr(model, name, None)`` for a pydantic model, without its ``__getattr__``: a name
-    that is not a field makes pydantic raise an ``AttributeError`` (costly) where this reads the
-    same ``None``. Fields live in the instance's ``__dict__``, extra fields in
-    ``__pydantic_extra__``; a name the class defines (a property...) and a private name are
-    looked up as ``getattr`` would."""
-    cls = type(model)
-    key = (cls, name)
-    on_class = _ON_CLASS.get(key)
-    if on_class is None:
-        on_class = _ON_CLASS[key] = any(name in vars(base) for base in cls.__mro__)
-    if on_class or name.startswith("_"):
-        return getattr(model, name, None)
-    value = model.__dict__.get(name)
-    if value is None:
-        extra = model.__pydantic_extra__
-        if extra:
-            value = extra.get(name)
-    return value
+def _model_names(cls: type) -> Optional[FrozenSet[str]]:
+    names: Optional[FrozenSet[str]] = None
+    if any("__pydantic_extra__" in getattr(base, "__slots__", ()) for base in cls.__mro__):
+        names = frozenset(name for base in cls.__mro__ for name in vars(base))
+    _MODELS[cls] = names
+    return names
 
 
 def read_counts(usage: Any, names: Mapping[str, Tuple[str, ...]]) -> Dict[str, Any]:

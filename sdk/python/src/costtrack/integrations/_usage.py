@@ -5,14 +5,18 @@ and the tracking of one finished run. Imports no framework."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any, Dict, Mapping, Optional
 
-from costtrack._instrument_core import DEFAULT_FIELDS, Instrumentation
+from costtrack._instrument_core import DEFAULT_FIELDS, Instrumentation, with_identity
 from costtrack._provider_events import Usage, provider_event
 from costtrack._reserved import as_count
 
-__all__ = ["Run", "all_in_usage", "instrumentation"]
+__all__ = ["Run", "all_in_usage", "instrumentation", "run_identity"]
+
+#: CONTRACT section 11: the form of ``trace_id``, ``session_id`` and ``parent_id``.
+_RUN_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 #: Providers whose prompt count excludes the cache (costtrack's Anthropic and Bedrock events).
 _PROMPT_WITHOUT_CACHE = frozenset({"anthropic", "bedrock"})
@@ -55,6 +59,26 @@ def all_in_usage(
     return model, counts, dict(pricing or {})
 
 
+def run_identity(
+    *,
+    trace_id: Optional[str] = None,
+    session_id: Optional[str] = None,
+    parent_id: Optional[str] = None,
+    run_name: Optional[str] = None,
+) -> Dict[str, Any]:
+    """The event fields that name the run a model call belongs to (CONTRACT section 11:
+    ``trace_id``, ``session_id``, ``parent_id``, ``run_name``), each kept only in the form the
+    contract allows (ids of 1 to 128 ``[A-Za-z0-9._:-]``, a name trimmed to 1 to 200 characters),
+    so that a framework's odd id never makes the whole event invalid."""
+    found: Dict[str, str] = {}
+    for name, value in (("trace_id", trace_id), ("session_id", session_id), ("parent_id", parent_id)):
+        if isinstance(value, str) and _RUN_ID.fullmatch(value):
+            found[name] = value
+    if isinstance(run_name, str) and 0 < len(run_name.strip()) <= 200:
+        found["run_name"] = run_name.strip()
+    return found
+
+
 def instrumentation(integration: str, tracker: Any, defaults: Mapping[str, Any]) -> Instrumentation:
     """The tracker and defaults of a handler (the keyword arguments ``costtrack.instrument`` takes)."""
     unknown = sorted(set(defaults) - set(DEFAULT_FIELDS))
@@ -77,11 +101,15 @@ class Run:
         provider: Optional[str],
         model: Optional[str],
         timed: bool = True,
+        identity: Optional[Mapping[str, Any]] = None,
+        fields: Optional[Dict[str, Any]] = None,
     ) -> None:
         """``timed``: the latency is measured from now to ``finish``; else ``finish`` is given it
-        (``None``: not known, left out)."""
+        (``None``: not known, left out). ``identity``: the run's (``run_identity``). ``fields``:
+        the attribution taken where the call was made (``Instrumentation.fields()`` there), when
+        the run is tracked from elsewhere (another thread); else the one in force now."""
         self._instrumentation = instrumentation
-        self._fields = instrumentation.fields()
+        self._fields = with_identity(dict(fields) if fields is not None else instrumentation.fields(), identity or {})
         self._start: Optional[float] = time.perf_counter() if timed else None
         self.provider = provider
         self.model = model

@@ -25,7 +25,7 @@ from __future__ import annotations
 import datetime
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
 from costtrack._instrument_core import status_of
 from costtrack._provider_events import Usage, get
@@ -117,13 +117,38 @@ class CosttrackLogger(_Base):
     ``kwargs["exception"]``: ``error``, ``timeout``, ``cancelled``, with zero tokens).
     ``defaults`` are those of ``costtrack.instrument`` (``feature``, ``customer_id``,
     ``customer_name``, ``environment``, ``metadata``, ``provider``), under what
-    ``costtrack.attributes`` sets where LiteLLM runs the hook."""
+    ``costtrack.attributes`` sets where the call is made (taken in ``log_pre_api_call``, on the
+    caller's thread, as LiteLLM runs its sync success hooks on a thread pool)."""
 
     def __init__(self, *, tracker: Any, **defaults: Any) -> None:
         super().__init__()
         self._instrumentation = instrumentation("CosttrackLogger", tracker, defaults)
         self._seen: OrderedDict[str, None] = OrderedDict()
+        self._attribution: OrderedDict[str, Dict[str, Any]] = OrderedDict()
         self._lock = threading.Lock()
+
+    def log_pre_api_call(self, model: Any, messages: Any, kwargs: Any) -> None:
+        """LiteLLM calls this on the caller's thread (or task) before the request; its sync
+        success and failure hooks run later on a thread pool of its own, where the caller's
+        ``costtrack.attributes`` is not in force: the attribution is taken here, by call id."""
+        try:
+            call_id = get(kwargs, "litellm_call_id")
+            if not isinstance(call_id, str):
+                return
+            fields = self._instrumentation.fields()
+            with self._lock:
+                self._attribution[call_id] = fields
+                if len(self._attribution) > _SEEN_MAX:
+                    self._attribution.popitem(last=False)
+        except Exception as error:  # never in the way
+            self._instrumentation.report(error)
+
+    def _attribution_of(self, kwargs: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+        call_id = get(kwargs, "litellm_call_id")
+        if not isinstance(call_id, str):
+            return None
+        with self._lock:
+            return self._attribution.pop(call_id, None)
 
     def _first_time(self, kwargs: Mapping[str, Any]) -> bool:
         call_id = get(kwargs, "litellm_call_id")
@@ -141,10 +166,11 @@ class CosttrackLogger(_Base):
         try:
             if not isinstance(kwargs, Mapping) or not self._first_time(kwargs):
                 return
+            fields = self._attribution_of(kwargs)
             # A stream's whole response, as LiteLLM assembles it for the callbacks.
             response = get(kwargs, "complete_streaming_response") or response
             named, model = _identity(kwargs, response)
-            run = Run(self._instrumentation, named, model, timed=False)
+            run = Run(self._instrumentation, named, model, timed=False, fields=fields)
             provider = run.provider_for()
             if error is None:
                 run.finish("success", _usage(provider, response, model), provider, _latency_ms(start_time, end_time))
