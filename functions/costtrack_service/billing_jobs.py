@@ -24,6 +24,7 @@ from dataclasses import replace
 from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
+from costtrack_service.billing_alerts import alert_gaps
 from costtrack_service.domain.pricing import format_timestamp
 from costtrack_service.domain.reconciliation.bill import BilledLine, BillFormatError
 from costtrack_service.domain.reconciliation.connections import ConnectionState
@@ -133,7 +134,9 @@ class BillImports:
         )
         last_imported = max(days[1].isoformat(), state.last_imported or "")
         self.store.record_import(replace(state, last_imported=last_imported, last_run_at=at, last_error=None))
+        alerts = alert_gaps(self.store, state.workspace_id, state.connection.provider, days, now.astimezone(UTC))
         return outcome | {
+            "gap_alerts": alerts,
             "status": "imported",
             "days": written,
             "from": days[0].isoformat(),

@@ -9,13 +9,15 @@ One partition per workspace, ``w#<workspace>``, holds:
 * ``d#<day>#<provider>``: what the provider billed that UTC day, by model (``lines``: JSON of
   :class:`BilledLine`), with the S3 key of the raw pages it was read from. An import writes
   every day it covered, an empty day too, with one unconditional PutItem each, so importing a
-  day again replaces it whole (a revised day, a model the provider moved to another day).
+  day again replaces it whole (a revised day, a model the provider moved to another day);
+* ``s#gap_threshold``: the ``reconciliation_gap`` webhook's threshold, USD per day.
 """
 
 from __future__ import annotations
 
 import json
 from datetime import date, timedelta
+from decimal import Decimal
 from typing import Any
 
 from costtrack_service.budget_reads import partition_of
@@ -26,6 +28,7 @@ from costtrack_service.store_items import from_item, to_item
 from costtrack_service.tables import ALL_CONNECTIONS
 
 CONNECTION_SET = "connections"
+GAP_THRESHOLD = "s#gap_threshold"
 
 
 class BillingTable(TableAccess):
@@ -133,6 +136,25 @@ class BillingTable(TableAccess):
         return lines, imported
 
     # -- plumbing -------------------------------------------------------------------------
+
+    def get_gap_threshold(self, workspace_id: str) -> Decimal | None:
+        """The ``reconciliation_gap`` threshold, USD per day (None: no alert)."""
+        response = self._call(
+            self.client.get_item,
+            TableName=self.tables.billing,
+            Key=self._billing_key(workspace_id, GAP_THRESHOLD),
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        return None if item is None else Decimal(str(from_item(item)["usd_per_day"]))
+
+    def put_gap_threshold(self, workspace_id: str, threshold: Decimal | None) -> None:
+        if threshold is None:
+            key = self._billing_key(workspace_id, GAP_THRESHOLD)
+            self._call(self.client.delete_item, TableName=self.tables.billing, Key=key)
+            return
+        item = {"partition": partition_of(workspace_id), "item_key": GAP_THRESHOLD, "usd_per_day": str(threshold)}
+        self._call(self.client.put_item, TableName=self.tables.billing, Item=to_item(item))
 
     def _billing_key(self, workspace_id: str, item_key: str) -> dict[str, Any]:
         return to_item({"partition": partition_of(workspace_id), "item_key": item_key})

@@ -233,7 +233,7 @@ def _notification(delivery: Delivery, body: str) -> Notification:
         key=delivery.notification_key,
         workspace_id=delivery.workspace_id,
         budget_id=delivery.budget_id,
-        threshold=int(data["threshold"]),
+        threshold=int(data.get("threshold", delivery.threshold)),  # none in a reconciliation_gap
         created_at=str(data["created_at"]),
         body=body,
     )

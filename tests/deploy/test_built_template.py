@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -427,6 +428,7 @@ def bill_import_calls() -> dict[str, set[str]]:
     """What the daily bill import really calls: an OpenAI connection read from its secret and
     imported from the canned provider, a Bedrock one from (moto's) Cost Explorer, a failing one."""
     from costtrack_service.billing_jobs import BillImports
+    from costtrack_service.domain.alerts import Endpoint
     from costtrack_service.domain.reconciliation.connections import Connection, ConnectionState
     from costtrack_service.exporter import S3Writer
     from tests.reconciliation.canned_billing import OPENAI_KEY, Bill, serve
@@ -449,6 +451,11 @@ def bill_import_calls() -> dict[str, set[str]]:
             store.put_connection(
                 ConnectionState(workspace_id, Connection.parse(provider, secret), "2026-11-01T00:00:00.000Z")
             )
+        # ws_a has a reconciliation_gap threshold and a webhook: the import claims its alerts.
+        store.put_gap_threshold("ws_a", Decimal("0.01"))
+        store.put_endpoint(
+            Endpoint("wh_1", "ws_a", "https://hooks.example.com/c", "whsec_AAAA", "2026-11-01T00:00:00.000Z")
+        )
         recorder.calls.clear()  # the test's own setup is not the function's
         with serve(Bill()) as url:
             imports = BillImports(

@@ -123,8 +123,14 @@ def import_bills(store: Any, args: argparse.Namespace) -> None:
 
 def reconcile(store: Any, args: argparse.Namespace) -> None:
     workspace = find_workspace(store, args.workspace).workspace_id
+    service = ReconciliationService(store)
+    if args.gap_threshold is not None:
+        value = None if args.gap_threshold == "off" else args.gap_threshold
+        answer = service.set_gap_threshold(workspace, {"usd_per_day": value})
+        emit(args, answer, lambda: f"reconciliation_gap threshold: {answer['usd_per_day'] or 'off'} USD per day")
+        return
     params = {name: value for name, value in (("from", args.first), ("to", args.last)) if value}
-    data = ReconciliationService(store).reconciliation(workspace, params)
+    data = service.reconciliation(workspace, params)
 
     def human() -> str:
         totals = data["totals"]
@@ -171,3 +177,8 @@ def add_billing_parsers(groups: Any, command: Callable[[Any, str, Handler, str],
         "--from", dest="first", metavar="YYYY-MM-DD", help="first UTC day (default: 29 days before --to)"
     )
     recon.add_argument("--to", dest="last", metavar="YYYY-MM-DD", help="last UTC day (default: yesterday)")
+    recon.add_argument(
+        "--gap-threshold",
+        metavar="USD|off",
+        help="set the reconciliation_gap webhook's threshold (USD per day of untracked + drift), or off",
+    )

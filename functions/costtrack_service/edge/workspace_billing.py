@@ -113,6 +113,19 @@ class Reconciliation(BaseModel):
     models: int = Field(description="day × provider × model rows compared")
 
 
+class GapThreshold(RequestBody):
+    """When a day's unexplained gap (untracked + price drift) sends a reconciliation_gap webhook."""
+
+    usd_per_day: Annotated[
+        str | None, Field(max_length=40, description="USD per day, a decimal string; null: no alert")
+    ]
+
+
+class GapThresholdAnswer(BaseModel):
+    usd_per_day: Money | None
+    event: Literal["reconciliation_gap"]
+
+
 def add_billing_routes(owners: OwnerRoutes, reconciliation: ReconciliationService) -> None:
     workspace_id = owners.workspace_id
 
@@ -152,3 +165,16 @@ def add_billing_routes(owners: OwnerRoutes, reconciliation: ReconciliationServic
         unbilled (tracked, not billed)."""
         params = {name: value for name, value in (("from", first), ("to", last)) if value is not None}
         return reconciliation.reconciliation(workspace_id(), params)
+
+    @owners.get("/v1/workspace/reconciliation/gap-threshold", documented(200, GapThresholdAnswer, "The threshold"))
+    def get_gap_threshold() -> Answer:
+        """The reconciliation_gap webhook's threshold (USD per day; null: no alert)"""
+        return reconciliation.gap_threshold(workspace_id())
+
+    @owners.put(
+        "/v1/workspace/reconciliation/gap-threshold", documented(200, GapThresholdAnswer, "The threshold", **WITH_BODY)
+    )
+    def put_gap_threshold(new: Annotated[GapThreshold, Body()]) -> Answer:
+        """Set the threshold: after each import, a day whose untracked + drift USD for a provider
+        passes it is sent once to the workspace's webhooks as a reconciliation_gap event"""
+        return reconciliation.set_gap_threshold(workspace_id(), new.fields())

@@ -17,6 +17,7 @@ from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.pricing import format_timestamp
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.reconciliation.connections import PROVIDERS, Connection, ConnectionState
+from costtrack_service.domain.reconciliation.gap_alert import parse_threshold, threshold_answer
 from costtrack_service.domain.reconciliation.reconcile import Finding, Tracked, cents, reconcile, totals
 from costtrack_service.domain.usage import Counts, RollupKey
 from costtrack_service.domain.workspace_api import day_range, invalid, not_found
@@ -35,6 +36,10 @@ class ReconciliationStore(Protocol):
     def billed_lines(
         self, workspace_id: str, first_day: str, last_day: str
     ) -> tuple[list[BilledLine], set[tuple[str, str]]]: ...
+
+    def get_gap_threshold(self, workspace_id: str) -> Decimal | None: ...
+
+    def put_gap_threshold(self, workspace_id: str, threshold: Decimal | None) -> None: ...
 
     def query_rollups(
         self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
@@ -101,6 +106,16 @@ class ReconciliationService:
         if provider not in PROVIDERS or not self.store.delete_connection(workspace_id, provider):
             raise not_found("billing connection")
         return {"deleted": provider}
+
+    # -- the reconciliation_gap webhook's threshold ------------------------------------------
+
+    def gap_threshold(self, workspace_id: str) -> dict[str, Any]:
+        return threshold_answer(self.store.get_gap_threshold(workspace_id))
+
+    def set_gap_threshold(self, workspace_id: str, body: object) -> dict[str, Any]:
+        threshold = parse_threshold(body)
+        self.store.put_gap_threshold(workspace_id, threshold)
+        return threshold_answer(threshold)
 
     # -- reconciliation -------------------------------------------------------------------
 

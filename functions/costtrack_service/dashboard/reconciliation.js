@@ -1,0 +1,180 @@
+// costtrack dashboard: "Reconcile with the provider's bill". Loaded after uPlot, app.js and
+// charts.js, whose helpers it uses ($, el, api, usd, number, state, rangeDays, tableRow,
+// emptyRow, PALETTE, failed). It reads GET /v1/workspace/reconciliation over the page's date
+// range: billed vs tracked USD per day (a uPlot chart; a day whose bill is not imported has no
+// point), the gap by class, and the worst models. Shown data goes through textContent only.
+"use strict";
+
+const GAP_CLASSES = [
+  ["untracked_usd", "Untracked usage", "calls costtrack never saw"],
+  ["price_drift_usd", "Price drift", "the catalogue's price differs from the bill's"],
+  ["timing_usd", "Timing", "counted on the provider's other day"],
+  ["unbilled_usd", "Unbilled", "tracked but not on the bill"],
+];
+const recon = { answer: null, days: [], plot: null };
+
+// The API compares days up to yesterday (today's bill is not in): the page's range, clipped.
+function reconciliationRange() {
+  const yesterday = new Date(Date.now() - DAY_MS).toISOString().slice(0, 10);
+  const to = state.to < yesterday ? state.to : yesterday;
+  const from = state.from < to ? state.from : to;
+  return { from, to };
+}
+
+function reconciliationDays(from, to) {
+  const days = [];
+  for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += DAY_MS) {
+    days.push(new Date(t).toISOString().slice(0, 10));
+  }
+  return days;
+}
+
+async function loadReconciliation() {
+  const { from, to } = reconciliationRange();
+  const answer = await api(`/v1/workspace/reconciliation?from=${from}&to=${to}`);
+  recon.answer = answer;
+  recon.days = reconciliationDays(answer.from, answer.to);
+  renderReconciliation(answer);
+}
+
+function renderReconciliation(answer) {
+  const connected = answer.connections.map((connection) => connection.provider);
+  $("recon-none").hidden = connected.length > 0;
+  $("recon-body").hidden = connected.length === 0;
+  if (!connected.length) return;
+  const { totals } = answer;
+  $("recon-summary").textContent =
+    `${answer.from} to ${answer.to} (UTC): billed ${usd(totals.billed_usd)}, tracked ${usd(totals.tracked_usd)}` +
+    ` · ${answer.days_imported.length} days imported from ${connected.join(", ")}`;
+  renderGapClasses(totals);
+  renderWorstModels(totals.worst_models);
+  renderFindings(answer.findings);
+  drawReconciliation();
+}
+
+function renderGapClasses(totals) {
+  const list = $("recon-classes");
+  list.replaceChildren();
+  const max = Math.max(...GAP_CLASSES.map(([field]) => Math.abs(Number(totals[field]))), 0);
+  GAP_CLASSES.forEach(([field, name, detail], i) => {
+    const item = el("li");
+    item.dataset.key = field.replace(/_usd$/, "");
+    const names = el("span", null, "bar-label");
+    names.append(el("span", name, "bar-name"), el("span", detail, "bar-detail"));
+    const track = el("span", null, "bar-track");
+    const fill = el("span", null, "bar-fill");
+    const size = Math.abs(Number(totals[field]));
+    fill.style.width = `${max > 0 && size > 0 ? Math.max(1, (100 * size) / max) : 0}%`;
+    fill.style.background = PALETTE[(i + 1) % PALETTE.length];
+    track.append(fill);
+    item.append(names, el("span", usd(totals[field]), "bar-amount"), track);
+    list.append(item);
+  });
+}
+
+function renderWorstModels(models) {
+  const list = $("recon-worst");
+  list.replaceChildren();
+  const max = Math.max(...models.map((model) => Number(model.gap_usd)), 0);
+  for (const model of models) {
+    const item = el("li");
+    item.dataset.key = `${model.provider}/${model.model}`;
+    const names = el("span", null, "bar-label");
+    names.append(el("span", model.model, "bar-name"), el("span", model.provider, "bar-detail"));
+    const track = el("span", null, "bar-track");
+    const fill = el("span", null, "bar-fill");
+    fill.style.width = `${max > 0 ? Math.max(1, (100 * Number(model.gap_usd)) / max) : 0}%`;
+    track.append(fill);
+    item.append(names, el("span", usd(model.gap_usd), "bar-amount"), track);
+    list.append(item);
+  }
+  if (!models.length) list.append(el("li", "Every model agrees with the bill", "empty"));
+}
+
+const CLASS_NAMES = { untracked: "untracked", price_drift: "price drift", timing: "timing", unbilled: "unbilled" };
+
+function rates(values) {
+  const entries = Object.entries(values || {});
+  return entries.length ? entries.map(([name, value]) => `${name.replace(/_mtok$/, "")} $${value}`).join(", ") : "";
+}
+
+// The findings, largest gap first (at most 50; the API and `costtrack admin reconcile` have all).
+function renderFindings(findings) {
+  const body = $("recon-findings").tBodies[0];
+  body.replaceChildren();
+  const sorted = [...findings].sort((a, b) => Math.abs(Number(b.gap_usd)) - Math.abs(Number(a.gap_usd)));
+  for (const finding of sorted.slice(0, 50)) {
+    const detail = finding.classes.includes("price_drift")
+      ? `per 1M: applied ${rates(finding.applied_rates)}; bill implies ${rates(finding.implied_rates)}`
+      : "";
+    const cells = [
+      el("td", finding.day),
+      el("td", `${finding.provider}/${finding.model}`),
+      el("td", finding.classes.map((name) => CLASS_NAMES[name] || name).join(", ")),
+      el("td", usd(finding.billed.usd), "num"),
+      el("td", usd(finding.tracked.usd), "num"),
+      el("td", usd(finding.gap_usd), "num"),
+      el("td", detail),
+    ];
+    body.append(tableRow(...cells));
+  }
+  if (!findings.length) body.append(emptyRow(7, "No gaps: every imported day agrees with the bill."));
+}
+
+// Billed and tracked USD per day, two lines over the range; days not imported are gaps.
+function drawReconciliation() {
+  const container = $("recon-chart");
+  if (recon.plot) recon.plot.destroy();
+  recon.plot = null;
+  container.replaceChildren();
+  if (!recon.answer || $("recon-body").hidden) return;
+  const imported = new Set(recon.answer.days_imported);
+  const byDay = new Map(recon.answer.days.map((row) => [row.day, row]));
+  const figure = (field) =>
+    recon.days.map((day) => (imported.has(day) ? Number((byDay.get(day) || {})[field] || 0) : null));
+  const billed = figure("billed_usd");
+  const tracked = figure("tracked_usd");
+  const x = recon.days.map((day) => Date.parse(`${day}T00:00:00Z`) / 1000);
+  const line = (label, color, values) => ({
+    label,
+    stroke: color,
+    width: 2,
+    points: { show: true, size: 5, fill: color },
+    value: (_, __, ___, index) => (index === null || values[index] === null ? "–" : usd(values[index])),
+  });
+  const options = {
+    width: Math.max(container.clientWidth, 200),
+    height: container.clientWidth < 500 ? 200 : 240,
+    tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
+    series: [
+      { label: "Day", value: (_, ts) => (ts === null ? "–" : new Date(ts * 1000).toISOString().slice(0, 10)) },
+      line("Billed", PALETTE[1], billed),
+      line("Tracked", PALETTE[0], tracked),
+    ],
+    scales: { x: { time: true, range: (_, min, max) => [min - 43200, max + 43200] }, y: { range: (_, __, max) => [0, max > 0 ? max * 1.08 : 1] } },
+    axes: [
+      { stroke: "#5b6470", grid: { show: false } },
+      { stroke: "#5b6470", size: 72, values: (_, splits) => splits.map((value) => usd(value)), grid: { stroke: "#eceff3" } },
+    ],
+    legend: { live: true },
+    cursor: { drag: { x: false, y: false } },
+  };
+  recon.plot = new uPlot(options, [x, billed, tracked], container);
+  container.setAttribute(
+    "aria-label",
+    `Billed ${usd(recon.answer.totals.billed_usd)} vs tracked ${usd(recon.answer.totals.tracked_usd)} per day`,
+  );
+}
+
+new ResizeObserver(() => {
+  if (recon.plot && Math.abs(recon.plot.width - $("recon-chart").clientWidth) > 4) drawReconciliation();
+}).observe($("recon-chart"));
+
+// Load when the dashboard is shown (app.js shows it after signing in) and when the range
+// changes (app.js's own handlers, registered first, have set state.from/state.to by then).
+const reloadReconciliation = () => {
+  if (!$("dashboard").hidden) loadReconciliation().catch(failed);
+};
+new MutationObserver(reloadReconciliation).observe($("dashboard"), { attributes: true, attributeFilter: ["hidden"] });
+document.querySelectorAll(".ranges button[data-days]").forEach((button) => button.addEventListener("click", reloadReconciliation));
+$("range-form").addEventListener("submit", () => setTimeout(reloadReconciliation, 0));
