@@ -36,6 +36,8 @@ from costtrack_service.domain.alerts import (
 )
 from costtrack_service.domain.budgets import Budget, Status, crossed, notification_key, statuses
 from costtrack_service.domain.pricing import format_timestamp
+from costtrack_service.domain.runs.anomalies import EVENT_TYPE as RUN_ANOMALY
+from costtrack_service.domain.runs.anomalies import summary as anomaly_summary
 from costtrack_service.domain.webhooks import (
     FIRST_RETRY,
     Target,
@@ -45,6 +47,7 @@ from costtrack_service.domain.webhooks import (
     next_attempt_at,
     signed_headers,
 )
+from costtrack_service.run_anomaly_jobs import RunAnomalies
 from costtrack_service.store import DynamoStore
 from costtrack_service.webhook_client import post_webhook
 
@@ -87,7 +90,9 @@ class Alerts:
         self._clock = clock
 
     def run(self) -> dict[str, Any]:
-        return {"evaluate": self.evaluate(), "dispatch": self.dispatch()}
+        evaluated = self.evaluate()
+        runs = RunAnomalies(self.store, self.settings.sns_topic_arn is not None, self._clock).evaluate()
+        return {"evaluate": evaluated, "runs": runs, "dispatch": self.dispatch()}
 
     # -- evaluate ---------------------------------------------------------------------------
 
@@ -191,12 +196,16 @@ class Alerts:
     def _publish(self, notification: Notification, at: str) -> Attempt:
         if not self.settings.sns_topic_arn or self._sns is None:
             return Attempt(at, error="no SNS topic is configured")
-        subject = f"costtrack budget alert: {notification.threshold}% reached"
+        data = json.loads(notification.body)
+        if data.get("type") == RUN_ANOMALY:
+            subject, summary = "costtrack: anomalous run", anomaly_summary(data)
+        else:
+            subject, summary = f"costtrack budget alert: {notification.threshold}% reached", notification.summary()
         try:
             self._sns.publish(
                 TopicArn=self.settings.sns_topic_arn,
                 Subject=subject,
-                Message=f"{notification.summary()}\n\n{notification.body}",
+                Message=f"{summary}\n\n{notification.body}",
             )
         except Exception as exc:  # any failure is an attempt to retry, never the job's end
             return Attempt(at, error=_error_text(exc))
@@ -233,7 +242,7 @@ def _notification(delivery: Delivery, body: str) -> Notification:
         key=delivery.notification_key,
         workspace_id=delivery.workspace_id,
         budget_id=delivery.budget_id,
-        threshold=int(data.get("threshold", delivery.threshold)),  # none in a reconciliation_gap
+        threshold=int(data.get("threshold", delivery.threshold)),  # none in a reconciliation_gap or run_cost_anomaly
         created_at=str(data["created_at"]),
         body=body,
     )

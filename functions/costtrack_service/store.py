@@ -24,11 +24,14 @@ from costtrack_service.operator_store import OperatorStore
 from costtrack_service.owner_store import OwnerStore
 from costtrack_service.price_store import PriceTable
 from costtrack_service.reservation_store import ReservationTable
+from costtrack_service.run_anomaly_store import RunAnomalyTable
 from costtrack_service.run_reads import RunReads
 from costtrack_service.store_base import dynamodb_client, translate_errors, unavailable_error
 
 __all__ = ["DynamoStore", "dynamodb_client", "translate_errors", "unavailable_error"]
 
 
-class DynamoStore(OperatorStore, OwnerStore, PriceTable, BudgetTable, ReservationTable, BillingTable, RunReads):
+class DynamoStore(
+    OperatorStore, OwnerStore, PriceTable, BudgetTable, RunAnomalyTable, ReservationTable, BillingTable, RunReads
+):
     """costtrack's tables, every part (``TableAccess`` makes it: a client and the table names)."""

@@ -30,6 +30,7 @@ from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.overrides_api import OverrideService
 from costtrack_service.domain.quota import Tier, WorkspaceState
+from costtrack_service.domain.runs.anomalies import AnomalySettingsService
 from costtrack_service.domain.webhooks import UrlPolicy
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
@@ -351,6 +352,8 @@ def budget_alerts_calls() -> dict[str, set[str]]:
         budgets.create(workspace.workspace_id, {"amount": "0.01"})
         rolling = budgets.create(workspace.workspace_id, {"amount": "0.1", "period": "rolling_7d", "thresholds": [1]})
         budgets.add_endpoint(workspace.workspace_id, {"url": "https://hooks.example.com/x"})
+        # run_cost_anomaly on: the evaluator reads the run sketch rows and the runs_by_cost index.
+        AnomalySettingsService(admin).change(workspace.workspace_id, {"enabled": True})
         sns = recorder.attach(boto3.client("sns", region_name="us-east-1"))
         topic = boto3.client("sns", region_name="us-east-1").create_topic(Name="alerts")["TopicArn"]
         store = DynamoStore(recorder.attach(boto3.client("dynamodb", region_name="us-east-1")), names)

@@ -176,6 +176,7 @@ def evaluate(store: DynamoStore, args: argparse.Namespace) -> None:
             "evaluated {budgets} budgets: {claimed} notifications claimed, {marked} marked exceeded".format(
                 **data["evaluate"]
             )
+            + "\nrun anomalies: {anomalous} anomalous runs, {claimed} notifications claimed".format(**data["runs"])
             + "\ndelivered {delivered}, retrying {retrying}, failed {failed}, cancelled {cancelled}".format(
                 **data["dispatch"]
             )

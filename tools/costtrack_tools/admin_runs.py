@@ -8,6 +8,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from costtrack_service.domain.runs.anomalies import AnomalySettingsService
 from costtrack_service.domain.runs.reports import DEFAULT_RUNS, MAX_RUNS, UNIT_GROUPINGS, RunService
 from costtrack_service.domain.runs.totals import RUN, SESSION
 from costtrack_service.domain.workspace_api import DEFAULT_DAYS, MAX_DAYS
@@ -117,6 +118,23 @@ def unit_costs(store: Any, args: argparse.Namespace) -> None:
     emit(args, data, human)
 
 
+def runs_anomalies(store: Any, args: argparse.Namespace) -> None:
+    """Show, or with --on/--off/--factor/--calls change, the run_cost_anomaly settings."""
+    found = find_workspace(store, args.workspace)
+    service = AnomalySettingsService(store)
+    change: dict[str, Any] = {} if args.enabled is None else {"enabled": args.enabled}
+    change |= {name: value for name, value in (("factor", args.factor), ("calls", args.calls)) if value is not None}
+    data = service.change(found.workspace_id, change) if change else service.get(found.workspace_id)
+    emit(
+        args,
+        data,
+        lambda: (
+            f"run_cost_anomaly webhooks {'on' if data['enabled'] else 'off'} for {args.workspace}: a run costing "
+            f"more than its feature's p99 x {data['factor']}, or of at least {data['calls']} calls"
+        ),
+    )
+
+
 def add_run_parsers(groups: Any, command: Callable[[Any, str, Handler, str], Any]) -> None:
     def days(parser: Any) -> None:
         parser.add_argument("--workspace", required=True)
@@ -141,6 +159,13 @@ def add_run_parsers(groups: Any, command: Callable[[Any, str, Handler, str], Any
     top.add_argument(
         "--limit", type=int, default=DEFAULT_RUNS, choices=range(1, MAX_RUNS + 1), metavar=f"1..{MAX_RUNS}"
     )
+    anomalies = command(runs, "anomalies", runs_anomalies, "the run_cost_anomaly webhook settings (show or change)")
+    anomalies.add_argument("--workspace", required=True)
+    switch = anomalies.add_mutually_exclusive_group()
+    switch.add_argument("--on", dest="enabled", action="store_const", const=True, help="notify anomalous runs")
+    switch.add_argument("--off", dest="enabled", action="store_const", const=False, help="stop notifying them")
+    anomalies.add_argument("--factor", help="a run costing more than its feature's p99 times this (default 2)")
+    anomalies.add_argument("--calls", type=int, help="a run of at least this many calls (default 100)")
     units = command(groups, "unit-costs", unit_costs, "cost per run and per session: p50, p90, p99, max, mean")
     days(units)
     units.add_argument("--by", choices=UNIT_GROUPINGS, default="feature")

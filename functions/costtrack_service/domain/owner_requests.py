@@ -205,3 +205,13 @@ def checked[Body: RequestBody](model: type[Body], body: object) -> Body:
         return model.model_validate(body)
     except ValidationError as error:
         raise refusal(error.errors()) from None
+
+
+class RunAnomalySettings(RequestBody):
+    """The ``run_cost_anomaly`` alert's settings (README, "Cost per run"); fields left out keep their value."""
+
+    enabled: Annotated[bool | None, Field(description="whether anomalous runs are notified (off at first)")] = None
+    factor: Annotated[
+        DecimalText | int | None, Field(description="a run costing more than its feature's p99 times this (1 to 1000)")
+    ] = None
+    calls: Annotated[int | None, Field(description="a run of at least this many calls (1 to 1000000)")] = None

@@ -115,3 +115,11 @@ class UnitCosts(BaseModel):
     currency: Literal["USD"]
     relative_error: Annotated[str, Field(description="every percentile's bound, relative (0.01: 1 %)")]
     groups: list[UnitCostGroup]
+
+
+class RunAnomalySettings(BaseModel):
+    """When a run is anomalous (``run_cost_anomaly`` webhooks): cost over the feature's p99 x factor, or calls."""
+
+    enabled: bool
+    factor: Decimal
+    calls: Annotated[int, Field(ge=1)]

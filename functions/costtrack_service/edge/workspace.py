@@ -28,6 +28,7 @@ from costtrack_service.domain.overrides_api import OverrideService
 from costtrack_service.domain.owner_requests import NewKey, NewPriceOverride, OtelAttributes, refusal
 from costtrack_service.domain.quota import WorkspaceState
 from costtrack_service.domain.reconciliation.service import ReconciliationService
+from costtrack_service.domain.runs.anomalies import AnomalySettingsService
 from costtrack_service.domain.runs.reports import RunService
 from costtrack_service.domain.statements import STATEMENT_FORMATS, STATEMENT_GROUPINGS
 from costtrack_service.domain.usage import GROUPINGS
@@ -298,7 +299,11 @@ def build_app(
 
     add_budget_routes(owners, budgets)
     add_billing_routes(owners, ReconciliationService(service.store))  # type: ignore[arg-type]
-    add_run_routes(owners, RunService(service.store, service.clock))  # type: ignore[arg-type]
+    add_run_routes(
+        owners,
+        RunService(service.store, service.clock),  # type: ignore[arg-type]
+        AnomalySettingsService(service.store),  # type: ignore[arg-type]
+    )
 
     add_dashboard_routes(app, local)
 

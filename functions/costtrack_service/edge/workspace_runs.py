@@ -8,13 +8,15 @@ from __future__ import annotations
 from typing import Annotated, Literal
 from urllib.parse import unquote
 
-from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
+from costtrack_service.domain.owner_requests import RunAnomalySettings
+from costtrack_service.domain.runs.anomalies import AnomalySettingsService
 from costtrack_service.domain.runs.reports import DEFAULT_RUNS, MAX_RUNS, UNIT_GROUPINGS, RunService
 from costtrack_service.domain.runs.totals import RUN, SESSION
 from costtrack_service.domain.workspace_api import MAX_FILTER_CHARS
 from costtrack_service.edge import run_responses as shapes
-from costtrack_service.edge.owner_responses import INVALID, documented, refused
+from costtrack_service.edge.owner_responses import INVALID, WITH_BODY, documented, refused
 from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
 
 UnitsBy = Literal[UNIT_GROUPINGS]  # type: ignore[valid-type]
@@ -24,8 +26,25 @@ Last = Annotated[str | None, Query(alias="to", pattern=DAY, description="Last UT
 RunId = "^[A-Za-z0-9._:-]{1,128}$"
 
 
-def add_run_routes(owners: OwnerRoutes, runs: RunService) -> None:
+def add_run_routes(owners: OwnerRoutes, runs: RunService, anomalies: AnomalySettingsService) -> None:
     workspace_id = owners.workspace_id
+
+    @owners.get("/v1/workspace/run-anomalies", documented(200, shapes.RunAnomalySettings, "The settings"))
+    def get_run_anomalies() -> Answer:
+        """When a run is anomalous, for run_cost_anomaly webhooks (off until turned on)"""
+        return anomalies.get(workspace_id())
+
+    @owners.put(
+        "/v1/workspace/run-anomalies",
+        documented(200, shapes.RunAnomalySettings, "The new settings", **WITH_BODY),
+    )
+    def set_run_anomalies(new: Annotated[RunAnomalySettings, Body()]) -> Answer:
+        """Turn run_cost_anomaly webhooks on or off, and set the factor over the feature's p99 and the call count
+
+        A run that started today or yesterday (UTC) is notified once, by the scheduled evaluator,
+        when its cost exceeds its feature's p99 cost per run (the last 30 days) times factor, or
+        when it made at least calls calls."""
+        return anomalies.change(workspace_id(), new.fields())
 
     @owners.get("/v1/workspace/runs", documented(200, shapes.RunList, "Runs, most expensive first", r400=INVALID))
     def list_runs(
