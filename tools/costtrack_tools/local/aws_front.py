@@ -124,6 +124,7 @@ class AwsFront(ServedInBackground):
         #: Per transaction that DynamoDB Local committed: seconds its items were held (from its
         #: admission until it let go of them), for the simulator's calibration (``bench/sim_front.py``).
         self.hold_times: list[float] = []
+        self.forward_times: list[tuple[float, float]] = []  # each transaction's (sent, answered) by DynamoDB Local
         self._counts = dict.fromkeys(
             ("transactions", "transactions_committed", "conflicts_cancelled", "transact_get_conflicts",
              "single_write_conflicts", "throttled", "throttled_batch_items"), 0)  # fmt: skip
@@ -332,7 +333,10 @@ class AwsFront(ServedInBackground):
         admitted = time.monotonic()
         try:
             before = self._reads.snapshot(actions)  # held: nothing else changes them meanwhile
+            sent = time.monotonic()
             response = forward()
+            with self._lock:
+                self.forward_times.append((sent, time.monotonic()))
             if response[0] == 200:
                 self._reads.committed(before)
             time.sleep(self.rules.transaction_latency_s)  # the items stay held until it has passed

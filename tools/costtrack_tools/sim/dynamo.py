@@ -63,6 +63,10 @@ class SimRules:
     survey_samples: tuple[float, ...] = ()
     peek_samples: tuple[float, ...] = ()
     read_samples: tuple[float, ...] = ()  # find_events, get_key, get_workspace
+    #: DynamoDB Local answers one transaction at a time: when given, a transaction's hold is its
+    #: wait in that one queue, a ``service`` draw, then ``after_answer_s`` (the front's rule 1).
+    service_samples: tuple[float, ...] = ()
+    after_answer_s: float = 0.01
 
 
 class SimDynamo(MemoryStore):
@@ -72,6 +76,7 @@ class SimDynamo(MemoryStore):
         self.rng = random.Random(rules.seed)
         self.held: Counter[str] = Counter()
         self.inflight_events = 0
+        self.server_free_at = 0.0  # when the one-at-a-time server (``service_samples``) is free
         self._partition_use: dict[str, tuple[int, float]] = {}  # partition -> (second, units)
         self._pool_use: dict[str, dict[int, float]] = {}  # table or index -> units per second
         self.stats: Counter[str] = Counter()
@@ -179,8 +184,14 @@ class SimDynamo(MemoryStore):
         self._consume(charges)  # at admission, as the front charges: concurrent writes see it
         self.held.update(items)
         self.inflight_events += len(chunk.records)
+        if rules.service_samples:
+            start = max(self.hub.now, self.server_free_at)
+            self.server_free_at = start + self._latency(0.0, rules.service_samples)
+            hold = self.server_free_at - self.hub.now + rules.after_answer_s
+        else:
+            hold = self._latency(rules.transaction_median_s, rules.hold_samples)
         try:
-            self.hub.sleep(self._latency(rules.transaction_median_s, rules.hold_samples))
+            self.hub.sleep(hold)
         finally:
             self.held.subtract(items)
             self.inflight_events -= len(chunk.records)

@@ -151,6 +151,7 @@ def front_run(shape: Shape) -> dict[str, Any]:
             elapsed = time.perf_counter() - started
             stats = front.stats()
             holds = list(front.hold_times)
+            service = _service_times(front.forward_times)
     committed = samples["committed"]
     # The client's time outside the hold, quantile by quantile (the two are not paired per call).
     outside = [
@@ -174,6 +175,7 @@ def front_run(shape: Shape) -> dict[str, Any]:
             "peek": samples["peek"],
             "read": samples["read"],
             "overhead": overheads,
+            "service": service,
         },
     }
 
@@ -184,6 +186,7 @@ def simulate_like(front: dict[str, Any], shape: Shape, seed: int) -> SimResult:
     rules = SimRules(
         read_samples=measured["read"],
         hold_samples=measured["hold"],
+        service_samples=measured["service"],
         outside_samples=measured["outside"],
         cancelled_samples=measured["cancelled"],
         survey_samples=measured["survey"],
@@ -222,3 +225,14 @@ def sim_counts(run: SimResult) -> dict[str, float]:
 def difference(front: dict[str, Any], sim: dict[str, float]) -> float:
     """The largest relative difference of the accepted, refused and conflict counts."""
     return max(abs(float(sim[name]) - float(front[name])) / max(float(front[name]), 1.0) for name in COUNTS)
+
+
+def _service_times(forwarded: list[tuple[float, float]]) -> list[float]:
+    """DynamoDB Local's own time per transaction, its queue taken out: it answers one at a
+    time, so each answer took from the later of its sending and the previous answer."""
+    service: list[float] = []
+    previous = float("-inf")
+    for sent, answered in sorted(forwarded, key=lambda pair: pair[1]):
+        service.append(answered - max(sent, previous))
+        previous = answered
+    return service
