@@ -10,6 +10,8 @@ the front, of the accepted, refused and conflict counts (conflicts: cancelled tr
 surveys that met a write); ``sim_front_agreement_worst_seed``: the same for the worst single seed.
 
     .venv/bin/python bench/sim_front.py [front runs, default 1]
+
+Alone, it also writes its figures (the last run's) into ``bench/results.json``, keeping the rest.
 """
 
 from __future__ import annotations
@@ -53,10 +55,15 @@ def agreement(front: dict[str, Any], seeds: int = SEEDS) -> tuple[dict[str, floa
 
 
 def main() -> None:
+    rounded: dict[str, float] = {}
     for _ in range(int(sys.argv[1]) if len(sys.argv) > 1 else 1):
         figures, rows = agreement(front_run(SHAPE))
         print("\n".join(rows))
-        print(json.dumps({name: round(value, 4) for name, value in figures.items()}))
+        rounded = {name: round(value, 4) for name, value in figures.items()}
+        print(json.dumps(rounded))
+    results = Path(__file__).with_name("results.json")
+    kept = json.loads(results.read_text()) if results.exists() else {}
+    results.write_text(json.dumps({**kept, **rounded}, indent=2, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
