@@ -2,7 +2,8 @@
 100,000 events/s in batches of 100, its allowance set to 60% of what is offered so that it runs
 out mid-run, through the real ingestion code on a simulated DynamoDB in virtual time (warm
 tables: no table-level limit; 1,000 write units a second per partition key). Then the same
-closed-loop workload through the AWS front and the simulator (``sim_front.py``).
+closed-loop workload through the AWS front and the simulator driven by the latencies the front
+measured in that run (``sim_front.py``; alone: ``.venv/bin/python bench/sim_front.py``).
 
     .venv/bin/python bench/sim.py
 
@@ -93,19 +94,17 @@ def main() -> None:
     import sim_front
 
     figures, rows = rates()
-    front = sim_front.front_run()
-    figures.update(sim_front.agreement(front))
+    front_figures, front_rows = sim_front.agreement(sim_front.front_run(sim_front.SHAPE))
+    figures.update(front_figures)
     print("simulation of one workspace on AWS (virtual time, warm tables, batches of 100):")
     print("\n".join(rows))
+    shape = sim_front.SHAPE
     print(
-        "the same closed-loop workload on the AWS front and in the simulation "
-        f"({sim_front.SENDERS} functions x {sim_front.BATCHES} batches of {sim_front.BATCH}, "
-        f"allowance {sim_front.ALLOWANCE}; front at {front['events_per_s']:.0f} events/s):"
+        "the same closed-loop workload on the AWS front and in the simulation driven by the front's "
+        f"measured latencies ({shape.senders} functions x {shape.batches} batches of {shape.batch}, "
+        f"allowance {shape.allowance}, {sim_front.SEEDS} seeds):"
     )
-    for name in ("accepted", "refused", "conflicts"):
-        front_value, sim_value = figures[f"sim_front_{name}_front"], figures[f"sim_front_{name}_sim"]
-        print(f"  {name:<9} front {front_value:>7.1f}  sim {sim_value:>7.1f}")
-    print(f"  largest relative difference (sim_front_agreement): {figures['sim_front_agreement']:.3f}")
+    print("\n".join(front_rows))
     output: dict[str, Any] = {name: round(value, 4) for name, value in figures.items()}
     print(json.dumps(output))
 

@@ -121,6 +121,10 @@ class AwsFront(ServedInBackground):
         self._context = threading.local()  # the request being handled (its headers, for DescribeTable)
         self._windows: dict[Partition, Window] = {}
         self._peaks: dict[str, float] = {}
+        #: Per transaction that DynamoDB Local committed: seconds its items were held (from its
+        #: admission until it let go of them), for the simulator's calibration (``bench/sim_front.py``).
+        self.hold_times: list[float] = []
+        self.forward_times: list[tuple[float, float]] = []  # each transaction's (sent, answered) by DynamoDB Local
         self._counts = dict.fromkeys(
             ("transactions", "transactions_committed", "conflicts_cancelled", "transact_get_conflicts",
              "single_write_conflicts", "throttled", "throttled_batch_items"), 0)  # fmt: skip
@@ -326,9 +330,13 @@ class AwsFront(ServedInBackground):
             }
             return cancelled(len(writes), reasons)
         response: Response = (500, [], b"")
+        admitted = time.monotonic()
         try:
             before = self._reads.snapshot(actions)  # held: nothing else changes them meanwhile
+            sent = time.monotonic()
             response = forward()
+            with self._lock:
+                self.forward_times.append((sent, time.monotonic()))
             if response[0] == 200:
                 self._reads.committed(before)
             time.sleep(self.rules.transaction_latency_s)  # the items stay held until it has passed
@@ -336,6 +344,8 @@ class AwsFront(ServedInBackground):
             self._settle(response, charged, held=writes)
         if response[0] == 200:
             self._count("transactions_committed")
+            with self._lock:
+                self.hold_times.append(time.monotonic() - admitted)
         return response
 
     def _rule_TransactGetItems(self, request: Any, writes: list[Write], _: Any, forward: Forward) -> Response:

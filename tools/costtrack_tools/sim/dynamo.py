@@ -52,6 +52,21 @@ class SimRules:
     table_initial_wcu_per_s: float | None = None  # None: warm (no table limit)
     ramp_delay_s: float = 1800.0
     seed: int = 1
+    #: Measured instead of assumed (``bench/sim_front.py`` takes them from a front run): when
+    #: given, each latency is a draw from these samples (seconds) rather than a log-normal one.
+    #: A committed transaction holds its items for a ``hold`` draw; the client's time outside
+    #: the hold (``outside``: serialising, the HTTP round trip) passes half before its arrival
+    #: and half after; a cancelled one answers in a ``cancelled`` draw (counted from its start).
+    hold_samples: tuple[float, ...] = ()
+    outside_samples: tuple[float, ...] = ()
+    cancelled_samples: tuple[float, ...] = ()
+    survey_samples: tuple[float, ...] = ()
+    peek_samples: tuple[float, ...] = ()
+    read_samples: tuple[float, ...] = ()  # find_events, get_key, get_workspace
+    #: DynamoDB Local answers one transaction at a time: when given, a transaction's hold is its
+    #: wait in that one queue, a ``service`` draw, then ``after_answer_s`` (the front's rule 1).
+    service_samples: tuple[float, ...] = ()
+    after_answer_s: float = 0.01
 
 
 class SimDynamo(MemoryStore):
@@ -61,6 +76,7 @@ class SimDynamo(MemoryStore):
         self.rng = random.Random(rules.seed)
         self.held: Counter[str] = Counter()
         self.inflight_events = 0
+        self.server_free_at = 0.0  # when the one-at-a-time server (``service_samples``) is free
         self._partition_use: dict[str, tuple[int, float]] = {}  # partition -> (second, units)
         self._pool_use: dict[str, dict[int, float]] = {}  # table or index -> units per second
         self.stats: Counter[str] = Counter()
@@ -69,7 +85,9 @@ class SimDynamo(MemoryStore):
 
     # -- the rules ----------------------------------------------------------------------------
 
-    def _latency(self, median: float) -> float:
+    def _latency(self, median: float, samples: tuple[float, ...] = ()) -> float:
+        if samples:
+            return self.rng.choice(samples)
         return median * math.exp(self.rng.gauss(0.0, self.rules.transaction_sigma))
 
     def _fits(self, charges: dict[str, float], limit: float) -> bool:
@@ -151,9 +169,12 @@ class SimDynamo(MemoryStore):
 
     def write_chunk(self, chunk: Chunk) -> ChunkRejected | None:
         items = self.chunk_items(chunk)
+        rules = self.rules
+        outside = self._latency(0.0, rules.outside_samples) if rules.outside_samples else 0.0
+        self.hub.sleep(outside / 2)  # on its way to the table
         if any(self.held[item] for item in items):
             self.stats["conflicts"] += 1
-            self.hub.sleep(self._latency(self.rules.conflict_answer_s))
+            self.hub.sleep(max(0.0, self._latency(rules.conflict_answer_s, rules.cancelled_samples) - outside / 2))
             return ChunkRejected(conflict=True)
         charges, pools = self.chunk_charges(chunk)
         if not self._fits(charges, self.rules.partition_wcu_per_s) or not self._pools_fit(pools):
@@ -163,12 +184,19 @@ class SimDynamo(MemoryStore):
         self._consume(charges)  # at admission, as the front charges: concurrent writes see it
         self.held.update(items)
         self.inflight_events += len(chunk.records)
+        if rules.service_samples:
+            start = max(self.hub.now, self.server_free_at)
+            self.server_free_at = start + self._latency(0.0, rules.service_samples)
+            hold = self.server_free_at - self.hub.now + rules.after_answer_s
+        else:
+            hold = self._latency(rules.transaction_median_s, rules.hold_samples)
         try:
-            self.hub.sleep(self._latency(self.rules.transaction_median_s))
+            self.hub.sleep(hold)
         finally:
             self.held.subtract(items)
             self.inflight_events -= len(chunk.records)
         rejected = super().write_chunk(chunk)
+        self.hub.sleep(outside / 2)  # the answer on its way back (nothing held)
         self.stats["transactions"] += 1
         if rejected is None:
             self.stats["committed_events"] += len(chunk.records)
@@ -195,7 +223,7 @@ class SimDynamo(MemoryStore):
             raise StoreUnavailable("ThrottlingError")
         self._consume(reads)
         snapshot = super().survey(workspace_id, period)  # one instant: the snapshot is atomic
-        self.hub.sleep(self._latency(self.rules.read_median_s))  # holds nothing, as on the front
+        self.hub.sleep(self._latency(self.rules.read_median_s, self.rules.survey_samples))  # holds nothing
         return snapshot
 
     def peek(self, workspace_id: str, period: str) -> Survey:
@@ -209,19 +237,19 @@ class SimDynamo(MemoryStore):
             self.stats["read_throttles"] += 1
             raise StoreUnavailable("ThrottlingError")
         self._consume(reads)
-        self.hub.sleep(self._latency(self.rules.read_median_s))
+        self.hub.sleep(self._latency(self.rules.read_median_s, self.rules.peek_samples))
         return super().survey(workspace_id, period)  # read when the answer leaves, as late as can be
 
     def find_events(
         self, workspace_id: str, event_keys: Sequence[str], layout: PartitionLayout | None = None
     ) -> dict[str, EventRecord]:
-        self.hub.sleep(self._latency(self.rules.read_median_s))
+        self.hub.sleep(self._latency(self.rules.read_median_s, self.rules.read_samples))
         return super().find_events(workspace_id, event_keys, layout)
 
     def get_key(self, key_hash: str, *, consistent: bool = False) -> KeyRecord | None:
-        self.hub.sleep(self._latency(self.rules.read_median_s))
+        self.hub.sleep(self._latency(self.rules.read_median_s, self.rules.read_samples))
         return super().get_key(key_hash, consistent=consistent)
 
     def get_workspace(self, workspace_id: str, *, consistent: bool = False) -> WorkspaceState | None:
-        self.hub.sleep(self._latency(self.rules.read_median_s))
+        self.hub.sleep(self._latency(self.rules.read_median_s, self.rules.read_samples))
         return super().get_workspace(workspace_id, consistent=consistent)

@@ -56,6 +56,9 @@ class Workload:
     batches_per_sender: int = 0
     #: The workspace's event partitions and rollup shards (``costtrack admin workspace partitions``).
     partitions: PartitionLayout = field(default_factory=PartitionLayout)
+    #: Each request's time outside the store (parsing, pricing, answering: the function's CPU),
+    #: drawn from these samples (seconds) before the request; none: no time (the default).
+    overhead_samples: tuple[float, ...] = ()
 
 
 @dataclass
@@ -72,6 +75,8 @@ class SimResult:
     sdk_503s: int = 0
     conflicts: int = 0
     survey_conflicts: int = 0
+    surveys: int = 0
+    peeks: int = 0
     throttles: int = 0
     transactions: int = 0
     functions: int = 0
@@ -136,6 +141,8 @@ def simulate(workload: Workload) -> SimResult:
         started = hub.now
         for attempt in range(workload.max_retries + 1):
             service = own or function()
+            if workload.overhead_samples:
+                hub.sleep(rng.choice(workload.overhead_samples))
             try:
                 answer = ingest(service, IngestRequest({"authorization": f"Bearer {secret}"}, body))
             except ApiError as error:
@@ -203,6 +210,7 @@ def _finish(result: SimResult, store: SimDynamo, answered: set[str], dropped: se
     result.rollup_events = sum(counts.events for _, counts in rows)
     result.conflicts = store.stats["conflicts"]
     result.survey_conflicts = store.stats["survey_conflicts"]
+    result.surveys, result.peeks = store.stats["surveys"], store.stats["peeks"]
     result.throttles = store.stats["throttles"] + store.stats["read_throttles"]
     result.transactions = store.stats["transactions"]
     result.virtual_seconds = end
