@@ -66,6 +66,7 @@ def main() -> None:
     results.update(run([sys.executable, "bench/instrumentation.py"]))
     results.update(run(["node", "bench/node_sdk.mjs"]))
     results.update(run([sys.executable, "bench/service.py"]))
+    results.update(run([sys.executable, "bench/reservations.py"]))
     results.update(run([sys.executable, "bench/export_reads.py"]))
     results.update(run([sys.executable, "bench/sim.py"]))
     results.update(machine())
