@@ -17,6 +17,14 @@ central item and every shard read as one ``TransactGetItems`` snapshot; when the
 enough in total but no single shard (with a lease) can hold it, the service first gathers the
 shards' money into one (``Gather``), so nothing is refused while enough remains.
 
+Events that settle no reservation spend in the shards too (``debit.py``), unconditionally, so a
+shard's ``available`` may fall below zero (a *debt*). Money stays conserved (leased = Σ available
++ held + spent over the shards), surveys count it signed (a reservation is refused when spent +
+held, reserved or not, leaves too little), a gather moves debts to the shard that pays them, and
+a lease into a shard in debt pays its debt first. Between surveys, a warm function plans as if
+the debts it last saw were paid from the unleased money, and leases only after a survey at most
+a second old (``service.py``): such spend counts within a second, and always before a refusal.
+
 Expired holds are returned lazily, at survey time: a hold only matters to a reservation that
 cannot find money, and that reservation surveys before it refuses, so the survey is exactly when
 an expired hold must come back (no scheduled job, no writes for holds nobody needs).
