@@ -67,6 +67,7 @@ BENCHMARKS = {
     "instrumentation": [sys.executable, "bench/instrumentation.py"],
     "node_sdk": ["node", "bench/node_sdk.mjs"],
     "service": [sys.executable, "bench/service.py"],
+    "reservations": [sys.executable, "bench/reservations.py"],
     "export_reads": [sys.executable, "bench/export_reads.py"],
     "sim": [sys.executable, "bench/sim.py"],
 }

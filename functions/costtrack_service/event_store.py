@@ -38,7 +38,7 @@ from costtrack_service.domain.shards import (
 )
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
 from costtrack_service.domain.usage import Counts, RollupKey
-from costtrack_service.reservation_store import reservation_settlements, settle_rejection
+from costtrack_service.reservation_store import debit_updates, reservation_settlements, settle_rejection
 from costtrack_service.run_store import RunTable
 from costtrack_service.store_base import shard_key
 from costtrack_service.store_items import (
@@ -109,6 +109,7 @@ class EventTable(RunTable):
             transaction.append(self._lease(chunk, leases[0].charge, sum(spend.lease for spend in leases)))
         partition = rollup_partition(chunk.workspace_id, chunk.rollup_shard)
         transaction += [self._rollup_update(partition, key, counts) for key, counts in chunk.rollups.items()]
+        transaction += debit_updates(self.tables, chunk.workspace_id, chunk.debits)
         settles_at = len(transaction)
         transaction += reservation_settlements(self.tables, chunk.workspace_id, chunk.settles)
         runs_from = len(transaction)

@@ -18,6 +18,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from costtrack_service.domain.chunks import ChunkRejected
+from costtrack_service.domain.reservations.debit import Debit
 from costtrack_service.domain.reservations.ids import Part, ReservationId
 from costtrack_service.domain.reservations.ledger import (
     LEDGER_SHARDS,
@@ -79,6 +80,9 @@ class ReservationTable(TableAccess):
         condition = "attribute_not_exists(#h)"
         if take.need > 0:
             condition += " AND available >= :need"
+            values[":need"] = take.need
+        elif take.lease > 0:  # the lease must also cover a debt the shard may have (``debit.py``)
+            condition += " AND (attribute_not_exists(available) OR available >= :need)"
             values[":need"] = take.need
         return {
             "Update": {
@@ -243,6 +247,28 @@ def release_update(
         "ExpressionAttributeNames": {"#h": HOLD_PREFIX + reservation.entry},
         "ExpressionAttributeValues": to_item(values),
     }
+
+
+def debit_updates(tables: TableNames, workspace_id: str, debits: Sequence[Debit]) -> list[dict[str, Any]]:
+    """The event transaction's part for events that settle nothing: each enforced ledger they
+    fall under spends their cost in one shard, unconditionally (an event is never refused for a
+    limit; ``available`` may go below zero, a debt the next gather or lease pays)."""
+    return [
+        {
+            "Update": {
+                "TableName": tables.allowance,
+                "Key": to_item(
+                    {"shard_key": ledger_key(workspace_id, debit.ledger.ref, debit.ledger.month, debit.shard)}
+                ),
+                "UpdateExpression": (
+                    "SET available = if_not_exists(available, :z) - :c, spent = if_not_exists(spent, :z) + :c, "
+                    "unreserved = if_not_exists(unreserved, :z) + :c"
+                ),
+                "ExpressionAttributeValues": to_item({":z": ZERO, ":c": debit.amount}),
+            }
+        }
+        for debit in debits
+    ]
 
 
 def reservation_settlements(tables: TableNames, workspace_id: str, settles: Sequence[Settle]) -> list[dict[str, Any]]:

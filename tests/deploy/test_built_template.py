@@ -130,7 +130,13 @@ def test_every_table_is_an_output_for_costtrack_admin(built: dict[str, Any]) -> 
 def test_the_ingestion_function_takes_events_traces_and_the_openapi_document(built: dict[str, Any]) -> None:
     events = built["Resources"]["IngestFunction"]["Properties"]["Events"].values()
     routes = {(event["Properties"]["Method"], event["Properties"]["Path"]) for event in events}
-    assert routes == {("POST", "/v1/events"), ("POST", "/v1/traces"), ("GET", "/v1/openapi.json")}
+    assert routes == {
+        ("POST", "/v1/events"),
+        ("POST", "/v1/traces"),
+        ("GET", "/v1/openapi.json"),
+        ("POST", "/v1/reservations"),  # spend control before the call (CONTRACT §10)
+        ("DELETE", "/v1/reservations/{id}"),
+    }
 
 
 # -- least privilege ----------------------------------------------------------------------
@@ -242,7 +248,38 @@ def ingestion_calls() -> dict[str, set[str]]:
 
         for key in ("a", "a", "b", "a"):  # accept, replay, refuse (quota), replay at exhaustion
             send(key)
+        _reservations_and_runs(names, recorder)
     return recorder.calls
+
+
+def _reservations_and_runs(names: TableNames, recorder: Any) -> None:
+    """The rest of the ingestion function's path: an enforced budget's reservations (hold,
+    survey at refusal, release, settle with the event, an event without one) and run identity
+    (per-run totals in the event's transaction)."""
+    from decimal import Decimal
+
+    from costtrack_service.domain.budgets import Budget
+    from costtrack_service.domain.reservations.service import ReservationService
+
+    admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
+    workspace = admin.create_workspace("iam-rsv", tier=Tier.PAID, included_events=100)
+    secret, _ = admin.create_key(workspace.workspace_id)
+    budget = Budget("bud_iam", workspace.workspace_id, Decimal("0.05"), scope="customer", scope_value="c", enforce=True)
+    admin.put_budget(budget)
+    client = recorder.attach(boto3.client("dynamodb", region_name="us-east-1"))
+    service = IngestService(IngestionStore(client, names))
+    reservations = ReservationService(service.store, service.pricer, service.reads.price_overrides)  # type: ignore[arg-type]
+    key = service.authenticate(secret)
+    ask = {"provider": "openai", "model": "gpt-5", "customer_id": "c", "estimate": {"amount": "0.03"}}
+    held = reservations.reserve(key, ask, "r-1")["reservation_id"]
+    with contextlib.suppress(ApiError):
+        reservations.reserve(key, ask, "r-2")  # refused after a survey
+    reservations.release(key, held)
+    held = reservations.reserve(key, ask, "r-3")["reservation_id"]
+    call = {"provider": "openai", "model": "gpt-5", "customer_id": "c", "prompt_tokens": 5}
+    for n, extra in enumerate(({"reservation_id": held}, {}, {"trace_id": "t-1", "session_id": "s-1"})):
+        body = json.dumps({**call, **extra}).encode()
+        ingest(service, IngestRequest({"authorization": f"Bearer {secret}", "idempotency-key": f"e-{n}"}, body))
 
 
 @pytest.fixture(scope="module")

@@ -92,10 +92,18 @@ def test_reserve_settle_release_and_refuse(shop: Shop) -> None:
     cost = Decimal(settled["cost"])
     again = shop.event(customer_id="acme", prompt_tokens=1, reservation_id=held["reservation_id"])
     assert "reservation_settled" in codes(again)  # accepted and charged, not settled twice
+    # ... and, settling nothing, it spends in the budget like any event without a reservation.
+    cost += Decimal(again["cost"])
     # Now 0.05 - cost is left for reservations: a dry run says so and holds nothing.
     dry = shop.reserve(customer_id="acme", estimate={"amount": str(Decimal("0.05") - cost)}, hold=False)
     assert dry.status_code == 200, dry.text
     assert dry.json()["budgets"][0]["spent"] == str(cost)
+    assert (
+        shop.reserve(
+            customer_id="acme", estimate={"amount": str(Decimal("0.05") - cost + Decimal("1e-8"))}, hold=False
+        ).status_code
+        == 429
+    )
     # Release returns a hold; twice is 404.
     second_answer = shop.reserve(customer_id="acme", estimate={"amount": "0.04"})
     assert second_answer.status_code == 200, second_answer.text
@@ -170,3 +178,21 @@ def test_token_estimate_is_the_worst_case_and_unknown_fields_warn(shop: Shop) ->
     # gpt-5: 10,000 prompt at $1.25/M + 3,000 output at $10/M, no cache discount.
     assert answer.json()["held"] == "0.0425"
     assert [warning["code"] for warning in answer.json()["warnings"]] == ["unknown_field"]
+
+
+def test_events_without_a_reservation_spend_in_the_enforced_budget(shop: Shop) -> None:
+    shop.budget(amount="0.1", scope="customer", scope_value="initech", enforce=True)
+    held = shop.reserve(customer_id="initech", estimate={"amount": "0.02"})
+    assert held.status_code == 200, held.text
+    spent = Decimal(0)
+    for _ in range(3):  # gpt-5 output at 0.00001 a token: 0.02 each, no reservation
+        spent += Decimal(shop.event(customer_id="initech", prompt_tokens=0, completion_tokens=2000)["cost"])
+    assert spent == Decimal("0.06")
+    time.sleep(1.1)  # a lease counts spend without a reservation from a survey at most a second old
+    refused = shop.reserve(customer_id="initech", estimate={"amount": "0.03"})
+    assert refused.status_code == 429, refused.text
+    assert refused.json()["error"]["details"][0]["remaining"] == "0.02"
+    allowed = shop.reserve(customer_id="initech", estimate={"amount": "0.02"})
+    assert allowed.status_code == 200, allowed.text
+    line = allowed.json()["budgets"][0]
+    assert (line["spent"], line["remaining"]) == ("0.06", "0")

@@ -99,3 +99,37 @@ def test_a_root_model_call_has_no_parent_and_falls_back_to_the_operation() -> No
     named = SpanData(span.trace_id, span.span_id, attributes={"session.id": "bad id!", "gen_ai.agent.name": "x" * 300})
     identity = run_identity(named, None)
     assert "session_id" not in identity and identity["run_name"] == "x" * 200
+
+
+def test_a_span_with_costtrack_reservation_id_settles_that_reservation() -> None:
+    from decimal import Decimal
+
+    from costtrack_service.domain.budgets import Budget
+    from costtrack_service.domain.reservations.ids import parse
+    from costtrack_service.domain.reservations.ledger import Ledger
+    from costtrack_service.domain.reservations.service import ReservationService
+
+    api = Api()
+    budget = Budget("bdg_1", "ws_1", Decimal("1"), scope="feature", scope_value="support", enforce=True)
+    api.store.budgets["ws_1"] = [budget]
+    reservations = ReservationService(api.store, api.service.pricer, api.service.reads.price_overrides)
+    key = api.service.authenticate(api.key)
+    body = {"provider": "openai", "model": "gpt-5", "feature": "support", "estimate": {"amount": "0.05"}}
+    held = reservations.reserve(key, body, "r-1")["reservation_id"]
+
+    def call(tracer: Any) -> None:
+        with tracer.start_as_current_span("chat gpt-5", attributes={**GPT5, "costtrack.reservation_id": held}):
+            pass
+        bad = {**GPT5, "costtrack.reservation_id": "not an id!"}  # malformed: left out, the call still counts
+        with tracer.start_as_current_span("chat gpt-5", attributes=bad):
+            pass
+
+    assert partial(api.post(body_of(recorded_spans(call), PROTOBUF))) == (0, "")
+    events = sorted((record.event.reservation_id or "", str(record.cost)) for record in api.events())
+    assert events == [("", "0.0335"), (held, "0.0335")]
+    reservation = parse(held)
+    assert reservation is not None
+    ledger = Ledger("bdg_1", None, Decimal("1"), None, reservation.month)
+    survey = api.store.survey_ledger("ws_1", ledger)
+    # The settled call and the one without a reservation both spent; nothing is held any more.
+    assert survey.totals(Decimal("1"), 0) == (Decimal("0.067"), Decimal("0"), Decimal("0.933"))

@@ -22,18 +22,20 @@ from costtrack_service.domain.overrides import Override
 from costtrack_service.domain.pricing import PricingEntry, format_timestamp
 from costtrack_service.domain.quota import Charge, PlanStatus, Tier, Usage, WorkspaceState
 from costtrack_service.domain.records import EventRecord
-from costtrack_service.domain.reservations.ids import Part, ReservationId
-from costtrack_service.domain.reservations.ledger import Hold
 from costtrack_service.domain.runs.groups import SketchGroup
 from costtrack_service.domain.runs.sketch import Histogram
 from costtrack_service.domain.runs.totals import RunTotal, SketchDelta, SketchRow
 from costtrack_service.domain.shards import SHARDS, PartitionLayout, partition_key
 from costtrack_service.domain.source import Source, normalize_provider
 from costtrack_service.domain.usage import CHARGE, Counts, RollupKey, month_usage
+from costtrack_tools.memory_ledgers import MemoryLedgers
 
 
-class MemoryStore:
+class MemoryStore(MemoryLedgers):
+    """Ingestion's store, and the enforced budgets' ledgers (``memory_ledgers.py``)."""
+
     def __init__(self) -> None:
+        super().__init__()
         self.keys: dict[str, KeyRecord] = {}
         self.workspaces: dict[str, WorkspaceState] = {}
         self.pricing: dict[str, list[PricingEntry]] = {}  # by provider
@@ -49,12 +51,6 @@ class MemoryStore:
         self.sketch: dict[tuple[str, SketchRow], SketchDelta] = {}  # shards summed
         self.writes = 0
         self._lock = threading.Lock()
-
-    def find_holds(self, workspace_id: str, reservation: ReservationId) -> dict[Part, Hold | None]:
-        """This store keeps no enforced budgets' ledgers (reservations need DynamoDB: the local
-        stack): no shard of any reservation exists here, so an event's ``reservation_id`` is
-        ``reservation_unknown``."""
-        return {}
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -123,7 +119,7 @@ class MemoryStore:
         return list(self.overrides.get(workspace_id, []))
 
     def write_chunk(self, chunk: Chunk) -> ChunkRejected | None:
-        with self._lock:
+        with self._lock, self._ledger_lock:
             workspace_id, period = chunk.workspace_id, chunk.period
             layout = chunk.payment.central.partitions
             targets = {
@@ -147,8 +143,12 @@ class MemoryStore:
             moved = any(
                 self.runs.get((workspace_id, after.kind, after.run_id)) != before for before, after in chunk.runs.totals
             )
-            if existing or short or not central_ok or moved:
-                return ChunkRejected(existing, short, not central_ok, central if not central_ok else None, moved)
+            settled = self.settle_conflicts(chunk)
+            if existing or short or not central_ok or moved or settled:
+                return ChunkRejected(
+                    existing, short, not central_ok, central if not central_ok else None, moved, settled=settled
+                )
+            self.apply_chunk(chunk)
             for spend in chunk.payment.spends:
                 key = self._shard(workspace_id, period, spend.charge, spend.shard)
                 self.shards[key] = self.shards.get(key, 0) + spend.lease - spend.take

@@ -22,9 +22,14 @@ from costtrack_service.domain.cost import format_decimal
 from costtrack_service.domain.events import UsageEvent
 from costtrack_service.domain.pricing import format_timestamp
 from costtrack_service.domain.records import EventWarning, WarningCode
+from costtrack_service.domain.reservations.ledger import Ledger
+from costtrack_service.domain.reservations.scope import ledgers_for
 from costtrack_service.domain.visibility import Visibility
 
 DEFAULT_TTL_SECONDS = 30.0
+#: Enforced budgets are re-read at most this often (as by the reservations: a new limit holds
+#: within a second).
+ENFORCED_TTL_SECONDS = 1.0
 
 
 class BudgetReader(Protocol):
@@ -42,6 +47,25 @@ class BudgetWatch:
         self.store = store
         self.ttl_seconds = ttl_seconds
         self._budgets: TTLCache[str, list[Budget]] = TTLCache(clock=monotonic)
+        self._enforced: TTLCache[str, list[Budget]] = TTLCache(clock=monotonic)
+
+    def ledgers(
+        self, workspace_id: str, event: UsageEvent, visibility: Visibility, received: datetime
+    ) -> tuple[Ledger, ...]:
+        """The enforced budget instances an event spends in when it settles no reservation
+        (``reservations/debit.py``); hidden events count towards none, as for the alerts."""
+        if not visibility.dashboard_visible:
+            return ()
+        budgets = self._enforced.get(workspace_id)
+        if budgets is None:
+            listed = self.store.list_budgets(workspace_id)  # unlike a warning, a limit must not be skipped
+            # Non-enforced budgets matter only as overrides of an enforced template.
+            kept = listed if any(budget.enforce for budget in listed) else []
+            self._enforced.put(workspace_id, kept, ENFORCED_TTL_SECONDS)
+            found = kept
+        else:
+            found = budgets.value
+        return tuple(ledgers_for(found, event, received)) if found else ()
 
     def warnings(
         self, workspace_id: str, event: UsageEvent, visibility: Visibility, received: datetime

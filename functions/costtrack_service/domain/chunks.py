@@ -13,6 +13,8 @@ from functools import cached_property
 from costtrack_service.domain.allowance import Payment, ShardId
 from costtrack_service.domain.quota import Charge, WorkspaceState
 from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.reservations.debit import Debit
+from costtrack_service.domain.reservations.ledger import Ledger
 from costtrack_service.domain.reservations.settle import Settle
 from costtrack_service.domain.runs.totals import RunChanges, is_run_marker, run_ids
 from costtrack_service.domain.shards import PartitionLayout
@@ -38,6 +40,8 @@ class Chunk:
     rollup_shard: int
     #: The reservations its events settle, written last in the transaction (``settle.py``).
     settles: tuple[Settle, ...] = ()
+    #: What its events that settle nothing spend in enforced budgets (``reservations/debit.py``).
+    debits: tuple[Debit, ...] = ()
     runs: RunChanges = field(default_factory=RunChanges)  # its runs' and sessions' totals (``runs/totals.py``)
 
     @cached_property
@@ -67,19 +71,28 @@ class Survey:
     balances: Mapping[ShardId, int]
 
 
-def fitting(pending: list[EventRecord], room: int, layout: PartitionLayout | None = None) -> int:
+def fitting(
+    pending: list[EventRecord],
+    room: int,
+    layout: PartitionLayout | None = None,
+    ledgers: Mapping[str, tuple[Ledger, ...]] | None = None,
+) -> int:
     """How many of the first pending events fit in ``room`` items with their rollup rows
-    (summed per transaction: events that share a day and values share rows), their runs' items
-    and, after the partitions grew, each event's checks of its other partitions."""
+    (summed per transaction: events that share a day and values share rows), their runs' items,
+    the enforced budget ledgers they spend in (one item per ledger) and, after the partitions
+    grew, each event's checks of its other partitions."""
     rows: set[RollupKey] = set()
     runs: set[tuple[str, str]] = set()
+    debits: set[tuple[str, str]] = set()
     count = events = 0
     for record in pending:
         rows.update(rollup_rows(record)[0])
         rows.add(RollupKey(CHARGE, record.received_at[:10], Charge.CREDIT.value))  # either charge may pay it
         runs.update(run_ids(record.event))
         events += 1 + (0 if layout is None else len(layout.event_targets(record.event_key, record.received_at)[1]))
-        if events + len(rows) + RUN_ITEMS * len(runs) > room:
+        if ledgers:
+            debits.update((ledger.ref, ledger.month) for ledger in ledgers.get(record.event_key, ()))
+        if events + len(rows) + RUN_ITEMS * len(runs) + len(debits) > room:
             break
         count += 1
     return max(count, 1)

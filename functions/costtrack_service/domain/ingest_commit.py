@@ -32,6 +32,8 @@ from costtrack_service.domain.ingest_settings import IngestSettings
 from costtrack_service.domain.keys import invalid_key
 from costtrack_service.domain.quota import PlanStatus, WorkspaceState
 from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.reservations.debit import debits_of
+from costtrack_service.domain.reservations.ledger import Ledger
 from costtrack_service.domain.reservations.settle import Settle, settle_room, unsettled
 from costtrack_service.domain.runs.totals import RunChanges, RunTotal, run_changes, runs_in
 from costtrack_service.domain.shards import MAX_PARTITIONS, SHARDS, PartitionLayout, ShardCycle
@@ -118,10 +120,14 @@ class Committer:
         records: list[EventRecord],
         period: str,
         settles: Mapping[str, Settle] | None = None,
+        ledgers: Mapping[str, tuple[Ledger, ...]] | None = None,
     ) -> list[Outcome]:
         """Store ``records`` in request order, each paid or refused, each settling its
-        reservation (``settles``, by event key) in its own transaction; the outcome of each."""
+        reservation (``settles``, by event key) in its own transaction, and the others spent in
+        the enforced budget instances that apply to them (``ledgers``, by event key); the
+        outcome of each."""
         settles = dict(settles or {})
+        ledgers = ledgers or {}
         workspace_id = workspace.workspace_id
         balances = self._balances_of(workspace_id, period)
         central = workspace
@@ -136,7 +142,7 @@ class Committer:
             central, peeked, surveyed = self._learn(workspace_id, balances, peeked)
         while pending:
             shard = self._next_shard()
-            payment = self._payment(central, balances, pending, shard, surveyed, settles, refill=not conflicts)
+            payment = self._payment(central, balances, pending, shard, surveyed, settles, ledgers, refill=not conflicts)
             if payment.covered == 0:
                 if payment.exhausted:
                     done.update(self._refuse(central, pending))
@@ -158,6 +164,7 @@ class Committer:
                 payment,
                 self._rollup_shard(central, shard),
                 settles=chunk_settles,
+                debits=debits_of(chunk_records, settles, ledgers),
                 runs=self._run_changes(chunk_records),
             )
             rejected = self.store.write_chunk(chunk)
@@ -214,6 +221,7 @@ class Committer:
         shard: int,
         surveyed: bool,
         settles: Mapping[str, Settle],
+        ledgers: Mapping[str, tuple[Ledger, ...]],
         *,
         refill: bool,
     ) -> Payment:
@@ -221,7 +229,7 @@ class Committer:
         allowance items and the holds they settle fit in one transaction."""
         reserve = ALLOWANCE_ITEMS + settle_room(pending, settles)
         while True:
-            count = fitting(pending, MAX_TRANSACTION_ITEMS - reserve, central.partitions)
+            count = fitting(pending, MAX_TRANSACTION_ITEMS - reserve, central.partitions, ledgers)
             payment = plan_payment(central, balances, count, shard, surveyed=surveyed, refill=refill)
             needed = len(payment.spends) + (1 if payment.leases else 0)
             if needed <= reserve:

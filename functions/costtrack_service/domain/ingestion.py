@@ -48,6 +48,7 @@ from costtrack_service.domain.records import (
     run_marker_pricing,
     unknown_field_warnings,
 )
+from costtrack_service.domain.reservations.ledger import Ledger
 from costtrack_service.domain.reservations.settle import HoldFinder, prepare
 from costtrack_service.domain.runs.totals import is_run_marker
 from costtrack_service.domain.visibility import decide
@@ -189,7 +190,8 @@ class IngestService:
 
         settled, settles = self._settlements(key.workspace_id, [record for _, record in new], received)
         new = [(index, record) for (index, _), record in zip(new, settled, strict=True)]
-        stored = self.committer.commit(workspace, settled, billing_period(received), settles)
+        ledgers = self._ledgers(key.workspace_id, settled)
+        stored = self.committer.commit(workspace, settled, billing_period(received), settles, ledgers)
         for (index, record), outcome in zip(new, stored, strict=True):
             outcomes[index] = _matched(record, outcome)
         for index, first, record in repeats:
@@ -238,6 +240,17 @@ class IngestService:
             warnings=tuple(warnings),
             expires_at=expires_at,
         )
+
+    def _ledgers(self, workspace_id: str, records: list[EventRecord]) -> dict[str, tuple[Ledger, ...]]:
+        """The enforced budget instances each event spends in unless it settles a reservation
+        (``reservations/debit.py``), by event key; only those with any."""
+        found = {}
+        for record in records:
+            at = datetime.fromisoformat(record.received_at.replace("Z", "+00:00"))
+            ledgers = self.budget_watch.ledgers(workspace_id, record.event, record.visibility, at)
+            if ledgers:
+                found[record.event_key] = ledgers
+        return found
 
     def _settlements(
         self, workspace_id: str, records: list[EventRecord], received: datetime

@@ -75,6 +75,8 @@ SESSION_ATTRIBUTES = ("session.id", "gen_ai.conversation.id")
 #: A run's name when the export did not carry the trace's root span.
 RUN_NAME_ATTRIBUTES = ("gen_ai.agent.name", "gen_ai.operation.name")
 MAX_RUN_NAME_LENGTH = 200
+#: The reservation a span's call settles (CONTRACT §10).
+RESERVATION_ATTRIBUTE = "costtrack.reservation_id"
 _RUN_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 #: The event fields an attribute map may fill, and where each is read by default.
@@ -181,6 +183,9 @@ def span_event(
     if metadata:
         event["metadata"] = metadata
     event.update(run_identity(span, run_name))
+    reservation = span.attributes.get(RESERVATION_ATTRIBUTE)  # the span's own: a resource's would settle once
+    if isinstance(reservation, str) and _RUN_ID.match(reservation.strip()):
+        event["reservation_id"] = reservation.strip()  # settles it (CONTRACT §10); a malformed one is left out
     return {name: value for name, value in event.items() if value is not None}
 
 

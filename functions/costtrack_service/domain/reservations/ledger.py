@@ -17,6 +17,14 @@ central item and every shard read as one ``TransactGetItems`` snapshot; when the
 enough in total but no single shard (with a lease) can hold it, the service first gathers the
 shards' money into one (``Gather``), so nothing is refused while enough remains.
 
+Events that settle no reservation spend in the shards too (``debit.py``), unconditionally, so a
+shard's ``available`` may fall below zero (a *debt*). Money stays conserved (leased = Σ available
++ held + spent over the shards), surveys count it signed (a reservation is refused when spent +
+held, reserved or not, leaves too little), a gather moves debts to the shard that pays them, and
+a lease into a shard in debt pays its debt first. Between surveys, a warm function plans as if
+the debts it last saw were paid from the unleased money, and leases only after a survey at most
+a second old (``service.py``): such spend counts within a second, and always before a refusal.
+
 Expired holds are returned lazily, at survey time: a hold only matters to a reservation that
 cannot find money, and that reservation surveys before it refuses, so the survey is exactly when
 an expired hold must come back (no scheduled job, no writes for holds nobody needs).
@@ -119,7 +127,7 @@ class Gather:
 
     ledger: Ledger
     target: int
-    moves: Mapping[int, Decimal]  # shard -> amount moved out of it into target
+    moves: Mapping[int, Decimal]  # shard -> amount moved out of it into target (below zero: into it)
     expired: Mapping[int, Mapping[str, Hold]]
     seen: Mapping[int, Decimal]  # shard -> available as surveyed (the condition)
 
@@ -131,9 +139,16 @@ class Known:
     available: dict[int, Decimal] = field(default_factory=dict)
     unleased: Decimal | None = None  # None: not seen yet
     totals: tuple[Decimal, Decimal, Decimal] | None = None  # (spent, held, remaining) at the last survey
+    surveyed: float | None = None  # monotonic time of the last survey (None: never)
 
     def of(self, shard: int) -> Decimal:
+        """What the shard can pay from (a shard in debt pays nothing)."""
         return max(self.available.get(shard, ZERO), ZERO)
+
+    def signed(self, shard: int) -> Decimal:
+        """The shard's ``available`` as last seen, below zero when events without a
+        reservation spent more there than it held (``debit.py``)."""
+        return self.available.get(shard, ZERO)
 
 
 @dataclass(frozen=True)
@@ -161,11 +176,11 @@ def plan_take(ledger: Ledger, known: Known, hold: Decimal, shard: int, *, fixed:
     thought to have money), else (unless the shard is ``fixed``: an idempotent retry must find
     its original) from the shard known to hold most. None: this function knows of nothing that
     can pay; survey."""
-    have = known.of(shard)
+    have = known.signed(shard)
     if have >= hold:
         return Take(ledger, shard, hold)
     unleased = ledger.amount if known.unleased is None else known.unleased
-    if unleased > 0 and have + unleased >= hold:
+    if unleased > 0 and have + unleased >= hold:  # the lease pays the shard's debt too
         return Take(ledger, shard, hold, lease_size(unleased, hold - have, hold))
     if fixed:
         return None
@@ -178,29 +193,41 @@ def plan_take(ledger: Ledger, known: Known, hold: Decimal, shard: int, *, fixed:
 def after_survey(
     ledger: Ledger, known: Known, survey: LedgerSurvey, hold: Decimal, now: int, shard: int, *, fixed: bool = False
 ) -> Take | Gather | None:
-    """What a surveyed ledger can do: a take, a gather first, or None (refused: not enough)."""
-    known.available = {index: state.available for index, state in survey.shards.items()}
-    known.unleased = ledger.amount - survey.leased
+    """What a surveyed ledger can do: a take, a gather first, or None (refused: not enough).
+
+    The snapshot's money is counted signed: a shard in debt (``debit.py``) takes what events
+    without a reservation spent from the total, so a reservation is refused when spent + held
+    (reserved or not) leaves less than ``hold``. Debts and expired holds are settled by a gather
+    before any take: the target shard pays the debts, so after it no shard is below zero."""
+    signed = {index: state.available for index, state in survey.shards.items()}
     known.totals = survey.totals(ledger.amount, now)
     expired = survey.expired(now)
     returned = {index: sum((h.amount for h in holds.values()), ZERO) for index, holds in expired.items()}
-    free = {index: known.of(index) + returned.get(index, ZERO) for index in range(LEDGER_SHARDS)}
-    unleased = max(known.unleased, ZERO)
+    free = {index: signed.get(index, ZERO) + returned.get(index, ZERO) for index in range(LEDGER_SHARDS)}
+    unleased = max(ledger.amount - survey.leased, ZERO)
+    # What this function plans from until its next survey: debts as paid from the unleased
+    # money, so that a lease without a survey cannot spend what events already spent.
+    owed = sum((-value for value in signed.values() if value < 0), ZERO)
+    known.available = {index: max(value, ZERO) for index, value in signed.items()}
+    known.unleased = ledger.amount - survey.leased - owed
     if sum(free.values(), ZERO) + unleased < hold:
         return None
-    if not expired:
-        take = plan_take(ledger, known, hold, shard, fixed=fixed)
+    # The target: the shard with most money, which pays the others' debts; when no shard has
+    # any, the one most in debt, which takes the others' (its lease then pays them all).
+    best = max(range(LEDGER_SHARDS), key=lambda index: free[index])
+    target = shard if fixed else best if free[best] > 0 else min(range(LEDGER_SHARDS), key=lambda index: free[index])
+    debts = {index: -value for index, value in free.items() if value < 0 and index != target}
+    if not expired and not debts:
+        take = plan_take(ledger, known, hold, shard, fixed=fixed) if free[target] >= 0 else None
         if take is not None:
             return take
-    target = shard if fixed else max(range(LEDGER_SHARDS), key=lambda index: free[index])
-    short = hold - free[target] - unleased
-    if not expired and short <= 0:
-        # The target and the central item together hold enough: lease the difference.
-        have = known.of(target)
-        return Take(ledger, target, hold, lease_size(unleased, hold - have, hold) if have < hold else ZERO)
-    # Enough in all, but not in one place (or expired holds to return first): gather.
-    moves: dict[int, Decimal] = {}
-    short = hold - free[target] - unleased
+        if hold - free[target] - unleased <= 0:
+            # The target and the central item together hold enough: lease the difference.
+            have = free[target]
+            return Take(ledger, target, hold, lease_size(unleased, hold - have, hold) if have < hold else ZERO)
+    # Enough in all, but not in one place, or debts and expired holds to settle first: gather.
+    moves: dict[int, Decimal] = {index: -debt for index, debt in debts.items()}  # into a shard in debt
+    short = hold - free[target] - unleased + sum(debts.values(), ZERO)
     for index in sorted(free, key=lambda index: -free[index]):
         if short <= 0:
             break

@@ -48,6 +48,10 @@ from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConfli
 
 #: Enforced budgets are re-read at most this often: a new limit holds within a second.
 BUDGETS_TTL_SECONDS = 1.0
+#: A lease (money newly taken from the central item) follows a survey at most this old, so that
+#: what events without a reservation spent (debts in the shards, ``debit.py``) counts towards
+#: the limit within a second, like a changed limit.
+LEASE_SURVEY_SECONDS = 1.0
 MAX_ATTEMPTS = 12
 
 
@@ -109,6 +113,7 @@ class ReservationService:
         self._sleep = sleep
         self._backoff = backoff_seconds
         self._budgets: TTLCache[str, list[Budget]] = TTLCache(clock=monotonic)
+        self._monotonic = monotonic
         self._known: dict[tuple[str, str, str], Known] = {}  # (workspace, ledger ref, month)
         self._next_shard = ShardCycle(LEDGER_SHARDS)
 
@@ -186,6 +191,8 @@ class ReservationService:
             fixed = shards[ledger.ref]
             shard = self._next_shard() if fixed is None else fixed
             take = None if "stale:" + ledger.ref in surveyed else plan_take(ledger, known, amount, shard)
+            if take is not None and take.lease > 0 and not self._fresh(known):
+                take = None  # a lease counts what events spent without a reservation: survey first
             if take is not None and (fixed is None or take.shard == fixed):
                 takes.append(take)
                 continue
@@ -195,6 +202,7 @@ class ReservationService:
                 self._sleep(random.uniform(0, self._backoff * 4))
                 return None, []
             surveyed.discard("stale:" + ledger.ref)
+            known.surveyed = self._monotonic()
             decided = after_survey(ledger, known, survey, amount, at, shard, fixed=fixed is not None)
             if decided is None:
                 refused.append((ledger, known.totals[2] if known.totals else ZERO))
@@ -294,6 +302,9 @@ class ReservationService:
         self._budgets.put(workspace_id, budgets, BUDGETS_TTL_SECONDS)
         return budgets
 
+    def _fresh(self, known: Known) -> bool:
+        return known.surveyed is not None and self._monotonic() - known.surveyed <= LEASE_SURVEY_SECONDS
+
     def _known_of(self, ws: str, ledger: Ledger) -> Known:
         key = _known_key(ws, ledger)
         known = self._known.get(key)
@@ -306,7 +317,7 @@ class ReservationService:
 
     def _spent(self, ws: str, take: Take) -> None:
         known = self._known_of(ws, take.ledger)
-        known.available[take.shard] = known.of(take.shard) + take.lease - take.hold
+        known.available[take.shard] = known.signed(take.shard) + take.lease - take.hold
         if take.lease:
             base = take.ledger.amount if known.unleased is None else known.unleased
             known.unleased = base - take.lease

@@ -1,0 +1,56 @@
+"""Events without a reservation count toward the enforced budgets they fall under (CONTRACT §10).
+
+An event that settles no hold (no ``reservation_id``, or one that could not be settled) is
+spent in each enforced budget instance that applies to it, in the event's own transaction: one
+unconditional update per ledger per transaction, into one shard, which takes the cost from the
+shard's ``available`` (it may go below zero: a *debt*) and adds it to its ``spent``. The event is
+never refused for it: only reserved calls are held to the limit. A debt counts at once in every
+survey's totals (so a reservation that must survey sees the money gone) and is paid from the
+ledger's other money at the next gather or lease into that shard (``ledger.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+
+from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.reservations.ledger import LEDGER_SHARDS, Ledger
+
+
+@dataclass(frozen=True)
+class Debit:
+    """Spend ``amount`` in one shard of a ledger without a hold."""
+
+    ledger: Ledger
+    shard: int
+    amount: Decimal
+
+
+def debits_of(
+    records: Iterable[EventRecord], settles: Mapping[str, object], ledgers: Mapping[str, tuple[Ledger, ...]]
+) -> tuple[Debit, ...]:
+    """One debit per ledger for the records of one transaction that settle nothing, summed; its
+    shard chosen by the transaction's first event of that ledger (stable: a retried transaction
+    writes the same shard)."""
+    sums: dict[tuple[str, str], tuple[Ledger, Decimal, str]] = {}
+    for record in records:
+        if record.event_key in settles or record.cost <= 0:
+            continue
+        for ledger in ledgers.get(record.event_key, ()):
+            key = (ledger.ref, ledger.month)
+            _, total, first = sums.get(key, (ledger, Decimal(0), record.event_key))
+            sums[key] = (ledger, total + record.cost, first)
+    return tuple(Debit(ledger, debit_shard(first, ledger), total) for ledger, total, first in sums.values())
+
+
+def debit_shard(event_key: str, ledger: Ledger) -> int:
+    digest = hashlib.sha256(f"{event_key}\x00{ledger.ref}".encode("utf-8", "surrogatepass")).hexdigest()
+    return int(digest[:8], 16) % LEDGER_SHARDS
+
+
+def debit_items(records: Iterable[EventRecord], ledgers: Mapping[str, tuple[Ledger, ...]]) -> int:
+    """Items the debits of ``records`` may take in their transaction (at most one per ledger)."""
+    return len({(ledger.ref, ledger.month) for record in records for ledger in ledgers.get(record.event_key, ())})
