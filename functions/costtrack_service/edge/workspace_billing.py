@@ -13,6 +13,7 @@ from costtrack_service.domain.owner_requests import RequestBody
 from costtrack_service.domain.reconciliation.connections import PROVIDERS, SECRET_PREFIX
 from costtrack_service.domain.reconciliation.reconcile import CLASSES
 from costtrack_service.domain.reconciliation.service import ReconciliationService
+from costtrack_service.drift_jobs import apply_drift
 from costtrack_service.edge import owner_responses as shapes
 from costtrack_service.edge.owner_responses import INVALID, WITH_BODY, Day, documented, refused
 from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
@@ -126,6 +127,31 @@ class GapThresholdAnswer(BaseModel):
     event: Literal["reconciliation_gap"]
 
 
+class ApplyDrift(RequestBody):
+    """A model whose price drifted: its override is made from the bill, and its days repriced."""
+
+    provider: Provider
+    model: Annotated[str, Field(min_length=1, max_length=200, description="the model, as the findings name it")]
+    from_: Annotated[str | None, Field(alias="from", pattern=DAY_PATTERN, description="First UTC day")] = None
+    to: Annotated[str | None, Field(pattern=DAY_PATTERN, description="Last UTC day, inclusive")] = None
+
+
+class Repricing(BaseModel):
+    days: list[Day] = Field(description="the drifted days whose events were priced again")
+    events_checked: int
+    repriced: int
+    unchanged: int
+    changed_meanwhile: int
+    cost_before: Money
+    cost_after: Money
+    cost_delta: Money
+
+
+class DriftApplied(BaseModel):
+    override: shapes.PriceOverride
+    backfill: Repricing
+
+
 def add_billing_routes(owners: OwnerRoutes, reconciliation: ReconciliationService) -> None:
     workspace_id = owners.workspace_id
 
@@ -165,6 +191,17 @@ def add_billing_routes(owners: OwnerRoutes, reconciliation: ReconciliationServic
         unbilled (tracked, not billed)."""
         params = {name: value for name, value in (("from", first), ("to", last)) if value is not None}
         return reconciliation.reconciliation(workspace_id(), params)
+
+    @owners.post(
+        "/v1/workspace/reconciliation/apply-drift",
+        documented(201, DriftApplied, "The override and the repricing", **WITH_BODY),
+    )
+    def apply_price_drift(new: Annotated[ApplyDrift, Body()]) -> Answer:
+        """Turn a model's price drift into a workspace override with the rates the bill implies
+        (its source: the bill's provider, days and imports), over the drifted days, and price
+        those days' events again under it (rollups move by the difference)"""
+        body = new.model_dump(exclude_unset=True, by_alias=True)
+        return apply_drift(reconciliation.store, workspace_id(), body, reconciliation.now)  # type: ignore[arg-type]
 
     @owners.get("/v1/workspace/reconciliation/gap-threshold", documented(200, GapThresholdAnswer, "The threshold"))
     def get_gap_threshold() -> Answer:

@@ -119,17 +119,27 @@ class ReconciliationService:
 
     # -- reconciliation -------------------------------------------------------------------
 
-    def reconciliation(self, workspace_id: str, params: dict[str, str]) -> dict[str, Any]:
-        """Billed vs tracked per day × provider × model over ``from``..``to`` (default: the 30
-        days before today; today's bill is not in yet), every gap classified."""
-        yesterday = self.now().astimezone(UTC).date() - timedelta(days=1)
-        first, last = day_range(params, yesterday)
+    def days(self, params: dict[str, str]) -> tuple[str, str]:
+        """``from`` and ``to`` (default: the 30 days up to yesterday; today's bill is not in yet)."""
+        return day_range(params, self.now().astimezone(UTC).date() - timedelta(days=1))
+
+    def compare(
+        self, workspace_id: str, first: str, last: str
+    ) -> tuple[list[BilledLine], set[tuple[str, str]], list[Finding]]:
+        """The billed lines, the (day, provider) pairs imported, and every day × provider × model's finding."""
         lines, imported = self.store.billed_lines(workspace_id, first, last)
         rows = self.store.query_rollups(workspace_id, (MODEL,), first, last)
         tracked = {key: value for key, value in tracked_by_model(rows).items() if (key[0], key[1]) in imported}
         findings = reconcile(
             lines, tracked, catalogue_view.resolve, catalogue_view.includes_cached, catalogue_view.rates
         )
+        return lines, imported, findings
+
+    def reconciliation(self, workspace_id: str, params: dict[str, str]) -> dict[str, Any]:
+        """Billed vs tracked per day × provider × model over ``from``..``to`` (default: the 30
+        days before today; today's bill is not in yet), every gap classified."""
+        first, last = self.days(params)
+        _, imported, findings = self.compare(workspace_id, first, last)
         return {
             "from": first,
             "to": last,
