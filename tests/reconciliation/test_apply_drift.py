@@ -61,7 +61,8 @@ def api() -> Iterator[tuple[Any, DynamoStore, str]]:
                 "isBase64Encoded": False,
             }
             result = handler(event, LambdaContext("drift"))
-            return result["statusCode"], json.loads(result["body"])
+            csv = "text/csv" in str(result.get("headers", {}).get("Content-Type", ""))
+            return result["statusCode"], result["body"] if csv else json.loads(result["body"])
 
         yield call, store, workspace.workspace_id
 

@@ -134,6 +134,9 @@ def reconcile(store: Any, args: argparse.Namespace) -> None:
     if args.apply_drift:
         apply_model_drift(store, args, workspace, params)
         return
+    if args.format == "focus":
+        sys.stdout.write(service.focus(workspace, params)[0])
+        return
     data = service.reconciliation(workspace, params)
 
     def human() -> str:
@@ -212,5 +215,8 @@ def add_billing_parsers(groups: Any, command: Callable[[Any, str, Handler, str],
         "--apply-drift",
         metavar="PROVIDER/MODEL",
         help="make a workspace override from the bill's rates for a drifted model and reprice its days",
+    )
+    recon.add_argument(
+        "--format", choices=("text", "focus"), default="text", help="focus: FOCUS 1.2 CSV on stdout (finance tools)"
     )
     recon.add_argument("--provider", choices=PROVIDERS, help="with --apply-drift MODEL: the model's provider")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel, Field
 
@@ -173,7 +174,16 @@ def add_billing_routes(owners: OwnerRoutes, reconciliation: ReconciliationServic
         """Stop importing a provider account's bills (the days imported stay)"""
         return reconciliation.disconnect(workspace_id(), provider)
 
-    @owners.get("/v1/workspace/reconciliation", documented(200, Reconciliation, "Billed vs tracked", r400=INVALID))
+    @owners.get(
+        "/v1/workspace/reconciliation",
+        documented(
+            200,
+            Reconciliation,
+            "Billed vs tracked (format=focus: FOCUS 1.2 CSV, one row per day, provider and model)",
+            ("text/csv", {"type": "string"}),
+            r400=INVALID,
+        ),
+    )
     def get_reconciliation(
         first: Annotated[
             str | None,
@@ -183,6 +193,7 @@ def add_billing_routes(owners: OwnerRoutes, reconciliation: ReconciliationServic
             str | None,
             Query(alias="to", pattern=DAY_PATTERN, description="Last UTC day, inclusive (default: yesterday)"),
         ] = None,
+        output: Annotated[Literal["json", "focus"], Query(alias="format")] = "json",
     ) -> Answer:
         """The providers' bills against what costtrack tracked, per day and model, every gap classified
 
@@ -190,6 +201,14 @@ def add_billing_routes(owners: OwnerRoutes, reconciliation: ReconciliationServic
         does not: the catalogue entry, its rates and the bill's), timing (a day boundary),
         unbilled (tracked, not billed)."""
         params = {name: value for name, value in (("from", first), ("to", last)) if value is not None}
+        if output == "focus":
+            text, filename = reconciliation.focus(workspace_id(), params)
+            return Response(
+                status_code=200,
+                content_type="text/csv; charset=utf-8",
+                body=text,
+                headers={"Cache-Control": "no-store", "Content-Disposition": f'attachment; filename="{filename}"'},
+            )
         return reconciliation.reconciliation(workspace_id(), params)
 
     @owners.post(

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.pricing import format_timestamp
+from costtrack_service.domain.reconciliation import focus
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.reconciliation.connections import PROVIDERS, Connection, ConnectionState
 from costtrack_service.domain.reconciliation.gap_alert import parse_threshold, threshold_answer
@@ -134,6 +135,12 @@ class ReconciliationService:
             lines, tracked, catalogue_view.resolve, catalogue_view.includes_cached, catalogue_view.rates
         )
         return lines, imported, findings
+
+    def focus(self, workspace_id: str, params: dict[str, str]) -> tuple[str, str]:
+        """The reconciliation as FOCUS 1.2 CSV (``focus.py``), and a file name for it."""
+        first, last = self.days(params)
+        _, _, findings = self.compare(workspace_id, first, last)
+        return focus.to_csv(findings, workspace_id), f"reconciliation-{workspace_id}-{first}-{last}-focus.csv"
 
     def reconciliation(self, workspace_id: str, params: dict[str, str]) -> dict[str, Any]:
         """Billed vs tracked per day × provider × model over ``from``..``to`` (default: the 30
