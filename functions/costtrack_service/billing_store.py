@@ -135,6 +135,13 @@ class BillingTable(TableAccess):
             lines += [BilledLine.from_dict(raw) for raw in json.loads(str(item["lines"]))]
         return lines, imported
 
+    def billed_imports(self, workspace_id: str, first_day: str, last_day: str) -> dict[tuple[str, str], str]:
+        """(day, provider) → the import that wrote the day: its raw pages' object (the audit copy)."""
+        return {
+            tuple(str(item["item_key"]).split("#", 2)[1:]): str(item.get("raw_object", ""))  # type: ignore[misc]
+            for item in self._billing_items(workspace_id, f"d#{first_day}#", f"d#{last_day}$")
+        }
+
     # -- plumbing -------------------------------------------------------------------------
 
     def get_gap_threshold(self, workspace_id: str) -> Decimal | None:

@@ -27,6 +27,7 @@ from typing import Any
 from costtrack_service.billing_jobs import BillImports
 from costtrack_service.domain.reconciliation.connections import PROVIDERS
 from costtrack_service.domain.reconciliation.service import ReconciliationService
+from costtrack_service.drift_jobs import apply_drift
 from costtrack_service.exporter import DirectoryWriter
 from costtrack_tools.admin_output import AdminError, emit, find_workspace
 from costtrack_tools.local.secrets import LocalSecrets, NoCostExplorer
@@ -130,6 +131,12 @@ def reconcile(store: Any, args: argparse.Namespace) -> None:
         emit(args, answer, lambda: f"reconciliation_gap threshold: {answer['usd_per_day'] or 'off'} USD per day")
         return
     params = {name: value for name, value in (("from", args.first), ("to", args.last)) if value}
+    if args.apply_drift:
+        apply_model_drift(store, args, workspace, params)
+        return
+    if args.format == "focus":
+        sys.stdout.write(service.focus(workspace, params)[0])
+        return
     data = service.reconciliation(workspace, params)
 
     def human() -> str:
@@ -148,6 +155,28 @@ def reconcile(store: Any, args: argparse.Namespace) -> None:
                 line += f" (entry {finding['entry']}: {finding['applied_rates']} vs billed {finding['implied_rates']})"
             lines.append(line)
         return "\n".join(lines)
+
+    emit(args, data, human)
+
+
+def apply_model_drift(store: Any, args: argparse.Namespace, workspace: str, params: dict[str, str]) -> None:
+    """``--apply-drift [PROVIDER/]MODEL``: the override from the bill, and the days repriced."""
+    provider, _, model = args.apply_drift.partition("/")
+    if not model or provider not in PROVIDERS:
+        provider, model = args.provider or "", args.apply_drift
+    if not provider:
+        raise AdminError("--apply-drift: name the model as PROVIDER/MODEL (openai/gpt-4o-mini) or give --provider")
+    data = apply_drift(store, workspace, {"provider": provider, "model": model} | params)
+
+    def human() -> str:
+        override, backfill = data["override"], data["backfill"]
+        rates = ", ".join(f"{key} {value}" for key, value in sorted(override["prices"].items()))
+        return (
+            f"override {override['override_id']} for {override['provider']}/{override['model']} "
+            f"from {override['effective_from']} to {override['effective_to']}: {rates} per 1M tokens\n"
+            f"repriced {backfill['repriced']} of {backfill['events_checked']} events on {', '.join(backfill['days'])}: "
+            f"${backfill['cost_before']} -> ${backfill['cost_after']} ({backfill['cost_delta']})"
+        )
 
     emit(args, data, human)
 
@@ -182,3 +211,12 @@ def add_billing_parsers(groups: Any, command: Callable[[Any, str, Handler, str],
         metavar="USD|off",
         help="set the reconciliation_gap webhook's threshold (USD per day of untracked + drift), or off",
     )
+    recon.add_argument(
+        "--apply-drift",
+        metavar="PROVIDER/MODEL",
+        help="make a workspace override from the bill's rates for a drifted model and reprice its days",
+    )
+    recon.add_argument(
+        "--format", choices=("text", "focus"), default="text", help="focus: FOCUS 1.2 CSV on stdout (finance tools)"
+    )
+    recon.add_argument("--provider", choices=PROVIDERS, help="with --apply-drift MODEL: the model's provider")

@@ -39,6 +39,9 @@ class Override:
     discount_percent: Decimal | None = None
     prices: Mapping[str, str] | None = None  # genai-prices price keys, from the given rates
     note: str | None = None
+    #: Where the rates came from when costtrack made the override (a provider's bill:
+    #: ``domain/reconciliation/drift_override.py``); None for an owner's own.
+    source: Mapping[str, Any] | None = None
 
     def in_force_at(self, at: datetime) -> bool:
         return self.effective_from <= at and (self.effective_to is None or at < self.effective_to)
@@ -61,6 +64,8 @@ class Override:
         }
         if self.note:
             data["note"] = self.note
+        if self.source is not None:
+            data["source"] = dict(self.source)
         return data
 
 
@@ -131,6 +136,7 @@ def override_from_json(text: str) -> Override:
         discount_percent=Decimal(raw["discount_percent"]) if raw.get("discount_percent") is not None else None,
         prices=raw.get("prices"),
         note=raw.get("note"),
+        source=raw.get("source"),
     )
 
 

@@ -159,6 +159,10 @@ class PriceOverride(BaseModel):
     discount_percent: Decimal | None
     prices: Annotated[dict[str, str] | None, Field(description="genai-prices price keys, from the given rates")]
     note: str | None = None
+    source: Annotated[
+        dict[str, Any] | None,
+        Field(description="made from a provider's bill (apply-drift): the provider, days and imports"),
+    ] = None
 
 
 class OverrideList(BaseModel):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel, Field
 
@@ -13,6 +14,7 @@ from costtrack_service.domain.owner_requests import RequestBody
 from costtrack_service.domain.reconciliation.connections import PROVIDERS, SECRET_PREFIX
 from costtrack_service.domain.reconciliation.reconcile import CLASSES
 from costtrack_service.domain.reconciliation.service import ReconciliationService
+from costtrack_service.drift_jobs import apply_drift
 from costtrack_service.edge import owner_responses as shapes
 from costtrack_service.edge.owner_responses import INVALID, WITH_BODY, Day, documented, refused
 from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
@@ -126,6 +128,31 @@ class GapThresholdAnswer(BaseModel):
     event: Literal["reconciliation_gap"]
 
 
+class ApplyDrift(RequestBody):
+    """A model whose price drifted: its override is made from the bill, and its days repriced."""
+
+    provider: Provider
+    model: Annotated[str, Field(min_length=1, max_length=200, description="the model, as the findings name it")]
+    from_: Annotated[str | None, Field(alias="from", pattern=DAY_PATTERN, description="First UTC day")] = None
+    to: Annotated[str | None, Field(pattern=DAY_PATTERN, description="Last UTC day, inclusive")] = None
+
+
+class Repricing(BaseModel):
+    days: list[Day] = Field(description="the drifted days whose events were priced again")
+    events_checked: int
+    repriced: int
+    unchanged: int
+    changed_meanwhile: int
+    cost_before: Money
+    cost_after: Money
+    cost_delta: Money
+
+
+class DriftApplied(BaseModel):
+    override: shapes.PriceOverride
+    backfill: Repricing
+
+
 def add_billing_routes(owners: OwnerRoutes, reconciliation: ReconciliationService) -> None:
     workspace_id = owners.workspace_id
 
@@ -147,7 +174,16 @@ def add_billing_routes(owners: OwnerRoutes, reconciliation: ReconciliationServic
         """Stop importing a provider account's bills (the days imported stay)"""
         return reconciliation.disconnect(workspace_id(), provider)
 
-    @owners.get("/v1/workspace/reconciliation", documented(200, Reconciliation, "Billed vs tracked", r400=INVALID))
+    @owners.get(
+        "/v1/workspace/reconciliation",
+        documented(
+            200,
+            Reconciliation,
+            "Billed vs tracked (format=focus: FOCUS 1.2 CSV, one row per day, provider and model)",
+            ("text/csv", {"type": "string"}),
+            r400=INVALID,
+        ),
+    )
     def get_reconciliation(
         first: Annotated[
             str | None,
@@ -157,6 +193,7 @@ def add_billing_routes(owners: OwnerRoutes, reconciliation: ReconciliationServic
             str | None,
             Query(alias="to", pattern=DAY_PATTERN, description="Last UTC day, inclusive (default: yesterday)"),
         ] = None,
+        output: Annotated[Literal["json", "focus"], Query(alias="format")] = "json",
     ) -> Answer:
         """The providers' bills against what costtrack tracked, per day and model, every gap classified
 
@@ -164,7 +201,26 @@ def add_billing_routes(owners: OwnerRoutes, reconciliation: ReconciliationServic
         does not: the catalogue entry, its rates and the bill's), timing (a day boundary),
         unbilled (tracked, not billed)."""
         params = {name: value for name, value in (("from", first), ("to", last)) if value is not None}
+        if output == "focus":
+            text, filename = reconciliation.focus(workspace_id(), params)
+            return Response(
+                status_code=200,
+                content_type="text/csv; charset=utf-8",
+                body=text,
+                headers={"Cache-Control": "no-store", "Content-Disposition": f'attachment; filename="{filename}"'},
+            )
         return reconciliation.reconciliation(workspace_id(), params)
+
+    @owners.post(
+        "/v1/workspace/reconciliation/apply-drift",
+        documented(201, DriftApplied, "The override and the repricing", **WITH_BODY),
+    )
+    def apply_price_drift(new: Annotated[ApplyDrift, Body()]) -> Answer:
+        """Turn a model's price drift into a workspace override with the rates the bill implies
+        (its source: the bill's provider, days and imports), over the drifted days, and price
+        those days' events again under it (rollups move by the difference)"""
+        body = new.model_dump(exclude_unset=True, by_alias=True)
+        return apply_drift(reconciliation.store, workspace_id(), body, reconciliation.now)  # type: ignore[arg-type]
 
     @owners.get("/v1/workspace/reconciliation/gap-threshold", documented(200, GapThresholdAnswer, "The threshold"))
     def get_gap_threshold() -> Answer:

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.pricing import format_timestamp
+from costtrack_service.domain.reconciliation import focus
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.reconciliation.connections import PROVIDERS, Connection, ConnectionState
 from costtrack_service.domain.reconciliation.gap_alert import parse_threshold, threshold_answer
@@ -119,17 +120,33 @@ class ReconciliationService:
 
     # -- reconciliation -------------------------------------------------------------------
 
-    def reconciliation(self, workspace_id: str, params: dict[str, str]) -> dict[str, Any]:
-        """Billed vs tracked per day × provider × model over ``from``..``to`` (default: the 30
-        days before today; today's bill is not in yet), every gap classified."""
-        yesterday = self.now().astimezone(UTC).date() - timedelta(days=1)
-        first, last = day_range(params, yesterday)
+    def days(self, params: dict[str, str]) -> tuple[str, str]:
+        """``from`` and ``to`` (default: the 30 days up to yesterday; today's bill is not in yet)."""
+        return day_range(params, self.now().astimezone(UTC).date() - timedelta(days=1))
+
+    def compare(
+        self, workspace_id: str, first: str, last: str
+    ) -> tuple[list[BilledLine], set[tuple[str, str]], list[Finding]]:
+        """The billed lines, the (day, provider) pairs imported, and every day × provider × model's finding."""
         lines, imported = self.store.billed_lines(workspace_id, first, last)
         rows = self.store.query_rollups(workspace_id, (MODEL,), first, last)
         tracked = {key: value for key, value in tracked_by_model(rows).items() if (key[0], key[1]) in imported}
         findings = reconcile(
             lines, tracked, catalogue_view.resolve, catalogue_view.includes_cached, catalogue_view.rates
         )
+        return lines, imported, findings
+
+    def focus(self, workspace_id: str, params: dict[str, str]) -> tuple[str, str]:
+        """The reconciliation as FOCUS 1.2 CSV (``focus.py``), and a file name for it."""
+        first, last = self.days(params)
+        _, _, findings = self.compare(workspace_id, first, last)
+        return focus.to_csv(findings, workspace_id), f"reconciliation-{workspace_id}-{first}-{last}-focus.csv"
+
+    def reconciliation(self, workspace_id: str, params: dict[str, str]) -> dict[str, Any]:
+        """Billed vs tracked per day × provider × model over ``from``..``to`` (default: the 30
+        days before today; today's bill is not in yet), every gap classified."""
+        first, last = self.days(params)
+        _, imported, findings = self.compare(workspace_id, first, last)
         return {
             "from": first,
             "to": last,

@@ -1,0 +1,130 @@
+"""Drift → override in one step (``POST /v1/workspace/reconciliation/apply-drift``,
+``costtrack admin reconcile WS --apply-drift MODEL``): the model's price-drift findings over
+``from``..``to`` become a workspace override with the rates the bill implies
+(``domain/reconciliation/drift_override.py``), and the events of the drifted days are priced
+again under it.
+
+The repricing is the backfill's (``pricing_jobs.backfill``) for events already priced: each
+event of the model received on a drifted day is priced as ingestion would price it now (the
+new override wins), and when its cost changes it is rewritten through
+``OperatorStore.reprice_event``, which moves the event and its rollups by the difference in one
+transaction, so the rollups stay equal to the stored costs. Every rewritten event records the
+override that priced it (``pricing_override_id``) and when (``priced_at``): the audit trail,
+beside the override's ``source`` (the bill's provider, days and imports). Running it again
+changes nothing (every event already has the override's cost).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from functools import cache
+from typing import Any, Protocol
+
+from costtrack_service import catalogue
+from costtrack_service.domain.cost import format_decimal
+from costtrack_service.domain.overrides import Override
+from costtrack_service.domain.pricer import Call, Pricer
+from costtrack_service.domain.pricing import PricingEntry, format_timestamp, parse_timestamp
+from costtrack_service.domain.reconciliation.drift_override import (
+    bill_rates,
+    drift_override,
+    drifted,
+    parse_request,
+)
+from costtrack_service.domain.reconciliation.service import ReconciliationService, ReconciliationStore
+from costtrack_service.domain.records import EventRecord, PricingStatus, WarningCode, priced_fields
+from costtrack_service.domain.source import normalize_provider
+from costtrack_service.domain.workspace_api import invalid
+from costtrack_service.jobs import catalogue_view
+
+
+class DriftStore(ReconciliationStore, Protocol):
+    def billed_imports(self, workspace_id: str, first_day: str, last_day: str) -> dict[tuple[str, str], str]: ...
+
+    def get_price_entries(self, provider: str) -> list[PricingEntry]: ...
+
+    def get_price_overrides(self, workspace_id: str) -> list[Override]: ...
+
+    def put_price_override(self, override: Override) -> None: ...
+
+    def iter_day_events(self, workspace_id: str, since: str, until: str) -> Iterator[EventRecord]: ...
+
+    def reprice_event(self, old: EventRecord, new: EventRecord) -> bool: ...
+
+
+def apply_drift(
+    store: DriftStore,
+    workspace_id: str,
+    body: object,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> dict[str, Any]:
+    """Make the override and reprice the drifted days; the override and what the repricing did."""
+    request = parse_request(body)
+    service = ReconciliationService(store, now)
+    first, last = service.days(request.params)
+    model = catalogue_view.resolve(request.provider, request.model)
+    lines, _, findings = service.compare(workspace_id, first, last)
+    found = drifted(findings, request.provider, model)
+    if not found:
+        raise invalid("model", f"no price drift for {request.provider}/{model} from {first} to {last}")
+    days = {f.day for f in found}
+    rates = bill_rates(lines, days, request.provider, model, catalogue_view.resolve, found[-1].applied_rates)
+    imports = store.billed_imports(workspace_id, found[0].day, found[-1].day)
+    override = drift_override(workspace_id, found, rates, imports)
+    store.put_price_override(override)
+    repriced = reprice_days(store, workspace_id, request.provider, model, sorted(days), now())
+    return {"override": override.to_dict(), "backfill": repriced}
+
+
+def reprice_days(
+    store: DriftStore, workspace_id: str, provider: str, model: str, days: list[str], at: datetime
+) -> dict[str, Any]:
+    """Price again every event of ``provider``/``model`` received on ``days``; rewrite those whose
+    cost or status changes. Returns the counts and the cost before and after, to the last digit."""
+    stamp = format_timestamp(at)
+    books = cache(lambda name: catalogue.book(name, store.get_price_entries(name)))
+    overrides = store.get_price_overrides(workspace_id)
+    pricer = Pricer(books, catalogue.registry(), catalogue.flags_for)
+    checked = repriced = unchanged = raced = 0
+    before = after = Decimal(0)
+    for day in days:
+        until = (date.fromisoformat(day) + timedelta(days=1)).isoformat()
+        for record in store.iter_day_events(workspace_id, f"{day}T00:00:00", f"{until}T00:00:00"):
+            event = record.event
+            if normalize_provider(event.provider) != provider or catalogue_view.resolve(provider, event.model) != model:
+                continue
+            if record.pricing_status == PricingStatus.PRICED and record.pricing_entry_id is None and not record.rates:
+                continue  # a run's end marker: a genuine zero, never priced
+            checked += 1
+            outcome = pricer.price(
+                Call(event.provider, event.model, event.counts, event.metadata),
+                parse_timestamp(record.received_at),
+                overrides,
+            )
+            fields = priced_fields(outcome)
+            if not outcome.priced or (
+                outcome.cost == record.cost and fields["pricing_override_id"] == record.pricing_override_id
+            ):
+                unchanged += 1
+                continue
+            warnings = tuple(warning for warning in record.warnings if warning.code != WarningCode.UNKNOWN_MODEL)
+            new = replace(record, **fields, priced_at=stamp, warnings=warnings)
+            if store.reprice_event(record, new):
+                repriced += 1
+                before += record.cost
+                after += outcome.cost
+            else:
+                raced += 1  # changed meanwhile (another backfill): left as that one wrote it
+    return {
+        "days": days,
+        "events_checked": checked,
+        "repriced": repriced,
+        "unchanged": unchanged,
+        "changed_meanwhile": raced,
+        "cost_before": format_decimal(before),
+        "cost_after": format_decimal(after),
+        "cost_delta": format_decimal(after - before),
+    }
