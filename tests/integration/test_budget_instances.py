@@ -20,6 +20,7 @@ from costtrack_service.domain.keys import ADMIN
 from costtrack_service.domain.quota import Tier
 from costtrack_service.domain.webhooks import UrlPolicy
 from tests.conftest import GPT5_EVENT
+from tests.integration.test_admin_cli import Admin, post
 
 pytestmark = pytest.mark.integration
 
@@ -166,3 +167,28 @@ def test_a_template_alerts_once_per_threshold_per_instance(owner: Owner, local_s
     next_month = (datetime.now(UTC).replace(day=1) + timedelta(days=32)).replace(day=2)
     alerts(next_month).run()
     assert len([body for body in sent if body["budget_id"] == template["budget_id"]]) == 4
+
+
+def test_show_and_list_from_the_command_line(local_stack: Any, api: httpx.Client, capsys: Any) -> None:
+    admin = Admin(local_stack, capsys)
+    ws = admin.json("workspace", "create", "Instances", "--plan", "paid")["workspace_id"]
+    key = admin.json("key", "create", ws)["api_key"]
+    created = admin.json(
+        "budgets", "create", ws, "--amount", "0.1", "--scope", "customer", "--value", "*", "--enforce", "--name", "pc"
+    )
+    assert created["enforce"] is True and created["held"] == "0"
+    plain = admin.json("budgets", "create", ws, "--amount", "1")
+    assert plain["enforce"] is False
+    for customer in ("acme", "acme", "globex"):
+        post(api, key, {**GPT5_EVENT, "customer_id": customer})
+
+    shown = admin.json("budgets", "show", ws, created["budget_id"], "--top", "1")
+    assert [line["instance"] for line in shown["instances_by_share"]] == ["acme"]
+    assert (shown["spent"], shown["remaining"], shown["instances"]) == ("0.067", "0.033", 2)
+    text = admin.run("budgets", "show", ws, created["budget_id"])
+    assert "enforced (a hard limit): spent 0.067" in text and "globex" in text and "67%" in text
+    listed = admin.run("budgets", "list", ws)
+    assert "acme 67%" in listed and "top instance" in listed
+    lifted = admin.json("budgets", "change", ws, created["budget_id"], "--no-enforce")
+    assert lifted["enforce"] is False and lifted["held"] == "0"
+    assert admin.run("budgets", "show", ws, "bud_nothere", expect=1)

@@ -94,6 +94,10 @@ class BudgetService:
         state = budgets_now(self.store, workspace_id, budgets, now)
         return {"budgets": [self._line(status, state, now) for status in state.statuses]}
 
+    def show(self, workspace_id: str, budget_id: str) -> dict[str, Any]:
+        """One budget as the list shows it."""
+        return {"budget": self._one(self._budget(workspace_id, budget_id))}
+
     def instances(self, workspace_id: str, budget_id: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
         """A template's instances now: spent, held, remaining and share of the amount, the largest
         share (or ``sort=spent``: the most spent) first."""
