@@ -192,3 +192,36 @@ def test_show_and_list_from_the_command_line(local_stack: Any, api: httpx.Client
     lifted = admin.json("budgets", "change", ws, created["budget_id"], "--no-enforce")
     assert lifted["enforce"] is False and lifted["held"] == "0"
     assert admin.run("budgets", "show", ws, "bud_nothere", expect=1)
+
+
+def test_a_rolling_templates_instance_rearms_on_its_own(owner: Owner, local_stack: Any) -> None:
+    template = owner.budget(amount="0.05", scope="customer", scope_value="*", thresholds=[50], period="rolling_7d")
+    owner.call("POST", "/v1/workspace/webhooks", json={"url": "http://127.0.0.1:9/hook"})
+    sent: list[dict[str, Any]] = []
+    now = datetime.now(UTC)
+
+    def run(at: datetime) -> dict[str, Any]:
+        settings = AlertSettings(url_policy=LOCAL)
+        send = lambda target, body, headers: sent.append(json.loads(body)) or 200  # noqa: E731
+        result: dict[str, Any] = Alerts(local_stack.store, settings, send=send, clock=lambda: at).run()
+        return result
+
+    owner.send("acme")
+    owner.send("globex")
+    run(now)
+    assert sorted(body["instance"] for body in sent if body["budget_id"] == template["budget_id"]) == ["acme", "globex"]
+    # A week on, neither has spend in the window: each instance's threshold re-arms (once).
+    assert run(now + timedelta(days=8))["evaluate"]["rearmed"] == 1
+    assert run(now + timedelta(days=8))["evaluate"]["rearmed"] == 0
+    [budget] = [b for b in local_stack.store.list_budgets(template_workspace(local_stack, template)) if b.template]
+    assert sorted(budget.episodes.values()) == [1, 1] and len(budget.episodes) == 2
+    # So the spend seen again (here: the clock back in the week) notifies again, per instance.
+    run(now)
+    mine = [body for body in sent if body["budget_id"] == template["budget_id"]]
+    assert sorted(body["instance"] for body in mine) == ["acme", "acme", "globex", "globex"]
+    assert len({body["id"] for body in mine}) == 4
+
+
+def template_workspace(local_stack: Any, template: dict[str, Any]) -> str:
+    owners = [b.workspace_id for b in local_stack.store.all_budgets() if b.budget_id == template["budget_id"]]
+    return owners[0]
