@@ -1,7 +1,8 @@
 """The budget evaluator and the alert dispatcher (a scheduled function, every minute; also
 ``costtrack admin budgets evaluate`` and the local stack).
 
-``evaluate`` reads every budget's spend from the rollups, and for each threshold reached claims
+``evaluate`` reads every budget's spend from the rollups (a template's per instance: each value
+of its dimension, ``domain/budget_instances.py``), and for each threshold reached claims
 its notification: a conditional write, with the notification's deliveries in the same
 transaction, so whatever runs at once or again, one claim wins and the others change nothing.
 It also marks budgets past 100% for the ingestion warning, and re-arms a rolling budget's
@@ -34,7 +35,8 @@ from costtrack_service.domain.alerts import (
     Endpoint,
     Notification,
 )
-from costtrack_service.domain.budgets import Budget, Status, crossed, notification_key, statuses
+from costtrack_service.domain.budget_instances import budgets_now
+from costtrack_service.domain.budgets import Budget, Status, crossed, episode_name, notification_key
 from costtrack_service.domain.pricing import format_timestamp
 from costtrack_service.domain.runs.anomalies import EVENT_TYPE as RUN_ANOMALY
 from costtrack_service.domain.runs.anomalies import summary as anomaly_summary
@@ -104,28 +106,34 @@ class Alerts:
             by_workspace.setdefault(budget.workspace_id, []).append(budget)
         for workspace_id, budgets in sorted(by_workspace.items()):
             endpoints: list[Endpoint] | None = None
-            for status in statuses(self.store, workspace_id, budgets, now):
+            state = budgets_now(self.store, workspace_id, budgets, now)
+            for status in state.statuses:
                 counts["budgets"] += 1
                 budget = status.budget
-                reached = crossed(budget, status.spent)
+                # A template alerts per instance (each value of its dimension), never as a whole.
+                lines = state.instances.get(budget.budget_id, []) if budget.template else [status]
+                reached = {line.instance: crossed(budget, line.spent) for line in lines}
                 claimed = (
                     self.store.claimed_notifications(workspace_id, f"{budget.budget_id}#{budget.revision}#")
-                    if reached or budget.rolling
+                    if any(reached.values()) or budget.rolling
                     else set()
                 )
-                for threshold in reached:
-                    key = notification_key(budget, status.span, threshold)
-                    if key in claimed:
-                        continue
-                    if endpoints is None:
-                        endpoints = self.store.list_endpoints(workspace_id)
-                    counts["claimed"] += self._claim(status, threshold, key, endpoints, now)
-                counts["marked"] += self._mark(status)
-                counts["rearmed"] += self._rearm(status, claimed)
+                for line in lines:
+                    for threshold in reached[line.instance]:
+                        key = notification_key(budget, line.span, threshold, line.instance)
+                        if key in claimed:
+                            continue
+                        if endpoints is None:
+                            endpoints = self.store.list_endpoints(workspace_id)
+                        counts["claimed"] += self._claim(line, threshold, key, endpoints, now)
+                counts["marked"] += 0 if budget.template else self._mark(status)
+                counts["rearmed"] += self._rearm(status, reached, claimed)
         return counts
 
     def _claim(self, status: Status, threshold: int, key: str, endpoints: list[Endpoint], now: datetime) -> bool:
-        notification = Notification.crossing(key, status.budget, status.span, threshold, status.spent, now)
+        notification = Notification.crossing(
+            key, status.budget, status.span, threshold, status.spent, now, status.instance
+        )
         targets: list[tuple[str, str | None]] = [(SNS, None)] if self.settings.sns_topic_arn else []
         targets += [(endpoint.endpoint_id, endpoint.url) for endpoint in endpoints]
         deliveries = [notification.first_delivery(target, url) for target, url in targets]
@@ -141,17 +149,28 @@ class Alerts:
             return False
         return self.store.mark_exceeded(budget, start, until)
 
-    def _rearm(self, status: Status, claimed: set[str]) -> bool:
-        """A rolling budget's threshold that was notified and is no longer reached starts a new
-        episode: the next crossing is a new notification."""
+    def _rearm(self, status: Status, reached: Mapping[str | None, list[int]], claimed: set[str]) -> bool:
+        """A rolling budget's threshold (a template's: per instance) that was notified and is no
+        longer reached starts a new episode: the next crossing is a new notification. An
+        instance with no spend left in the window re-arms too (its key names it by its ref)."""
         budget = status.budget
         if not budget.rolling:
             return False
-        reached = set(crossed(budget, status.spent))
         episodes = dict(budget.episodes)
-        for threshold in budget.thresholds:
-            if threshold not in reached and notification_key(budget, status.span, threshold) in claimed:
-                episodes[str(threshold)] = episodes.get(str(threshold), 0) + 1
+        if not budget.template:
+            for threshold in budget.thresholds:
+                notified = notification_key(budget, status.span, threshold) in claimed
+                if threshold not in reached.get(None, []) and notified:
+                    episodes[str(threshold)] = episodes.get(str(threshold), 0) + 1
+        else:
+            still = {episode_name(budget, t, value) for value, ts in reached.items() for t in ts}
+            prefix = f"{budget.budget_id}#{budget.revision}#"
+            for key in claimed:
+                period, _, rest = key.removeprefix(prefix).partition("#")
+                level, _, ref = rest.partition("#i")
+                name = f"{level}#{ref}"
+                if ref and name not in still and period == f"r{episodes.get(name, 0)}":
+                    episodes[name] = episodes.get(name, 0) + 1
         if episodes == dict(budget.episodes):
             return False
         return self.store.rearm(budget, replace(budget, episodes=episodes))

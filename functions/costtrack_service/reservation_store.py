@@ -138,6 +138,23 @@ class ReservationTable(TableAccess):
         shards = {index: shard_state(item) for index, item in enumerate(found[1:]) if item is not None}
         return LedgerSurvey(leased, shards)
 
+    def read_ledger(self, workspace_id: str, ledger: Ledger) -> LedgerSurvey:
+        """The central item and every shard by plain reads (``BatchGetItem``, not a snapshot):
+        for the owners' display of spent and held, never for a decision."""
+        keys = [ledger_key(workspace_id, ledger.ref, ledger.month, shard) for shard in (None, *range(LEDGER_SHARDS))]
+        request: dict[str, Any] = {self.tables.allowance: {"Keys": [to_item({"shard_key": key}) for key in keys]}}
+        found: dict[str, dict[str, Any]] = {}
+        while request:
+            response = self._call(self.client.batch_get_item, RequestItems=request)
+            for item in response.get("Responses", {}).get(self.tables.allowance, []):
+                plain = from_item(item)
+                found[str(plain["shard_key"])] = plain
+            request = response.get("UnprocessedKeys") or {}
+        central = found.get(keys[0])
+        leased = Decimal(central.get("leased", 0)) if central else ZERO
+        shards = {index: shard_state(found[key]) for index, key in enumerate(keys[1:]) if key in found}
+        return LedgerSurvey(leased, shards)
+
     def gather(self, workspace_id: str, gather: Gather, now: int) -> bool:
         ledger = gather.ledger
         items = []

@@ -4,6 +4,7 @@ create a budget and see its spend against the thresholds, change and delete it, 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
@@ -101,5 +102,48 @@ def test_budgets_panel(
     page.locator("#webhooks tbody tr").get_by_role("button", name="Delete").click()
     page.locator("#webhooks tbody tr").first.wait_for(state="detached")
     assert local_stack.store.list_endpoints(workspace_id) == []
+    assert problems == []
+    page.close()
+
+
+def test_budgets_panel_shows_hard_limits_holds_and_a_customer_at_its_limit(
+    browser: Any,  # noqa: F811
+    local_stack: Any,
+    workspace_factory: Any,
+    api: httpx.Client,
+) -> None:
+    workspace_id, key = workspace_factory()
+    token, _ = local_stack.store.create_key(workspace_id, name="browser", kind=ADMIN)
+    owner = {"Authorization": f"Bearer {token}"}
+    body = {"name": "per customer", "amount": "0.067", "scope": "customer", "scope_value": "*", "enforce": True}
+    assert api.post("/v1/workspace/budgets", json=body, headers=owner).status_code == 201
+    body = {"name": "globex cap", "amount": "1", "scope": "customer", "scope_value": "globex", "enforce": True}
+    assert api.post("/v1/workspace/budgets", json=body, headers=owner).status_code == 201
+    time.sleep(1.1)  # enforced budgets are re-read at most a second old
+    for n, customer in enumerate(("acme", "acme", "initech")):  # acme: 0.067 of 0.067, at its limit
+        headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": f"limit-{workspace_id}-{n}"}
+        event = {**GPT5, "customer_id": customer}
+        assert api.post("/v1/events", json=event, headers=headers).status_code == 200
+    reserve = {"provider": "openai", "model": "gpt-5", "customer_id": "globex", "estimate": {"amount": "0.25"}}
+    headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": f"hold-{workspace_id}"}
+    assert api.post("/v1/reservations", json=reserve, headers=headers).status_code == 200
+
+    page = browser.new_page(viewport={"width": 1280, "height": 1600})
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.goto(f"{local_stack.state['api_url']}/dashboard")
+    page.get_by_label("Admin token").fill(token)
+    page.get_by_role("button", name="Open dashboard").click()
+
+    template = page.locator("#budgets tbody tr").filter(has_text="per customer")
+    template.wait_for()
+    assert "every customer (each on its own)" in template.inner_text()
+    assert template.locator(".badge.enforced").inner_text() == "hard limit"
+    top = template.locator(".top-instance.at-limit")
+    assert "2 customers; nearest the limit: acme, $0.067 spent + $0.00 held (100%)" in top.inner_text()
+    assert top.locator(".badge.limit").inner_text() == "at its limit"
+    capped = page.locator("#budgets tbody tr").filter(has_text="globex cap")
+    assert "$0.00 spent, $0.25 held, $0.75 left" in capped.locator(".holding").inner_text()
+    assert capped.locator(".top-instance").count() == 0
     assert problems == []
     page.close()

@@ -43,6 +43,8 @@ def _fields(args: argparse.Namespace) -> dict[str, Any]:
             fields[name] = getattr(args, name)
     if args.value is not None:
         fields["scope_value"] = args.value
+    if getattr(args, "enforce", None) is not None:
+        fields["enforce"] = args.enforce
     if args.thresholds is not None:
         try:
             fields["thresholds"] = [int(part) for part in args.thresholds.split(",")]
@@ -57,7 +59,10 @@ def _describe(budget: dict[str, Any]) -> str:
         f"budget {budget['budget_id']} ({budget['name'] or 'unnamed'}): {money(budget['amount'])} USD for {covers}, "
         f"{budget['period']}, thresholds {', '.join(str(t) for t in budget['thresholds'])}%\n"
         f"  {budget['window']['from']} to {budget['window']['to']}: "
-        f"{money(budget['spend'])} USD spent ({budget['percent']}%)"
+        f"{money(budget['spend'])} USD spent ({budget['percent']}%)\n"
+        + ("  enforced (a hard limit): " if budget["enforce"] else "  ")
+        + f"spent {money(budget['spent'])}, held {money(budget['held'])}, remaining {money(budget['remaining'])} USD"
+        + (f" (its instance nearest the limit; {budget['instances']} instances)" if budget.get("instances") else "")
     )
 
 
@@ -74,6 +79,12 @@ def budget_change(store: DynamoStore, args: argparse.Namespace) -> None:
     emit(args, data, lambda: _describe(data))
 
 
+def _top(budget: dict[str, Any]) -> str:
+    """A template's instance nearest its limit: ``acme 83.5%``."""
+    top = budget.get("top_instances") or []
+    return f"{top[0]['instance']} {top[0]['share']}%" if top else ""
+
+
 def budget_list(store: DynamoStore, args: argparse.Namespace) -> None:
     data = _service(store, args).list(_workspace(store, args))["budgets"]
     rows = [
@@ -86,11 +97,39 @@ def budget_list(store: DynamoStore, args: argparse.Namespace) -> None:
             amount(b["spend"]),
             f"{b['percent']}%",
             ",".join(str(t) for t in b["thresholds"]),
+            "yes" if b["enforce"] else "",
+            amount(b["spent"]),
+            amount(b["held"]),
+            amount(b["remaining"]),
+            _top(b),
         )
         for b in data
     ]
-    headers = ["budget", "name", "scope", "period", "amount", "spend", "used", "thresholds"]
+    headers = [
+        "budget", "name", "scope", "period", "amount", "spend", "used", "thresholds",
+        "enforce", "spent", "held", "remaining", "top instance",
+    ]  # fmt: skip
     emit(args, data, lambda: table(rows, headers))
+
+
+def budget_show(store: DynamoStore, args: argparse.Namespace) -> None:
+    service, workspace = _service(store, args), _workspace(store, args)
+    data = service.show(workspace, args.budget_id)["budget"]
+    if data["scope_value"] == "*":
+        found = service.instances(workspace, args.budget_id, {"sort": "share", "limit": str(args.top)})
+        data = {**data, "instances_by_share": found["instances"]}
+
+    def text() -> str:
+        lines = [_describe(data)]
+        if "instances_by_share" in data:
+            rows = [
+                (i["instance"], amount(i["spent"]), amount(i["held"]), amount(i["remaining"]), f"{i['share']}%")
+                for i in data["instances_by_share"]
+            ]
+            lines.append(table(rows, [data["scope"], "spent", "held", "remaining", "share"]))
+        return "\n".join(lines)
+
+    emit(args, data, text)
 
 
 def budget_delete(store: DynamoStore, args: argparse.Namespace) -> None:
@@ -195,11 +234,21 @@ def add_budgets_parser(groups: Any, command: Callable[[Any, str, Handler, str], 
         parser.add_argument("--period", choices=list(PERIODS), help="default month (calendar, UTC)")
         parser.add_argument("--thresholds", metavar="P,P,…", help="percentages (default 50,80,100)")
         parser.add_argument("--name")
+        parser.add_argument(
+            "--enforce",
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help="a hard limit for reservations (period month); --no-enforce lifts it",
+        )
 
     create = command(actions, "create", budget_create, "create a budget")
     create.add_argument("workspace")
     budget_options(create, creating=True)
     command(actions, "list", budget_list, "a workspace's budgets with their spend now").add_argument("workspace")
+    show = command(actions, "show", budget_show, "one budget: spent, held, remaining; a template's top instances")
+    show.add_argument("workspace")
+    show.add_argument("budget_id")
+    show.add_argument("--top", type=int, default=10, help="a template's instances shown (1 to 100; default 10)")
     change = command(actions, "change", budget_change, "change a budget (its thresholds notify afresh)")
     change.add_argument("workspace")
     change.add_argument("budget_id")

@@ -80,6 +80,10 @@ class MemoryLedgers:
                     shards[index] = ShardState(shard.available, shard.held, shard.spent, dict(shard.holds))
             return LedgerSurvey(self.leased.get(self._key(workspace_id, ledger, None), ZERO), shards)
 
+    def read_ledger(self, workspace_id: str, ledger: Ledger) -> LedgerSurvey:
+        """The owners' plain read (in memory: the survey)."""
+        return self.survey_ledger(workspace_id, ledger)
+
     def gather(self, workspace_id: str, gather: Gather, now: int) -> bool:
         with self._ledger_lock:
             ledger = gather.ledger

@@ -61,14 +61,39 @@ function budgetMeter(budget) {
   return meter;
 }
 
+function budgetScope(budget) {
+  return budget.scope_value === "*" ? `every ${budget.scope} (each on its own)` : `${budget.scope}: ${budget.scope_value}`;
+}
+
+// Spent, held (reservations not yet settled) and what is left; a template's instance nearest
+// its limit, flagged when it has nothing left.
+function budgetHolding(budget) {
+  const box = el("div", null, "holding");
+  box.append(el("span", `${usd(budget.spent)} spent, ${usd(budget.held)} held, ${usd(budget.remaining)} left`));
+  const top = (budget.top_instances || [])[0];
+  if (top) {
+    const full = Number(top.remaining) === 0;
+    const line = el("div", null, full ? "top-instance at-limit" : "top-instance");
+    line.append(
+      el("span", `${budget.instances} ${budget.scope}s; nearest the limit: ${top.instance}, ` +
+        `${usd(top.spent)} spent + ${usd(top.held)} held (${top.share}%)`),
+    );
+    if (full) line.append(" ", el("span", "at its limit", "badge limit"));
+    box.append(line);
+  }
+  return box;
+}
+
 function renderBudgets(budgets) {
   const body = emptiedBody("budgets");
   for (const budget of budgets) {
     const row = el("tr");
     row.dataset.budgetId = budget.budget_id;
-    const covers = budget.scope === "workspace" ? "whole workspace" : `${budget.scope}: ${budget.scope_value}`;
+    const covers = el("td", budget.scope === "workspace" ? "whole workspace" : budgetScope(budget));
+    if (budget.enforce) covers.append(" ", el("span", "hard limit", "badge enforced"));
     const used = el("td", null, "spend");
     used.append(el("span", `${usd(budget.spend)} of ${usd(budget.amount)} (${budget.percent}%)`), budgetMeter(budget));
+    used.append(budgetHolding(budget));
     const thresholds = el("td");
     for (const threshold of budget.thresholds) {
       const reached = budget.crossed.includes(threshold);
@@ -86,7 +111,7 @@ function renderBudgets(budgets) {
     actions.append(amount, save, remove);
     row.append(
       el("td", budgetName(budget)),
-      el("td", covers),
+      covers,
       el("td", `${PERIOD_NAMES[budget.period] || budget.period} (${budget.window.from} to ${budget.window.to})`),
       used,
       thresholds,

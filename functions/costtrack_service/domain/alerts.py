@@ -97,14 +97,29 @@ class Notification:
         return notification_id(self.key)
 
     @classmethod
-    def crossing(cls, key: str, budget: Budget, span: Window, threshold: int, spent: Decimal, at: datetime) -> Any:
+    def crossing(
+        cls,
+        key: str,
+        budget: Budget,
+        span: Window,
+        threshold: int,
+        spent: Decimal,
+        at: datetime,
+        instance: str | None = None,
+    ) -> Any:
+        """``instance``: a template's value that crossed (the body names ``budget_id`` and
+        ``instance``; a template alerts once per threshold, instance and period)."""
         created = format_timestamp(at)
+        named: dict[str, Any] = {"budget_id": budget.budget_id}
+        if instance is not None:
+            named["instance"] = instance
         payload = {
             "id": notification_id(key),
             "type": EVENT_TYPE,
             "created_at": created,
             "workspace_id": budget.workspace_id,
             "budget": budget.to_dict(),
+            **named,
             "threshold": threshold,
             "spend": format_decimal(spent),
             "amount": format_decimal(budget.amount),
@@ -119,6 +134,8 @@ class Notification:
         """One line for people (the SNS subject and email)."""
         data = json.loads(self.body)
         name = data["budget"]["name"] or data["budget"]["budget_id"]
+        if data.get("instance") is not None:
+            name += f" for {data['budget']['scope']} {data['instance']}"
         return (
             f"costtrack budget {name!r} reached {data['threshold']}%: {data['spend']} of {data['amount']} USD "
             f"({data['window']['from']} to {data['window']['to']}, workspace {data['workspace_id']})"

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from costtrack_service.domain.cost import CURRENCY, format_decimal
 from costtrack_service.domain.events import UsageEvent
+from costtrack_service.domain.reservations.ledger import ledger_ref
 from costtrack_service.domain.usage import TOTAL, Counts, RollupKey, model_name
 
 WORKSPACE = "workspace"
@@ -295,15 +296,25 @@ def window(budget: Budget, now: datetime) -> Window:
     return Window(today - timedelta(days=days - 1), today, tomorrow, "rolling")
 
 
-def notification_key(budget: Budget, span: Window, threshold: int) -> str:
-    """(budget, revision, period, threshold): claimed once, whatever runs concurrently. A rolling
-    period's part is the threshold's episode, which moves on only once the spend fell back."""
-    period = f"r{budget.episodes.get(str(threshold), 0)}" if budget.rolling else span.key
-    return f"{budget.budget_id}#{budget.revision}#{period}#{threshold}"
+def notification_key(budget: Budget, span: Window, threshold: int, instance: str | None = None) -> str:
+    """(budget, revision, period, threshold[, instance]): claimed once, whatever runs
+    concurrently. A rolling period's part is the threshold's episode, which moves on only once
+    the spend fell back. A template's instance is named by a short hash of its value (a value
+    may be long), as its ledger is."""
+    episode = episode_name(budget, threshold, instance)
+    period = f"r{budget.episodes.get(episode, 0)}" if budget.rolling else span.key
+    key = f"{budget.budget_id}#{budget.revision}#{period}#{threshold}"
+    return key if instance is None else f"{key}#i{ledger_ref(budget.budget_id, instance)}"
+
+
+def episode_name(budget: Budget, threshold: int, instance: str | None) -> str:
+    """A threshold's entry in ``Budget.episodes`` (a template's: per instance, by its ref)."""
+    return str(threshold) if instance is None else f"{threshold}#{ledger_ref(budget.budget_id, instance)}"
 
 
 def spend(budget: Budget, span: Window, rows: Iterable[tuple[RollupKey, Counts]]) -> Decimal:
-    """The budget's spend in ``span`` from rollup rows (any other rows are ignored)."""
+    """The budget's spend in ``span`` from rollup rows (any other rows are ignored; a template's
+    instances: ``budget_instances.py``)."""
     first, last = span.first_day.isoformat(), span.last_day.isoformat()
     total = Decimal(0)
     for key, counts in rows:
@@ -336,6 +347,8 @@ class Status:
     budget: Budget
     span: Window
     spent: Decimal
+    #: A template's instance (the value of its dimension); None for a budget and a template's summary.
+    instance: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -349,8 +362,17 @@ class Status:
 
 
 def statuses(store: RollupReader, workspace_id: str, budgets: list[Budget], now: datetime) -> list[Status]:
-    """Each budget's spend now: one rollup read per dimension over the widest window needed."""
+    """Each budget's spend now: one rollup read per dimension over the widest window needed
+    (a template's own spend is 0: its instances are in ``budget_instances.py``)."""
     spans = {budget.budget_id: window(budget, now) for budget in budgets}
+    rows = read_rows(store, workspace_id, budgets, spans)
+    return [Status(budget, spans[budget.budget_id], spend(budget, spans[budget.budget_id], rows)) for budget in budgets]
+
+
+def read_rows(
+    store: RollupReader, workspace_id: str, budgets: list[Budget], spans: Mapping[str, Window]
+) -> list[tuple[RollupKey, Counts]]:
+    """The rollup rows of the budgets' dimensions, one read per dimension over its widest window."""
     ranges: dict[str, tuple[date, date]] = {}
     for budget in budgets:
         span = spans[budget.budget_id]
@@ -359,4 +381,4 @@ def statuses(store: RollupReader, workspace_id: str, budgets: list[Budget], now:
     rows: list[tuple[RollupKey, Counts]] = []
     for dimension, (low, high) in sorted(ranges.items()):
         rows += store.query_rollups(workspace_id, (dimension,), low.isoformat(), high.isoformat())
-    return [Status(budget, spans[budget.budget_id], spend(budget, spans[budget.budget_id], rows)) for budget in budgets]
+    return rows

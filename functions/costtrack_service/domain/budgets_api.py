@@ -10,14 +10,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any, Protocol
 
 from costtrack_service.domain.alerts import Delivery, Endpoint
-from costtrack_service.domain.budgets import Budget, BudgetError, change_budget, parse_budget, statuses
+from costtrack_service.domain.budget_instances import MAX_INSTANCES, Holding, Now, budgets_now, holding, instances
+from costtrack_service.domain.budgets import Budget, BudgetError, Status, change_budget, crossed, parse_budget, percent
+from costtrack_service.domain.cost import format_decimal
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ids import random_token
 from costtrack_service.domain.owner_requests import NewWebhook, SecretRotation, checked
 from costtrack_service.domain.pricing import format_timestamp
+from costtrack_service.domain.reservations.ledger import Ledger, LedgerSurvey
 from costtrack_service.domain.usage import Counts, RollupKey
 from costtrack_service.domain.webhooks import (
     MAX_ENDPOINTS,
@@ -30,6 +34,9 @@ from costtrack_service.domain.workspace_api import invalid, not_found
 
 MAX_BUDGETS = 100
 MAX_DELIVERIES = 200
+#: A template's instances in a budget's line (the rest: ``/instances``).
+TOP_INSTANCES = 3
+INSTANCE_SORTS = ("share", "spent")
 _ID = re.compile(r"[A-Za-z0-9_]{1,64}")
 
 
@@ -39,6 +46,8 @@ class BudgetStore(Protocol):
     ) -> list[tuple[RollupKey, Counts]]: ...
 
     def list_budgets(self, workspace_id: str) -> list[Budget]: ...
+
+    def read_ledger(self, workspace_id: str, ledger: Ledger) -> LedgerSurvey: ...
 
     def get_budget(self, workspace_id: str, budget_id: str) -> Budget | None: ...
 
@@ -78,9 +87,64 @@ class BudgetService:
     # -- budgets ----------------------------------------------------------------------------
 
     def list(self, workspace_id: str) -> dict[str, Any]:
-        """Each budget with its window and spend now (from the rollups, like the dashboard)."""
+        """Each budget with its window and spend now (from the rollups, like the dashboard), and
+        its ``spent``, ``held`` and ``remaining`` (``budget_instances.py``)."""
         budgets = self.store.list_budgets(workspace_id)
-        return {"budgets": [status.to_dict() for status in statuses(self.store, workspace_id, budgets, self._clock())]}
+        now = self._clock()
+        state = budgets_now(self.store, workspace_id, budgets, now)
+        return {"budgets": [self._line(status, state, now) for status in state.statuses]}
+
+    def show(self, workspace_id: str, budget_id: str) -> dict[str, Any]:
+        """One budget as the list shows it."""
+        return {"budget": self._one(self._budget(workspace_id, budget_id))}
+
+    def instances(self, workspace_id: str, budget_id: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """A template's instances now: spent, held, remaining and share of the amount, the largest
+        share (or ``sort=spent``: the most spent) first."""
+        params = params or {}
+        order = params.get("sort") or "share"
+        if order not in INSTANCE_SORTS:
+            raise invalid("sort", f"sort must be one of {', '.join(INSTANCE_SORTS)}")
+        raw = params.get("limit") or "20"
+        if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_INSTANCES:
+            raise invalid("limit", f"limit must be an integer from 1 to {MAX_INSTANCES}")
+        budget = self._budget(workspace_id, budget_id)
+        if not budget.template:
+            raise invalid("budget_id", "only a template (scope_value *) has instances")
+        now = self._clock()
+        budgets = [other for other in self.store.list_budgets(workspace_id) if other.budget_id != budget_id]
+        state = budgets_now(self.store, workspace_id, [budget, *budgets], now)
+        found = instances(self.store, state.instances[budget_id], now)
+        if order == "spent":
+            found.sort(key=lambda line: (-line.spent, line.instance or ""))
+        return {
+            "budget_id": budget_id,
+            "scope": budget.scope,
+            "amount": format_decimal(budget.amount),
+            "enforce": budget.enforce,
+            "instances": [line.to_dict() for line in found[: int(raw)]],
+            "count": len(found),
+        }
+
+    def _line(self, status: Status, state: Now, now: datetime) -> dict[str, Any]:
+        budget = status.budget
+        line = status.to_dict()
+        if not budget.template:
+            return {**line, **holding(self.store, budget, status.span, status.spent, now).to_dict()}
+        ranked = state.instances.get(budget.budget_id, [])
+        found = instances(self.store, ranked, now)
+        top = found[0] if found else Holding(budget.amount, Decimal(0), Decimal(0))
+        most = ranked[0].spent if ranked else Decimal(0)  # the alerts' spend: the instance that spent most
+        return {
+            **line,
+            "spend": format_decimal(most),
+            "percent": percent(budget, most),
+            "crossed": crossed(budget, most),
+            "exceeded": most >= budget.amount,
+            **{key: value for key, value in top.to_dict().items() if key != "instance"},
+            "instances": len(found),
+            "top_instances": [holding.to_dict() for holding in found[:TOP_INSTANCES]],
+        }
 
     def create(self, workspace_id: str, body: object) -> dict[str, Any]:
         try:
@@ -114,7 +178,11 @@ class BudgetService:
         return budget
 
     def _one(self, budget: Budget) -> dict[str, Any]:
-        return statuses(self.store, budget.workspace_id, [budget], self._clock())[0].to_dict()
+        now = self._clock()
+        listed = self.store.list_budgets(budget.workspace_id)
+        others = [other for other in listed if other.budget_id != budget.budget_id]
+        state = budgets_now(self.store, budget.workspace_id, [budget, *others], now)
+        return self._line(state.statuses[0], state, now)
 
     # -- webhook endpoints ------------------------------------------------------------------
 

@@ -185,6 +185,14 @@ class Window(BaseModel):
     to: Day
 
 
+class BudgetInstance(BaseModel):
+    instance: Annotated[str, Field(description="the value of the template's dimension, e.g. the customer id")]
+    spent: Decimal
+    held: Decimal
+    remaining: Decimal
+    share: Annotated[Decimal, Field(description="spent + held, in percent of the amount")]
+
+
 class Budget(BaseModel):
     budget_id: str
     name: str | None = None
@@ -202,6 +210,23 @@ class Budget(BaseModel):
     percent: Decimal
     crossed: list[Threshold]
     exceeded: bool
+    enforce: bool = False
+    spent: Annotated[Decimal, Field(description="enforced: from its ledger (this month); else the spend")]
+    held: Annotated[Decimal, Field(description="reservations held now (0 unless enforced)")]
+    remaining: Annotated[Decimal, Field(description="amount - spent - held, never below 0")]
+    instances: Annotated[int | None, Field(description="a template's instances with spend this window")] = None
+    top_instances: Annotated[
+        list[BudgetInstance] | None, Field(description="a template's instances nearest their limit")
+    ] = None
+
+
+class BudgetInstances(BaseModel):
+    budget_id: str
+    scope: Literal[tuple(SCOPES)]  # type: ignore[valid-type]
+    amount: Decimal
+    enforce: bool
+    instances: list[BudgetInstance]
+    count: Annotated[int, Field(description="all instances, before limit")]
 
 
 class BudgetList(BaseModel):

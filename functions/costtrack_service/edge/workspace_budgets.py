@@ -9,6 +9,7 @@ from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
+from costtrack_service.domain.budget_instances import MAX_INSTANCES
 from costtrack_service.domain.budgets_api import MAX_DELIVERIES, BudgetService
 from costtrack_service.domain.owner_requests import BudgetChange, NewBudget, NewWebhook, SecretRotation
 from costtrack_service.edge import owner_responses as shapes
@@ -31,6 +32,18 @@ def add_budget_routes(owners: OwnerRoutes, budgets: BudgetService) -> None:
     def create_budget(new: Annotated[NewBudget, Body()]) -> Answer:
         """Create a budget"""
         return budgets.create(workspace_id(), new.fields())
+
+    @owners.get(
+        "/v1/workspace/budgets/<budget_id>/instances",
+        documented(200, shapes.BudgetInstances, "The template's instances", r400=INVALID, r404=NO_BUDGET),
+    )
+    def list_budget_instances(
+        budget_id: BudgetId,
+        sort: Annotated[str, Query(description="share (spent + held of the amount, default) or spent")] = "share",
+        limit: Annotated[int, Query(ge=1, le=MAX_INSTANCES)] = 20,
+    ) -> Answer:
+        """A template's instances (e.g. each customer): spent, held, remaining and share, top first"""
+        return budgets.instances(workspace_id(), unquote(budget_id), {"sort": sort, "limit": str(limit)})
 
     @owners.patch(
         "/v1/workspace/budgets/<budget_id>",
