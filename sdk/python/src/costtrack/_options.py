@@ -44,8 +44,8 @@ def read_options(
     timeout_ms: object,
     max_retries: object,
     max_queue_size: object,
+    flush_interval_ms: object,
     report: Callable[[ConfigurationError], None],
-    flush_interval_ms: object = DEFAULT_FLUSH_INTERVAL_MS,
 ) -> Optional[Options]:
     """The usable options, or ``None`` (reported) when tracking cannot work at all."""
     key_problem = _api_key_problem(api_key)

@@ -67,9 +67,8 @@ class Tracker(Reserving):
         max_retries: Retries after a connection error, a timeout or a 5xx (4xx are never retried).
         max_queue_size: Events that may be pending (waiting or being delivered); beyond it, new
             events are dropped and reported as ``queue_full``.
-        flush_interval_ms: A lone event goes at once; those tracked within this long (default
-            500, at most 60,000; 0: none) of the last request wait for it to pass, or for a full
-            batch, ``flush()`` or ``shutdown()``, and go together.
+        flush_interval_ms: Events tracked within this long of the last request (default 500, at
+            most 60,000; 0: none) wait for more (a lone event goes at once; ``_queue``).
         on_unavailable: What ``reserve()`` answers when the service cannot (network, 5xx,
             timeout): ``"allow"`` (default) or ``"deny"``; each call may override it.
 
@@ -112,16 +111,8 @@ class Tracker(Reserving):
         try:
             self._check_callbacks()
             self._on_unavailable = read_on_unavailable(on_unavailable, self._report_error)
-            options = read_options(
-                api_key,
-                base_url,
-                environment,
-                timeout_ms,
-                max_retries,
-                max_queue_size,
-                self._report_error,
-                flush_interval_ms,
-            )
+            limits = (timeout_ms, max_retries, max_queue_size, flush_interval_ms)
+            options = read_options(api_key, base_url, environment, *limits, report=self._report_error)
             if options is not None:
                 self._configure(options)
         except Exception:  # a constructor that cannot fail must not start failing here
