@@ -92,10 +92,13 @@ export class Call {
   readonly #model: string | undefined;
   readonly #read: ReadUsage;
   readonly #span: object | undefined;
+  readonly #identity: Readonly<Record<string, string>> | undefined;
   #done = false;
 
-  constructor(settings: Settings, provider: string, model: unknown, read: ReadUsage) {
+  /** `identity`: the run a framework says the call belongs to (`traceId`, `parentId`); the event's own and the context's win. */
+  constructor(settings: Settings, provider: string, model: unknown, read: ReadUsage, identity?: Readonly<Record<string, string>>) {
     this.#settings = settings;
+    this.#identity = identity;
     this.#context = activeAttributes();
     this.#provider = provider;
     this.#model = typeof model === "string" && model !== "" ? model : undefined;
@@ -130,6 +133,12 @@ export class Call {
         // An Agents SDK model call: this event is the one tracked, with the run's identity under its own fields.
         claim.tracked = true;
         tracked = { ...claim.identity, ...tracked };
+      }
+      if (this.#identity !== undefined) {
+        const fields = tracked as unknown as Record<string, unknown>;
+        for (const [name, value] of Object.entries(this.#identity)) {
+          if (fields[name] === undefined || fields[name] === null) fields[name] = value;
+        }
       }
       this.#settings.tracker.track(tracked);
     } catch {

@@ -4,11 +4,15 @@
 // usage does, so it is read through fromVercelAI's rules: the provider conventions are undone in
 // one place. Nothing of `@langchain/core` is imported: LangChain takes a handler's methods as
 // they are (an object without a `name` is wrapped with `BaseCallbackHandler.fromMethods`).
+// LangChain's run ids name the run (issue 27): a model run inside a chain, tool or retriever run
+// gets the outermost run's id as `traceId` and its parent run's id as `parentId`, unless
+// withAttributes() or tracker.run() set them; a model run on its own gets neither.
 
 import { Call, type Settings, type TrackerLike } from "./instrument-call.js";
 import type { InstrumentOptions } from "./instrument.js";
 import { exact, read, record, text } from "./provider-read.js";
 import type { HelperOptions } from "./provider-read.js";
+import { IDENTIFIER } from "./rules.js";
 import type { TrackOptions } from "./types.js";
 import { fromVercelAI } from "./vercel.js";
 
@@ -116,6 +120,14 @@ function requested(extraParams: unknown, metadata: unknown): string | undefined 
   );
 }
 
+/** A run's `traceId` and `parentId`, each only if it is an id the contract allows (§11). */
+function runIdentity(traceId: string, parentId: string): Record<string, string> {
+  const identity: Record<string, string> = {};
+  if (IDENTIFIER.test(traceId)) identity["traceId"] = traceId;
+  if (IDENTIFIER.test(parentId)) identity["parentId"] = parentId;
+  return identity;
+}
+
 /** Runs that never ended (a stream its reader left early) are forgotten beyond this many. */
 const MAX_RUNS = 10_000;
 
@@ -142,6 +154,15 @@ export class CosttrackCallbackHandler {
   readonly handleChatModelStart: (llm: unknown, messages: unknown, runId: string, parentRunId?: string, extraParams?: unknown, tags?: unknown, metadata?: unknown) => void;
   readonly handleLLMEnd: (output: unknown, runId: string) => void;
   readonly handleLLMError: (error: unknown, runId: string) => void;
+  readonly handleChainStart: (chain: unknown, inputs: unknown, runId: string, parentRunId?: string) => void;
+  readonly handleToolStart: (tool: unknown, input: unknown, runId: string, parentRunId?: string) => void;
+  readonly handleRetrieverStart: (retriever: unknown, query: unknown, runId: string, parentRunId?: string) => void;
+  readonly handleChainEnd: (output: unknown, runId: string) => void;
+  readonly handleChainError: (error: unknown, runId: string) => void;
+  readonly handleToolEnd: (output: unknown, runId: string) => void;
+  readonly handleToolError: (error: unknown, runId: string) => void;
+  readonly handleRetrieverEnd: (documents: unknown, runId: string) => void;
+  readonly handleRetrieverError: (error: unknown, runId: string) => void;
 
   constructor(options: InstrumentOptions) {
     const tracker = (options as { tracker?: unknown } | null | undefined)?.tracker;
@@ -151,32 +172,63 @@ export class CosttrackCallbackHandler {
     const { tracker: _tracker, ...defaults } = options;
     const settings: Settings = { tracker: tracker as TrackerLike, defaults };
     const runs = new Map<string, Call>();
+    const roots = new Map<string, string>(); // each run in progress -> the outermost run it is in
+    // The run's root: its parent's root (a parent this handler never saw is the root).
+    const enter = (runId: string, parentRunId: unknown): string => {
+      const parent = typeof parentRunId === "string" && parentRunId !== "" ? parentRunId : undefined;
+      const root = parent === undefined ? runId : (roots.get(parent) ?? parent);
+      if (roots.size >= MAX_RUNS) {
+        const oldest = roots.keys().next().value;
+        if (oldest !== undefined) roots.delete(oldest);
+      }
+      roots.set(runId, root);
+      return root;
+    };
+    // A run ended: forgotten; when it is a root, so is every run under it still remembered.
+    const leave = (runId: string): void => {
+      const root = roots.get(runId);
+      roots.delete(runId);
+      if (root !== runId) return;
+      for (const [run, itsRoot] of roots) if (itsRoot === runId) roots.delete(run);
+    };
+    // LangChain's callback manager passes a chain's parent run id fourth, as for the other runs
+    // (not where BaseCallbackHandler's declaration puts it).
+    this.handleChainStart = (_chain, _inputs, runId, parentRunId) => void enter(runId, parentRunId);
+    this.handleToolStart = (_tool, _input, runId, parentRunId) => void enter(runId, parentRunId);
+    this.handleRetrieverStart = (_retriever, _query, runId, parentRunId) => void enter(runId, parentRunId);
+    this.handleChainEnd = this.handleChainError = this.handleToolEnd = this.handleToolError = (_output, runId) => leave(runId);
+    this.handleRetrieverEnd = this.handleRetrieverError = (_output, runId) => leave(runId);
     // Own properties (not prototype methods): LangChain copies a handler's own methods.
-    const begin = (runId: string, extraParams: unknown, metadata: unknown): void => {
+    const begin = (runId: string, parentRunId: unknown, extraParams: unknown, metadata: unknown): void => {
       try {
         if (runs.size >= MAX_RUNS) {
           const oldest = runs.keys().next().value;
           if (oldest !== undefined) runs.delete(oldest);
         }
+        const root = enter(runId, parentRunId);
+        // A model run on its own is a call, not a run: no traceId of its own id.
+        const identity = root === runId ? undefined : runIdentity(root, parentRunId as string);
         const named = text(metadata, "ls_provider");
         const provider = named === undefined ? undefined : langChainProvider(named);
         // The provider: the handler's options, else the message's model_provider, else ls_provider.
         const read = (output: unknown, extra: HelperOptions): TrackOptions => langChainEvent(output, extra, provider);
-        runs.set(runId, new Call(settings, provider ?? "", requested(extraParams, metadata), read));
+        runs.set(runId, new Call(settings, provider ?? "", requested(extraParams, metadata), read, identity));
       } catch {
         // never in the way
       }
     };
-    this.handleLLMStart = (_llm, _prompts, runId, _parent, extraParams, _tags, metadata) => begin(runId, extraParams, metadata);
-    this.handleChatModelStart = (_llm, _messages, runId, _parent, extraParams, _tags, metadata) => begin(runId, extraParams, metadata);
+    this.handleLLMStart = (_llm, _prompts, runId, parent, extraParams, _tags, metadata) => begin(runId, parent, extraParams, metadata);
+    this.handleChatModelStart = (_llm, _messages, runId, parent, extraParams, _tags, metadata) => begin(runId, parent, extraParams, metadata);
     this.handleLLMEnd = (output, runId) => {
       const call = runs.get(runId);
       runs.delete(runId);
+      leave(runId);
       call?.finish("success", output);
     };
     this.handleLLMError = (error, runId) => {
       const call = runs.get(runId);
       runs.delete(runId);
+      leave(runId);
       call?.fail(error);
     };
   }

@@ -8,7 +8,9 @@ import { describe, test } from "node:test";
 import { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { AIMessage, AIMessageChunk } from "@langchain/core/messages";
 import { ChatGenerationChunk } from "@langchain/core/outputs";
-import { RunnableLambda } from "@langchain/core/runnables";
+import { RunnableLambda, RunnableSequence } from "@langchain/core/runnables";
+import { tool } from "@langchain/core/tools";
+import { z } from "zod";
 
 import { fromAnthropic, fromGemini, withAttributes } from "costtrack";
 import { CosttrackCallbackHandler, fromLangChain } from "costtrack/langchain";
@@ -107,6 +109,49 @@ describe("LangChain callback handler", () => {
     await withAttributes({ customerId: "cus_42" }, () => chain.invoke("Say hello", { callbacks: [new CosttrackCallbackHandler({ tracker })] }));
     assert.equal(tracker.events.length, 2);
     for (const event of tracker.events) assert.equal(event.customerId, "cus_42");
+  });
+
+  test("run ids: a model run in a chain or a tool has the root run's id as traceId and its parent's as parentId", async () => {
+    const tracker = recorder();
+    const seen = { parents: [] };
+    const ids = {
+      handleChainStart: (_chain, _inputs, runId, parentRunId) => {  // the manager passes the parent fourth
+        if (parentRunId === undefined) seen.root = runId;
+      },
+      handleChatModelStart: (_llm, _messages, _runId, parentRunId) => void seen.parents.push(parentRunId),
+    };
+    const model = claude();
+    const ask = tool(async (input, config) => String((await model.invoke(input.question, config)).content), {
+      name: "ask",
+      description: "Ask the model.",
+      schema: z.object({ question: z.string() }),
+    });
+    const chain = RunnableSequence.from([
+      RunnableLambda.from((text) => `${text}?`),
+      model,
+      RunnableLambda.from((message, config) => ask.invoke({ question: String(message.content) }, config)),
+    ]);
+    const handler = new CosttrackCallbackHandler({ tracker });
+    assert.equal(await chain.invoke("Say hello", { callbacks: [handler, ids] }), "Hello!");
+    assert.equal(tracker.events.length, 2);
+    assert.deepEqual(tracker.events.map((event) => event.traceId), [seen.root, seen.root]);
+    assert.deepEqual(tracker.events.map((event) => event.parentId), seen.parents);
+    assert.equal(seen.parents[0], seen.root);
+    assert.notEqual(seen.parents[1], seen.root); // the tool's run
+    for (const event of tracker.events) assert.equal(checkEvent(event).error, undefined);
+
+    // The context's ids win; a model run on its own has none; a failing chain is forgotten too.
+    const short = RunnableSequence.from([RunnableLambda.from((text) => text), model]);
+    await withAttributes({ traceId: "req-7", parentId: "step-1" }, () => short.invoke("Hi", { callbacks: [handler] }));
+    assert.equal(tracker.events[2].traceId, "req-7");
+    assert.equal(tracker.events[2].parentId, "step-1");
+    await model.invoke("Hi", { callbacks: [handler] });
+    assert.equal(tracker.events[3].traceId, undefined);
+    assert.equal(tracker.events[3].parentId, undefined);
+    const failing = RunnableSequence.from([model, RunnableLambda.from(() => { throw new Error("no"); })]);
+    await assert.rejects(failing.invoke("Hi", { callbacks: [handler] }), /no/);
+    assert.match(tracker.events[4].traceId, /^[0-9a-f-]{36}$/);
+    assert.equal(tracker.events[4].traceId, tracker.events[4].parentId); // the sequence is the model's parent and root
   });
 
   test("a failed run: zero tokens, the model asked for, the error's status; the error is LangChain's own", async () => {

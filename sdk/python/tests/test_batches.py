@@ -128,14 +128,70 @@ def test_batches_are_cut_by_count_and_bytes_and_an_oversized_event_goes_alone() 
 
 
 def test_a_lone_event_goes_at_once(make_tracker: Callable[..., Tracker], sink: Sink) -> None:
-    tracker = make_tracker()
+    tracker = make_tracker(flush_interval_ms=200)
     tracker.track(EVENT)
     assert tracker.flush(timeout=5)  # the consumer is up, its connection open
+    time.sleep(0.25)  # a quiet flush interval since the last request: the next event is a lone one
     started = time.monotonic()
     tracker.track(EVENT)
     assert sink.wait_for(2, timeout=5)
-    assert time.monotonic() - started < 0.3  # no batching interval to wait for
+    assert time.monotonic() - started < 0.15  # no batching interval to wait for
     assert len(sink.requests[-1].keys) == 1
+
+
+def test_events_soon_after_a_request_wait_for_the_flush_interval_and_go_together(
+    make_tracker: Callable[..., Tracker], sink: Sink
+) -> None:
+    tracker = make_tracker(flush_interval_ms=400)
+    tracker.track(EVENT)
+    assert sink.wait_for(1, timeout=5)  # the first goes at once, unasked
+    started = time.monotonic()
+    for _ in range(5):
+        tracker.track(EVENT)
+    time.sleep(0.2)
+    assert len(sink.received) == 1  # within the interval: waiting for more
+    assert sink.wait_for(6, timeout=5)
+    assert 0.3 < time.monotonic() - started < 2  # ... until the interval ended, unasked
+    assert [len(request.keys) for request in sink.requests] == [1, 5]
+
+
+def test_flush_and_a_full_batch_do_not_wait_for_the_flush_interval(
+    make_tracker: Callable[..., Tracker], sink: Sink
+) -> None:
+    tracker = make_tracker(flush_interval_ms=30_000)
+    tracker.track(EVENT)
+    assert sink.wait_for(1, timeout=5)
+    tracker.track(EVENT)
+    started = time.monotonic()
+    assert tracker.flush(timeout=5)  # what waits goes at once when flushed
+    assert time.monotonic() - started < 2 and len(sink.received) == 2
+    for _ in range(MAX_BATCH_EVENTS + 3):
+        tracker.track(EVENT)
+    assert sink.wait_for(2 + MAX_BATCH_EVENTS, timeout=5)  # a full batch goes, unasked
+    assert len(sink.requests[2].keys) == MAX_BATCH_EVENTS and len(sink.received) == 2 + MAX_BATCH_EVENTS
+    started = time.monotonic()
+    assert tracker.shutdown(timeout=5)  # and so do the last 3 at shutdown
+    assert time.monotonic() - started < 2 and len(sink.received) == 5 + MAX_BATCH_EVENTS
+
+
+def test_without_a_flush_interval_every_event_goes_at_once(make_tracker: Callable[..., Tracker], sink: Sink) -> None:
+    tracker = make_tracker(flush_interval_ms=0)
+    tracker.track(EVENT)
+    assert tracker.flush(timeout=5)
+    started = time.monotonic()
+    tracker.track(EVENT)
+    assert sink.wait_for(2, timeout=5)
+    assert time.monotonic() - started < 0.3
+    assert [len(request.keys) for request in sink.requests] == [1, 1]
+
+
+def test_an_unusable_flush_interval_is_reported_and_the_default_used(
+    make_tracker: Callable[..., Tracker], collected: Collected
+) -> None:
+    tracker = make_tracker(flush_interval_ms=-1)
+    assert tracker.enabled and tracker._queue.flush_interval == 0.5
+    assert any("flush_interval_ms" in str(error) for error in collected.errors)
+    assert make_tracker(flush_interval_ms=10**9)._queue.flush_interval == 60.0  # at most a minute
 
 
 @given(

@@ -242,3 +242,74 @@ def test_arguments_are_checked_and_costtrack_does_not_import_langchain(recorder:
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
         == "False"
     )
+
+
+def fake_model(count: int = 1) -> GenericFakeChatModel:
+    message = reply(OPENAI_USAGE, model_name="gpt-5-mini-2025-08-07", model_provider="openai")
+    return GenericFakeChatModel(messages=iter([message] * count))
+
+
+def test_a_chains_run_ids_are_the_trace_and_the_parent(recorder: Recorder) -> None:
+    """A model run inside a chain: its trace_id is the root run's id, its parent_id its parent
+    run's; a tool and a retriever (langchain-core's own) start runs of the same trace."""
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.runnables import RunnableLambda
+    from langchain_core.tools import tool
+
+    seen: Dict[str, Any] = {}
+
+    class Ids(BaseCallbackHandler):  # LangChain's own account of the run ids
+        def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: Any, **kwargs: Any) -> None:
+            if kwargs.get("parent_run_id") is None:
+                seen["root"] = str(run_id)
+
+        def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: Any, **kwargs: Any) -> None:
+            seen.setdefault("parents", []).append(str(kwargs["parent_run_id"]))
+
+    model = fake_model(2)
+
+    @tool
+    def ask(question: str) -> str:
+        """Ask the model."""
+        return str(model.invoke(question).content)
+
+    handler = CosttrackCallbackHandler(tracker=recorder, feature="chat")
+    chain = RunnableLambda(lambda text: f"{text}?") | model | RunnableLambda(lambda m: ask.invoke(str(m.content)))
+    assert chain.invoke("Capital of France", config={"callbacks": [handler, Ids()]}) == "Paris."
+    assert not recorder.errors and len(recorder.events) == 2
+    assert [event["trace_id"] for event in recorder.events] == [seen["root"], seen["root"]]
+    assert [event["parent_id"] for event in recorder.events] == seen["parents"]
+    assert seen["parents"][0] == seen["root"] and seen["parents"][1] != seen["root"]  # the tool's run
+    assert handler._roots == {}  # forgotten when the root run ended
+
+    chain = RunnableLambda(lambda text: text) | fake_model()  # a new root: a new trace
+    chain.invoke("Again", config={"callbacks": [handler]})
+    assert recorder.events[2]["trace_id"] not in (seen["root"], None) and handler._roots == {}
+
+
+def test_context_run_ids_win_and_a_lone_model_run_has_none(recorder: Recorder) -> None:
+    from langchain_core.runnables import RunnableLambda
+
+    handler = CosttrackCallbackHandler(tracker=recorder)
+    chain = RunnableLambda(lambda text: text) | fake_model(2)
+    with costtrack.attributes(trace_id="req-7", parent_id="step-1"):
+        chain.invoke("Capital?", config={"callbacks": [handler]})
+    assert recorder.events[0]["trace_id"] == "req-7" and recorder.events[0]["parent_id"] == "step-1"
+    with costtrack.Tracker(enabled=False).run("answer") as run:  # tracker.run sets trace_id only
+        chain.invoke("Capital?", config={"callbacks": [handler]})
+    assert recorder.events[1]["trace_id"] == run.trace_id and recorder.events[1]["parent_id"] != "step-1"
+    fake_model().invoke("Capital?", config={"callbacks": [handler]})
+    assert "trace_id" not in recorder.events[2] and "parent_id" not in recorder.events[2]
+
+
+def test_a_failing_chain_forgets_its_runs(recorder: Recorder) -> None:
+    from langchain_core.runnables import RunnableLambda
+
+    def fail(_: Any) -> str:
+        raise ValueError("no")
+
+    handler = CosttrackCallbackHandler(tracker=recorder)
+    chain = RunnableLambda(lambda text: text) | fake_model() | RunnableLambda(fail)
+    with pytest.raises(ValueError, match="no"):
+        chain.invoke("Capital?", config={"callbacks": [handler]})
+    assert recorder.events[0]["trace_id"] and handler._roots == {}

@@ -13,13 +13,15 @@ from costtrack._version import __version__
 from costtrack._warnings import ConfigurationError
 from costtrack.validation import STRING_LIMITS, trim
 
-__all__ = ["DEFAULT_BASE_URL", "DEFAULT_ENVIRONMENT", "Options", "read_options"]
+__all__ = ["DEFAULT_BASE_URL", "DEFAULT_ENVIRONMENT", "DEFAULT_FLUSH_INTERVAL_MS", "Options", "read_options"]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:3000"
 DEFAULT_ENVIRONMENT = "production"
 DEFAULT_TIMEOUT_MS = 5000
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_MAX_QUEUE_SIZE = 10_000
+#: After a request, what is queued waits this long for more before a partial batch goes (issue 27).
+DEFAULT_FLUSH_INTERVAL_MS = 500
 
 USER_AGENT = f"costtrack-python/{__version__}"
 
@@ -32,6 +34,7 @@ class Options:
     timeout_s: float
     max_retries: int
     max_queue_size: int
+    flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_MS / 1000.0
 
 
 def read_options(
@@ -41,6 +44,7 @@ def read_options(
     timeout_ms: object,
     max_retries: object,
     max_queue_size: object,
+    flush_interval_ms: object,
     report: Callable[[ConfigurationError], None],
 ) -> Optional[Options]:
     """The usable options, or ``None`` (reported) when tracking cannot work at all."""
@@ -60,6 +64,10 @@ def read_options(
         timeout_s=_number_option("timeout_ms", timeout_ms, DEFAULT_TIMEOUT_MS, 1, False, report) / 1000.0,
         max_retries=int(_number_option("max_retries", max_retries, DEFAULT_MAX_RETRIES, 0, True, report)),
         max_queue_size=int(_number_option("max_queue_size", max_queue_size, DEFAULT_MAX_QUEUE_SIZE, 1, True, report)),
+        flush_interval_s=_number_option(
+            "flush_interval_ms", flush_interval_ms, DEFAULT_FLUSH_INTERVAL_MS, 0, False, report
+        )
+        / 1000.0,
     )
 
 

@@ -10,6 +10,13 @@ the service is failing (the last answer was a connection error, a timeout or a 5
 events do not start on their own. Batches already under way keep retrying; once nothing is
 under way, one batch goes as a probe after ``PROBE_DELAY_S``, and a good answer resumes normal
 sending. A failing service is not hammered by every queued event at once.
+
+It also decides when a partial batch may go (``flush_interval``, issue 27): a lone event goes at
+once, but within ``flush_interval`` of the last request the events that follow wait for more,
+until a batch is full, the interval is over, ``flush()`` asks for them or the queue is closed.
+A consumer waiting out the interval is not woken by each ``put()`` (only by the one that fills a
+batch): a steady stream of calls costs one wake-up and one request per interval, not per event,
+and the calling thread does not hand the GIL to a consumer thread after every call.
 """
 
 from __future__ import annotations
@@ -32,6 +39,9 @@ CLOSED = "closed"
 
 #: While the service is failing, the pause before a probe (once nothing else is under way).
 PROBE_DELAY_S = 1.0
+
+#: The longest ``flush_interval`` honoured (a longer one is this).
+MAX_FLUSH_INTERVAL_S = 60.0
 
 _ENVELOPE_BYTES = len(BATCH_OPEN) + len(BATCH_CLOSE)
 
@@ -73,10 +83,11 @@ class EventQueue:
     A consumer that is still starting takes what is waiting once it runs: none more is asked
     for meanwhile, so a lone event or a burst does not start consumers it does not need."""
 
-    def __init__(self, max_pending: int, max_consumers: int) -> None:
+    def __init__(self, max_pending: int, max_consumers: int, flush_interval: float = 0.0) -> None:
         #: Events waiting or being delivered, at most (``max_queue_size``).
         self.max_pending = max_pending
         self.max_consumers = max_consumers
+        self.flush_interval = min(max(0.0, flush_interval), MAX_FLUSH_INTERVAL_S)
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)  # consumers wait here
         self._settled = threading.Condition(self._lock)  # flush() waits here
@@ -86,6 +97,10 @@ class EventQueue:
         self._held = 0  # events in self._in_flight
         self._last_seq = 0
         self._idle = 0  # consumers waiting for work
+        self._lingering = 0  # consumers waiting out the flush interval with events waiting
+        self._waiting_bytes = 0  # of the items in self._waiting
+        self._next_send = 0.0  # time.monotonic() from which a partial batch may go
+        self._flush_seq = 0  # the events up to this one go at once (flush(), shutdown())
         self._consumers = 0  # running
         self._starting = 0  # asked for by put(), not running yet
         self._closed = False
@@ -105,6 +120,11 @@ class EventQueue:
                 return FULL
             self._last_seq += 1
             self._waiting.append(QueuedEvent(self._last_seq, key, item))
+            self._waiting_bytes += len(item)
+            if self._lingering:  # it sends when the interval ends: woken only for a full batch
+                if len(self._waiting) == MAX_BATCH_EVENTS or self._waiting_bytes >= MAX_BATCH_BYTES:
+                    self._work.notify_all()
+                return QUEUED
             if self._idle:  # busy consumers come back for more by themselves: no wake-up to pay for
                 self._work.notify()
                 return QUEUED
@@ -139,6 +159,7 @@ class EventQueue:
         """Refuse new events from now on; those already queued are still delivered."""
         with self._lock:
             self._closed = True
+            self._work.notify_all()  # what waits for the flush interval goes now
 
     # -- consumers ---------------------------------------------------------------------------
 
@@ -150,7 +171,11 @@ class EventQueue:
                     return None
                 if self._waiting:
                     if not self._failing:
-                        break
+                        wait = self._partial_wait()
+                        if wait <= 0:
+                            break
+                        self._wait_for_work(wait, lingering=True)
+                        continue
                     if not self._in_flight:  # failing and nothing under way: a probe, after a pause
                         now = time.monotonic()
                         if self._probe_at is None:
@@ -162,16 +187,27 @@ class EventQueue:
                         continue
                 self._wait_for_work(None)
             batch = self._cut_batch()
+            self._next_send = time.monotonic() + self.flush_interval
             self._in_flight.append(batch)
             self._held += len(batch.events)
             return batch
 
-    def _wait_for_work(self, timeout: Optional[float]) -> None:
+    def _partial_wait(self) -> float:
+        """How long what is waiting may still wait for more (0 or less: it goes now)."""
+        if self._closed or self._waiting[0].seq <= self._flush_seq:
+            return 0.0
+        if len(self._waiting) >= MAX_BATCH_EVENTS or self._waiting_bytes >= MAX_BATCH_BYTES:
+            return 0.0
+        return self._next_send - time.monotonic()
+
+    def _wait_for_work(self, timeout: Optional[float], lingering: bool = False) -> None:
         self._idle += 1
+        self._lingering += lingering
         try:
             self._work.wait(timeout)
         finally:
             self._idle -= 1
+            self._lingering -= lingering
 
     def _cut_batch(self) -> Batch:
         waiting = self._waiting
@@ -182,6 +218,7 @@ class EventQueue:
             if size > MAX_BATCH_BYTES:
                 break
             events.append(waiting.popleft())
+        self._waiting_bytes -= sum(len(event.item) for event in events)
         return Batch(events)
 
     def record(self, *, healthy: bool) -> None:
@@ -232,6 +269,7 @@ class EventQueue:
         with self._lock:
             count = len(self._waiting)
             self._waiting.clear()
+            self._waiting_bytes = 0
             for batch in list(self._in_flight):
                 if not batch._claimed:
                     batch._abandoned = True
@@ -255,9 +293,14 @@ class EventQueue:
             return len(self._waiting) + self._held
 
     def wait_through(self, seq: int, deadline: Optional[float]) -> bool:
-        """Wait until every event up to ``seq`` is finished; ``False`` at the ``deadline``
-        (a ``time.monotonic()`` value, ``None`` for none)."""
+        """Wait until every event up to ``seq`` is finished, sending those still waiting for the
+        flush interval at once; ``False`` at the ``deadline`` (a ``time.monotonic()`` value,
+        ``None`` for none)."""
         with self._lock:
+            if seq > self._flush_seq:
+                self._flush_seq = seq
+                if self._lingering:
+                    self._work.notify_all()
             while not self._finished_through(seq):
                 if deadline is None:
                     self._settled.wait()

@@ -16,6 +16,7 @@ from costtrack._keys import new_idempotency_key
 from costtrack._options import (
     DEFAULT_BASE_URL,
     DEFAULT_ENVIRONMENT,
+    DEFAULT_FLUSH_INTERVAL_MS,
     DEFAULT_MAX_QUEUE_SIZE,
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_MS,
@@ -66,6 +67,8 @@ class Tracker(Reserving):
         max_retries: Retries after a connection error, a timeout or a 5xx (4xx are never retried).
         max_queue_size: Events that may be pending (waiting or being delivered); beyond it, new
             events are dropped and reported as ``queue_full``.
+        flush_interval_ms: Events tracked within this long of the last request (default 500, at
+            most 60,000; 0: none) wait for more (a lone event goes at once; ``_queue``).
         on_unavailable: What ``reserve()`` answers when the service cannot (network, 5xx,
             timeout): ``"allow"`` (default) or ``"deny"``; each call may override it.
 
@@ -88,6 +91,7 @@ class Tracker(Reserving):
         max_retries: int = DEFAULT_MAX_RETRIES,
         max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE,
         on_unavailable: str = "allow",
+        flush_interval_ms: float = DEFAULT_FLUSH_INTERVAL_MS,
     ) -> None:
         self._on_error = on_error
         self._on_warning = on_warning
@@ -107,9 +111,8 @@ class Tracker(Reserving):
         try:
             self._check_callbacks()
             self._on_unavailable = read_on_unavailable(on_unavailable, self._report_error)
-            options = read_options(
-                api_key, base_url, environment, timeout_ms, max_retries, max_queue_size, report=self._report_error
-            )
+            limits = (timeout_ms, max_retries, max_queue_size, flush_interval_ms)
+            options = read_options(api_key, base_url, environment, *limits, report=self._report_error)
             if options is not None:
                 self._configure(options)
         except Exception:  # a constructor that cannot fail must not start failing here
@@ -124,7 +127,7 @@ class Tracker(Reserving):
     def _configure(self, options: Options) -> None:
         self._base_url = options.base_url
         self._environment = options.environment
-        self._queue = EventQueue(options.max_queue_size, MAX_CONSUMERS)
+        self._queue = EventQueue(options.max_queue_size, MAX_CONSUMERS, options.flush_interval_s)
         settings = DeliverySettings(
             endpoint=options.base_url + "/v1/events",
             api_key=options.api_key,
@@ -385,7 +388,7 @@ class Tracker(Reserving):
         self._stats = Stats()
         self._queue_full = DropCounter()
         self._after_shutdown = DropCounter()
-        self._queue = EventQueue(self._queue.max_pending, MAX_CONSUMERS)
+        self._queue = EventQueue(self._queue.max_pending, MAX_CONSUMERS, self._queue.flush_interval)
         if self._closed:
             self._queue.close()
         if self._active:

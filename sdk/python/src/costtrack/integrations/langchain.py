@@ -13,6 +13,11 @@ Bedrock prompts exclude the cache and its Gemini completion excludes reasoning, 
 taken out (``costtrack.integrations._usage``): no token is charged twice. Without
 ``usage_metadata`` (an LLM rather than a chat model), ``llm_output["token_usage"]`` is read as given.
 
+LangChain's run ids name the run (issue 27): for a model run inside another run (a chain, a tool,
+a retriever), the id of the outermost run the handler saw is the event's ``trace_id`` and the
+model run's parent run id its ``parent_id``, unless ``costtrack.attributes`` or ``tracker.run``
+set them. A model run on its own gets neither: it is a call, not a run.
+
 Only this module imports ``langchain_core``; ``import costtrack`` never does.
 """
 
@@ -26,7 +31,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 from costtrack._instrument_core import status_of
 from costtrack._provider_events import Usage, get
-from costtrack.integrations._usage import Run, all_in_usage, instrumentation
+from costtrack.integrations._usage import Run, all_in_usage, instrumentation, run_identity
 
 __all__ = ["CosttrackCallbackHandler", "langchain_provider"]
 
@@ -137,13 +142,66 @@ class CosttrackCallbackHandler(BaseCallbackHandler):
         super().__init__()
         self._instrumentation = instrumentation("CosttrackCallbackHandler", tracker, defaults)
         self._runs: Dict[UUID, Run] = {}
+        self._roots: Dict[UUID, UUID] = {}  # each run in progress -> the outermost run it is in
         self._lock = threading.Lock()
+
+    # -- run ids: trace_id and parent_id -------------------------------------------------------
+
+    def _enter(self, run_id: UUID, parent_run_id: Optional[UUID]) -> UUID:
+        """Remember the run's root (its parent's root; a parent this handler never saw is the
+        root) and return it."""
+        with self._lock:
+            root = run_id if parent_run_id is None else self._roots.get(parent_run_id, parent_run_id)
+            if len(self._roots) >= _MAX_RUNS:
+                self._roots.pop(next(iter(self._roots)))
+            self._roots[run_id] = root
+            return root
+
+    def _leave(self, run_id: UUID) -> None:
+        """A run ended: forgotten; when it is a root, so is every run under it still remembered."""
+        with self._lock:
+            if self._roots.pop(run_id, None) == run_id:
+                for run in [run for run, root in self._roots.items() if root == run_id]:
+                    del self._roots[run]
+
+    def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._enter(run_id, kwargs.get("parent_run_id"))
+
+    def on_tool_start(self, serialized: Any, input_str: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._enter(run_id, kwargs.get("parent_run_id"))
+
+    def on_retriever_start(self, serialized: Any, query: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._enter(run_id, kwargs.get("parent_run_id"))
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._leave(run_id)
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._leave(run_id)
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._leave(run_id)
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._leave(run_id)
+
+    def on_retriever_end(self, documents: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._leave(run_id)
+
+    def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._leave(run_id)
+
+    # -- model runs ----------------------------------------------------------------------------
 
     def _begin(self, run_id: UUID, metadata: Optional[Mapping[str, Any]], kwargs: Mapping[str, Any]) -> None:
         try:
+            parent = kwargs.get("parent_run_id")
+            root = self._enter(run_id, parent)
+            # A model run on its own is a call, not a run: no trace_id of its own id.
+            identity = {} if parent is None else run_identity(trace_id=str(root), parent_id=str(parent))
             params = kwargs.get("invocation_params")
             model = _text(metadata, "ls_model_name") or _text(params, "model", "model_name", "model_id")
-            run = Run(self._instrumentation, langchain_provider(get(metadata, "ls_provider")), model)
+            run = Run(self._instrumentation, langchain_provider(get(metadata, "ls_provider")), model, identity=identity)
             with self._lock:
                 if len(self._runs) >= _MAX_RUNS:
                     self._runs.pop(next(iter(self._runs)))
@@ -152,6 +210,7 @@ class CosttrackCallbackHandler(BaseCallbackHandler):
             self._instrumentation.report(error)
 
     def _end(self, run_id: UUID, status: str, result: Any) -> None:
+        self._leave(run_id)
         with self._lock:
             run = self._runs.pop(run_id, None)
         if run is None:
