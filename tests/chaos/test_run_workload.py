@@ -43,6 +43,7 @@ QUEUE = 250_000
 #: How long each source may take to deliver its share (seconds): about 140 events a second get
 #: through the local stack on a loaded 2-core machine, and the full size is ~200,000 events.
 DELIVERY_S = 5400 if FULL else 600
+EXPORT_TIMEOUT_S = 120
 MODELS = (("openai", "gpt-4o-mini"), ("openai", "gpt-4o"), ("anthropic", "claude-sonnet-4-5"))
 
 
@@ -154,7 +155,11 @@ process.exitCode = flushed ? 0 : 1;
 
 
 def through_otlp(url: str, key: str, runs: list[dict[str, Any]]) -> None:
-    exporter = OTLPSpanExporter(endpoint=f"{url}/v1/traces", headers={"Authorization": f"Bearer {key}"})
+    # The exporter gives a batch up after its timeout (10 s by default): the loaded local stack can
+    # take longer under the full workload, and a dropped batch would fail the totals.
+    exporter = OTLPSpanExporter(
+        endpoint=f"{url}/v1/traces", headers={"Authorization": f"Bearer {key}"}, timeout=EXPORT_TIMEOUT_S
+    )
     provider = TracerProvider(resource=Resource.create({"service.name": "workload"}))
     provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=QUEUE, max_export_batch_size=100))
     tracer = provider.get_tracer("workload")
