@@ -6,6 +6,8 @@ a workspace's events.
 from __future__ import annotations
 
 import heapq
+import random
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -283,17 +285,36 @@ class OperatorStore(EventTable):
         ]
         # Any rollup shard will do (readers add them up); the event's own keeps it stable.
         stored_in = old.partition or event_partition(old.workspace_id, old.event_key)
-        partition = rollup_partition(old.workspace_id, partition_index(stored_in) % SHARDS)
+        shard = partition_index(stored_in) % SHARDS
+        partition = rollup_partition(old.workspace_id, shard)
         transaction += [
             self._rollup_update(partition, key, counts) for key, counts in repricing_deltas(old, new).items()
         ]
-        try:
-            self._call(self.client.transact_write_items, TransactItems=transaction)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
-                return False
-            raise
-        return True
+        return self._reprice_with_run_totals(transaction, old, new, shard)
+
+    def _reprice_with_run_totals(
+        self, transaction: list[dict[str, Any]], old: EventRecord, new: EventRecord, shard: int, attempts: int = 8
+    ) -> bool:
+        """The repricing transaction (event first) with the run's and session's totals and their
+        sketch moves (``run_store.repricing_run_writes``): a total that moved meanwhile (an
+        ingestion or another repricing) is read again and the whole retried, as ingestion does.
+        False when the event was priced already."""
+        for attempt in range(attempts):
+            items = transaction + self.repricing_run_writes(old, new, shard)
+            try:
+                self._call(self.client.transact_write_items, TransactItems=items)
+                return True
+            except ClientError as exc:
+                code = exc.response.get("Error", {}).get("Code")
+                if code not in ("TransactionCanceledException", "TransactionConflictException"):
+                    raise
+                reasons = exc.response.get("CancellationReasons") or []
+                if code == "TransactionCanceledException" and (
+                    not reasons or reasons[0].get("Code") == "ConditionalCheckFailed"
+                ):
+                    return False  # the event is priced already: nothing moves twice
+            time.sleep(random.uniform(0, min(0.05 * 2**attempt, 1.0)))
+        raise StoreUnavailable("could not reprice the event: its run's total keeps changing")
 
     def iter_day_events(self, workspace_id: str, since: str, until: str) -> Iterator[EventRecord]:
         """Stored events of a workspace, visible or not, received in ``[since, until)``, read

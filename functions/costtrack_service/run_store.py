@@ -20,8 +20,17 @@ from decimal import Decimal
 from typing import Any
 
 from costtrack_service.domain.chunks import Chunk
+from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.runs.sketch import bucket_name
-from costtrack_service.domain.runs.totals import RUN, RunTotal, SketchDelta, SketchRow
+from costtrack_service.domain.runs.totals import (
+    RUN,
+    RunChanges,
+    RunTotal,
+    SketchDelta,
+    SketchRow,
+    repricing_run_changes,
+    runs_in,
+)
 from costtrack_service.domain.shards import rollup_partition
 from costtrack_service.store_base import TableAccess
 from costtrack_service.store_items import to_item
@@ -138,11 +147,24 @@ class RunTable(TableAccess):
     def run_total_writes(self, chunk: Chunk) -> list[dict[str, Any]]:
         """The chunk's run and session totals (each on the condition that it is still the total
         the chunk read) and its sketch rows: the last items of the chunk's transaction."""
+        return self._run_writes(chunk.workspace_id, chunk.runs, chunk.rollup_shard)
+
+    def repricing_run_writes(self, old: EventRecord, new: EventRecord, rollup_shard: int) -> list[dict[str, Any]]:
+        """What repricing one event (``old`` to ``new``) writes to its run's and session's totals
+        and their sketch rows, from the totals as they are now (each conditional, as ingestion's:
+        a conflict is read again and retried by the caller)."""
+        runs = runs_in([old])
+        if not runs or new.cost == old.cost:
+            return []
+        changes = repricing_run_changes(self.get_runs(old.workspace_id, runs), old, new)
+        return self._run_writes(old.workspace_id, changes, rollup_shard)
+
+    def _run_writes(self, workspace_id: str, runs: RunChanges, rollup_shard: int) -> list[dict[str, Any]]:
         writes: list[dict[str, Any]] = []
-        for before, after in chunk.runs.totals:
+        for before, after in runs.totals:
             put: dict[str, Any] = {
                 "TableName": self.tables.rollups,
-                "Item": to_item(total_to_item(chunk.workspace_id, after)),
+                "Item": to_item(total_to_item(workspace_id, after)),
             }
             if before is None:
                 put["ConditionExpression"] = "attribute_not_exists(#p)"
@@ -151,7 +173,7 @@ class RunTable(TableAccess):
                 put["ConditionExpression"] = "version = :version"
                 put["ExpressionAttributeValues"] = to_item({":version": before.version})
             writes.append({"Put": put})
-        partition = rollup_partition(chunk.workspace_id, chunk.rollup_shard)
-        for row, delta in chunk.runs.sketch.items():
+        partition = rollup_partition(workspace_id, rollup_shard)
+        for row, delta in runs.sketch.items():
             writes.append(sketch_update(self.tables.rollups, partition, row, delta))
         return writes

@@ -5,6 +5,7 @@ changed after the batch read it cancels the transaction, and the retry reads it 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,11 +13,15 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from costtrack_service import catalogue
 from costtrack_service.domain.batch import Item
 from costtrack_service.domain.events import validate
 from costtrack_service.domain.ingestion import IngestService
+from costtrack_service.domain.pricing import Origin, parse_entry
 from costtrack_service.domain.quota import Tier
+from costtrack_service.domain.runs.sketch import Histogram
 from costtrack_service.domain.runs.totals import RUN, SESSION
+from costtrack_service.pricing_jobs import backfill
 from costtrack_service.store import DynamoStore
 from costtrack_service.tables import TableNames
 
@@ -73,3 +78,61 @@ def test_totals_are_the_sum_of_the_events_and_a_moved_total_is_read_again(store:
     assert late.status == 200 and len(seen) == 2  # the condition failed once, then the write went through
     store.get_runs = reads  # type: ignore[method-assign]
     assert store.get_runs(workspace.workspace_id, [(RUN, "t0")])[(RUN, "t0")].calls == 10
+
+
+def test_a_backfill_keeps_run_totals_and_the_sketch_exact(store: DynamoStore) -> None:
+    """The backfill (``pricing_jobs.backfill``) prices events that arrived unpriced: each run's
+    and session's total moves by exactly the added cost, its sketch row moves the run once, and
+    a total that another write moved in between is read again (``_reprice_with_run_totals``)."""
+    workspace = store.create_workspace("reprice", tier=Tier.PAID, included_events=10_000)
+    secret, _ = store.create_key(workspace.workspace_id)
+    service = IngestService(store)
+    key = service.authenticate(secret)
+    items = [
+        Item(
+            f"e{n}",
+            validate(
+                call(f"t{n % 3}", session_id="s", model="ft:mine" if n % 2 else "gpt-5", prompt_tokens=10 * n + 1)
+            ),
+            received_at=AT + timedelta(seconds=n),
+        )
+        for n in range(12)
+    ]
+    assert all(outcome.status == 200 for outcome in service.accept(key, items))
+    raw = {
+        "provider": "openai",
+        "model": "ft:mine",
+        "effective_from": "2026-01-01",
+        "rates": {"input": "30000", "output": "1"},
+    }
+    assert store.put_price_entry(parse_entry(raw, catalogue.registry(), origin=Origin.OPERATOR))
+
+    reads = store.get_runs
+    seen: list[Any] = []
+
+    def stale_once(workspace_id: str, wanted: Any) -> Any:
+        seen.append(wanted)
+        found = reads(workspace_id, wanted)
+        if len(seen) == 1:  # as if an ingestion added a call to the run after this read
+            return {run: replace(total, version=total.version - 1) for run, total in found.items()}
+        return found
+
+    store.get_runs = stale_once  # type: ignore[method-assign]
+    result = backfill(store)
+    store.get_runs = reads  # type: ignore[method-assign]
+    assert result["priced"] == 6 and len(seen) == 7  # the first event's transaction was retried once
+    assert backfill(store)["priced"] == 0
+
+    events = list(store.iter_events(workspace.workspace_id))
+    runs = store.get_runs(workspace.workspace_id, [(RUN, f"t{n}") for n in range(3)] + [(SESSION, "s")])
+    for (kind, run_id), total in runs.items():
+        mine = [e for e in events if (e.event.trace_id if kind == RUN else e.event.session_id) == run_id]
+        assert total.cost == sum(e.cost for e in mine) and total.calls == len(mine)
+    assert all(e.pricing_status == "priced" for e in events)
+    for kind in (RUN, SESSION):
+        held = Histogram()
+        for group in store.sketch_groups(workspace.workspace_id, kind, "2026-11-22", "2026-11-22"):
+            held.merge(group.histogram)
+        costs = [total.cost for (k, _), total in runs.items() if k == kind]
+        assert {b: c for b, c in held.counts.items() if c} == Histogram.of(costs).counts
+        assert held.total == sum(costs)

@@ -21,13 +21,20 @@ from costtrack_service.domain.keys import KeyRecord, KeyState, display_prefix, h
 from costtrack_service.domain.overrides import Override
 from costtrack_service.domain.pricing import PricingEntry, format_timestamp
 from costtrack_service.domain.quota import Charge, PlanStatus, Tier, Usage, WorkspaceState
-from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.records import EventRecord, PricingStatus
 from costtrack_service.domain.runs.groups import SketchGroup
 from costtrack_service.domain.runs.sketch import Histogram
-from costtrack_service.domain.runs.totals import RunTotal, SketchDelta, SketchRow
+from costtrack_service.domain.runs.totals import (
+    RunChanges,
+    RunTotal,
+    SketchDelta,
+    SketchRow,
+    repricing_run_changes,
+    runs_in,
+)
 from costtrack_service.domain.shards import SHARDS, PartitionLayout, partition_key
 from costtrack_service.domain.source import Source, normalize_provider
-from costtrack_service.domain.usage import CHARGE, Counts, RollupKey, month_usage
+from costtrack_service.domain.usage import CHARGE, Counts, RollupKey, month_usage, repricing_deltas
 from costtrack_tools.memory_ledgers import MemoryLedgers
 
 
@@ -165,15 +172,41 @@ class MemoryStore(MemoryLedgers):
                 )
             for rollup, counts in chunk.rollups.items():
                 self.rollups.setdefault((workspace_id, rollup), Counts()).add(counts)
-            for _, after in chunk.runs.totals:
-                self.runs[(workspace_id, after.kind, after.run_id)] = after
-            for row, delta in chunk.runs.sketch.items():
-                summed = self.sketch.setdefault((workspace_id, row), SketchDelta())
-                for bucket, count in delta.buckets.items():
-                    summed.move(bucket, count, Decimal(0))
-                summed.cost += delta.cost
+            self._apply_runs(workspace_id, chunk.runs)
             self.writes += 1
             return None
+
+    def _apply_runs(self, workspace_id: str, runs: RunChanges) -> None:
+        for _, after in runs.totals:
+            self.runs[(workspace_id, after.kind, after.run_id)] = after
+        for row, delta in runs.sketch.items():
+            summed = self.sketch.setdefault((workspace_id, row), SketchDelta())
+            for bucket, count in delta.buckets.items():
+                summed.move(bucket, count, Decimal(0))
+            summed.cost += delta.cost
+
+    # -- the backfill of prices (``pricing_jobs.backfill``), as ``operator_store`` does it -----
+
+    def iter_unpriced_events(self) -> list[EventRecord]:
+        with self._lock:
+            return [record for record in self.events.values() if record.pricing_status == PricingStatus.UNKNOWN_MODEL]
+
+    def reprice_event(self, old: EventRecord, new: EventRecord) -> bool:
+        """The event, its rollups, its run's and session's totals and their sketch rows move
+        together, once: False when the event is no longer ``old``'s status."""
+        with self._lock:
+            key = (old.workspace_id, old.event_key)
+            stored = self.events.get(key)
+            if stored is None or stored.pricing_status != old.pricing_status:
+                return False
+            self.events[key] = replace(new, partition=stored.partition)
+            for rollup, counts in repricing_deltas(old, new).items():
+                self.rollups.setdefault((old.workspace_id, rollup), Counts()).add(counts)
+            found = ((run, self.runs.get((old.workspace_id, *run))) for run in runs_in([old]))
+            current = {run: total for run, total in found if total is not None}
+            self._apply_runs(old.workspace_id, repricing_run_changes(current, old, new))
+            self.writes += 1
+            return True
 
     def sketch_groups(self, workspace_id: str, kind: str, first_day: str, last_day: str) -> list[SketchGroup]:
         """The sketch rows as ``run_reads.RunReads.sketch_groups`` reads them."""

@@ -233,13 +233,40 @@ def run_changes(current: Mapping[tuple[str, str], RunTotal], records: Iterable[E
         assert after is not None
         after = replace(after, version=(before.version if before else 0) + 1)
         totals.append((before, after))
-        for row, delta in sketch_moves(before, after).items():
-            summed = sketch.setdefault(row, SketchDelta())
-            for bucket, count in delta.buckets.items():
-                summed.move(bucket, count, Decimal(0))
-            summed.cost += delta.cost
+        _add_moves(sketch, before, after)
     return RunChanges(tuple(totals), {row: delta for row, delta in sketch.items() if not delta.is_empty()})
+
+
+def _add_moves(sketch: dict[SketchRow, SketchDelta], before: RunTotal | None, after: RunTotal) -> None:
+    for row, delta in sketch_moves(before, after).items():
+        summed = sketch.setdefault(row, SketchDelta())
+        for bucket, count in delta.buckets.items():
+            summed.move(bucket, count, Decimal(0))
+        summed.cost += delta.cost
 
 
 def runs_in(records: Iterable[EventRecord]) -> set[tuple[str, str]]:
     return {run for record in records for run in run_ids(record.event)}
+
+
+def repricing_run_changes(
+    current: Mapping[tuple[str, str], RunTotal], old: EventRecord, new: EventRecord
+) -> RunChanges:
+    """What pricing an event afresh (the backfill of an event that arrived unpriced, or an
+    operator's repricing) changes in its run's and session's totals: the cost moves by exactly
+    ``new.cost - old.cost`` and the sketch moves the run between buckets if its total crossed
+    one (conditional on ``current``, like ingestion). A run with no stored total (its events
+    arrived before totals were kept) is left alone rather than started from one event."""
+    added = new.cost - old.cost
+    if added == 0 or is_run_marker(new.event):
+        return RunChanges()
+    totals = []
+    sketch: dict[SketchRow, SketchDelta] = {}
+    for run in run_ids(new.event):
+        before = current.get(run)
+        if before is None:
+            continue
+        after = replace(before, cost=before.cost + added, version=before.version + 1)
+        totals.append((before, after))
+        _add_moves(sketch, before, after)
+    return RunChanges(tuple(totals), {row: delta for row, delta in sketch.items() if not delta.is_empty()})
