@@ -293,7 +293,10 @@ def api_calls() -> dict[str, set[str]]:
         token, _ = admin.create_key(workspace.workspace_id, kind="admin")
         ingestion = IngestService(admin)
         for n in range(3):
-            body = json.dumps({"provider": "openai", "model": "gpt-x", "feature": f"f{n}", "customer_id": "c"}).encode()
+            run = {"trace_id": "run-1", "session_id": "conv-1", "run_name": "answer"}
+            body = json.dumps(
+                {"provider": "openai", "model": "gpt-x", "feature": f"f{n}", "customer_id": "c", **run}
+            ).encode()
             ingest(ingestion, IngestRequest({"authorization": f"Bearer {secret}"}, body))
 
         service = WorkspaceService(
@@ -315,7 +318,24 @@ def api_calls() -> dict[str, set[str]]:
         overrides.delete(caller, set_["override"]["override_id"])
         exercise_budget_routes(service.store, workspace.workspace_id)  # type: ignore[arg-type]
         exercise_billing_routes(service.store, workspace.workspace_id)
+        exercise_run_routes(service.store, workspace.workspace_id)
     return recorder.calls
+
+
+def exercise_run_routes(store: DynamoStore, workspace_id: str) -> None:
+    """Every run question of the owners' API, once, and the run anomalies' settings."""
+    from costtrack_service.domain.runs.anomalies import AnomalySettingsService
+    from costtrack_service.domain.runs.reports import RunService
+
+    runs = RunService(store)  # type: ignore[arg-type]
+    runs.runs(workspace_id, {"sort": "cost"})
+    runs.run(workspace_id, "run", "run-1")
+    runs.run(workspace_id, "session", "conv-1")
+    for by in ("feature", "customer", "run_name"):
+        runs.unit_costs(workspace_id, {"by": by})
+    settings = AnomalySettingsService(store)  # type: ignore[arg-type]
+    settings.get(workspace_id)
+    settings.change(workspace_id, {"enabled": True})
 
 
 def exercise_billing_routes(store: DynamoStore, workspace_id: str) -> None:
@@ -497,7 +517,12 @@ def bill_import_calls() -> dict[str, set[str]]:
             Endpoint("wh_1", "ws_a", "https://hooks.example.com/c", "whsec_AAAA", "2026-11-01T00:00:00.000Z")
         )
         recorder.calls.clear()  # the test's own setup is not the function's
-        with serve(Bill()) as url:
+        # Billed usage nobody tracked: a gap above ws_a's threshold, so the import claims an alert.
+        bill = Bill()
+        bill.openai["2026-11-24"] = {
+            "gpt-4o-mini-2024-07-18": {"input": 10_000, "cached": 0, "output": 5_000, "requests": 1, "usd": {"input": "5"}}
+        }
+        with serve(bill) as url:
             imports = BillImports(
                 DynamoStore(recorder.attach(boto3.client("dynamodb", region_name="us-east-1")), names),
                 S3Writer(s3, "bills"),

@@ -319,6 +319,9 @@ def test_a_warm_function_reads_nothing_per_accepted_event(local_stack: Any, work
     seconds = time.monotonic() - started
     assert calls.pop("TransactWriteItems") == 50  # one write per event
     assert calls.pop("GetItem", 0) <= 2 * (math.ceil(seconds) + 1)  # key and plan, once a second
+    # The workspace's budgets (budget_watch: the budget_exceeded warning and the enforced budgets
+    # an event spends in), re-read when their cache expires: at most once a second.
+    assert calls.pop("Query", 0) <= math.ceil(seconds) + 1
     assert calls == {}
 
 

@@ -49,8 +49,10 @@ class Upstream:
 
     def call(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Response:
         for attempt in range(2):
+            # The retry takes a new connection: the other idle ones may be as stale as the first
+            # (DynamoDB Local closes idle connections together), and a second stale one failed CI.
             with self._lock:
-                connection = self._idle.pop() if self._idle else None
+                connection = self._idle.pop() if self._idle and attempt == 0 else None
             reused = connection is not None
             connection = connection or http.client.HTTPConnection(self.host, self.port, timeout=60)
             try:
