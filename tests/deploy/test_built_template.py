@@ -520,7 +520,13 @@ def bill_import_calls() -> dict[str, set[str]]:
         # Billed usage nobody tracked: a gap above ws_a's threshold, so the import claims an alert.
         bill = Bill()
         bill.openai["2026-11-24"] = {
-            "gpt-4o-mini-2024-07-18": {"input": 10_000, "cached": 0, "output": 5_000, "requests": 1, "usd": {"input": "5"}}
+            "gpt-4o-mini-2024-07-18": {
+                "input": 10_000,
+                "cached": 0,
+                "output": 5_000,
+                "requests": 1,
+                "usd": {"input": "5"},
+            }
         }
         with serve(bill) as url:
             imports = BillImports(
