@@ -12,7 +12,6 @@ no priority-tier cost: a priority-tier usage line has tokens and no USD.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
 
 from costtrack_service.domain.reconciliation.bill import (
     BillFormatError,
@@ -21,6 +20,8 @@ from costtrack_service.domain.reconciliation.bill import (
     day_of_rfc3339,
     decimal_of,
     load_page,
+    model_of,
+    next_page,
 )
 
 PROVIDER = "anthropic"
@@ -36,24 +37,12 @@ TOKEN_TYPES = {
 CENT = Decimal(100)
 
 
-def next_page(page: dict[str, Any]) -> str | None:
-    if not page.get("has_more"):
-        return None
-    cursor = page.get("next_page")
-    if not isinstance(cursor, str) or not cursor:
-        raise BillFormatError("has_more without a next_page cursor")
-    return cursor
-
-
 def add_usage_page(text: str | bytes, lines: Lines) -> str | None:
     page = load_page(text)
     for bucket in page["data"]:
         day = day_of_rfc3339(bucket.get("starting_at"))
         for result in bucket.get("results") or ():
-            model = result.get("model")
-            if not isinstance(model, str) or not model:
-                raise BillFormatError("a usage result has no model (the import groups by model)")
-            line = lines.line(day, PROVIDER, model)
+            line = lines.line(day, PROVIDER, model_of(result))
             creation = result.get("cache_creation") or {}
             line.add_tokens("input", count_of(result.get("uncached_input_tokens"), "uncached_input_tokens"))
             line.add_tokens("cache_read", count_of(result.get("cache_read_input_tokens"), "cache_read_input_tokens"))

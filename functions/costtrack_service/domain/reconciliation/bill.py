@@ -96,6 +96,25 @@ def load_page(text: str | bytes) -> dict[str, Any]:
     return page
 
 
+def next_page(page: dict[str, Any]) -> str | None:
+    """The cursor of the page after ``page`` (OpenAI's and Anthropic's admin APIs page alike:
+    ``has_more`` and ``next_page``), or None after the last."""
+    if not page.get("has_more"):
+        return None
+    cursor = page.get("next_page")
+    if not isinstance(cursor, str) or not cursor:
+        raise BillFormatError("has_more without a next_page cursor")
+    return cursor
+
+
+def model_of(result: dict[str, Any]) -> str:
+    """A usage result's model: the imports group by model, so a result without one is malformed."""
+    model = result.get("model")
+    if not isinstance(model, str) or not model:
+        raise BillFormatError("a usage result has no model (the import groups by model)")
+    return model
+
+
 def decimal_of(value: object, what: str) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, (int, Decimal, str)):
         raise BillFormatError(f"{what} is not a number")

@@ -9,8 +9,6 @@ Usage results carry ``input_tokens`` (which include ``input_cached_tokens``), ``
 
 from __future__ import annotations
 
-from typing import Any
-
 from costtrack_service.domain.reconciliation.bill import (
     BillFormatError,
     Lines,
@@ -18,6 +16,8 @@ from costtrack_service.domain.reconciliation.bill import (
     day_of_unix,
     decimal_of,
     load_page,
+    model_of,
+    next_page,
 )
 
 PROVIDER = "openai"
@@ -28,25 +28,13 @@ COSTS_LIMITS = {"1d": (7, 180)}
 LINE_ITEM_KINDS = {"cached input": "cache_read", "input": "input", "output": "output"}
 
 
-def next_page(page: dict[str, Any]) -> str | None:
-    if not page.get("has_more"):
-        return None
-    cursor = page.get("next_page")
-    if not isinstance(cursor, str) or not cursor:
-        raise BillFormatError("has_more without a next_page cursor")
-    return cursor
-
-
 def add_usage_page(text: str | bytes, lines: Lines) -> str | None:
     """Adds one usage page's buckets to ``lines``; the next page's cursor, or None."""
     page = load_page(text)
     for bucket in page["data"]:
         day = day_of_unix(bucket.get("start_time"))
         for result in bucket.get("results") or ():
-            model = result.get("model")
-            if not isinstance(model, str) or not model:
-                raise BillFormatError("a usage result has no model (the import groups by model)")
-            line = lines.line(day, PROVIDER, model)
+            line = lines.line(day, PROVIDER, model_of(result))
             total_input = count_of(result.get("input_tokens"), "input_tokens")
             cached = count_of(result.get("input_cached_tokens"), "input_cached_tokens")
             if cached > total_input:
