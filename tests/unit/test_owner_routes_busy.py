@@ -21,7 +21,8 @@ from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.workspace import create_handler
 from costtrack_service.store import DynamoStore
 from costtrack_tools.local.server import LambdaContext
-from tests.unit.test_store_unavailable import TRANSIENT, Throttle, dynamo  # noqa: F401 (dynamo: a fixture)
+from tests.support.dynamo_faults import TRANSIENT, Throttle, refusal_starts
+from tests.unit.test_store_unavailable import dynamo  # noqa: F401 (dynamo: a fixture)
 
 TEMPLATE = json.loads((Path(__file__).resolve().parents[2] / "events" / "get-workspace-usage.json").read_text())
 LAST_MONTH = f"{datetime.now(UTC).year - 1}-12"
@@ -76,32 +77,41 @@ def test_a_throttled_database_is_a_503_on_every_owners_route(
     query: dict[str, str] | None,
     body: object,
 ) -> None:
-    workspace = dynamo.create_workspace("busy", tier=Tier.PAID, included_events=100)
-    _, key = dynamo.create_key(workspace.workspace_id)
-    token, _ = dynamo.create_key(workspace.workspace_id, kind=ADMIN)
-    budgets = BudgetService(dynamo, url_policy=PUBLIC)
-    owners = create_handler(WorkspaceService(dynamo), budgets)
-    ids = {"key": key.key_id}
-    for name, route, created, id_field in (
-        ("budget", "/v1/workspace/budgets", {"amount": "5"}, "budget_id"),
-        ("webhook", "/v1/workspace/webhooks", {"url": "https://hooks.example.com/y"}, "endpoint_id"),
-        ("override", "/v1/workspace/price-overrides", {"provider": "xai", "discount_percent": "5"}, "override_id"),
-    ):
-        answer = json.loads(owners(request("POST", route, token, body=created), LambdaContext("setup"))["body"])
-        ids[name] = answer[name][id_field]
-    path = path.format(**ids)
+    def prepare() -> tuple[str, str]:
+        """A workspace with a key, a budget, a webhook and an override: the route's token and path."""
+        workspace = dynamo.create_workspace("busy", tier=Tier.PAID, included_events=100)
+        _, key = dynamo.create_key(workspace.workspace_id)
+        token, _ = dynamo.create_key(workspace.workspace_id, kind=ADMIN)
+        budgets = BudgetService(dynamo, url_policy=PUBLIC)
+        owners = create_handler(WorkspaceService(dynamo), budgets)
+        ids = {"key": key.key_id}
+        for name, route, created, id_field in (
+            ("budget", "/v1/workspace/budgets", {"amount": "5"}, "budget_id"),
+            ("webhook", "/v1/workspace/webhooks", {"url": "https://hooks.example.com/y"}, "endpoint_id"),
+            ("override", "/v1/workspace/price-overrides", {"provider": "xai", "discount_percent": "5"}, "override_id"),
+        ):
+            answer = json.loads(owners(request("POST", route, token, body=created), LambdaContext("setup"))["body"])
+            ids[name] = answer[name][id_field]
+        return token, path.format(**ids)
 
-    for start in range(200):  # more than any of these routes' calls (a usage report reads 32 shards)
+    def run(token: str, path: str, throttle: Throttle) -> dict[str, Any]:
         # A fresh client and service each time: a cold function, so every call happens.
         client = boto3.client("dynamodb", region_name="us-east-1")
-        throttle = Throttle(start, TRANSIENT[start % len(TRANSIENT)])
         client.meta.events.register("before-call.dynamodb", throttle)  # type: ignore[arg-type]
         store = DynamoStore(client, dynamo.tables)
         handler = create_handler(WorkspaceService(store), BudgetService(store, url_policy=PUBLIC))
-        result = handler(request(method, path, token, query, body), LambdaContext("busy"))
+        return handler(request(method, path, token, query, body), LambdaContext("busy"))  # type: ignore[no-any-return]
+
+    # Recorded in a workspace of its own: the recording run changes what it touches (a budget
+    # deleted), and the refused runs must meet the route's state before it.
+    starts = refusal_starts(lambda throttle: run(*prepare(), throttle))
+    token, route = prepare()
+    for start in starts:
+        throttle = Throttle(start, TRANSIENT[start % len(TRANSIENT)])
+        result = run(token, route, throttle)
         if not throttle.refused:
             assert result["statusCode"] in (200, 201), (family, result["body"])
-            break  # every call of this route has been refused once
+            break  # every call site of this route has been refused
         assert (result["statusCode"], json.loads(result["body"])["error"]["code"]) == (503, "UNAVAILABLE"), (
             family,
             start,

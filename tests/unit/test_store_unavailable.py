@@ -9,39 +9,13 @@ from typing import Any
 
 import boto3
 import pytest
-from botocore.awsrequest import AWSResponse
 
 from costtrack_service.domain.ingestion import StoreUnavailable
 from costtrack_service.store import DynamoStore, dynamodb_client, unavailable_error
 from costtrack_service.tables import TableNames
 from costtrack_tools.local.server import LambdaContext
+from tests.support.dynamo_faults import TRANSIENT, Throttle, refusal_starts
 from tests.unit.test_edge import SAMPLES, dynamo, routed_handler, sample_with_credentials  # noqa: F401 (dynamo: a fixture)
-
-TRANSIENT = (
-    "ThrottlingException",
-    "ProvisionedThroughputExceededException",
-    "RequestLimitExceeded",
-    "InternalServerError",
-    "ServiceUnavailable",
-)
-
-
-class Throttle:
-    """Answers every DynamoDB call from the ``start``-th on (0-based) with a transient error,
-    as DynamoDB would after botocore's retries; records which operations it refused."""
-
-    def __init__(self, start: int, code: str) -> None:
-        self.start, self.code = start, code
-        self.calls = 0
-        self.refused: list[str] = []
-
-    def __call__(self, model: Any, **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
-        self.calls += 1
-        if self.calls <= self.start:
-            return None
-        self.refused.append(model.name)
-        parsed = {"Error": {"Code": self.code, "Message": "injected"}, "ResponseMetadata": {"HTTPStatusCode": 400}}
-        return AWSResponse("http://dynamodb.invalid", 400, {}, None), parsed  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("name", SAMPLES)
@@ -49,18 +23,23 @@ def test_every_call_of_every_route_answers_503_when_dynamodb_is_busy(
     dynamo: DynamoStore,  # noqa: F811
     name: str,
 ) -> None:
-    event = sample_with_credentials(dynamo, name)
-
-    for start in range(400):  # more than any route's calls (a usage report reads 32 shards a dimension)
+    def run(event: dict[str, Any], throttle: Throttle) -> dict[str, Any]:
         # A fresh client and service each time: a cold function, so every call happens.
         client = boto3.client("dynamodb", region_name="us-east-1")
-        throttle = Throttle(start, TRANSIENT[start % len(TRANSIENT)])
         client.meta.events.register("before-call.dynamodb", throttle)  # type: ignore[arg-type]
         handler = routed_handler(event, DynamoStore(client, dynamo.tables))
-        result = handler(json.loads(json.dumps(event)), LambdaContext("busy"))
+        return handler(json.loads(json.dumps(event)), LambdaContext("busy"))  # type: ignore[no-any-return]
+
+    # Recorded in a workspace of its own: the recording run changes what it touches (a key
+    # deactivated), and the refused runs must meet the route's state before it.
+    starts = refusal_starts(lambda throttle: run(sample_with_credentials(dynamo, name), throttle))
+    event = sample_with_credentials(dynamo, name)
+    for start in starts:
+        throttle = Throttle(start, TRANSIENT[start % len(TRANSIENT)])
+        result = run(event, throttle)
         if not throttle.refused:
             assert result["statusCode"] in (200, 201), result["body"]
-            break  # every call of this route has been refused once
+            break  # every call site of this route has been refused
         if result["statusCode"] in (200, 201):
             # Only the key's last-used note may fail quietly: it is written after the event.
             assert event["rawPath"] in ("/v1/events", "/v1/traces"), event["rawPath"]

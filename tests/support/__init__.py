@@ -1,0 +1,1 @@
+"""Helpers shared by test modules (never imported from another test module)."""
