@@ -19,7 +19,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from botocore.config import Config
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -30,6 +32,8 @@ from costtrack import Tracker
 from costtrack_service.domain.runs.reports import RunService
 from costtrack_service.domain.runs.sketch import RELATIVE_ERROR
 from costtrack_service.domain.runs.totals import RUN
+from costtrack_service.store import DynamoStore
+from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION
 from tests.conftest import built_node_sdk
 
 pytestmark = pytest.mark.integration
@@ -154,6 +158,19 @@ process.exitCode = flushed ? 0 : 1;
         run["trace_id"] = trace_id
 
 
+def patient(store: DynamoStore) -> DynamoStore:
+    """The same tables through a client that waits for slow pages and retries more."""
+    config = Config(read_timeout=120, retries={"mode": "standard", "max_attempts": 10})
+    client = boto3.session.Session().client(
+        "dynamodb",
+        endpoint_url=store.client.meta.endpoint_url,
+        region_name=LOCAL_REGION,
+        config=config,
+        **LOCAL_CREDENTIALS,
+    )
+    return DynamoStore(client, store.tables)
+
+
 def through_otlp(url: str, key: str, runs: list[dict[str, Any]]) -> None:
     # The exporter gives a batch up after its timeout (10 s by default): the loaded local stack can
     # take longer under the full workload, and a dropped batch would fail the totals.
@@ -196,14 +213,16 @@ def test_agent_runs_through_both_sdks_and_otlp_add_up_to_the_last_digit(
     through_node(url, key, [run for run in runs if run["via"] == "node"], tmp_path)
     through_otlp(url, key, [run for run in runs if run["via"] == "otlp"])
 
-    events = list(local_stack.store.iter_events(workspace_id))
+    # Read back with a patient client: the full workload's ~200,000 events come in 1 MB pages
+    # from a DynamoDB Local still loaded by the deliveries, slower than a function's 5 s timeout.
+    store = patient(local_stack.store)
+    events = list(store.iter_events(workspace_id))
     sums: dict[str, tuple[Decimal, int]] = {}
     for record in events:
         trace = record.event.trace_id
         calls = 0 if record.event.provider == "costtrack" else 1
         cost, count = sums.get(trace, (Decimal(0), 0))
         sums[trace] = (cost + record.cost, count + calls)
-    store = local_stack.store
     for run in runs:
         total = store.get_total(workspace_id, RUN, run["trace_id"])
         assert total is not None, run["trace_id"]
