@@ -8,7 +8,9 @@ The repricing is the backfill's (``pricing_jobs.backfill``) for events already p
 event of the model received on a drifted day is priced as ingestion would price it now (the
 new override wins), and when its cost changes it is rewritten through
 ``OperatorStore.reprice_event``, which moves the event and its rollups by the difference in one
-transaction, so the rollups stay equal to the stored costs. Every rewritten event records the
+transaction conditional on the stored cost still being the one read, so the rollups stay equal
+to the stored costs; an event another repricing changed meanwhile is read again and priced
+from what it is now. Every rewritten event records the
 override that priced it (``pricing_override_id``) and when (``priced_at``): the audit trail,
 beside the override's ``source`` (the bill's provider, days and imports). Running it again
 changes nothing (every event already has the override's cost).
@@ -37,6 +39,7 @@ from costtrack_service.domain.reconciliation.drift_override import (
 from costtrack_service.domain.reconciliation.service import ReconciliationService, ReconciliationStore
 from costtrack_service.domain.records import EventRecord, PricingStatus, WarningCode, priced_fields
 from costtrack_service.domain.source import normalize_provider
+from costtrack_service.domain.store_errors import StoreUnavailable
 from costtrack_service.domain.workspace_api import invalid
 from costtrack_service.jobs import catalogue_view
 
@@ -53,6 +56,8 @@ class DriftStore(ReconciliationStore, Protocol):
     def iter_day_events(self, workspace_id: str, since: str, until: str) -> Iterator[EventRecord]: ...
 
     def reprice_event(self, old: EventRecord, new: EventRecord) -> bool: ...
+
+    def reread_event(self, record: EventRecord) -> EventRecord | None: ...
 
 
 def apply_drift(
@@ -79,6 +84,43 @@ def apply_drift(
     return {"override": override.to_dict(), "backfill": repriced}
 
 
+#: How often an event whose repricing lost to another is read again and priced again.
+ATTEMPTS = 5
+
+
+def _reprice(
+    store: DriftStore, pricer: Pricer, overrides: list[Override], record: EventRecord, stamp: str
+) -> tuple[str, Decimal, Decimal]:
+    """Price one event again and rewrite it when its cost or override changes: ``unchanged``
+    when it needs nothing, ``raced`` when another repricing got there first and left nothing to
+    do, else ``repriced`` with the cost before and after this rewrite. The write is conditional on the
+    stored cost still being the one read (``reprice_event``); when another repricing or the
+    backfill moved it meanwhile, the event is read again and priced from what it is now, so
+    the rollups move by each change exactly once."""
+    raced = False
+    for _ in range(ATTEMPTS):
+        event = record.event
+        outcome = pricer.price(
+            Call(event.provider, event.model, event.counts, event.metadata),
+            parse_timestamp(record.received_at),
+            overrides,
+        )
+        fields = priced_fields(outcome)
+        if not outcome.priced or (
+            outcome.cost == record.cost and fields["pricing_override_id"] == record.pricing_override_id
+        ):
+            return ("raced" if raced else "unchanged"), record.cost, record.cost
+        warnings = tuple(warning for warning in record.warnings if warning.code != WarningCode.UNKNOWN_MODEL)
+        new = replace(record, **fields, priced_at=stamp, warnings=warnings)
+        if store.reprice_event(record, new):
+            return "repriced", record.cost, outcome.cost
+        fresh = store.reread_event(record)
+        if fresh is None:
+            return "raced", record.cost, record.cost
+        record, raced = fresh, True
+    raise StoreUnavailable("could not reprice the event: it keeps changing")
+
+
 def reprice_days(
     store: DriftStore, workspace_id: str, provider: str, model: str, days: list[str], at: datetime
 ) -> dict[str, Any]:
@@ -99,25 +141,15 @@ def reprice_days(
             if record.pricing_status == PricingStatus.PRICED and record.pricing_entry_id is None and not record.rates:
                 continue  # a run's end marker: a genuine zero, never priced
             checked += 1
-            outcome = pricer.price(
-                Call(event.provider, event.model, event.counts, event.metadata),
-                parse_timestamp(record.received_at),
-                overrides,
-            )
-            fields = priced_fields(outcome)
-            if not outcome.priced or (
-                outcome.cost == record.cost and fields["pricing_override_id"] == record.pricing_override_id
-            ):
+            done, was, now = _reprice(store, pricer, overrides, record, stamp)
+            if done == "unchanged":
                 unchanged += 1
-                continue
-            warnings = tuple(warning for warning in record.warnings if warning.code != WarningCode.UNKNOWN_MODEL)
-            new = replace(record, **fields, priced_at=stamp, warnings=warnings)
-            if store.reprice_event(record, new):
-                repriced += 1
-                before += record.cost
-                after += outcome.cost
+            elif done == "raced":
+                raced += 1  # another repricing changed it meanwhile and left nothing to do
             else:
-                raced += 1  # changed meanwhile (another backfill): left as that one wrote it
+                repriced += 1
+                before += was
+                after += now
     return {
         "days": days,
         "events_checked": checked,

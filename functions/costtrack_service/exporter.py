@@ -1,13 +1,15 @@
 """The daily export: every workspace's accepted events of one UTC day, as gzip-compressed JSON
 Lines under Hive-style ``workspace_id=…/day=…/`` prefixes (``domain/export.py`` decides names and
-lines; this reads DynamoDB and hands the objects to a writer).
+lines; this reads DynamoDB and hands the objects to a writer), and the same events in FOCUS 1.2
+columns as gzip CSV under their own prefix (``domain/export_focus.py``). A run reads each day's
+events once and writes every output of each piece of them.
 
 Writers: :class:`S3Writer` (the deployed function: an S3 bucket) and :class:`DirectoryWriter`
 (``costtrack admin export``: a local folder, the object keys as relative paths). Both get the
 same keys and bytes from the same code, so a local export is what the bucket would hold.
 
 Idempotent: a run writes deterministic object names and bytes, then deletes every other object
-under each exported day's prefix (what an earlier run wrote and this one did not), so re-running
+under each exported day's prefix (per output) (what an earlier run wrote and this one did not), so re-running
 a day replaces it. Readers may briefly see a mix during a re-run; the day's final state is
 exactly the events stored for it.
 
@@ -21,18 +23,50 @@ from __future__ import annotations
 import itertools
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any, Protocol
 
-from costtrack_service.domain.export import LINES_PER_OBJECT, day_bounds, day_prefix, encode_lines, object_key, pieces
+from costtrack_service.domain import export_focus
+from costtrack_service.domain.export import (
+    DEFAULT_PREFIX,
+    FOCUS_PREFIX,
+    JSON_SUFFIX,
+    LINES_PER_OBJECT,
+    day_bounds,
+    day_prefix,
+    encode_lines,
+    object_key,
+    pieces,
+)
 from costtrack_service.domain.quota import WorkspaceState
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.shards import event_partition, partition_index
 
 CONTENT_TYPE = "application/x-ndjson"
+
+
+@dataclass(frozen=True)
+class Output:
+    """One form of the export: its prefix, its objects' suffix, and how a piece is encoded."""
+
+    prefix: str
+    suffix: str
+    encode: Callable[[Sequence[EventRecord]], bytes]
+
+
+def json_lines(prefix: str = DEFAULT_PREFIX) -> Output:
+    return Output(prefix, JSON_SUFFIX, encode_lines)
+
+
+def focus(prefix: str = FOCUS_PREFIX) -> Output:
+    return Output(prefix, export_focus.SUFFIX, export_focus.encode)
+
+
+def content_type(key: str) -> str:
+    return export_focus.CONTENT_TYPE if key.endswith(export_focus.SUFFIX) else CONTENT_TYPE
 
 
 class EventSource(Protocol):
@@ -73,7 +107,7 @@ class S3Writer:
         self.s3, self.bucket = s3, bucket
 
     def put(self, key: str, body: bytes) -> None:
-        self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=CONTENT_TYPE)
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type(key))
 
     def keys_under(self, prefix: str) -> Iterator[str]:
         for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
@@ -133,10 +167,19 @@ class DirectoryWriter:
 
 
 class Exporter:
+    """Exports days through ``writer``: as JSON Lines under ``prefix`` (the default), or as the
+    ``outputs`` given (``json_lines``, ``focus``, both)."""
+
     def __init__(
-        self, source: EventSource, writer: ObjectWriter, prefix: str, lines_per_object: int = LINES_PER_OBJECT
+        self,
+        source: EventSource,
+        writer: ObjectWriter,
+        prefix: str = DEFAULT_PREFIX,
+        lines_per_object: int = LINES_PER_OBJECT,
+        outputs: Sequence[Output] | None = None,
     ) -> None:
-        self.source, self.writer, self.prefix = source, writer, prefix
+        self.source, self.writer = source, writer
+        self.outputs = tuple(outputs) if outputs is not None else (json_lines(prefix),)
         self.lines_per_object = lines_per_object
 
     def export_day(self, day: date, workspace_ids: Iterable[str] | None = None) -> DayExport:
@@ -162,12 +205,14 @@ class Exporter:
         )
         written = set()
         for piece in pieces(by_partition, self.lines_per_object):
-            key = object_key(self.prefix, workspace_id, day, piece.partition, piece.number)
-            self.writer.put(key, encode_lines(piece.records))
-            written.add(key)
+            for output in self.outputs:
+                key = object_key(output.prefix, workspace_id, day, piece.partition, piece.number, output.suffix)
+                self.writer.put(key, output.encode(piece.records))
+                written.add(key)
+                result.written.append(key)
             result.events += len(piece.records)
-            result.written.append(key)
-        under = self.writer.keys_under(day_prefix(self.prefix, workspace_id, day))
-        stale = [key for key in under if key not in written]
-        self.writer.delete(stale)
-        result.deleted += stale
+        for output in self.outputs:
+            under = self.writer.keys_under(day_prefix(output.prefix, workspace_id, day))
+            stale = [key for key in under if key not in written]
+            self.writer.delete(stale)
+            result.deleted += stale

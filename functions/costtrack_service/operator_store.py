@@ -250,9 +250,11 @@ class OperatorStore(EventTable):
                 yield event_from_item(from_item(item))
 
     def reprice_event(self, old: EventRecord, new: EventRecord) -> bool:
-        """Price an unpriced event once: the event and its rollups move by exactly the added
-        cost, in one transaction conditional on the event still being unpriced, so concurrent
-        or repeated backfills change nothing twice. False when it was priced already."""
+        """Price an event again (the backfill of an unpriced one, or a price-drift override's
+        repricing): the event and its rollups move by exactly ``new.cost - old.cost``, in one
+        transaction conditional on the stored event still having ``old``'s pricing status and
+        cost, so a concurrent or repeated repricing is never lost nor counted twice. False when
+        the event changed meanwhile (read it again: :meth:`reread_event`)."""
         item = event_to_item(new)
         names = (
             "cost",
@@ -275,10 +277,14 @@ class OperatorStore(EventTable):
                     "TableName": self.tables.events,
                     "Key": event_item_key(old.workspace_id, old.event_key, old.partition),
                     "UpdateExpression": update,
-                    "ConditionExpression": "pricing_status = :was",
-                    "ExpressionAttributeNames": {f"#{name}": name for name in present},
+                    "ConditionExpression": "pricing_status = :was AND #cost = :was_cost",
+                    "ExpressionAttributeNames": {f"#{name}": name for name in present} | {"#cost": "cost"},
                     "ExpressionAttributeValues": to_item(
-                        {**{f":{name}": values[f":{name}"] for name in present}, ":was": old.pricing_status}
+                        {
+                            **{f":{name}": values[f":{name}"] for name in present},
+                            ":was": old.pricing_status,
+                            ":was_cost": old.cost,
+                        }
                     ),
                 }
             }
@@ -291,6 +297,13 @@ class OperatorStore(EventTable):
             self._rollup_update(partition, key, counts) for key, counts in repricing_deltas(old, new).items()
         ]
         return self._reprice_with_run_totals(transaction, old, new, shard)
+
+    def reread_event(self, record: EventRecord) -> EventRecord | None:
+        """The event as stored now, by a consistent read of its own item (after a repricing
+        lost its condition to another)."""
+        key = event_item_key(record.workspace_id, record.event_key, record.partition)
+        found = [event_from_item(item) for item in self._get_many(self.tables.events, [key])]
+        return found[0] if found else None
 
     def _reprice_with_run_totals(
         self, transaction: list[dict[str, Any]], old: EventRecord, new: EventRecord, shard: int, attempts: int = 8
@@ -312,7 +325,7 @@ class OperatorStore(EventTable):
                 if code == "TransactionCanceledException" and (
                     not reasons or reasons[0].get("Code") == "ConditionalCheckFailed"
                 ):
-                    return False  # the event is priced already: nothing moves twice
+                    return False  # the event changed meanwhile: nothing moves twice
             time.sleep(random.uniform(0, min(0.05 * 2**attempt, 1.0)))
         raise StoreUnavailable("could not reprice the event: its run's total keeps changing")
 

@@ -94,3 +94,43 @@ def test_reconciliation_view(
     page.locator("#reconciliation-card").screenshot(path=str(ARTIFACTS / "dashboard-reconciliation.png"))
     assert problems == []
     page.close()
+
+
+def test_reported_cost_is_listed_without_a_bill(
+    browser: Any,  # noqa: F811
+    local_stack: Any,
+    workspace_factory: Any,
+    api: httpx.Client,
+) -> None:
+    """Costs providers reported (OpenRouter's usage.cost, an OTLP span's gen_ai.usage.cost) need
+    no bill: the card lists the models whose reported cost differs most from costtrack's price."""
+    workspace_id, key = workspace_factory()
+    token, _ = local_stack.store.create_key(workspace_id, name="browser", kind=ADMIN)
+    sent = [
+        # gpt-4o-mini at $0.15/$0.60 per 1M: $0.27, reported $0.36 (+$0.09)
+        {"provider": "openai", "model": "gpt-4o-mini", "prompt_tokens": 600_000, "completion_tokens": 300_000,
+         "metadata": {"reported_cost": "0.36"}},
+        # gpt-4o at $2.50/$10 per 1M: $0.0035, reported $0.003 (-$0.0005)
+        {"provider": "openai", "model": "gpt-4o", "prompt_tokens": 1_000, "completion_tokens": 100,
+         "metadata": {"reported_cost": "0.003"}},
+        {"provider": "openai", "model": "gpt-5", "prompt_tokens": 1_000},  # reported nothing: not listed
+    ]  # fmt: skip
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    for number, event in enumerate(sent):
+        answer = api.post("/v1/events", json=event, headers={**headers, "Idempotency-Key": f"reported-{number}"})
+        assert answer.status_code == 200, answer.text
+
+    page, problems = open_dashboard(browser, url=local_stack.state["api_url"], token=token)
+    page.locator("#recon-none").filter(has_text="No provider account is connected").wait_for()
+    items = page.locator("#recon-reported-models li")
+    items.first.wait_for()
+    assert page.locator("#recon-reported").is_visible()
+    assert items.count() == 2
+    first = page.locator('#recon-reported-models li[data-key="openai/gpt-4o-mini"]').inner_text()
+    assert "+$0.09" in first and "reported $0.36, priced $0.27, 1 events" in first
+    assert "-$0.0005" in page.locator('#recon-reported-models li[data-key="openai/gpt-4o"]').inner_text()
+    assert items.all_inner_texts()[0].startswith("gpt-4o-mini")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.locator("#reconciliation-card").screenshot(path=str(ARTIFACTS / "dashboard-reconciliation-reported.png"))
+    assert problems == []
+    page.close()

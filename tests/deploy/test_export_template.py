@@ -14,10 +14,10 @@ import pytest
 import yaml
 from moto import mock_aws
 
-from costtrack_service.domain.export import COLUMNS, DEFAULT_PREFIX, PARTITION_COLUMNS, object_key
+from costtrack_service.domain.export import COLUMNS, DEFAULT_PREFIX, FOCUS_PREFIX, PARTITION_COLUMNS, object_key
 from costtrack_service.domain.quota import Tier
 from costtrack_service.exporter import Exporter, S3Writer
-from costtrack_service.handlers.export import run
+from costtrack_service.handlers.export import outputs, run
 from costtrack_service.store import DynamoStore
 from costtrack_service.tables import TableNames
 from tests.deploy.test_built_template import ROOT, CallRecorder, CloudFormationLoader, granted
@@ -78,7 +78,7 @@ def test_the_glue_table_reads_what_the_exporter_writes(template: dict[str, Any])
 
 
 @pytest.fixture(scope="module")
-def export_calls() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+def export_calls(template: dict[str, Any]) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     """What a scheduled export really calls: DynamoDB actions per logical table, and S3
     actions with the keys (or listing prefixes) they touched."""
     names = TableNames.with_prefix("iam-export-")
@@ -114,9 +114,14 @@ def export_calls() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
         client = recorder.attach(boto3.client("dynamodb", region_name="us-east-1"))
         watched = boto3.client("s3", region_name="us-east-1")
         watched.meta.events.register("provide-client-params.s3.*", record_s3)
-        exporter = Exporter(DynamoStore(client, names), S3Writer(watched, "export"), DEFAULT_PREFIX)
+        # The outputs the function's environment in the template gives it (JSON Lines and FOCUS).
+        environment = template["Resources"]["ExportFunction"]["Properties"]["Environment"]["Variables"]
+        chosen = outputs(environment)
+        assert [output.prefix for output in chosen] == [DEFAULT_PREFIX, FOCUS_PREFIX]
+        exporter = Exporter(DynamoStore(client, names), S3Writer(watched, "export"), outputs=chosen)
         run({}, exporter, now + timedelta(days=1))
-        assert s3_calls["s3:PutObject"] and s3_calls["s3:DeleteObject"] == {stale}
+        assert s3_calls["s3:DeleteObject"] == {stale}
+        assert {key.split("/", 1)[0] + "/" for key in s3_calls["s3:PutObject"]} == {DEFAULT_PREFIX, FOCUS_PREFIX}
     return recorder.calls, s3_calls
 
 
@@ -127,8 +132,9 @@ def test_the_export_function_may_do_exactly_what_the_exporter_does(
     function = template["Resources"]["ExportFunction"]
     assert dict(granted(function)) == dict(dynamo_calls)
 
-    prefix = function["Properties"]["Environment"]["Variables"]["COSTTRACK_EXPORT_PREFIX"]
-    assert prefix == DEFAULT_PREFIX
+    variables = function["Properties"]["Environment"]["Variables"]
+    prefixes = (variables["COSTTRACK_EXPORT_PREFIX"], variables["COSTTRACK_EXPORT_FOCUS_PREFIX"])
+    assert prefixes == (DEFAULT_PREFIX, FOCUS_PREFIX)
     s3_statements = [
         statement
         for policy in function["Properties"]["Policies"]
@@ -137,11 +143,11 @@ def test_the_export_function_may_do_exactly_what_the_exporter_does(
     ]
     objects, listing = s3_statements
     assert set(objects["Action"]) == {"s3:PutObject", "s3:DeleteObject"}
-    assert objects["Resource"] == {"Fn::Sub": f"${{ExportBucket.Arn}}/{prefix}*"}
+    assert objects["Resource"] == [{"Fn::Sub": f"${{ExportBucket.Arn}}/{prefix}*"} for prefix in prefixes]
     assert listing["Action"] == ["s3:ListBucket"] and listing["Resource"] == {"Fn::GetAtt": ["ExportBucket", "Arn"]}
-    assert listing["Condition"] == {"StringLike": {"s3:prefix": [f"{prefix}*"]}}
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": [f"{prefix}*" for prefix in prefixes]}}
     assert set(s3_calls) <= {"s3:PutObject", "s3:DeleteObject", "s3:ListBucket"}
-    assert all(key.startswith(prefix) for keys in s3_calls.values() for key in keys)  # only under its prefix
+    assert all(key.startswith(prefixes) for keys in s3_calls.values() for key in keys)  # only under its prefixes
 
     schedule = function["Properties"]["Events"]["Daily"]
     assert schedule["Type"] == "ScheduleV2"

@@ -184,13 +184,17 @@ def test_the_lambda_entry_exports_yesterday_or_the_day_asked(
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3.meta.endpoint_url)
     monkeypatch.setenv("COSTTRACK_EXPORT_BUCKET", BUCKET)
     monkeypatch.setenv("COSTTRACK_EXPORT_PREFIX", "handler/")
+    monkeypatch.setenv("COSTTRACK_EXPORT_FOCUS_PREFIX", "handler-focus/")
 
     # What EventBridge Scheduler sends: no day.
     scheduled = export_handler.handler({}, LambdaContext("costtrack-export"))
     assert scheduled["day"] == yesterday.isoformat() and scheduled["events"] >= 1
     assert any(f"workspace_id={ws}/day={yesterday}/" in key for key in objects(s3, "handler/"))
     asked = export_handler.handler({"day": DAY.isoformat(), "workspace_ids": [ws]}, LambdaContext("costtrack-export"))
-    assert (asked["day"], asked["events"], asked["objects"]) == (DAY.isoformat(), 1, 1)
+    assert (asked["day"], asked["events"], asked["objects"]) == (DAY.isoformat(), 1, 2)  # JSON Lines and FOCUS
+    assert list(objects(s3, f"handler-focus/workspace_id={ws}/day={DAY}/")) == [
+        f"handler-focus/workspace_id={ws}/day={DAY}/part-{event_partition(ws, 'k#d')[-2:]}-0000.csv.gz"
+    ]
     for bad in ({"day": "2026-02-30"}, {"day": "yesterday"}, {"day": 20260314}, {"workspace_ids": "ws_1"}):
         with pytest.raises(ValueError, match=r"day|workspace_ids"):
             export_handler.handler(bad, LambdaContext("costtrack-export"))

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from costtrack_service.billing_jobs import BillImports
+from costtrack_service.domain.reconciliation import reported
 from costtrack_service.domain.reconciliation.connections import PROVIDERS
 from costtrack_service.domain.reconciliation.service import ReconciliationService
 from costtrack_service.drift_jobs import apply_drift
@@ -154,7 +155,7 @@ def reconcile(store: Any, args: argparse.Namespace) -> None:
             if finding["entry"]:
                 line += f" (entry {finding['entry']}: {finding['applied_rates']} vs billed {finding['implied_rates']})"
             lines.append(line)
-        return "\n".join(lines)
+        return "\n".join(lines + reported.text_lines(data["reported"]))
 
     emit(args, data, human)
 

@@ -5,6 +5,8 @@ The same ``Exporter`` as the deployed ``ExportFunction`` (``costtrack_service.ex
 bucket would (``events/workspace_id=…/day=…/part-pp-nnnn.json.gz``, the same bytes), and a
 re-run replaces a day as it does in S3. DuckDB (or anything that reads Hive-partitioned JSON
 Lines) queries the folder as Athena queries the bucket (README, "Daily export").
+``--format focus`` writes the same events in FOCUS 1.2 columns instead (``focus/workspace_id=…/
+day=…/part-pp-nnnn.csv.gz``, the deployed export's FOCUS objects), ``--format both`` both.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from costtrack_service.domain.export import DEFAULT_PREFIX, parse_day, yesterday
-from costtrack_service.exporter import DirectoryWriter, Exporter
+from costtrack_service.domain.export import DEFAULT_PREFIX, FOCUS_PREFIX, parse_day, yesterday
+from costtrack_service.exporter import DirectoryWriter, Exporter, focus, json_lines
 from costtrack_tools.admin_output import AdminError, emit, find_workspace
 from costtrack_tools.progress import progress_for
 
@@ -24,6 +26,12 @@ Handler = Callable[[Any, argparse.Namespace], None]
 DEFAULT_EXPORT_DIR = Path(".costtrack/export")
 #: A run names at most this many days (a year and a day: one leap year).
 MAX_DAYS = 366
+#: ``--format``: the export's forms, each under its prefix.
+FORMATS = {
+    "json": (json_lines(DEFAULT_PREFIX),),
+    "focus": (focus(FOCUS_PREFIX),),
+    "both": (json_lines(DEFAULT_PREFIX), focus(FOCUS_PREFIX)),
+}
 
 
 def export_days(args: argparse.Namespace) -> list[date]:
@@ -44,16 +52,19 @@ def export(store: Any, args: argparse.Namespace) -> None:
     days = export_days(args)
     workspaces = [find_workspace(store, ws).workspace_id for ws in args.workspace] if args.workspace else None
     folder = Path(args.to)
-    exporter = Exporter(store, DirectoryWriter(folder), DEFAULT_PREFIX)
+    outputs = FORMATS[args.format]
+    exporter = Exporter(store, DirectoryWriter(folder), outputs=outputs)
     runs = []
     with progress_for(args) as steps:
         steps.stage(f"exporting to {folder}", len(days), "days")
         for day in days:
             runs.append(exporter.export_day(day, workspaces))
             steps.advance()
+    prefixes = [output.prefix for output in outputs]
     data = {
         "to": str(folder),
-        "prefix": DEFAULT_PREFIX,
+        "prefix": prefixes[0],
+        "prefixes": prefixes,
         "days": [run.to_dict() for run in runs],
         "events": sum(run.events for run in runs),
         "objects": sum(len(run.written) for run in runs),
@@ -65,7 +76,7 @@ def export(store: Any, args: argparse.Namespace) -> None:
             + (f", {len(run.deleted)} stale files removed" if run.deleted else "")
             for run in runs
         ]
-        where = folder / DEFAULT_PREFIX
+        where = " and ".join(str(folder / prefix) for prefix in prefixes)
         lines.append(f"exported {data['events']} events in {data['objects']} files under {where}")
         return "\n".join(lines)
 
@@ -83,3 +94,9 @@ def add_export_parser(groups: Any, command: Callable[[Any, str, Handler, str], A
     parser.add_argument("--through", metavar="YYYY-MM-DD", help="export every day from --day to this one, inclusive")
     parser.add_argument("--to", default=str(DEFAULT_EXPORT_DIR), metavar="DIR", help=f"default {DEFAULT_EXPORT_DIR}")
     parser.add_argument("--workspace", action="append", metavar="WS", help="only this workspace (repeatable)")
+    parser.add_argument(
+        "--format",
+        choices=sorted(FORMATS),
+        default="json",
+        help="json: gzip JSON Lines under events/ (default); focus: FOCUS 1.2 gzip CSV under focus/; both",
+    )

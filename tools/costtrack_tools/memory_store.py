@@ -193,11 +193,11 @@ class MemoryStore(MemoryLedgers):
 
     def reprice_event(self, old: EventRecord, new: EventRecord) -> bool:
         """The event, its rollups, its run's and session's totals and their sketch rows move
-        together, once: False when the event is no longer ``old``'s status."""
+        together, once: False when the event no longer has ``old``'s status and cost."""
         with self._lock:
             key = (old.workspace_id, old.event_key)
             stored = self.events.get(key)
-            if stored is None or stored.pricing_status != old.pricing_status:
+            if stored is None or stored.pricing_status != old.pricing_status or stored.cost != old.cost:
                 return False
             self.events[key] = replace(new, partition=stored.partition)
             for rollup, counts in repricing_deltas(old, new).items():
@@ -207,6 +207,10 @@ class MemoryStore(MemoryLedgers):
             self._apply_runs(old.workspace_id, repricing_run_changes(current, old, new))
             self.writes += 1
             return True
+
+    def reread_event(self, record: EventRecord) -> EventRecord | None:
+        with self._lock:
+            return self.events.get((record.workspace_id, record.event_key))
 
     def sketch_groups(self, workspace_id: str, kind: str, first_day: str, last_day: str) -> list[SketchGroup]:
         """The sketch rows as ``run_reads.RunReads.sketch_groups`` reads them."""

@@ -2,7 +2,8 @@
 // charts.js, whose helpers it uses ($, el, api, usd, number, state, rangeDays, tableRow,
 // emptyRow, PALETTE, failed). It reads GET /v1/workspace/reconciliation over the page's date
 // range: billed vs tracked USD per day (a uPlot chart; a day whose bill is not imported has no
-// point), the gap by class, and the worst models. Shown data goes through textContent only.
+// point), the gap by class, the worst models, and the models whose provider-reported cost differs
+// most from costtrack's price. Shown data goes through textContent only.
 "use strict";
 
 const GAP_CLASSES = [
@@ -11,7 +12,7 @@ const GAP_CLASSES = [
   ["timing_usd", "Timing", "counted on the provider's other day"],
   ["unbilled_usd", "Unbilled", "tracked but not on the bill"],
 ];
-const recon = { answer: null, days: [], plot: null };
+const recon = { answer: null, range: null, days: [], plot: null };
 
 // The API compares days up to yesterday (today's bill is not in): the page's range, clipped.
 function reconciliationRange() {
@@ -29,22 +30,27 @@ function reconciliationDays(from, to) {
   return days;
 }
 
+// Asked through the page's last day: the bill's days end yesterday (today's bill is not in, so
+// today has no finding and no point), but the costs providers reported today are listed too.
 async function loadReconciliation() {
   const { from, to } = reconciliationRange();
-  const answer = await api(`/v1/workspace/reconciliation?from=${from}&to=${to}`);
+  const last = state.to > to ? state.to : to;
+  const answer = await api(`/v1/workspace/reconciliation?from=${from}&to=${last}`);
   recon.answer = answer;
-  recon.days = reconciliationDays(answer.from, answer.to);
+  recon.range = { from, to };
+  recon.days = reconciliationDays(from, to);
   renderReconciliation(answer);
 }
 
 function renderReconciliation(answer) {
   const connected = answer.connections.map((connection) => connection.provider);
+  renderReported(answer.reported || []);
   $("recon-none").hidden = connected.length > 0;
   $("recon-body").hidden = connected.length === 0;
   if (!connected.length) return;
   const { totals } = answer;
   $("recon-summary").textContent =
-    `${answer.from} to ${answer.to} (UTC): billed ${usd(totals.billed_usd)}, tracked ${usd(totals.tracked_usd)}` +
+    `${recon.range.from} to ${recon.range.to} (UTC): billed ${usd(totals.billed_usd)}, tracked ${usd(totals.tracked_usd)}` +
     ` · ${answer.days_imported.length} days imported from ${connected.join(", ")}`;
   renderGapClasses(totals);
   renderWorstModels(totals.worst_models);
@@ -89,6 +95,30 @@ function renderWorstModels(models) {
     list.append(item);
   }
   if (!models.length) list.append(el("li", "Every model agrees with the bill", "empty"));
+}
+
+// Reported vs priced cost by model (no bill needed): the 5 largest differences, either way.
+function renderReported(models) {
+  $("recon-reported").hidden = models.length === 0;
+  const list = $("recon-reported-models");
+  list.replaceChildren();
+  const shown = models.slice(0, 5);
+  const max = Math.max(...shown.map((model) => Math.abs(Number(model.difference_usd))), 0);
+  for (const model of shown) {
+    const item = el("li");
+    item.dataset.key = `${model.provider}/${model.model}`;
+    const names = el("span", null, "bar-label");
+    const detail = `${model.provider} · reported ${usd(model.reported_usd)}, priced ${usd(model.priced_usd)}, ${number(model.events)} events`;
+    names.append(el("span", model.model, "bar-name"), el("span", detail, "bar-detail"));
+    const track = el("span", null, "bar-track");
+    const fill = el("span", null, "bar-fill");
+    const size = Math.abs(Number(model.difference_usd));
+    fill.style.width = `${max > 0 && size > 0 ? Math.max(1, (100 * size) / max) : 0}%`;
+    track.append(fill);
+    const sign = Number(model.difference_usd) > 0 ? "+" : "";
+    item.append(names, el("span", `${sign}${usd(model.difference_usd)}`, "bar-amount"), track);
+    list.append(item);
+  }
 }
 
 const CLASS_NAMES = { untracked: "untracked", price_drift: "price drift", timing: "timing", unbilled: "unbilled" };

@@ -5,6 +5,9 @@ Layout, Hive-style so Athena (and any Hive-aware engine) reads the partitions fr
 
     {prefix}workspace_id={workspace_id}/day={YYYY-MM-DD}/part-{pp}-{nnnn}.json.gz
 
+and, in FOCUS 1.2 columns (``export_focus.py``), the same events in the same pieces as
+``focus/workspace_id=…/day=…/part-{pp}-{nnnn}.csv.gz``.
+
 ``pp`` is the events-table partition the events were read from and ``nnnn`` the count of
 :data:`LINES_PER_OBJECT` lines within it. A partition's events are read in the order of the
 by-time index (received time, then event id), so the same events always give the same
@@ -36,6 +39,9 @@ from costtrack_service.domain.records import EventRecord
 #: Lines per object: a bounded piece of memory in the function, and objects of a few MB.
 LINES_PER_OBJECT = 50_000
 DEFAULT_PREFIX = "events/"
+#: Where the same objects go in FOCUS columns (``export_focus.py``), ``part-pp-nnnn.csv.gz``.
+FOCUS_PREFIX = "focus/"
+JSON_SUFFIX = ".json.gz"
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 #: The columns of an exported line, with their Glue (Hive) types, in order: the Glue table in
@@ -83,8 +89,10 @@ def day_prefix(prefix: str, workspace_id: str, day: date) -> str:
     return f"{prefix}workspace_id={workspace_id}/day={day.isoformat()}/"
 
 
-def object_key(prefix: str, workspace_id: str, day: date, partition: int, number: int) -> str:
-    return f"{day_prefix(prefix, workspace_id, day)}part-{partition:02d}-{number:04d}.json.gz"
+def object_key(
+    prefix: str, workspace_id: str, day: date, partition: int, number: int, suffix: str = JSON_SUFFIX
+) -> str:
+    return f"{day_prefix(prefix, workspace_id, day)}part-{partition:02d}-{number:04d}{suffix}"
 
 
 def export_line(record: EventRecord) -> dict[str, Any]:

@@ -8,6 +8,9 @@ so the rollups always equal the sum of the accepted events, retries and races in
 * ``feature``, ``model``, ``environment``, ``status``, ``customer`` (when given): one row
   per day and value;
 * ``unknown_model``: one row per day and model that had no pricing entry;
+* ``reported``:      one row per day and model of the events whose provider or exporter
+  reported a cost itself (``reported_cost.py``): their count, priced ``cost`` and
+  ``reported_cost``; an event without one adds nothing here (and writes no extra row);
 * ``charge``:        one row per day and charge (``included``, ``credit``) for every event,
   hidden ones too: what a month used of the plan (``Usage``) is read from these;
 * ``hidden``:        instead of all the above, one row per day and reason for an event hidden
@@ -33,6 +36,7 @@ from typing import Any, NamedTuple
 from costtrack_service.domain.cost import CURRENCY, format_decimal
 from costtrack_service.domain.quota import Charge
 from costtrack_service.domain.records import EventRecord, PricingStatus
+from costtrack_service.domain.reported_cost import REPORTED, reported_cost
 from costtrack_service.domain.source import normalize_name, normalize_provider
 
 NO_VALUE = "(none)"
@@ -107,6 +111,8 @@ class Counts:
     #: that event's ``received_at``. Rows add up in any order (days, rollup shards), so the name
     #: with the latest time wins; a row written before the time was kept counts as the oldest.
     #: A label, not a count: never compared, and adding a row without one keeps the name.
+    #: A ``reported`` row's sum of the cost its events' providers reported (0 on other rows).
+    reported_cost: Decimal = field(default_factory=Decimal)
     customer_name: str | None = field(default=None, compare=False)
     customer_name_at: str | None = field(default=None, compare=False)
 
@@ -128,7 +134,7 @@ class Counts:
 
     def add(self, other: Counts) -> None:
         # Through the instances' dicts: ingestion adds every event to each of its rows, and this
-        # is as fast as six written-out additions (getattr/setattr would double it).
+        # is as fast as written-out additions (getattr/setattr would double it).
         mine, theirs = vars(self), vars(other)
         for counter in COUNTERS:
             mine[counter] += theirs[counter]
@@ -146,7 +152,8 @@ class Counts:
 #: What a rollup row adds up, in the order the row's fields are declared: every field of
 #: :class:`Counts` but its label.
 COUNTERS = tuple(counter.name for counter in fields(Counts) if counter.compare)
-_KINDS: dict[str, type[int] | type[Decimal]] = {"cost": Decimal}  # the others are whole numbers
+#: The counters in dollars; the others are whole numbers.
+_KINDS: dict[str, type[int] | type[Decimal]] = {"cost": Decimal, "reported_cost": Decimal}
 _REPORTED = ("events", "tokens", "cost", "unknown_model_events")
 
 
@@ -161,6 +168,7 @@ def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
     day = record.received_at[:10]
     unknown = record.pricing_status == PricingStatus.UNKNOWN_MODEL
     event = record.event
+    reported = reported_cost(event.metadata)
     counts = Counts(
         1,
         event.total_tokens,
@@ -168,6 +176,7 @@ def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
         1 if unknown else 0,
         event.prompt_tokens or 0,
         event.completion_tokens or 0,
+        Decimal(0) if reported is None else reported,
         customer_name=event.customer_name if event.customer_id is not None else None,
         customer_name_at=record.received_at
         if event.customer_name is not None and event.customer_id is not None
@@ -188,6 +197,8 @@ def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
         keys.append(RollupKey(CUSTOMER, day, event.customer_id))
     if unknown:
         keys.append(RollupKey(UNKNOWN_MODELS, day, model))
+    if reported is not None:
+        keys.append(RollupKey(REPORTED, day, model))
     keys.append(charge)
     return tuple(keys), counts
 
@@ -200,7 +211,8 @@ def rollup_deltas(record: EventRecord) -> dict[RollupKey, Counts]:
 def summed_deltas(records: Iterable[EventRecord]) -> dict[RollupKey, Counts]:
     """The rows many events add to, summed: one update per row. Events that share all their
     rows (same day, feature, model, customer, …) are summed first, then spread over the rows;
-    a customer's name goes to its customer row only (the latest event's, as written)."""
+    a customer's name goes to its customer row only (the latest event's, as written), a
+    reported cost to the reported row only."""
     groups: dict[tuple[RollupKey, ...], Counts] = {}
     for record in records:
         keys, counts = rollup_rows(record)
@@ -210,8 +222,12 @@ def summed_deltas(records: Iterable[EventRecord]) -> dict[RollupKey, Counts]:
         unnamed = (
             replace(counts, customer_name=None, customer_name_at=None) if counts.customer_name is not None else counts
         )
+        reported = unnamed
+        if counts.reported_cost:
+            counts, unnamed = replace(counts, reported_cost=Decimal(0)), replace(unnamed, reported_cost=Decimal(0))
         for key in keys:
-            deltas.setdefault(key, Counts()).add(counts if key.dimension == CUSTOMER else unnamed)
+            shares = reported if key.dimension == REPORTED else counts if key.dimension == CUSTOMER else unnamed
+            deltas.setdefault(key, Counts()).add(shares)
     return deltas
 
 

@@ -103,6 +103,18 @@ class DayFigures(BaseModel):
     unbilled_usd: Money
 
 
+class ReportedModel(BaseModel):
+    """A model's events whose provider or exporter reported a cost itself (OpenRouter's
+    usage.cost, an OTLP span's gen_ai.usage.cost): that cost beside costtrack's price."""
+
+    provider: str
+    model: str
+    events: int = Field(description="events that reported a cost")
+    reported_usd: Money = Field(description="the sum of the costs they reported")
+    priced_usd: Money = Field(description="the sum of costtrack's price of the same events")
+    difference_usd: Money = Field(description="reported - priced")
+
+
 class Reconciliation(BaseModel):
     from_: Annotated[Day, Field(alias="from")]
     to: Day
@@ -113,6 +125,10 @@ class Reconciliation(BaseModel):
     days: list[DayFigures]
     findings: list[Finding] = Field(description="every day × provider × model with a gap, classified")
     models: int = Field(description="day × provider × model rows compared")
+    reported: list[ReportedModel] = Field(
+        description="by model, over every day of the range: provider-reported vs priced cost, "
+        "the largest difference first"
+    )
 
 
 class GapThreshold(RequestBody):

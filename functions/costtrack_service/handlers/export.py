@@ -3,7 +3,8 @@
 A scheduled run exports yesterday (UTC). Invoked with ``{"day": "YYYY-MM-DD"}`` it exports
 (again) that day, replacing what an earlier run wrote for it; ``"workspace_ids": [...]``
 narrows a run to some workspaces. Writes to ``COSTTRACK_EXPORT_BUCKET`` under
-``COSTTRACK_EXPORT_PREFIX`` (default ``events/``).
+``COSTTRACK_EXPORT_PREFIX`` (default ``events/``) as JSON Lines, and the same events in FOCUS 1.2
+columns under ``COSTTRACK_EXPORT_FOCUS_PREFIX`` (default ``focus/``; ``off``: none).
 
 Metrics per run: ``ExportedEvents``, ``ExportedObjects``, ``ExportedBytes``,
 ``ExportDeletedObjects`` and ``ExportCompleted`` (1, only once the day is written: the template
@@ -13,14 +14,14 @@ alarms when a day passes without it); one ``export`` log line with the same figu
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from costtrack_service.domain.export import DEFAULT_PREFIX, parse_day, yesterday
-from costtrack_service.exporter import Exporter, ObjectWriter, S3Writer
+from costtrack_service.domain.export import DEFAULT_PREFIX, FOCUS_PREFIX, parse_day, yesterday
+from costtrack_service.exporter import Exporter, ObjectWriter, Output, S3Writer, focus, json_lines
 from costtrack_service.handlers.powertools import Powertools
 from costtrack_service.store import DynamoStore
 
@@ -80,10 +81,18 @@ def run(event: object, exporter: Exporter, now: datetime) -> dict[str, Any]:
     return summary
 
 
+def outputs(environ: Mapping[str, str]) -> list[Output]:
+    """The export's forms from the function's environment: JSON Lines, and FOCUS unless ``off``."""
+    chosen = [json_lines(environ.get("COSTTRACK_EXPORT_PREFIX") or DEFAULT_PREFIX)]
+    focus_prefix = environ.get("COSTTRACK_EXPORT_FOCUS_PREFIX") or FOCUS_PREFIX
+    if focus_prefix != "off":
+        chosen.append(focus(focus_prefix))
+    return chosen
+
+
 def export(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    prefix = os.environ.get("COSTTRACK_EXPORT_PREFIX") or DEFAULT_PREFIX
     writer = S3Writer(s3_client(), os.environ["COSTTRACK_EXPORT_BUCKET"])
-    exporter = Exporter(DynamoStore.from_env(), writer, prefix)
+    exporter = Exporter(DynamoStore.from_env(), writer, outputs=outputs(os.environ))
     try:
         return run(event, exporter, datetime.now(UTC))
     except Exception:

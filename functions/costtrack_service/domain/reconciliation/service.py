@@ -4,7 +4,8 @@ billing``. The workspace is given explicitly, as for every owners' operation.
 
 The tracked side is the daily ``model`` rollups (visible events: what the dashboard shows),
 limited to the days each provider's bill has been imported for, so a day not imported yet is
-never reported as "unbilled"."""
+never reported as "unbilled". Costs that providers reported themselves are listed by model
+beside costtrack's price of the same events (``reported.py``), over every day of the range."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any, Protocol
 
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.pricing import format_timestamp
-from costtrack_service.domain.reconciliation import focus
+from costtrack_service.domain.reconciliation import focus, reported
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.reconciliation.connections import PROVIDERS, Connection, ConnectionState
 from costtrack_service.domain.reconciliation.gap_alert import parse_threshold, threshold_answer
@@ -157,4 +158,7 @@ class ReconciliationService:
             "days": daily(findings),
             "findings": [finding.to_dict() for finding in findings if finding.classes],
             "models": len(findings),
+            "reported": reported.by_model(
+                self.store.query_rollups(workspace_id, (reported.REPORTED,), first, last), catalogue_view.resolve
+            ),
         }
