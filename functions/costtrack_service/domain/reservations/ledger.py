@@ -25,6 +25,10 @@ a lease into a shard in debt pays its debt first. Between surveys, a warm functi
 the debts it last saw were paid from the unleased money, and leases only after a survey at most
 a second old (``service.py``): such spend counts within a second, and always before a refusal.
 
+A ledger counts the month's spend from before it existed: its creating write (``Seed``, after
+a survey) leases and spends in one shard what the daily rollups show spent this month less what
+its shards already spent, and no lease is taken from a ledger before that (``seed.py``).
+
 Expired holds are returned lazily, at survey time: a hold only matters to a reservation that
 cannot find money, and that reservation surveys before it refuses, so the survey is exactly when
 an expired hold must come back (no scheduled job, no writes for holds nobody needs).
@@ -88,6 +92,9 @@ class LedgerSurvey:
 
     leased: Decimal
     shards: Mapping[int, ShardState]
+    #: Whether the month's spend before the ledger was counted into it (``seed.py``); a ledger
+    #: lends nothing before it is.
+    seeded: bool = False
 
     def expired(self, now: int) -> dict[int, dict[str, Hold]]:
         """Holds past their expiry, by shard: returned to their shard by the next gather."""
@@ -132,6 +139,19 @@ class Gather:
     seen: Mapping[int, Decimal]  # shard -> available as surveyed (the condition)
 
 
+@dataclass(frozen=True)
+class Seed:
+    """Count the spend the ledger has not seen (``amount``: the month's spend from the rollups
+    less what its shards have spent) as leased into ``shard`` and spent there, in the ledger's
+    creating write, on the condition that no shard's ``spent`` changed since the survey that
+    ``seen`` holds (``None``: the shard did not exist)."""
+
+    ledger: Ledger
+    shard: int
+    amount: Decimal
+    seen: Mapping[int, Decimal | None]
+
+
 @dataclass
 class Known:
     """What one warm function last saw of a ledger: available per shard, what is left to lease."""
@@ -159,6 +179,7 @@ class HoldRejected:
     short: Mapping[tuple[str, int], Decimal] = field(default_factory=dict)  # (ref, shard) -> available now
     leased: Mapping[str, Decimal] = field(default_factory=dict)  # ref -> the central item's leased now
     conflict: bool = False
+    unseeded: frozenset[str] = frozenset()  # refs whose ledger is not seeded yet: survey and seed
 
 
 def lease_size(left: Decimal, wanted: Decimal, hold: Decimal) -> Decimal:
