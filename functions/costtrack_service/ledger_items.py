@@ -3,8 +3,13 @@
 
 A ledger lives in the allowance table beside the allowance shards, under its own keys:
 ``bl#<workspace>#<ref>#<month>#c`` (the central item: ``leased`` and ``seed``) and ``…#<NN>``
-(its shards: ``available``, ``held``, ``spent`` and one ``h_<entry>`` map ``{a, x}`` per live
-hold).
+(its shards: ``available``, ``held``, ``spent`` and one attribute per live hold).
+
+A hold is ``h<the entry's first 10 characters>`` = ``[amount, expires]``: 11 bytes of name and a
+two-number list, about 25 bytes, so that a shard keeps its steady state's live holds within the
+1 KB a write unit pays for (``bench/reservations.py``). The entry's first 10 characters (50 bits,
+random or from the Idempotency-Key's hash) name a hold among a shard's live ones. Holds written
+before this form (``h_<entry>`` = ``{a, x}``) are still read, returned at expiry and released.
 """
 
 from __future__ import annotations
@@ -22,7 +27,21 @@ from costtrack_service.domain.reservations.settle import Settle
 from costtrack_service.store_items import to_item
 from costtrack_service.tables import TableNames
 
-HOLD_PREFIX = "h_"
+HOLD_PREFIX = "h"
+HOLD_CHARS = 10
+#: The earlier form's prefix (``{a, x}`` maps): read, returned and released, never written.
+OLD_PREFIX = "h_"
+
+
+def hold_name(entry: str) -> str:
+    """A hold's attribute in its shard item (an entry of the earlier form, ``_`` and its 16
+    characters as ``shard_state`` names it, keeps its own name)."""
+    return HOLD_PREFIX + (entry if entry.startswith("_") else entry[:HOLD_CHARS])
+
+
+def hold_fields(entry: str) -> tuple[str, str]:
+    """The amount's and the expiry's paths inside a hold (after its ``#alias``)."""
+    return (".a", ".x") if entry.startswith("_") else ("[0]", "[1]")
 
 
 def ledger_key(workspace_id: str, ref: str, month: str, shard: int | None) -> str:
@@ -30,8 +49,8 @@ def ledger_key(workspace_id: str, ref: str, month: str, shard: int | None) -> st
     return f"bl#{workspace_id}#{ref}#{month}#" + ("c" if shard is None else f"{shard:02d}")
 
 
-def hold_value(amount: Decimal, expires: int) -> dict[str, Any]:
-    return {"a": amount, "x": expires}
+def hold_value(amount: Decimal, expires: int) -> list[Any]:
+    return [amount, expires]
 
 
 def release_update(
@@ -54,8 +73,8 @@ def release_update(
         "TableName": tables.allowance,
         "Key": to_item({"shard_key": ledger_key(workspace_id, part.ref, reservation.month, part.shard)}),
         "UpdateExpression": update + " REMOVE #h",
-        "ConditionExpression": "attribute_exists(#h) AND #h.x > :now AND #h.a = :a",
-        "ExpressionAttributeNames": {"#h": HOLD_PREFIX + reservation.entry},
+        "ConditionExpression": "attribute_exists(#h) AND #h[1] > :now AND #h[0] = :a",
+        "ExpressionAttributeNames": {"#h": hold_name(reservation.entry)},
         "ExpressionAttributeValues": to_item(values),
     }
 
@@ -107,11 +126,13 @@ def settle_rejection(rejected: ChunkRejected, reasons: Sequence[Any], settles: S
 
 
 def shard_state(item: dict[str, Any]) -> ShardState:
-    holds = {
-        name[len(HOLD_PREFIX) :]: Hold(Decimal(value["a"]), int(value["x"]))
-        for name, value in item.items()
-        if name.startswith(HOLD_PREFIX) and isinstance(value, dict)
-    }
+    """A shard item's state; its holds by entry (``hold_name`` gives the attribute back)."""
+    holds: dict[str, Hold] = {}
+    for name, value in item.items():
+        if name.startswith(OLD_PREFIX) and isinstance(value, dict):
+            holds[name[len(HOLD_PREFIX) :]] = Hold(Decimal(value["a"]), int(value["x"]))
+        elif name.startswith(HOLD_PREFIX) and isinstance(value, list) and len(value) == 2:
+            holds[name[len(HOLD_PREFIX) :]] = Hold(Decimal(value[0]), int(value[1]))
     return ShardState(
         available=Decimal(item.get("available", 0)),
         held=Decimal(item.get("held", 0)),

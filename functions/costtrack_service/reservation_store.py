@@ -30,8 +30,9 @@ from costtrack_service.domain.reservations.ledger import (
 )
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
 from costtrack_service.ledger_items import (
-    HOLD_PREFIX,
     debit_updates,
+    hold_fields,
+    hold_name,
     hold_value,
     ledger_key,
     release_update,
@@ -39,7 +40,7 @@ from costtrack_service.ledger_items import (
     settle_rejection,
     shard_state,
 )
-from costtrack_service.store_base import TableAccess
+from costtrack_service.rollup_reads import RollupReads
 from costtrack_service.store_items import from_item, to_item
 
 __all__ = ["ReservationTable", "debit_updates", "ledger_key", "reservation_settlements", "settle_rejection"]
@@ -47,11 +48,11 @@ __all__ = ["ReservationTable", "debit_updates", "ledger_key", "reservation_settl
 _TRANSIENT = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
 
 
-class ReservationTable(TableAccess):
+class ReservationTable(RollupReads):
     """Holds, surveys, gathers and releases of reservations (the settle: the event's write)."""
 
     def hold(self, workspace_id: str, entry: str, expires: int, takes: Sequence[Take]) -> HoldRejected | None:
-        name = HOLD_PREFIX + entry
+        name = hold_name(entry)
         items: list[dict[str, Any]] = []
         for take in takes:
             items.append(self._ledger_take(workspace_id, take, name, expires))
@@ -213,11 +214,12 @@ class ReservationTable(TableAccess):
             returned = sum((hold.amount for hold in expired.values()), ZERO)
             moved = gather.moves.get(shard, ZERO)
             delta = returned - moved + (total_moved if shard == gather.target else ZERO)
-            names = {f"#e{i}": HOLD_PREFIX + entry for i, entry in enumerate(expired)}
+            names = {f"#e{i}": hold_name(entry) for i, entry in enumerate(expired)}
+            expiry = {f"#e{i}": hold_fields(entry)[1] for i, entry in enumerate(expired)}
             values: dict[str, Any] = {":z": ZERO, ":d": delta, ":r": returned}
             if names:
                 values[":now"] = now
-            conditions = [f"attribute_exists({alias}) AND {alias}.x <= :now" for alias in names]
+            conditions = [f"attribute_exists({alias}) AND {alias}{expiry[alias]} <= :now" for alias in names]
             if moved - returned > 0:
                 conditions.append("available >= :need")
                 values[":need"] = moved - returned
@@ -258,12 +260,12 @@ class ReservationTable(TableAccess):
                 Key=to_item({"shard_key": key}),
                 ConsistentRead=True,
                 ProjectionExpression="shard_key, #h",
-                ExpressionAttributeNames={"#h": HOLD_PREFIX + reservation.entry},
+                ExpressionAttributeNames={"#h": hold_name(reservation.entry)},
             )
             if "Item" not in response:
                 continue
-            value = from_item(response["Item"]).get(HOLD_PREFIX + reservation.entry)
-            found[part] = Hold(Decimal(value["a"]), int(value["x"])) if value else None
+            value = from_item(response["Item"]).get(hold_name(reservation.entry))
+            found[part] = Hold(Decimal(value[0]), int(value[1])) if isinstance(value, list) else None
         return found
 
     def release(self, workspace_id: str, reservation: ReservationId, holds: dict[Part, Hold], now: int) -> bool:
@@ -319,8 +321,8 @@ def _hold_rejection(exc: ClientError, takes: Sequence[Take], name: str) -> HoldR
                 leased[take.ledger.ref] = Decimal(old.get("leased", 0))
                 if "seed" not in old:
                     unseeded.add(take.ledger.ref)
-            elif isinstance(old.get(name), dict):
-                replay[take.ledger.ref] = Hold(Decimal(old[name]["a"]), int(old[name]["x"]))
+            elif isinstance(old.get(name), list):
+                replay[take.ledger.ref] = Hold(Decimal(old[name][0]), int(old[name][1]))
             else:
                 short[(take.ledger.ref, take.shard)] = Decimal(old.get("available", 0))
     return HoldRejected(

@@ -42,9 +42,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
 
-#: Shards per ledger: one survey (central + shards) fits in one TransactGetItems (100 items),
-#: and at 1,000 reservations/s each shard sees one write in 64.
-LEDGER_SHARDS = 64
+#: Shards per ledger: as many as one survey (central + shards) can read in one TransactGetItems
+#: (100 items), so that a budget reserved from at 1,000/s spreads its writes and its live holds
+#: as thin as an atomic survey allows (``bench/reservations.py``).
+LEDGER_SHARDS = 99
 #: Money is counted to the 10th decimal (the event cost's precision, CONTRACT §5).
 QUANTUM = Decimal("1e-10")
 ZERO = Decimal(0)
@@ -183,7 +184,7 @@ class HoldRejected:
 
 
 def lease_size(left: Decimal, wanted: Decimal, hold: Decimal) -> Decimal:
-    """A lease big enough for ``wanted`` and some to come: about a 64th of what is left (a small
+    """A lease big enough for ``wanted`` and some to come: about a ``LEDGER_SHARDS``-th of what is left (a small
     budget spreads over the shards), in whole holds of this size so that reservations alike
     leave nothing stranded in a shard; never more than is left."""
     share = (left / LEDGER_SHARDS).quantize(QUANTUM, rounding=ROUND_CEILING)
