@@ -51,9 +51,9 @@ class Side:
         assert answer.status == 200, answer.body
         return dict(answer.body)
 
-    def budget(self, amount: str, enforce: bool) -> Budget:
+    def budget(self, amount: str, enforce: bool, value: str = "acme") -> Budget:
         budget = Budget(
-            f"bud_{uuid.uuid4().hex[:10]}", self.workspace_id, D(amount), scope="customer", scope_value="acme"
+            f"bud_{uuid.uuid4().hex[:10]}", self.workspace_id, D(amount), scope="customer", scope_value=value
         )
         budget = replace(budget, enforce=enforce)
         self.put(budget, None)
@@ -75,12 +75,12 @@ class Side:
             return False
         return True
 
-    def ledger(self, budget: Budget) -> Ledger:
+    def ledger(self, budget: Budget, instance: str | None = None) -> Ledger:
         month = window(budget, self.now()).first_day.isoformat()[:7]
-        return Ledger(budget.budget_id, None, budget.amount, None, month)
+        return Ledger(budget.budget_id, None, budget.amount, instance, month)
 
-    def totals(self, budget: Budget) -> tuple[Decimal, Decimal, Decimal]:
-        survey = self.store.survey_ledger(self.workspace_id, self.ledger(budget))
+    def totals(self, budget: Budget, instance: str | None = None) -> tuple[Decimal, Decimal, Decimal]:
+        survey = self.store.survey_ledger(self.workspace_id, self.ledger(budget, instance))
         return survey.totals(budget.amount, int(self.now().timestamp()))
 
 
@@ -148,6 +148,16 @@ def test_a_budget_enforced_mid_month_counts_what_was_spent_before(side: Side) ->
     assert side.reserve("0.2")
     assert not side.reserve("0.01")
     assert side.totals(budget) == (D("0.8"), D("0.2"), D("0"))
+
+
+def test_a_template_enforced_mid_month_counts_each_customers_spend_before(side: Side) -> None:
+    template = side.budget("1", enforce=False, value="*")
+    for _ in range(8):
+        side.event(10_000)  # acme: 0.80 before the template was enforced
+    template = side.enforce(template)
+    assert not side.reserve("0.21")
+    assert side.reserve("0.2")
+    assert side.totals(template, "acme") == (D("0.8"), D("0.2"), D("0"))
 
 
 def test_spend_the_ledger_already_counted_is_not_counted_twice(side: Side) -> None:

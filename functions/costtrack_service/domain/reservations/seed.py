@@ -48,9 +48,9 @@ def window_spend(store: RollupReader, budget: Budget, instance: str | None, now:
     rows = store.query_rollups(
         budget.workspace_id, (budget.dimension,), span.first_day.isoformat(), span.last_day.isoformat()
     )
-    if budget.template:
-        return instance_spends(budget, span, rows, set()).get(instance or "", ZERO) if instance is not None else ZERO
-    return spend(budget, span, rows)
+    if not budget.template:
+        return spend(budget, span, rows)
+    return ZERO if instance is None else instance_spends(budget, span, rows, set()).get(instance, ZERO)
 
 
 def plan_seed(ledger: Ledger, survey: LedgerSurvey, window_spent: Decimal, shard: int, shards: int) -> Seed:
