@@ -5,14 +5,25 @@
 - Reservation handler CPU per reservation, excluding I/O: the real Lambda handler in front of
   the in-memory store (which keeps the same ledgers, ``memory_ledgers.py``), one enforced budget
   with room for every reservation; thread CPU time, median and p99.
-- DynamoDB write units per reserve and per settle on DynamoDB Local, by AWS's documented rules
-  from the real item sizes (as ``service.py`` counts them): a reserve is one conditional
-  ``UpdateItem`` of one ledger shard (a standard write), or a transaction with the central item
-  when it leases; a settle is one update of that shard inside the event's own transaction (the
-  event's own items are not counted here).
-- The busiest item's busy fraction at 1,000 reservations/s on one budget: the writes each item
-  takes over the run, scaled to that rate, times one write's 10 ms (the busiest of all items,
-  and of the ledger's shards alone: the central item is written once per lease).
+- A steady state on DynamoDB Local, in virtual time (the services' clocks): one enforced budget
+  reserved from at 1,000 reservations/s (one every millisecond, each with its own
+  Idempotency-Key, token-count estimates), each call's event (its real cost, below the hold)
+  settling its reservation when the call ends, after a duration drawn uniformly from 0.5 to
+  3.5 s (a chat completion; 2 s on average, so about 2,000 holds are live at once). The first
+  ``WARM_SECONDS`` fill the ledger to that steady state; the next ``MEASURED_SECONDS`` are
+  measured:
+
+  - write units per reserve and per settle by AWS's documented rules, each write sized when it
+    happens (the larger of the item before and after it, 1 unit per started KB, doubled in a
+    transaction); the event's own items are not counted;
+  - each ledger item's writes per second (reserves, settles, leases, gathers, seeds) and, for
+    the busiest item, three figures: ``..._busy_fraction_at_1k_rps``, the issue's measure (every
+    write × 10 ms, ``service.TRANSACTION_SECONDS``); ``..._wcu_share_at_1k_rps``, its write units
+    per second over the 1,000 WCU/s one partition (and so one item) takes; and
+    ``..._transaction_busy_at_1k_rps``, the transactions a second that write it × 10 ms, the time
+    a transaction holds an item against conflicting writes (a plain ``UpdateItem`` does not hold
+    it);
+  - the shards' live holds and item sizes at the end.
 
 Prints a table and, on the last line, one JSON object.
 """
@@ -20,17 +31,21 @@ Prints a table and, on the last line, one JSON object.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 from typing import Any
 
 from harness import memory_handler, quiet, thread_cpu_ns
-from service import TRANSACTION_SECONDS, _write_units, api_event, percentile
+from service import TRANSACTION_SECONDS, api_event, percentile
 
 CPU_RESERVATIONS = 3_000
 CPU_WARMUP = 300
-DDB_RESERVATIONS = 2_000
 TARGET_RPS = 1_000
+#: Virtual seconds that fill the ledger to its steady state (the longest call lasts 3.5 s), then
+#: the measured ones.
+WARM_SECONDS = float(os.environ.get("RESERVATIONS_WARM_SECONDS", "4"))
+MEASURED_SECONDS = float(os.environ.get("RESERVATIONS_MEASURED_SECONDS", "4"))
 BODY = {
     "provider": "openai",
     "model": "gpt-5",
@@ -74,15 +89,27 @@ def handler_cpu() -> dict[str, float]:
 
 
 def dynamodb_costs() -> dict[str, float]:
+    import random
+    from datetime import UTC, datetime, timedelta
+
     import boto3
 
     from costtrack_service.domain.ingestion import IngestService
     from costtrack_service.domain.quota import Tier
+    from costtrack_service.domain.reservations.ledger import LEDGER_SHARDS
     from costtrack_service.domain.reservations.service import ReservationService
     from costtrack_service.edge.ingest_request import IngestRequest, ingest
     from costtrack_service.store import DynamoStore, dynamodb_client
     from costtrack_service.tables import TableNames
     from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
+    from costtrack_tools.local.item_size import item_size, write_units
+
+    rng = random.Random(29)
+    start = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+    clock = [0.0]  # virtual seconds since start
+
+    def now() -> datetime:
+        return start + timedelta(seconds=clock[0])
 
     with LocalDynamo() as dynamo:
         tables = TableNames.with_prefix("bench-rsv-")
@@ -93,55 +120,103 @@ def dynamodb_costs() -> dict[str, float]:
         secret, _ = store.create_key(workspace.workspace_id)
         store.put_budget(enforced_budget(workspace.workspace_id, "1000000"))
         client = dynamodb_client(dynamo.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS)
-        written: list[list[tuple[str, dict[str, Any]]]] = []
-        single: list[tuple[str, dict[str, Any]]] = []
+        recorded: list[tuple[bool, dict[str, Any]]] = []  # (transactional, the write's body)
 
         def before(params: dict[str, Any], model: Any, **_: Any) -> None:
             if model.name == "TransactWriteItems":
-                ledger = [(k, body) for item in params["TransactItems"] for k, body in item.items() if _ledger(body)]
-                if ledger:
-                    written.append(ledger)
+                recorded.extend(
+                    (True, body) for item in params["TransactItems"] for body in item.values() if _ledger(body)
+                )
             elif model.name == "UpdateItem" and _ledger(params):
-                single.append(("Update", params))
+                recorded.append((False, params))
 
         client.meta.events.register("provide-client-params.dynamodb.*", before)
-        ingest_service = IngestService(DynamoStore(client, tables))
+        sizes: dict[str, int] = {}
+
+        def units_of_recorded() -> list[tuple[str, int, bool]]:
+            """(item, write units, transactional) of the writes recorded since the last call."""
+            out = []
+            for transactional, body in recorded:
+                key = json.dumps(body["Key"])
+                item = raw.get_item(TableName=body["TableName"], Key=body["Key"], ConsistentRead=True).get("Item")
+                after = item_size(item) if item else 0
+                out.append((key, write_units(max(sizes.get(key, 0), after), transactional), transactional))
+                sizes[key] = after
+            recorded.clear()
+            return out
+
+        ingest_service = IngestService(DynamoStore(client, tables), clock=now)
         reservations = ReservationService(
             ingest_service.store,  # type: ignore[arg-type]
             ingest_service.pricer,
             ingest_service.reads.price_overrides,
+            clock=now,
+            monotonic=lambda: clock[0],
         )
         key = ingest_service.authenticate(secret)
-        ids = [reservations.reserve(key, BODY, f"bench-{n}")["reservation_id"] for n in range(DDB_RESERVATIONS)]
-        touched: dict[str, int] = {}
-        for transaction in written:
-            for _kind, body in transaction:
-                touched[json.dumps(body["Key"])] = touched.get(json.dumps(body["Key"]), 0) + 1
-        for _kind, body in single:
-            touched[json.dumps(body["Key"])] = touched.get(json.dumps(body["Key"]), 0) + 1
-        reserve_units = sum(_write_units(raw, written, single))
-        leases = len(written)
-        written.clear()
-        single.clear()
-        event = {**{k: v for k, v in BODY.items() if k != "estimate"}, "prompt_tokens": 1200, "completion_tokens": 300}
-        for n, reservation_id in enumerate(ids[:200]):
-            body = json.dumps({**event, "reservation_id": reservation_id}).encode()
-            headers = {"authorization": f"Bearer {secret}", "idempotency-key": f"settle-{n}"}
-            answer = ingest(ingest_service, IngestRequest(headers, body))
-            if answer.status != 200 or answer.body["warnings"]:
-                raise RuntimeError(answer.body)
-        settle_units = sum(_write_units(raw, written, single))
-        settles = 200
-    busiest = max(touched.values())
-    shards = max(count for key, count in touched.items() if not key.endswith('#c"}}'))
-    per_write = TARGET_RPS / DDB_RESERVATIONS * TRANSACTION_SECONDS  # one write's share at the target rate
+        event = {**{k: v for k, v in BODY.items() if k != "estimate"}, "prompt_tokens": 1200}
+        ends: list[tuple[float, str]] = []  # (virtual end, reservation id), kept sorted by end
+        reserve_units = settle_units = reserves = settles = 0
+        writes: dict[str, list[float]] = {}  # item -> [writes, write units, transactional writes]
+        total = int((WARM_SECONDS + MEASURED_SECONDS) * TARGET_RPS)
+        for n in range(total):
+            clock[0] = n / TARGET_RPS
+            measured = clock[0] >= WARM_SECONDS
+            while ends and ends[0][0] <= clock[0]:
+                _, reservation_id = ends.pop(0)
+                body = {**event, "completion_tokens": rng.randint(100, 800), "reservation_id": reservation_id}
+                headers = {"authorization": f"Bearer {secret}", "idempotency-key": f"settle-{reservation_id}"}
+                answer = ingest(ingest_service, IngestRequest(headers, json.dumps(body).encode()))
+                if answer.status != 200 or answer.body["warnings"]:
+                    raise RuntimeError(answer.body)
+                done = units_of_recorded()
+                if measured:
+                    settles += 1
+                    settle_units += sum(units for _, units, _ in done)
+                    _count(writes, done)
+            reservation_id = reservations.reserve(key, BODY, f"bench-{n}")["reservation_id"]
+            done = units_of_recorded()
+            if measured:
+                reserves += 1
+                reserve_units += sum(units for _, units, _ in done)
+                _count(writes, done)
+            end = clock[0] + rng.uniform(0.5, 3.5)
+            position = len(ends)
+            while position and ends[position - 1][0] > end:
+                position -= 1
+            ends.insert(position, (end, reservation_id))
+        shard_items = [
+            item
+            for page in raw.get_paginator("scan").paginate(TableName=tables.allowance)
+            for item in page["Items"]
+            if item["shard_key"]["S"].startswith("bl#") and not item["shard_key"]["S"].endswith("#c")
+        ]
+    live = [sum(1 for name in item if name.startswith("h")) for item in shard_items]
+    seconds = MEASURED_SECONDS
+    busiest = max(writes.items(), key=lambda entry: entry[1][0])
+    central = [counts for item, counts in writes.items() if item.endswith('#c"}}')]
     return {
-        "reservation_ddb_wcu_per_reserve": reserve_units / DDB_RESERVATIONS,
-        "reservation_leases_per_reserve": leases / DDB_RESERVATIONS,
+        "reservation_ddb_wcu_per_reserve": reserve_units / reserves,
         "reservation_ddb_wcu_per_settle": settle_units / settles,
-        "reservation_hot_item_busy_fraction_at_1k_rps": busiest * per_write,
-        "reservation_busiest_shard_busy_fraction_at_1k_rps": shards * per_write,
+        "reservation_steady_live_holds": float(len(ends)),
+        "reservation_shards": float(LEDGER_SHARDS),
+        "reservation_live_holds_per_shard_max": float(max(live)),
+        "reservation_shard_item_bytes_max": float(max(item_size(item) for item in shard_items)),
+        "reservation_hot_item_busy_fraction_at_1k_rps": busiest[1][0] / seconds * TRANSACTION_SECONDS,
+        "reservation_hot_item_wcu_share_at_1k_rps": max(c[1] for c in writes.values()) / seconds / 1000,
+        "reservation_hot_item_transaction_busy_at_1k_rps": max(c[2] for c in writes.values())
+        / seconds
+        * TRANSACTION_SECONDS,
+        "reservation_central_writes_per_s": (central[0][0] / seconds) if central else 0.0,
     }
+
+
+def _count(writes: dict[str, list[float]], done: list[tuple[str, int, bool]]) -> None:
+    for item, units, transactional in done:
+        counts = writes.setdefault(item, [0, 0, 0])
+        counts[0] += 1
+        counts[1] += units
+        counts[2] += transactional
 
 
 def _ledger(body: dict[str, Any]) -> bool:

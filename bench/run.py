@@ -3,8 +3,9 @@
 Runs the Python SDK benchmark (beside posthog's ``capture()``), its transport beside httpx2's
 (``sdk_transports.py``), the CPU ``costtrack.instrument()`` adds to an OpenAI call beside Langfuse's
 and OpenLLMetry's (``instrumentation.py``), the Node SDK benchmark and the
-service benchmark, the write units per event with run ids taken apart (``run_units.py``), the
-daily export's reads (``export_reads.py``) and the simulation of AWS at
+service benchmark, reservations (``reservations.py``) and the SDKs' ``reserve()`` against the
+local stack (``sdk_reserve.py``), the write units per event with run ids taken apart
+(``run_units.py``), the daily export's reads (``export_reads.py``) and the simulation of AWS at
 scale (``sim.py``), each in its own process, and writes one flat JSON object with their figures
 and the machine they ran on. Figures are printed, never asserted: compare runs, and compare
 against the peers measured in the same run. ``--only NAME`` (repeatable) runs some of them and
@@ -69,6 +70,7 @@ BENCHMARKS = {
     "node_sdk": ["node", "bench/node_sdk.mjs"],
     "service": [sys.executable, "bench/service.py"],
     "reservations": [sys.executable, "bench/reservations.py"],
+    "sdk_reserve": [sys.executable, "bench/sdk_reserve.py"],
     "run_units": [sys.executable, "bench/run_units.py"],
     "export_reads": [sys.executable, "bench/export_reads.py"],
     "sim": [sys.executable, "bench/sim.py"],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import calendar
 import heapq
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -29,18 +29,19 @@ from costtrack_service.domain.keys import (
 )
 from costtrack_service.domain.quota import Charge, Usage, WorkspaceState
 from costtrack_service.domain.records import EventQuery, EventRecord
-from costtrack_service.domain.shards import SHARDS, event_partitions, rollup_partitions
+from costtrack_service.domain.shards import SHARDS, event_partitions
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.store_errors import NotFound, TransitionRefused
-from costtrack_service.domain.usage import CHARGE, Counts, RollupKey, month_usage
-from costtrack_service.store_base import TableAccess, _now, shard_key
+from costtrack_service.domain.usage import CHARGE, month_usage
+from costtrack_service.rollup_reads import RollupReads
+from costtrack_service.store_base import _now, shard_key
 from costtrack_service.store_items import event_from_item, from_item, key_from_item, key_to_item, to_item
 from costtrack_service.tables import BY_WORKSPACE, VISIBLE_BY_TIME
 
 _READERS = 8  # parallel queries when a read spans a workspace's partitions
 
 
-class OwnerStore(TableAccess):
+class OwnerStore(RollupReads):
     # -- keys -----------------------------------------------------------------------------
 
     def create_key(
@@ -135,42 +136,6 @@ class OwnerStore(TableAccess):
         return Usage(included_used, credits_used, workspace.credits + leased)
 
     # -- reports --------------------------------------------------------------------------
-
-    def query_rollups(
-        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
-    ) -> list[tuple[RollupKey, Counts]]:
-        """Rollup rows of some dimensions for the days ``first_day`` to ``last_day`` (inclusive),
-        the shards of each row added up: one Query per dimension and shard, in parallel."""
-        shards = self.partition_layout(workspace_id).rollup_shards
-        queries = [
-            (partition, dimension) for dimension in dimensions for partition in rollup_partitions(workspace_id, shards)
-        ]
-
-        def read(query: tuple[str, str]) -> list[tuple[RollupKey, Counts]]:
-            partition, dimension = query
-            low, high = RollupKey.range(dimension, first_day, last_day)
-            rows = []
-            pages = self.client.get_paginator("query").paginate(
-                TableName=self.tables.rollups,
-                KeyConditionExpression="#p = :p AND rollup_key BETWEEN :low AND :high",
-                ExpressionAttributeNames={"#p": "partition"},
-                ExpressionAttributeValues=to_item({":p": partition, ":low": low, ":high": high}),
-            )
-            for page in pages:
-                for raw in page.get("Items", []):
-                    item = from_item(raw)
-                    counts = Counts.from_row(item)
-                    value = item.get("value")
-                    rows.append(
-                        (RollupKey.parse(str(item["rollup_key"]), None if value is None else str(value)), counts)
-                    )
-            return rows
-
-        totals: dict[RollupKey, Counts] = {}
-        for rows in _in_parallel(read, queries):
-            for key, counts in rows:
-                totals.setdefault(key, Counts()).add(counts)
-        return sorted(totals.items())
 
     def list_visible_events(self, query: EventQuery) -> tuple[list[EventRecord], dict[str, str] | None]:
         """The query's page, from the sparse dashboard index (hidden events are not in it): the

@@ -1,24 +1,21 @@
 """DynamoDB: enforced budgets' ledgers and the reservations held in them (``domain/reservations``).
 
-A ledger lives in the allowance table beside the allowance shards, under its own keys:
-``bl#<workspace>#<ref>#<month>#c`` (the central item: ``leased``) and ``…#<NN>`` (its shards:
-``available``, ``held``, ``spent`` and one ``h_<entry>`` map ``{a, x}`` per live hold). A hold
-lives in its shard item, so reserving from one budget is one conditional ``UpdateItem`` (a
-transaction only when it leases or more than one budget applies), and settling is one update of
-that item inside the event's own transaction (:func:`reservation_settlements`).
+The items are described in ``ledger_items.py``. A hold lives in its shard item, so reserving
+from one budget is one conditional ``UpdateItem`` (a transaction only when it leases or more
+than one budget applies), and settling is one update of that item inside the event's own
+transaction (``ledger_items.reservation_settlements``). A ledger's creating write (its seed, the
+month's spend before it: ``domain/reservations/seed.py``) is one transaction over the central
+item and every shard.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from costtrack_service.domain.chunks import ChunkRejected
-from costtrack_service.domain.reservations.debit import Debit
 from costtrack_service.domain.reservations.ids import Part, ReservationId
 from costtrack_service.domain.reservations.ledger import (
     LEDGER_SHARDS,
@@ -28,33 +25,34 @@ from costtrack_service.domain.reservations.ledger import (
     HoldRejected,
     Ledger,
     LedgerSurvey,
-    ShardState,
+    Seed,
     Take,
 )
-from costtrack_service.domain.reservations.settle import Settle
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
-from costtrack_service.store_base import TableAccess
+from costtrack_service.ledger_items import (
+    debit_updates,
+    hold_fields,
+    hold_name,
+    hold_value,
+    ledger_key,
+    release_update,
+    reservation_settlements,
+    settle_rejection,
+    shard_state,
+)
+from costtrack_service.rollup_reads import RollupReads
 from costtrack_service.store_items import from_item, to_item
-from costtrack_service.tables import TableNames
+
+__all__ = ["ReservationTable", "debit_updates", "ledger_key", "reservation_settlements", "settle_rejection"]
 
 _TRANSIENT = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
-HOLD_PREFIX = "h_"
 
 
-def ledger_key(workspace_id: str, ref: str, month: str, shard: int | None) -> str:
-    """A ledger item's key: ``shard`` None is the central item."""
-    return f"bl#{workspace_id}#{ref}#{month}#" + ("c" if shard is None else f"{shard:02d}")
-
-
-def _hold_value(amount: Decimal, expires: int) -> dict[str, Any]:
-    return {"a": amount, "x": expires}
-
-
-class ReservationTable(TableAccess):
+class ReservationTable(RollupReads):
     """Holds, surveys, gathers and releases of reservations (the settle: the event's write)."""
 
     def hold(self, workspace_id: str, entry: str, expires: int, takes: Sequence[Take]) -> HoldRejected | None:
-        name = HOLD_PREFIX + entry
+        name = hold_name(entry)
         items: list[dict[str, Any]] = []
         for take in takes:
             items.append(self._ledger_take(workspace_id, take, name, expires))
@@ -75,7 +73,7 @@ class ReservationTable(TableAccess):
             ":z": ZERO,
             ":delta": take.lease - take.hold,
             ":hold": take.hold,
-            ":entry": _hold_value(take.hold, expires),
+            ":entry": hold_value(take.hold, expires),
         }
         condition = "attribute_not_exists(#h)"
         if take.need > 0:
@@ -114,7 +112,8 @@ class ReservationTable(TableAccess):
                 "TableName": self.tables.allowance,
                 "Key": to_item({"shard_key": ledger_key(workspace_id, ledger.ref, ledger.month, None)}),
                 "UpdateExpression": update,
-                "ConditionExpression": "attribute_not_exists(leased) OR leased <= :max",
+                # A ledger lends only once it counts the month's spend before it (``seed.py``).
+                "ConditionExpression": "attribute_exists(seed) AND leased <= :max",
                 "ExpressionAttributeValues": to_item(values),
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
@@ -136,7 +135,7 @@ class ReservationTable(TableAccess):
         found = [from_item(answer["Item"]) if answer.get("Item") else None for answer in response["Responses"]]
         leased = Decimal(found[0].get("leased", 0)) if found[0] else ZERO
         shards = {index: shard_state(item) for index, item in enumerate(found[1:]) if item is not None}
-        return LedgerSurvey(leased, shards)
+        return LedgerSurvey(leased, shards, seeded=bool(found[0] and "seed" in found[0]))
 
     def read_ledger(self, workspace_id: str, ledger: Ledger) -> LedgerSurvey:
         """The central item and every shard by plain reads (``BatchGetItem``, not a snapshot):
@@ -153,7 +152,58 @@ class ReservationTable(TableAccess):
         central = found.get(keys[0])
         leased = Decimal(central.get("leased", 0)) if central else ZERO
         shards = {index: shard_state(found[key]) for index, key in enumerate(keys[1:]) if key in found}
-        return LedgerSurvey(leased, shards)
+        return LedgerSurvey(leased, shards, seeded=bool(central and "seed" in central))
+
+    def seed_ledger(self, workspace_id: str, seed: Seed) -> bool:
+        """The ledger's creating write: ``seed.amount`` leased into ``seed.shard`` and spent
+        there, the central item marked seeded; every shard's ``spent`` as surveyed (the
+        condition). False when the ledger was seeded meanwhile or a shard spent."""
+        ledger = seed.ledger
+        central: dict[str, Any] = {":z": ZERO, ":seed": seed.amount, ":amount": ledger.amount}
+        central[":budget"] = ledger.budget_id
+        update = "SET leased = if_not_exists(leased, :z) + :seed, seed = :seed, amount = :amount, budget_id = :budget"
+        if ledger.instance is not None:
+            central[":instance"] = ledger.instance
+            update += ", instance = :instance"
+        key = ledger_key(workspace_id, ledger.ref, ledger.month, None)
+        items: list[dict[str, Any]] = [
+            {
+                "Update": {
+                    "TableName": self.tables.allowance,
+                    "Key": to_item({"shard_key": key}),
+                    "UpdateExpression": update,
+                    "ConditionExpression": "attribute_not_exists(seed)",
+                    "ExpressionAttributeValues": to_item(central),
+                }
+            }
+        ]
+        for index in range(LEDGER_SHARDS):
+            seen = seed.seen.get(index)
+            values: dict[str, Any] = {":seen": seen or ZERO}
+            condition = "spent = :seen" if seen else "attribute_not_exists(spent) OR spent = :seen"
+            part: dict[str, Any] = {
+                "TableName": self.tables.allowance,
+                "Key": to_item({"shard_key": ledger_key(workspace_id, ledger.ref, ledger.month, index)}),
+                "ConditionExpression": condition,
+            }
+            if index == seed.shard:
+                values.update({":z": ZERO, ":seed": seed.amount})
+                part["UpdateExpression"] = "SET spent = if_not_exists(spent, :z) + :seed"
+            part["ExpressionAttributeValues"] = to_item(values)
+            items.append({"Update" if index == seed.shard else "ConditionCheck": part})
+        try:
+            self._call(self.client.transact_write_items, TransactItems=items)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in (
+                "TransactionCanceledException",
+                "TransactionConflictException",
+            ):
+                codes = {str(reason.get("Code")) for reason in exc.response.get("CancellationReasons") or []}
+                if codes & _TRANSIENT:
+                    raise StoreUnavailable("seed: " + ",".join(sorted(codes))) from exc
+                return False
+            raise
+        return True
 
     def gather(self, workspace_id: str, gather: Gather, now: int) -> bool:
         ledger = gather.ledger
@@ -164,11 +214,12 @@ class ReservationTable(TableAccess):
             returned = sum((hold.amount for hold in expired.values()), ZERO)
             moved = gather.moves.get(shard, ZERO)
             delta = returned - moved + (total_moved if shard == gather.target else ZERO)
-            names = {f"#e{i}": HOLD_PREFIX + entry for i, entry in enumerate(expired)}
+            names = {f"#e{i}": hold_name(entry) for i, entry in enumerate(expired)}
+            expiry = {f"#e{i}": hold_fields(entry)[1] for i, entry in enumerate(expired)}
             values: dict[str, Any] = {":z": ZERO, ":d": delta, ":r": returned}
             if names:
                 values[":now"] = now
-            conditions = [f"attribute_exists({alias}) AND {alias}.x <= :now" for alias in names]
+            conditions = [f"attribute_exists({alias}) AND {alias}{expiry[alias]} <= :now" for alias in names]
             if moved - returned > 0:
                 conditions.append("available >= :need")
                 values[":need"] = moved - returned
@@ -209,12 +260,12 @@ class ReservationTable(TableAccess):
                 Key=to_item({"shard_key": key}),
                 ConsistentRead=True,
                 ProjectionExpression="shard_key, #h",
-                ExpressionAttributeNames={"#h": HOLD_PREFIX + reservation.entry},
+                ExpressionAttributeNames={"#h": hold_name(reservation.entry)},
             )
             if "Item" not in response:
                 continue
-            value = from_item(response["Item"]).get(HOLD_PREFIX + reservation.entry)
-            found[part] = Hold(Decimal(value["a"]), int(value["x"])) if value else None
+            value = from_item(response["Item"]).get(hold_name(reservation.entry))
+            found[part] = Hold(Decimal(value[0]), int(value[1])) if isinstance(value, list) else None
         return found
 
     def release(self, workspace_id: str, reservation: ReservationId, holds: dict[Part, Hold], now: int) -> bool:
@@ -240,92 +291,6 @@ class ReservationTable(TableAccess):
         return release_update(self.tables, workspace_id, reservation, part, hold, now, cost)
 
 
-def release_update(
-    tables: TableNames,
-    workspace_id: str,
-    reservation: ReservationId,
-    part: Part,
-    hold: Hold,
-    now: int,
-    cost: Decimal | None,
-) -> dict[str, Any]:
-    """Return a live hold to its shard and spend ``cost`` there (``ZERO``: a release), on the
-    condition that the hold is still there, unexpired, and the one read."""
-    values: dict[str, Any] = {":a": hold.amount, ":now": now, ":back": hold.amount - (cost or ZERO)}
-    update = "SET held = held - :a, available = available + :back"
-    if cost:
-        update += ", spent = if_not_exists(spent, :z) + :cost"
-        values.update({":z": ZERO, ":cost": cost})
-    return {
-        "TableName": tables.allowance,
-        "Key": to_item({"shard_key": ledger_key(workspace_id, part.ref, reservation.month, part.shard)}),
-        "UpdateExpression": update + " REMOVE #h",
-        "ConditionExpression": "attribute_exists(#h) AND #h.x > :now AND #h.a = :a",
-        "ExpressionAttributeNames": {"#h": HOLD_PREFIX + reservation.entry},
-        "ExpressionAttributeValues": to_item(values),
-    }
-
-
-def debit_updates(tables: TableNames, workspace_id: str, debits: Sequence[Debit]) -> list[dict[str, Any]]:
-    """The event transaction's part for events that settle nothing: each enforced ledger they
-    fall under spends their cost in one shard, unconditionally (an event is never refused for a
-    limit; ``available`` may go below zero, a debt the next gather or lease pays)."""
-    return [
-        {
-            "Update": {
-                "TableName": tables.allowance,
-                "Key": to_item(
-                    {"shard_key": ledger_key(workspace_id, debit.ledger.ref, debit.ledger.month, debit.shard)}
-                ),
-                "UpdateExpression": (
-                    "SET available = if_not_exists(available, :z) - :c, spent = if_not_exists(spent, :z) + :c, "
-                    "unreserved = if_not_exists(unreserved, :z) + :c"
-                ),
-                "ExpressionAttributeValues": to_item({":z": ZERO, ":c": debit.amount}),
-            }
-        }
-        for debit in debits
-    ]
-
-
-def reservation_settlements(tables: TableNames, workspace_id: str, settles: Sequence[Settle]) -> list[dict[str, Any]]:
-    """The event transaction's part for the reservations its events settle: one update per hold
-    (release it, spend the event's real cost), each on the hold's own condition. The committer
-    reads a cancellation of these items as "already settled" (``settle.py``)."""
-    return [
-        {"Update": release_update(tables, workspace_id, settle.reservation, part, hold, settle.now, settle.cost)}
-        for settle in settles
-        for part, hold in settle.holds.items()
-    ]
-
-
-def settle_rejection(rejected: ChunkRejected, reasons: Sequence[Any], settles: Sequence[Settle]) -> ChunkRejected:
-    """A cancelled event transaction's settle items (its last ones): the events whose hold was
-    gone (settled meanwhile by another event, or released) go again without their settle."""
-    settled = set()
-    position = 0
-    for settle in settles:
-        for _ in settle.holds:
-            if position < len(reasons) and reasons[position].get("Code") == "ConditionalCheckFailed":
-                settled.add(settle.event_key)
-            position += 1
-    return replace(rejected, settled=frozenset(settled)) if settled else rejected
-
-
-def shard_state(item: dict[str, Any]) -> ShardState:
-    holds = {
-        name[len(HOLD_PREFIX) :]: Hold(Decimal(value["a"]), int(value["x"]))
-        for name, value in item.items()
-        if name.startswith(HOLD_PREFIX) and isinstance(value, dict)
-    }
-    return ShardState(
-        available=Decimal(item.get("available", 0)),
-        held=Decimal(item.get("held", 0)),
-        spent=Decimal(item.get("spent", 0)),
-        holds=holds,
-    )
-
-
 def _hold_rejection(exc: ClientError, takes: Sequence[Take], name: str) -> HoldRejected:
     error = exc.response.get("Error", {})
     code = error.get("Code")
@@ -343,6 +308,7 @@ def _hold_rejection(exc: ClientError, takes: Sequence[Take], name: str) -> HoldR
     replay: dict[str, Hold] = {}
     short: dict[tuple[str, int], Decimal] = {}
     leased: dict[str, Decimal] = {}
+    unseeded: set[str] = set()
     position = 0
     for take in takes:
         for is_central in (False, True) if take.lease > 0 else (False,):
@@ -353,8 +319,16 @@ def _hold_rejection(exc: ClientError, takes: Sequence[Take], name: str) -> HoldR
             old = from_item(reason["Item"]) if reason.get("Item") else {}
             if is_central:
                 leased[take.ledger.ref] = Decimal(old.get("leased", 0))
-            elif isinstance(old.get(name), dict):
-                replay[take.ledger.ref] = Hold(Decimal(old[name]["a"]), int(old[name]["x"]))
+                if "seed" not in old:
+                    unseeded.add(take.ledger.ref)
+            elif isinstance(old.get(name), list):
+                replay[take.ledger.ref] = Hold(Decimal(old[name][0]), int(old[name][1]))
             else:
                 short[(take.ledger.ref, take.shard)] = Decimal(old.get("available", 0))
-    return HoldRejected(replay=replay, short=short, leased=leased, conflict="TransactionConflict" in codes)
+    return HoldRejected(
+        replay=replay,
+        short=short,
+        leased=leased,
+        conflict="TransactionConflict" in codes,
+        unseeded=frozenset(unseeded),
+    )

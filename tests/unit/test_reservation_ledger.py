@@ -40,10 +40,10 @@ NOW = 1_800_000_000
 # -- planning ---------------------------------------------------------------------------------
 
 
-def test_a_fresh_ledger_leases_about_a_64th_in_whole_holds() -> None:
+def test_a_fresh_ledger_leases_about_a_shards_share_in_whole_holds() -> None:
     take = plan_take(LEDGER, Known(), D("0.01"), 5)
-    assert take == Take(LEDGER, 5, D("0.01"), D("0.01"))  # 1/64 = 0.0156… → one whole hold of 0.01
-    assert lease_size(D("64"), D("0.3"), D("0.3")) == D("0.9")
+    assert take == Take(LEDGER, 5, D("0.01"), D("0.01"))  # 1/99 = 0.0101… → one whole hold of 0.01
+    assert lease_size(D("99"), D("0.3"), D("0.3")) == D("0.9")
     assert lease_size(D("0.005"), D("0.01"), D("0.01")) == D("0.005")  # never more than is left
 
 

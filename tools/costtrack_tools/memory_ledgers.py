@@ -1,5 +1,5 @@
 """Enforced budgets' ledgers in memory: what ``reservation_store.py`` does in DynamoDB, with the
-same items (central ``leased``; shards' ``available``, ``held``, ``spent`` and one hold per
+same items' ``available``, ``held``, ``spent`` and one hold per
 reservation) and the same conditions, so that reservations, their settles and the events that
 spend without one behave alike with and without DynamoDB. The caller holds the store's lock
 around the chunk part (:meth:`settle_conflicts`, :meth:`apply_chunk`).
@@ -22,6 +22,7 @@ from costtrack_service.domain.reservations.ledger import (
     HoldRejected,
     Ledger,
     LedgerSurvey,
+    Seed,
     ShardState,
     Take,
 )
@@ -39,6 +40,7 @@ class _Shard:
 class MemoryLedgers:
     def __init__(self) -> None:
         self.leased: dict[str, Decimal] = {}  # central item key -> leased
+        self.seeds: dict[str, Decimal] = {}  # central item key -> the seed (``seed.py``)
         self.ledger_shards: dict[str, _Shard] = {}  # shard item key -> state
         self._ledger_lock = threading.RLock()
 
@@ -47,6 +49,7 @@ class MemoryLedgers:
             replay: dict[str, Hold] = {}
             short: dict[tuple[str, int], Decimal] = {}
             leased: dict[str, Decimal] = {}
+            unseeded: set[str] = set()
             for take in takes:
                 shard = self.ledger_shards.get(self._key(workspace_id, take.ledger, take.shard))
                 if shard is not None and entry in shard.holds:
@@ -56,11 +59,14 @@ class MemoryLedgers:
                 have = shard.available if shard is not None else ZERO
                 if (take.need > 0 or (take.lease > 0 and exists)) and have < take.need:
                     short[(take.ledger.ref, take.shard)] = have
-                central = self.leased.get(self._key(workspace_id, take.ledger, None))
-                if take.lease > 0 and central is not None and central > take.ledger.amount - take.lease:
+                central_key = self._key(workspace_id, take.ledger, None)
+                central = self.leased.get(central_key, ZERO)
+                if take.lease > 0 and (central_key not in self.seeds or central > take.ledger.amount - take.lease):
                     leased[take.ledger.ref] = central
+                    if central_key not in self.seeds:
+                        unseeded.add(take.ledger.ref)
             if replay or short or leased:
-                return HoldRejected(replay=replay, short=short, leased=leased)
+                return HoldRejected(replay=replay, short=short, leased=leased, unseeded=frozenset(unseeded))
             for take in takes:
                 shard = self.ledger_shards.setdefault(self._key(workspace_id, take.ledger, take.shard), _Shard())
                 shard.available += take.lease - take.hold
@@ -78,7 +84,23 @@ class MemoryLedgers:
                 shard = self.ledger_shards.get(self._key(workspace_id, ledger, index))
                 if shard is not None:
                     shards[index] = ShardState(shard.available, shard.held, shard.spent, dict(shard.holds))
-            return LedgerSurvey(self.leased.get(self._key(workspace_id, ledger, None), ZERO), shards)
+            central = self._key(workspace_id, ledger, None)
+            return LedgerSurvey(self.leased.get(central, ZERO), shards, seeded=central in self.seeds)
+
+    def seed_ledger(self, workspace_id: str, seed: Seed) -> bool:
+        with self._ledger_lock:
+            central = self._key(workspace_id, seed.ledger, None)
+            if central in self.seeds:
+                return False
+            for index in range(LEDGER_SHARDS):
+                shard = self.ledger_shards.get(self._key(workspace_id, seed.ledger, index))
+                if (shard.spent if shard is not None else ZERO) != (seed.seen.get(index) or ZERO):
+                    return False
+            self.seeds[central] = seed.amount
+            self.leased[central] = self.leased.get(central, ZERO) + seed.amount
+            target = self.ledger_shards.setdefault(self._key(workspace_id, seed.ledger, seed.shard), _Shard())
+            target.spent += seed.amount
+            return True
 
     def read_ledger(self, workspace_id: str, ledger: Ledger) -> LedgerSurvey:
         """The owners' plain read (in memory: the survey)."""

@@ -280,9 +280,11 @@ class MemoryStore(MemoryLedgers):
         self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
     ) -> list[tuple[RollupKey, Counts]]:
         wanted = set(dimensions)
+        with self._lock:  # events write rollups under it (a seed reads them beside writers)
+            rows = list(self.rollups.items())
         return sorted(
             (key, counts)
-            for (workspace, key), counts in self.rollups.items()
+            for (workspace, key), counts in rows
             if workspace == workspace_id and key.dimension in wanted and first_day <= key.day <= last_day
         )
 

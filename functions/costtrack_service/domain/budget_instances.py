@@ -3,7 +3,8 @@
 
 * An enforced budget counts like its reservations do (``reservations/ledger.py``): spent and held
   from its ledger for the current month, read plainly (a display, not a decision), so that the
-  owners see the numbers a reservation's answer shows.
+  owners see the numbers a reservation's answer shows; before its ledger is seeded (its first
+  reservation of the month, ``reservations/seed.py``), spent from the rollups.
 * Any other budget holds nothing: spent is its spend in the window from the rollups (the alerts'
   number), held ``0``, remaining the amount less spent.
 * A template's instances are the values of its dimension with spend in the window (the rollups),
@@ -121,8 +122,11 @@ def holding(
     if not budget.enforce:
         return Holding(budget.amount, spent, ZERO, instance)
     ledger = Ledger(budget.budget_id, budget.name, budget.amount, instance, span.first_day.isoformat()[:7])
-    ledger_spent, held, _ = store.read_ledger(budget.workspace_id, ledger).totals(budget.amount, int(now.timestamp()))
-    return Holding(budget.amount, ledger_spent, max(held, ZERO), instance)
+    survey = store.read_ledger(budget.workspace_id, ledger)
+    ledger_spent, held, _ = survey.totals(budget.amount, int(now.timestamp()))
+    # A ledger not seeded yet (no reservation this month) has counted only the events since it
+    # was enforced: the rollups' spend is the window's (``reservations/seed.py``).
+    return Holding(budget.amount, ledger_spent if survey.seeded else spent, max(held, ZERO), instance)
 
 
 def instances(store: LedgerReader, ranked: list[Status], now: datetime) -> list[Holding]:

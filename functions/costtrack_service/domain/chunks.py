@@ -76,16 +76,26 @@ def fitting(
     room: int,
     layout: PartitionLayout | None = None,
     ledgers: Mapping[str, tuple[Ledger, ...]] | None = None,
+    settles: Mapping[str, Settle] | None = None,
 ) -> int:
     """How many of the first pending events fit in ``room`` items with their rollup rows
     (summed per transaction: events that share a day and values share rows), their runs' items,
     the enforced budget ledgers they spend in (one item per ledger) and, after the partitions
-    grew, each event's checks of its other partitions."""
+    grew, each event's checks of its other partitions. An event whose settle writes a ledger
+    shard an earlier event's settle writes starts the next transaction (DynamoDB takes one
+    operation per item in a transaction)."""
     rows: set[RollupKey] = set()
     runs: set[tuple[str, str]] = set()
     debits: set[tuple[str, str]] = set()
+    held: set[tuple[str, int]] = set()
     count = events = 0
     for record in pending:
+        settle = settles.get(record.event_key) if settles else None
+        if settle is not None:
+            shards = {(part.ref, part.shard) for part in settle.holds}
+            if shards & held:
+                break
+            held |= shards
         rows.update(rollup_rows(record)[0])
         rows.add(RollupKey(CHARGE, record.received_at[:10], Charge.CREDIT.value))  # either charge may pay it
         runs.update(run_ids(record.event))

@@ -229,7 +229,7 @@ class Committer:
         allowance items and the holds they settle fit in one transaction."""
         reserve = ALLOWANCE_ITEMS + settle_room(pending, settles)
         while True:
-            count = fitting(pending, MAX_TRANSACTION_ITEMS - reserve, central.partitions, ledgers)
+            count = fitting(pending, MAX_TRANSACTION_ITEMS - reserve, central.partitions, ledgers, settles)
             payment = plan_payment(central, balances, count, shard, surveyed=surveyed, refill=refill)
             needed = len(payment.spends) + (1 if payment.leases else 0)
             if needed <= reserve:

@@ -12,7 +12,7 @@ ledger's other money at the next gather or lease into that shard (``ledger.py``)
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -34,21 +34,29 @@ def debits_of(
 ) -> tuple[Debit, ...]:
     """One debit per ledger for the records of one transaction that settle nothing, summed; its
     shard chosen by the transaction's first event of that ledger (stable: a retried transaction
-    writes the same shard)."""
+    writes the same shard), past the shards the transaction's settles write (one operation per
+    item in a transaction)."""
     sums: dict[tuple[str, str], tuple[Ledger, Decimal, str]] = {}
+    settled: set[tuple[str, int]] = set()
     for record in records:
-        if record.event_key in settles or record.cost <= 0:
+        settle = settles.get(record.event_key)
+        if settle is not None:
+            settled.update((part.ref, part.shard) for part in getattr(settle, "holds", ()))
+        if settle is not None or record.cost <= 0:
             continue
         for ledger in ledgers.get(record.event_key, ()):
             key = (ledger.ref, ledger.month)
             _, total, first = sums.get(key, (ledger, Decimal(0), record.event_key))
             sums[key] = (ledger, total + record.cost, first)
-    return tuple(Debit(ledger, debit_shard(first, ledger), total) for ledger, total, first in sums.values())
+    return tuple(Debit(ledger, debit_shard(first, ledger, settled), total) for ledger, total, first in sums.values())
 
 
-def debit_shard(event_key: str, ledger: Ledger) -> int:
+def debit_shard(event_key: str, ledger: Ledger, taken: Collection[tuple[str, int]] = ()) -> int:
     digest = hashlib.sha256(f"{event_key}\x00{ledger.ref}".encode("utf-8", "surrogatepass")).hexdigest()
-    return int(digest[:8], 16) % LEDGER_SHARDS
+    shard = int(digest[:8], 16) % LEDGER_SHARDS
+    while (ledger.ref, shard) in taken:  # a transaction settles at most 99 holds of a ledger
+        shard = (shard + 1) % LEDGER_SHARDS
+    return shard
 
 
 def debit_items(records: Iterable[EventRecord], ledgers: Mapping[str, tuple[Ledger, ...]]) -> int:

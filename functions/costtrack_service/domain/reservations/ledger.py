@@ -25,6 +25,10 @@ a lease into a shard in debt pays its debt first. Between surveys, a warm functi
 the debts it last saw were paid from the unleased money, and leases only after a survey at most
 a second old (``service.py``): such spend counts within a second, and always before a refusal.
 
+A ledger counts the month's spend from before it existed: its creating write (``Seed``, after
+a survey) leases and spends in one shard what the daily rollups show spent this month less what
+its shards already spent, and no lease is taken from a ledger before that (``seed.py``).
+
 Expired holds are returned lazily, at survey time: a hold only matters to a reservation that
 cannot find money, and that reservation surveys before it refuses, so the survey is exactly when
 an expired hold must come back (no scheduled job, no writes for holds nobody needs).
@@ -38,9 +42,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
 
-#: Shards per ledger: one survey (central + shards) fits in one TransactGetItems (100 items),
-#: and at 1,000 reservations/s each shard sees one write in 64.
-LEDGER_SHARDS = 64
+#: Shards per ledger: as many as one survey (central + shards) can read in one TransactGetItems
+#: (100 items), so that a budget reserved from at 1,000/s spreads its writes and its live holds
+#: as thin as an atomic survey allows (``bench/reservations.py``).
+LEDGER_SHARDS = 99
 #: Money is counted to the 10th decimal (the event cost's precision, CONTRACT §5).
 QUANTUM = Decimal("1e-10")
 ZERO = Decimal(0)
@@ -88,6 +93,9 @@ class LedgerSurvey:
 
     leased: Decimal
     shards: Mapping[int, ShardState]
+    #: Whether the month's spend before the ledger was counted into it (``seed.py``); a ledger
+    #: lends nothing before it is.
+    seeded: bool = False
 
     def expired(self, now: int) -> dict[int, dict[str, Hold]]:
         """Holds past their expiry, by shard: returned to their shard by the next gather."""
@@ -132,6 +140,19 @@ class Gather:
     seen: Mapping[int, Decimal]  # shard -> available as surveyed (the condition)
 
 
+@dataclass(frozen=True)
+class Seed:
+    """Count the spend the ledger has not seen (``amount``: the month's spend from the rollups
+    less what its shards have spent) as leased into ``shard`` and spent there, in the ledger's
+    creating write, on the condition that no shard's ``spent`` changed since the survey that
+    ``seen`` holds (``None``: the shard did not exist)."""
+
+    ledger: Ledger
+    shard: int
+    amount: Decimal
+    seen: Mapping[int, Decimal | None]
+
+
 @dataclass
 class Known:
     """What one warm function last saw of a ledger: available per shard, what is left to lease."""
@@ -159,10 +180,11 @@ class HoldRejected:
     short: Mapping[tuple[str, int], Decimal] = field(default_factory=dict)  # (ref, shard) -> available now
     leased: Mapping[str, Decimal] = field(default_factory=dict)  # ref -> the central item's leased now
     conflict: bool = False
+    unseeded: frozenset[str] = frozenset()  # refs whose ledger is not seeded yet: survey and seed
 
 
 def lease_size(left: Decimal, wanted: Decimal, hold: Decimal) -> Decimal:
-    """A lease big enough for ``wanted`` and some to come: about a 64th of what is left (a small
+    """A lease big enough for ``wanted`` and some to come: about a ``LEDGER_SHARDS``-th of what is left (a small
     budget spreads over the shards), in whole holds of this size so that reservations alike
     leave nothing stranded in a shard; never more than is left."""
     share = (left / LEDGER_SHARDS).quantize(QUANTUM, rounding=ROUND_CEILING)

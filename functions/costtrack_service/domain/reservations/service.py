@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Protocol
@@ -35,6 +35,7 @@ from costtrack_service.domain.reservations.ledger import (
     Known,
     Ledger,
     LedgerSurvey,
+    Seed,
     Take,
     after_survey,
     ceil_money,
@@ -43,8 +44,10 @@ from costtrack_service.domain.reservations.ledger import (
 )
 from costtrack_service.domain.reservations.request import Ask, read_ask
 from costtrack_service.domain.reservations.scope import ledgers_for
+from costtrack_service.domain.reservations.seed import plan_seed, window_spend
 from costtrack_service.domain.shards import ShardCycle
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
+from costtrack_service.domain.usage import Counts, RollupKey
 
 #: Enforced budgets are re-read at most this often: a new limit holds within a second.
 BUDGETS_TTL_SECONDS = 1.0
@@ -75,6 +78,14 @@ class ReservationStore(Protocol):
         ...
 
     def release(self, workspace_id: str, reservation: ReservationId, holds: dict[Part, Hold], now: int) -> bool: ...
+
+    def query_rollups(
+        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
+    ) -> list[tuple[RollupKey, Counts]]: ...
+
+    def seed_ledger(self, workspace_id: str, seed: Seed) -> bool:
+        """The ledger's creating write (``seed.py``); False when it was seeded or spent meanwhile."""
+        ...
 
 
 def budget_exceeded(refused: list[tuple[Ledger, Decimal]]) -> ApiError:
@@ -152,6 +163,8 @@ class ReservationService:
                 first = next(iter(rejected.replay.values()))
                 return self._answer(ws, ask, entry, first.expires, ledgers, takes, first.amount, now, replayed=True)
             self._learn(ws, ledgers, rejected)
+            if rejected.unseeded:
+                surveyed.update("stale:" + ref for ref in rejected.unseeded)
             if rejected.short:
                 surveyed.difference_update({ref for ref, _ in rejected.short})
                 for ledger in ledgers:
@@ -201,7 +214,9 @@ class ReservationService:
             except SurveyConflict:
                 self._sleep(random.uniform(0, self._backoff * 4))
                 return None, []
-            surveyed.discard("stale:" + ledger.ref)
+            if not survey.seeded:
+                self._seed(ws, ledger, survey, shard)
+                return None, []  # seeded (here or elsewhere), or a shard spent meanwhile: again
             known.surveyed = self._monotonic()
             decided = after_survey(ledger, known, survey, amount, at, shard, fixed=fixed is not None)
             if decided is None:
@@ -237,12 +252,26 @@ class ReservationService:
         }
 
     def _survey_retrying(self, ws: str, ledger: Ledger) -> LedgerSurvey:
+        """A seeded ledger's survey (seeding it first when it is not)."""
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
-                return self.store.survey_ledger(ws, ledger)
+                survey = self.store.survey_ledger(ws, ledger)
             except SurveyConflict:
                 self._sleep(random.uniform(0, self._backoff * 2 ** min(attempt, 6)))
+                continue
+            if survey.seeded:
+                return survey
+            self._seed(ws, ledger, survey, self._next_shard())
         raise StoreUnavailable("the ledger keeps changing")
+
+    def _seed(self, ws: str, ledger: Ledger, survey: LedgerSurvey, shard: int) -> bool:
+        """Count the window's spend before the ledger into it: the rollups read *after* the
+        survey, the write conditioned on the surveyed shards (``seed.py``)."""
+        budget = next((b for b in self._enforced(ws) if b.budget_id == ledger.budget_id), None)
+        if budget is None:
+            raise StoreUnavailable("the budget changed")
+        spent = window_spend(self.store, budget, ledger.instance, self._clock())
+        return self.store.seed_ledger(ws, plan_seed(ledger, survey, spent, shard, LEDGER_SHARDS))
 
     def _answer(
         self,

@@ -1,0 +1,141 @@
+"""A ledger's items as the event's transaction and the reservation store write and read them
+(``reservation_store.py``): keys, a hold's attribute, the settle and debit updates.
+
+A ledger lives in the allowance table beside the allowance shards, under its own keys:
+``bl#<workspace>#<ref>#<month>#c`` (the central item: ``leased`` and ``seed``) and ``…#<NN>``
+(its shards: ``available``, ``held``, ``spent`` and one attribute per live hold).
+
+A hold is ``h<the entry's first 10 characters>`` = ``[amount, expires]``: 11 bytes of name and a
+two-number list, about 25 bytes, so that a shard keeps its steady state's live holds within the
+1 KB a write unit pays for (``bench/reservations.py``). The entry's first 10 characters (50 bits,
+random or from the Idempotency-Key's hash) name a hold among a shard's live ones. Holds written
+before this form (``h_<entry>`` = ``{a, x}``) are still read, returned at expiry and released.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from decimal import Decimal
+from typing import Any
+
+from costtrack_service.domain.chunks import ChunkRejected
+from costtrack_service.domain.reservations.debit import Debit
+from costtrack_service.domain.reservations.ids import Part, ReservationId
+from costtrack_service.domain.reservations.ledger import ZERO, Hold, ShardState
+from costtrack_service.domain.reservations.settle import Settle
+from costtrack_service.store_items import to_item
+from costtrack_service.tables import TableNames
+
+HOLD_PREFIX = "h"
+HOLD_CHARS = 10
+#: The earlier form's prefix (``{a, x}`` maps): read, returned and released, never written.
+OLD_PREFIX = "h_"
+
+
+def hold_name(entry: str) -> str:
+    """A hold's attribute in its shard item (an entry of the earlier form, ``_`` and its 16
+    characters as ``shard_state`` names it, keeps its own name)."""
+    return HOLD_PREFIX + (entry if entry.startswith("_") else entry[:HOLD_CHARS])
+
+
+def hold_fields(entry: str) -> tuple[str, str]:
+    """The amount's and the expiry's paths inside a hold (after its ``#alias``)."""
+    return (".a", ".x") if entry.startswith("_") else ("[0]", "[1]")
+
+
+def ledger_key(workspace_id: str, ref: str, month: str, shard: int | None) -> str:
+    """A ledger item's key: ``shard`` None is the central item."""
+    return f"bl#{workspace_id}#{ref}#{month}#" + ("c" if shard is None else f"{shard:02d}")
+
+
+def hold_value(amount: Decimal, expires: int) -> list[Any]:
+    return [amount, expires]
+
+
+def release_update(
+    tables: TableNames,
+    workspace_id: str,
+    reservation: ReservationId,
+    part: Part,
+    hold: Hold,
+    now: int,
+    cost: Decimal | None,
+) -> dict[str, Any]:
+    """Return a live hold to its shard and spend ``cost`` there (``ZERO``: a release), on the
+    condition that the hold is still there, unexpired, and the one read."""
+    values: dict[str, Any] = {":a": hold.amount, ":now": now, ":back": hold.amount - (cost or ZERO)}
+    update = "SET held = held - :a, available = available + :back"
+    if cost:
+        update += ", spent = if_not_exists(spent, :z) + :cost"
+        values.update({":z": ZERO, ":cost": cost})
+    return {
+        "TableName": tables.allowance,
+        "Key": to_item({"shard_key": ledger_key(workspace_id, part.ref, reservation.month, part.shard)}),
+        "UpdateExpression": update + " REMOVE #h",
+        "ConditionExpression": "attribute_exists(#h) AND #h[1] > :now AND #h[0] = :a",
+        "ExpressionAttributeNames": {"#h": hold_name(reservation.entry)},
+        "ExpressionAttributeValues": to_item(values),
+    }
+
+
+def debit_updates(tables: TableNames, workspace_id: str, debits: Sequence[Debit]) -> list[dict[str, Any]]:
+    """The event transaction's part for events that settle nothing: each enforced ledger they
+    fall under spends their cost in one shard, unconditionally (an event is never refused for a
+    limit; ``available`` may go below zero, a debt the next gather or lease pays)."""
+    return [
+        {
+            "Update": {
+                "TableName": tables.allowance,
+                "Key": to_item(
+                    {"shard_key": ledger_key(workspace_id, debit.ledger.ref, debit.ledger.month, debit.shard)}
+                ),
+                "UpdateExpression": (
+                    "SET available = if_not_exists(available, :z) - :c, spent = if_not_exists(spent, :z) + :c, "
+                    "unreserved = if_not_exists(unreserved, :z) + :c"
+                ),
+                "ExpressionAttributeValues": to_item({":z": ZERO, ":c": debit.amount}),
+            }
+        }
+        for debit in debits
+    ]
+
+
+def reservation_settlements(tables: TableNames, workspace_id: str, settles: Sequence[Settle]) -> list[dict[str, Any]]:
+    """The event transaction's part for the reservations its events settle: one update per hold
+    (release it, spend the event's real cost), each on the hold's own condition. The committer
+    reads a cancellation of these items as "already settled" (``settle.py``)."""
+    return [
+        {"Update": release_update(tables, workspace_id, settle.reservation, part, hold, settle.now, settle.cost)}
+        for settle in settles
+        for part, hold in settle.holds.items()
+    ]
+
+
+def settle_rejection(rejected: ChunkRejected, reasons: Sequence[Any], settles: Sequence[Settle]) -> ChunkRejected:
+    """A cancelled event transaction's settle items (its last ones): the events whose hold was
+    gone (settled meanwhile by another event, or released) go again without their settle."""
+    settled = set()
+    position = 0
+    for settle in settles:
+        for _ in settle.holds:
+            if position < len(reasons) and reasons[position].get("Code") == "ConditionalCheckFailed":
+                settled.add(settle.event_key)
+            position += 1
+    return replace(rejected, settled=frozenset(settled)) if settled else rejected
+
+
+def shard_state(item: dict[str, Any]) -> ShardState:
+    """A shard item's state; its holds by entry (``hold_name`` gives the attribute back)."""
+    holds: dict[str, Hold] = {}
+    for name, value in item.items():
+        if name.startswith(OLD_PREFIX) and isinstance(value, dict):
+            holds[name[len(HOLD_PREFIX) :]] = Hold(Decimal(value["a"]), int(value["x"]))
+        elif name.startswith(HOLD_PREFIX) and isinstance(value, list) and len(value) == 2:
+            holds[name[len(HOLD_PREFIX) :]] = Hold(Decimal(value[0]), int(value[1]))
+    return ShardState(
+        available=Decimal(item.get("available", 0)),
+        held=Decimal(item.get("held", 0)),
+        spent=Decimal(item.get("spent", 0)),
+        holds=holds,
+    )
