@@ -5,7 +5,6 @@ a workspace's events.
 
 from __future__ import annotations
 
-import heapq
 import random
 import time
 from collections.abc import Iterator
@@ -22,13 +21,13 @@ from costtrack_service.domain.shards import (
     PartitionLayout,
     event_partition,
     event_partitions,
-    hidden_partition,
     partition_index,
     rollup_partition,
 )
 from costtrack_service.domain.store_errors import Conflict, NotFound, StoreUnavailable, SurveyConflict
 from costtrack_service.domain.usage import repricing_deltas
 from costtrack_service.event_store import EventTable
+from costtrack_service.page_reads import PageReads
 from costtrack_service.store_base import _now, shard_key
 from costtrack_service.store_items import (
     event_from_item,
@@ -40,10 +39,12 @@ from costtrack_service.store_items import (
     workspace_from_item,
     workspace_to_item,
 )
-from costtrack_service.tables import TABLES, UNPRICED, VISIBLE_BY_TIME
+from costtrack_service.tables import TABLES, UNPRICED
+
+_FETCH = 100  # events fetched per BatchGetItem
 
 
-class OperatorStore(EventTable):
+class OperatorStore(EventTable, PageReads):
     """Operators' writes; a backfill updates rollups as ingestion does (``EventTable``)."""
 
     # -- tables and workspaces --------------------------------------------------------------
@@ -317,30 +318,14 @@ class OperatorStore(EventTable):
         raise StoreUnavailable("could not reprice the event: its run's total keeps changing")
 
     def iter_day_events(self, workspace_id: str, since: str, until: str) -> Iterator[EventRecord]:
-        """Stored events of a workspace, visible or not, received in ``[since, until)``, read
-        from the by-time index: a range of ``received_event`` in each events-table partition and
-        its hidden twin (``store_items.event_to_item``), so the reads are the range's events and
-        never the rest of the history. Partition by partition, each in time order (the two
-        halves merged). For the daily export."""
-        # Partitions only grow and an event goes by the count in effect when it was received:
-        # the count at ``until`` covers the range.
-        count = self.partition_layout(workspace_id).count_at(until)
-        for partition in event_partitions(workspace_id, count):
-            halves = [self._index_range(key, since, until) for key in (partition, hidden_partition(partition))]
-            yield from heapq.merge(*halves, key=lambda record: f"{record.received_at}#{record.event_id}")
-
-    def _index_range(self, key: str, since: str, until: str) -> Iterator[EventRecord]:
-        # received_event is "<received_at>#<event_id>": every event received at ``until`` sorts
-        # after ``until`` itself, so BETWEEN keeps the range half-open.
-        arguments: dict[str, Any] = {
-            "TableName": self.tables.events,
-            "IndexName": VISIBLE_BY_TIME.name,
-            "KeyConditionExpression": "visible_partition = :p AND received_event BETWEEN :since AND :until",
-            "ExpressionAttributeValues": to_item({":p": key, ":since": since, ":until": until}),
-        }
-        for page in self.client.get_paginator("query").paginate(**arguments):
-            for item in page.get("Items", []):
-                yield event_from_item(from_item(item))
+        """Stored events of a workspace, visible or not, received in ``[since, until)``, found
+        through its time pages (``page_reads.py``): the range's pages (about one per 100 events),
+        then the events themselves, so the reads are the range's events and never the rest of
+        the history. Partition by partition, each in time order. For the daily export; the
+        range's entries are held in memory (about 100 bytes each) to order them by partition."""
+        entries = sorted(self.entries_between(workspace_id, since, until), key=lambda e: (e.partition, e.position))
+        for start in range(0, len(entries), _FETCH):
+            yield from self.fetch_entries(workspace_id, entries[start : start + _FETCH])
 
     def iter_events(
         self, workspace_id: str, since: str | None = None, until: str | None = None
