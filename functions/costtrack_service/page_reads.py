@@ -79,7 +79,8 @@ class PageReads(TableAccess):
 
         count = self.partition_layout(workspace_id).rollup_shards
         found = [entry for entries in in_parallel(read, page_partitions(workspace_id, count)) for entry in entries]
-        return sorted(found, key=lambda entry: entry.position)
+        unique = {(entry.partition, entry.event_key): entry for entry in found}  # listed twice (a backfill)
+        return sorted(unique.values(), key=lambda entry: entry.position)
 
     def newest_first(self, workspace_id: str, before: str | None, wanted: Callable[[Entry], bool]) -> NewestFirst:
         """The entries ``wanted`` takes that are before the position ``before``, newest first."""
@@ -91,8 +92,11 @@ class PageReads(TableAccess):
         ]
         return NewestFirst(streams, before, wanted)
 
-    def fetch_entries(self, workspace_id: str, entries: Iterable[Entry]) -> list[EventRecord]:
-        """The events of these entries, in their order; an event gone (expired) is left out."""
+    def fetch_entries(
+        self, workspace_id: str, entries: Iterable[Entry], *, consistent: bool = True
+    ) -> list[EventRecord]:
+        """The events of these entries, in their order; an event gone (expired) is left out.
+        Consistent reads unless told (the export's eventually consistent ones cost half)."""
         entries = list(entries)
         keys = [
             to_item({"partition": partition_key(workspace_id, entry.partition), "event_key": entry.event_key})
@@ -100,7 +104,9 @@ class PageReads(TableAccess):
         ]
         found = {
             (record.partition, record.event_key): record
-            for record in (event_from_item(item) for item in self._get_many(self.tables.events, keys))
+            for record in (
+                event_from_item(item) for item in self._get_many(self.tables.events, keys, consistent=consistent)
+            )
         }
         places = ((partition_key(workspace_id, entry.partition), entry.event_key) for entry in entries)
         return [found[place] for place in places if place in found]
@@ -153,6 +159,7 @@ class NewestFirst:
 
         in_parallel(advance, self._streams)
         heap: list[_Newest] = []
+        seen: set[tuple[int, str]] = set()  # an event listed twice (a backfill) is yielded once
         read = 0
         while True:
             horizon = max((time for time, _, _ in heads), default=None)
@@ -167,6 +174,12 @@ class NewestFirst:
             _, page, stream = heads.pop(newest)
             read += 1
             for entry in page:
-                if (self._before is None or entry.position < self._before) and self._wanted(entry):
+                place = (entry.partition, entry.event_key)
+                if (
+                    (self._before is None or entry.position < self._before)
+                    and self._wanted(entry)
+                    and place not in seen
+                ):
+                    seen.add(place)
                     heapq.heappush(heap, _Newest(entry))
             advance(stream)

@@ -18,10 +18,11 @@ from costtrack_service.domain.allowance import Payment
 from costtrack_service.domain.chunks import Chunk
 from costtrack_service.domain.quota import Tier, WorkspaceState
 from costtrack_service.domain.records import EventQuery, EventRecord
+from costtrack_service.domain.shards import event_partition
 from costtrack_service.domain.time_pages import LONG, decode, page_partition
-from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, Visibility
+from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, VISIBLE, Visibility
 from costtrack_service.store import DynamoStore
-from costtrack_service.store_items import from_item, to_item
+from costtrack_service.store_items import event_to_item, from_item, to_item
 from costtrack_service.tables import TableNames
 from tests.store.test_dynamo_store import record
 
@@ -150,3 +151,21 @@ def test_one_page_per_received_minute_in_the_events_transaction(store: DynamoSto
     assert written(store, workspace, again, shard=2).existing
     assert pages_of(store, ws, 2) == []
     assert [r.event_id for r in listed(store, ws, 10)] == [first[1].event_id, first[0].event_id]
+
+
+def test_events_stored_before_time_pages_are_listed_after_the_backfill(store: DynamoStore) -> None:
+    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=10_000)
+    ws = workspace.workspace_id
+    old = [made(ws, n, f"{DAY}T0{n % 3}:00:{n:02d}.000Z", visibility=HIDDEN if n == 4 else VISIBLE) for n in range(9)]
+    for stored in old:  # as the index era stored them: the event's item, no page
+        store.client.put_item(TableName=store.tables.events, Item=to_item(event_to_item(stored)))
+    new = made(ws, 20, f"{DAY}T12:00:00.000Z")
+    assert written(store, workspace, [new], shard=1) is None
+    assert [r.event_id for r in listed(store, ws, 5)] == [new.event_id]
+    pages = len({(event_partition(ws, r.event_key), r.received_at[:16]) for r in old})  # per partition and minute
+    for _ in range(2):  # a second run puts the same pages again
+        assert store.backfill_pages(ws, f"{DAY}T11:00:00.000Z") == (9, pages)
+    visible = [r for r in old if r.visibility.dashboard_visible] + [new]
+    assert [r.event_id for r in listed(store, ws, 4)] == newest_first(visible)
+    day = list(store.iter_day_events(ws, f"{DAY}T00:00:00.000Z", f"{DAY}T23:59:59.999Z"))
+    assert sorted(r.event_id for r in day) == sorted(r.event_id for r in [*old, new])

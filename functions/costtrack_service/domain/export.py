@@ -6,8 +6,8 @@ Layout, Hive-style so Athena (and any Hive-aware engine) reads the partitions fr
     {prefix}workspace_id={workspace_id}/day={YYYY-MM-DD}/part-{pp}-{nnnn}.json.gz
 
 ``pp`` is the events-table partition the events were read from and ``nnnn`` the count of
-:data:`LINES_PER_OBJECT` lines within it. A partition's events are read in the order of the
-by-time index (received time, then event id), so the same events always give the same
+:data:`LINES_PER_OBJECT` lines within it. A partition's events are read in time order
+(received time, then event id), so the same events always give the same
 objects with the same names and bytes (gzip with no timestamp): re-running a day overwrites
 them, and any other object under the day's prefix is left over from an earlier run and is
 deleted (``exporter.py``).
