@@ -169,3 +169,31 @@ def test_events_stored_before_time_pages_are_listed_after_the_backfill(store: Dy
     assert [r.event_id for r in listed(store, ws, 4)] == newest_first(visible)
     day = list(store.iter_day_events(ws, f"{DAY}T00:00:00.000Z", f"{DAY}T23:59:59.999Z"))
     assert sorted(r.event_id for r in day) == sorted(r.event_id for r in [*old, new])
+
+
+def test_an_existing_events_table_loses_the_by_time_index(store: DynamoStore) -> None:
+    """A persisted local stack's events table from before time pages: ``ensure_tables`` drops
+    the index the spec no longer has and keeps the others."""
+    name = store.tables.events
+    store.client.update_table(
+        TableName=name,
+        AttributeDefinitions=[
+            {"AttributeName": "visible_partition", "AttributeType": "S"},
+            {"AttributeName": "received_event", "AttributeType": "S"},
+        ],
+        GlobalSecondaryIndexUpdates=[
+            {
+                "Create": {
+                    "IndexName": "visible_by_time",
+                    "KeySchema": [
+                        {"AttributeName": "visible_partition", "KeyType": "HASH"},
+                        {"AttributeName": "received_event", "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": "ALL"},
+                }
+            }
+        ],
+    )
+    assert store.ensure_tables() == []
+    indexes = store.client.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"]
+    assert [index["IndexName"] for index in indexes] == ["unpriced"]
