@@ -197,3 +197,10 @@ def test_an_existing_events_table_loses_the_by_time_index(store: DynamoStore) ->
     assert store.ensure_tables() == []
     indexes = store.client.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"]
     assert [index["IndexName"] for index in indexes] == ["unpriced"]
+
+
+def test_an_empty_range_reads_nothing(store: DynamoStore) -> None:
+    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=10_000)
+    assert written(store, workspace, [made(workspace.workspace_id, 1, f"{DAY}T10:00:00.000Z")], shard=0) is None
+    assert store.entries_between(workspace.workspace_id, f"{DAY}T10:05:00.000Z", f"{DAY}T10:00:00.000Z") == []
+    assert len(store.entries_between(workspace.workspace_id, f"{DAY}T10:00:00.000Z", f"{DAY}T10:00:00.001Z")) == 1
