@@ -5,9 +5,10 @@
 One paid workspace on DynamoDB Local gets ``EVENTS_PER_DAY`` events on each of ``HISTORY_DAYS``
 days, written by the real ingestion (its clock set to each day); then one day is exported by the
 real ``Exporter`` into a local folder, once with 1 day of history stored and once with 30. The
-DynamoDB items each export reads are counted from the Queries' answers (``ScannedCount``, items
-read before any filter), and their read units by AWS's rule (a Query's items summed, 1 unit per
-started 4 KB, halved for the index's eventually consistent reads). Beside it, the same day read
+DynamoDB items each export reads are counted from the answers (a Query's ``ScannedCount``: the
+time pages, read before any filter; a ``BatchGetItem``'s items: the events), and their read units
+by AWS's rule (a Query's items summed, each ``BatchGetItem`` item on its own, 1 unit per started
+4 KB, halved for eventually consistent reads). Beside it, the same day read
 the way the export read it before (a Query of every stored event of each partition, filtered by
 time), which grows with the history.
 
@@ -59,11 +60,16 @@ class Reads:
         from costtrack_tools.local.aws_front_reads import read_units
         from costtrack_tools.local.item_size import item_size
 
-        if model.name != "Query" or http_response.status_code != 200:
+        if http_response.status_code != 200:
             return
-        self.items += int(parsed.get("ScannedCount", 0))
-        size = sum(item_size(item) for item in parsed.get("Items", []))
-        self.units += read_units(size, consistent=False)
+        if model.name == "Query":  # the time pages (or the full read's events): eventually consistent
+            self.items += int(parsed.get("ScannedCount", 0))
+            size = sum(item_size(item) for item in parsed.get("Items", []))
+            self.units += read_units(size, consistent=False)
+        elif model.name == "BatchGetItem":  # the events, each item rounded up on its own
+            for items in parsed.get("Responses", {}).values():
+                self.items += len(items)
+                self.units += sum(read_units(item_size(item), consistent=False) for item in items)
 
 
 def main() -> None:
@@ -85,6 +91,7 @@ def main() -> None:
         client = dynamodb_client(dynamo.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS)
         reads = Reads()
         client.meta.events.register("after-call.dynamodb.Query", reads)
+        client.meta.events.register("after-call.dynamodb.BatchGetItem", reads)
         store = DynamoStore(client, TableNames.with_prefix("bench-export-"))
         store.ensure_tables()
         workspace = store.create_workspace("export", tier=Tier.PAID, included_events=10**9)

@@ -8,8 +8,8 @@ batches of 100, each batch holding 25 calls of each of 4 runs and their 4 sessio
 4 batches) through the real store on DynamoDB Local, with the write units computed by AWS's
 documented rules from the real item sizes (``service._write_units``), split by what was written:
 
-- ``events`` (and its ``visible_by_time`` / ``unpriced`` index entries), ``allowance``,
-  ``workspaces``, the daily ``rollups`` rows;
+- ``events`` (the events, their time pages, and their ``unpriced`` index entries),
+  ``allowance``, ``workspaces``, the daily ``rollups`` rows;
 - the run and session **totals** (one item per run, ``run_store.py``) and their
   ``runs_by_cost`` index entries; the cost **sketch** rows.
 

@@ -9,7 +9,11 @@ Accepted events are written in chunks, one ``TransactWriteItems`` each (``ingest
    condition;
 3. ``Update`` the chunk's rollup rows in one rollup shard, deltas summed per row;
 4. ``Put`` the chunk's run and session totals, each unless another write changed it since it
-   was read, and ``Update`` their cost sketch rows (``run_store.py``).
+   was read, and ``Update`` their cost sketch rows (``run_store.py``);
+5. ``ConditionCheck`` the event keys in their partitions under an earlier count, after the
+   partitions grew (``shards.PartitionLayout``);
+6. ``Put`` the chunk's time pages: the list of its events by time that the dashboard, the export
+   and a run's calls read (``domain/time_pages.py``), last, with no condition.
 
 A cancelled transaction reports each failed item as it is now
 (``ReturnValuesOnConditionCheckFailure=ALL_OLD``): :func:`_rejection` turns them into a
@@ -37,6 +41,7 @@ from costtrack_service.domain.shards import (
     rollup_partition,
 )
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
+from costtrack_service.domain.time_pages import page_items
 from costtrack_service.domain.usage import Counts, RollupKey
 from costtrack_service.reservation_store import debit_updates, reservation_settlements, settle_rejection
 from costtrack_service.run_store import RunTable
@@ -117,6 +122,8 @@ class EventTable(RunTable):
         checks_from = len(transaction)
         checked = self._earlier_partition_checks(chunk.workspace_id, records, targets)
         transaction += [check for _, check in checked]
+        pages = page_items(chunk.workspace_id, chunk.rollup_shard, records, [put for put, _ in targets])
+        transaction += [{"Put": {"TableName": self.tables.events, "Item": to_item(page)}} for page in pages]
         try:
             self.client.transact_write_items(TransactItems=transaction)  # type: ignore[arg-type]
         except ClientError as exc:

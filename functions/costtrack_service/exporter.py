@@ -13,9 +13,9 @@ under each exported day's prefix (per output) (what an earlier run wrote and thi
 a day replaces it. Readers may briefly see a mix during a re-run; the day's final state is
 exactly the events stored for it.
 
-Events are read with ``iter_day_events``: a range Query of the by-time index per events-table
-partition (and per partition's hidden twin), so a day's export reads that day's events and
-none of the rest of the history (``make bench``: ``export_items_read_per_exported_event``).
+Events are read with ``iter_day_events``: the day's time pages (``domain/time_pages.py``), then
+the events they list, so a day's export reads that day's events and none of the rest of the
+history (``make bench``: ``export_items_read_per_exported_event``).
 """
 
 from __future__ import annotations

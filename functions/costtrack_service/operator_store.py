@@ -5,7 +5,6 @@ a workspace's events.
 
 from __future__ import annotations
 
-import heapq
 import random
 import time
 from collections.abc import Iterator
@@ -22,13 +21,13 @@ from costtrack_service.domain.shards import (
     PartitionLayout,
     event_partition,
     event_partitions,
-    hidden_partition,
     partition_index,
     rollup_partition,
 )
 from costtrack_service.domain.store_errors import Conflict, NotFound, StoreUnavailable, SurveyConflict
 from costtrack_service.domain.usage import repricing_deltas
 from costtrack_service.event_store import EventTable
+from costtrack_service.page_reads import PageReads
 from costtrack_service.store_base import _now, shard_key
 from costtrack_service.store_items import (
     event_from_item,
@@ -40,21 +39,25 @@ from costtrack_service.store_items import (
     workspace_from_item,
     workspace_to_item,
 )
-from costtrack_service.tables import TABLES, UNPRICED, VISIBLE_BY_TIME
+from costtrack_service.tables import TABLES, UNPRICED
+
+_FETCH = 100  # events fetched per BatchGetItem
 
 
-class OperatorStore(EventTable):
+class OperatorStore(EventTable, PageReads):
     """Operators' writes; a backfill updates rollups as ingestion does (``EventTable``)."""
 
     # -- tables and workspaces --------------------------------------------------------------
 
     def ensure_tables(self) -> list[str]:
-        """Create any missing table (on-demand, with its indexes and TTL). Returns the names created."""
+        """Create any missing table (on-demand, with its indexes and TTL) and drop an existing
+        one's indexes no longer in its spec. Returns the names created."""
         existing = set(self._list_tables())
         created = []
         for spec in TABLES:
             name = self.tables.of(spec)
             if name in existing:
+                self._drop_stale_indexes(name, {index.name for index in spec.indexes})
                 continue
             self.client.create_table(**spec.create_table_kwargs(name))
             self.client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
@@ -65,6 +68,16 @@ class OperatorStore(EventTable):
                 )
             created.append(name)
         return created
+
+    def _drop_stale_indexes(self, name: str, wanted: set[str]) -> None:
+        """Delete the indexes a table kept from an earlier version (a persisted local stack's
+        events table and its ``visible_by_time``); CloudFormation does this for a deployed one."""
+        table = self.client.describe_table(TableName=name)["Table"]
+        for index in table.get("GlobalSecondaryIndexes", []):
+            if index["IndexName"] not in wanted:
+                self.client.update_table(
+                    TableName=name, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": index["IndexName"]}}]
+                )
 
     def _list_tables(self) -> Iterator[str]:
         for page in self.client.get_paginator("list_tables").paginate():
@@ -330,30 +343,15 @@ class OperatorStore(EventTable):
         raise StoreUnavailable("could not reprice the event: its run's total keeps changing")
 
     def iter_day_events(self, workspace_id: str, since: str, until: str) -> Iterator[EventRecord]:
-        """Stored events of a workspace, visible or not, received in ``[since, until)``, read
-        from the by-time index: a range of ``received_event`` in each events-table partition and
-        its hidden twin (``store_items.event_to_item``), so the reads are the range's events and
-        never the rest of the history. Partition by partition, each in time order (the two
-        halves merged). For the daily export."""
-        # Partitions only grow and an event goes by the count in effect when it was received:
-        # the count at ``until`` covers the range.
-        count = self.partition_layout(workspace_id).count_at(until)
-        for partition in event_partitions(workspace_id, count):
-            halves = [self._index_range(key, since, until) for key in (partition, hidden_partition(partition))]
-            yield from heapq.merge(*halves, key=lambda record: f"{record.received_at}#{record.event_id}")
-
-    def _index_range(self, key: str, since: str, until: str) -> Iterator[EventRecord]:
-        # received_event is "<received_at>#<event_id>": every event received at ``until`` sorts
-        # after ``until`` itself, so BETWEEN keeps the range half-open.
-        arguments: dict[str, Any] = {
-            "TableName": self.tables.events,
-            "IndexName": VISIBLE_BY_TIME.name,
-            "KeyConditionExpression": "visible_partition = :p AND received_event BETWEEN :since AND :until",
-            "ExpressionAttributeValues": to_item({":p": key, ":since": since, ":until": until}),
-        }
-        for page in self.client.get_paginator("query").paginate(**arguments):
-            for item in page.get("Items", []):
-                yield event_from_item(from_item(item))
+        """Stored events of a workspace, visible or not, received in ``[since, until)``, found
+        through its time pages (``page_reads.py``): the range's pages (about one per 100 events),
+        then the events themselves, so the reads are the range's events and never the rest of
+        the history. Partition by partition, each in time order. For the daily export, a day
+        after: eventually consistent reads (half the units). The range's entries are held in
+        memory (about 200 bytes each) to order them by partition."""
+        entries = sorted(self.entries_between(workspace_id, since, until), key=lambda e: (e.partition, e.position))
+        for start in range(0, len(entries), _FETCH):
+            yield from self.fetch_entries(workspace_id, entries[start : start + _FETCH], consistent=False)
 
     def iter_events(
         self, workspace_id: str, since: str | None = None, until: str | None = None

@@ -8,9 +8,7 @@ with ingestion (``get_key``, ``get_workspace``) use.
 from __future__ import annotations
 
 import calendar
-import heapq
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -29,19 +27,19 @@ from costtrack_service.domain.keys import (
 )
 from costtrack_service.domain.quota import Charge, Usage, WorkspaceState
 from costtrack_service.domain.records import EventQuery, EventRecord
-from costtrack_service.domain.shards import SHARDS, event_partitions
+from costtrack_service.domain.shards import SHARDS
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.store_errors import NotFound, TransitionRefused
+from costtrack_service.domain.time_pages import Entry
 from costtrack_service.domain.usage import CHARGE, month_usage
+from costtrack_service.page_reads import PageReads
 from costtrack_service.rollup_reads import RollupReads
 from costtrack_service.store_base import _now, shard_key
-from costtrack_service.store_items import event_from_item, from_item, key_from_item, key_to_item, to_item
-from costtrack_service.tables import BY_WORKSPACE, VISIBLE_BY_TIME
-
-_READERS = 8  # parallel queries when a read spans a workspace's partitions
+from costtrack_service.store_items import from_item, key_from_item, key_to_item, to_item
+from costtrack_service.tables import BY_WORKSPACE
 
 
-class OwnerStore(RollupReads):
+class OwnerStore(PageReads, RollupReads):
     # -- keys -----------------------------------------------------------------------------
 
     def create_key(
@@ -138,67 +136,28 @@ class OwnerStore(RollupReads):
     # -- reports --------------------------------------------------------------------------
 
     def list_visible_events(self, query: EventQuery) -> tuple[list[EventRecord], dict[str, str] | None]:
-        """The query's page, from the sparse dashboard index (hidden events are not in it): the
-        newest ``limit`` of each partition, merged, and the position to ask the next page
-        ``after`` (None at the end)."""
+        """The query's page, newest first, from the workspace's time pages (``page_reads.py``):
+        the entries of visible events that match the filters, then those events fetched and
+        checked as they are now, and the position to ask the next page ``after`` (None at the
+        end). A rarely matching filter stops after ``MAX_PAGES_READ`` pages with a cursor."""
         before = (query.after or {}).get("received_event")
-        limit = query.limit
+        filters = dict(query.filters)
 
-        def read(partition: str) -> tuple[list[EventRecord], bool]:
-            return self._newest_visible(partition, limit, before, query.filters)
+        def wanted(entry: Entry) -> bool:
+            return entry.visible and entry.may_match(filters)
 
-        count = self.partition_layout(query.workspace_id).event_partitions
-        results = _in_parallel(read, event_partitions(query.workspace_id, count))
-        merged = list(heapq.merge(*(records for records, _ in results), key=_received_event, reverse=True))
-        more = len(merged) > limit or any(partial for _, partial in results)
-        page = merged[:limit]
-        if not more or not page:
-            return page, None
-        return page, {"received_event": _received_event(page[-1])}
+        def shown(record: EventRecord) -> bool:
+            event = record.event
+            return record.visibility.dashboard_visible and all(
+                getattr(event, name) == value for name, value in filters.items()
+            )
 
-    def _newest_visible(
-        self, partition: str, limit: int, before: str | None, filters: Mapping[str, str]
-    ) -> tuple[list[EventRecord], bool]:
-        """Up to ``limit`` of a partition's visible events older than ``before``, newest first, and
-        whether it has more (a rarely matching filter reads at most 20 pages)."""
-        values: dict[str, Any] = {":p": partition}
-        condition = "visible_partition = :p"
-        if before:
-            condition += " AND received_event < :before"
-            values[":before"] = before
-        arguments: dict[str, Any] = {
-            "TableName": self.tables.events,
-            "IndexName": VISIBLE_BY_TIME.name,
-            "KeyConditionExpression": condition,
-            "ScanIndexForward": False,
-            "Limit": limit,
-        }
-        if filters:
-            names = {f"#f{i}": name for i, name in enumerate(sorted(filters))}
-            values.update({f":f{i}": filters[name] for i, name in enumerate(sorted(filters))})
-            arguments["FilterExpression"] = " AND ".join(f"#f{i} = :f{i}" for i in range(len(filters)))
-            arguments["ExpressionAttributeNames"] = names
-            arguments["Limit"] = max(limit, 100)  # Limit counts items read before the filter
-        arguments["ExpressionAttributeValues"] = to_item(values)
-        found: list[EventRecord] = []
-        for _ in range(20):
-            response = self.client.query(**arguments)
-            found += [event_from_item(from_item(raw)) for raw in response.get("Items", [])]
-            if len(found) >= limit or "LastEvaluatedKey" not in response:
-                return found[:limit], len(found) > limit or "LastEvaluatedKey" in response
-            arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-        return found, True
-
-
-def _in_parallel[T, R](read: Callable[[T], R], queries: Sequence[T]) -> list[R]:
-    """``read`` of each query, on a few threads; the first failure is raised at once and the
-    queries not started yet are dropped (a busy DynamoDB answers 503 without waiting for all)."""
-    pool = ThreadPoolExecutor(_READERS)
-    try:
-        return list(pool.map(read, queries))
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _received_event(record: EventRecord) -> str:
-    return f"{record.received_at}#{record.event_id}"
+        walk = self.newest_first(query.workspace_id, before, wanted)
+        candidates = iter(walk)
+        page = self.fetch_matching(query.workspace_id, candidates, shown, query.limit)
+        if len(page) == query.limit and next(candidates, None) is not None:
+            last = page[-1]
+            return page, {"received_event": f"{last.received_at}#{last.event_id}"}
+        if walk.resume is not None:
+            return page, {"received_event": walk.resume}
+        return page, None

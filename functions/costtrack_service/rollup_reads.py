@@ -12,7 +12,7 @@ from costtrack_service.domain.usage import Counts, RollupKey
 from costtrack_service.store_base import TableAccess
 from costtrack_service.store_items import from_item, to_item
 
-_READERS = 8
+_READERS = 8  # parallel queries when a read spans a workspace's partitions
 
 
 class RollupReads(TableAccess):
@@ -47,15 +47,15 @@ class RollupReads(TableAccess):
             return rows
 
         totals: dict[RollupKey, Counts] = {}
-        for rows in _in_parallel(read, queries):
+        for rows in in_parallel(read, queries):
             for key, counts in rows:
                 totals.setdefault(key, Counts()).add(counts)
         return sorted(totals.items())
 
 
-def _in_parallel[T, R](read: Callable[[T], R], queries: Sequence[T]) -> list[R]:
+def in_parallel[T, R](read: Callable[[T], R], queries: Sequence[T]) -> list[R]:
     """``read`` of each query, on a few threads; the first failure is raised at once and the
-    queries not started yet are dropped."""
+    queries not started yet are dropped (a busy DynamoDB answers 503 without waiting for all)."""
     pool = ThreadPoolExecutor(_READERS)
     try:
         return list(pool.map(read, queries))

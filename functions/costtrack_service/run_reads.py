@@ -3,13 +3,14 @@
 
 * A total is one ``GetItem`` (``run_store.run_partition``).
 * A run's (or session's) calls are found **without an index of their own**: the total knows
-  the run's first and last ``received_at``, and the by-time index (``visible_by_time``, visible
-  events under each partition's key and hidden ones under its twin) holds every event by time,
-  so the calls are a Query per partition over that window, filtered by ``trace_id`` (or
-  ``session_id``). An index keyed by trace id would cost every event with an id one more index
-  write (1 write unit per started KB of what it projects) to serve a read an owner makes now and
-  then; this read costs read units for the workspace's events in the run's window instead, and
-  is paid only when someone opens a run.
+  the run's first and last ``received_at``, and the workspace's time pages
+  (``domain/time_pages.py``) list every event by time with its ``trace_id`` and ``session_id``,
+  so the calls are the window's pages (a Query per page partition, about one page per 100
+  events) and then a ``BatchGetItem`` of the run's own events. An index keyed by trace id would
+  cost every event with an id one more index write (1 write unit per started KB of what it
+  projects) to serve a read an owner makes now and then; this read costs read units for the
+  pages of the workspace's events in the run's window instead, paid only when someone opens a
+  run.
 * The most expensive runs are the sparse ``runs_by_cost`` index, a day's runs under 8 keys.
 * Cost sketch rows (``rc#<kind>#<day>#…``) are read from every rollup shard and added up.
 """
@@ -25,19 +26,17 @@ from costtrack_service.domain.runs.groups import SketchGroup
 from costtrack_service.domain.runs.reports import after_position
 from costtrack_service.domain.runs.sketch import Histogram, parse_bucket_name
 from costtrack_service.domain.runs.totals import RUN, RunTotal, sketch_prefix
-from costtrack_service.domain.shards import event_partitions, hidden_partition, rollup_partitions
-from costtrack_service.owner_store import _in_parallel
+from costtrack_service.domain.shards import rollup_partitions
+from costtrack_service.page_reads import PageReads
+from costtrack_service.rollup_reads import in_parallel
 from costtrack_service.run_store import BUCKET_PREFIX, TOTAL_KEY, cost_partitions, run_partition, total_from_item
-from costtrack_service.store_base import TableAccess
-from costtrack_service.store_items import event_from_item, from_item, to_item
-from costtrack_service.tables import RUNS_BY_COST, VISIBLE_BY_TIME
+from costtrack_service.store_items import from_item, to_item
+from costtrack_service.tables import RUNS_BY_COST
 
 _ID_ATTRIBUTE = {RUN: "trace_id", "session": "session_id"}
-#: The run's ``received_at`` window, as by-time index positions (``received_at#event_id``).
-_AFTER_ALL = "#\uffff"
 
 
-class RunReads(TableAccess):
+class RunReads(PageReads):
     def get_total(self, workspace_id: str, kind: str, run_id: str) -> RunTotal | None:
         key = to_item({"partition": run_partition(workspace_id, kind, run_id), "rollup_key": TOTAL_KEY})
         items = list(self._get_many(self.tables.rollups, [key]))
@@ -45,37 +44,17 @@ class RunReads(TableAccess):
 
     def run_calls(self, total: RunTotal, workspace_id: str, limit: int) -> tuple[list[EventRecord], bool]:
         """Up to ``limit`` of the run's events (calls and its marker), oldest first, and whether
-        there were more."""
-        values = {
-            ":p": "",
-            ":low": total.first_at,
-            ":high": total.last_at + _AFTER_ALL,
-            ":id": total.run_id,
-        }
+        there were more: the entries of the run's window whose id is the run's, then the events."""
+        name = _ID_ATTRIBUTE[total.kind]
+        wanted = {name: total.run_id}
+        # The window is inclusive: a position just after every event received at ``last_at``.
+        entries = self.entries_between(workspace_id, total.first_at, total.last_at + "\x00")
+        candidates = iter([entry for entry in entries if entry.may_match(wanted)])
 
-        def read(partition: str) -> list[EventRecord]:
-            found: list[EventRecord] = []
-            pages = self.client.get_paginator("query").paginate(
-                TableName=self.tables.events,
-                IndexName=VISIBLE_BY_TIME.name,
-                KeyConditionExpression="visible_partition = :p AND received_event BETWEEN :low AND :high",
-                FilterExpression="#id = :id",
-                ExpressionAttributeNames={"#id": _ID_ATTRIBUTE[total.kind]},
-                ExpressionAttributeValues=to_item({**values, ":p": partition}),
-            )
-            for page in pages:
-                found += [event_from_item(from_item(raw)) for raw in page.get("Items", [])]
-                if len(found) > limit:
-                    break
-            return found
+        def of_run(record: EventRecord) -> bool:
+            return bool(getattr(record.event, name) == total.run_id)
 
-        partitions = [
-            key for partition in event_partitions(workspace_id) for key in (partition, hidden_partition(partition))
-        ]
-        records = sorted(
-            (record for found in _in_parallel(read, partitions) for record in found),
-            key=lambda record: (record.received_at, record.event_id),
-        )
+        records = self.fetch_matching(workspace_id, candidates, of_run, limit + 1)
         return records[:limit], len(records) > limit
 
     def top_runs(
@@ -135,7 +114,7 @@ class RunReads(TableAccess):
             return found
 
         partitions = [partition for day in days for partition in cost_partitions(workspace_id, day)]
-        runs = [total for found in _in_parallel(read, partitions) for total in found]
+        runs = [total for found in in_parallel(read, partitions) for total in found]
         runs.sort(key=lambda total: (-total.cost, total.run_id))
         return runs[:limit]
 
@@ -154,7 +133,7 @@ class RunReads(TableAccess):
             return [from_item(raw) for page in pages for raw in page.get("Items", [])]
 
         groups: dict[str, SketchGroup] = {}
-        for items in _in_parallel(read, rollup_partitions(workspace_id)):
+        for items in in_parallel(read, rollup_partitions(workspace_id)):
             for item in items:
                 row_key = str(item["rollup_key"])
                 group = groups.get(row_key)

@@ -22,6 +22,7 @@ from costtrack_service.billing_store import BillingTable
 from costtrack_service.budget_store import BudgetTable
 from costtrack_service.operator_store import OperatorStore
 from costtrack_service.owner_store import OwnerStore
+from costtrack_service.page_backfill import PageBackfill
 from costtrack_service.price_store import PriceTable
 from costtrack_service.reservation_store import ReservationTable
 from costtrack_service.run_anomaly_store import RunAnomalyTable
@@ -32,6 +33,14 @@ __all__ = ["DynamoStore", "dynamodb_client", "translate_errors", "unavailable_er
 
 
 class DynamoStore(
-    OperatorStore, OwnerStore, PriceTable, BudgetTable, RunAnomalyTable, ReservationTable, BillingTable, RunReads
+    OperatorStore,
+    OwnerStore,
+    PriceTable,
+    BudgetTable,
+    RunAnomalyTable,
+    ReservationTable,
+    BillingTable,
+    RunReads,
+    PageBackfill,
 ):
     """costtrack's tables, every part (``TableAccess`` makes it: a client and the table names)."""

@@ -216,10 +216,11 @@ class TableAccess:
         item = response.get("Item")
         return layout_from_item(from_item(item)) if item else PartitionLayout()
 
-    def _get_many(self, table: str, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        """BatchGetItem, consistently, in pages of 100 keys, until nothing is left unprocessed."""
+    def _get_many(self, table: str, keys: list[dict[str, Any]], *, consistent: bool = True) -> Iterator[dict[str, Any]]:
+        """BatchGetItem, consistently unless told, in pages of 100 keys, until nothing is left
+        unprocessed."""
         for start in range(0, len(keys), 100):
-            pending: dict[str, Any] = {table: {"Keys": keys[start : start + 100], "ConsistentRead": True}}
+            pending: dict[str, Any] = {table: {"Keys": keys[start : start + 100], "ConsistentRead": consistent}}
             for _ in range(10):
                 response = self._call(self.client.batch_get_item, RequestItems=pending)
                 for item in response.get("Responses", {}).get(table, []):

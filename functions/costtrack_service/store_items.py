@@ -22,7 +22,6 @@ from costtrack_service.domain.shards import (
     PartitionChange,
     PartitionLayout,
     event_partition,
-    hidden_partition,
     partition_index,
 )
 from costtrack_service.domain.source import Source
@@ -190,12 +189,6 @@ def event_to_item(record: EventRecord, partition: str | None = None) -> dict[str
         # Spread like the events themselves, so one model's unpriced events are not one hot key.
         spread = partition_index(partition) % EVENT_PARTITIONS  # the backfill reads the first count's
         item["unpriced_model"] = f"{model_key(record.event.provider, record.event.model)}#{spread:02d}"
-    # The by-time index (``visible_by_time``): the dashboard reads a partition's visible events
-    # under the partition's key; hidden events go under its hidden twin, which the dashboard never
-    # asks for, so that the daily export reads a day's events, all of them, by time.
-    visible = record.visibility.dashboard_visible
-    item["visible_partition"] = partition if visible else hidden_partition(partition)
-    item["received_event"] = f"{record.received_at}#{record.event_id}"
     return item
 
 

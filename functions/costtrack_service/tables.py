@@ -8,9 +8,10 @@ so the deployed tables and the local ones cannot drift apart.
 * ``workspaces`` one item per workspace: the plan, the credits not yet leased and the
                  included events leased this month (``allowance.py``).
 * ``events``     one item per accepted event, keyed by idempotency key within one of the
-                 workspace's partitions (``shards.py``); ``visible_by_time`` is sparse (visible
-                 events only), newest first per partition for the dashboard; ``unpriced`` is
-                 sparse too (events waiting for a price, for the backfill). Items expire through
+                 workspace's partitions (``shards.py``), and one time page per ingestion
+                 transaction listing its events by time (``domain/time_pages.py``: the
+                 dashboard's list, the export and a run's calls read them); ``unpriced`` is
+                 sparse (events waiting for a price, for the backfill). Items expire through
                  the ``expires_at`` TTL attribute.
 * ``pricing``    synced and operators' prices by provider, workspace overrides, the sync's state
                  (``price_store.py``); the bundled catalogue is in the package.
@@ -92,7 +93,6 @@ class TableSpec:
 
 # The indexes, named once: the store queries them by these names.
 BY_WORKSPACE = Index("by_workspace", "workspace_id", "key_id")
-VISIBLE_BY_TIME = Index("visible_by_time", "visible_partition", "received_event")
 UNPRICED = Index("unpriced", "unpriced_model", "received_at")
 ALL_BUDGETS = Index("all_budgets", "budget_set", "budget_ref")
 DUE_DELIVERIES = Index("due_deliveries", "due_set", "due_at")
@@ -103,7 +103,7 @@ EXPIRES_AT = "expires_at"
 
 KEYS = TableSpec("keys", "key_hash", indexes=(BY_WORKSPACE,))
 WORKSPACES = TableSpec("workspaces", "workspace_id")
-EVENTS = TableSpec("events", "partition", "event_key", (VISIBLE_BY_TIME, UNPRICED), ttl_attribute=EXPIRES_AT)
+EVENTS = TableSpec("events", "partition", "event_key", (UNPRICED,), ttl_attribute=EXPIRES_AT)
 PRICING = TableSpec("pricing", "model_key", "entry_key")
 ROLLUPS = TableSpec("rollups", "partition", "rollup_key", (RUNS_BY_COST,), attribute_types={"cost": "N"})
 ALLOWANCE = TableSpec("allowance", "shard_key")

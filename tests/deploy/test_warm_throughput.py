@@ -17,13 +17,11 @@ from tests.deploy.test_built_template import ROOT, CloudFormationLoader
 
 PARAMETERS = {
     "EventsWarmWriteUnits": "EventsWarm",
-    "EventsIndexWarmWriteUnits": "EventsIndexWarm",
     "ShardTablesWarmWriteUnits": "ShardTablesWarm",
 }
 #: Where each parameter's warm throughput goes: (table, index or None).
 TARGETS = {
     "EventsWarmWriteUnits": [("EventsTable", None)],
-    "EventsIndexWarmWriteUnits": [("EventsTable", "visible_by_time")],
     "ShardTablesWarmWriteUnits": [("RollupsTable", None), ("AllowanceTable", None)],
 }
 
@@ -91,11 +89,10 @@ def test_off_nothing_changes_and_on_each_table_gets_its_units(template: dict[str
     assert "WarmThroughput" not in json.dumps(off)
     on = resolved(
         template,
-        {"EventsWarmWriteUnits": 24_000, "EventsIndexWarmWriteUnits": 12_000, "ShardTablesWarmWriteUnits": 4_000},
+        {"EventsWarmWriteUnits": 24_000, "ShardTablesWarmWriteUnits": 4_000},
     )
     assert on["EventsTable"]["WarmThroughput"] == {"WriteUnitsPerSecond": 24_000}
-    (by_time,) = [gsi for gsi in on["EventsTable"]["GlobalSecondaryIndexes"] if gsi["IndexName"] == "visible_by_time"]
-    assert by_time["WarmThroughput"] == {"WriteUnitsPerSecond": 12_000}
+    assert all("WarmThroughput" not in gsi for gsi in on["EventsTable"]["GlobalSecondaryIndexes"])
     assert (
         on["RollupsTable"]["WarmThroughput"] == on["AllowanceTable"]["WarmThroughput"] == {"WriteUnitsPerSecond": 4_000}
     )

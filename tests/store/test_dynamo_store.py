@@ -21,7 +21,7 @@ from costtrack_service.domain.keys import KeyState
 from costtrack_service.domain.overrides import parse_override
 from costtrack_service.domain.pricing import Origin, PricingEntry, parse_entry
 from costtrack_service.domain.quota import Charge, Tier, Usage, WorkspaceState
-from costtrack_service.domain.records import EventRecord, EventWarning
+from costtrack_service.domain.records import EventQuery, EventRecord, EventWarning
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.store_errors import NotFound, TransitionRefused
 from costtrack_service.domain.visibility import VISIBLE, Visibility
@@ -274,14 +274,17 @@ def test_an_unpriced_event_is_repriced_exactly_once(store: DynamoStore) -> None:
     assert totals["unknown_model"].events == 0
 
 
-def test_hidden_events_stay_out_of_the_dashboard_s_index_partitions(store: DynamoStore) -> None:
+def test_hidden_events_stay_off_the_dashboard_and_in_the_export(store: DynamoStore) -> None:
     workspace = store.create_workspace("w", tier=Tier.PAID, included_events=5)
     hidden = record(workspace.workspace_id, visibility=Visibility(False, "free_source_mismatch"))
     write(store, workspace, hidden, spends=(Spend(Charge.INCLUDED, 0, 1, lease=1),))
     raw = store.client.get_item(TableName=store.tables.events, Key=event_item_key(workspace.workspace_id, "k#k1"))[
         "Item"
     ]
-    # under its partition's hidden twin in the by-time index: the export finds it, the dashboard never asks
-    assert raw["visible_partition"] == {"S": raw["partition"]["S"] + "#hidden"}
     assert raw["dashboard_visible"] == {"BOOL": False}
+    # its time page lists it: the export finds it, the dashboard's list leaves it out
+    day = hidden.received_at[:10]
+    since, until = f"{day}T00:00:00.000Z", f"{day}T23:59:59.999Z"
+    assert [made.event_id for made in store.iter_day_events(workspace.workspace_id, since, until)] == [hidden.event_id]
+    assert store.list_visible_events(EventQuery(workspace.workspace_id, 10)) == ([], None)
     assert raw["cost"] == {"N": "0.0000125"}

@@ -1,6 +1,6 @@
 """The daily export reads a day's events and nothing else (``OperatorStore.iter_day_events``):
-a range of the by-time index per partition and per partition's hidden twin, so what it reads
-does not grow with the history kept (400 days by default)."""
+a range of the time pages per page partition, then the events they list, so what it reads does
+not grow with the history kept (400 days by default)."""
 
 from __future__ import annotations
 
@@ -53,19 +53,26 @@ def test_a_days_export_reads_that_days_events_only(store: DynamoStore) -> None:
             assert store.write_chunk(chunk) is None
 
     scanned: list[int] = []
+    fetched: list[int] = []
 
     def count(http_response: Any, parsed: dict[str, Any], model: Any, **_: Any) -> None:
         if model.name == "Query":
             scanned.append(int(parsed.get("ScannedCount", 0)))
+        if model.name == "BatchGetItem":
+            fetched.append(sum(len(items) for items in parsed.get("Responses", {}).values()))
 
     store.client.meta.events.register("after-call.dynamodb.Query", count)
+    store.client.meta.events.register("after-call.dynamodb.BatchGetItem", count)
     for day in (DAY, DAY - timedelta(days=1)):  # a day with hidden events and one without
         scanned.clear()
+        fetched.clear()
         since, until = day_bounds(day)
         read = list(store.iter_day_events(ws, since, until))
         expected = {made.event_id for made in stored if made.received_at.startswith(day.isoformat())}
         assert {made.event_id for made in read} == expected and len(read) == 3  # 00:00 in, 23:59:59.999 in
-        assert sum(scanned) == len(read)  # items read: the day's, none of the 32 other days
+        # items read: the day's pages (one per transaction, here one per event) and its events,
+        # none of the 32 other days
+        assert sum(scanned) == len(read) and sum(fetched) == len(read)
         # partition by partition, each in time order
         partitions = [event_partition(ws, made.event_key) for made in read]
         assert partitions == sorted(partitions)

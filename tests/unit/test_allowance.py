@@ -31,6 +31,7 @@ from costtrack_service.domain.quota import Charge, Tier, Usage, WorkspaceState
 from costtrack_service.domain.records import EventRecord, StoreUnavailable
 from costtrack_service.domain.shards import SHARDS
 from costtrack_service.domain.source import Source
+from costtrack_service.domain.time_pages import page_group
 from costtrack_service.domain.usage import GROUPINGS, HIDDEN, TOTAL, dimensions_for, report, rollup_deltas, summarize
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_tools.memory_store import MemoryStore
@@ -302,9 +303,11 @@ def test_a_batch_that_failed_half_way_is_retried_whole() -> None:
 
 
 def transaction_items(chunk: Chunk) -> int:
-    """What the chunk's DynamoDB transaction holds: events, rollup rows, shards, the central item."""
+    """What the chunk's DynamoDB transaction holds: events, rollup rows, shards, the central item,
+    its time pages (one per received minute)."""
     rows = {row for record in chunk.records for row in rollup_deltas(record)}
-    return len(chunk.records) + len(rows) + len(chunk.payment.spends) + (1 if chunk.payment.leases else 0)
+    pages = {page_group(record.received_at) for record in chunk.records}
+    return len(chunk.records) + len(rows) + len(chunk.payment.spends) + (1 if chunk.payment.leases else 0) + len(pages)
 
 
 def test_each_transaction_fits_dynamodb_s_limit() -> None:

@@ -30,7 +30,7 @@ from costtrack_tools.admin_budgets import add_budgets_parser
 from costtrack_tools.admin_export import add_export_parser
 from costtrack_tools.admin_otel import add_attributes_parser
 from costtrack_tools.admin_output import AdminError, emit, find_workspace, refusal, table
-from costtrack_tools.admin_partitions import add_partitions_parser
+from costtrack_tools.admin_partitions import add_pages_parser, add_partitions_parser
 from costtrack_tools.admin_pricing import add_pricing_parser
 from costtrack_tools.admin_reports import add_report_parsers
 from costtrack_tools.admin_runs import add_run_parsers
@@ -291,6 +291,7 @@ def add_admin_parser(commands: Any) -> None:
     command(workspace, "list", workspace_list, "list workspaces")
     add_attributes_parser(workspace, command)
     add_partitions_parser(workspace, command)
+    add_pages_parser(workspace, command)
 
     plan = groups.add_parser("plan", help="change a plan, add credits, show usage").add_subparsers(
         dest="action", required=True

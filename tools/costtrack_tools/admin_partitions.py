@@ -1,5 +1,7 @@
 """``costtrack admin workspace partitions``: size a workspace's event partitions and rollup shards
-for the rate it will send (``shards.PartitionLayout``). They only grow; event partitions double."""
+for the rate it will send (``shards.PartitionLayout``). They only grow; event partitions double.
+``costtrack admin workspace pages``: time pages for events stored before there were any
+(``page_backfill.py``)."""
 
 from __future__ import annotations
 
@@ -72,3 +74,25 @@ def add_partitions_parser(workspace: Any, command: Callable[[Any, str, Handler, 
         f"{IDEMPOTENCY_WINDOW_S // 3600} h",
     )
     parser.add_argument("--rollup-shards", type=int, help="rollup shards (only grow)")
+
+
+def workspace_pages(store: DynamoStore, args: argparse.Namespace) -> None:
+    workspace = find_workspace(store, args.workspace)
+    before = args.before or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    events, pages = store.backfill_pages(workspace.workspace_id, before)
+    data = {"workspace_id": workspace.workspace_id, "before": before, "events": events, "pages": pages}
+    emit(args, data, lambda: f"{workspace.workspace_id}: {events} events received before {before} in {pages} pages")
+
+
+def add_pages_parser(workspace: Any, command: Callable[[Any, str, Handler, str], Any]) -> None:
+    parser = command(
+        workspace,
+        "pages",
+        workspace_pages,
+        "list a workspace's events stored before time pages existed in time pages (once, after upgrading)",
+    )
+    parser.add_argument("workspace")
+    parser.add_argument(
+        "--before",
+        help="only events received before this instant (ISO, UTC; default now): the upgrade's deployment time",
+    )

@@ -18,6 +18,7 @@ from costtrack_service.domain.reservations.ledger import Ledger
 from costtrack_service.domain.reservations.settle import Settle
 from costtrack_service.domain.runs.totals import RunChanges, is_run_marker, run_ids
 from costtrack_service.domain.shards import PartitionLayout
+from costtrack_service.domain.time_pages import page_group
 from costtrack_service.domain.usage import CHARGE, Counts, RollupKey, rollup_rows, summed_deltas
 
 #: DynamoDB's limit on the items of one transaction.
@@ -80,14 +81,15 @@ def fitting(
 ) -> int:
     """How many of the first pending events fit in ``room`` items with their rollup rows
     (summed per transaction: events that share a day and values share rows), their runs' items,
-    the enforced budget ledgers they spend in (one item per ledger) and, after the partitions
-    grew, each event's checks of its other partitions. An event whose settle writes a ledger
-    shard an earlier event's settle writes starts the next transaction (DynamoDB takes one
-    operation per item in a transaction)."""
+    the enforced budget ledgers they spend in (one item per ledger), their time pages (one per
+    received minute, ``time_pages.py``) and, after the partitions grew, each event's checks of
+    its other partitions. An event whose settle writes a ledger shard an earlier event's settle
+    writes starts the next transaction (DynamoDB takes one operation per item in a transaction)."""
     rows: set[RollupKey] = set()
     runs: set[tuple[str, str]] = set()
     debits: set[tuple[str, str]] = set()
     held: set[tuple[str, int]] = set()
+    pages: set[str] = set()
     count = events = 0
     for record in pending:
         settle = settles.get(record.event_key) if settles else None
@@ -102,7 +104,8 @@ def fitting(
         events += 1 + (0 if layout is None else len(layout.event_targets(record.event_key, record.received_at)[1]))
         if ledgers:
             debits.update((ledger.ref, ledger.month) for ledger in ledgers.get(record.event_key, ()))
-        if events + len(rows) + RUN_ITEMS * len(runs) + len(debits) > room:
+        pages.add(page_group(record.received_at))
+        if events + len(rows) + RUN_ITEMS * len(runs) + len(debits) + len(pages) > room:
             break
         count += 1
     return max(count, 1)

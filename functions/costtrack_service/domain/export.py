@@ -9,8 +9,8 @@ and, in FOCUS 1.2 columns (``export_focus.py``), the same events in the same pie
 ``focus/workspace_id=…/day=…/part-{pp}-{nnnn}.csv.gz``.
 
 ``pp`` is the events-table partition the events were read from and ``nnnn`` the count of
-:data:`LINES_PER_OBJECT` lines within it. A partition's events are read in the order of the
-by-time index (received time, then event id), so the same events always give the same
+:data:`LINES_PER_OBJECT` lines within it. A partition's events are read in time order
+(received time, then event id), so the same events always give the same
 objects with the same names and bytes (gzip with no timestamp): re-running a day overwrites
 them, and any other object under the day's prefix is left over from an earlier run and is
 deleted (``exporter.py``).

@@ -6,8 +6,9 @@ per partition ("Partitions and data distribution"; "Burst and adaptive capacity"
 one workspace writes on every event is therefore spread:
 
 * events go to ``EVENT_PARTITIONS`` partition keys by a hash of their event key (a retry finds
-  its original, the dashboard and the backfill indexes are spread the same way): 10,000 events/s
-  at 2 write units each is 625 units/s per partition (and 312 on the by-time index);
+  its original, the backfill index is spread the same way): 10,000 events/s at 2 write units
+  each is 625 units/s per partition; their time pages (``time_pages.py``) go one per
+  transaction to the transaction's rollup shard's page partition;
 * allowance shards and rollup rows are written in ``SHARDS`` copies; each write picks one, in
   turn, so a shard item sees one write in ``SHARDS``. Readers add the copies up.
 
@@ -153,9 +154,10 @@ class PartitionLayout:
 
 def sized_for(events_per_s: int, event_kb: float) -> tuple[int, int]:
     """Event partitions and rollup shards for a rate and average event size: each event costs
-    2 write units per started KB in its transaction (1 on the by-time index), a partition key
-    takes 1,000 a second, kept at 75% for hashing and bursts; rollup shards take one write per
-    transaction of 100 events and stay under 10 transactions a second each. Powers of two from 32."""
+    2 write units per started KB in its transaction, a partition key takes 1,000 a second, kept
+    at 75% for hashing and bursts; rollup shards (and their time-page partitions) take one write
+    per transaction of 100 events and stay under 10 transactions a second each. Powers of two
+    from 32."""
     units = 2 * max(1, -(-int(event_kb * 1024) // 1024))
     partitions = SHARDS
     while partitions < MAX_PARTITIONS and events_per_s * units > 750 * partitions:
@@ -164,12 +166,6 @@ def sized_for(events_per_s: int, event_kb: float) -> tuple[int, int]:
     while shards < MAX_PARTITIONS and events_per_s / 100 > 10 * shards:
         shards *= 2
     return partitions, shards
-
-
-def hidden_partition(partition: str) -> str:
-    """Where the by-time index keeps a partition's hidden events (``store_items.event_to_item``):
-    a key of its own, which the dashboard never asks for."""
-    return f"{partition}#hidden"
 
 
 def rollup_partition(workspace_id: str, shard: int) -> str:

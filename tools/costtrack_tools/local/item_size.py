@@ -50,8 +50,8 @@ def value_size(value: AttributeValue) -> int:
         return len(str(data).encode("utf-8"))
     if kind == "N":
         return number_size(str(data))
-    if kind == "B":
-        return len(base64.b64decode(data))
+    if kind == "B":  # base64 text on the wire; bytes as botocore takes them
+        return len(data) if isinstance(data, bytes | bytearray) else len(base64.b64decode(data))
     if kind in ("BOOL", "NULL"):
         return 1
     if kind == "L":

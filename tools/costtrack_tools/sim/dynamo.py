@@ -8,15 +8,15 @@
   (``local/aws_front.py``, rules 1 and 2).
 * Per partition key value, at most ``partition_wcu_per_s`` write units (1,000 on AWS) and
   ``partition_rcu_per_s`` read units (3,000) per second of virtual time (whole-second buckets;
-  the front uses a sliding window), for the base table and for the by-time index; beyond it the
+  the front uses a sliding window), per table and index; beyond it the
   transaction is cancelled with ``ThrottlingError`` (the store raises ``StoreUnavailable``: a 503).
 * On-demand capacity per table and index: ``table_initial_wcu_per_s`` (AWS: about 4,000 for a
   new table; ``None``: warm, no table limit), raised to twice the highest second seen at least
   ``ramp_delay_s`` earlier (AWS: "up to double your previous peak" within 30 minutes).
 * Write units by AWS's rules (``local.item_size``): 2 per started KB of each item in a
-  transaction, from the real event items (``store_items.event_to_item``); each visible or hidden
-  event enters the by-time index (1 unit per started KB, the whole item: ``ALL`` projection).
-  Allowance shards, the workspace item and rollup rows are taken as under 1 KB.
+  transaction, from the real event items (``store_items.event_to_item``) and the transaction's
+  real time pages (``time_pages.page_items``, in their page partitions). Allowance shards, the
+  workspace item and rollup rows are taken as under 1 KB.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from costtrack_service.domain.quota import Charge, WorkspaceState
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.shards import SHARDS, PartitionLayout, partition_key, rollup_partition
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
+from costtrack_service.domain.time_pages import page_items
 from costtrack_service.store_items import event_to_item, to_item
 from costtrack_tools.local.item_size import item_size, write_units
 from costtrack_tools.memory_store import MemoryStore
@@ -142,8 +143,10 @@ class SimDynamo(MemoryStore):
         charges: Counter[str] = Counter()
         pools: Counter[str] = Counter()
         layout = chunk.payment.central.partitions
+        puts = []
         for record in chunk.records:
             put, checks = layout.event_targets(record.event_key, record.received_at)
+            puts.append(put)
             item = event_to_item(record, partition_key(chunk.workspace_id, put))
             size = item_size(to_item(item))
             for index in checks:  # a ConditionCheck on the key's partition under an earlier count
@@ -151,9 +154,11 @@ class SimDynamo(MemoryStore):
                 pools["events"] += SMALL_ITEM_TRANSACTIONAL_WCU
             partition = item["partition"]
             charges[f"events|{partition}"] += write_units(size, transactional=True)
-            charges[f"by_time|{item['visible_partition']}"] += write_units(size)
             pools["events"] += write_units(size, transactional=True)
-            pools["events/by_time"] += write_units(size)
+        for page in page_items(chunk.workspace_id, chunk.rollup_shard, chunk.records, puts):
+            units = write_units(item_size(to_item(page)), transactional=True)
+            charges[f"events|{page['partition']}"] += units
+            pools["events"] += units
         small = SMALL_ITEM_TRANSACTIONAL_WCU
         for spend in chunk.payment.spends:
             charges[f"allowance|{self._shard(chunk.workspace_id, chunk.period, spend.charge, spend.shard)}"] += small
