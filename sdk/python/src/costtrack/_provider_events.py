@@ -121,23 +121,30 @@ def get_each(source: Any, names: Tuple[str, ...]) -> List[Any]:
     cls = type(source)
     if cls is dict:
         return [source.get(name) for name in names]
-    on_class = _MODELS.get(cls, _UNKNOWN)
-    if on_class is _UNKNOWN:
-        on_class = _model_names(cls)
-    if on_class is None:
+    plain = _PLAIN.get((cls, names))
+    if plain is None:
+        on_class = _MODELS.get(cls, _UNKNOWN)
+        if on_class is _UNKNOWN:
+            on_class = _model_names(cls)
+        # A pydantic model none of whose class names (nor a private name) is among ``names``:
+        # each is a field in its ``__dict__`` or an extra field, or absent.
+        plain = on_class is not None and not any(name in on_class or name.startswith("_") for name in names)
+        _PLAIN[(cls, names)] = plain
+    if not plain:
         return [get(source, name) for name in names]
     fields = source.__dict__
     extra = source.__pydantic_extra__
+    if not extra:
+        return [fields.get(name) for name in names]
     found = []
     for name in names:
-        if name in on_class or name[0] == "_":
-            value = getattr(source, name, None)
-        else:
-            value = fields.get(name)
-            if value is None and extra:
-                value = extra.get(name)
-        found.append(value)
+        value = fields.get(name)
+        found.append(extra.get(name) if value is None else value)
     return found
+
+
+#: Per (class, names) of ``get_each``: whether the names are read from the model's fields alone.
+_PLAIN: Dict[Tuple[type, Tuple[str, ...]], bool] = {}
 
 
 #: Per class: for a pydantic (v2) model, as the provider SDKs' response objects are, the names
