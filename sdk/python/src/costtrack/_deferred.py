@@ -19,8 +19,9 @@ the calling thread, as ``track()`` takes it).
 
 from __future__ import annotations
 
+import functools
 import logging
-from typing import TYPE_CHECKING, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 from costtrack import _attributes
 from costtrack._event import TrackEvent
@@ -28,10 +29,7 @@ from costtrack._fast_encode import encode_event
 from costtrack._keys import new_idempotency_key
 from costtrack._queue import QUEUED
 
-if TYPE_CHECKING:
-    from costtrack._tracker import Tracker
-
-__all__ = ["Build", "make_later", "track_later"]
+__all__ = ["Build", "deferring", "make_later", "track_later"]
 
 logger = logging.getLogger("costtrack")
 
@@ -39,7 +37,19 @@ logger = logging.getLogger("costtrack")
 Build = Callable[[], Optional[TrackEvent]]
 
 
-def track_later(tracker: Tracker, build: Build) -> None:
+def deferring(tracker: Any) -> Optional[Callable[[Build], None]]:
+    """What queues an event for ``tracker`` to make later: for a ``Tracker`` (the class that
+    defines ``_track_later``; this module does not import it) whose ``track`` is that class's
+    own; ``None`` for any other tracker (anything with ``track``, a subclass's own ``track``),
+    which is given each event as it is made."""
+    cls = type(tracker)
+    home = next((base for base in cls.__mro__ if "_track_later" in vars(base)), None)
+    if home is None or getattr(cls, "track", None) is not getattr(home, "track", None):
+        return None
+    return functools.partial(track_later, tracker)
+
+
+def track_later(tracker: Any, build: Build) -> None:
     if not tracker._active:
         return
     try:
@@ -58,7 +68,7 @@ def track_later(tracker: Tracker, build: Build) -> None:
         logger.exception("costtrack: queueing an instrumented call's event failed; the event was dropped")
 
 
-def make_later(tracker: Tracker, build: Build) -> Optional[Tuple[str, bytes]]:
+def make_later(tracker: Any, build: Build) -> Optional[Tuple[str, bytes]]:
     """On a delivery thread: the event's key and batch item, exactly as ``track()`` makes them;
     ``None`` when there is nothing to send (invalid: reported to ``on_error``)."""
     event = build()

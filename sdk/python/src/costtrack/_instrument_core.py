@@ -15,10 +15,9 @@ from inspect import isawaitable
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple
 
 from costtrack._attributes import current
-from costtrack._deferred import Build, track_later
+from costtrack._deferred import Build, deferring
 from costtrack._event import TrackEvent
 from costtrack._provider_events import Usage, provider_event
-from costtrack._tracker import Tracker
 
 __all__ = [
     "DEFAULT_FIELDS",
@@ -77,9 +76,7 @@ class Instrumentation:
         self.undo: List[Callable[[], None]] = []
         #: A ``Tracker``'s events are made on its delivery thread (``_deferred``); another
         #: tracker (anything with ``track``, a subclass's own ``track``) is given each event.
-        self.later: Optional[Callable[[Build], None]] = None
-        if isinstance(tracker, Tracker) and getattr(type(tracker), "track", None) is Tracker.track:
-            self.later = functools.partial(track_later, tracker)
+        self.later: Optional[Callable[[Build], None]] = deferring(tracker)
 
     def call(self, model: Any) -> Call:
         return Call(self, model)
