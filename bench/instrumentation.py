@@ -13,16 +13,18 @@ every few rounds, outside the measured time; Langfuse and OpenLLMetry export to 
 drops the spans.
 
 Each variant runs in its own process (Langfuse and OpenLLMetry patch the ``openai`` classes
-process-wide), and within it, round after round, a block of instrumented calls and a block of
-bare calls alternate (which comes first is drawn each round), with the garbage collector off
-during a block: ``costtrack``, an instrumented client beside a bare one; ``openllmetry``,
-``langfuse`` and ``openllmetry``, their wrapt wrappers of ``Completions.create`` swapped for the
-method they wrap between blocks (Langfuse's stream iteration hooks stay on in both blocks, so its
-streaming figure is if anything low). The calling
-thread's CPU (``time.thread_time_ns``) of each block is divided by its calls; a round's figure is
-(instrumented - bare) per call. Reported: the median over rounds and its spread (interquartile
-range), the bare call's own CPU, and Langfuse's and OpenLLMetry's figures as ratios to
-costtrack's. Prints a table, then one JSON object on the last line; figures are never asserted.
+process-wide), and within it, round after round, the instrumented client, the bare one and a
+control (a second bare client, or the same bare one again) are called in turn, call by call, in
+an order drawn anew for each triple, with the garbage collector off during a round:
+``costtrack``, an instrumented client beside two bare ones; ``langfuse`` and ``openllmetry``,
+their wrapt wrappers of ``Completions.create`` swapped for the method they wrap before each bare
+call (Langfuse's stream iteration hooks stay on for all, so its streaming figure is if anything
+low). Each call's calling-thread CPU (``time.thread_time_ns``) is counted, all of it; a round's
+figure is (instrumented - bare) per call, and the control's (control - bare) is the A/A row:
+what the host's noise alone makes of two identical clients. Reported: the median over rounds
+and its spread (interquartile range), the control's, the bare call's own CPU, and Langfuse's and
+OpenLLMetry's figures as ratios
+to costtrack's. Prints a table, then one JSON object on the last line; figures are never asserted.
 """
 
 from __future__ import annotations
@@ -191,23 +193,38 @@ def stream(client: Any) -> None:
 CALLS = {"plain": plain, "stream": stream}
 
 
-def block(call: Callable[[Any], None], client: Any, count: int) -> float:
-    """The calling thread's CPU per call over ``count`` calls, in microseconds, the GC off."""
+def one_round(
+    call: Callable[[Any], None], clients: dict[str, Any], switch: Callable[[bool], None], count: int
+) -> dict[str, float]:
+    """One round of ``count`` calls of each client (``instrumented``, ``bare``, ``control``: a
+    second bare one), the three interleaved call by call in an order drawn anew each time, the
+    GC off: each one's calling-thread CPU per call, in microseconds. Interleaving call by call
+    (rather than block by block) leaves slow drifts of the host (another process's cache
+    traffic, the clock's frequency) to all three alike."""
+    spent = dict.fromkeys(clients, 0)
+    names = list(clients)
+    clock = time.thread_time_ns
     gc.collect()
     gc.disable()
     try:
-        started = time.thread_time_ns()
         for _ in range(count):
-            call(client)
-        return (time.thread_time_ns() - started) / count / 1000
+            for name in random.sample(names, len(names)):
+                switch(name == "instrumented")
+                client = clients[name]
+                started = clock()
+                call(client)
+                spent[name] += clock() - started
     finally:
         gc.enable()
+    return {name: total / count / 1000 for name, total in spent.items()}
 
 
 def work(variant: str, url: str, rounds: int) -> None:
-    """Prints one JSON object: per kind, each round's (instrumented, bare) CPU per call."""
+    """Prints one JSON object: per kind, each round's (instrumented, bare, control) CPU per call."""
     instrumented, bare, switch, flush = setup(variant, url)
-    found: dict[str, list[tuple[float, float]]] = {kind: [] for kind in KINDS}
+    control = bare if instrumented is bare else mock_openai()()
+    clients = {"instrumented": instrumented, "bare": bare, "control": control}
+    found: dict[str, list[tuple[float, float, float]]] = {kind: [] for kind in KINDS}
     for kind, count in KINDS.items():
         call = CALLS[kind]
         for on in (True, False):
@@ -216,13 +233,10 @@ def work(variant: str, url: str, rounds: int) -> None:
                 call(instrumented if on else bare)
         flush()
         for number in range(rounds):
-            figures = {}
-            for on in random.sample((True, False), 2):
-                switch(on)
-                figures[on] = block(call, instrumented if on else bare, count)
-            found[kind].append((figures[True], figures[False]))
+            figures = one_round(call, clients, switch, count)
+            found[kind].append((figures["instrumented"], figures["bare"], figures["control"]))
             if number % FLUSH_EVERY == FLUSH_EVERY - 1:
-                flush()  # outside the measured blocks: the delivery is not the calling thread's
+                flush()  # outside the measured calls: the delivery is not the calling thread's
     output: dict[str, Any] = dict(found)
     if variant == "costtrack":
         output["own"] = own_code(bare, url, rounds)
@@ -231,8 +245,9 @@ def work(variant: str, url: str, rounds: int) -> None:
 
 def own_code(bare: Any, url: str, rounds: int) -> list[float]:
     """costtrack's own code per non-streaming call, without the client around it: what the
-    instrumented ``create`` does before and after the bare one (``_chat_begin``, then reading
-    the response and ``tracker.track()`` in ``_chat_finish``), per round of 100, in microseconds."""
+    instrumented ``create`` does on the calling thread before and after the bare one
+    (``_chat_begin``, then reading the response and queueing the event in ``_chat_finish``; the
+    delivery thread makes the event), per round of 100, in microseconds."""
     import costtrack
     from costtrack._instrument_clients import _chat_begin, _chat_finish
     from costtrack._instrument_core import Instrumentation
@@ -257,18 +272,25 @@ def own_code(bare: Any, url: str, rounds: int) -> list[float]:
 # -- the parent ----------------------------------------------------------------------------------
 
 
-def summary(pairs: list[tuple[float, float]]) -> dict[str, float]:
-    added = [on - off for on, off in pairs]
+def summary(rounds: list[tuple[float, float, float]]) -> dict[str, float]:
+    """Over the rounds: the median and interquartile range of (instrumented - bare), of the
+    A/A control (bare - the other bare: what the host's noise alone makes of no difference),
+    and the bare call's own CPU."""
+    added = [on - off for on, off, _ in rounds]
+    control = [other - off for _, off, other in rounds]
     q1, _, q3 = statistics.quantiles(added, n=4)
+    c1, _, c3 = statistics.quantiles(control, n=4)
     return {
         "added": statistics.median(added),
         "iqr": q3 - q1,
-        "bare": statistics.median(off for _, off in pairs),
+        "control": statistics.median(control),
+        "control_iqr": c3 - c1,
+        "bare": statistics.median(off for _, off, _ in rounds),
     }
 
 
 def measure(rounds: int) -> tuple[dict[str, dict[str, dict[str, float]]], list[float]]:
-    """``{kind: {variant: {"added": us, "iqr": us, "bare": us}}}``, each variant in its own
+    """``{kind: {variant: summary(rounds)}}``, each variant in its own
     process, and costtrack's own code per call, each round's (``own_code``)."""
     server = subprocess.Popen([sys.executable, __file__, "--serve"], stdout=subprocess.PIPE, text=True)
     try:
@@ -281,8 +303,8 @@ def measure(rounds: int) -> tuple[dict[str, dict[str, dict[str, float]]], list[f
             output = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True).stdout
             found = json.loads(output.strip().splitlines()[-1])
             own = found.pop("own", own)
-            for kind, pairs in found.items():
-                figures[kind][variant] = summary(pairs)
+            for kind, rounds_found in found.items():
+                figures[kind][variant] = summary(rounds_found)
         return figures, own
     finally:
         server.terminate()
@@ -312,7 +334,8 @@ def main() -> None:
     figures, own = measure(args.rounds)
     print(f"Python {sys.version.split()[0]}, {versions()}; in-process MockTransport, {args.rounds} rounds")
     print("Calling-thread CPU added per call over the bare openai client, microseconds:")
-    print("median of the rounds' (instrumented - bare) [interquartile range]; the bare call's own CPU")
+    print("median of the rounds' (instrumented - bare) [interquartile range]; the A/A control (bare - bare)")
+    print("in the same rounds, what the host's noise alone shows; the bare call's own CPU")
     result: dict[str, float] = {}
     for kind, by_variant in figures.items():
         label = "plain" if kind == "plain" else f"stream ({STREAM_CHUNKS} chunks)"
@@ -321,19 +344,20 @@ def main() -> None:
             ratio = figure["added"] / base if base > 0 else float("nan")
             print(
                 f"  {label:<20} {variant:<12} {figure['added']:>8.1f} [{figure['iqr']:.1f}]"
+                f"   A/A {figure['control']:.1f} [{figure['control_iqr']:.1f}]"
                 f"   bare {figure['bare']:.1f}   {ratio:.1f}x costtrack's"
             )
             prefix = f"instrument_{variant}_{kind}"
             result[f"{prefix}_thread_cpu_us"] = round(figure["added"], 2)
             result[f"{prefix}_thread_cpu_iqr_us"] = round(figure["iqr"], 2)
+            result[f"{prefix}_control_cpu_us"] = round(figure["control"], 2)
+            result[f"{prefix}_control_cpu_iqr_us"] = round(figure["control_iqr"], 2)
             if variant != "costtrack":
                 result[f"{prefix}_over_costtrack"] = round(ratio, 2)
         bare = statistics.median(figure["bare"] for figure in by_variant.values())
         result[f"instrument_bare_{kind}_thread_cpu_us"] = round(bare, 2)
     q1, median, q3 = statistics.quantiles(own, n=4)
-    print(
-        f"  costtrack's own code per call (begin, read the response, track()), no client: {median:.1f} [{q3 - q1:.1f}]"
-    )
+    print(f"  costtrack's own code per call (begin, read, queue the event), no client: {median:.1f} [{q3 - q1:.1f}]")
     result["instrument_costtrack_own_code_cpu_us"] = round(median, 2)
     result["instrument_costtrack_own_code_cpu_iqr_us"] = round(q3 - q1, 2)
     print(json.dumps(result))

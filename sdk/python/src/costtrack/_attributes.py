@@ -122,6 +122,12 @@ def withdraw(token: Token[Optional[Pending]]) -> None:
         _RESERVATION.reset(token)
 
 
+def reservation_offered() -> bool:
+    """Whether a ``tracker.reservation`` block offers a reservation that no event took yet."""
+    pending = _RESERVATION.get()
+    return pending is not None and not pending.taken
+
+
 def current() -> Optional[Dict[str, Any]]:
     """The attribution in force (``None`` outside any ``attributes`` block); not to be changed."""
     return _ATTRIBUTES.get()

@@ -21,10 +21,19 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional
 
 from costtrack._http import Answer, Route, Transport
-from costtrack._queue import Batch, EventQueue
+from costtrack._queue import Batch, EventQueue, QueuedEvent
 from costtrack._retry import backoff_delay
 from costtrack._warnings import NETWORK_ERROR, TrackerWarning
-from costtrack._wire import EventAnswer, join_items, read_results, service_error, service_warnings
+from costtrack._wire import (
+    BATCH_CLOSE,
+    BATCH_OPEN,
+    MAX_BATCH_BYTES,
+    EventAnswer,
+    join_items,
+    read_results,
+    service_error,
+    service_warnings,
+)
 
 __all__ = ["MAX_CONSUMERS", "Delivery", "DeliveryHooks", "DeliverySettings"]
 
@@ -33,6 +42,8 @@ logger = logging.getLogger("costtrack")
 #: Requests in flight at once, at most: enough that one slow request does not hold up the
 #: others, few enough to be gentle with the service and the application's process.
 MAX_CONSUMERS = 4
+
+_ENVELOPE_BYTES = len(BATCH_OPEN) + len(BATCH_CLOSE)
 
 
 @dataclass(frozen=True)
@@ -159,6 +170,8 @@ class Delivery:
             self._hooks.warn(TrackerWarning(NETWORK_ERROR, message, count=lost))
 
     def _deliver(self, transport: Transport, batch: Batch) -> None:
+        if any(event.later is not None for event in batch.events) and not self._make_deferred(batch):
+            return
         events = batch.events
         batch.body = join_items([event.item for event in events])
         while True:
@@ -186,6 +199,34 @@ class Delivery:
                 self._report_answers(batch, answers)
         finally:
             self.queue.settle(batch)
+
+    def _make_deferred(self, batch: Batch) -> bool:
+        """Make the key and item of each deferred event of ``batch`` (its ``later``, once): those
+        with nothing to send leave the batch, those beyond the byte cap go back to the queue.
+        ``False`` when nothing is left to send."""
+        keep: List[QueuedEvent] = []
+        returned: List[QueuedEvent] = []
+        size = _ENVELOPE_BYTES
+        for event in batch.events:
+            later = event.later
+            if later is not None:
+                event.later = None
+                try:
+                    made = later()
+                except Exception:  # it reports its own failures; this is a bug
+                    logger.exception("costtrack: making an event failed")
+                    made = None
+                if made is None:
+                    continue
+                event.key, event.item = made
+            if returned or (keep and size + 1 + len(event.item) > MAX_BATCH_BYTES):
+                returned.append(event)
+                continue
+            size += 1 + len(event.item)
+            keep.append(event)
+        if len(keep) == len(batch.events):
+            return True
+        return self.queue.trim(batch, keep, returned)
 
     def _report_answers(self, batch: Batch, answers: List[EventAnswer]) -> None:
         """Each event's answer (below 500), exactly as for a single-event request."""

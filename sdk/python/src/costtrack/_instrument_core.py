@@ -15,6 +15,8 @@ from inspect import isawaitable
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple
 
 from costtrack._attributes import current
+from costtrack._deferred import Build, deferring
+from costtrack._event import TrackEvent
 from costtrack._provider_events import Usage, provider_event
 
 __all__ = [
@@ -72,6 +74,9 @@ class Instrumentation:
         self.provider = defaults.get("provider") or provider
         self.defaults = {name: value for name, value in defaults.items() if name != "provider" and value is not None}
         self.undo: List[Callable[[], None]] = []
+        #: A ``Tracker``'s events are made on its delivery thread (``_deferred``); another
+        #: tracker (anything with ``track``, a subclass's own ``track``) is given each event.
+        self.later: Optional[Callable[[Build], None]] = deferring(tracker)
 
     def call(self, model: Any) -> Call:
         return Call(self, model)
@@ -141,10 +146,11 @@ class Call:
                 with_identity(fields, claim.identity)
             fields["latency_ms"] = latency_ms
             fields["status"] = status
-            event = provider_event(
-                "instrument", (found_model or self._model, counts, pricing), instrumentation.provider, None, fields
-            )
-            instrumentation.tracker.track(event)
+            read = (found_model or self._model, counts, pricing)
+            if instrumentation.later is None or "metadata" in fields:  # metadata: the caller's dicts
+                instrumentation.tracker.track(_event(instrumentation, read, fields))
+            else:  # what was read is plain values: the event is made on the delivery thread
+                instrumentation.later(functools.partial(_built, instrumentation, read, fields))
         except Exception as error:  # never into the application
             instrumentation.report(error)
 
@@ -162,6 +168,19 @@ class Call:
 
     def report(self, error: Exception) -> None:
         self._instrumentation.report(error)
+
+
+def _event(instrumentation: Instrumentation, read: Usage, fields: Dict[str, Any]) -> TrackEvent:
+    return provider_event("instrument", read, instrumentation.provider, None, fields)
+
+
+def _built(instrumentation: Instrumentation, read: Usage, fields: Dict[str, Any]) -> Optional[TrackEvent]:
+    """``_event`` on the delivery thread: a failure goes to ``on_error`` as it would have."""
+    try:
+        return _event(instrumentation, read, fields)
+    except Exception as error:
+        instrumentation.report(error)
+        return None
 
 
 def status_of(error: BaseException) -> str:

@@ -7,13 +7,23 @@ Behind ``costtrack.providers``; imports no provider package.
 from __future__ import annotations
 
 from collections.abc import Mapping as AbcMapping
-from typing import Any, Dict, FrozenSet, Iterable, Mapping, Optional, Tuple, TypedDict
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Tuple, TypedDict
 
 from costtrack._event import EventStatus, TrackEvent
 from costtrack._reserved import as_count, exceeded_parent
-from costtrack._rules import PRICING_CONTEXT_MAX_CHARS, PRICING_COUNT_PARENTS
+from costtrack._rules import MAX_SAFE_INTEGER, PRICING_CONTEXT_MAX_CHARS, PRICING_COUNT_PARENTS
 
-__all__ = ["ATTRIBUTION", "HelperFields", "Usage", "get", "header", "items", "provider_event", "read_counts"]
+__all__ = [
+    "ATTRIBUTION",
+    "HelperFields",
+    "Usage",
+    "get",
+    "get_each",
+    "header",
+    "items",
+    "provider_event",
+    "read_counts",
+]
 
 
 class HelperFields(TypedDict, total=False):
@@ -52,6 +62,7 @@ class HelperFields(TypedDict, total=False):
 ATTRIBUTION = tuple(
     name for name in HelperFields.__annotations__ if name not in ("metadata", "processing", "reservation")
 )
+_HELPER_FIELDS = frozenset(HelperFields.__annotations__)
 
 #: What a helper read from a response: the model it names, the event's counts, and the pricing
 #: context and extra counts for ``metadata`` (``None`` or anything invalid: not found).
@@ -102,6 +113,40 @@ def get(source: Any, *names: str) -> Any:
     return None
 
 
+def get_each(source: Any, names: Tuple[str, ...]) -> List[Any]:
+    """``[get(source, name) for name in names]`` in one call: the fields an instrumented call
+    reads from one object of the response, each read exactly as ``get`` reads it."""
+    if source is None:
+        return [None] * len(names)
+    cls = type(source)
+    if cls is dict:
+        return [source.get(name) for name in names]
+    plain = _PLAIN.get((cls, names))
+    if plain is None:
+        on_class = _MODELS.get(cls, _UNKNOWN)
+        if on_class is _UNKNOWN:
+            on_class = _model_names(cls)
+        # A pydantic model none of whose class names (nor a private name) is among ``names``:
+        # each is a field in its ``__dict__`` or an extra field, or absent.
+        plain = on_class is not None and not any(name in on_class or name.startswith("_") for name in names)
+        _PLAIN[(cls, names)] = plain
+    if not plain:
+        return [get(source, name) for name in names]
+    fields = source.__dict__
+    extra = source.__pydantic_extra__
+    if not extra:
+        return [fields.get(name) for name in names]
+    found = []
+    for name in names:
+        value = fields.get(name)
+        found.append(extra.get(name) if value is None else value)
+    return found
+
+
+#: Per (class, names) of ``get_each``: whether the names are read from the model's fields alone.
+_PLAIN: Dict[Tuple[type, Tuple[str, ...]], bool] = {}
+
+
 #: Per class: for a pydantic (v2) model, as the provider SDKs' response objects are, the names
 #: its classes define (properties, methods...); ``None`` for any other class.
 _MODELS: Dict[type, Optional[FrozenSet[str]]] = {}
@@ -147,29 +192,39 @@ def provider_event(
     A keyword that is not a ``HelperFields`` name is a ``TypeError``, as it would be had the
     helper listed its keywords one by one."""
     for name in fields:
-        if name not in HelperFields.__annotations__:
+        if name not in _HELPER_FIELDS:
             raise TypeError(f"{helper}() got an unexpected keyword argument {name!r}")
     found_model, counts, pricing = usage
     event: Dict[str, Any] = {"provider": provider, "model": model or found_model}
-    event.update((name, value) for name, value in counts.items() if value is not None)
-    event.update((name, fields[name]) for name in ATTRIBUTION if fields.get(name) is not None)
-    reservation_id = getattr(fields.get("reservation"), "reservation_id", None)
-    if reservation_id is not None and "reservation_id" not in event:
-        event["reservation_id"] = reservation_id
+    for name, value in counts.items():
+        if value is not None:
+            event[name] = value
+    for name in ATTRIBUTION:
+        value = fields.get(name)
+        if value is not None:
+            event[name] = value
+    reservation = fields.get("reservation")
+    if reservation is not None:
+        reservation_id = getattr(reservation, "reservation_id", None)
+        if reservation_id is not None and "reservation_id" not in event:
+            event["reservation_id"] = reservation_id
 
     found: Dict[str, Any] = {}
     for name, value in pricing.items():
+        if value is None:
+            continue
         if name in PRICING_COUNT_PARENTS:
-            number = as_count(value)
+            number = value if type(value) is int and 0 <= value <= MAX_SAFE_INTEGER else as_count(value)
             if number:  # 0 prices as absent; anything but a count is the provider's oddity
                 found[name] = number
         elif isinstance(value, str) and 0 < len(value) <= PRICING_CONTEXT_MAX_CHARS:
             found[name] = value
     metadata = fields.get("metadata")
+    processing = fields.get("processing")
     if metadata is not None and not isinstance(metadata, Mapping):
         event["metadata"] = metadata  # not an object: validation reports it, as given
-    else:
-        merged = _merge_metadata(found, fields.get("processing"), metadata, event)
+    elif found or processing is not None or metadata:
+        merged = _merge_metadata(found, processing, metadata, event)
         if merged:
             event["metadata"] = merged
     return event  # type: ignore[return-value]

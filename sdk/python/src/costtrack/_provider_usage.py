@@ -9,42 +9,73 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
-from costtrack._provider_events import Usage, get, header, items, read_counts
+from costtrack._provider_events import Usage, get, get_each, header, items, read_counts
 from costtrack._reserved import as_count
 
 __all__ = ["anthropic_usage", "bedrock_usage", "gemini_usage", "openai_usage"]
 
 
+#: What ``openai_usage`` reads, object by object (one ``get_each`` for each).
+_OPENAI_RESPONSE = ("usage", "model", "service_tier")
+_OPENAI_USAGE = (
+    "input_tokens",
+    "output_tokens",
+    "prompt_tokens",
+    "completion_tokens",
+    "input_tokens_details",
+    "output_tokens_details",
+    "prompt_tokens_details",
+    "completion_tokens_details",
+    "total_tokens",
+    "prompt_cache_hit_tokens",
+    "cost",
+)
+_OPENAI_PROMPT_DETAILS = ("cached_tokens", "cache_write_tokens", "audio_tokens")
+_OPENAI_COMPLETION_DETAILS = ("reasoning_tokens", "audio_tokens")
+
+
 def openai_usage(response: Any, provider: str) -> Usage:
     """Chat Completions (``prompt_tokens``...) or the Responses API (``input_tokens``...)."""
-    usage = get(response, "usage")
-    responses_api = get(usage, "input_tokens") is not None or get(usage, "output_tokens") is not None
-    prompt_name, completion_name = ("input", "output") if responses_api else ("prompt", "completion")
-    prompt, completion = get(usage, f"{prompt_name}_tokens"), get(usage, f"{completion_name}_tokens")
-    prompt_details = get(usage, f"{prompt_name}_tokens_details")
-    completion_details = get(usage, f"{completion_name}_tokens_details")
-    reasoning = get(completion_details, "reasoning_tokens")
+    usage, model, service_tier = get_each(response, _OPENAI_RESPONSE)
+    (
+        input_tokens,
+        output_tokens,
+        prompt,
+        completion,
+        input_details,
+        output_details,
+        prompt_details,
+        completion_details,
+        total,
+        cache_hit,
+        cost,
+    ) = get_each(usage, _OPENAI_USAGE)
+    responses_api = input_tokens is not None or output_tokens is not None
+    if responses_api:
+        prompt, completion = input_tokens, output_tokens
+        prompt_details, completion_details = input_details, output_details
+    cached, cache_write, input_audio = get_each(prompt_details, _OPENAI_PROMPT_DETAILS)
+    reasoning, output_audio = get_each(completion_details, _OPENAI_COMPLETION_DETAILS)
     if not responses_api and provider in ("xai", "x-ai") and _is_count(reasoning) and _is_count(completion):
         # xAI's Chat Completions count reasoning apart from completion_tokens: fold it in,
         # the OpenAI convention, which prices right whichever way the entry reads it.
         completion += reasoning
-    cached = get(prompt_details, "cached_tokens")
     if cached is None:
-        cached = get(usage, "prompt_cache_hit_tokens")  # DeepSeek
+        cached = cache_hit  # DeepSeek
     counts = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
-        "total_tokens": get(usage, "total_tokens"),
+        "total_tokens": total,
         "cached_input_tokens": cached,
-        "cache_write_tokens": get(prompt_details, "cache_write_tokens"),
+        "cache_write_tokens": cache_write,
     }
     pricing = {
-        "service_tier": get(response, "service_tier"),
-        "input_audio_tokens": get(prompt_details, "audio_tokens"),
-        "output_audio_tokens": get(completion_details, "audio_tokens"),
-        "reported_cost": reported_cost(get(usage, "cost")),
+        "service_tier": service_tier,
+        "input_audio_tokens": input_audio,
+        "output_audio_tokens": output_audio,
+        "reported_cost": None if cost is None else reported_cost(cost),
     }
-    return get(response, "model"), counts, pricing
+    return model, counts, pricing
 
 
 def reported_cost(value: Any) -> Optional[str]:

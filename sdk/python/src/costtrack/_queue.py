@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import Deque, List, Optional
+from typing import Callable, Deque, List, Optional, Tuple
 
 from costtrack._wire import BATCH_CLOSE, BATCH_OPEN, MAX_BATCH_BYTES, MAX_BATCH_EVENTS
 
@@ -45,17 +45,25 @@ MAX_FLUSH_INTERVAL_S = 60.0
 
 _ENVELOPE_BYTES = len(BATCH_OPEN) + len(BATCH_CLOSE)
 
+#: What makes a deferred event's key and batch item (``None``: nothing to send; it said why).
+Later = Callable[[], Optional[Tuple[str, bytes]]]
+
 
 class QueuedEvent:
     """One event on its way. Its batch item is serialized at ``track()`` time, so every attempt
-    sends the very same bytes under the very same key (the service replays, never recounts)."""
+    sends the very same bytes under the very same key (the service replays, never recounts).
 
-    __slots__ = ("item", "key", "seq")
+    An instrumented call's event is made later (``later``, issue 27): what the call read is
+    captured on the calling thread, and the consumer that takes it makes its key and item
+    (``Delivery``, before the first attempt), once; from then on it is like any other."""
 
-    def __init__(self, seq: int, key: str, item: bytes) -> None:
+    __slots__ = ("item", "key", "later", "seq")
+
+    def __init__(self, seq: int, key: str, item: bytes, later: Optional[Later] = None) -> None:
         self.seq = seq
         self.key = key
         self.item = item
+        self.later = later
 
 
 class Batch:
@@ -109,17 +117,18 @@ class EventQueue:
 
     # -- track() -----------------------------------------------------------------------------
 
-    def put(self, key: str, item: bytes) -> str:
+    def put(self, key: str, item: bytes, later: Optional[Later] = None) -> str:
         """Queue an event: ``QUEUED``, or ``START_CONSUMER`` when the caller must start one more
         consumer; or nothing is queued: ``FULL`` when ``max_pending`` events are already
-        pending (the new one is the one dropped), ``CLOSED`` after ``close()``."""
+        pending (the new one is the one dropped), ``CLOSED`` after ``close()``. With ``later``,
+        the event's key and item are made by the consumer (``key`` and ``item`` are empty)."""
         with self._lock:
             if self._closed:
                 return CLOSED
             if len(self._waiting) + self._held >= self.max_pending:
                 return FULL
             self._last_seq += 1
-            self._waiting.append(QueuedEvent(self._last_seq, key, item))
+            self._waiting.append(QueuedEvent(self._last_seq, key, item, later))
             self._waiting_bytes += len(item)
             if self._lingering:  # it sends when the interval ends: woken only for a full batch
                 if len(self._waiting) == MAX_BATCH_EVENTS or self._waiting_bytes >= MAX_BATCH_BYTES:
@@ -220,6 +229,29 @@ class EventQueue:
             events.append(waiting.popleft())
         self._waiting_bytes -= sum(len(event.item) for event in events)
         return Batch(events)
+
+    def trim(self, batch: Batch, keep: List[QueuedEvent], returned: List[QueuedEvent]) -> bool:
+        """After the consumer made a batch's deferred events: the batch is ``keep``; the events
+        in ``returned`` (beyond the byte cap once made) go back to the front of the queue, and
+        the others (nothing to send) are finished. ``False`` when nothing is left to send
+        (the batch is settled) or a shutdown deadline dropped the batch meanwhile."""
+        with self._lock:
+            if batch._abandoned:
+                return False
+            self._held -= len(batch.events) - len(keep)
+            batch.events = keep
+            for event in reversed(returned):
+                self._waiting.appendleft(event)
+                self._waiting_bytes += len(event.item)
+            if returned:
+                self._work.notify()
+            self._settled.notify_all()
+            if keep:
+                return True
+            self._in_flight.remove(batch)
+            if self._failing:
+                self._work.notify_all()
+            return False
 
     def record(self, *, healthy: bool) -> None:
         """What the last answer said about the service: a good answer (below 500) ends a

@@ -9,6 +9,7 @@ import time
 from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple, TypeVar
 
 from costtrack import _attributes, _lifecycle
+from costtrack._deferred import track_later
 from costtrack._delivery import MAX_CONSUMERS, Delivery, DeliveryHooks, DeliverySettings
 from costtrack._event import TrackEvent
 from costtrack._fast_encode import encode_event
@@ -77,6 +78,7 @@ class Tracker(Reserving):
     """
 
     _delivery: Delivery  # set when the options are usable (``_active``)
+    _track_later = track_later  # an instrumented call's event, made on a delivery thread (``_deferred``)
 
     def __init__(
         self,
