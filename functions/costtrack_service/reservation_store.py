@@ -191,19 +191,7 @@ class ReservationTable(RollupReads):
                 part["UpdateExpression"] = "SET spent = if_not_exists(spent, :z) + :seed"
             part["ExpressionAttributeValues"] = to_item(values)
             items.append({"Update" if index == seed.shard else "ConditionCheck": part})
-        try:
-            self._call(self.client.transact_write_items, TransactItems=items)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in (
-                "TransactionCanceledException",
-                "TransactionConflictException",
-            ):
-                codes = {str(reason.get("Code")) for reason in exc.response.get("CancellationReasons") or []}
-                if codes & _TRANSIENT:
-                    raise StoreUnavailable("seed: " + ",".join(sorted(codes))) from exc
-                return False
-            raise
-        return True
+        return self._transact(items, "seed")
 
     def gather(self, workspace_id: str, gather: Gather, now: int) -> bool:
         ledger = gather.ledger
@@ -237,6 +225,11 @@ class ReservationTable(RollupReads):
             if conditions:
                 item["ConditionExpression"] = " AND ".join(conditions)
             items.append({"Update": item})
+        return self._transact(items, "gather")
+
+    def _transact(self, items: list[dict[str, Any]], what: str) -> bool:
+        """Whether a ledger transaction committed: ``False`` when a condition refused it or a
+        concurrent write met it (the caller reads again); throttled, it is a 503, never a refusal."""
         try:
             self._call(self.client.transact_write_items, TransactItems=items)
         except ClientError as exc:
@@ -244,6 +237,9 @@ class ReservationTable(RollupReads):
                 "TransactionCanceledException",
                 "TransactionConflictException",
             ):
+                codes = {str(reason.get("Code")) for reason in exc.response.get("CancellationReasons") or []}
+                if codes & _TRANSIENT:
+                    raise StoreUnavailable(f"{what}: " + ",".join(sorted(codes))) from exc
                 return False
             raise
         return True

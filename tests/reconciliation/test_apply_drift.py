@@ -24,9 +24,9 @@ from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.edge.workspace import create_handler
 from costtrack_service.store import DynamoStore
 from costtrack_tools.cli import build_parser
-from costtrack_tools.local.server import LambdaContext
 from tests.conftest import moto_tables
 from tests.reconciliation.test_reconciliation_api import documented_schema
+from tests.support.owner_api import owner_call
 
 CALLS = [  # gpt-4o-mini under two names (alias and dated), and one other model that is right
     ("gpt-4o-mini", 600_000, 300_000),
@@ -48,21 +48,7 @@ def api() -> Iterator[tuple[Any, DynamoStore, str]]:
             assert ingest(IngestService(store), request).status == 200
         handler = create_handler(WorkspaceService(store))
 
-        def call(method: str, path: str, body: Any = None, query: dict[str, str] | None = None) -> tuple[int, Any]:
-            event = {
-                "version": "2.0",
-                "routeKey": "$default",
-                "rawPath": path,
-                "rawQueryString": "&".join(f"{k}={v}" for k, v in (query or {}).items()),
-                "queryStringParameters": query,
-                "headers": {"authorization": f"Bearer {token}", "content-type": "application/json"},
-                "requestContext": {"http": {"method": method, "path": path}, "requestId": "r", "stage": "$default"},
-                "body": None if body is None else json.dumps(body),
-                "isBase64Encoded": False,
-            }
-            result = handler(event, LambdaContext("drift"))
-            csv = "text/csv" in str(result.get("headers", {}).get("Content-Type", ""))
-            return result["statusCode"], result["body"] if csv else json.loads(result["body"])
+        call = owner_call(handler, token, "drift")
 
         yield call, store, workspace.workspace_id
 

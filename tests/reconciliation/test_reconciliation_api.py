@@ -22,8 +22,8 @@ from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.edge.workspace import create_handler
 from costtrack_service.store import DynamoStore
-from costtrack_tools.local.server import LambdaContext
 from tests.conftest import moto_tables
+from tests.support.owner_api import owner_call
 
 ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:costtrack/billing/openai-AbCdEf"
 DOCUMENT = json.loads(
@@ -42,20 +42,7 @@ def api() -> Iterator[tuple[Any, DynamoStore, str]]:
         ingest(IngestService(store), IngestRequest({"authorization": f"Bearer {secret}"}, json.dumps(body).encode()))
         handler = create_handler(WorkspaceService(store))
 
-        def call(method: str, path: str, body: Any = None, query: dict[str, str] | None = None) -> tuple[int, Any]:
-            event = {
-                "version": "2.0",
-                "routeKey": "$default",
-                "rawPath": path,
-                "rawQueryString": "&".join(f"{k}={v}" for k, v in (query or {}).items()),
-                "queryStringParameters": query,
-                "headers": {"authorization": f"Bearer {token}", "content-type": "application/json"},
-                "requestContext": {"http": {"method": method, "path": path}, "requestId": "r", "stage": "$default"},
-                "body": None if body is None else json.dumps(body),
-                "isBase64Encoded": False,
-            }
-            result = handler(event, LambdaContext("recon"))
-            return result["statusCode"], json.loads(result["body"])
+        call = owner_call(handler, token, "recon")
 
         yield call, store, workspace.workspace_id
 

@@ -33,11 +33,11 @@ from costtrack_service.edge.workspace import create_handler
 from costtrack_service.pricing_jobs import backfill
 from costtrack_service.store import DynamoStore
 from costtrack_tools.cli import build_parser
-from costtrack_tools.local.server import LambdaContext
 from costtrack_tools.memory_store import MemoryStore
 from tests.conftest import moto_tables
 from tests.reconciliation.test_apply_drift import bill
 from tests.reconciliation.test_reconciliation_api import documented_schema
+from tests.support.owner_api import owner_call
 
 AT = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
 
@@ -182,20 +182,7 @@ def api() -> Iterator[tuple[Any, DynamoStore, str, str]]:
         token, _ = store.create_key(workspace.workspace_id, kind="admin")
         handler = create_handler(WorkspaceService(store))
 
-        def call(method: str, path: str, body: Any = None, query: dict[str, str] | None = None) -> tuple[int, Any]:
-            event = {
-                "version": "2.0",
-                "routeKey": "$default",
-                "rawPath": path,
-                "rawQueryString": "&".join(f"{k}={v}" for k, v in (query or {}).items()),
-                "queryStringParameters": query,
-                "headers": {"authorization": f"Bearer {token}", "content-type": "application/json"},
-                "requestContext": {"http": {"method": method, "path": path}, "requestId": "r", "stage": "$default"},
-                "body": None if body is None else json.dumps(body),
-                "isBase64Encoded": False,
-            }
-            result = handler(event, LambdaContext("reported"))
-            return result["statusCode"], json.loads(result["body"])
+        call = owner_call(handler, token, "reported")
 
         yield call, store, workspace.workspace_id, secret
 
