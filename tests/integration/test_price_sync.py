@@ -26,19 +26,21 @@ NEW_MODEL = "gpt-sync-test-preview"
 
 def data_file() -> bytes:
     """The pinned package's data as genai-prices publishes it (numbers as JSON numbers), with a
-    new OpenAI model, gpt-4o-mini's input price raised and gpt-4o's moved 20-fold."""
+    new OpenAI model, gpt-3.5-turbo's input price raised and gpt-4-turbo's moved 20-fold. The
+    sync writes global prices into the worker's shared stack, so it changes models no other test
+    prices: a test run after it in the same worker must still see the catalogue's gpt-4o-mini."""
     from scripts.generate_catalogue import package_data_file
 
     providers = package_data_file()
     openai = next(provider for provider in providers if provider["id"] == "openai")
     for model in openai["models"]:
-        if model["id"] == "gpt-4o-mini":
+        if model["id"] == "gpt-3.5-turbo":
             model["prices"] = (
                 {**model["prices"], "input_mtok": Decimal("0.2")}
                 if isinstance(model["prices"], dict)
                 else model["prices"]
             )
-        if model["id"] == "gpt-4o":
+        if model["id"] == "gpt-4-turbo":
             prices = model["prices"] if isinstance(model["prices"], dict) else model["prices"][-1]["prices"]
             prices["input_mtok"] = prices["input_mtok"] * 20
     openai["models"].append(
@@ -92,9 +94,9 @@ def test_a_sync_prices_new_models_and_backfills_their_history(
 
     plan = admin.json("pricing", "sync", "--from", served, "--dry-run")
     assert [(a["provider"], a["model"]) for a in plan["added"]] == [("openai", NEW_MODEL)]
-    assert ("openai", "gpt-4o-mini") in {(c["provider"], c["model"]) for c in plan["changed"]}
+    assert ("openai", "gpt-3.5-turbo") in {(c["provider"], c["model"]) for c in plan["changed"]}
     held = {(h["provider"], h["model"]): h["reason"] for h in plan["held_back"]}
-    assert "more than 10x" in held[("openai", "gpt-4o")]
+    assert "more than 10x" in held[("openai", "gpt-4-turbo")]
     assert "backfill" not in plan and local_stack.store.get_price_entries("openai") == []  # a dry run writes nothing
 
     applied = admin.json("pricing", "sync", "--from", served)
