@@ -22,13 +22,13 @@ from aws_lambda_powertools.logging import logger as powertools_logger
 from aws_lambda_powertools.metrics.provider import cold_start
 from moto import mock_aws
 
-from costtrack_service.budget_jobs import Alerts, AlertSettings
 from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.keys import ADMIN
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from costtrack_service.store import DynamoStore
-from costtrack_service.tables import TableNames
+from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
+from costtrack_service.store.dynamo import DynamoStore
+from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.server import LambdaContext
 from tests.deploy.test_built_template import paid_workspace, public_address
 
@@ -138,7 +138,7 @@ def test_the_price_sync_logs_each_change_and_measures_its_run(
     assert len(applied) == summary["added"] + summary["changed"]
     held = log_lines(records, "price held back")
     assert held and all(entry["level"] == "WARNING" for entry in held)
-    assert ("openai", "gpt-4o") in {(entry["provider"], entry["model"]) for entry in held}
+    assert ("openai", "gpt-4-turbo") in {(entry["provider"], entry["model"]) for entry in held}
 
     figures = metrics(records, "costtrack-price-sync")
     assert figures["PricesAdded"] == summary["added"]
