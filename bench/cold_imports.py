@@ -24,7 +24,7 @@ IMPORT_RUNS = 15
 
 #: For comparison, a function built the usual way, timed alone: a DynamoDB client from botocore's
 #: stock session, then that plus Powertools' Logger, metrics and resolver. The ingestion function
-#: makes its client with a leaner loader (``store_base._DynamoDBLoader``), routes its three paths
+#: makes its client with a leaner loader (``store.client._DynamoDBLoader``), routes its three paths
 #: without the resolver (``edge/http_event.py``) and pauses the collector during init
 #: (``handlers/init_phase.py``).
 _CLIENT = (

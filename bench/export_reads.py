@@ -78,9 +78,9 @@ def main() -> None:
     from costtrack_service.domain.ingestion import IngestService
     from costtrack_service.domain.quota import Tier
     from costtrack_service.edge.ingest_request import IngestRequest, ingest
-    from costtrack_service.exporter import DirectoryWriter, Exporter
-    from costtrack_service.store import DynamoStore, dynamodb_client
-    from costtrack_service.tables import TableNames
+    from costtrack_service.jobs.export import DirectoryWriter, Exporter
+    from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
+    from costtrack_service.store.tables import TableNames
     from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
 
     figures: dict[str, float] = {}

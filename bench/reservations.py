@@ -99,8 +99,8 @@ def dynamodb_costs() -> dict[str, float]:
     from costtrack_service.domain.reservations.ledger import LEDGER_SHARDS
     from costtrack_service.domain.reservations.service import ReservationService
     from costtrack_service.edge.ingest_request import IngestRequest, ingest
-    from costtrack_service.store import DynamoStore, dynamodb_client
-    from costtrack_service.tables import TableNames
+    from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
+    from costtrack_service.store.tables import TableNames
     from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
     from costtrack_tools.local.item_size import item_size, write_units
 

@@ -131,8 +131,8 @@ def store_client_cpu() -> dict[str, float]:
     from costtrack_service.domain.ingestion import IngestService
     from costtrack_service.domain.quota import Tier, WorkspaceState
     from costtrack_service.edge.ingest_request import IngestRequest, ingest
-    from costtrack_service.store import DynamoStore, dynamodb_client
-    from costtrack_service.tables import TableNames
+    from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
+    from costtrack_service.store.tables import TableNames
     from costtrack_tools.memory_store import MemoryStore
 
     chunks: list[Chunk] = []
@@ -224,8 +224,8 @@ def dynamodb_costs() -> dict[str, float]:
     from costtrack_service.domain.ingestion import IngestService
     from costtrack_service.domain.quota import Tier
     from costtrack_service.edge.ingest_request import IngestRequest
-    from costtrack_service.store import DynamoStore, dynamodb_client
-    from costtrack_service.tables import TableNames
+    from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
+    from costtrack_service.store.tables import TableNames
     from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
 
     figures: dict[str, float] = {}

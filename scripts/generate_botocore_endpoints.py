@@ -1,7 +1,7 @@
 """Regenerate the DynamoDB part of botocore's endpoint data: `make botocore-endpoints`.
 
 botocore reads its whole ``endpoints.json`` (1.2 MB: every region of every service) to make any
-client; the store's session reads this file instead (``store_base._DynamoDBLoader``): the same
+client; the store's session reads this file instead (``store.client._DynamoDBLoader``): the same
 data, every partition with only its ``dynamodb`` entry, from the botocore this project pins.
 ``tests/unit/test_dynamodb_client.py`` fails when the committed file is not what this writes
 from the installed botocore (bump botocore, ``uv lock``, then this).
@@ -19,7 +19,7 @@ import botocore.loaders
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "functions"))
 
-from costtrack_service.store_base import BOTOCORE_DATA_DIR, SERVICE  # noqa: E402
+from costtrack_service.store.client import BOTOCORE_DATA_DIR, SERVICE  # noqa: E402
 
 
 def service_endpoints(endpoints: dict[str, Any], service: str = SERVICE) -> dict[str, Any]:

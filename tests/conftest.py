@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 if TYPE_CHECKING:
-    from costtrack_service.store import DynamoStore
-    from costtrack_service.tables import TableNames
+    from costtrack_service.store.dynamo import DynamoStore
+    from costtrack_service.store.tables import TableNames
 
 for _name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"):
     os.environ.pop(_name, None)
@@ -148,8 +148,8 @@ def moto_tables(names: TableNames | str) -> DynamoStore:
     ``mock_aws()``. ``names``: a ``TableNames``, or the prefix of fresh ones."""
     import boto3
 
-    from costtrack_service.store import DynamoStore
-    from costtrack_service.tables import TableNames
+    from costtrack_service.store.dynamo import DynamoStore
+    from costtrack_service.store.tables import TableNames
 
     if isinstance(names, str):
         names = TableNames.with_prefix(names)
@@ -195,7 +195,7 @@ def month_usage(store: Any, workspace_id: str) -> Any:
 def stored_event(store: Any, workspace_id: str, event_key: str) -> Any:
     """An event as the table holds it, read consistently (only tests read one event by its key;
     the service reads events in pages, ``find_events`` or the export)."""
-    from costtrack_service.store_items import event_from_item, event_item_key, from_item
+    from costtrack_service.store.items import event_from_item, event_item_key, from_item
 
     response = store.client.get_item(
         TableName=store.tables.events, Key=event_item_key(workspace_id, event_key), ConsistentRead=True

@@ -24,8 +24,8 @@ from costtrack_service.domain.reservations.debit import Debit
 from costtrack_service.domain.reservations.ids import Part, ReservationId
 from costtrack_service.domain.reservations.ledger import ZERO, Hold, ShardState
 from costtrack_service.domain.reservations.settle import Settle
-from costtrack_service.store_items import to_item
-from costtrack_service.tables import TableNames
+from costtrack_service.store.items import to_item
+from costtrack_service.store.tables import TableNames
 
 HOLD_PREFIX = "h"
 HOLD_CHARS = 10

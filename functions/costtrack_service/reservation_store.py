@@ -40,8 +40,8 @@ from costtrack_service.ledger_items import (
     settle_rejection,
     shard_state,
 )
-from costtrack_service.rollup_reads import RollupReads
-from costtrack_service.store_items import from_item, to_item
+from costtrack_service.store.items import from_item, to_item
+from costtrack_service.store.rollups import RollupReads
 
 __all__ = ["ReservationTable", "debit_updates", "ledger_key", "reservation_settlements", "settle_rejection"]
 

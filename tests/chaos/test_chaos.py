@@ -44,8 +44,8 @@ from costtrack_service.domain.ingest_settings import IngestSettings
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.usage import TOTAL
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from costtrack_service.store import DynamoStore, dynamodb_client
-from costtrack_service.tables import TableNames
+from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
+from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION
 from tests.conftest import built_node_sdk, month_usage, wait_for_state
 

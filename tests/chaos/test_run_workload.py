@@ -32,7 +32,7 @@ from costtrack import Tracker
 from costtrack_service.domain.runs.reports import RunService
 from costtrack_service.domain.runs.sketch import RELATIVE_ERROR
 from costtrack_service.domain.runs.totals import RUN
-from costtrack_service.store import DynamoStore
+from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION
 from tests.conftest import built_node_sdk
 

@@ -22,11 +22,11 @@ RUNTIME = {
     "handlers",
     "catalogue",
     "dashboard",
-    "store.py",
-    "store_base.py",
-    "store_items.py",
-    "event_store.py",
-    "tables.py",
+    "store/dynamo.py",
+    "store/client.py",
+    "store/items.py",
+    "store/events.py",
+    "store/tables.py",
 }
 #: Development and operator tools: never in a function.
 TOOLS = ("local", "admin", "cli", "memory_store", "costtrack_tools")

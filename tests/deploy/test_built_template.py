@@ -24,7 +24,6 @@ import pytest
 import yaml
 from moto import mock_aws
 
-from costtrack_service.budget_jobs import Alerts, AlertSettings
 from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingestion import IngestService
@@ -34,9 +33,10 @@ from costtrack_service.domain.runs.anomalies import AnomalySettingsService
 from costtrack_service.domain.webhooks import UrlPolicy
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from costtrack_service.ingestion_store import IngestionStore
-from costtrack_service.store import DynamoStore
-from costtrack_service.tables import TABLES, TableNames
+from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
+from costtrack_service.store.dynamo import DynamoStore
+from costtrack_service.store.ingestion import IngestionStore
+from costtrack_service.store.tables import TABLES, TableNames
 from tests.conftest import moto_tables
 
 #: Webhook hosts resolve to a public address (example.com's), without asking DNS.
@@ -458,7 +458,7 @@ def price_sync_calls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[
     """What the scheduled price sync really does: read and add prices, then backfill an
     unpriced event (its rollups included)."""
     pytest.importorskip("genai_prices")
-    from costtrack_service.pricing_jobs import sync
+    from costtrack_service.jobs.price_sync import sync
     from scripts.generate_catalogue import package_data_file
 
     providers = [provider for provider in package_data_file() if provider["id"] == "openai"]
@@ -487,10 +487,10 @@ def test_price_sync_policy_grants_exactly_what_the_code_uses(
 def bill_import_calls() -> dict[str, set[str]]:
     """What the daily bill import really calls: an OpenAI connection read from its secret and
     imported from the canned provider, a Bedrock one from (moto's) Cost Explorer, a failing one."""
-    from costtrack_service.billing_jobs import BillImports
     from costtrack_service.domain.alerts import Endpoint
     from costtrack_service.domain.reconciliation.connections import Connection, ConnectionState
-    from costtrack_service.exporter import S3Writer
+    from costtrack_service.jobs.bill_imports import BillImports
+    from costtrack_service.jobs.export import S3Writer
     from tests.reconciliation.canned_billing import OPENAI_KEY, Bill, serve
 
     names = TableNames.with_prefix("iam-bills-")

@@ -16,10 +16,10 @@ from moto import mock_aws
 
 from costtrack_service.domain.export import COLUMNS, DEFAULT_PREFIX, FOCUS_PREFIX, PARTITION_COLUMNS, object_key
 from costtrack_service.domain.quota import Tier
-from costtrack_service.exporter import Exporter, S3Writer
 from costtrack_service.handlers.export import outputs, run
-from costtrack_service.store import DynamoStore
-from costtrack_service.tables import TableNames
+from costtrack_service.jobs.export import Exporter, S3Writer
+from costtrack_service.store.dynamo import DynamoStore
+from costtrack_service.store.tables import TableNames
 from tests.deploy.test_built_template import ROOT, CallRecorder, CloudFormationLoader, granted
 
 S3_ACTIONS = {"PutObject": "s3:PutObject", "DeleteObjects": "s3:DeleteObject", "ListObjectsV2": "s3:ListBucket"}

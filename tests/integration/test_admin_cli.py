@@ -15,7 +15,7 @@ import httpx
 import pytest
 from botocore.stub import Stubber
 
-from costtrack_service.tables import TABLES
+from costtrack_service.store.tables import TABLES
 from costtrack_tools.admin import AdminError, resolve_store
 from costtrack_tools.cli import main
 

@@ -23,11 +23,11 @@ import boto3
 import httpx
 import pytest
 
-from costtrack_service.budget_jobs import Alerts, AlertSettings
 from costtrack_service.domain.keys import ADMIN
 from costtrack_service.domain.quota import Tier
 from costtrack_service.domain.webhooks import SIGNATURE_HEADER, UrlPolicy, signature_header
-from costtrack_service.store import DynamoStore
+from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
+from costtrack_service.store.dynamo import DynamoStore
 from tests.docs.answers import without_elisions
 from tests.integration.webhook_verifiers import readme_section, signed_part, verify_in_node, verify_in_python
 from tests.unit.test_ingestion import GPT5_EVENT

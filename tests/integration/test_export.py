@@ -23,8 +23,8 @@ from costtrack_service.domain.keys import ADMIN
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.shards import event_partition
 from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, Visibility
-from costtrack_service.exporter import Exporter, S3Writer
 from costtrack_service.handlers import export as export_handler
+from costtrack_service.jobs.export import Exporter, S3Writer
 from costtrack_tools.local.server import LambdaContext
 from tests.integration.conftest import BUCKET
 from tests.store.test_dynamo_store import record

@@ -24,7 +24,7 @@ from costtrack_service.domain import export_focus
 from costtrack_service.domain.export import FOCUS_PREFIX
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.runs.totals import MARKER_MODEL, MARKER_PROVIDER
-from costtrack_service.exporter import Exporter, S3Writer, focus, json_lines
+from costtrack_service.jobs.export import Exporter, S3Writer, focus, json_lines
 from costtrack_tools.cli import main
 from tests.integration.conftest import BUCKET
 from tests.integration.test_export import DAY, day_records, objects, store_events

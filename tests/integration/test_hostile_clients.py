@@ -21,8 +21,8 @@ import pytest
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.keys import ADMIN, hash_secret
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from costtrack_service.store import DynamoStore, dynamodb_client
-from costtrack_service.tables import TableNames
+from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
+from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION
 
 pytestmark = pytest.mark.integration

@@ -21,7 +21,7 @@ import pytest
 from costtrack_service.domain.export import DEFAULT_PREFIX, object_key
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.keys import ADMIN
-from costtrack_service.exporter import DirectoryWriter, Exporter, S3Writer
+from costtrack_service.jobs.export import DirectoryWriter, Exporter, S3Writer
 from costtrack_tools.cli import main
 from costtrack_tools.event_import import PastEvent, import_events
 from tests.integration.conftest import BUCKET

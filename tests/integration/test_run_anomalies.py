@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.budget_jobs import Alerts, AlertSettings
+from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
 from tests.docs.answers import without_elisions
 from tests.integration.test_budget_alerts import (
     LOCAL,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.budget_jobs import Alerts, AlertSettings
+from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
 from tests.integration.test_budget_alerts import LOCAL, Owner, Receiver, owner, receiver  # noqa: F401 - fixtures
 from tests.integration.webhook_verifiers import signed_part, verify_in_node, verify_in_python
 

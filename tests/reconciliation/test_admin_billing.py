@@ -20,7 +20,7 @@ from moto import mock_aws
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.quota import Tier
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from costtrack_service.store import DynamoStore
+from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.admin_output import AdminError
 from costtrack_tools.cli import build_parser
 from tests.conftest import moto_tables

@@ -22,7 +22,7 @@ from costtrack_service.domain.usage import Counts, model_name
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.edge.workspace import create_handler
-from costtrack_service.store import DynamoStore
+from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.cli import build_parser
 from tests.conftest import moto_tables
 from tests.reconciliation.test_reconciliation_api import documented_schema

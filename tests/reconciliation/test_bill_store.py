@@ -15,11 +15,11 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from costtrack_service.billing_jobs import BillImports
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.reconciliation.connections import Connection, ConnectionState
-from costtrack_service.exporter import S3Writer
-from costtrack_service.store import DynamoStore
+from costtrack_service.jobs.bill_imports import BillImports
+from costtrack_service.jobs.export import S3Writer
+from costtrack_service.store.dynamo import DynamoStore
 from tests.conftest import moto_tables
 from tests.reconciliation.canned_billing import OPENAI_KEY, Bill, serve
 

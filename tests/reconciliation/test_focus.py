@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from costtrack_service.domain.reconciliation.focus import COLUMNS, FOCUS_VERSION
-from costtrack_service.store import DynamoStore
+from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.cli import build_parser
 from tests.reconciliation.test_apply_drift import api, bill
 

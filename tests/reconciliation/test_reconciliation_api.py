@@ -21,7 +21,7 @@ from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.edge.workspace import create_handler
-from costtrack_service.store import DynamoStore
+from costtrack_service.store.dynamo import DynamoStore
 from tests.conftest import moto_tables
 from tests.support.owner_api import owner_call
 

@@ -30,8 +30,8 @@ from costtrack_service.domain.usage import Counts, RollupKey, model_name, rollup
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.edge.workspace import create_handler
-from costtrack_service.pricing_jobs import backfill
-from costtrack_service.store import DynamoStore
+from costtrack_service.jobs.price_sync import backfill
+from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.cli import build_parser
 from costtrack_tools.memory_store import MemoryStore
 from tests.conftest import moto_tables

@@ -17,7 +17,7 @@ import yaml
 
 from costtrack_service.domain.keys import ADMIN, hash_secret
 from costtrack_service.domain.quota import Tier
-from costtrack_service.tables import TABLES
+from costtrack_service.store.tables import TABLES
 from costtrack_tools.local.stack import LocalStack
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from costtrack_service.domain.quota import Tier
-from costtrack_service.store import DynamoStore
+from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.admin_output import AdminError
 from costtrack_tools.admin_partitions import workspace_partitions
 from tests.store.test_dynamo_store import store  # noqa: F401  (the fixture)

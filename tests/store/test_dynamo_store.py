@@ -25,10 +25,10 @@ from costtrack_service.domain.records import EventQuery, EventRecord, EventWarni
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.store_errors import NotFound, TransitionRefused
 from costtrack_service.domain.visibility import VISIBLE, Visibility
-from costtrack_service.price_store import PricingConflict
-from costtrack_service.store import DynamoStore
-from costtrack_service.store_items import event_item_key
-from costtrack_service.tables import TABLES, TableNames
+from costtrack_service.store.dynamo import DynamoStore
+from costtrack_service.store.items import event_item_key
+from costtrack_service.store.prices import PricingConflict
+from costtrack_service.store.tables import TABLES, TableNames
 from tests.conftest import stored_event, sync_state
 
 TODAY = datetime.now(UTC).strftime("%Y-%m-%d")

@@ -17,8 +17,8 @@ from costtrack_service.domain.chunks import Chunk
 from costtrack_service.domain.export import day_bounds
 from costtrack_service.domain.shards import event_partition
 from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, Visibility
-from costtrack_service.store import DynamoStore
-from costtrack_service.tables import TableNames
+from costtrack_service.store.dynamo import DynamoStore
+from costtrack_service.store.tables import TableNames
 from tests.store.test_dynamo_store import record
 
 DAY = date(2026, 3, 10)

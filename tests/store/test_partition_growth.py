@@ -17,7 +17,7 @@ from costtrack_service.domain.quota import Tier, WorkspaceState
 from costtrack_service.domain.records import event_key_for
 from costtrack_service.domain.shards import PartitionLayout, partition_key
 from costtrack_service.domain.store_errors import Conflict
-from costtrack_service.store import DynamoStore
+from costtrack_service.store.dynamo import DynamoStore
 from tests.store.test_dynamo_store import TODAY, record, store  # noqa: F401  (the fixture)
 
 KEYS = {event_key_for(f"i{n}", "evt_x"): f"i{n}" for n in range(200)}

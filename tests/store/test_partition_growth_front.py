@@ -18,9 +18,9 @@ from costtrack_service.domain.quota import Tier
 from costtrack_service.domain.records import event_key_for
 from costtrack_service.domain.shards import PartitionLayout
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from costtrack_service.store import DynamoStore
-from costtrack_service.store_base import dynamodb_client
-from costtrack_service.tables import TableNames
+from costtrack_service.store.client import dynamodb_client
+from costtrack_service.store.dynamo import DynamoStore
+from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.aws_front import AwsFront, AwsRules
 from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
 

@@ -1,4 +1,4 @@
-"""The owners' run questions read from DynamoDB (``run_reads.py``, ``domain/runs/reports.py``,
+"""The owners' run questions read from DynamoDB (``store/run_reads.py``, ``domain/runs/reports.py``,
 moto): a run's calls found by time over its window, the most expensive runs page by page, and
 unit costs from the sketch rows within the stated error of the exact percentiles."""
 
@@ -23,8 +23,8 @@ from costtrack_service.domain.quota import Tier
 from costtrack_service.domain.runs.reports import RunService, decode_run_cursor
 from costtrack_service.domain.runs.sketch import RELATIVE_ERROR
 from costtrack_service.domain.runs.totals import RUN, SESSION
-from costtrack_service.store import DynamoStore
-from costtrack_service.tables import TableNames
+from costtrack_service.store.dynamo import DynamoStore
+from costtrack_service.store.tables import TableNames
 
 AT = datetime(2026, 11, 22, 23, 59, 58, tzinfo=UTC)
 DAYS = {"from": "2026-11-22", "to": "2026-11-23"}

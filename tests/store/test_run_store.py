@@ -1,4 +1,4 @@
-"""Run and session totals in DynamoDB (``run_store.py``, moto): the ingestion transaction keeps
+"""Run and session totals in DynamoDB (``store/runs.py``, moto): the ingestion transaction keeps
 them, once per run per batch, equal to the sum of their events; a total that another write
 changed after the batch read it cancels the transaction, and the retry reads it again."""
 
@@ -21,9 +21,9 @@ from costtrack_service.domain.pricing import Origin, parse_entry
 from costtrack_service.domain.quota import Tier
 from costtrack_service.domain.runs.sketch import Histogram
 from costtrack_service.domain.runs.totals import RUN, SESSION
-from costtrack_service.pricing_jobs import backfill
-from costtrack_service.store import DynamoStore
-from costtrack_service.tables import TableNames
+from costtrack_service.jobs.price_sync import backfill
+from costtrack_service.store.dynamo import DynamoStore
+from costtrack_service.store.tables import TableNames
 
 AT = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 

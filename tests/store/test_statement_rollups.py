@@ -13,7 +13,7 @@ from costtrack_service.domain.chunks import Chunk
 from costtrack_service.domain.quota import Tier
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.usage import RollupKey, report
-from costtrack_service.store import DynamoStore
+from costtrack_service.store.dynamo import DynamoStore
 from tests.store.test_dynamo_store import TODAY, period, record, store  # noqa: F401
 
 LONG_ID = "😀" * 256  # 1,024 bytes: the rollup key holds its hash

@@ -1,4 +1,4 @@
-"""The store's attribute values (``attribute_values.py``, no boto3 import) are boto3's: the same
+"""The store's attribute values (``store/attribute_values.py``, no boto3 import) are boto3's: the same
 item for every value costtrack writes, the same value back, the same refusals."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from hypothesis import given
 from hypothesis import strategies as st
 
-from costtrack_service.attribute_values import deserialize, serialize
+from costtrack_service.store.attribute_values import deserialize, serialize
 
 numbers = st.one_of(
     st.integers(min_value=-(10**37), max_value=10**37),

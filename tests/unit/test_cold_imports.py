@@ -56,10 +56,10 @@ def test_the_ingestion_handler_defers_what_the_first_event_does_not_need() -> No
 NOT_INGESTION = (
     "boto3",
     "s3transfer",
-    "costtrack_service.store",
-    "costtrack_service.owner_store",
-    "costtrack_service.operator_store",
-    "costtrack_service.budget_store",
+    "costtrack_service.store.dynamo",
+    "costtrack_service.store.owner",
+    "costtrack_service.store.operator",
+    "costtrack_service.store.budgets",
     "costtrack_service.domain.alerts",
     # Powertools' resolver loads every resolver it has (AppSync's asyncio among them); the
     # ingestion function routes its three paths itself (edge/http_event.py).
@@ -71,7 +71,7 @@ NOT_INGESTION = (
 
 def test_the_ingestion_handler_builds_its_own_store_without_boto3() -> None:
     modules = imported_after("import costtrack_service.handlers.ingest")
-    assert {"botocore.client", "costtrack_service.ingestion_store", "costtrack_service.budget_reads"} <= modules
+    assert {"botocore.client", "costtrack_service.store.ingestion", "costtrack_service.store.budget_reads"} <= modules
     prefixes = ("boto3.", "s3transfer.", "aws_lambda_powertools.event_handler.")
     assert sorted(name for name in modules if name in NOT_INGESTION or name.startswith(prefixes)) == []
 

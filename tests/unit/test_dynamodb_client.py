@@ -1,13 +1,13 @@
 """The store's DynamoDB client is botocore's, with the model and endpoints botocore has: its
 session's loader only skips listing every other service and reads DynamoDB's part of the endpoint
-data (store_base._DynamoDBLoader, scripts/generate_botocore_endpoints.py)."""
+data (store.client._DynamoDBLoader, scripts/generate_botocore_endpoints.py)."""
 
 from __future__ import annotations
 
 import botocore.session
 import pytest
 
-from costtrack_service.store_base import BOTOCORE_DATA_DIR, _dynamodb_session, dynamodb_client
+from costtrack_service.store.client import BOTOCORE_DATA_DIR, _dynamodb_session, dynamodb_client
 from scripts.generate_botocore_endpoints import file_text
 
 CREDENTIALS = {"aws_access_key_id": "test", "aws_secret_access_key": "test"}

@@ -19,7 +19,7 @@ from costtrack_service.domain.quota import Tier, WorkspaceState
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.ingest import create_handler, logger
 from costtrack_service.edge.workspace import create_handler as create_api_handler
-from costtrack_service.store import DynamoStore
+from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.local.server import LambdaContext
 from costtrack_tools.memory_store import MemoryStore
 from tests.conftest import moto_tables

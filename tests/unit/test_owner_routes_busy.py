@@ -19,7 +19,7 @@ from costtrack_service.domain.quota import Tier
 from costtrack_service.domain.webhooks import UrlPolicy
 from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.workspace import create_handler
-from costtrack_service.store import DynamoStore
+from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.local.server import LambdaContext
 from tests.support.dynamo_faults import TRANSIENT, Throttle, refusal_starts
 from tests.unit.test_store_unavailable import dynamo  # noqa: F401 (dynamo: a fixture)

@@ -17,7 +17,7 @@ from costtrack_service.domain.quota import Tier
 from costtrack_service.domain.workspace_api import MAX_LIMIT, WorkspaceService
 from costtrack_service.edge.request_errors import MAX_BODY_BYTES
 from costtrack_service.edge.workspace import create_handler
-from costtrack_service.store import DynamoStore
+from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.local.server import LambdaContext
 from tests.unit.test_owner_routes_busy import request
 from tests.unit.test_store_unavailable import dynamo  # noqa: F401 (a fixture: DynamoStore on moto)

@@ -22,7 +22,7 @@ from costtrack_service.domain.shards import (
     partition_key,
     sized_for,
 )
-from costtrack_service.store_items import layout_from_item, layout_to_item
+from costtrack_service.store.items import layout_from_item, layout_to_item
 from costtrack_tools.memory_store import MemoryStore
 from tests.store.test_dynamo_store import record
 

@@ -11,8 +11,8 @@ import boto3
 import pytest
 
 from costtrack_service.domain.ingestion import StoreUnavailable
-from costtrack_service.store import DynamoStore, dynamodb_client, unavailable_error
-from costtrack_service.tables import TableNames
+from costtrack_service.store.dynamo import DynamoStore, dynamodb_client, unavailable_error
+from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.server import LambdaContext
 from tests.support.dynamo_faults import TRANSIENT, Throttle, refusal_starts
 from tests.unit.test_edge import SAMPLES, dynamo, routed_handler, sample_with_credentials  # noqa: F401 (dynamo: a fixture)

@@ -23,8 +23,8 @@ from costtrack_service.domain.keys import ADMIN, KEY_TRANSITIONS, KeyRecord
 from costtrack_service.domain.quota import PlanStatus, Tier, WorkspaceState, billing_period
 from costtrack_service.domain.store_errors import StoreError, StoreUnavailable
 from costtrack_service.domain.workspace_api import WorkspaceService
-from costtrack_service.store import DynamoStore, dynamodb_client
-from costtrack_service.tables import TABLES, TableNames
+from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
+from costtrack_service.store.tables import TABLES, TableNames
 from costtrack_tools.admin_billing import add_billing_parsers
 from costtrack_tools.admin_budgets import add_budgets_parser
 from costtrack_tools.admin_export import add_export_parser

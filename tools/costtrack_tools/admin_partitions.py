@@ -1,7 +1,7 @@
 """``costtrack admin workspace partitions``: size a workspace's event partitions and rollup shards
 for the rate it will send (``shards.PartitionLayout``). They only grow; event partitions double.
 ``costtrack admin workspace pages``: time pages for events stored before there were any
-(``page_backfill.py``)."""
+(``store/page_backfill.py``)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from costtrack_service.domain.shards import (
     PartitionLayout,
     sized_for,
 )
-from costtrack_service.store import DynamoStore
+from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.admin_output import AdminError, emit, find_workspace
 
 Handler = Callable[[DynamoStore, argparse.Namespace], None]

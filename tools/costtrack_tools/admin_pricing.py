@@ -19,9 +19,9 @@ from costtrack_service.domain.overrides_api import OverrideService
 from costtrack_service.domain.pricebook import find_model
 from costtrack_service.domain.pricing import RATE_PRICE_KEYS, PricingEntry, format_timestamp, parse_timestamp
 from costtrack_service.domain.source import normalize_provider
-from costtrack_service.price_store import PricingConflict
-from costtrack_service.pricing_jobs import SyncError, backfill, pinned_release, sync
-from costtrack_service.store import DynamoStore
+from costtrack_service.jobs.price_sync import SyncError, backfill, pinned_release, sync
+from costtrack_service.store.dynamo import DynamoStore
+from costtrack_service.store.prices import PricingConflict
 from costtrack_tools.admin_output import AdminError, emit, find_workspace, money, table
 from costtrack_tools.progress import progress_for
 

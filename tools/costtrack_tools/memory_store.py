@@ -2,7 +2,7 @@
 
 For domain tests and for measuring the handler's own CPU cost without I/O. Its chunk write is
 all-or-nothing like the DynamoDB transaction and checks the same conditions the store's
-expressions state (``event_store.py``): the event key is free, each shard holds what is spent
+expressions state (``store/events.py``): the event key is free, each shard holds what is spent
 from it, and a lease fits the plan as the planner saw it.
 """
 
@@ -213,7 +213,7 @@ class MemoryStore(MemoryLedgers):
             return self.events.get((record.workspace_id, record.event_key))
 
     def sketch_groups(self, workspace_id: str, kind: str, first_day: str, last_day: str) -> list[SketchGroup]:
-        """The sketch rows as ``run_reads.RunReads.sketch_groups`` reads them."""
+        """The sketch rows as ``store.run_reads.RunReads.sketch_groups`` reads them."""
         with self._lock:
             rows = [
                 (row, delta)
@@ -295,7 +295,7 @@ class MemoryStore(MemoryLedgers):
 
 
 def _lease_fits(central: WorkspaceState, chunk: Chunk, charge: Charge, lease: int) -> bool:
-    """The lease's condition, as ``event_store.EventTable._lease`` states it."""
+    """The lease's condition, as ``store.events.EventTable._lease`` states it."""
     if central.status != PlanStatus.ACTIVE:
         return False
     if charge is Charge.CREDIT:

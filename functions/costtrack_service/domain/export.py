@@ -13,7 +13,7 @@ and, in FOCUS 1.2 columns (``export_focus.py``), the same events in the same pie
 (received time, then event id), so the same events always give the same
 objects with the same names and bytes (gzip with no timestamp): re-running a day overwrites
 them, and any other object under the day's prefix is left over from an earlier run and is
-deleted (``exporter.py``).
+deleted (``jobs/export.py``).
 
 Each line is one accepted event as the owners' API lists it (``EventRecord.view``: cost a
 decimal string), plus what the list never needs to say because it shows visible events only:

@@ -165,7 +165,7 @@ def create_handler(service: IngestService | None = None) -> LambdaHandler:
     The Lambda entry point makes one at import; the local stack makes one per worker thread.
     """
     if service is None:
-        from costtrack_service.ingestion_store import IngestionStore
+        from costtrack_service.store.ingestion import IngestionStore
 
         service = IngestService(IngestionStore.from_env(), IngestSettings.from_env(os.environ))
     metrics = EphemeralMetrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "costtrack"))

@@ -314,7 +314,7 @@ def create_handler(
     service: WorkspaceService | None = None, budgets: BudgetService | None = None, local: bool = False
 ) -> LambdaHandler:
     if service is None:
-        from costtrack_service.store import DynamoStore
+        from costtrack_service.store.dynamo import DynamoStore
 
         service = WorkspaceService(DynamoStore.from_env())
     app = build_app(service, budgets, local)

@@ -21,8 +21,8 @@ from decimal import Decimal
 from typing import Any
 
 from costtrack_service.handlers.powertools import Powertools, nano_usd
-from costtrack_service.pricing_jobs import SyncError, pinned_release, sync
-from costtrack_service.store import DynamoStore
+from costtrack_service.jobs.price_sync import SyncError, pinned_release, sync
+from costtrack_service.store.dynamo import DynamoStore
 
 SERVICE = "costtrack-price-sync"
 tools = Powertools(SERVICE)

@@ -28,7 +28,7 @@ from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.ingestion import IngestService
 from costtrack_service.domain.overrides_api import OverrideService
 from costtrack_service.domain.webhooks import UrlPolicy
-from costtrack_service.store import DynamoStore
+from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.event_import import ImportResult, PastEvent, import_events
 
 SEED = 26

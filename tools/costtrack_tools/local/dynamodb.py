@@ -211,7 +211,7 @@ class LocalDynamo:
         if self.engine != DYNAMODB_LOCAL or self.persist_dir is None:
             return
         if self._client is None:
-            from costtrack_service.store import dynamodb_client
+            from costtrack_service.store.dynamo import dynamodb_client
 
             self._client = dynamodb_client(self.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS)
         self._client.list_tables(Limit=1)

@@ -36,8 +36,8 @@ from costtrack_service.domain.quota import PlanStatus, Tier
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.webhooks import UrlPolicy
 from costtrack_service.domain.workspace_api import WorkspaceService
-from costtrack_service.store import DynamoStore, dynamodb_client
-from costtrack_service.tables import TableNames
+from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
+from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.aws_front import AwsFront, AwsRules
 from costtrack_tools.local.demo import register_receiver, seed_history
 from costtrack_tools.local.demo_receiver import DemoReceiver
@@ -130,7 +130,7 @@ def _seed_still_valid(store: DynamoStore, state: Mapping[str, Any]) -> bool:
 def local_alert_settings() -> Any:
     """The budget evaluator's and dispatcher's settings on the local stack: no SNS topic,
     loopback receivers allowed, retries after seconds rather than minutes."""
-    from costtrack_service.budget_jobs import AlertSettings
+    from costtrack_service.jobs.budget_alerts import AlertSettings
 
     return AlertSettings(url_policy=LOCAL_WEBHOOKS, first_retry=LOCAL_FIRST_RETRY)
 
@@ -296,7 +296,7 @@ class LocalStack:
     def run_alerts(self) -> dict[str, Any]:
         """The budget evaluator and dispatcher once, as the deployed schedule runs them (no SNS
         topic locally; webhooks only, retried after seconds rather than minutes)."""
-        from costtrack_service.budget_jobs import Alerts
+        from costtrack_service.jobs.budget_alerts import Alerts
 
         assert self.store is not None
         return Alerts(self.store, local_alert_settings()).run()

@@ -1,5 +1,5 @@
 """The simulated DynamoDB: ``MemoryStore``'s chunk write, survey and reads (the conditions of
-``event_store.py``) behind the AWS front's rules, on the virtual clock.
+``store/events.py``) behind the AWS front's rules, on the virtual clock.
 
 * Transactions take time (``SimRules.transaction_median_s``: a log-normal draw) and hold their
   items meanwhile: a transaction or an allowance survey (``TransactGetItems``, which holds
@@ -34,7 +34,7 @@ from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.shards import SHARDS, PartitionLayout, partition_key, rollup_partition
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
 from costtrack_service.domain.time_pages import page_items
-from costtrack_service.store_items import event_to_item, to_item
+from costtrack_service.store.items import event_to_item, to_item
 from costtrack_tools.local.item_size import item_size, write_units
 from costtrack_tools.memory_store import MemoryStore
 from costtrack_tools.sim.clock import Hub

@@ -43,8 +43,8 @@ def front_run(shape: Shape) -> dict[str, Any]:
     from costtrack_service.domain.ingestion import IngestService
     from costtrack_service.domain.quota import Tier
     from costtrack_service.edge.ingest_request import IngestRequest, ingest
-    from costtrack_service.store import DynamoStore, dynamodb_client
-    from costtrack_service.tables import TableNames
+    from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
+    from costtrack_service.store.tables import TableNames
     from costtrack_tools.local.aws_front import AwsFront, AwsRules
     from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
 

@@ -10,7 +10,6 @@ from decimal import Decimal
 from typing import Any
 
 from costtrack.validation import INTEGER_FIELDS
-from costtrack_service.attribute_values import deserialize, serialize
 from costtrack_service.domain.cost import CURRENCY
 from costtrack_service.domain.events import USAGE_EVENT_FIELDS, UsageEvent
 from costtrack_service.domain.keys import INGEST, KeyRecord, KeyState
@@ -26,7 +25,8 @@ from costtrack_service.domain.shards import (
 )
 from costtrack_service.domain.source import Source
 from costtrack_service.domain.visibility import Visibility
-from costtrack_service.tables import EXPIRES_AT
+from costtrack_service.store.attribute_values import deserialize, serialize
+from costtrack_service.store.tables import EXPIRES_AT
 
 #: The event's fields as item attributes: all but ``metadata``, which is stored as JSON text.
 _EVENT_ATTRIBUTES = tuple(name for name in USAGE_EVENT_FIELDS if name != "metadata")

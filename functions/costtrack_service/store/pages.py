@@ -18,9 +18,9 @@ from typing import Any
 from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.shards import partition_key
 from costtrack_service.domain.time_pages import Entry, decode, page_key_bound, page_partitions
-from costtrack_service.rollup_reads import in_parallel
-from costtrack_service.store_base import TableAccess
-from costtrack_service.store_items import event_from_item, from_item, to_item
+from costtrack_service.store.client import TableAccess
+from costtrack_service.store.items import event_from_item, from_item, to_item
+from costtrack_service.store.rollups import in_parallel
 
 #: Pages one Query asks for when reading newest first (a page lists up to ~100 events).
 _PAGES_PER_QUERY = 4

@@ -24,12 +24,12 @@ from dataclasses import replace
 from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
-from costtrack_service.billing_alerts import alert_gaps
 from costtrack_service.domain.pricing import format_timestamp
 from costtrack_service.domain.reconciliation.bill import BilledLine, BillFormatError
 from costtrack_service.domain.reconciliation.connections import ConnectionState
-from costtrack_service.exporter import ObjectWriter
 from costtrack_service.jobs import bill_import
+from costtrack_service.jobs.billing_alerts import alert_gaps
+from costtrack_service.jobs.export import ObjectWriter
 from costtrack_service.jobs.pages import Fetched, ImportFailed
 
 RAW_PREFIX = "bills/"

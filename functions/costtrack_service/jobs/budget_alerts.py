@@ -49,9 +49,9 @@ from costtrack_service.domain.webhooks import (
     next_attempt_at,
     signed_headers,
 )
-from costtrack_service.run_anomaly_jobs import RunAnomalies
-from costtrack_service.store import DynamoStore
-from costtrack_service.webhook_client import post_webhook
+from costtrack_service.jobs.run_anomalies import RunAnomalies
+from costtrack_service.jobs.webhook_client import post_webhook
+from costtrack_service.store.dynamo import DynamoStore
 
 Sender = Callable[[Target, bytes, Mapping[str, str]], int]
 USER_AGENT = "costtrack-webhooks/1"

@@ -25,8 +25,8 @@ from costtrack_service.domain.pricing import format_timestamp
 from costtrack_service.domain.quota import Charge
 from costtrack_service.domain.shards import PartitionLayout
 from costtrack_service.domain.store_errors import StoreUnavailable
-from costtrack_service.store_items import from_item, layout_from_item, to_item
-from costtrack_service.tables import TableNames
+from costtrack_service.store.items import from_item, layout_from_item, to_item
+from costtrack_service.store.tables import TableNames
 
 if TYPE_CHECKING:
     from typing import Self
@@ -178,7 +178,7 @@ def shard_key(workspace_id: str, charge: Charge, period: str, shard: int) -> str
 
 class TableAccess:
     """The client and table names each part of the store works with, and the reads they share.
-    A store is these parts composed for one caller (``store.py``); each is thread-safe, as
+    A store is these parts composed for one caller (``store/dynamo.py``); each is thread-safe, as
     botocore clients are."""
 
     def __init__(self, client: DynamoDBClient, tables: TableNames) -> None:

@@ -1,8 +1,8 @@
-"""DynamoDB: the reads of the ``budgets`` table (``budget_store.py`` describes its items).
+"""DynamoDB: the reads of the ``budgets`` table (``store/budgets.py`` describes its items).
 
-Apart from ``budget_store.py`` because the ingestion function reads a workspace's budgets (for
+Apart from ``store/budgets.py`` because the ingestion function reads a workspace's budgets (for
 the ``budget_exceeded`` warning, ``domain/budget_watch.py``) and nothing else of the table: its
-store (``ingestion_store.py``) mixes in this class only, so it never imports the alerts' model.
+store (``store/ingestion.py``) mixes in this class only, so it never imports the alerts' model.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from costtrack_service.domain.budgets import Budget, budget_from_config
-from costtrack_service.store_base import TableAccess
-from costtrack_service.store_items import from_item, to_item
-from costtrack_service.tables import ALL_BUDGETS
+from costtrack_service.store.client import TableAccess
+from costtrack_service.store.items import from_item, to_item
+from costtrack_service.store.tables import ALL_BUDGETS
 
 BUDGET_SET = "budgets"
 

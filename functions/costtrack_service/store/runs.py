@@ -32,8 +32,8 @@ from costtrack_service.domain.runs.totals import (
     runs_in,
 )
 from costtrack_service.domain.shards import rollup_partition
-from costtrack_service.store_base import TableAccess
-from costtrack_service.store_items import to_item
+from costtrack_service.store.client import TableAccess
+from costtrack_service.store.items import to_item
 
 TOTAL_KEY = "total"
 #: A sketch row's bucket attributes: ``b_`` + the bucket's name (``sketch.bucket_name``).

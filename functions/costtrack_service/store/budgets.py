@@ -21,8 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from costtrack_service.budget_reads import BUDGET_SET, BudgetReads
-from costtrack_service.budget_reads import partition_of as _partition
 from costtrack_service.domain.alerts import (
     PENDING,
     RETENTION_DAYS,
@@ -34,8 +32,10 @@ from costtrack_service.domain.alerts import (
 )
 from costtrack_service.domain.budgets import Budget
 from costtrack_service.domain.pricing import parse_timestamp
-from costtrack_service.store_items import to_item
-from costtrack_service.tables import DUE_DELIVERIES, EXPIRES_AT
+from costtrack_service.store.budget_reads import BUDGET_SET, BudgetReads
+from costtrack_service.store.budget_reads import partition_of as _partition
+from costtrack_service.store.items import to_item
+from costtrack_service.store.tables import DUE_DELIVERIES, EXPIRES_AT
 
 if TYPE_CHECKING:
     pass

@@ -9,7 +9,7 @@ Accepted events are written in chunks, one ``TransactWriteItems`` each (``ingest
    condition;
 3. ``Update`` the chunk's rollup rows in one rollup shard, deltas summed per row;
 4. ``Put`` the chunk's run and session totals, each unless another write changed it since it
-   was read, and ``Update`` their cost sketch rows (``run_store.py``);
+   was read, and ``Update`` their cost sketch rows (``store/runs.py``);
 5. ``ConditionCheck`` the event keys in their partitions under an earlier count, after the
    partitions grew (``shards.PartitionLayout``);
 6. ``Put`` the chunk's time pages: the list of its events by time that the dashboard, the export
@@ -44,9 +44,8 @@ from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConfli
 from costtrack_service.domain.time_pages import page_items
 from costtrack_service.domain.usage import Counts, RollupKey
 from costtrack_service.reservation_store import debit_updates, reservation_settlements, settle_rejection
-from costtrack_service.run_store import RunTable
-from costtrack_service.store_base import shard_key
-from costtrack_service.store_items import (
+from costtrack_service.store.client import shard_key
+from costtrack_service.store.items import (
     event_from_item,
     event_item_key,
     event_to_item,
@@ -55,6 +54,7 @@ from costtrack_service.store_items import (
     to_item,
     workspace_from_item,
 )
+from costtrack_service.store.runs import RunTable
 
 _TRANSIENT_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
 # One TransactGetItems holds the survey: the workspace item and both kinds of shards.

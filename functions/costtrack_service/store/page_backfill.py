@@ -20,8 +20,8 @@ from costtrack_service.domain.records import EventRecord
 from costtrack_service.domain.shards import event_partitions, partition_index
 from costtrack_service.domain.store_errors import StoreUnavailable
 from costtrack_service.domain.time_pages import page_group, page_items
-from costtrack_service.store_base import TableAccess
-from costtrack_service.store_items import event_from_item, from_item, to_item
+from costtrack_service.store.client import TableAccess
+from costtrack_service.store.items import event_from_item, from_item, to_item
 
 _PAGE_EVENTS = 100  # at most this many events a page, as a transaction would list
 

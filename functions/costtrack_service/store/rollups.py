@@ -1,5 +1,5 @@
 """Reading a workspace's daily rollups (the owners' reports, budgets' spend, and a ledger's seed:
-``domain/reservations/seed.py``), apart from ``owner_store.py`` so that the ingestion function's
+``domain/reservations/seed.py``), apart from ``store/owner.py`` so that the ingestion function's
 store reads them without importing the owners' store."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from costtrack_service.domain.shards import rollup_partitions
 from costtrack_service.domain.usage import Counts, RollupKey
-from costtrack_service.store_base import TableAccess
-from costtrack_service.store_items import from_item, to_item
+from costtrack_service.store.client import TableAccess
+from costtrack_service.store.items import from_item, to_item
 
 _READERS = 8  # parallel queries when a read spans a workspace's partitions
 

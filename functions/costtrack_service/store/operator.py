@@ -26,10 +26,9 @@ from costtrack_service.domain.shards import (
 )
 from costtrack_service.domain.store_errors import Conflict, NotFound, StoreUnavailable, SurveyConflict
 from costtrack_service.domain.usage import repricing_deltas
-from costtrack_service.event_store import EventTable
-from costtrack_service.page_reads import PageReads
-from costtrack_service.store_base import _now, shard_key
-from costtrack_service.store_items import (
+from costtrack_service.store.client import _now, shard_key
+from costtrack_service.store.events import EventTable
+from costtrack_service.store.items import (
     event_from_item,
     event_item_key,
     event_to_item,
@@ -39,7 +38,8 @@ from costtrack_service.store_items import (
     workspace_from_item,
     workspace_to_item,
 )
-from costtrack_service.tables import TABLES, UNPRICED
+from costtrack_service.store.pages import PageReads
+from costtrack_service.store.tables import TABLES, UNPRICED
 
 _FETCH = 100  # events fetched per BatchGetItem
 
@@ -344,7 +344,7 @@ class OperatorStore(EventTable, PageReads):
 
     def iter_day_events(self, workspace_id: str, since: str, until: str) -> Iterator[EventRecord]:
         """Stored events of a workspace, visible or not, received in ``[since, until)``, found
-        through its time pages (``page_reads.py``): the range's pages (about one per 100 events),
+        through its time pages (``store/pages.py``): the range's pages (about one per 100 events),
         then the events themselves, so the reads are the range's events and never the rest of
         the history. Partition by partition, each in time order. For the daily export, a day
         after: eventually consistent reads (half the units). The range's entries are held in

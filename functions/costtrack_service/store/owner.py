@@ -32,11 +32,11 @@ from costtrack_service.domain.source import Source
 from costtrack_service.domain.store_errors import NotFound, TransitionRefused
 from costtrack_service.domain.time_pages import Entry
 from costtrack_service.domain.usage import CHARGE, month_usage
-from costtrack_service.page_reads import PageReads
-from costtrack_service.rollup_reads import RollupReads
-from costtrack_service.store_base import _now, shard_key
-from costtrack_service.store_items import from_item, key_from_item, key_to_item, to_item
-from costtrack_service.tables import BY_WORKSPACE
+from costtrack_service.store.client import _now, shard_key
+from costtrack_service.store.items import from_item, key_from_item, key_to_item, to_item
+from costtrack_service.store.pages import PageReads
+from costtrack_service.store.rollups import RollupReads
+from costtrack_service.store.tables import BY_WORKSPACE
 
 
 class OwnerStore(PageReads, RollupReads):
@@ -136,7 +136,7 @@ class OwnerStore(PageReads, RollupReads):
     # -- reports --------------------------------------------------------------------------
 
     def list_visible_events(self, query: EventQuery) -> tuple[list[EventRecord], dict[str, str] | None]:
-        """The query's page, newest first, from the workspace's time pages (``page_reads.py``):
+        """The query's page, newest first, from the workspace's time pages (``store/pages.py``):
         the entries of visible events that match the filters, then those events fetched and
         checked as they are now, and the position to ask the next page ``after`` (None at the
         end). A rarely matching filter stops after ``MAX_PAGES_READ`` pages with a cursor."""

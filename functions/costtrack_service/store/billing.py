@@ -20,12 +20,12 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
-from costtrack_service.budget_reads import partition_of
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.reconciliation.connections import Connection, ConnectionState
-from costtrack_service.store_base import TableAccess
-from costtrack_service.store_items import from_item, to_item
-from costtrack_service.tables import ALL_CONNECTIONS
+from costtrack_service.store.budget_reads import partition_of
+from costtrack_service.store.client import TableAccess
+from costtrack_service.store.items import from_item, to_item
+from costtrack_service.store.tables import ALL_CONNECTIONS
 
 CONNECTION_SET = "connections"
 GAP_THRESHOLD = "s#gap_threshold"

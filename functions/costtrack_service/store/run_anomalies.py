@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from costtrack_service.budget_reads import BudgetReads, partition_of
 from costtrack_service.domain.runs.anomalies import AnomalySettings
-from costtrack_service.store_items import to_item
-from costtrack_service.tables import ALL_BUDGETS
+from costtrack_service.store.budget_reads import BudgetReads, partition_of
+from costtrack_service.store.items import to_item
+from costtrack_service.store.tables import ALL_BUDGETS
 
 ANOMALY_SET = "run_anomalies"
 ITEM_KEY = "s#run_anomalies"
