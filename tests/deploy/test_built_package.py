@@ -22,11 +22,8 @@ RUNTIME = {
     "handlers",
     "catalogue",
     "dashboard",
-    "store/dynamo.py",
-    "store/client.py",
-    "store/items.py",
-    "store/events.py",
-    "store/tables.py",
+    "store",
+    "jobs",
 }
 #: Development and operator tools: never in a function.
 TOOLS = ("local", "admin", "cli", "memory_store", "costtrack_tools")
