@@ -13,8 +13,8 @@ from typing import Any
 
 def memory_handler() -> tuple[Callable[[dict[str, Any], Any], dict[str, Any]], Any, str, Any]:
     """``(handler, context, api_key, store)`` for a paid workspace with room for any run."""
-    from costtrack_service.domain.ingestion import IngestService
-    from costtrack_service.domain.quota import Tier, WorkspaceState
+    from costtrack_service.domain.ingest.service import IngestService
+    from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
     from costtrack_service.edge.ingest import create_handler
     from costtrack_tools.local.server import LambdaContext
     from costtrack_tools.memory_store import MemoryStore

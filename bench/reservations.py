@@ -65,7 +65,7 @@ def reservation_event(key: str, idempotency_key: str) -> dict[str, Any]:
 def enforced_budget(workspace_id: str, amount: str) -> Any:
     from decimal import Decimal
 
-    from costtrack_service.domain.budgets import Budget
+    from costtrack_service.domain.budgets.budget import Budget
 
     return Budget("bud_bench", workspace_id, Decimal(amount), scope="feature", scope_value="support-bot", enforce=True)
 
@@ -94,10 +94,10 @@ def dynamodb_costs() -> dict[str, float]:
 
     import boto3
 
-    from costtrack_service.domain.ingestion import IngestService
-    from costtrack_service.domain.quota import Tier
+    from costtrack_service.domain.ingest.service import IngestService
     from costtrack_service.domain.reservations.ledger import LEDGER_SHARDS
     from costtrack_service.domain.reservations.service import ReservationService
+    from costtrack_service.domain.workspaces.plans import Tier
     from costtrack_service.edge.ingest_request import IngestRequest, ingest
     from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
     from costtrack_service.store.tables import TableNames

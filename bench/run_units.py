@@ -52,8 +52,8 @@ def category(body: dict[str, Any]) -> str:
 def measure() -> dict[str, float]:
     from service import _sender
 
-    from costtrack_service.domain.ingestion import IngestService
-    from costtrack_service.domain.quota import Tier
+    from costtrack_service.domain.ingest.service import IngestService
+    from costtrack_service.domain.workspaces.plans import Tier
     from costtrack_service.edge.ingest_request import IngestRequest
     from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
     from costtrack_service.store.tables import TableNames

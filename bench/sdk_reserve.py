@@ -123,8 +123,8 @@ def summary(language: str, sdk: list[float], bare: list[float]) -> dict[str, flo
 
 
 def main() -> None:
-    from costtrack_service.domain.budgets import Budget
-    from costtrack_service.domain.quota import Tier
+    from costtrack_service.domain.budgets.budget import Budget
+    from costtrack_service.domain.workspaces.plans import Tier
     from costtrack_tools.local.stack import LocalStack
 
     started = time.monotonic()

@@ -127,9 +127,9 @@ def store_client_cpu() -> dict[str, float]:
     answered by a canned empty reply at botocore's ``before-send`` (no network)."""
     from botocore.awsrequest import AWSResponse
 
-    from costtrack_service.domain.chunks import Chunk, ChunkRejected
-    from costtrack_service.domain.ingestion import IngestService
-    from costtrack_service.domain.quota import Tier, WorkspaceState
+    from costtrack_service.domain.ingest.chunks import Chunk, ChunkRejected
+    from costtrack_service.domain.ingest.service import IngestService
+    from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
     from costtrack_service.edge.ingest_request import IngestRequest, ingest
     from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
     from costtrack_service.store.tables import TableNames
@@ -186,8 +186,8 @@ def pricing() -> dict[str, float]:
     from functools import cache
 
     from costtrack_service import catalogue
-    from costtrack_service.domain.cost import counts_of
-    from costtrack_service.domain.pricer import Call, Pricer
+    from costtrack_service.domain.pricing.cost import counts_of
+    from costtrack_service.domain.pricing.pricer import Call, Pricer
 
     pricer = Pricer(cache(catalogue.book), catalogue.registry(), catalogue.flags_for)
     metadata = {"service_tier": "priority", "cache_write_1h_tokens": 2_000}
@@ -221,8 +221,8 @@ def dynamodb_costs() -> dict[str, float]:
     batches of 100 and one by one, recording what each transaction touches and costs."""
     import boto3
 
-    from costtrack_service.domain.ingestion import IngestService
-    from costtrack_service.domain.quota import Tier
+    from costtrack_service.domain.ingest.service import IngestService
+    from costtrack_service.domain.workspaces.plans import Tier
     from costtrack_service.edge.ingest_request import IngestRequest
     from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
     from costtrack_service.store.tables import TableNames

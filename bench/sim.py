@@ -37,7 +37,7 @@ def layout_for(rate: int, in_window: bool = False) -> Any:
     (in effect long before the run), or a doubling an hour before it (in its window)."""
     from datetime import timedelta
 
-    from costtrack_service.domain.shards import PartitionChange, PartitionLayout, sized_for
+    from costtrack_service.domain.workspaces.shards import PartitionChange, PartitionLayout, sized_for
     from costtrack_tools.sim.clock import EPOCH
 
     if in_window:

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "functions"))
 
 from costtrack_service.catalogue import GENERATED_DIR  # noqa: E402
 from costtrack_service.catalogue.convert import convert  # noqa: E402
-from costtrack_service.domain.cost import UnitRegistry  # noqa: E402
+from costtrack_service.domain.pricing.cost import UnitRegistry  # noqa: E402
 
 PRICING_NAMES = ROOT / "spec" / "pricing-names.json"
 

@@ -168,8 +168,8 @@ def api(local_stack: Any) -> Iterator[httpx.Client]:
 def workspace_factory(local_stack: Any) -> Any:
     """Create a fresh workspace with one key: ``make(tier=..., included=..., credits=..., bound=...)``
     returns ``(workspace_id, api_key)``. Tests that count things use their own workspace."""
-    from costtrack_service.domain.quota import Tier
-    from costtrack_service.domain.source import Source
+    from costtrack_service.domain.ingest.source import Source
+    from costtrack_service.domain.workspaces.plans import Tier
 
     def make(
         tier: str = Tier.PAID, included: int = 1000, credits: int = 0, bound: str | None = None, status: str = "active"
@@ -185,7 +185,7 @@ def workspace_factory(local_stack: Any) -> Any:
 def month_usage(store: Any, workspace_id: str) -> Any:
     """What this month used of a workspace's plan, as owners see it (from the ``charge`` rollups
     and the credit shards: the workspace item holds leases, not uses)."""
-    from costtrack_service.domain.quota import billing_period
+    from costtrack_service.domain.workspaces.plans import billing_period
 
     workspace = store.get_workspace(workspace_id, consistent=True)
     assert workspace is not None

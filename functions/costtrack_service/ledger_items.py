@@ -19,7 +19,7 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-from costtrack_service.domain.chunks import ChunkRejected
+from costtrack_service.domain.ingest.chunks import ChunkRejected
 from costtrack_service.domain.reservations.debit import Debit
 from costtrack_service.domain.reservations.ids import Part, ReservationId
 from costtrack_service.domain.reservations.ledger import ZERO, Hold, ShardState

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from costtrack_service.domain.keys import ADMIN
+from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
 from costtrack_tools.local.stack import LOCAL_WEBHOOKS
 from tests.browser.test_dashboard import ARTIFACTS, browser  # noqa: F401 - the shared Chromium fixture

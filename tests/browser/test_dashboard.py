@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.overrides import parse_override
+from costtrack_service.domain.pricing.overrides import parse_override
+from costtrack_service.domain.workspaces.keys import ADMIN
 
 pytestmark = pytest.mark.integration
 

@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
-from costtrack_service.domain.batch import submission_of
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.keys import ADMIN
+from costtrack_service.domain.ingest.batch import submission_of
+from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.workspaces.keys import ADMIN
 from tests.browser.test_dashboard import ARTIFACTS, browser  # noqa: F401 - the shared Chromium fixture
 
 pytestmark = pytest.mark.integration

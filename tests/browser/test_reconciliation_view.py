@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from costtrack_service.domain.keys import ADMIN
 from costtrack_service.domain.reconciliation.bill import BilledLine
+from costtrack_service.domain.workspaces.keys import ADMIN
 from tests.browser.test_dashboard import ARTIFACTS, browser  # noqa: F401 - the shared Chromium fixture
 
 pytestmark = pytest.mark.integration

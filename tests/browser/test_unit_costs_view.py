@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from costtrack_service.domain.keys import ADMIN
+from costtrack_service.domain.workspaces.keys import ADMIN
 from tests.browser.test_dashboard import browser  # noqa: F401
 
 pytestmark = pytest.mark.integration

@@ -40,8 +40,8 @@ from botocore.exceptions import ClientError
 
 from costtrack import Tracker
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingest_settings import IngestSettings
-from costtrack_service.domain.ingestion import IngestService
+from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.ingest.settings import IngestSettings
 from costtrack_service.domain.usage import TOTAL
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.store.dynamo import DynamoStore, dynamodb_client

@@ -24,16 +24,16 @@ import pytest
 import yaml
 from moto import mock_aws
 
-from costtrack_service.domain.budgets_api import BudgetService
+from costtrack_service.domain.budgets.webhooks import UrlPolicy
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.overrides_api import OverrideService
-from costtrack_service.domain.quota import Tier, WorkspaceState
+from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.runs.anomalies import AnomalySettingsService
-from costtrack_service.domain.webhooks import UrlPolicy
-from costtrack_service.domain.workspace_api import WorkspaceService
+from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
+from costtrack_service.services.budgets import BudgetService
+from costtrack_service.services.overrides import OverrideService
+from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.ingestion import IngestionStore
 from costtrack_service.store.tables import TABLES, TableNames
@@ -258,7 +258,7 @@ def _reservations_and_runs(names: TableNames, recorder: Any) -> None:
     (per-run totals in the event's transaction)."""
     from decimal import Decimal
 
-    from costtrack_service.domain.budgets import Budget
+    from costtrack_service.domain.budgets.budget import Budget
     from costtrack_service.domain.reservations.service import ReservationService
 
     admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
@@ -340,7 +340,7 @@ def exercise_run_routes(store: DynamoStore, workspace_id: str) -> None:
 
 def exercise_billing_routes(store: DynamoStore, workspace_id: str) -> None:
     """Every reconciliation operation of the owners' API, once."""
-    from costtrack_service.domain.reconciliation.service import ReconciliationService
+    from costtrack_service.services.reconciliation import ReconciliationService
 
     billing = ReconciliationService(store)
     arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:costtrack/billing/openai-AbCdEf"
@@ -487,9 +487,9 @@ def test_price_sync_policy_grants_exactly_what_the_code_uses(
 def bill_import_calls() -> dict[str, set[str]]:
     """What the daily bill import really calls: an OpenAI connection read from its secret and
     imported from the canned provider, a Bedrock one from (moto's) Cost Explorer, a failing one."""
-    from costtrack_service.domain.alerts import Endpoint
+    from costtrack_service.domain.budgets.alerts import Endpoint
     from costtrack_service.domain.reconciliation.connections import Connection, ConnectionState
-    from costtrack_service.jobs.bill_imports import BillImports
+    from costtrack_service.jobs.bills.imports import BillImports
     from costtrack_service.jobs.export import S3Writer
     from tests.reconciliation.canned_billing import OPENAI_KEY, Bill, serve
 

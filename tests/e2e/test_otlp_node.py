@@ -56,7 +56,7 @@ def through_the_sdk_helper(local_stack: Any, workspace_factory_module: Any) -> d
 
 @pytest.fixture(scope="module")
 def workspace_factory_module(local_stack: Any) -> Any:
-    from costtrack_service.domain.quota import Tier
+    from costtrack_service.domain.workspaces.plans import Tier
 
     def make() -> tuple[str, str]:
         workspace = local_stack.store.create_workspace("node", tier=Tier.PAID, included_events=100)

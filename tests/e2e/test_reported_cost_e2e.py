@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from costtrack import Tracker
 from costtrack.providers import from_openai
-from costtrack_service.domain.keys import ADMIN
+from costtrack_service.domain.workspaces.keys import ADMIN
 from tests.e2e.canned_openai import canned
 from tests.e2e.test_otlp_python import GOOD, exporter, provider, usage_span  # noqa: F401 - the fixture
 from tests.e2e.test_sdks_end_to_end import stored

@@ -19,8 +19,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.quota import Tier
+from costtrack_service.domain.workspaces.keys import ADMIN
+from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.edge.api_document import openapi_document
 
 pytestmark = [pytest.mark.integration, pytest.mark.fuzz]

@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.quota import Tier
+from costtrack_service.domain.workspaces.keys import ADMIN
+from costtrack_service.domain.workspaces.plans import Tier
 
 pytestmark = [pytest.mark.integration, pytest.mark.fuzz]
 

@@ -24,9 +24,9 @@ import pytest
 
 from costtrack_service import catalogue
 from costtrack_service.catalogue.convert import costtrack_provider
-from costtrack_service.domain.cost import counts_of
-from costtrack_service.domain.match import exact_names
-from costtrack_service.domain.pricer import Call, Pricer
+from costtrack_service.domain.pricing.cost import counts_of
+from costtrack_service.domain.pricing.match import exact_names
+from costtrack_service.domain.pricing.pricer import Call, Pricer
 
 genai_prices = pytest.importorskip("genai_prices")
 from genai_prices.data import providers as GENAI_PROVIDERS  # noqa: E402
@@ -69,7 +69,7 @@ def pricer() -> Pricer:
 
 def claimed_name(model: Any, rng: random.Random) -> str | None:
     """A name the model's own rule claims (genai-prices' model ids need not match themselves)."""
-    from costtrack_service.domain.match import compile_rule
+    from costtrack_service.domain.pricing.match import compile_rule
     from scripts.generate_catalogue import dump
 
     rule = dump(model.match)

@@ -23,9 +23,9 @@ import boto3
 import httpx
 import pytest
 
-from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.quota import Tier
-from costtrack_service.domain.webhooks import SIGNATURE_HEADER, UrlPolicy, signature_header
+from costtrack_service.domain.budgets.webhooks import SIGNATURE_HEADER, UrlPolicy, signature_header
+from costtrack_service.domain.workspaces.keys import ADMIN
+from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
 from costtrack_service.store.dynamo import DynamoStore
 from tests.docs.answers import without_elisions
@@ -296,7 +296,7 @@ def test_delivery_checks_the_address_again(owner: Owner, local_stack: Any) -> No
     def resolve(host: str, port: int) -> list[str]:
         return answers[host]
 
-    from costtrack_service.domain.budgets_api import BudgetService
+    from costtrack_service.services.budgets import BudgetService
 
     service = BudgetService(local_stack.store, url_policy=UrlPolicy(resolve=resolve))
     service.add_endpoint(owner.workspace_id, {"url": "https://hooks.example.com/x"})

@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
-from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.quota import Tier
-from costtrack_service.domain.webhooks import UrlPolicy
+from costtrack_service.domain.budgets.webhooks import UrlPolicy
+from costtrack_service.domain.workspaces.keys import ADMIN
+from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
 from tests.conftest import GPT5_EVENT
 from tests.integration.test_admin_cli import Admin, post

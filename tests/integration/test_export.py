@@ -16,13 +16,13 @@ from typing import Any
 import httpx
 import pytest
 
-from costtrack_service.domain.allowance import Payment
-from costtrack_service.domain.chunks import Chunk
-from costtrack_service.domain.export import COLUMNS, export_line
-from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.records import EventRecord
-from costtrack_service.domain.shards import event_partition
-from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, Visibility
+from costtrack_service.domain.export.layout import COLUMNS, export_line
+from costtrack_service.domain.ingest.chunks import Chunk
+from costtrack_service.domain.ingest.records import EventRecord
+from costtrack_service.domain.ingest.visibility import FREE_SOURCE_MISMATCH, Visibility
+from costtrack_service.domain.workspaces.allowance import Payment
+from costtrack_service.domain.workspaces.keys import ADMIN
+from costtrack_service.domain.workspaces.shards import event_partition
 from costtrack_service.handlers import export as export_handler
 from costtrack_service.jobs.export import Exporter, S3Writer
 from costtrack_tools.local.server import LambdaContext

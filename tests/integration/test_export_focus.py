@@ -20,9 +20,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from costtrack_service.domain import export_focus
-from costtrack_service.domain.export import FOCUS_PREFIX
-from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.export import focus_rows as export_focus
+from costtrack_service.domain.export.layout import FOCUS_PREFIX
+from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.runs.totals import MARKER_MODEL, MARKER_PROVIDER
 from costtrack_service.jobs.export import Exporter, S3Writer, focus, json_lines
 from costtrack_tools.cli import main

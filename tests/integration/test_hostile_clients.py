@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.keys import ADMIN, hash_secret
+from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.workspaces.keys import ADMIN, hash_secret
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
 from costtrack_service.store.tables import TableNames

@@ -225,7 +225,7 @@ def test_free_plan_visibility(api: httpx.Client, local_stack: Any, schemas: dict
 def test_revocation_applies_to_a_warm_function_within_a_second(
     api: httpx.Client, workspace_factory: Any, local_stack: Any
 ) -> None:
-    from costtrack_service.domain.keys import hash_secret
+    from costtrack_service.domain.workspaces.keys import hash_secret
 
     _, key = workspace_factory()
     assert post(api, key).status_code == 200  # the key is now cached by the warm container

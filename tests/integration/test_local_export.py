@@ -18,9 +18,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from costtrack_service.domain.export import DEFAULT_PREFIX, object_key
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.keys import ADMIN
+from costtrack_service.domain.export.layout import DEFAULT_PREFIX, object_key
+from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.jobs.export import DirectoryWriter, Exporter, S3Writer
 from costtrack_tools.cli import main
 from costtrack_tools.event_import import PastEvent, import_events

@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.quota import Tier
+from costtrack_service.domain.workspaces.keys import ADMIN
+from costtrack_service.domain.workspaces.plans import Tier
 
 pytestmark = pytest.mark.integration
 

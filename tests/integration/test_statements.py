@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from costtrack_service.domain.keys import ADMIN
+from costtrack_service.domain.workspaces.keys import ADMIN
 from tests.integration.test_admin_cli import Admin, post
 
 pytestmark = pytest.mark.integration
@@ -38,7 +38,7 @@ def seed(local_stack: Any, api: httpx.Client, model: str) -> tuple[str, str, str
     store = local_stack.store
     workspace = store.create_workspace("Statements, Inc.", tier="free", included_events=100)
     ws = workspace.workspace_id
-    from costtrack_service.domain.source import Source
+    from costtrack_service.domain.ingest.source import Source
 
     key, _ = store.create_key(ws, bound=Source.parse("openai/gpt-4o-mini/chat"))
     token, _ = store.create_key(ws, name="finance", kind=ADMIN)

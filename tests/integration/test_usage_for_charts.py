@@ -11,7 +11,7 @@ import httpx
 import jsonschema
 import pytest
 
-from costtrack_service.domain.keys import ADMIN
+from costtrack_service.domain.workspaces.keys import ADMIN
 
 pytestmark = pytest.mark.integration
 

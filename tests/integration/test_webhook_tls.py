@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from costtrack_service.domain.webhooks import Target
+from costtrack_service.domain.budgets.webhooks import Target
 from costtrack_service.jobs.webhook_client import post_webhook
 
 HOST = "hooks.example.test"

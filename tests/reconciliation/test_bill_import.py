@@ -13,8 +13,8 @@ from moto import mock_aws
 
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.reconciliation.connections import Connection, days_to_import
-from costtrack_service.jobs import bill_import
-from costtrack_service.jobs.pages import ImportFailed
+from costtrack_service.jobs.bills import connection as bill_import
+from costtrack_service.jobs.bills.pages import ImportFailed
 from tests.reconciliation.canned_billing import OPENAI_KEY, Bill, serve
 
 TODAY = date(2026, 11, 26)

@@ -17,7 +17,7 @@ from moto import mock_aws
 
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.reconciliation.connections import Connection, ConnectionState
-from costtrack_service.jobs.bill_imports import BillImports
+from costtrack_service.jobs.bills.imports import BillImports
 from costtrack_service.jobs.export import S3Writer
 from costtrack_service.store.dynamo import DynamoStore
 from tests.conftest import moto_tables

@@ -11,10 +11,10 @@ from typing import Any
 
 import jsonschema
 
-from costtrack_service.domain.alerts import Endpoint
+from costtrack_service.domain.budgets.alerts import Endpoint
+from costtrack_service.domain.budgets.webhooks import UrlPolicy, new_webhook_secret, standard_signature
 from costtrack_service.domain.reconciliation.bill import BilledLine
-from costtrack_service.domain.webhooks import UrlPolicy, new_webhook_secret, standard_signature
-from costtrack_service.jobs.billing_alerts import alert_gaps
+from costtrack_service.jobs.bills.gap_alerts import alert_gaps
 from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
 from costtrack_service.store.dynamo import DynamoStore
 from tests.reconciliation.test_reconciliation_api import api, documented_schema  # noqa: F401 - the fixture

@@ -15,8 +15,8 @@ from moto.ce.models import ce_backends
 from moto.core import DEFAULT_ACCOUNT_ID
 
 from costtrack_service.domain.reconciliation.bedrock_usage import parse_usage_type
-from costtrack_service.jobs import anthropic_bill, bedrock_bill, openai_bill
-from costtrack_service.jobs.pages import Api, ImportFailed
+from costtrack_service.jobs.bills import anthropic, bedrock, openai
+from costtrack_service.jobs.bills.pages import Api, ImportFailed
 from tests.reconciliation.canned_billing import ANTHROPIC_KEY, OPENAI_KEY, Bill, serve
 
 FIRST, LAST = date(2026, 11, 1), date(2026, 11, 3)
@@ -61,7 +61,7 @@ def base_url(bill: Bill) -> Iterator[str]:
 
 
 def test_openai_usage_and_costs_are_read_page_by_page_after_a_429(bill: Bill, base_url: str) -> None:
-    lines, fetched = openai_bill.import_days(Api(base_url), OPENAI_KEY, FIRST, LAST)
+    lines, fetched = openai.import_days(Api(base_url), OPENAI_KEY, FIRST, LAST)
     days = lines.sorted()
     assert [line.day for line in days] == ["2026-11-01", "2026-11-02", "2026-11-03"]
     line = days[0]
@@ -77,7 +77,7 @@ def test_openai_usage_and_costs_are_read_page_by_page_after_a_429(bill: Bill, ba
 
 
 def test_anthropic_usage_and_cost_report_amounts_are_cents(base_url: str) -> None:
-    lines, fetched = anthropic_bill.import_days(Api(base_url), ANTHROPIC_KEY, FIRST, LAST)
+    lines, fetched = anthropic.import_days(Api(base_url), ANTHROPIC_KEY, FIRST, LAST)
     line = lines.sorted()[0]
     assert line.tokens == {
         "input": 1_000_000,
@@ -92,7 +92,7 @@ def test_anthropic_usage_and_cost_report_amounts_are_cents(base_url: str) -> Non
 
 def test_a_wrong_key_fails_the_import_without_quoting_the_key(base_url: str) -> None:
     with pytest.raises(ImportFailed) as raised:
-        openai_bill.import_days(Api(base_url), "sk-admin-wrong-secret", FIRST, LAST)
+        openai.import_days(Api(base_url), "sk-admin-wrong-secret", FIRST, LAST)
     assert "401" in str(raised.value) and "sk-admin" not in str(raised.value)
 
 
@@ -173,7 +173,7 @@ def test_bedrock_reads_cost_explorer_grouped_by_usage_type(monkeypatch: pytest.M
     ]
     backend = ce_backends[DEFAULT_ACCOUNT_ID]["global"]
     backend.cost_usage_results_queue.extend(pages)
-    lines, fetched = bedrock_bill.import_days(ce, date(2026, 11, 1), date(2026, 11, 2))
+    lines, fetched = bedrock.import_days(ce, date(2026, 11, 1), date(2026, 11, 2))
     found = {line.key: line for line in lines.sorted()}
     sonnet = found[("2026-11-01", "bedrock", "regional.anthropic.claude-sonnet-4-5-20250929-v1:0")]
     assert sonnet.tokens == {"input": 1_000_000, "output": 100_000}

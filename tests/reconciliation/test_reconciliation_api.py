@@ -15,12 +15,12 @@ import jsonschema
 import pytest
 from moto import mock_aws
 
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.quota import Tier
+from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.reconciliation.bill import BilledLine
-from costtrack_service.domain.workspace_api import WorkspaceService
+from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.edge.workspace import create_handler
+from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 from tests.conftest import moto_tables
 from tests.support.owner_api import owner_call

@@ -19,18 +19,18 @@ import pytest
 from moto import mock_aws
 
 from costtrack_service import catalogue
-from costtrack_service.domain.batch import Item
-from costtrack_service.domain.events import validate
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.pricing import Origin, parse_entry
-from costtrack_service.domain.quota import Tier, WorkspaceState
+from costtrack_service.domain.ingest.batch import Item
+from costtrack_service.domain.ingest.events import validate
+from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.pricing.entries import Origin, parse_entry
+from costtrack_service.domain.pricing.reported import REPORTED, reported_cost
 from costtrack_service.domain.reconciliation import reported
-from costtrack_service.domain.reported_cost import REPORTED, reported_cost
 from costtrack_service.domain.usage import Counts, RollupKey, model_name, rollup_rows, summed_deltas
-from costtrack_service.domain.workspace_api import WorkspaceService
+from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.edge.workspace import create_handler
 from costtrack_service.jobs.price_sync import backfill
+from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.cli import build_parser
 from costtrack_tools.memory_store import MemoryStore

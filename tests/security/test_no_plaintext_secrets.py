@@ -15,8 +15,8 @@ import httpx
 import pytest
 import yaml
 
-from costtrack_service.domain.keys import ADMIN, hash_secret
-from costtrack_service.domain.quota import Tier
+from costtrack_service.domain.workspaces.keys import ADMIN, hash_secret
+from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.store.tables import TABLES
 from costtrack_tools.local.stack import LocalStack
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.domain.quota import Tier
+from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.admin_output import AdminError
 from costtrack_tools.admin_partitions import workspace_partitions

@@ -20,9 +20,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.quota import Charge, Tier
-from costtrack_service.domain.shards import SHARDS
+from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.workspaces.plans import Charge, Tier
+from costtrack_service.domain.workspaces.shards import SHARDS
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.store.client import dynamodb_client, shard_key
 from costtrack_service.store.dynamo import DynamoStore

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.domain.alerts import DELIVERED, PENDING, Attempt, Delivery, Endpoint, Notification
-from costtrack_service.domain.budgets import Budget, change_budget, parse_budget, window
-from costtrack_service.domain.pricing import parse_timestamp
+from costtrack_service.domain.budgets.alerts import DELIVERED, PENDING, Attempt, Delivery, Endpoint, Notification
+from costtrack_service.domain.budgets.budget import Budget, change_budget, parse_budget, window
+from costtrack_service.domain.pricing.entries import parse_timestamp
 
 pytestmark = pytest.mark.integration
 

@@ -14,17 +14,17 @@ import pytest
 from moto import mock_aws
 
 from costtrack_service import catalogue
-from costtrack_service.domain.allowance import Payment, Spend
-from costtrack_service.domain.chunks import Chunk
-from costtrack_service.domain.events import to_usage_event, validate
-from costtrack_service.domain.keys import KeyState
-from costtrack_service.domain.overrides import parse_override
-from costtrack_service.domain.pricing import Origin, PricingEntry, parse_entry
-from costtrack_service.domain.quota import Charge, Tier, Usage, WorkspaceState
-from costtrack_service.domain.records import EventQuery, EventRecord, EventWarning
-from costtrack_service.domain.source import Source
+from costtrack_service.domain.ingest.chunks import Chunk
+from costtrack_service.domain.ingest.events import to_usage_event, validate
+from costtrack_service.domain.ingest.records import EventQuery, EventRecord, EventWarning
+from costtrack_service.domain.ingest.source import Source
+from costtrack_service.domain.ingest.visibility import VISIBLE, Visibility
+from costtrack_service.domain.pricing.entries import Origin, PricingEntry, parse_entry
+from costtrack_service.domain.pricing.overrides import parse_override
 from costtrack_service.domain.store_errors import NotFound, TransitionRefused
-from costtrack_service.domain.visibility import VISIBLE, Visibility
+from costtrack_service.domain.workspaces.allowance import Payment, Spend
+from costtrack_service.domain.workspaces.keys import KeyState
+from costtrack_service.domain.workspaces.plans import Charge, Tier, Usage, WorkspaceState
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.items import event_item_key
 from costtrack_service.store.prices import PricingConflict

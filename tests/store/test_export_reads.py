@@ -12,11 +12,11 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from costtrack_service.domain.allowance import Payment
-from costtrack_service.domain.chunks import Chunk
-from costtrack_service.domain.export import day_bounds
-from costtrack_service.domain.shards import event_partition
-from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, Visibility
+from costtrack_service.domain.export.layout import day_bounds
+from costtrack_service.domain.ingest.chunks import Chunk
+from costtrack_service.domain.ingest.visibility import FREE_SOURCE_MISMATCH, Visibility
+from costtrack_service.domain.workspaces.allowance import Payment
+from costtrack_service.domain.workspaces.shards import event_partition
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.tables import TableNames
 from tests.store.test_dynamo_store import record

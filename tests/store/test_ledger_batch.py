@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.domain.budgets import Budget
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.quota import Tier
+from costtrack_service.domain.budgets.budget import Budget
+from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.reservations.ledger import Ledger, ledger_ref, shard_of
 from costtrack_service.domain.reservations.service import ReservationService
+from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 
 pytestmark = pytest.mark.integration

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.domain.budgets import Budget, window
+from costtrack_service.domain.budgets.budget import Budget, window
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingestion import IngestService
+from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.reservations.ledger import LEDGER_SHARDS, Ledger
 from costtrack_service.domain.reservations.seed import plan_seed
 from costtrack_service.domain.reservations.service import ReservationService
@@ -111,7 +111,7 @@ def memory_side() -> Side:
 
 
 def dynamo_side(local_stack: Any) -> Side:
-    from costtrack_service.domain.quota import Tier
+    from costtrack_service.domain.workspaces.plans import Tier
 
     store = local_stack.store
     side = Side()

@@ -11,12 +11,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from costtrack_service.domain.allowance import Payment
-from costtrack_service.domain.chunks import Chunk
-from costtrack_service.domain.quota import Tier, WorkspaceState
-from costtrack_service.domain.records import event_key_for
-from costtrack_service.domain.shards import PartitionLayout, partition_key
+from costtrack_service.domain.ingest.chunks import Chunk
+from costtrack_service.domain.ingest.records import event_key_for
 from costtrack_service.domain.store_errors import Conflict
+from costtrack_service.domain.workspaces.allowance import Payment
+from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
+from costtrack_service.domain.workspaces.shards import PartitionLayout, partition_key
 from costtrack_service.store.dynamo import DynamoStore
 from tests.store.test_dynamo_store import TODAY, record, store  # noqa: F401  (the fixture)
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.domain.overrides import parse_override
-from costtrack_service.domain.records import EventRecord
-from costtrack_service.domain.reported_cost import REPORTED
+from costtrack_service.domain.ingest.records import EventRecord
+from costtrack_service.domain.pricing.overrides import parse_override
+from costtrack_service.domain.pricing.reported import REPORTED
 from costtrack_service.domain.usage import Counts, model_name
 from costtrack_service.jobs.drift import reprice_days
 

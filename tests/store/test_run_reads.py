@@ -15,14 +15,14 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from costtrack_service.domain.batch import Item
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.events import validate
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.quota import Tier
+from costtrack_service.domain.ingest.batch import Item
+from costtrack_service.domain.ingest.events import validate
+from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.runs.reports import RunService, decode_run_cursor
 from costtrack_service.domain.runs.sketch import RELATIVE_ERROR
 from costtrack_service.domain.runs.totals import RUN, SESSION
+from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.tables import TableNames
 

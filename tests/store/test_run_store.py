@@ -14,13 +14,13 @@ import pytest
 from moto import mock_aws
 
 from costtrack_service import catalogue
-from costtrack_service.domain.batch import Item
-from costtrack_service.domain.events import validate
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.pricing import Origin, parse_entry
-from costtrack_service.domain.quota import Tier
+from costtrack_service.domain.ingest.batch import Item
+from costtrack_service.domain.ingest.events import validate
+from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.pricing.entries import Origin, parse_entry
 from costtrack_service.domain.runs.sketch import Histogram
 from costtrack_service.domain.runs.totals import RUN, SESSION
+from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.jobs.price_sync import backfill
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.tables import TableNames

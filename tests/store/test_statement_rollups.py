@@ -8,11 +8,11 @@ from dataclasses import replace
 from datetime import date, timedelta
 from decimal import Decimal
 
-from costtrack_service.domain.allowance import Payment
-from costtrack_service.domain.chunks import Chunk
-from costtrack_service.domain.quota import Tier
-from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.ingest.chunks import Chunk
+from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.usage import RollupKey, report
+from costtrack_service.domain.workspaces.allowance import Payment
+from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.store.dynamo import DynamoStore
 from tests.store.test_dynamo_store import TODAY, period, record, store  # noqa: F401
 

@@ -1,4 +1,4 @@
-"""Events by time through time pages (``domain/time_pages.py``, ``store/pages.py``, moto): each
+"""Events by time through time pages (``domain/ingest/time_pages.py``, ``store/pages.py``, moto): each
 ingestion transaction puts one page per received minute in the same transaction as its events;
 the dashboard's list, the export and a run's calls read pages, then the events."""
 
@@ -13,13 +13,13 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from costtrack_service.domain.allowance import Payment
-from costtrack_service.domain.chunks import Chunk
-from costtrack_service.domain.quota import Tier, WorkspaceState
-from costtrack_service.domain.records import EventQuery, EventRecord
-from costtrack_service.domain.shards import event_partition
-from costtrack_service.domain.time_pages import LONG, decode, page_partition
-from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, VISIBLE, Visibility
+from costtrack_service.domain.ingest.chunks import Chunk
+from costtrack_service.domain.ingest.records import EventQuery, EventRecord
+from costtrack_service.domain.ingest.time_pages import LONG, decode, page_partition
+from costtrack_service.domain.ingest.visibility import FREE_SOURCE_MISMATCH, VISIBLE, Visibility
+from costtrack_service.domain.workspaces.allowance import Payment
+from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
+from costtrack_service.domain.workspaces.shards import event_partition
 from costtrack_service.store import pages as page_reads
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.items import event_to_item, from_item, to_item

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.quota import Tier, WorkspaceState
+from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
 from costtrack_tools.admin_output import refusal
 from costtrack_tools.admin_reports import usage
 from costtrack_tools.memory_store import MemoryStore

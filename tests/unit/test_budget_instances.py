@@ -1,4 +1,4 @@
-"""A template's instances from rollup rows, and spent/held/remaining (domain/budget_instances.py):
+"""A template's instances from rollup rows, and spent/held/remaining (domain/budgets/instances.py):
 plain rules, no store."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from costtrack_service.domain.budget_instances import Holding, budgets_now, holding, instances
-from costtrack_service.domain.budgets import Budget, notification_key, window
+from costtrack_service.domain.budgets.budget import Budget, notification_key, window
+from costtrack_service.domain.budgets.instances import Holding, budgets_now, holding, instances
 from costtrack_service.domain.reservations.ledger import Hold, Ledger, LedgerSurvey, ShardState
 from costtrack_service.domain.usage import Counts, RollupKey
 

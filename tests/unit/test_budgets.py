@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.domain.budgets import (
+from costtrack_service.domain.budgets.budget import (
     Budget,
     BudgetError,
     change_budget,
@@ -23,11 +23,7 @@ from costtrack_service.domain.budgets import (
     spend,
     window,
 )
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.quota import Tier, WorkspaceState
-from costtrack_service.domain.records import WarningCode
-from costtrack_service.domain.usage import Counts, RollupKey
-from costtrack_service.domain.webhooks import (
+from costtrack_service.domain.budgets.webhooks import (
     MAX_ATTEMPTS,
     UrlPolicy,
     WebhookRefused,
@@ -35,6 +31,10 @@ from costtrack_service.domain.webhooks import (
     next_attempt_at,
     signature_header,
 )
+from costtrack_service.domain.ingest.records import WarningCode
+from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.usage import Counts, RollupKey
+from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_tools.memory_store import MemoryStore
 

@@ -14,7 +14,7 @@ import pytest
 
 from costtrack_service import catalogue
 from costtrack_service.catalogue import CatalogueError, check_catalogue
-from costtrack_service.domain.pricebook import MatchKind, find_model
+from costtrack_service.domain.pricing.pricebook import MatchKind, find_model
 
 ROOT = Path(__file__).resolve().parents[2]
 OPERATOR_FILE = ROOT / "tests" / "data" / "operator_catalogue.json"
@@ -76,7 +76,7 @@ def test_every_provider_of_genai_prices_is_priced(provider: str, at_least: int) 
     ],
 )
 def test_names_find_their_model(provider: str, name: str, model: str, kind: MatchKind) -> None:
-    from costtrack_service.domain.source import normalize_provider
+    from costtrack_service.domain.ingest.source import normalize_provider
 
     found = find_model(name, book(normalize_provider(provider)), book)
     assert found is not None and (found.model, found.kind) == (model, kind)

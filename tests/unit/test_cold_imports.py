@@ -22,10 +22,10 @@ DEFERRED = (
     "costtrack_service.edge.api_document",
     "costtrack_service.edge.ingest_document",
     "costtrack_service.edge.owner_responses",
-    "costtrack_service.domain.owner_requests",
+    "costtrack_service.services.requests",
     "costtrack_service.edge.otlp",
-    "costtrack_service.domain.otlp_spans",
-    "costtrack_service.domain.otlp_tokens",
+    "costtrack_service.domain.otlp.spans",
+    "costtrack_service.domain.otlp.tokens",
     "pydantic",
 )
 
@@ -47,7 +47,7 @@ def imported_after(statement: str) -> set[str]:
 
 def test_the_ingestion_handler_defers_what_the_first_event_does_not_need() -> None:
     modules = imported_after("import costtrack_service.handlers.ingest")
-    assert "costtrack_service.domain.ingestion" in modules  # the check sees the real import
+    assert "costtrack_service.domain.ingest.service" in modules  # the check sees the real import
     assert sorted(name for name in modules if name.startswith(DEFERRED)) == []
 
 
@@ -60,7 +60,7 @@ NOT_INGESTION = (
     "costtrack_service.store.owner",
     "costtrack_service.store.operator",
     "costtrack_service.store.budgets",
-    "costtrack_service.domain.alerts",
+    "costtrack_service.domain.budgets.alerts",
     # Powertools' resolver loads every resolver it has (AppSync's asyncio among them); the
     # ingestion function routes its three paths itself (edge/http_event.py).
     "aws_lambda_powertools.event_handler",
@@ -91,7 +91,7 @@ def test_the_deferred_modules_load_on_the_request_that_needs_them() -> None:
         "from costtrack_service.edge.ingest import build_routes, route; "
         "from costtrack_service.edge.http_event import HttpRequest; "
         "from costtrack_tools.memory_store import MemoryStore; "
-        "from costtrack_service.domain.ingestion import IngestService; "
+        "from costtrack_service.domain.ingest.service import IngestService; "
         "from aws_lambda_powertools.metrics import EphemeralMetrics; "
         "routes = build_routes(IngestService(MemoryStore()), EphemeralMetrics(namespace='t'))"
     )

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from costtrack_service import catalogue
-from costtrack_service.domain.cost import (
+from costtrack_service.domain.pricing.cost import (
     Counts,
     ReportingFlags,
     counts_of,
@@ -22,7 +22,7 @@ from costtrack_service.domain.cost import (
     quote,
     to_units,
 )
-from costtrack_service.domain.pricer import Call, Pricer
+from costtrack_service.domain.pricing.pricer import Call, Pricer
 
 NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)
 REGISTRY = catalogue.registry()

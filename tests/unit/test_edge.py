@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from moto import mock_aws
 
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.quota import Tier, WorkspaceState
-from costtrack_service.domain.workspace_api import WorkspaceService
+from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.workspaces.keys import ADMIN
+from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
 from costtrack_service.edge.ingest import create_handler, logger
 from costtrack_service.edge.workspace import create_handler as create_api_handler
+from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.local.server import LambdaContext
 from costtrack_tools.memory_store import MemoryStore

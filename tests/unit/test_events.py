@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.events import (
+from costtrack_service.domain.ingest.events import (
     MAX_BODY_BYTES,
     parse_idempotency_key,
     to_usage_event,

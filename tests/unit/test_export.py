@@ -10,8 +10,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from costtrack_service.domain.events import to_usage_event, validate
-from costtrack_service.domain.export import (
+from costtrack_service.domain.export.layout import (
     COLUMNS,
     day_bounds,
     encode_lines,
@@ -21,6 +20,7 @@ from costtrack_service.domain.export import (
     pieces,
     yesterday,
 )
+from costtrack_service.domain.ingest.events import to_usage_event, validate
 from tests.store.test_dynamo_store import record
 
 FULL_EVENT = {

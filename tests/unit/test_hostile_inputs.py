@@ -14,10 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingestion import EventRecord
-from costtrack_service.domain.jsonlimits import MAX_JSON_DEPTH, json_depth
-from costtrack_service.domain.quota import Tier, WorkspaceState
-from costtrack_service.domain.records import EventQuery
+from costtrack_service.domain.ingest.jsonlimits import MAX_JSON_DEPTH, json_depth
+from costtrack_service.domain.ingest.records import EventQuery
+from costtrack_service.domain.ingest.service import EventRecord
 from costtrack_service.domain.usage import (
     HASHED_VALUE_PREFIX,
     MAX_SORT_KEY_BYTES,
@@ -26,7 +25,10 @@ from costtrack_service.domain.usage import (
     report,
     rollup_deltas,
 )
-from costtrack_service.domain.workspace_api import (
+from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
+from costtrack_service.edge.http_event import json_text
+from costtrack_service.edge.ingest_request import parse_body
+from costtrack_service.services.workspace import (
     WorkspaceService,
     check_key_id,
     day_range,
@@ -34,8 +36,6 @@ from costtrack_service.domain.workspace_api import (
     encode_cursor,
     event_filters,
 )
-from costtrack_service.edge.http_event import json_text
-from costtrack_service.edge.ingest_request import parse_body
 from tests.store.test_dynamo_store import record
 
 EMOJI = "\U0001f600"  # four bytes in UTF-8
@@ -51,7 +51,7 @@ def nested(depth: int) -> str:
 
 
 def at_caps(**overrides: Any) -> EventRecord:
-    from costtrack_service.domain.events import UsageEvent
+    from costtrack_service.domain.ingest.events import UsageEvent
 
     event = UsageEvent(
         provider=EMOJI * 64,

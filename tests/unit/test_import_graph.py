@@ -24,7 +24,7 @@ PACKAGES = {
 
 
 def module_files(package: str, directory: Path) -> dict[str, Path]:
-    """Every module of the package by dotted name (``costtrack_service.domain.events``)."""
+    """Every module of the package by dotted name (``costtrack_service.domain.ingest.events``)."""
     modules = {}
     for path in sorted(directory.rglob("*.py")):
         parts = path.relative_to(directory).with_suffix("").parts

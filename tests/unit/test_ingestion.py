@@ -14,17 +14,17 @@ from typing import Any
 import pytest
 
 from costtrack_service import catalogue
-from costtrack_service.domain.batch import Item
-from costtrack_service.domain.chunks import Chunk, ChunkRejected
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.events import validate
-from costtrack_service.domain.ingest_settings import IngestSettings
-from costtrack_service.domain.ingestion import IngestResult, IngestService
-from costtrack_service.domain.keys import KeyState
-from costtrack_service.domain.pricing import parse_entry
-from costtrack_service.domain.quota import Tier, Usage, WorkspaceState
-from costtrack_service.domain.records import StoreUnavailable
-from costtrack_service.domain.source import Source
+from costtrack_service.domain.ingest.batch import Item
+from costtrack_service.domain.ingest.chunks import Chunk, ChunkRejected
+from costtrack_service.domain.ingest.events import validate
+from costtrack_service.domain.ingest.records import StoreUnavailable
+from costtrack_service.domain.ingest.service import IngestResult, IngestService
+from costtrack_service.domain.ingest.settings import IngestSettings
+from costtrack_service.domain.ingest.source import Source
+from costtrack_service.domain.pricing.entries import parse_entry
+from costtrack_service.domain.workspaces.keys import KeyState
+from costtrack_service.domain.workspaces.plans import Tier, Usage, WorkspaceState
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_tools.memory_store import MemoryStore
 from tests.conftest import GEMINI_EVENT, GPT5_EVENT, SONNET_EVENT

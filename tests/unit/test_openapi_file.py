@@ -5,8 +5,8 @@ from __future__ import annotations
 from importlib import resources
 
 from costtrack.validation import INTEGER_FIELDS, MAX_SAFE_INTEGER, STATUSES, STRING_LIMITS
-from costtrack_service.domain.batch import MAX_BATCH_ITEMS
-from costtrack_service.domain.records import WarningCode
+from costtrack_service.domain.ingest.batch import MAX_BATCH_ITEMS
+from costtrack_service.domain.ingest.records import WarningCode
 from costtrack_service.edge.api_document import openapi_document, openapi_file_text
 from costtrack_service.edge.ingest import OPENAPI_FILE, served_openapi_document
 

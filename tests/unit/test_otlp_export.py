@@ -25,10 +25,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.keys import KeyState
-from costtrack_service.domain.quota import Tier, WorkspaceState
-from costtrack_service.domain.records import StoreUnavailable
+from costtrack_service.domain.ingest.records import StoreUnavailable
+from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.workspaces.keys import KeyState
+from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
 from costtrack_service.edge.http_event import JSON
 from costtrack_service.edge.otlp import MAX_BODY_BYTES, PROTOBUF, OtlpAnswer, export
 from costtrack_tools.memory_store import MemoryStore
@@ -168,7 +168,7 @@ def test_quota_exceeded_is_a_rejection_not_a_retry(api: Api) -> None:
 
 
 def test_free_plan_mismatch_is_a_counted_warning(api: Api) -> None:
-    from costtrack_service.domain.source import Source
+    from costtrack_service.domain.ingest.source import Source
 
     api.store.add_workspace(WorkspaceState("ws_free", "f", "free", "active", 10, 0))
     key = api.store.add_key("ws_free", bound=Source.parse("openai/gpt-4o/chat"))

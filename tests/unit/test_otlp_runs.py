@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from costtrack_service.domain.otlp_spans import SpanData, run_identity
+from costtrack_service.domain.otlp.spans import SpanData, run_identity
 from costtrack_service.edge.http_event import JSON
 from costtrack_service.edge.otlp import PROTOBUF
 from tests.unit.test_otlp_export import GPT5, Api, partial
@@ -104,7 +104,7 @@ def test_a_root_model_call_has_no_parent_and_falls_back_to_the_operation() -> No
 def test_a_span_with_costtrack_reservation_id_settles_that_reservation() -> None:
     from decimal import Decimal
 
-    from costtrack_service.domain.budgets import Budget
+    from costtrack_service.domain.budgets.budget import Budget
     from costtrack_service.domain.reservations.ids import parse
     from costtrack_service.domain.reservations.ledger import Ledger
     from costtrack_service.domain.reservations.service import ReservationService

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.domain.cost import ReportingFlags
-from costtrack_service.domain.otlp_spans import (
+from costtrack_service.domain.otlp.spans import (
     SpanData,
     parse_attribute_map,
     provider_of,
     span_event,
     span_item,
 )
-from costtrack_service.domain.otlp_tokens import TOKEN_ATTRIBUTES, SpanTokens, read_tokens
+from costtrack_service.domain.otlp.tokens import TOKEN_ATTRIBUTES, SpanTokens, read_tokens
+from costtrack_service.domain.pricing.cost import ReportingFlags
 
 TRACE = "5b8efff798038103d269b633813fc60c"
 SPAN = "eee19b7ec3c1b174"

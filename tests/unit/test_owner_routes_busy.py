@@ -13,12 +13,12 @@ from typing import Any
 import boto3
 import pytest
 
-from costtrack_service.domain.budgets_api import BudgetService
-from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.quota import Tier
-from costtrack_service.domain.webhooks import UrlPolicy
-from costtrack_service.domain.workspace_api import WorkspaceService
+from costtrack_service.domain.budgets.webhooks import UrlPolicy
+from costtrack_service.domain.workspaces.keys import ADMIN
+from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.edge.workspace import create_handler
+from costtrack_service.services.budgets import BudgetService
+from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.local.server import LambdaContext
 from tests.support.dynamo_faults import TRANSIENT, Throttle, refusal_starts

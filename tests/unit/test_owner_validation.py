@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.domain.budgets_api import BudgetService
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.keys import ADMIN
-from costtrack_service.domain.owner_requests import field_name
-from costtrack_service.domain.quota import Tier
-from costtrack_service.domain.workspace_api import MAX_LIMIT, WorkspaceService
+from costtrack_service.domain.workspaces.keys import ADMIN
+from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.edge.request_errors import MAX_BODY_BYTES
 from costtrack_service.edge.workspace import create_handler
+from costtrack_service.services.budgets import BudgetService
+from costtrack_service.services.requests import field_name
+from costtrack_service.services.workspace import MAX_LIMIT, WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.local.server import LambdaContext
 from tests.unit.test_owner_routes_busy import request

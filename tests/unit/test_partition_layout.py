@@ -10,11 +10,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from costtrack_service.domain.allowance import Payment
-from costtrack_service.domain.chunks import Chunk
-from costtrack_service.domain.quota import PlanStatus, Tier, WorkspaceState
-from costtrack_service.domain.records import event_key_for
-from costtrack_service.domain.shards import (
+from costtrack_service.domain.ingest.chunks import Chunk
+from costtrack_service.domain.ingest.records import event_key_for
+from costtrack_service.domain.workspaces.allowance import Payment
+from costtrack_service.domain.workspaces.plans import PlanStatus, Tier, WorkspaceState
+from costtrack_service.domain.workspaces.shards import (
     CHANGE_NOTICE_S,
     IDEMPOTENCY_WINDOW_S,
     PartitionChange,

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import pytest
 
-from costtrack_service.domain.allowance import Balances, plan_payment
-from costtrack_service.domain.chunks import Chunk, ChunkRejected, Survey
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingest_commit import Committer
-from costtrack_service.domain.ingest_settings import IngestSettings
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.quota import Charge, Tier, WorkspaceState
-from costtrack_service.domain.shards import SHARDS
+from costtrack_service.domain.ingest.chunks import Chunk, ChunkRejected, Survey
+from costtrack_service.domain.ingest.commit import Committer
+from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.ingest.settings import IngestSettings
 from costtrack_service.domain.store_errors import SurveyConflict
+from costtrack_service.domain.workspaces.allowance import Balances, plan_payment
+from costtrack_service.domain.workspaces.plans import Charge, Tier, WorkspaceState
+from costtrack_service.domain.workspaces.shards import SHARDS
 from tests.unit.test_allowance import EVENT, World, post
 from tests.unit.test_survey_conflicts import ConflictedSurveys
 

@@ -71,7 +71,7 @@ def test_the_installed_data_module_is_the_wheels() -> None:
 def test_the_data_module_read_unrun_prices_as_the_package_does() -> None:
     from genai_prices.data_units import unit_data
 
-    from costtrack_service.domain.cost import UnitRegistry
+    from costtrack_service.domain.pricing.cost import UnitRegistry
     from scripts.generate_catalogue import package_data_file
 
     registry = UnitRegistry(unit_data)

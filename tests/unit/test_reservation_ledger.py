@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.domain.budgets import Budget
+from costtrack_service.domain.budgets.budget import Budget
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.keys import KeyRecord
 from costtrack_service.domain.reservations.debit import debits_of
 from costtrack_service.domain.reservations.ledger import (
     LEDGER_SHARDS,
@@ -30,6 +29,7 @@ from costtrack_service.domain.reservations.ledger import (
     plan_take,
 )
 from costtrack_service.domain.reservations.service import ReservationService
+from costtrack_service.domain.workspaces.keys import KeyRecord
 from tests.unit.test_ingestion import Harness
 
 D = Decimal

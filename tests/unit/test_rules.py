@@ -10,18 +10,18 @@ from datetime import UTC, datetime
 
 import pytest
 
-from costtrack_service.domain.allowance import Balances, Payment, Spend, lease_size, plan_payment, unleased
-from costtrack_service.domain.keys import (
+from costtrack_service.domain.ingest.source import Source
+from costtrack_service.domain.ingest.visibility import FREE_SOURCE_MISMATCH, decide
+from costtrack_service.domain.workspaces.allowance import Balances, Payment, Spend, lease_size, plan_payment, unleased
+from costtrack_service.domain.workspaces.keys import (
     KeyState,
     display_prefix,
     hash_secret,
     new_secret,
     transition_refusal,
 )
-from costtrack_service.domain.quota import Charge, Tier, Usage, WorkspaceState, billing_period
-from costtrack_service.domain.shards import SHARDS
-from costtrack_service.domain.source import Source
-from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH, decide
+from costtrack_service.domain.workspaces.plans import Charge, Tier, Usage, WorkspaceState, billing_period
+from costtrack_service.domain.workspaces.shards import SHARDS
 from costtrack_service.edge.http_event import presented_secret
 
 BOUND = Source.of("openai", "gpt-4o-mini", "chat")

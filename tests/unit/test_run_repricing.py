@@ -12,13 +12,13 @@ from decimal import Decimal
 from typing import Any
 
 from costtrack_service import catalogue
-from costtrack_service.domain.batch import Item
-from costtrack_service.domain.events import validate
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.pricing import Origin, parse_entry
-from costtrack_service.domain.quota import Tier, WorkspaceState
+from costtrack_service.domain.ingest.batch import Item
+from costtrack_service.domain.ingest.events import validate
+from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.pricing.entries import Origin, parse_entry
 from costtrack_service.domain.runs.sketch import Histogram, bucket_of
 from costtrack_service.domain.runs.totals import RUN, SESSION, repricing_run_changes
+from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
 from costtrack_service.jobs.price_sync import backfill
 from costtrack_tools.memory_store import MemoryStore
 

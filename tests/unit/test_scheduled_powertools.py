@@ -22,11 +22,11 @@ from aws_lambda_powertools.logging import logger as powertools_logger
 from aws_lambda_powertools.metrics.provider import cold_start
 from moto import mock_aws
 
-from costtrack_service.domain.budgets_api import BudgetService
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.keys import ADMIN
+from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
+from costtrack_service.services.budgets import BudgetService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.server import LambdaContext

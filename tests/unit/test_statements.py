@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.statements import Month, StatementRequestError, read_statement
 from costtrack_service.domain.usage import summarize
-from costtrack_service.domain.workspace_api import WorkspaceService
+from costtrack_service.services.workspace import WorkspaceService
 from tests.unit.test_ingestion import Harness
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from costtrack_service.domain.chunks import Survey
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.shards import SHARDS
+from costtrack_service.domain.ingest.chunks import Survey
+from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.store_errors import SurveyConflict
+from costtrack_service.domain.workspaces.shards import SHARDS
 from tests.unit.test_allowance import EVENT, World, post
 
 

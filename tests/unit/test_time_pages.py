@@ -1,12 +1,12 @@
-"""Time pages' pure parts (``domain/time_pages.py``): the range a reader queries, the entries'
+"""Time pages' pure parts (``domain/ingest/time_pages.py``): the range a reader queries, the entries'
 round trip, and the transaction's item count (``chunks.fitting``)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from costtrack_service.domain.chunks import fitting
-from costtrack_service.domain.time_pages import LONG, Entry, decode, encode, page_items, page_key_bound
+from costtrack_service.domain.ingest.chunks import fitting
+from costtrack_service.domain.ingest.time_pages import LONG, Entry, decode, encode, page_items, page_key_bound
 from tests.store.test_dynamo_store import record
 
 

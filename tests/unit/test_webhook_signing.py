@@ -16,15 +16,15 @@ import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 import costtrack
-from costtrack_service.domain.alerts import Endpoint
-from costtrack_service.domain.ids import random_token
-from costtrack_service.domain.webhooks import (
+from costtrack_service.domain.budgets.alerts import Endpoint
+from costtrack_service.domain.budgets.webhooks import (
     SIGNATURE_HEADER,
     new_webhook_secret,
     secret_key,
     signature_header,
     signed_headers,
 )
+from costtrack_service.domain.ids import random_token
 
 BODY = b'{"id":"ntf_1","threshold":80}'
 
@@ -91,7 +91,7 @@ def test_signing_needs_a_whsec_base64_secret() -> None:
 
 
 def test_the_readme_states_the_deprecation_period_the_code_keeps() -> None:
-    from costtrack_service.domain.webhooks import LEGACY_SIGNATURE_UNTIL
+    from costtrack_service.domain.budgets.webhooks import LEGACY_SIGNATURE_UNTIL
     from tests.conftest import ROOT
 
     release, date = LEGACY_SIGNATURE_UNTIL

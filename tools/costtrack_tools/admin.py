@@ -19,10 +19,10 @@ from urllib.parse import urlsplit
 from botocore.exceptions import BotoCoreError, ClientError
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.keys import ADMIN, KEY_TRANSITIONS, KeyRecord
-from costtrack_service.domain.quota import PlanStatus, Tier, WorkspaceState, billing_period
 from costtrack_service.domain.store_errors import StoreError, StoreUnavailable
-from costtrack_service.domain.workspace_api import WorkspaceService
+from costtrack_service.domain.workspaces.keys import ADMIN, KEY_TRANSITIONS, KeyRecord
+from costtrack_service.domain.workspaces.plans import PlanStatus, Tier, WorkspaceState, billing_period
+from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
 from costtrack_service.store.tables import TABLES, TableNames
 from costtrack_tools.admin_billing import add_billing_parsers

@@ -2,7 +2,7 @@
 connections, a bill import run now, and billed vs tracked (README, "Reconcile with the
 provider's bill").
 
-``billing import`` runs the deployed ``BillImportFunction``'s code (``jobs/bill_imports.py``) here:
+``billing import`` runs the deployed ``BillImportFunction``'s code (``jobs/bills/imports.py``) here:
 the admin key from Secrets Manager (boto3's usual configuration, including
 ``AWS_ENDPOINT_URL_SECRETS_MANAGER``), the providers' API roots from ``COSTTRACK_OPENAI_ADMIN_URL``
 / ``COSTTRACK_ANTHROPIC_ADMIN_URL`` when set, and the raw pages into a local folder (the same
@@ -26,10 +26,10 @@ from typing import Any
 
 from costtrack_service.domain.reconciliation import reported
 from costtrack_service.domain.reconciliation.connections import PROVIDERS
-from costtrack_service.domain.reconciliation.service import ReconciliationService
-from costtrack_service.jobs.bill_imports import BillImports
+from costtrack_service.jobs.bills.imports import BillImports
 from costtrack_service.jobs.drift import apply_drift
 from costtrack_service.jobs.export import DirectoryWriter
+from costtrack_service.services.reconciliation import ReconciliationService
 from costtrack_tools.admin_output import AdminError, emit, find_workspace
 from costtrack_tools.local.secrets import LocalSecrets, NoCostExplorer
 from costtrack_tools.local.stack import DEFAULT_STATE_FILE

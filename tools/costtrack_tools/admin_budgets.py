@@ -9,10 +9,10 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from costtrack_service.domain.budgets import PERIODS, SCOPES
-from costtrack_service.domain.budgets_api import BudgetService
-from costtrack_service.domain.webhooks import UrlPolicy
+from costtrack_service.domain.budgets.budget import PERIODS, SCOPES
+from costtrack_service.domain.budgets.webhooks import UrlPolicy
 from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
+from costtrack_service.services.budgets import BudgetService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.admin_output import AdminError, amount, emit, find_workspace, money, table
 from costtrack_tools.local.stack import local_alert_settings

@@ -17,7 +17,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from costtrack_service.domain.export import DEFAULT_PREFIX, FOCUS_PREFIX, parse_day, yesterday
+from costtrack_service.domain.export.layout import DEFAULT_PREFIX, FOCUS_PREFIX, parse_day, yesterday
 from costtrack_service.jobs.export import DirectoryWriter, Exporter, focus, json_lines
 from costtrack_tools.admin_output import AdminError, emit, find_workspace
 from costtrack_tools.progress import progress_for

@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from costtrack_service.domain.otlp_spans import DEFAULT_ATTRIBUTES, attribute_map_json, parse_attribute_map
+from costtrack_service.domain.otlp.spans import DEFAULT_ATTRIBUTES, attribute_map_json, parse_attribute_map
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.admin_output import AdminError, emit, find_workspace, table
 

@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from costtrack_service.domain.cost import format_decimal
 from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.pricing.cost import format_decimal
 
 
 class AdminError(Exception):

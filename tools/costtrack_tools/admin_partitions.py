@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from costtrack_service.domain.shards import (
+from costtrack_service.domain.workspaces.shards import (
     CHANGE_NOTICE_S,
     IDEMPOTENCY_WINDOW_S,
     MAX_PARTITIONS,

@@ -15,11 +15,11 @@ from typing import Any
 
 from costtrack_service import catalogue
 from costtrack_service.catalogue import CatalogueError, check_catalogue, load_raw
-from costtrack_service.domain.overrides_api import OverrideService
-from costtrack_service.domain.pricebook import find_model
-from costtrack_service.domain.pricing import RATE_PRICE_KEYS, PricingEntry, format_timestamp, parse_timestamp
-from costtrack_service.domain.source import normalize_provider
+from costtrack_service.domain.ingest.source import normalize_provider
+from costtrack_service.domain.pricing.entries import RATE_PRICE_KEYS, PricingEntry, format_timestamp, parse_timestamp
+from costtrack_service.domain.pricing.pricebook import find_model
 from costtrack_service.jobs.price_sync import SyncError, backfill, pinned_release, sync
+from costtrack_service.services.overrides import OverrideService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.prices import PricingConflict
 from costtrack_tools.admin_output import AdminError, emit, find_workspace, money, table
@@ -138,7 +138,7 @@ def _price(price: Any) -> str:
 
 
 def _sheet(entry: PricingEntry | None, at: datetime) -> dict[str, Any]:
-    from costtrack_service.domain.cost import sheet_to_json
+    from costtrack_service.domain.pricing.cost import sheet_to_json
 
     return sheet_to_json(entry.prices(catalogue.registry()).resolve(at, None)) if entry else {}
 

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from costtrack_service.domain.batch import MAX_BATCH_ITEMS, submission_of
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.quota import billing_period
+from costtrack_service.domain.ingest.batch import MAX_BATCH_ITEMS, submission_of
+from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.workspaces.plans import billing_period
 
 
 @dataclass(frozen=True)

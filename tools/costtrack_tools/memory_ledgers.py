@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from costtrack_service.domain.chunks import Chunk
+from costtrack_service.domain.ingest.chunks import Chunk
 from costtrack_service.domain.reservations.ids import Part, ReservationId
 from costtrack_service.domain.reservations.ledger import (
     LEDGER_SHARDS,

@@ -1,4 +1,4 @@
-"""An in-memory :class:`~costtrack_service.domain.ingestion.IngestStore`, atomic under a lock.
+"""An in-memory :class:`~costtrack_service.domain.ingest.service.IngestStore`, atomic under a lock.
 
 For domain tests and for measuring the handler's own CPU cost without I/O. Its chunk write is
 all-or-nothing like the DynamoDB transaction and checks the same conditions the store's
@@ -14,14 +14,12 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from costtrack_service.domain.allowance import ShardId
-from costtrack_service.domain.budgets import Budget
-from costtrack_service.domain.chunks import Chunk, ChunkRejected, Survey
-from costtrack_service.domain.keys import KeyRecord, KeyState, display_prefix, hash_secret, new_key_id, new_secret
-from costtrack_service.domain.overrides import Override
-from costtrack_service.domain.pricing import PricingEntry, format_timestamp
-from costtrack_service.domain.quota import Charge, PlanStatus, Tier, Usage, WorkspaceState
-from costtrack_service.domain.records import EventRecord, PricingStatus
+from costtrack_service.domain.budgets.budget import Budget
+from costtrack_service.domain.ingest.chunks import Chunk, ChunkRejected, Survey
+from costtrack_service.domain.ingest.records import EventRecord, PricingStatus
+from costtrack_service.domain.ingest.source import Source, normalize_provider
+from costtrack_service.domain.pricing.entries import PricingEntry, format_timestamp
+from costtrack_service.domain.pricing.overrides import Override
 from costtrack_service.domain.runs.groups import SketchGroup
 from costtrack_service.domain.runs.sketch import Histogram
 from costtrack_service.domain.runs.totals import (
@@ -32,9 +30,18 @@ from costtrack_service.domain.runs.totals import (
     repricing_run_changes,
     runs_in,
 )
-from costtrack_service.domain.shards import SHARDS, PartitionLayout, partition_key
-from costtrack_service.domain.source import Source, normalize_provider
 from costtrack_service.domain.usage import CHARGE, Counts, RollupKey, month_usage, repricing_deltas
+from costtrack_service.domain.workspaces.allowance import ShardId
+from costtrack_service.domain.workspaces.keys import (
+    KeyRecord,
+    KeyState,
+    display_prefix,
+    hash_secret,
+    new_key_id,
+    new_secret,
+)
+from costtrack_service.domain.workspaces.plans import Charge, PlanStatus, Tier, Usage, WorkspaceState
+from costtrack_service.domain.workspaces.shards import SHARDS, PartitionLayout, partition_key
 from costtrack_tools.memory_ledgers import MemoryLedgers
 
 

@@ -21,9 +21,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from costtrack_service.domain.cost import ReportingFlags, UnitRegistry
-from costtrack_service.domain.pricebook import ProviderBook
-from costtrack_service.domain.pricing import EPOCH, EntryStatus, Origin, PricingEntry, model_key, parse_entry
+from costtrack_service.domain.pricing.cost import ReportingFlags, UnitRegistry
+from costtrack_service.domain.pricing.entries import EPOCH, EntryStatus, Origin, PricingEntry, model_key, parse_entry
+from costtrack_service.domain.pricing.pricebook import ProviderBook
 
 # Beside this module, in the source tree and the built function alike; importlib.resources would
 # load tempfile, shutil and zipfile into the ingestion function's cold start for the same path.

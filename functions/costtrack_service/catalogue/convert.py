@@ -3,7 +3,7 @@
 The data file (the one genai-prices' own ``UpdatePrices`` fetches) is a JSON list of providers,
 each with its models: ``id``, a ``match`` rule, ``prices`` (one set of prices, or a list of
 conditional sets) and optional ``price_variants``. costtrack keeps that structure as it is
-(``pricing.py`` evaluates it) and changes only what is costtrack's: provider ids (``aws`` is
+(``domain/pricing/entries.py`` evaluates it) and changes only what is costtrack's: provider ids (``aws`` is
 ``bedrock`` here), decimals as strings, and the descriptive fields it does not use.
 
 Used twice: by ``scripts/generate_catalogue.py`` for the bundled catalogue, and by the price
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from costtrack_service.domain.cost import UnitRegistry, format_decimal
-from costtrack_service.domain.pricing import parse_model_prices
+from costtrack_service.domain.pricing.cost import UnitRegistry, format_decimal
+from costtrack_service.domain.pricing.entries import parse_model_prices
 
 #: genai-prices provider ids that costtrack spells differently (the README's provider table).
 PROVIDER_IDS = {"aws": "bedrock", "x-ai": "xai"}

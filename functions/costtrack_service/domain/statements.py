@@ -31,13 +31,13 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Protocol
 
-from costtrack_service.domain.cost import CURRENCY, format_decimal
-from costtrack_service.domain.pricing import format_timestamp
-from costtrack_service.domain.quota import WorkspaceState
+from costtrack_service.domain.pricing.cost import CURRENCY, format_decimal
+from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.domain.runs.groups import SketchGroup, merged
 from costtrack_service.domain.runs.sketch import Histogram
 from costtrack_service.domain.runs.totals import RUN, SESSION
 from costtrack_service.domain.usage import Counts, RollupKey, dimensions_for, report
+from costtrack_service.domain.workspaces.plans import WorkspaceState
 
 #: What a statement can be per.
 STATEMENT_GROUPINGS = ("customer", "feature")

@@ -9,7 +9,7 @@ so the rollups always equal the sum of the accepted events, retries and races in
   per day and value;
 * ``unknown_model``: one row per day and model that had no pricing entry;
 * ``reported``:      one row per day and model of the events whose provider or exporter
-  reported a cost itself (``reported_cost.py``): their count, priced ``cost`` and
+  reported a cost itself (``pricing/reported.py``): their count, priced ``cost`` and
   ``reported_cost``; an event without one adds nothing here (and writes no extra row);
 * ``charge``:        one row per day and charge (``included``, ``credit``) for every event,
   hidden ones too: what a month used of the plan (``Usage``) is read from these;
@@ -33,11 +33,11 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from costtrack_service.domain.cost import CURRENCY, format_decimal
-from costtrack_service.domain.quota import Charge
-from costtrack_service.domain.records import EventRecord, PricingStatus
-from costtrack_service.domain.reported_cost import REPORTED, reported_cost
-from costtrack_service.domain.source import normalize_name, normalize_provider
+from costtrack_service.domain.ingest.records import EventRecord, PricingStatus
+from costtrack_service.domain.ingest.source import normalize_name, normalize_provider
+from costtrack_service.domain.pricing.cost import CURRENCY, format_decimal
+from costtrack_service.domain.pricing.reported import REPORTED, reported_cost
+from costtrack_service.domain.workspaces.plans import Charge
 
 NO_VALUE = "(none)"
 TOTAL = "total"

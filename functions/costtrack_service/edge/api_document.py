@@ -16,9 +16,9 @@ from typing import Any
 from aws_lambda_powertools.event_handler.openapi.models import Server
 
 from costtrack_service import __version__
-from costtrack_service.domain.workspace_api import WorkspaceService
 from costtrack_service.edge.ingest_document import PROTOBUF_BODY, router
 from costtrack_service.edge.workspace import build_app
+from costtrack_service.services.workspace import WorkspaceService
 
 DESCRIPTION = (
     "Record the cost of language-model calls (one POST per call, with an ingestion key), "

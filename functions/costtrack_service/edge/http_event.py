@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from costtrack_service.domain.errors import ApiError, unavailable
-from costtrack_service.domain.keys import INGEST_KEY_PREFIX, plausible_secret
 from costtrack_service.domain.store_errors import Conflict, NotFound, StoreUnavailable, TransitionRefused
+from costtrack_service.domain.workspaces.keys import INGEST_KEY_PREFIX, plausible_secret
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger

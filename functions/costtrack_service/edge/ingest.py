@@ -24,8 +24,8 @@ from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingest_settings import IngestSettings
-from costtrack_service.domain.ingestion import IngestResult, IngestService
+from costtrack_service.domain.ingest.service import IngestResult, IngestService
+from costtrack_service.domain.ingest.settings import IngestSettings
 from costtrack_service.edge.http_event import (
     JSON,
     Answer,

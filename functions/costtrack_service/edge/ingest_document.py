@@ -17,10 +17,10 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from costtrack.validation import INTEGER_FIELDS, MAX_SAFE_INTEGER, METADATA_MAX_BYTES, STATUSES, STRING_LIMITS
-from costtrack_service.domain.batch import MAX_BATCH_BYTES, MAX_BATCH_ITEMS
-from costtrack_service.domain.events import MAX_BODY_BYTES, MAX_IDEMPOTENCY_KEY_LENGTH
-from costtrack_service.domain.records import WarningCode
-from costtrack_service.domain.visibility import FREE_SOURCE_MISMATCH
+from costtrack_service.domain.ingest.batch import MAX_BATCH_BYTES, MAX_BATCH_ITEMS
+from costtrack_service.domain.ingest.events import MAX_BODY_BYTES, MAX_IDEMPOTENCY_KEY_LENGTH
+from costtrack_service.domain.ingest.records import WarningCode
+from costtrack_service.domain.ingest.visibility import FREE_SOURCE_MISMATCH
 from costtrack_service.edge.http_event import JSON
 from costtrack_service.edge.otlp import MAX_BODY_BYTES as MAX_OTLP_BYTES
 from costtrack_service.edge.otlp import MAX_USAGE_SPANS, PROTOBUF

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from costtrack_service.domain.batch import MAX_BATCH_BYTES, Submission, is_batch, submission_of
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.events import MAX_BODY_BYTES, invalid_payload
-from costtrack_service.domain.ingestion import IngestResult, IngestService
-from costtrack_service.domain.jsonlimits import MAX_JSON_DEPTH, too_deep
+from costtrack_service.domain.ingest.batch import MAX_BATCH_BYTES, Submission, is_batch, submission_of
+from costtrack_service.domain.ingest.events import MAX_BODY_BYTES, invalid_payload
+from costtrack_service.domain.ingest.jsonlimits import MAX_JSON_DEPTH, too_deep
+from costtrack_service.domain.ingest.service import IngestResult, IngestService
 from costtrack_service.edge.http_event import presented_secret
 
 IDEMPOTENCY_KEY_HEADER = "idempotency-key"

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.events import invalid_payload
-from costtrack_service.domain.ingest_commit import Outcome
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.otlp_spans import SpanData, root_names, span_item
+from costtrack_service.domain.ingest.commit import Outcome
+from costtrack_service.domain.ingest.events import invalid_payload
+from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.otlp.spans import SpanData, root_names, span_item
 from costtrack_service.edge.http_event import JSON, presented_secret
 from costtrack_service.edge.ingest_request import body_too_large, parse_body
 

@@ -10,14 +10,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from costtrack_service.domain.alerts import CANCELLED, DELIVERED, FAILED, PENDING, SENDING
-from costtrack_service.domain.budgets import MAX_THRESHOLD, MIN_THRESHOLD, PERIODS, SCOPES
+from costtrack_service.domain.budgets.alerts import CANCELLED, DELIVERED, FAILED, PENDING, SENDING
+from costtrack_service.domain.budgets.budget import MAX_THRESHOLD, MIN_THRESHOLD, PERIODS, SCOPES
 from costtrack_service.domain.errors import ERROR_STATUS
-from costtrack_service.domain.keys import ADMIN, INGEST, KeyState
-from costtrack_service.domain.owner_requests import DECIMAL_PATTERN
-from costtrack_service.domain.quota import PlanStatus, Tier
 from costtrack_service.domain.statements import HIDDEN, NO_CUSTOMER, STATEMENT_GROUPINGS, TOTAL
 from costtrack_service.domain.usage import GROUPINGS
+from costtrack_service.domain.workspaces.keys import ADMIN, INGEST, KeyState
+from costtrack_service.domain.workspaces.plans import PlanStatus, Tier
+from costtrack_service.services.requests import DECIMAL_PATTERN
 
 Decimal = Annotated[str, Field(pattern=DECIMAL_PATTERN, description="USD, an exact decimal string")]
 Day = Annotated[str, Field(json_schema_extra={"format": "date"})]

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.jsonlimits import MAX_JSON_DEPTH, too_deep
-from costtrack_service.domain.workspace_api import invalid
+from costtrack_service.domain.ingest.jsonlimits import MAX_JSON_DEPTH, too_deep
+from costtrack_service.services.workspace import invalid
 
 #: A key owner's request body is a small JSON object ({"name", "bind"}, a budget, …).
 MAX_BODY_BYTES = 64 * 1024

@@ -11,10 +11,10 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from costtrack_service.domain.events import parse_idempotency_key
-from costtrack_service.domain.ingest_commit import plan_inactive
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.quota import PlanStatus
+from costtrack_service.domain.ingest.commit import plan_inactive
+from costtrack_service.domain.ingest.events import parse_idempotency_key
+from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.workspaces.plans import PlanStatus
 from costtrack_service.edge.http_event import Answer, HttpRequest, answer, json_answer, presented_secret
 from costtrack_service.edge.ingest_request import IDEMPOTENCY_KEY_HEADER, parse_body
 

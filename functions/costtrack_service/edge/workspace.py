@@ -22,25 +22,12 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
 
-from costtrack_service.domain.budgets_api import BudgetService
-from costtrack_service.domain.keys import ADMIN_TOKEN_PREFIX, KEY_TRANSITIONS
-from costtrack_service.domain.overrides_api import OverrideService
-from costtrack_service.domain.owner_requests import NewKey, NewPriceOverride, OtelAttributes, refusal
-from costtrack_service.domain.quota import WorkspaceState
-from costtrack_service.domain.reconciliation.service import ReconciliationService
 from costtrack_service.domain.runs.anomalies import AnomalySettingsService
 from costtrack_service.domain.runs.reports import RunService
 from costtrack_service.domain.statements import STATEMENT_FORMATS, STATEMENT_GROUPINGS
 from costtrack_service.domain.usage import GROUPINGS
-from costtrack_service.domain.workspace_api import (
-    DEFAULT_DAYS,
-    DEFAULT_LIMIT,
-    MAX_DAYS,
-    MAX_FILTER_CHARS,
-    MAX_LIMIT,
-    WorkspaceService,
-    invalid,
-)
+from costtrack_service.domain.workspaces.keys import ADMIN_TOKEN_PREFIX, KEY_TRANSITIONS
+from costtrack_service.domain.workspaces.plans import WorkspaceState
 from costtrack_service.edge import owner_responses as shapes
 from costtrack_service.edge.dashboard import add_dashboard_routes
 from costtrack_service.edge.http import (
@@ -56,6 +43,19 @@ from costtrack_service.edge.request_errors import read_json_body, refuse_media_t
 from costtrack_service.edge.workspace_billing import add_billing_routes
 from costtrack_service.edge.workspace_budgets import add_budget_routes
 from costtrack_service.edge.workspace_runs import add_run_routes
+from costtrack_service.services.budgets import BudgetService
+from costtrack_service.services.overrides import OverrideService
+from costtrack_service.services.reconciliation import ReconciliationService
+from costtrack_service.services.requests import NewKey, NewPriceOverride, OtelAttributes, refusal
+from costtrack_service.services.workspace import (
+    DEFAULT_DAYS,
+    DEFAULT_LIMIT,
+    MAX_DAYS,
+    MAX_FILTER_CHARS,
+    MAX_LIMIT,
+    WorkspaceService,
+    invalid,
+)
 
 logger = Logger(service="costtrack-api")
 

@@ -10,14 +10,14 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel, Field
 
-from costtrack_service.domain.owner_requests import RequestBody
 from costtrack_service.domain.reconciliation.connections import PROVIDERS, SECRET_PREFIX
 from costtrack_service.domain.reconciliation.reconcile import CLASSES
-from costtrack_service.domain.reconciliation.service import ReconciliationService
 from costtrack_service.edge import owner_responses as shapes
 from costtrack_service.edge.owner_responses import INVALID, WITH_BODY, Day, documented, refused
 from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
 from costtrack_service.jobs.drift import apply_drift
+from costtrack_service.services.reconciliation import ReconciliationService
+from costtrack_service.services.requests import RequestBody
 
 Provider = Literal[PROVIDERS]  # type: ignore[valid-type]
 Money = Annotated[str, Field(description="USD, an exact decimal string")]

@@ -9,12 +9,12 @@ from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
-from costtrack_service.domain.budget_instances import MAX_INSTANCES
-from costtrack_service.domain.budgets_api import MAX_DELIVERIES, BudgetService
-from costtrack_service.domain.owner_requests import BudgetChange, NewBudget, NewWebhook, SecretRotation
+from costtrack_service.domain.budgets.instances import MAX_INSTANCES
 from costtrack_service.edge import owner_responses as shapes
 from costtrack_service.edge.owner_responses import INVALID, WITH_BODY, documented, refused
 from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
+from costtrack_service.services.budgets import MAX_DELIVERIES, BudgetService
+from costtrack_service.services.requests import BudgetChange, NewBudget, NewWebhook, SecretRotation
 
 NO_BUDGET = refused("No such budget in this workspace", "NOT_FOUND")
 BudgetId = Annotated[str, Path(description="the budget's id, as the budget list shows it (bud_…)")]

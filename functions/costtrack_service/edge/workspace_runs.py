@@ -10,14 +10,14 @@ from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
-from costtrack_service.domain.owner_requests import RunAnomalySettings
 from costtrack_service.domain.runs.anomalies import AnomalySettingsService
 from costtrack_service.domain.runs.reports import DEFAULT_RUNS, MAX_RUNS, UNIT_GROUPINGS, RunService
 from costtrack_service.domain.runs.totals import RUN, SESSION
-from costtrack_service.domain.workspace_api import MAX_FILTER_CHARS
 from costtrack_service.edge import run_responses as shapes
 from costtrack_service.edge.owner_responses import INVALID, WITH_BODY, documented, refused
 from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
+from costtrack_service.services.requests import RunAnomalySettings
+from costtrack_service.services.workspace import MAX_FILTER_CHARS
 
 UnitsBy = Literal[UNIT_GROUPINGS]  # type: ignore[valid-type]
 DAY = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"

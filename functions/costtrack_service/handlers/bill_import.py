@@ -1,6 +1,6 @@
 """Lambda entry point of the daily bill import (EventBridge Scheduler, once a day after the
 providers' UTC day is over): every connection's days due, their raw pages to
-``COSTTRACK_BILLS_BUCKET``, the billed days to the ``billing`` table (``jobs/bill_imports.py``).
+``COSTTRACK_BILLS_BUCKET``, the billed days to the ``billing`` table (``jobs/bills/imports.py``).
 Invoked with ``{"workspace_ids": [...]}`` it imports those workspaces' connections only.
 
 The function may read the secrets under ``costtrack/billing/`` and call Cost Explorer's
@@ -20,7 +20,7 @@ from typing import Any
 import boto3
 
 from costtrack_service.handlers.powertools import Powertools
-from costtrack_service.jobs.bill_imports import BillImports
+from costtrack_service.jobs.bills.imports import BillImports
 from costtrack_service.jobs.export import S3Writer
 from costtrack_service.store.dynamo import DynamoStore
 

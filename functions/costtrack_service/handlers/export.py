@@ -20,7 +20,7 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from costtrack_service.domain.export import DEFAULT_PREFIX, FOCUS_PREFIX, parse_day, yesterday
+from costtrack_service.domain.export.layout import DEFAULT_PREFIX, FOCUS_PREFIX, parse_day, yesterday
 from costtrack_service.handlers.powertools import Powertools
 from costtrack_service.jobs.export import Exporter, ObjectWriter, Output, S3Writer, focus, json_lines
 from costtrack_service.store.dynamo import DynamoStore

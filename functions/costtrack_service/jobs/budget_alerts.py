@@ -2,7 +2,7 @@
 ``costtrack admin budgets evaluate`` and the local stack).
 
 ``evaluate`` reads every budget's spend from the rollups (a template's per instance: each value
-of its dimension, ``domain/budget_instances.py``), and for each threshold reached claims
+of its dimension, ``domain/budgets/instances.py``), and for each threshold reached claims
 its notification: a conditional write, with the notification's deliveries in the same
 transaction, so whatever runs at once or again, one claim wins and the others change nothing.
 It also marks budgets past 100% for the ingestion warning, and re-arms a rolling budget's
@@ -11,7 +11,7 @@ threshold once the spend fell back below it.
 ``dispatch`` attempts the deliveries that are due: each is leased first (a conditional write),
 so two dispatchers never send the same attempt; the attempt is recorded with its time, the
 receiver's status or the error, and a failed one is due again after the backoff
-(``domain/webhooks.py``) until the last attempt.
+(``domain/budgets/webhooks.py``) until the last attempt.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from costtrack_service.domain.alerts import (
+from costtrack_service.domain.budgets.alerts import (
     CANCELLED,
     DELIVERED,
     FAILED,
@@ -35,12 +35,9 @@ from costtrack_service.domain.alerts import (
     Endpoint,
     Notification,
 )
-from costtrack_service.domain.budget_instances import budgets_now
-from costtrack_service.domain.budgets import Budget, Status, crossed, episode_name, notification_key
-from costtrack_service.domain.pricing import format_timestamp
-from costtrack_service.domain.runs.anomalies import EVENT_TYPE as RUN_ANOMALY
-from costtrack_service.domain.runs.anomalies import summary as anomaly_summary
-from costtrack_service.domain.webhooks import (
+from costtrack_service.domain.budgets.budget import Budget, Status, crossed, episode_name, notification_key
+from costtrack_service.domain.budgets.instances import budgets_now
+from costtrack_service.domain.budgets.webhooks import (
     FIRST_RETRY,
     Target,
     UrlPolicy,
@@ -49,6 +46,9 @@ from costtrack_service.domain.webhooks import (
     next_attempt_at,
     signed_headers,
 )
+from costtrack_service.domain.pricing.entries import format_timestamp
+from costtrack_service.domain.runs.anomalies import EVENT_TYPE as RUN_ANOMALY
+from costtrack_service.domain.runs.anomalies import summary as anomaly_summary
 from costtrack_service.jobs.run_anomalies import RunAnomalies
 from costtrack_service.jobs.webhook_client import post_webhook
 from costtrack_service.store.dynamo import DynamoStore

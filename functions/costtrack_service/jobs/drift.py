@@ -26,22 +26,22 @@ from functools import cache
 from typing import Any, Protocol
 
 from costtrack_service import catalogue
-from costtrack_service.domain.cost import format_decimal
-from costtrack_service.domain.overrides import Override
-from costtrack_service.domain.pricer import Call, Pricer
-from costtrack_service.domain.pricing import PricingEntry, format_timestamp, parse_timestamp
+from costtrack_service.domain.ingest.records import EventRecord, PricingStatus, WarningCode, priced_fields
+from costtrack_service.domain.ingest.source import normalize_provider
+from costtrack_service.domain.pricing.cost import format_decimal
+from costtrack_service.domain.pricing.entries import PricingEntry, format_timestamp, parse_timestamp
+from costtrack_service.domain.pricing.overrides import Override
+from costtrack_service.domain.pricing.pricer import Call, Pricer
 from costtrack_service.domain.reconciliation.drift_override import (
     bill_rates,
     drift_override,
     drifted,
     parse_request,
 )
-from costtrack_service.domain.reconciliation.service import ReconciliationService, ReconciliationStore
-from costtrack_service.domain.records import EventRecord, PricingStatus, WarningCode, priced_fields
-from costtrack_service.domain.source import normalize_provider
 from costtrack_service.domain.store_errors import StoreUnavailable
-from costtrack_service.domain.workspace_api import invalid
-from costtrack_service.jobs import catalogue_view
+from costtrack_service.jobs.bills import catalogue_view
+from costtrack_service.services.reconciliation import ReconciliationService, ReconciliationStore
+from costtrack_service.services.workspace import invalid
 
 
 class DriftStore(ReconciliationStore, Protocol):

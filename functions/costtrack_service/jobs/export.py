@@ -1,7 +1,7 @@
 """The daily export: every workspace's accepted events of one UTC day, as gzip-compressed JSON
-Lines under Hive-style ``workspace_id=…/day=…/`` prefixes (``domain/export.py`` decides names and
+Lines under Hive-style ``workspace_id=…/day=…/`` prefixes (``domain/export/layout.py`` decides names and
 lines; this reads DynamoDB and hands the objects to a writer), and the same events in FOCUS 1.2
-columns as gzip CSV under their own prefix (``domain/export_focus.py``). A run reads each day's
+columns as gzip CSV under their own prefix (``domain/export/focus_rows.py``). A run reads each day's
 events once and writes every output of each piece of them.
 
 Writers: :class:`S3Writer` (the deployed function: an S3 bucket) and :class:`DirectoryWriter`
@@ -13,7 +13,7 @@ under each exported day's prefix (per output) (what an earlier run wrote and thi
 a day replaces it. Readers may briefly see a mix during a re-run; the day's final state is
 exactly the events stored for it.
 
-Events are read with ``iter_day_events``: the day's time pages (``domain/time_pages.py``), then
+Events are read with ``iter_day_events``: the day's time pages (``domain/ingest/time_pages.py``), then
 the events they list, so a day's export reads that day's events and none of the rest of the
 history (``make bench``: ``export_items_read_per_exported_event``).
 """
@@ -29,8 +29,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Protocol
 
-from costtrack_service.domain import export_focus
-from costtrack_service.domain.export import (
+from costtrack_service.domain.export import focus_rows as export_focus
+from costtrack_service.domain.export.layout import (
     DEFAULT_PREFIX,
     FOCUS_PREFIX,
     JSON_SUFFIX,
@@ -41,9 +41,9 @@ from costtrack_service.domain.export import (
     object_key,
     pieces,
 )
-from costtrack_service.domain.quota import WorkspaceState
-from costtrack_service.domain.records import EventRecord
-from costtrack_service.domain.shards import event_partition, partition_index
+from costtrack_service.domain.ingest.records import EventRecord
+from costtrack_service.domain.workspaces.plans import WorkspaceState
+from costtrack_service.domain.workspaces.shards import event_partition, partition_index
 
 CONTENT_TYPE = "application/x-ndjson"
 

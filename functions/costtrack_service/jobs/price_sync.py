@@ -3,7 +3,7 @@
 ``sync`` fetches the pinned genai-prices release (``pinned_release``: the PyPI wheel of the version
 ``pyproject.toml`` pins, refused unless its SHA-256 is the one ``make catalogue`` recorded) or an
 operator's data file, converts and checks it, adds the entries the
-plan calls for (``domain/price_sync.py``), remembers what it did, and backfills. ``backfill``
+plan calls for (``domain/pricing/sync.py``), remembers what it did, and backfills. ``backfill``
 prices, once each, the events that came in before their model had a price.
 """
 
@@ -22,12 +22,12 @@ from typing import Any, Protocol
 from costtrack_service import catalogue
 from costtrack_service.catalogue.convert import convert
 from costtrack_service.catalogue.release import ReleaseError, check_sha256, is_wheel, providers_from_wheel
-from costtrack_service.domain.cost import format_decimal
-from costtrack_service.domain.overrides import Override
-from costtrack_service.domain.price_sync import plan_sync
-from costtrack_service.domain.pricer import Call, Pricer
-from costtrack_service.domain.pricing import PricingEntry, format_timestamp, parse_timestamp
-from costtrack_service.domain.records import EventRecord, PricingStatus, WarningCode, priced_fields
+from costtrack_service.domain.ingest.records import EventRecord, PricingStatus, WarningCode, priced_fields
+from costtrack_service.domain.pricing.cost import format_decimal
+from costtrack_service.domain.pricing.entries import PricingEntry, format_timestamp, parse_timestamp
+from costtrack_service.domain.pricing.overrides import Override
+from costtrack_service.domain.pricing.pricer import Call, Pricer
+from costtrack_service.domain.pricing.sync import plan_sync
 
 MAX_DATA_BYTES = 32 * 1024 * 1024
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from costtrack_service.domain.alerts import SNS
+from costtrack_service.domain.budgets.alerts import SNS
 from costtrack_service.domain.runs.anomalies import (
     KEY_PREFIX,
     LOOKBACK_DAYS,

@@ -1,4 +1,4 @@
-"""One webhook POST, to the address that was checked (``domain/webhooks.py``).
+"""One webhook POST, to the address that was checked (``domain/budgets/webhooks.py``).
 
 urllib3 (it comes with botocore, so the Lambda runtime has it) connects to the checked IP
 address itself while TLS still verifies the certificate for the URL's host name (SNI and
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import urllib3
 
-from costtrack_service.domain.webhooks import Target
+from costtrack_service.domain.budgets.webhooks import Target
 
 CONNECT_TIMEOUT_SECONDS = 3.0
 READ_TIMEOUT_SECONDS = 5.0

@@ -1,7 +1,7 @@
 """DynamoDB: the reads of the ``budgets`` table (``store/budgets.py`` describes its items).
 
 Apart from ``store/budgets.py`` because the ingestion function reads a workspace's budgets (for
-the ``budget_exceeded`` warning, ``domain/budget_watch.py``) and nothing else of the table: its
+the ``budget_exceeded`` warning, ``domain/budgets/watch.py``) and nothing else of the table: its
 store (``store/ingestion.py``) mixes in this class only, so it never imports the alerts' model.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from costtrack_service.domain.budgets import Budget, budget_from_config
+from costtrack_service.domain.budgets.budget import Budget, budget_from_config
 from costtrack_service.store.client import TableAccess
 from costtrack_service.store.items import from_item, to_item
 from costtrack_service.store.tables import ALL_BUDGETS

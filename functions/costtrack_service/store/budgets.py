@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from costtrack_service.domain.alerts import (
+from costtrack_service.domain.budgets.alerts import (
     PENDING,
     RETENTION_DAYS,
     SENDING,
@@ -30,8 +30,8 @@ from costtrack_service.domain.alerts import (
     Endpoint,
     Notification,
 )
-from costtrack_service.domain.budgets import Budget
-from costtrack_service.domain.pricing import parse_timestamp
+from costtrack_service.domain.budgets.budget import Budget
+from costtrack_service.domain.pricing.entries import parse_timestamp
 from costtrack_service.store.budget_reads import BUDGET_SET, BudgetReads
 from costtrack_service.store.budget_reads import partition_of as _partition
 from costtrack_service.store.items import to_item

@@ -21,10 +21,10 @@ from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as EndpointUnreachable
 from botocore.loaders import Loader
 
-from costtrack_service.domain.pricing import format_timestamp
-from costtrack_service.domain.quota import Charge
-from costtrack_service.domain.shards import PartitionLayout
+from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.domain.store_errors import StoreUnavailable
+from costtrack_service.domain.workspaces.plans import Charge
+from costtrack_service.domain.workspaces.shards import PartitionLayout
 from costtrack_service.store.items import from_item, layout_from_item, to_item
 from costtrack_service.store.tables import TableNames
 

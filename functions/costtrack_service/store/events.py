@@ -13,7 +13,7 @@ Accepted events are written in chunks, one ``TransactWriteItems`` each (``ingest
 5. ``ConditionCheck`` the event keys in their partitions under an earlier count, after the
    partitions grew (``shards.PartitionLayout``);
 6. ``Put`` the chunk's time pages: the list of its events by time that the dashboard, the export
-   and a run's calls read (``domain/time_pages.py``), last, with no condition.
+   and a run's calls read (``domain/ingest/time_pages.py``), last, with no condition.
 
 A cancelled transaction reports each failed item as it is now
 (``ReturnValuesOnConditionCheckFailure=ALL_OLD``): :func:`_rejection` turns them into a
@@ -29,20 +29,20 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from costtrack_service.domain.allowance import ShardId, Spend
-from costtrack_service.domain.chunks import Chunk, ChunkRejected, Survey
-from costtrack_service.domain.keys import KeyRecord
-from costtrack_service.domain.quota import Charge, PlanStatus, Tier, WorkspaceState
-from costtrack_service.domain.records import EventRecord
-from costtrack_service.domain.shards import (
+from costtrack_service.domain.ingest.chunks import Chunk, ChunkRejected, Survey
+from costtrack_service.domain.ingest.records import EventRecord
+from costtrack_service.domain.ingest.time_pages import page_items
+from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
+from costtrack_service.domain.usage import Counts, RollupKey
+from costtrack_service.domain.workspaces.allowance import ShardId, Spend
+from costtrack_service.domain.workspaces.keys import KeyRecord
+from costtrack_service.domain.workspaces.plans import Charge, PlanStatus, Tier, WorkspaceState
+from costtrack_service.domain.workspaces.shards import (
     SHARDS,
     PartitionLayout,
     partition_key,
     rollup_partition,
 )
-from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
-from costtrack_service.domain.time_pages import page_items
-from costtrack_service.domain.usage import Counts, RollupKey
 from costtrack_service.reservation_store import debit_updates, reservation_settlements, settle_rejection
 from costtrack_service.store.client import shard_key
 from costtrack_service.store.items import (

@@ -10,21 +10,21 @@ from decimal import Decimal
 from typing import Any
 
 from costtrack.validation import INTEGER_FIELDS
-from costtrack_service.domain.cost import CURRENCY
-from costtrack_service.domain.events import USAGE_EVENT_FIELDS, UsageEvent
-from costtrack_service.domain.keys import INGEST, KeyRecord, KeyState
-from costtrack_service.domain.pricing import model_key
-from costtrack_service.domain.quota import Charge, PlanStatus, Tier, WorkspaceState
-from costtrack_service.domain.records import EventRecord, EventWarning, PricingStatus
-from costtrack_service.domain.shards import (
+from costtrack_service.domain.ingest.events import USAGE_EVENT_FIELDS, UsageEvent
+from costtrack_service.domain.ingest.records import EventRecord, EventWarning, PricingStatus
+from costtrack_service.domain.ingest.source import Source
+from costtrack_service.domain.ingest.visibility import Visibility
+from costtrack_service.domain.pricing.cost import CURRENCY
+from costtrack_service.domain.pricing.entries import model_key
+from costtrack_service.domain.workspaces.keys import INGEST, KeyRecord, KeyState
+from costtrack_service.domain.workspaces.plans import Charge, PlanStatus, Tier, WorkspaceState
+from costtrack_service.domain.workspaces.shards import (
     EVENT_PARTITIONS,
     PartitionChange,
     PartitionLayout,
     event_partition,
     partition_index,
 )
-from costtrack_service.domain.source import Source
-from costtrack_service.domain.visibility import Visibility
 from costtrack_service.store.attribute_values import deserialize, serialize
 from costtrack_service.store.tables import EXPIRES_AT
 

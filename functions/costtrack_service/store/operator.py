@@ -14,9 +14,11 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from costtrack_service.domain.ids import new_workspace_id
-from costtrack_service.domain.quota import Charge, PlanStatus, Tier, WorkspaceState, billing_period
-from costtrack_service.domain.records import EventRecord
-from costtrack_service.domain.shards import (
+from costtrack_service.domain.ingest.records import EventRecord
+from costtrack_service.domain.store_errors import Conflict, NotFound, StoreUnavailable, SurveyConflict
+from costtrack_service.domain.usage import repricing_deltas
+from costtrack_service.domain.workspaces.plans import Charge, PlanStatus, Tier, WorkspaceState, billing_period
+from costtrack_service.domain.workspaces.shards import (
     SHARDS,
     PartitionLayout,
     event_partition,
@@ -24,8 +26,6 @@ from costtrack_service.domain.shards import (
     partition_index,
     rollup_partition,
 )
-from costtrack_service.domain.store_errors import Conflict, NotFound, StoreUnavailable, SurveyConflict
-from costtrack_service.domain.usage import repricing_deltas
 from costtrack_service.store.client import _now, shard_key
 from costtrack_service.store.events import EventTable
 from costtrack_service.store.items import (

@@ -13,7 +13,12 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from costtrack_service.domain.keys import (
+from costtrack_service.domain.ingest.records import EventQuery, EventRecord
+from costtrack_service.domain.ingest.source import Source
+from costtrack_service.domain.ingest.time_pages import Entry
+from costtrack_service.domain.store_errors import NotFound, TransitionRefused
+from costtrack_service.domain.usage import CHARGE, month_usage
+from costtrack_service.domain.workspaces.keys import (
     INGEST,
     KEY_TRANSITIONS,
     PREFIXES,
@@ -25,13 +30,8 @@ from costtrack_service.domain.keys import (
     new_secret,
     transition_refusal,
 )
-from costtrack_service.domain.quota import Charge, Usage, WorkspaceState
-from costtrack_service.domain.records import EventQuery, EventRecord
-from costtrack_service.domain.shards import SHARDS
-from costtrack_service.domain.source import Source
-from costtrack_service.domain.store_errors import NotFound, TransitionRefused
-from costtrack_service.domain.time_pages import Entry
-from costtrack_service.domain.usage import CHARGE, month_usage
+from costtrack_service.domain.workspaces.plans import Charge, Usage, WorkspaceState
+from costtrack_service.domain.workspaces.shards import SHARDS
 from costtrack_service.store.client import _now, shard_key
 from costtrack_service.store.items import from_item, key_from_item, key_to_item, to_item
 from costtrack_service.store.pages import PageReads

@@ -1,4 +1,4 @@
-"""Time pages for events stored before there were any (``domain/time_pages.py``): an operator's
+"""Time pages for events stored before there were any (``domain/ingest/time_pages.py``): an operator's
 one-off, ``costtrack admin workspace pages WS --before TIME``.
 
 Events stored while the ``visible_by_time`` index served the readers have no page, so the
@@ -16,10 +16,10 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-from costtrack_service.domain.records import EventRecord
-from costtrack_service.domain.shards import event_partitions, partition_index
+from costtrack_service.domain.ingest.records import EventRecord
+from costtrack_service.domain.ingest.time_pages import page_group, page_items
 from costtrack_service.domain.store_errors import StoreUnavailable
-from costtrack_service.domain.time_pages import page_group, page_items
+from costtrack_service.domain.workspaces.shards import event_partitions, partition_index
 from costtrack_service.store.client import TableAccess
 from costtrack_service.store.items import event_from_item, from_item, to_item
 

@@ -1,4 +1,4 @@
-"""DynamoDB: reading events by time through their time pages (``domain/time_pages.py``), mixed
+"""DynamoDB: reading events by time through their time pages (``domain/ingest/time_pages.py``), mixed
 into ``DynamoStore`` for the dashboard's list (``owner_store``), the daily export
 (``operator_store``) and a run's calls (``run_reads``).
 
@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any
 
-from costtrack_service.domain.records import EventRecord
-from costtrack_service.domain.shards import partition_key
-from costtrack_service.domain.time_pages import Entry, decode, page_key_bound, page_partitions
+from costtrack_service.domain.ingest.records import EventRecord
+from costtrack_service.domain.ingest.time_pages import Entry, decode, page_key_bound, page_partitions
+from costtrack_service.domain.workspaces.shards import partition_key
 from costtrack_service.store.client import TableAccess
 from costtrack_service.store.items import event_from_item, from_item, to_item
 from costtrack_service.store.rollups import in_parallel

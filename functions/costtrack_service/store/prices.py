@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from costtrack_service.catalogue import registry
-from costtrack_service.domain.overrides import Override, override_from_json
-from costtrack_service.domain.pricing import EntryStatus, Origin, PricingEntry, format_timestamp, parse_entry
-from costtrack_service.domain.source import normalize_provider
+from costtrack_service.domain.ingest.source import normalize_provider
+from costtrack_service.domain.pricing.entries import EntryStatus, Origin, PricingEntry, format_timestamp, parse_entry
+from costtrack_service.domain.pricing.overrides import Override, override_from_json
 from costtrack_service.domain.store_errors import Conflict
 from costtrack_service.store.attribute_values import deserialize, serialize
 from costtrack_service.store.client import TableAccess

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from costtrack_service.domain.shards import rollup_partitions
 from costtrack_service.domain.usage import Counts, RollupKey
+from costtrack_service.domain.workspaces.shards import rollup_partitions
 from costtrack_service.store.client import TableAccess
 from costtrack_service.store.items import from_item, to_item
 

@@ -4,7 +4,7 @@
 * A total is one ``GetItem`` (``run_store.run_partition``).
 * A run's (or session's) calls are found **without an index of their own**: the total knows
   the run's first and last ``received_at``, and the workspace's time pages
-  (``domain/time_pages.py``) list every event by time with its ``trace_id`` and ``session_id``,
+  (``domain/ingest/time_pages.py``) list every event by time with its ``trace_id`` and ``session_id``,
   so the calls are the window's pages (a Query per page partition, about one page per 100
   events) and then a ``BatchGetItem`` of the run's own events. An index keyed by trace id would
   cost every event with an id one more index write (1 write unit per started KB of what it
@@ -21,12 +21,12 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.runs.groups import SketchGroup
 from costtrack_service.domain.runs.reports import after_position
 from costtrack_service.domain.runs.sketch import Histogram, parse_bucket_name
 from costtrack_service.domain.runs.totals import RUN, RunTotal, sketch_prefix
-from costtrack_service.domain.shards import rollup_partitions
+from costtrack_service.domain.workspaces.shards import rollup_partitions
 from costtrack_service.store.items import from_item, to_item
 from costtrack_service.store.pages import PageReads
 from costtrack_service.store.rollups import in_parallel

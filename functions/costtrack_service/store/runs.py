@@ -19,8 +19,8 @@ from collections.abc import Collection
 from decimal import Decimal
 from typing import Any
 
-from costtrack_service.domain.chunks import Chunk
-from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.ingest.chunks import Chunk
+from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.runs.sketch import bucket_name
 from costtrack_service.domain.runs.totals import (
     RUN,
@@ -31,7 +31,7 @@ from costtrack_service.domain.runs.totals import (
     repricing_run_changes,
     runs_in,
 )
-from costtrack_service.domain.shards import rollup_partition
+from costtrack_service.domain.workspaces.shards import rollup_partition
 from costtrack_service.store.client import TableAccess
 from costtrack_service.store.items import to_item
 

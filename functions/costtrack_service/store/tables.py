@@ -9,7 +9,7 @@ so the deployed tables and the local ones cannot drift apart.
                  included events leased this month (``allowance.py``).
 * ``events``     one item per accepted event, keyed by idempotency key within one of the
                  workspace's partitions (``shards.py``), and one time page per ingestion
-                 transaction listing its events by time (``domain/time_pages.py``: the
+                 transaction listing its events by time (``domain/ingest/time_pages.py``: the
                  dashboard's list, the export and a run's calls read them); ``unpriced`` is
                  sparse (events waiting for a price, for the backfill). Items expire through
                  the ``expires_at`` TTL attribute.

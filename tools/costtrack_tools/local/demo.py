@@ -23,11 +23,11 @@ from datetime import datetime, timedelta
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from costtrack_service.domain.budgets import Budget, statuses
-from costtrack_service.domain.budgets_api import BudgetService
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.overrides_api import OverrideService
-from costtrack_service.domain.webhooks import UrlPolicy
+from costtrack_service.domain.budgets.budget import Budget, statuses
+from costtrack_service.domain.budgets.webhooks import UrlPolicy
+from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.services.budgets import BudgetService
+from costtrack_service.services.overrides import OverrideService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.event_import import ImportResult, PastEvent, import_events
 

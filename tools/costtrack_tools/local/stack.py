@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from costtrack_service.catalogue import bundled_entries, catalogued_providers
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.keys import ADMIN, KeyState
-from costtrack_service.domain.quota import PlanStatus, Tier
-from costtrack_service.domain.source import Source
-from costtrack_service.domain.webhooks import UrlPolicy
-from costtrack_service.domain.workspace_api import WorkspaceService
+from costtrack_service.domain.budgets.webhooks import UrlPolicy
+from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.ingest.source import Source
+from costtrack_service.domain.workspaces.keys import ADMIN, KeyState
+from costtrack_service.domain.workspaces.plans import PlanStatus, Tier
+from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
 from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.aws_front import AwsFront, AwsRules
@@ -116,7 +116,7 @@ def seed_demo(store: DynamoStore) -> dict[str, Any]:
 
 def _seed_still_valid(store: DynamoStore, state: Mapping[str, Any]) -> bool:
     """With --persist, reuse the demo data of the last run if the database still has it."""
-    from costtrack_service.domain.keys import hash_secret
+    from costtrack_service.domain.workspaces.keys import hash_secret
 
     try:
         paid = state["workspaces"]["paid"]
@@ -153,8 +153,8 @@ def api_handler(config: Mapping[str, str]) -> Any:
     """The API function's handler, built in a container. Webhooks may point at loopback
     receivers here (never in a deployed stack), and the dashboard's sign-in page says where the
     demo tokens are."""
-    from costtrack_service.domain.budgets_api import BudgetService
     from costtrack_service.edge import workspace
+    from costtrack_service.services.budgets import BudgetService
 
     store = _container_store(config)
     budgets = BudgetService(store, url_policy=LOCAL_WEBHOOKS)

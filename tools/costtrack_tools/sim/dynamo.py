@@ -27,13 +27,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from costtrack_service.domain.chunks import Chunk, ChunkRejected, Survey
-from costtrack_service.domain.keys import KeyRecord
-from costtrack_service.domain.quota import Charge, WorkspaceState
-from costtrack_service.domain.records import EventRecord
-from costtrack_service.domain.shards import SHARDS, PartitionLayout, partition_key, rollup_partition
+from costtrack_service.domain.ingest.chunks import Chunk, ChunkRejected, Survey
+from costtrack_service.domain.ingest.records import EventRecord
+from costtrack_service.domain.ingest.time_pages import page_items
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
-from costtrack_service.domain.time_pages import page_items
+from costtrack_service.domain.workspaces.keys import KeyRecord
+from costtrack_service.domain.workspaces.plans import Charge, WorkspaceState
+from costtrack_service.domain.workspaces.shards import SHARDS, PartitionLayout, partition_key, rollup_partition
 from costtrack_service.store.items import event_to_item, to_item
 from costtrack_tools.local.item_size import item_size, write_units
 from costtrack_tools.memory_store import MemoryStore

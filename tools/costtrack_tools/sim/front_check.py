@@ -38,10 +38,10 @@ class Shape:
 def front_run(shape: Shape) -> dict[str, Any]:
     """The workload through the front; its counts and the latencies it measured (seconds)."""
     from costtrack._retry import backoff_delay
-    from costtrack_service.domain.chunks import Chunk, ChunkRejected, Survey
     from costtrack_service.domain.errors import RETRY_AFTER_SECONDS, ApiError
-    from costtrack_service.domain.ingestion import IngestService
-    from costtrack_service.domain.quota import Tier
+    from costtrack_service.domain.ingest.chunks import Chunk, ChunkRejected, Survey
+    from costtrack_service.domain.ingest.service import IngestService
+    from costtrack_service.domain.workspaces.plans import Tier
     from costtrack_service.edge.ingest_request import IngestRequest, ingest
     from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
     from costtrack_service.store.tables import TableNames

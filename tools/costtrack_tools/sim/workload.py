@@ -21,10 +21,10 @@ from typing import Any
 
 from costtrack._retry import backoff_delay
 from costtrack_service.domain.errors import RETRY_AFTER_SECONDS, ApiError
-from costtrack_service.domain.ingestion import IngestService
-from costtrack_service.domain.quota import PlanStatus, Tier, WorkspaceState
-from costtrack_service.domain.shards import PartitionLayout
+from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.usage import CHARGE
+from costtrack_service.domain.workspaces.plans import PlanStatus, Tier, WorkspaceState
+from costtrack_service.domain.workspaces.shards import PartitionLayout
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_tools.sim.clock import Hub
 from costtrack_tools.sim.dynamo import SimDynamo, SimRules

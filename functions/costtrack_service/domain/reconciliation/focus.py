@@ -1,4 +1,4 @@
-"""The reconciliation in FOCUS 1.2 columns (``domain/focus.py`` maps the charge), so FinOps
+"""The reconciliation in FOCUS 1.2 columns (``domain/export/focus.py`` maps the charge), so FinOps
 tools read costtrack beside the cloud bill: one row per day × provider × model compared.
 
 ``BilledCost``/``EffectiveCost``/``ContractedCost`` are what the provider billed, ``ListCost``
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import date
 
-from costtrack_service.domain import focus
-from costtrack_service.domain.focus import FOCUS_VERSION, SERVICE_CATEGORY, STANDARD_COLUMNS, decimal_text
+from costtrack_service.domain.export import focus
+from costtrack_service.domain.export.focus import FOCUS_VERSION, SERVICE_CATEGORY, STANDARD_COLUMNS, decimal_text
 from costtrack_service.domain.reconciliation.reconcile import Finding
 
 __all__ = ["COLUMNS", "FOCUS_VERSION", "SERVICE_CATEGORY", "rows", "to_csv"]

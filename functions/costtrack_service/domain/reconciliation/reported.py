@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from costtrack_service.domain.cost import format_decimal
-from costtrack_service.domain.reported_cost import REPORTED
+from costtrack_service.domain.pricing.cost import format_decimal
+from costtrack_service.domain.pricing.reported import REPORTED
 from costtrack_service.domain.usage import Counts, RollupKey
 
 __all__ = ["REPORTED", "by_model", "text_lines"]

@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
-from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.reservations.ledger import LEDGER_SHARDS, Ledger
 
 

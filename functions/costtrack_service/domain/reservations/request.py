@@ -21,9 +21,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from costtrack.validation import MAX_SAFE_INTEGER
-from costtrack_service.domain.budgets import MAX_AMOUNT
-from costtrack_service.domain.events import UsageEvent, invalid_payload, to_usage_event, validate
-from costtrack_service.domain.records import EventWarning, unknown_field_warnings
+from costtrack_service.domain.budgets.budget import MAX_AMOUNT
+from costtrack_service.domain.ingest.events import UsageEvent, invalid_payload, to_usage_event, validate
+from costtrack_service.domain.ingest.records import EventWarning, unknown_field_warnings
 
 DEFAULT_TTL_SECONDS = 600
 MAX_TTL_SECONDS = 86400

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from costtrack_service.domain.budgets import Budget, window
-from costtrack_service.domain.events import UsageEvent
+from costtrack_service.domain.budgets.budget import Budget, window
+from costtrack_service.domain.ingest.events import UsageEvent
 from costtrack_service.domain.reservations.ledger import Ledger
 
 

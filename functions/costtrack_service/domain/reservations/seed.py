@@ -30,8 +30,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Protocol
 
-from costtrack_service.domain.budget_instances import instance_spends
-from costtrack_service.domain.budgets import Budget, spend, window
+from costtrack_service.domain.budgets.budget import Budget, spend, window
+from costtrack_service.domain.budgets.instances import instance_spends
 from costtrack_service.domain.reservations.ledger import ZERO, Ledger, LedgerSurvey, Seed
 from costtrack_service.domain.usage import Counts, RollupKey
 

@@ -17,14 +17,13 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
-from costtrack_service.domain.budgets import Budget
+from costtrack_service.domain.budgets.budget import Budget
 from costtrack_service.domain.cache import TTLCache
-from costtrack_service.domain.cost import CURRENCY, counts_of, format_decimal
 from costtrack_service.domain.errors import ApiError, unavailable
-from costtrack_service.domain.events import invalid_payload
-from costtrack_service.domain.keys import KeyRecord
-from costtrack_service.domain.pricer import Call, Pricer
-from costtrack_service.domain.pricing import format_timestamp
+from costtrack_service.domain.ingest.events import invalid_payload
+from costtrack_service.domain.pricing.cost import CURRENCY, counts_of, format_decimal
+from costtrack_service.domain.pricing.entries import format_timestamp
+from costtrack_service.domain.pricing.pricer import Call, Pricer
 from costtrack_service.domain.reservations.ids import MAX_PARTS, Part, ReservationId, new_entry, parse
 from costtrack_service.domain.reservations.ledger import (
     LEDGER_SHARDS,
@@ -45,9 +44,10 @@ from costtrack_service.domain.reservations.ledger import (
 from costtrack_service.domain.reservations.request import Ask, read_ask
 from costtrack_service.domain.reservations.scope import ledgers_for
 from costtrack_service.domain.reservations.seed import plan_seed, window_spend
-from costtrack_service.domain.shards import ShardCycle
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
 from costtrack_service.domain.usage import Counts, RollupKey
+from costtrack_service.domain.workspaces.keys import KeyRecord
+from costtrack_service.domain.workspaces.shards import ShardCycle
 
 #: Enforced budgets are re-read at most this often: a new limit holds within a second.
 BUDGETS_TTL_SECONDS = 1.0

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Protocol
 
-from costtrack_service.domain.records import EventRecord, EventWarning, WarningCode
+from costtrack_service.domain.ingest.records import EventRecord, EventWarning, WarningCode
 from costtrack_service.domain.reservations.ids import Part, ReservationId, parse
 from costtrack_service.domain.reservations.ledger import Hold
 

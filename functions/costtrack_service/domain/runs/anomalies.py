@@ -22,10 +22,10 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
 
-from costtrack_service.domain.alerts import Notification, notification_id
-from costtrack_service.domain.cost import CURRENCY, format_decimal
+from costtrack_service.domain.budgets.alerts import Notification, notification_id
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.pricing import format_timestamp
+from costtrack_service.domain.pricing.cost import CURRENCY, format_decimal
+from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.domain.runs.sketch import RELATIVE_ERROR
 from costtrack_service.domain.runs.totals import RunTotal
 

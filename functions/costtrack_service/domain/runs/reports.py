@@ -24,13 +24,13 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
 
 from costtrack.validation import encodes_as_utf8
-from costtrack_service.domain.cost import format_decimal
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.records import EventRecord
+from costtrack_service.domain.ingest.records import EventRecord
+from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.runs.groups import SketchGroup, merged
 from costtrack_service.domain.runs.sketch import RELATIVE_ERROR, ZERO, Histogram, bucket_bounds
 from costtrack_service.domain.runs.totals import RUN, SESSION, RunTotal, is_run_marker
-from costtrack_service.domain.workspace_api import MAX_FILTER_CHARS, day_range
+from costtrack_service.services.workspace import MAX_FILTER_CHARS, day_range
 
 #: Calls listed with a run at most (a run of more is listed in part: ``calls_complete`` false).
 MAX_RUN_CALLS = 2000

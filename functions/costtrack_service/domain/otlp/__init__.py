@@ -1,0 +1,2 @@
+"""OpenTelemetry GenAI spans as usage events: a span's fields (``spans.py``) and its token counts
+(``tokens.py``)."""

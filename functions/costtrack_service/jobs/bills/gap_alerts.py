@@ -1,0 +1,31 @@
+"""The ``reconciliation_gap`` webhook after an import (``jobs.bill_imports.BillImports``): the
+imported days are reconciled, and each day whose untracked + drift USD for the provider passes
+the workspace's threshold is claimed once as a notification with one delivery per webhook
+endpoint; the budget alerts' dispatcher (``jobs.budget_alerts.Alerts.dispatch``) signs, sends and
+retries it like a budget alert. A day already notified is not notified again when a later
+import revises it (the claim is conditional on its key, ``recon#<provider>#<day>``)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any
+
+from costtrack_service.domain.reconciliation.gap_alert import gap_notifications
+from costtrack_service.services.reconciliation import ReconciliationService
+
+
+def alert_gaps(store: Any, workspace_id: str, provider: str, days: tuple[date, date], now: datetime) -> int:
+    """Claim the notifications of the days that pass the threshold; returns how many were new."""
+    threshold = store.get_gap_threshold(workspace_id)
+    if threshold is None:
+        return 0
+    endpoints = store.list_endpoints(workspace_id)
+    if not endpoints:
+        return 0
+    params = {"from": days[0].isoformat(), "to": days[1].isoformat()}
+    answer = ReconciliationService(store, now=lambda: now).reconciliation(workspace_id, params)
+    claimed = 0
+    for notification in gap_notifications(workspace_id, provider, answer["findings"], threshold, now):
+        deliveries = [notification.first_delivery(endpoint.endpoint_id, endpoint.url) for endpoint in endpoints]
+        claimed += store.claim_notification(notification, deliveries)
+    return claimed

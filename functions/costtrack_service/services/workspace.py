@@ -1,0 +1,311 @@
+"""The owners' operations on one workspace: its plan and usage, reports, events, statements and
+keys, with their rules stated once (a free-plan key must be bound, only ingestion keys change
+state, one date range for reports).
+
+Every operation takes the workspace explicitly: the HTTP edge (``/v1/workspace/...``) gets it
+from the admin token (:meth:`WorkspaceService.authenticate`), never from the request, so one
+workspace's token can never reach another's data; ``costtrack admin`` gets it from its
+arguments. An id that is unknown or belongs elsewhere is simply not found (404), never
+"forbidden", so ids of other workspaces cannot be probed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime
+from typing import Any, Protocol
+
+# Valid Unicode (no lone surrogate), as every stored string must be: the event fields' rule.
+from costtrack.validation import encodes_as_utf8
+from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.ingest.records import EventQuery, EventRecord
+from costtrack_service.domain.ingest.source import Source
+from costtrack_service.domain.otlp.spans import (
+    DEFAULT_ATTRIBUTES,
+    AttributeMap,
+    attribute_map_json,
+    parse_attribute_map,
+)
+from costtrack_service.domain.runs.groups import SketchGroup
+from costtrack_service.domain.statements import Statement, StatementRequestError, check_options, read_statement
+from costtrack_service.domain.usage import (
+    GROUPINGS,
+    UNKNOWN_MODELS,
+    Counts,
+    RollupKey,
+    dimensions_for,
+    report,
+    unknown_models,
+)
+from costtrack_service.domain.workspaces.keys import (
+    ADMIN,
+    INGEST,
+    KEY_TRANSITIONS,
+    KeyRecord,
+    KeyState,
+    hash_secret,
+)
+from costtrack_service.domain.workspaces.plans import Tier, Usage, WorkspaceState, billing_period
+from costtrack_service.services.requests import BIND_CAPS, Binding, NewKey, checked
+
+#: A usage report's range, for the API and ``costtrack admin usage`` alike (README, "Dashboard
+#: and the key owners' API"): the last 30 UTC days by default, a year and a day at most.
+DEFAULT_DAYS = 30
+MAX_DAYS = 366
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+#: Longest value of an event-list filter (customer ids are at most 256 characters).
+MAX_FILTER_CHARS = 1024
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_LIMIT = re.compile(r"[0-9]{1,6}")
+_KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# Positions in the dashboard index, as next_cursor carries them: visible ASCII, bounded.
+_CURSOR_PARTS = {
+    "received_event": re.compile(r"[!-~]{1,64}"),
+}
+#: Query parameter -> stored event attribute, for filtering the event list.
+EVENT_FILTERS = {
+    "feature": "feature",
+    "model": "model",
+    "provider": "provider",
+    "environment": "environment",
+    "status": "status",
+    "customer_id": "customer_id",
+}
+
+
+class WorkspaceStore(Protocol):
+    def get_key(self, key_hash: str, *, consistent: bool = False) -> KeyRecord | None: ...
+
+    def get_workspace(self, workspace_id: str, *, consistent: bool = False) -> WorkspaceState | None: ...
+
+    def query_rollups(
+        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
+    ) -> list[tuple[RollupKey, Counts]]: ...
+
+    def list_visible_events(self, query: EventQuery) -> tuple[list[EventRecord], dict[str, str] | None]: ...
+
+    def usage(self, workspace: WorkspaceState, period: str) -> Usage: ...
+
+    def list_keys(self, workspace_id: str, kind: str = INGEST) -> list[KeyRecord]: ...
+
+    def find_key(self, workspace_id: str, key_id: str) -> KeyRecord | None: ...
+
+    def create_key(
+        self, workspace_id: str, *, bound: Source | None = None, name: str | None = None, kind: str = INGEST
+    ) -> tuple[str, KeyRecord]: ...
+
+    def change_key_state(self, key_hash: str, action: str) -> KeyRecord: ...
+
+    def set_attribute_map(self, workspace_id: str, attribute_map: AttributeMap) -> None: ...
+
+    def sketch_groups(self, workspace_id: str, kind: str, first_day: str, last_day: str) -> list[SketchGroup]: ...
+
+
+def invalid(field: str, message: str) -> ApiError:
+    return ApiError("INVALID_PAYLOAD", message, details=[{"field": field, "message": message}])
+
+
+def not_found(what: str) -> ApiError:
+    return ApiError("NOT_FOUND", f"No such {what} in this workspace.")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The authenticated admin token and its workspace."""
+
+    token: KeyRecord
+    workspace: WorkspaceState
+
+
+def day_range(params: Mapping[str, str], today: date) -> tuple[str, str]:
+    """``from`` and ``to`` as inclusive UTC days (default: the last 30 days, today included)."""
+
+    def parse(name: str) -> date | None:
+        value = params.get(name)
+        if not value:
+            return None
+        try:
+            if _DAY.fullmatch(value):
+                return date.fromisoformat(value)
+        except ValueError:
+            pass
+        raise invalid(name, f"{name} must be a date, YYYY-MM-DD")
+
+    last = parse("to") or today
+    # The default start, without stepping before the first day a date can have.
+    first = parse("from") or date.fromordinal(max(1, last.toordinal() - (DEFAULT_DAYS - 1)))
+    if first > last:
+        raise invalid("from", "from must not be after to")
+    if (last - first).days >= MAX_DAYS:
+        raise invalid("from", f"a range covers at most {MAX_DAYS} days")
+    return first.isoformat(), last.isoformat()
+
+
+def encode_cursor(position: Mapping[str, str]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(position, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> dict[str, str]:
+    refusal = invalid("cursor", "cursor is not one this API returned")
+    if not cursor.isascii() or len(cursor) > 1024:
+        raise refusal
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError, RecursionError):
+        raise refusal from None
+    if not (isinstance(data, dict) and set(data) == set(_CURSOR_PARTS)):
+        raise refusal
+    for name, pattern in _CURSOR_PARTS.items():
+        value = data[name]
+        if not (isinstance(value, str) and pattern.fullmatch(value)):
+            raise refusal
+    return data
+
+
+def event_filters(params: Mapping[str, str]) -> dict[str, str]:
+    """The event list's filters (stored attribute -> value), each checked like a parameter."""
+    filters = {}
+    for name, attribute in EVENT_FILTERS.items():
+        value = params.get(name)
+        if not value:
+            continue
+        if len(value) > MAX_FILTER_CHARS or not encodes_as_utf8(value):
+            raise invalid(name, f"{name} must be text of at most {MAX_FILTER_CHARS} characters")
+        filters[attribute] = value
+    return filters
+
+
+def check_key_id(key_id: str) -> str:
+    if not _KEY_ID.fullmatch(key_id):
+        raise invalid("key_id", "key_id must be a key's id, as the key list shows it (key_...)")
+    return key_id
+
+
+class WorkspaceService:
+    def __init__(self, store: WorkspaceStore, *, clock: Any = None) -> None:
+        self.store = store
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self.clock = self._clock
+
+    def authenticate(self, secret: str | None) -> Caller:
+        """The caller of an owners' request, from the admin token it presented (``None``: none
+        that can be one)."""
+        # Consistent: a revoked token stops working on the very next request.
+        token = self.store.get_key(hash_secret(secret), consistent=True) if secret else None
+        if token is None or token.kind != ADMIN or token.state is not KeyState.ACTIVE:
+            raise ApiError("INVALID_ADMIN_TOKEN", "The admin token is missing, invalid or revoked.")
+        workspace = self.store.get_workspace(token.workspace_id, consistent=True)
+        if workspace is None:
+            raise ApiError("INVALID_ADMIN_TOKEN", "The admin token is missing, invalid or revoked.")
+        return Caller(token, workspace)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def summary(self, workspace: WorkspaceState) -> dict[str, Any]:
+        """The plan, this month's allowance and credits."""
+        period = billing_period(self._clock())
+        return workspace.to_dict(period, self.store.usage(workspace, period))
+
+    def usage(self, workspace: WorkspaceState, params: Mapping[str, str]) -> dict[str, Any]:
+        group_by = params.get("group_by") or "day"
+        if group_by not in GROUPINGS:
+            raise invalid("group_by", f"group_by must be one of {', '.join(GROUPINGS)}")
+        first, last = day_range(params, self._clock().date())
+        rows = self.store.query_rollups(workspace.workspace_id, dimensions_for(group_by), first, last)
+        return {
+            "workspace_id": workspace.workspace_id,
+            "from": first,
+            "to": last,
+            **report(rows, group_by).to_dict(daily=params.get("daily") == "true"),
+        }
+
+    def unknown_models(self, workspace: WorkspaceState, params: Mapping[str, str]) -> dict[str, Any]:
+        first, last = day_range(params, self._clock().date())
+        rows = self.store.query_rollups(workspace.workspace_id, (UNKNOWN_MODELS,), first, last)
+        return {"from": first, "to": last, "models": unknown_models(rows)}
+
+    def events(self, workspace: WorkspaceState, params: Mapping[str, str]) -> dict[str, Any]:
+        raw_limit = params.get("limit") or str(DEFAULT_LIMIT)
+        if not _LIMIT.fullmatch(raw_limit) or not 1 <= int(raw_limit) <= MAX_LIMIT:
+            raise invalid("limit", f"limit must be an integer from 1 to {MAX_LIMIT}")
+        cursor = params.get("cursor")
+        after = decode_cursor(cursor) if cursor else None
+        query = EventQuery(workspace.workspace_id, int(raw_limit), after, event_filters(params))
+        records, position = self.store.list_visible_events(query)
+        return {
+            "events": [record.to_dict() for record in records],
+            "next_cursor": encode_cursor(position) if position else None,
+        }
+
+    def statement(self, workspace: WorkspaceState, month: str, params: Mapping[str, str]) -> tuple[Statement, str]:
+        """The month's statement and the format it was asked for (json or csv)."""
+        try:
+            _, output = check_options(None, params.get("format"))
+            return read_statement(self.store, workspace, month, params.get("by"), self._clock()), output
+        except StatementRequestError as exc:
+            raise invalid(exc.field, exc.message) from None
+
+    def keys(self, workspace: WorkspaceState) -> dict[str, Any]:
+        return {"keys": [key.to_dict() for key in self.store.list_keys(workspace.workspace_id)]}
+
+    # -- changes ----------------------------------------------------------------------------
+
+    def create_key(self, workspace: WorkspaceState, body: NewKey | object) -> dict[str, Any]:
+        """``body``: the API's validated :class:`NewKey`, or the CLI's mapping (checked the same way)."""
+        request = checked(NewKey, {} if body is None else body)
+        bound = self._binding(request.bind)
+        if workspace.tier == Tier.FREE and bound is None:
+            raise invalid("bind", "a free-plan key must be bound to one provider/model/feature")
+        secret, record = self.store.create_key(workspace.workspace_id, bound=bound, name=request.name)
+        return {"key": record.to_dict(), "api_key": secret}
+
+    @staticmethod
+    def _binding(bind: str | Binding | None) -> Source | None:
+        if bind is None:
+            return None
+        text = bind if isinstance(bind, str) else f"{bind.provider}/{bind.model}/{bind.feature}"
+        try:
+            source = Source.parse(text)
+        except ValueError:
+            source = None
+        if source is None:
+            raise invalid("bind", "bind must be provider/model/feature (a string or an object with those fields)")
+        parts = source.to_dict()
+        if not all(len(parts[name]) <= cap and encodes_as_utf8(parts[name]) for name, cap in BIND_CAPS.items()):
+            caps = ", ".join(f"{name} {cap}" for name, cap in BIND_CAPS.items())
+            raise invalid("bind", f"bind's parts must be text of at most these lengths: {caps} characters")
+        return source
+
+    def change_key(self, workspace: WorkspaceState, key_id: str, action: str) -> dict[str, Any]:
+        if action not in KEY_TRANSITIONS:
+            raise not_found("action")
+        record = self.store.find_key(workspace.workspace_id, check_key_id(key_id))
+        if record is None or record.kind != INGEST:
+            raise not_found("key")
+        return {"key": self.store.change_key_state(record.key_hash, action).to_dict()}
+
+    # -- OpenTelemetry (README, "Send OpenTelemetry") ---------------------------------------
+
+    def otel_attributes(self, workspace: WorkspaceState) -> dict[str, Any]:
+        """Where ``POST /v1/traces`` reads this workspace's event fields from: its own attribute
+        names, tried before the defaults."""
+        return {
+            "workspace_id": workspace.workspace_id,
+            "attributes": attribute_map_json(workspace.attribute_map),
+            "defaults": {target: list(names) for target, names in DEFAULT_ATTRIBUTES.items()},
+        }
+
+    def set_otel_attributes(self, workspace: WorkspaceState, attributes: object) -> dict[str, Any]:
+        """Replace the workspace's attribute map (``{}`` goes back to the defaults alone)."""
+        try:
+            attribute_map = parse_attribute_map(attributes)  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise invalid("attributes", str(exc)) from None
+        self.store.set_attribute_map(workspace.workspace_id, attribute_map)
+        return self.otel_attributes(replace(workspace, attribute_map=attribute_map))
