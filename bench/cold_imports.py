@@ -7,6 +7,12 @@ tree. No bytecode is written (``PYTHONDONTWRITEBYTECODE``), as Lambda cannot wri
 deployed package: whatever has no ``__pycache__`` is compiled on each import.
 
     cd bench && ../.venv/bin/python -c "import cold_imports; print(cold_imports.cold_imports())"
+
+Against an earlier commit (a change that moves modules must not slow the cold start): both
+ingestion functions built, then imported in turn, run after run, and the median of each run's
+ratio printed (``ingest_cold_import_ratio_vs_ref``):
+
+    .venv/bin/python bench/cold_imports.py --against REF [--runs N]
 """
 
 from __future__ import annotations
@@ -43,19 +49,19 @@ _TRACED = (
 FLOORS = {"botocore_client": _CLIENT, "botocore_client_and_powertools": f"{_CLIENT}; {_POWERTOOLS}"}
 
 
-def built_function(into: Path) -> Path:
-    """The ingestion function as ``sam build`` builds it (its Makefile target), in ``into``."""
+def built_function(into: Path, functions: Path = ROOT / "functions") -> Path:
+    """The ingestion function as ``sam build`` builds it (its Makefile target), in ``into``, from
+    ``functions`` (this tree's by default)."""
     uv = ROOT / ".costtrack" / "tools" / "bin" / "uv"
     env = {**os.environ, **({"UV": str(uv)} if uv.exists() else {})}
     # The bench's own interpreter is the service's Python (3.13), which the bytecode must match.
-    target = [f"ARTIFACTS_DIR={into}", f"PYTHON313={sys.executable}"]
-    subprocess.run(
-        ["make", "-s", "-f", str(ROOT / "functions" / "Makefile"), "build-IngestFunction", *target], env=env, check=True
-    )
+    target = [f"ARTIFACTS_DIR={into}", f"PYTHON313={sys.executable}", f"REPO_ROOT={ROOT}"]
+    command = ["make", "-s", "-f", str(functions / "Makefile"), "build-IngestFunction", *target]
+    subprocess.run(command, env=env, check=True)
     return into
 
 
-def import_seconds(cases: dict[str, tuple[str, Path | None]]) -> dict[str, list[float]]:
+def import_seconds(cases: dict[str, tuple[str, Path | None]], runs_wanted: int = IMPORT_RUNS) -> dict[str, list[float]]:
     """The times of each case (a statement, run with a folder first on the path or none), each
     run going through every case in turn (each in its own interpreter), so a change of the
     machine's load weighs on all of them alike."""
@@ -67,7 +73,7 @@ def import_seconds(cases: dict[str, tuple[str, Path | None]]) -> dict[str, list[
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     runs: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(IMPORT_RUNS):
+    for _ in range(runs_wanted):
         for name, (statement, path) in cases.items():
             code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
             case_env = {**env, "PYTHONPATH": str(path)} if path else env
@@ -114,3 +120,36 @@ def cold_imports() -> dict[str, float]:
         "ingest_handler_source_import_ratio_vs_boto3": ratio("ingest_source"),
         "api_cold_import_ratio_vs_boto3": ratio("api"),
     }
+
+
+def against(ref: str, runs_wanted: int) -> dict[str, float]:
+    """The ingestion handler's cold import built from this tree over the same built from ``ref``
+    (``git archive`` of its ``functions/``), imported alternately in fresh interpreters."""
+    with tempfile.TemporaryDirectory() as folder:
+        old_tree = Path(folder) / "ref"
+        old_tree.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "functions"], capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(old_tree)], input=archive.stdout, check=True)
+        new = built_function(Path(folder) / "new")
+        old = built_function(Path(folder) / "old", old_tree / "functions")
+        statement = "import costtrack_service.handlers.ingest"
+        seconds = import_seconds({"new": (statement, new), "old": (statement, old)}, runs_wanted)
+    ratios = [n / o for n, o in zip(seconds["new"], seconds["old"], strict=True)]
+    return {
+        "ingest_cold_import_ratio_vs_ref": statistics.median(ratios),
+        "ingest_cold_import_ratio_vs_ref_p25": statistics.quantiles(ratios, n=4)[0],
+        "ingest_cold_import_ratio_vs_ref_p75": statistics.quantiles(ratios, n=4)[2],
+        "ingest_handler_import_ms": statistics.median(seconds["new"]) * 1000,
+        "ingest_handler_import_ms_ref": statistics.median(seconds["old"]) * 1000,
+    }
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="cold import of the ingestion handler against an earlier commit")
+    parser.add_argument("--against", required=True, help="a git commit or branch")
+    parser.add_argument("--runs", type=int, default=41)
+    options = parser.parse_args()
+    for name, value in against(options.against, options.runs).items():
+        print(f"{name:<42} {value:.3f}")

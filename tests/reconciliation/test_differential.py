@@ -12,9 +12,9 @@ from functools import cache
 from costtrack_service import catalogue
 from costtrack_service.domain.pricing.cost import counts_of
 from costtrack_service.domain.pricing.pricer import Call, Pricer
+from costtrack_service.domain.reconciliation import catalogue_view
 from costtrack_service.domain.reconciliation.bill import Lines
 from costtrack_service.domain.reconciliation.reconcile import Tracked, reconcile, totals
-from costtrack_service.jobs.bills import catalogue_view
 
 CENT = Decimal("0.01")
 #: (provider, name the events use, name the bill uses, the provider's true rates per 1M: input, output)

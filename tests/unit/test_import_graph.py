@@ -147,3 +147,40 @@ def test_the_service_never_imports_its_tools() -> None:
                 names = [node.module or ""]
             offenders += [f"{path.name}: {name}" for name in names if name.split(".")[0] == "costtrack_tools"]
     assert offenders == []
+
+
+def test_the_layout_draws_the_architecture() -> None:
+    """The folders are the architecture (README, "How it is built"): nothing at the service
+    package's root but ``__init__``; no flat list of more than a dozen modules in ``domain/``
+    or any of its packages."""
+    root = PACKAGES["costtrack_service"]
+    assert sorted(path.name for path in root.glob("*.py")) == ["__init__.py"]
+    for folder in [root / "domain", *sorted(path for path in (root / "domain").iterdir() if path.is_dir())]:
+        modules = [path for path in folder.glob("*.py") if path.name != "__init__.py"]
+        assert len(modules) <= 12, folder
+
+
+def layer(module: str) -> str:
+    return module.split(".")[1] if module.count(".") >= 1 else ""
+
+
+def test_services_import_the_domain_and_never_the_store_edge_or_jobs() -> None:
+    """A use case applies the domain's rules to what the store reads and writes; it states what
+    it needs from the store as a ``Protocol`` (the store's parts satisfy it), so it imports no
+    store module, and neither HTTP (edge, handlers) nor the scheduled jobs."""
+    graph = import_graph("costtrack_service", PACKAGES["costtrack_service"])
+    services = {name: targets for name, targets in graph.items() if layer(name) == "services"}
+    assert services
+    for module, targets in services.items():
+        assert {layer(target) for target in targets} <= {"domain", "services", "catalogue"}, module
+
+
+def test_jobs_never_import_the_edge_and_the_store_never_imports_services_or_jobs() -> None:
+    graph = import_graph("costtrack_service", PACKAGES["costtrack_service"])
+    for module, targets in graph.items():
+        if layer(module) == "jobs":
+            assert not {target for target in targets if layer(target) in ("edge", "handlers")}, module
+        if layer(module) == "store":
+            assert not {target for target in targets if layer(target) in ("edge", "handlers", "services", "jobs")}, (
+                module
+            )

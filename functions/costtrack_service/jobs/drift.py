@@ -32,6 +32,7 @@ from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.pricing.entries import PricingEntry, format_timestamp, parse_timestamp
 from costtrack_service.domain.pricing.overrides import Override
 from costtrack_service.domain.pricing.pricer import Call, Pricer
+from costtrack_service.domain.reconciliation import catalogue_view
 from costtrack_service.domain.reconciliation.drift_override import (
     bill_rates,
     drift_override,
@@ -39,7 +40,6 @@ from costtrack_service.domain.reconciliation.drift_override import (
     parse_request,
 )
 from costtrack_service.domain.store_errors import StoreUnavailable
-from costtrack_service.jobs.bills import catalogue_view
 from costtrack_service.services.reconciliation import ReconciliationService, ReconciliationStore
 from costtrack_service.services.workspace import invalid
 

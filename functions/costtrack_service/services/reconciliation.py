@@ -16,13 +16,12 @@ from typing import Any, Protocol
 
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.pricing.entries import format_timestamp
-from costtrack_service.domain.reconciliation import focus, reported
+from costtrack_service.domain.reconciliation import catalogue_view, focus, reported
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.reconciliation.connections import PROVIDERS, Connection, ConnectionState
 from costtrack_service.domain.reconciliation.gap_alert import parse_threshold, threshold_answer
 from costtrack_service.domain.reconciliation.reconcile import Finding, Tracked, cents, reconcile, totals
 from costtrack_service.domain.usage import Counts, RollupKey
-from costtrack_service.jobs.bills import catalogue_view
 from costtrack_service.services.workspace import day_range, invalid, not_found
 
 MODEL = "model"
