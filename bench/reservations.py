@@ -15,9 +15,11 @@
   queued, a lone event goes at once, and within the flush interval (500 ms) of the instance's
   last request the events that follow wait for more, going as one batch when the interval ends
   or when 100 are waiting; with 20 instances at 50 calls/s each, a batch of about 25 events
-  every 500 ms per instance. (The Node SDK sends what queued while its requests were in flight,
-  smaller batches: not modelled here.) The first ``WARM_SECONDS`` fill the ledger to that
-  steady state; the next ``MEASURED_SECONDS`` are measured:
+  every 500 ms per instance. With ``RESERVATIONS_GROUP_SECONDS`` the Idempotency-Keys name each
+  instance's time slice as their group (``grp:…``, README "Spend control"). (The Node SDK
+  sends what queued while its requests were in flight, smaller batches: not modelled here.)
+  The first ``WARM_SECONDS`` fill the ledger to that steady state; the next
+  ``MEASURED_SECONDS`` are measured:
 
   - write units per reserve and per settled event by AWS's documented rules, each write sized
     when it happens (the larger of the item before and after it, 1 unit per started KB, doubled
@@ -55,6 +57,10 @@ WARM_SECONDS = float(os.environ.get("RESERVATIONS_WARM_SECONDS", "4"))
 MEASURED_SECONDS = float(os.environ.get("RESERVATIONS_MEASURED_SECONDS", "30"))
 #: App instances the calls come from, each with its own SDK queue.
 INSTANCES = int(os.environ.get("RESERVATIONS_INSTANCES", "20"))
+#: With a value above 0, each reservation's Idempotency-Key names a group, its instance and time
+#: slice of this many seconds (``grp:i<instance>.<slice>:<n>``): the holds one instance makes in
+#: a slice share a shard (``ledger.placement``). 0: plain keys, as the SDKs send today.
+GROUP_SECONDS = float(os.environ.get("RESERVATIONS_GROUP_SECONDS", "0"))
 BODY = {
     "provider": "openai",
     "model": "gpt-5",
@@ -187,7 +193,8 @@ def dynamodb_costs() -> dict[str, float]:
                     batches += 1
                     settle_units += sum(units for _, units, _ in done)
                     _count(writes, done)
-            reservation_id = reservations.reserve(key, BODY, f"bench-{n}")["reservation_id"]
+            group = f"grp:i{n % INSTANCES}.{int(clock[0] / GROUP_SECONDS)}:" if GROUP_SECONDS > 0 else ""
+            reservation_id = reservations.reserve(key, BODY, f"{group}bench-{n}")["reservation_id"]
             done = units_of_recorded()
             if measured:
                 reserves += 1
@@ -224,6 +231,7 @@ def dynamodb_costs() -> dict[str, float]:
         "reservation_settle_batch_events_mean": settles / batches,
         "reservation_instances": float(INSTANCES),
         "reservation_measured_seconds": seconds,
+        "reservation_group_seconds": GROUP_SECONDS,
     }
 
 
