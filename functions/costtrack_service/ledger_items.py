@@ -7,8 +7,10 @@ A ledger lives in the allowance table beside the allowance shards, under its own
 
 A hold is ``h<the entry's first 10 characters>`` = ``[amount, expires]``: 11 bytes of name and a
 two-number list, about 25 bytes, so that a shard keeps its steady state's live holds within the
-1 KB a write unit pays for (``bench/reservations.py``). The entry's first 10 characters (50 bits,
-random or from the Idempotency-Key's hash) name a hold among a shard's live ones. Holds written
+1 KB a write unit pays for (``bench/reservations.py``; with keys that group holds, ``grp:…``, a
+group's shard keeps more, about 2 KB, and its batch's settles write fewer items). The entry's
+first 10 characters (50 bits, random or from the Idempotency-Key's hash) name a hold among a
+shard's live ones. Holds written
 before this form (``h_<entry>`` = ``{a, x}``) are still read, returned at expiry and released.
 """
 
