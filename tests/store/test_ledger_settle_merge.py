@@ -55,8 +55,9 @@ class Side:
                 return same
         raise AssertionError("no shard got enough keys")
 
-    def reserve(self, name: str) -> str:
-        return str(self.reservations.reserve(self.key, {**CALL, "estimate": {"amount": "0.5"}}, name)["reservation_id"])
+    def reserve(self, name: str, amount: str = "0.5") -> str:
+        body = {**CALL, "estimate": {"amount": amount}}
+        return str(self.reservations.reserve(self.key, body, name)["reservation_id"])
 
     def settle(self, ids: list[str]) -> dict[str, Any]:
         items = [
@@ -123,3 +124,19 @@ def test_a_hold_gone_meanwhile_sends_only_its_event_again(local_stack: Any) -> N
     assert [len(update["ExpressionAttributeNames"]) for update in settle_updates] == [1]
     spent, held = side.totals(kept)
     assert (spent, held) == (Decimal("0.02"), Decimal(0))  # ``kept`` settled, ``gone``'s event debited
+
+
+def test_a_groups_holds_settle_25_to_an_update_and_the_rest_in_the_next_transaction(local_stack: Any) -> None:
+    side = Side(local_stack)
+    ids = [side.reserve(f"grp:web-7.3529300000:{uuid.uuid4()}", "0.2") for _ in range(30)]
+    assert len({rid.rsplit(".", 1)[1] for rid in ids}) == 1  # one group: one shard
+    sent: list[list[dict[str, Any]]] = []
+
+    def before(params: dict[str, Any], **_: Any) -> None:
+        sent.append(ledger_updates(params))
+
+    side.store.client.meta.events.register("provide-client-params.dynamodb.TransactWriteItems", before)
+    body = side.settle(ids)
+    assert all(result["status"] == 200 and result["warnings"] == [] for result in body["results"])
+    assert [[len(update["ExpressionAttributeNames"]) for update in updates] for updates in sent] == [[25], [5]]
+    assert side.totals(ids[0]) == (Decimal("0.3"), Decimal(0))
