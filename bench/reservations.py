@@ -7,29 +7,38 @@
   with room for every reservation; thread CPU time, median and p99.
 - A steady state on DynamoDB Local, in virtual time (the services' clocks): one enforced budget
   reserved from at 1,000 reservations/s (one every millisecond, each with its own
-  Idempotency-Key, token-count estimates), each call's event (its real cost, below the hold)
-  settling its reservation when the call ends, after a duration drawn uniformly from 0.5 to
-  3.5 s (a chat completion; 2 s on average, so about 2,000 holds are live at once). The first
-  ``WARM_SECONDS`` fill the ledger to that steady state; the next ``MEASURED_SECONDS`` are
-  measured:
+  Idempotency-Key, token-count estimates) by ``INSTANCES`` app instances in turn, each call's
+  event (its real cost, below the hold) settling its reservation when the call ends, after a
+  duration drawn uniformly from 0.5 to 3.5 s (a chat completion; 2 s on average, so about 2,000
+  holds are live at once). The events arrive as the Python SDK delivers them (its defaults,
+  read from ``costtrack._options`` and ``costtrack._wire``): each instance's ended calls are
+  queued, a lone event goes at once, and within the flush interval (500 ms) of the instance's
+  last request the events that follow wait for more, going as one batch when the interval ends
+  or when 100 are waiting; with 20 instances at 50 calls/s each, a batch of about 25 events
+  every 500 ms per instance. With ``RESERVATIONS_GROUP_SECONDS`` the Idempotency-Keys name each
+  instance's time slice as their group (``grp:…``, README "Spend control"). (The Node SDK
+  sends what queued while its requests were in flight, smaller batches: not modelled here.)
+  The first ``WARM_SECONDS`` fill the ledger to that steady state; the next
+  ``MEASURED_SECONDS`` are measured:
 
-  - write units per reserve and per settle by AWS's documented rules, each write sized when it
-    happens (the larger of the item before and after it, 1 unit per started KB, doubled in a
-    transaction); the event's own items are not counted;
+  - write units per reserve and per settled event by AWS's documented rules, each write sized
+    when it happens (the larger of the item before and after it, 1 unit per started KB, doubled
+    in a transaction); the event's own items are not counted;
   - each ledger item's writes per second (reserves, settles, leases, gathers, seeds) and, for
     the busiest item, three figures: ``..._busy_fraction_at_1k_rps``, the issue's measure (every
     write × 10 ms, ``service.TRANSACTION_SECONDS``); ``..._wcu_share_at_1k_rps``, its write units
     per second over the 1,000 WCU/s one partition (and so one item) takes; and
     ``..._transaction_busy_at_1k_rps``, the transactions a second that write it × 10 ms, the time
     a transaction holds an item against conflicting writes (a plain ``UpdateItem`` does not hold
-    it);
-  - the shards' live holds and item sizes at the end.
+    it); and the transactions a second on the busiest and on the average shard;
+  - the batches' count and mean size, the shards' live holds and item sizes at the end.
 
 Prints a table and, on the last line, one JSON object.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import statistics
@@ -45,7 +54,13 @@ TARGET_RPS = 1_000
 #: Virtual seconds that fill the ledger to its steady state (the longest call lasts 3.5 s), then
 #: the measured ones.
 WARM_SECONDS = float(os.environ.get("RESERVATIONS_WARM_SECONDS", "4"))
-MEASURED_SECONDS = float(os.environ.get("RESERVATIONS_MEASURED_SECONDS", "4"))
+MEASURED_SECONDS = float(os.environ.get("RESERVATIONS_MEASURED_SECONDS", "30"))
+#: App instances the calls come from, each with its own SDK queue.
+INSTANCES = int(os.environ.get("RESERVATIONS_INSTANCES", "20"))
+#: With a value above 0, each reservation's Idempotency-Key names a group, its instance and time
+#: slice of this many seconds (``grp:i<instance>.<slice>:<n>``): the holds one instance makes in
+#: a slice share a shard (``ledger.placement``). 0: plain keys, as the SDKs send today.
+GROUP_SECONDS = float(os.environ.get("RESERVATIONS_GROUP_SECONDS", "0"))
 BODY = {
     "provider": "openai",
     "model": "gpt-5",
@@ -155,36 +170,37 @@ def dynamodb_costs() -> dict[str, float]:
         )
         key = ingest_service.authenticate(secret)
         event = {**{k: v for k, v in BODY.items() if k != "estimate"}, "prompt_tokens": 1200}
-        ends: list[tuple[float, str]] = []  # (virtual end, reservation id), kept sorted by end
-        reserve_units = settle_units = reserves = settles = 0
+        ends: list[tuple[float, int, str]] = []  # (virtual end, instance, reservation id), sorted
+        queues = SdkQueues(INSTANCES)
+        reserve_units = settle_units = reserves = settles = batches = 0
         writes: dict[str, list[float]] = {}  # item -> [writes, write units, transactional writes]
         total = int((WARM_SECONDS + MEASURED_SECONDS) * TARGET_RPS)
         for n in range(total):
             clock[0] = n / TARGET_RPS
             measured = clock[0] >= WARM_SECONDS
             while ends and ends[0][0] <= clock[0]:
-                _, reservation_id = ends.pop(0)
+                _, instance, reservation_id = ends.pop(0)
                 body = {**event, "completion_tokens": rng.randint(100, 800), "reservation_id": reservation_id}
-                headers = {"authorization": f"Bearer {secret}", "idempotency-key": f"settle-{reservation_id}"}
-                answer = ingest(ingest_service, IngestRequest(headers, json.dumps(body).encode()))
-                if answer.status != 200 or answer.body["warnings"]:
+                queues.add(instance, {"idempotency_key": f"settle-{reservation_id}", "event": body})
+            for batch in queues.due(clock[0]):
+                request = IngestRequest({"authorization": f"Bearer {secret}"}, json.dumps({"batch": batch}).encode())
+                answer = ingest(ingest_service, request)
+                if answer.status != 200 or any(r["status"] != 200 or r["warnings"] for r in answer.body["results"]):
                     raise RuntimeError(answer.body)
                 done = units_of_recorded()
                 if measured:
-                    settles += 1
+                    settles += len(batch)
+                    batches += 1
                     settle_units += sum(units for _, units, _ in done)
                     _count(writes, done)
-            reservation_id = reservations.reserve(key, BODY, f"bench-{n}")["reservation_id"]
+            group = f"grp:i{n % INSTANCES}.{int(clock[0] / GROUP_SECONDS)}:" if GROUP_SECONDS > 0 else ""
+            reservation_id = reservations.reserve(key, BODY, f"{group}bench-{n}")["reservation_id"]
             done = units_of_recorded()
             if measured:
                 reserves += 1
                 reserve_units += sum(units for _, units, _ in done)
                 _count(writes, done)
-            end = clock[0] + rng.uniform(0.5, 3.5)
-            position = len(ends)
-            while position and ends[position - 1][0] > end:
-                position -= 1
-            ends.insert(position, (end, reservation_id))
+            bisect.insort(ends, (clock[0] + rng.uniform(0.5, 3.5), n % INSTANCES, reservation_id))
         shard_items = [
             item
             for page in raw.get_paginator("scan").paginate(TableName=tables.allowance)
@@ -195,6 +211,7 @@ def dynamodb_costs() -> dict[str, float]:
     seconds = MEASURED_SECONDS
     busiest = max(writes.items(), key=lambda entry: entry[1][0])
     central = [counts for item, counts in writes.items() if item.endswith('#c"}}')]
+    shard_transactions = [counts[2] for item, counts in writes.items() if not item.endswith('#c"}}')]
     return {
         "reservation_ddb_wcu_per_reserve": reserve_units / reserves,
         "reservation_ddb_wcu_per_settle": settle_units / settles,
@@ -208,7 +225,42 @@ def dynamodb_costs() -> dict[str, float]:
         / seconds
         * TRANSACTION_SECONDS,
         "reservation_central_writes_per_s": (central[0][0] / seconds) if central else 0.0,
+        "reservation_busiest_shard_transactions_per_s": max(shard_transactions) / seconds,
+        "reservation_mean_shard_transactions_per_s": sum(shard_transactions) / LEDGER_SHARDS / seconds,
+        "reservation_settle_batches_per_s": batches / seconds,
+        "reservation_settle_batch_events_mean": settles / batches,
+        "reservation_instances": float(INSTANCES),
+        "reservation_measured_seconds": seconds,
+        "reservation_group_seconds": GROUP_SECONDS,
     }
+
+
+class SdkQueues:
+    """Each app instance's queue of ended calls' events, sent as the Python SDK sends them
+    (``costtrack._queue``): a batch goes once the flush interval since the instance's last
+    request has passed (at once for a lone event after a quiet spell), or when a full batch is
+    waiting."""
+
+    def __init__(self, instances: int) -> None:
+        from costtrack._options import DEFAULT_FLUSH_INTERVAL_MS
+        from costtrack._wire import MAX_BATCH_EVENTS
+
+        self.interval = DEFAULT_FLUSH_INTERVAL_MS / 1000
+        self.most = MAX_BATCH_EVENTS
+        self.waiting: list[list[dict[str, Any]]] = [[] for _ in range(instances)]
+        self.next_send = [0.0] * instances
+
+    def add(self, instance: int, item: dict[str, Any]) -> None:
+        self.waiting[instance].append(item)
+
+    def due(self, now: float) -> list[list[dict[str, Any]]]:
+        out = []
+        for instance, waiting in enumerate(self.waiting):
+            if waiting and (now >= self.next_send[instance] or len(waiting) >= self.most):
+                out.append(waiting[: self.most])
+                del waiting[: self.most]
+                self.next_send[instance] = now + self.interval
+        return out
 
 
 def _count(writes: dict[str, list[float]], done: list[tuple[str, int, bool]]) -> None:

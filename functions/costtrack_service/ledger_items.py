@@ -7,8 +7,10 @@ A ledger lives in the allowance table beside the allowance shards, under its own
 
 A hold is ``h<the entry's first 10 characters>`` = ``[amount, expires]``: 11 bytes of name and a
 two-number list, about 25 bytes, so that a shard keeps its steady state's live holds within the
-1 KB a write unit pays for (``bench/reservations.py``). The entry's first 10 characters (50 bits,
-random or from the Idempotency-Key's hash) name a hold among a shard's live ones. Holds written
+1 KB a write unit pays for (``bench/reservations.py``; with keys that group holds, ``grp:…``, a
+group's shard keeps more, about 2 KB, and its batch's settles write fewer items). The entry's
+first 10 characters (50 bits, random or from the Idempotency-Key's hash) name a hold among a
+shard's live ones. Holds written
 before this form (``h_<entry>`` = ``{a, x}``) are still read, returned at expiry and released.
 """
 
@@ -23,8 +25,8 @@ from costtrack_service.domain.ingest.chunks import ChunkRejected
 from costtrack_service.domain.reservations.debit import Debit
 from costtrack_service.domain.reservations.ids import Part, ReservationId
 from costtrack_service.domain.reservations.ledger import ZERO, Hold, ShardState
-from costtrack_service.domain.reservations.settle import Settle
-from costtrack_service.store.items import to_item
+from costtrack_service.domain.reservations.settle import Settle, SettleItem, settle_groups
+from costtrack_service.store.items import from_item, to_item
 from costtrack_service.store.tables import TableNames
 
 HOLD_PREFIX = "h"
@@ -102,27 +104,74 @@ def debit_updates(tables: TableNames, workspace_id: str, debits: Sequence[Debit]
 
 
 def reservation_settlements(tables: TableNames, workspace_id: str, settles: Sequence[Settle]) -> list[dict[str, Any]]:
-    """The event transaction's part for the reservations its events settle: one update per hold
-    (release it, spend the event's real cost), each on the hold's own condition. The committer
-    reads a cancellation of these items as "already settled" (``settle.py``)."""
+    """The event transaction's part for the reservations its events settle: one update per shard
+    item (``settle_groups``), releasing each of the transaction's holds there and spending their
+    events' real costs, on each hold's own condition (still there, unexpired, the one read). The
+    committer reads a cancellation of these items with ``settle_rejection``."""
     return [
-        {"Update": release_update(tables, workspace_id, settle.reservation, part, hold, settle.now, settle.cost)}
-        for settle in settles
-        for part, hold in settle.holds.items()
+        {"Update": settle_update(tables, workspace_id, item, group)} for item, group in settle_groups(settles).items()
     ]
 
 
+def settle_update(
+    tables: TableNames, workspace_id: str, item: SettleItem, group: Sequence[tuple[Settle, Part, Hold]]
+) -> dict[str, Any]:
+    """Release ``group``'s holds (all in shard ``item``) and spend their costs, in one update."""
+    ref, month, shard = item
+    amount = sum((hold.amount for _, _, hold in group), ZERO)
+    cost = sum((settle.cost for settle, _, _ in group), ZERO)
+    values: dict[str, Any] = {":a": amount, ":back": amount - cost}
+    names: dict[str, str] = {}
+    conditions = []
+    for index, (settle, _, hold) in enumerate(group):
+        alias = f"#h{index}"
+        names[alias] = hold_name(settle.reservation.entry)
+        amount_at, expiry_at = hold_fields(settle.reservation.entry)
+        values[f":a{index}"] = hold.amount
+        values[f":now{index}"] = settle.now
+        conditions.append(
+            f"attribute_exists({alias}) AND {alias}{expiry_at} > :now{index} AND {alias}{amount_at} = :a{index}"
+        )
+    update = "SET held = held - :a, available = available + :back"
+    if cost:
+        update += ", spent = if_not_exists(spent, :z) + :cost"
+        values.update({":z": ZERO, ":cost": cost})
+    return {
+        "TableName": tables.allowance,
+        "Key": to_item({"shard_key": ledger_key(workspace_id, ref, month, shard)}),
+        "UpdateExpression": update + " REMOVE " + ", ".join(names),
+        "ConditionExpression": " AND ".join(conditions),
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": to_item(values),
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+
+
 def settle_rejection(rejected: ChunkRejected, reasons: Sequence[Any], settles: Sequence[Settle]) -> ChunkRejected:
-    """A cancelled event transaction's settle items (its last ones): the events whose hold was
-    gone (settled meanwhile by another event, or released) go again without their settle."""
-    settled = set()
-    position = 0
-    for settle in settles:
-        for _ in settle.holds:
-            if position < len(reasons) and reasons[position].get("Code") == "ConditionalCheckFailed":
-                settled.add(settle.event_key)
-            position += 1
+    """A cancelled event transaction's settle updates (``reasons``: theirs, in order): from each
+    failed update's item as it was, the events whose hold was gone (settled meanwhile by another
+    event, or released) go again without their settle; the others in that update keep theirs.
+    An update that failed with every hold still there (another write changed the item between
+    the reads) is a conflict: the transaction goes again as it was."""
+    settled: set[str] = set()
+    conflict = False
+    for position, group in enumerate(settle_groups(settles).values()):
+        reason = reasons[position] if position < len(reasons) else {}
+        if reason.get("Code") != "ConditionalCheckFailed":
+            continue
+        old = shard_state(from_item(reason["Item"]) if reason.get("Item") else {})
+        gone = {settle.event_key for settle, _, hold in group if not _live(old, settle, hold)}
+        settled |= gone
+        conflict = conflict or not gone
+    if conflict:
+        rejected = replace(rejected, conflict=True)
     return replace(rejected, settled=frozenset(settled)) if settled else rejected
+
+
+def _live(old: ShardState, settle: Settle, hold: Hold) -> bool:
+    """Whether the item as it was still had ``hold`` as the settle read it, unexpired."""
+    found = old.holds.get(hold_name(settle.reservation.entry)[len(HOLD_PREFIX) :])
+    return found is not None and found.amount == hold.amount and found.expires > settle.now
 
 
 def shard_state(item: dict[str, Any]) -> ShardState:

@@ -33,9 +33,10 @@ def shop(local_stack: Any) -> Any:
         yield Shop(local_stack, api)
 
 
-def reserve(shop: Shop, customer: str, amount: str = "0.01", **body: Any) -> httpx.Response:
-    """One reservation, retried after a 503 with the same Idempotency-Key until it is answered."""
-    key = str(uuid.uuid4())
+def reserve(shop: Shop, customer: str, amount: str = "0.01", group: str | None = None, **body: Any) -> httpx.Response:
+    """One reservation, retried after a 503 with the same Idempotency-Key until it is answered
+    (with ``group``, a key that places the hold by the group: ``grp:<group>:<uuid>``)."""
+    key = str(uuid.uuid4()) if group is None else f"grp:{group}:{uuid.uuid4()}"
     for _ in range(50):
         answer = shop.reserve(key, customer_id=customer, estimate={"amount": amount}, **body)
         if answer.status_code != 503:
@@ -94,6 +95,52 @@ def test_concurrent_cent_reservations_allow_exactly_the_amount_and_settle_to_the
     line = standing(shop, "acme")
     assert (Decimal(line["spent"]), Decimal(line["held"])) == (spent, 0)
     assert Decimal(line["remaining"]) == Decimal(amount) - spent
+
+
+def settle_batch(shop: Shop, customer: str, pairs: list[tuple[int, str]]) -> list[dict[str, Any]]:
+    """Events settling reservations as one batch request (as the SDKs deliver them)."""
+    items = [
+        {
+            "idempotency_key": str(uuid.uuid4()),
+            "event": {
+                "provider": "openai",
+                "model": "gpt-5",
+                "customer_id": customer,
+                "prompt_tokens": 0,
+                "completion_tokens": tokens,
+                "reservation_id": reservation_id,
+            },
+        }
+        for tokens, reservation_id in pairs
+    ]
+    for _ in range(50):
+        response = shop.api.post("/v1/events", json={"batch": items}, headers={"Authorization": f"Bearer {shop.key}"})
+        if response.status_code != 503:
+            assert response.status_code == 200, response.text
+            results: list[dict[str, Any]] = response.json()["results"]
+            return results
+        time.sleep(random.uniform(0, 0.05))
+    raise AssertionError("a batch kept answering 503")
+
+
+def test_grouped_reservations_settled_in_concurrent_batches_stay_exact(shop: Shop) -> None:
+    """Holds placed by four groups (four app instances), settled by batches that each release
+    many holds of one shard in one update, racing each other: exactly the amount is allowed
+    and the spend is the sum of the events' costs."""
+    count, amount = (500, "1") if FULL else (90, "0.3")
+    shop.budget(amount=amount, scope="customer", scope_value="acme", enforce=True)
+    with ThreadPoolExecutor(32 if FULL else 12) as pool:
+        answers = list(pool.map(lambda n: reserve(shop, "acme", group=f"web-{n % 4}"), range(count)))
+    allowed = [answer.json()["reservation_id"] for answer in answers if answer.status_code == 200]
+    assert len(allowed) == int(Decimal(amount) / CENT)
+    pairs = [(random.randint(0, 999), reservation_id) for reservation_id in allowed]
+    batches = [pairs[start : start + 10] for start in range(0, len(pairs), 10)]
+    with ThreadPoolExecutor(8) as pool:
+        results = [result for found in pool.map(lambda b: settle_batch(shop, "acme", b), batches) for result in found]
+    assert all(result["status"] == 200 and result["warnings"] == [] for result in results), results
+    spent = sum((Decimal(tokens) * TOKEN for tokens, _ in pairs), Decimal(0))
+    line = standing(shop, "acme")
+    assert (Decimal(line["spent"]), Decimal(line["held"])) == (spent, 0)
 
 
 def test_expiry_release_double_settle_and_retries_never_exceed_the_amount(shop: Shop) -> None:

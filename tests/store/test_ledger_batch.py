@@ -1,7 +1,8 @@
 """A batch whose events settle reservations held in the same ledger shard, beside events that
 settle nothing, on DynamoDB Local: DynamoDB takes one operation per item in a transaction, so
-such settles go in separate transactions (``chunks.fitting``) and the debit of the events
-without a reservation in a shard no settle of its transaction writes (``debit.py``)."""
+such settles are one update of their shard (``ledger_items.reservation_settlements``) and the
+debit of the events without a reservation goes in a shard no settle of its transaction writes
+(``debit.py``)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.ingest.time_pages import page_group
 from costtrack_service.domain.reservations.debit import Debit
 from costtrack_service.domain.reservations.ledger import Ledger
-from costtrack_service.domain.reservations.settle import Settle
+from costtrack_service.domain.reservations.settle import MAX_HOLDS_PER_ITEM, Settle, SettleItem
 from costtrack_service.domain.runs.totals import RunChanges, is_run_marker, run_ids
 from costtrack_service.domain.usage import CHARGE, Counts, RollupKey, rollup_rows, summed_deltas
 from costtrack_service.domain.workspaces.allowance import Payment, ShardId
@@ -81,23 +81,23 @@ def fitting(
 ) -> int:
     """How many of the first pending events fit in ``room`` items with their rollup rows
     (summed per transaction: events that share a day and values share rows), their runs' items,
-    the enforced budget ledgers they spend in (one item per ledger), their time pages (one per
-    received minute, ``time_pages.py``) and, after the partitions grew, each event's checks of
-    its other partitions. An event whose settle writes a ledger shard an earlier event's settle
-    writes starts the next transaction (DynamoDB takes one operation per item in a transaction)."""
+    the enforced budget ledgers they spend in (one item per ledger), the ledger shard items their
+    settles write (one update per item however many of the transaction's holds it releases, up to
+    ``MAX_HOLDS_PER_ITEM``), their time pages (one per received minute, ``time_pages.py``) and,
+    after the partitions grew, each event's checks of its other partitions."""
     rows: set[RollupKey] = set()
     runs: set[tuple[str, str]] = set()
     debits: set[tuple[str, str]] = set()
-    held: set[tuple[str, int]] = set()
+    held: dict[SettleItem, int] = {}  # shard item -> holds its settle update releases
     pages: set[str] = set()
     count = events = 0
     for record in pending:
         settle = settles.get(record.event_key) if settles else None
         if settle is not None:
-            shards = {(part.ref, part.shard) for part in settle.holds}
-            if shards & held:
+            if any(held.get(item, 0) >= MAX_HOLDS_PER_ITEM for item in settle.items):
                 break
-            held |= shards
+            for item in settle.items:
+                held[item] = held.get(item, 0) + 1
         rows.update(rollup_rows(record)[0])
         rows.add(RollupKey(CHARGE, record.received_at[:10], Charge.CREDIT.value))  # either charge may pay it
         runs.update(run_ids(record.event))
@@ -105,7 +105,7 @@ def fitting(
         if ledgers:
             debits.update((ledger.ref, ledger.month) for ledger in ledgers.get(record.event_key, ()))
         pages.add(page_group(record.received_at))
-        if events + len(rows) + RUN_ITEMS * len(runs) + len(debits) + len(pages) > room:
+        if events + len(rows) + RUN_ITEMS * len(runs) + len(debits) + len(held) + len(pages) > room:
             break
         count += 1
     return max(count, 1)

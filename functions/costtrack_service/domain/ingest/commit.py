@@ -31,7 +31,7 @@ from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.ingest.settings import IngestSettings
 from costtrack_service.domain.reservations.debit import debits_of
 from costtrack_service.domain.reservations.ledger import Ledger
-from costtrack_service.domain.reservations.settle import Settle, settle_room, unsettled
+from costtrack_service.domain.reservations.settle import Settle, unsettled
 from costtrack_service.domain.runs.totals import RunChanges, RunTotal, run_changes, runs_in
 from costtrack_service.domain.store_errors import SurveyConflict
 from costtrack_service.domain.workspaces.allowance import Balances, Payment, plan_payment
@@ -226,8 +226,9 @@ class Committer:
         refill: bool,
     ) -> Payment:
         """How the next transaction pays, sized so that its events, their rollup rows, the
-        allowance items and the holds they settle fit in one transaction."""
-        reserve = ALLOWANCE_ITEMS + settle_room(pending, settles)
+        allowance items and the shard items their settles write (``fitting`` counts those) fit in
+        one transaction."""
+        reserve = ALLOWANCE_ITEMS
         while True:
             count = fitting(pending, MAX_TRANSACTION_ITEMS - reserve, central.partitions, ledgers, settles)
             payment = plan_payment(central, balances, count, shard, surveyed=surveyed, refill=refill)

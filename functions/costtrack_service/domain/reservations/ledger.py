@@ -267,6 +267,23 @@ def shard_of(key: str) -> int:
     return int(hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:8], 16) % LEDGER_SHARDS
 
 
+#: An Idempotency-Key ``grp:<group>:<rest>`` places its holds by ``<group>`` alone (1 to 64
+#: characters, no ``:``), so that the reservations an app instance makes in one time slice share
+#: shards and the batch that settles them writes few shard items (README, "Spend control").
+GROUP_PREFIX = "grp:"
+MAX_GROUP_CHARS = 64
+
+
+def placement(idempotency_key: str) -> str:
+    """What a reservation's shard is a hash of: the key's group, or else the whole key. A
+    function of the key alone, so a retry (the same key) lands where its original did."""
+    if idempotency_key.startswith(GROUP_PREFIX):
+        group, colon, rest = idempotency_key[len(GROUP_PREFIX) :].partition(":")
+        if colon and rest and 0 < len(group) <= MAX_GROUP_CHARS:
+            return GROUP_PREFIX + group
+    return idempotency_key
+
+
 def spread(takes: Sequence[Take]) -> int:
     """How many transaction items a set of takes writes (shards + central items)."""
     return len(takes) + sum(1 for take in takes if take.lease > 0)

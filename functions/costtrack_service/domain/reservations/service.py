@@ -38,6 +38,7 @@ from costtrack_service.domain.reservations.ledger import (
     Take,
     after_survey,
     ceil_money,
+    placement,
     plan_take,
     shard_of,
 )
@@ -144,7 +145,7 @@ class ReservationService:
         if not ask.hold:
             return self._dry_run(ws, ask, ledgers, amount, at)
         shards = {
-            ledger.ref: shard_of(f"{idempotency_key}\x00{ledger.ref}") if idempotency_key else None
+            ledger.ref: shard_of(f"{placement(idempotency_key)}\x00{ledger.ref}") if idempotency_key else None
             for ledger in ledgers
         }
         surveyed: set[str] = set()

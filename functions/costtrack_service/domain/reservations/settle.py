@@ -14,6 +14,11 @@ settle happen together or not at all, and a hold is settled at most once:
   ``reservation_settled``; two concurrent requests: one transaction's condition fails and that
   event is written again without the settle, with ``reservation_settled``.
 
+A transaction's settles of holds in one shard item are one update of that item (``settle_groups``:
+one write, and one transaction holding the item, however many of its events settle there), each
+hold on its own condition; when that update's condition fails, the item as it was tells which
+holds were gone, and only their events go again without their settle.
+
 An id with no budget part (no enforced budget applied when it was made) held nothing: it
 settles silently.
 """
@@ -29,6 +34,12 @@ from costtrack_service.domain.ingest.records import EventRecord, EventWarning, W
 from costtrack_service.domain.reservations.ids import Part, ReservationId, parse
 from costtrack_service.domain.reservations.ledger import Hold
 
+#: A shard item one settle update writes: (ledger ref, month, shard).
+SettleItem = tuple[str, str, int]
+#: Holds one settle update releases at most: its condition names each (about 60 characters and
+#: 5 operators a hold), well inside the 4 KB and 300 operators a DynamoDB expression may have.
+MAX_HOLDS_PER_ITEM = 25
+
 
 @dataclass(frozen=True)
 class Settle:
@@ -41,8 +52,19 @@ class Settle:
     now: int
 
     @property
-    def items(self) -> int:
-        return len(self.holds)
+    def items(self) -> tuple[SettleItem, ...]:
+        """The shard items its holds are in (one per budget part)."""
+        return tuple((part.ref, self.reservation.month, part.shard) for part in self.holds)
+
+
+def settle_groups(settles: Sequence[Settle]) -> dict[SettleItem, list[tuple[Settle, Part, Hold]]]:
+    """A transaction's holds by the shard item they are in, in the settles' order: one update
+    each (``ledger_items.reservation_settlements``)."""
+    groups: dict[SettleItem, list[tuple[Settle, Part, Hold]]] = {}
+    for settle in settles:
+        for part, hold in settle.holds.items():
+            groups.setdefault((part.ref, settle.reservation.month, part.shard), []).append((settle, part, hold))
+    return groups
 
 
 class HoldFinder(Protocol):
@@ -109,13 +131,6 @@ def _settle_of(
 
 def with_warning(record: EventRecord, warning: EventWarning) -> EventRecord:
     return replace(record, warnings=(*record.warnings, warning))
-
-
-def settle_room(pending: Sequence[EventRecord], settles: Mapping[str, Settle]) -> int:
-    """Items the settles of the next transaction's events may need (at most its first 100)."""
-    if not settles:
-        return 0
-    return sum(settles[record.event_key].items for record in pending[:100] if record.event_key in settles)
 
 
 def unsettled(pending: list[EventRecord], settles: dict[str, Settle], keys: frozenset[str]) -> list[EventRecord]:
