@@ -11,8 +11,8 @@ from costtrack_service.domain.ingest.chunks import ChunkRejected, fitting
 from costtrack_service.domain.reservations.ids import Part, ReservationId
 from costtrack_service.domain.reservations.ledger import Hold
 from costtrack_service.domain.reservations.settle import MAX_HOLDS_PER_ITEM, Settle
-from costtrack_service.ledger_items import hold_name, reservation_settlements, settle_rejection
 from costtrack_service.store.items import to_item
+from costtrack_service.store.ledgers import hold_name, reservation_settlements, settle_rejection
 from costtrack_service.store.tables import TableNames
 from tests.store.test_dynamo_store import record
 

@@ -1,4 +1,4 @@
-"""Enforced budgets' ledgers in memory: what ``reservation_store.py`` does in DynamoDB, with the
+"""Enforced budgets' ledgers in memory: what ``store/reservations.py`` does in DynamoDB, with the
 same items' ``available``, ``held``, ``spent`` and one hold per
 reservation) and the same conditions, so that reservations, their settles and the events that
 spend without one behave alike with and without DynamoDB. The caller holds the store's lock
@@ -26,7 +26,7 @@ from costtrack_service.domain.reservations.ledger import (
     ShardState,
     Take,
 )
-from costtrack_service.reservation_store import ledger_key
+from costtrack_service.store.reservations import ledger_key
 
 
 @dataclass

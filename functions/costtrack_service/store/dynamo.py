@@ -18,7 +18,6 @@ imports none of the others.
 
 from __future__ import annotations
 
-from costtrack_service.reservation_store import ReservationTable
 from costtrack_service.store.billing import BillingTable
 from costtrack_service.store.budgets import BudgetTable
 from costtrack_service.store.client import dynamodb_client, translate_errors, unavailable_error
@@ -26,6 +25,7 @@ from costtrack_service.store.operator import OperatorStore
 from costtrack_service.store.owner import OwnerStore
 from costtrack_service.store.page_backfill import PageBackfill
 from costtrack_service.store.prices import PriceTable
+from costtrack_service.store.reservations import ReservationTable
 from costtrack_service.store.run_anomalies import RunAnomalyTable
 from costtrack_service.store.run_reads import RunReads
 

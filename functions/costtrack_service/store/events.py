@@ -43,7 +43,6 @@ from costtrack_service.domain.workspaces.shards import (
     partition_key,
     rollup_partition,
 )
-from costtrack_service.reservation_store import debit_updates, reservation_settlements, settle_rejection
 from costtrack_service.store.client import shard_key
 from costtrack_service.store.items import (
     event_from_item,
@@ -54,6 +53,7 @@ from costtrack_service.store.items import (
     to_item,
     workspace_from_item,
 )
+from costtrack_service.store.reservations import debit_updates, reservation_settlements, settle_rejection
 from costtrack_service.store.runs import RunTable
 
 _TRANSIENT_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})

@@ -13,10 +13,10 @@ The function's IAM policy in ``template.yaml`` grants what these reads and write
 
 from __future__ import annotations
 
-from costtrack_service.reservation_store import ReservationTable
 from costtrack_service.store.budget_reads import BudgetReads
 from costtrack_service.store.events import EventTable
 from costtrack_service.store.prices import PriceTable
+from costtrack_service.store.reservations import ReservationTable
 
 
 class IngestionStore(EventTable, PriceTable, BudgetReads, ReservationTable):

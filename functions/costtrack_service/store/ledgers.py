@@ -1,5 +1,5 @@
 """A ledger's items as the event's transaction and the reservation store write and read them
-(``reservation_store.py``): keys, a hold's attribute, the settle and debit updates.
+(``store/reservations.py``): keys, a hold's attribute, the settle and debit updates.
 
 A ledger lives in the allowance table beside the allowance shards, under its own keys:
 ``bl#<workspace>#<ref>#<month>#c`` (the central item: ``leased`` and ``seed``) and ``…#<NN>``

@@ -1,6 +1,6 @@
 """DynamoDB: enforced budgets' ledgers and the reservations held in them (``domain/reservations``).
 
-The items are described in ``ledger_items.py``. A hold lives in its shard item, so reserving
+The items are described in ``store/ledgers.py``. A hold lives in its shard item, so reserving
 from one budget is one conditional ``UpdateItem`` (a transaction only when it leases or more
 than one budget applies), and settling is an update of that item inside the event's own
 transaction (``ledger_items.reservation_settlements``: one update per shard item, however many of
@@ -30,7 +30,8 @@ from costtrack_service.domain.reservations.ledger import (
     Take,
 )
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
-from costtrack_service.ledger_items import (
+from costtrack_service.store.items import from_item, to_item
+from costtrack_service.store.ledgers import (
     debit_updates,
     hold_fields,
     hold_name,
@@ -41,7 +42,6 @@ from costtrack_service.ledger_items import (
     settle_rejection,
     shard_state,
 )
-from costtrack_service.store.items import from_item, to_item
 from costtrack_service.store.rollups import RollupReads
 
 __all__ = ["ReservationTable", "debit_updates", "ledger_key", "reservation_settlements", "settle_rejection"]
