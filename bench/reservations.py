@@ -15,8 +15,9 @@
   queued, a lone event goes at once, and within the flush interval (500 ms) of the instance's
   last request the events that follow wait for more, going as one batch when the interval ends
   or when 100 are waiting; with 20 instances at 50 calls/s each, a batch of about 25 events
-  every 500 ms per instance. With ``RESERVATIONS_GROUP_SECONDS`` the Idempotency-Keys name each
-  instance's time slice as their group (``grp:…``, README "Spend control"). (The Node SDK
+  every 500 ms per instance. The Idempotency-Keys group each instance's reservations as the SDKs do
+  (``grp:…``, at most 25 and half a second a group; README "Spend control");
+  ``RESERVATIONS_PLAIN_KEYS=1`` sends plain keys instead. (The Node SDK
   sends what queued while its requests were in flight, smaller batches: not modelled here.)
   The first ``WARM_SECONDS`` fill the ledger to that steady state; the next
   ``MEASURED_SECONDS`` are measured:
@@ -57,10 +58,12 @@ WARM_SECONDS = float(os.environ.get("RESERVATIONS_WARM_SECONDS", "4"))
 MEASURED_SECONDS = float(os.environ.get("RESERVATIONS_MEASURED_SECONDS", "30"))
 #: App instances the calls come from, each with its own SDK queue.
 INSTANCES = int(os.environ.get("RESERVATIONS_INSTANCES", "20"))
-#: With a value above 0, each reservation's Idempotency-Key names a group, its instance and time
-#: slice of this many seconds (``grp:i<instance>.<slice>:<n>``): the holds one instance makes in
-#: a slice share a shard (``ledger.placement``). 0: plain keys, as the SDKs send today.
-GROUP_SECONDS = float(os.environ.get("RESERVATIONS_GROUP_SECONDS", "0"))
+#: Each reservation's Idempotency-Key names its group as both SDKs make it
+#: (``costtrack._keys.new_reservation_key``): per instance, a new group after ``GROUP_HOLDS``
+#: reservations or ``GROUP_SECONDS`` (virtual) seconds, whichever comes first; the holds of a
+#: group share a shard (``ledger.placement``). ``RESERVATIONS_PLAIN_KEYS=1``: plain keys, each
+#: hold placed by a hash of its own key (what the SDKs sent before they grouped).
+PLAIN_KEYS = os.environ.get("RESERVATIONS_PLAIN_KEYS", "") == "1"
 BODY = {
     "provider": "openai",
     "model": "gpt-5",
@@ -172,6 +175,7 @@ def dynamodb_costs() -> dict[str, float]:
         event = {**{k: v for k, v in BODY.items() if k != "estimate"}, "prompt_tokens": 1200}
         ends: list[tuple[float, int, str]] = []  # (virtual end, instance, reservation id), sorted
         queues = SdkQueues(INSTANCES)
+        groups = KeyGroups(INSTANCES)
         reserve_units = settle_units = reserves = settles = batches = 0
         writes: dict[str, list[float]] = {}  # item -> [writes, write units, transactional writes]
         total = int((WARM_SECONDS + MEASURED_SECONDS) * TARGET_RPS)
@@ -193,7 +197,7 @@ def dynamodb_costs() -> dict[str, float]:
                     batches += 1
                     settle_units += sum(units for _, units, _ in done)
                     _count(writes, done)
-            group = f"grp:i{n % INSTANCES}.{int(clock[0] / GROUP_SECONDS)}:" if GROUP_SECONDS > 0 else ""
+            group = "" if PLAIN_KEYS else groups.key_prefix(n % INSTANCES, clock[0])
             reservation_id = reservations.reserve(key, BODY, f"{group}bench-{n}")["reservation_id"]
             done = units_of_recorded()
             if measured:
@@ -231,7 +235,7 @@ def dynamodb_costs() -> dict[str, float]:
         "reservation_settle_batch_events_mean": settles / batches,
         "reservation_instances": float(INSTANCES),
         "reservation_measured_seconds": seconds,
-        "reservation_group_seconds": GROUP_SECONDS,
+        "reservation_keys_grouped": not PLAIN_KEYS,
     }
 
 
@@ -261,6 +265,27 @@ class SdkQueues:
                 del waiting[: self.most]
                 self.next_send[instance] = now + self.interval
         return out
+
+
+class KeyGroups:
+    """Each app instance's reservation groups as the SDKs make them (``costtrack._keys``, with its
+    constants): a new group after ``GROUP_HOLDS`` reservations or ``GROUP_SECONDS``, in virtual
+    time here."""
+
+    def __init__(self, instances: int) -> None:
+        from costtrack._keys import GROUP_HOLDS, GROUP_SECONDS
+
+        self.holds, self.seconds = GROUP_HOLDS, GROUP_SECONDS
+        self.open: list[tuple[int, int, float]] = [(-1, GROUP_HOLDS, 0.0)] * instances  # group, count, opened
+        self.made = 0
+
+    def key_prefix(self, instance: int, now: float) -> str:
+        group, count, opened = self.open[instance]
+        if count >= self.holds or now - opened >= self.seconds:
+            self.made += 1
+            group, count, opened = self.made, 0, now
+        self.open[instance] = (group, count + 1, opened)
+        return f"grp:i{instance}.{group}:"
 
 
 def _count(writes: dict[str, list[float]], done: list[tuple[str, int, bool]]) -> None:

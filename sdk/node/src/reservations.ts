@@ -2,12 +2,12 @@
 // for the network, bounded by its timeout; `tracker.release()`; and withReservation(), which
 // reserves, runs the call and lets the first event tracked inside settle the hold.
 
-import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 
 import { activeAttributes, closeReservation, reservationContext, type ReservationSlot } from "./context.js";
 import { BudgetExceededError } from "./errors.js";
 import { prepareReservation, readAnswer, readRefusal, unavailable } from "./reservation-body.js";
+import { newReservationKey } from "./reservation-key.js";
 import { IDENTIFIER } from "./rules.js";
 import { backoffDelay, send, serviceError, type Outcome } from "./transport.js";
 import type { OnUnavailable, Reservation, ReserveOptions, TrackerWarning } from "./types.js";
@@ -71,7 +71,7 @@ export class ReservationClient {
     const prepared = prepareReservation(options, settings.environment, activeAttributes());
     if (prepared.error !== undefined) throw prepared.error;
     // One key per reservation, the same on every retry: a retry gets the same reservation back.
-    const key = randomUUID();
+    const key = newReservationKey();
     if (prepared.unknownFields.length > 0) settings.reportIgnored(prepared.unknownFields, key);
     const timeoutMs = prepared.timeoutMs ?? settings.timeoutMs;
     const policy = prepared.onUnavailable ?? settings.onUnavailable;

@@ -9,7 +9,8 @@ import { requestsOf, startCannedService } from "./canned-reservations.mjs";
 import { closedPort, collector, sentEvents, startServer } from "./helpers.mjs";
 
 const VERSION = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+// A reservation's key: its group (this process's instance and a counter), then a UUID.
+const UUID = /^grp:[0-9a-f]{12}\.[0-9]+:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const CALL = { provider: "openai", model: "gpt-5", customerId: "cus_1" };
 const TOKENS = { ...CALL, estimate: { promptTokens: 1000, maxOutputTokens: 500 } };
 
@@ -27,6 +28,22 @@ async function setup(serviceOptions = {}, trackerOptions = {}) {
 }
 
 describe("wire", () => {
+  test("reservations made together share a group of at most 25 (their holds share a ledger shard)", async () => {
+    const { service, tracker } = await setup();
+    await Promise.all(Array.from({ length: 60 }, () => tracker.reserve({ ...CALL, estimate: { amount: "0.01" } })));
+    const keys = requestsOf(service.requests, "reserve").map((r) => r.headers["idempotency-key"]);
+    assert.equal(new Set(keys).size, 60);
+    const sizes = new Map();
+    for (const key of keys) {
+      assert.match(key, UUID);
+      const group = key.split(":")[1];
+      sizes.set(group, (sizes.get(group) ?? 0) + 1);
+    }
+    // made in one tick: a group left open by an earlier test, then full groups of 25
+    assert.ok(Math.max(...sizes.values()) <= 25 && sizes.size <= 4, JSON.stringify([...sizes.values()]));
+    assert.ok([...sizes.values()].filter((size) => size === 25).length >= 2);
+  });
+
   test("POST /v1/reservations: headers, snake_case body in a fixed order, one Idempotency-Key", async () => {
     const { service, tracker, warnings } = await setup({}, { environment: "staging" });
     await tracker.reserve({

@@ -24,7 +24,8 @@ import costtrack
 from costtrack import Reservation, ReservationBudget, Tracker, providers
 from costtrack._version import __version__
 
-UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+#: A reservation's key: its group, then a version 8 UUID (``_keys.new_reservation_key``).
+UUID = re.compile(r"^grp:[0-9a-f]{12}\.[0-9]+:[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 
 # -- the wire ----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from costtrack import _attributes
 from costtrack._http import Answer
-from costtrack._keys import new_idempotency_key
+from costtrack._keys import new_reservation_key
 from costtrack._reservation import (
     ON_UNAVAILABLE,
     BudgetExceeded,
@@ -163,7 +163,7 @@ class Reserving:
             except EventValidationError as error:
                 self._report_error(error)
                 return Reservation(allowed=policy == "allow", unavailable=True)
-            return body, new_idempotency_key(), self._timeout(arguments.get("timeout")), policy
+            return body, new_reservation_key(), self._timeout(arguments.get("timeout")), policy
         except Exception:  # reserve() must never raise into the application
             logger.exception("costtrack: reserve() failed unexpectedly")
             return Reservation(allowed=self._on_unavailable == "allow", unavailable=True)
