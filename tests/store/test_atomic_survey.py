@@ -1,4 +1,4 @@
-"""The allowance survey is an atomic snapshot (``EventTable.survey``): on AWS a plain read may
+"""The allowance survey is an atomic snapshot (``EventStore.survey``): on AWS a plain read may
 see one item of a committed transaction after it and another before it, for a moment
 (``local.aws_front_reads``, rule 5). A survey made of a ``GetItem`` of the workspace item and a
 ``BatchGetItem`` of the shards could then see a lease taken from the workspace item but not yet

@@ -302,7 +302,7 @@ class MemoryStore(MemoryLedgers):
 
 
 def _lease_fits(central: WorkspaceState, chunk: Chunk, charge: Charge, lease: int) -> bool:
-    """The lease's condition, as ``store.events.EventTable._lease`` states it."""
+    """The lease's condition, as ``store.events.EventStore._lease`` states it."""
     if central.status != PlanStatus.ACTIVE:
         return False
     if charge is Charge.CREDIT:

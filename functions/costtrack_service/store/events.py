@@ -61,7 +61,7 @@ _TRANSIENT_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceede
 assert 1 + len(Charge) * SHARDS <= 100, "a survey must fit in one TransactGetItems"
 
 
-class EventTable(RunTable):
+class EventStore(RunTable):
     """The ingestion path's reads and writes."""
 
     # -- keys and workspaces, as ingestion reads them -----------------------------------------

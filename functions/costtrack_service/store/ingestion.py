@@ -1,7 +1,7 @@
 """The ingestion function's store: only the parts ``IngestService`` uses, so its cold start
 imports neither the owners' nor the operators' store.
 
-* ``EventTable``: keys and workspaces read, events, rollups and allowance shards written;
+* ``EventStore``: keys and workspaces read, events, rollups and allowance shards written;
 * ``PriceTable``: a provider's database-held prices and a workspace's overrides (read);
 * ``BudgetReads``: a workspace's budgets, for the ``budget_exceeded`` warning and reservations;
 * ``ReservationTable``: enforced budgets' ledgers, the holds of reservations (``POST
@@ -14,10 +14,10 @@ The function's IAM policy in ``template.yaml`` grants what these reads and write
 from __future__ import annotations
 
 from costtrack_service.store.budget_reads import BudgetReads
-from costtrack_service.store.events import EventTable
+from costtrack_service.store.events import EventStore
 from costtrack_service.store.prices import PriceTable
 from costtrack_service.store.reservations import ReservationTable
 
 
-class IngestionStore(EventTable, PriceTable, BudgetReads, ReservationTable):
+class IngestionStore(EventStore, PriceTable, BudgetReads, ReservationTable):
     """What ingestion reads and writes (``TableAccess`` makes it: a client and the table names)."""

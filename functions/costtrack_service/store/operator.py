@@ -27,7 +27,7 @@ from costtrack_service.domain.workspaces.shards import (
     rollup_partition,
 )
 from costtrack_service.store.client import _now, shard_key
-from costtrack_service.store.events import EventTable
+from costtrack_service.store.events import EventStore
 from costtrack_service.store.items import (
     event_from_item,
     event_item_key,
@@ -44,8 +44,8 @@ from costtrack_service.store.tables import TABLES, UNPRICED
 _FETCH = 100  # events fetched per BatchGetItem
 
 
-class OperatorStore(EventTable, PageReads):
-    """Operators' writes; a backfill updates rollups as ingestion does (``EventTable``)."""
+class OperatorStore(EventStore, PageReads):
+    """Operators' writes; a backfill updates rollups as ingestion does (``EventStore``)."""
 
     # -- tables and workspaces --------------------------------------------------------------
 
