@@ -246,8 +246,9 @@ def work(variant: str, url: str, rounds: int) -> None:
 def own_code(bare: Any, url: str, rounds: int) -> list[float]:
     """costtrack's own code per non-streaming call, without the client around it: what the
     instrumented ``create`` does on the calling thread before and after the bare one
-    (``_chat_begin``, then reading the response and queueing the event in ``_chat_finish``; the
-    delivery thread makes the event), per round of 100, in microseconds."""
+    (``_chat_begin``, then copying the response's usage fields and queueing them in
+    ``_chat_finish``; the delivery thread reads them and makes the event), per round of 100, in
+    microseconds."""
     import costtrack
     from costtrack._instrument_clients import _chat_begin, _chat_finish
     from costtrack._instrument_core import Instrumentation
@@ -357,7 +358,7 @@ def main() -> None:
         bare = statistics.median(figure["bare"] for figure in by_variant.values())
         result[f"instrument_bare_{kind}_thread_cpu_us"] = round(bare, 2)
     q1, median, q3 = statistics.quantiles(own, n=4)
-    print(f"  costtrack's own code per call (begin, read, queue the event), no client: {median:.1f} [{q3 - q1:.1f}]")
+    print(f"  costtrack's own code per call (begin, copy the usage, queue), no client: {median:.1f} [{q3 - q1:.1f}]")
     result["instrument_costtrack_own_code_cpu_us"] = round(median, 2)
     result["instrument_costtrack_own_code_cpu_iqr_us"] = round(q3 - q1, 2)
     print(json.dumps(result))

@@ -1,11 +1,14 @@
 """An instrumented call's event is made on a delivery thread (``costtrack._deferred``): the calling
 thread queues what it read, and the event that arrives is the very one ``track()`` would have
 sent; an invalid one is reported to ``on_error`` and counted; metadata keeps the event on the
-calling thread; a made batch over the byte cap gives its last events back to the queue."""
+calling thread; a made batch over the byte cap gives its last events back to the queue; the
+event is the response as the call returned it; calls within the flush interval are queued
+without the queue's lock."""
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, Callable, List, Optional, Tuple
 
 import pytest
@@ -14,7 +17,7 @@ from canned_provider import Canned, CannedProvider, chat_completion, chat_usage
 import costtrack
 from costtrack import _instrument_core
 from costtrack._delivery import Delivery, DeliveryHooks, DeliverySettings
-from costtrack._queue import EventQueue
+from costtrack._queue import CLOSED, FULL, QUEUED, START_CONSUMER, EventQueue
 from costtrack._wire import MAX_BATCH_BYTES
 from costtrack.validation import EventValidationError
 
@@ -120,3 +123,56 @@ def test_made_events_beyond_the_byte_cap_go_back_to_the_front_of_the_queue() -> 
     following = queue.take()
     assert following is not None and [event.key for event in following.events] == ["k2", "k3"]
     assert [event.item for event in following.events] == [b"y" * 500, b"z"]
+
+
+def test_the_event_is_the_response_as_returned_whatever_the_application_does_with_it(
+    canned: CannedProvider, make_tracker: Callable[..., Any], sink: Any
+) -> None:
+    tracker = make_tracker()
+    response = client_of(canned, tracker).chat.completions.create(model=MODEL, messages=MESSAGES)
+    # the event is made on the delivery thread from what the call copied, not from the response
+    response.usage.prompt_tokens = 1
+    response.usage.prompt_tokens_details.cached_tokens = 0
+    response.model = "changed"
+    assert tracker.flush(timeout=10)
+    event = sink.received[0].event
+    assert (event["prompt_tokens"], event["cached_input_tokens"], event["model"]) == (1200, 800, MODEL)
+
+
+def test_calls_within_the_flush_interval_queue_without_the_lock_and_go_together(
+    canned: CannedProvider, make_tracker: Callable[..., Any], sink: Any
+) -> None:
+    tracker = make_tracker(flush_interval_ms=400)
+    client = client_of(canned, tracker)
+    client.chat.completions.create(model=MODEL, messages=MESSAGES)
+    assert sink.wait_for(1, timeout=5)  # a lone event goes at once
+    deadline = time.monotonic() + 5
+    while not tracker._queue._lingering and time.monotonic() < deadline:  # the next ones wait for more
+        client.chat.completions.create(model=MODEL, messages=MESSAGES)
+        time.sleep(0.01)
+    assert tracker._queue._lingering
+    queued = tracker.stats()["queued"]
+    for _ in range(5):
+        client.chat.completions.create(model=MODEL, messages=MESSAGES)
+    assert len(tracker._queue._inbox) == 5  # appended, not numbered yet
+    assert tracker.stats()["queued"] == queued + 5  # counted all the same
+    assert sink.wait_for(queued + 5, timeout=5)  # the lingering consumer takes them when the interval ends
+    assert tracker.flush(timeout=5) and tracker.stats()["sent"] == queued + 5
+    assert len(sink.requests) == 2  # the lone one, then the rest together
+
+
+def test_put_later_takes_the_locked_path_unless_a_consumer_lingers() -> None:
+    queue = EventQueue(3, 1, flush_interval=1.0)
+
+    def later() -> Optional[Tuple[str, bytes]]:
+        return ("k", b"{}")
+
+    assert queue.put_later(later) == START_CONSUMER  # no consumer yet: as put() says
+    queue.consumer_started()
+    queue._lingering = 1  # as a consumer waiting out the interval counts itself
+    assert queue.put_later(later) == QUEUED and len(queue._inbox) == 1
+    assert queue.outstanding() == 2 and queue.last_seq == 2 and not queue._inbox
+    assert queue.put_later(later) == QUEUED and not queue._inbox  # max_pending=3 is near: locked path
+    assert queue.put_later(later) == FULL  # counted exactly there
+    queue.close()
+    assert queue.put_later(later) == CLOSED

@@ -8,7 +8,7 @@ from typing import Any, Optional
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from costtrack._provider_events import get, get_each
+from costtrack._provider_events import fields_of, get, get_each
 
 
 class Usage(BaseModel):
@@ -70,3 +70,53 @@ def test_get_takes_the_first_name_present_and_reads_dicts() -> None:
     assert get(usage, "prompt_tokens", "input_tokens") == 9
     assert get({"a": None, "b": 2}, "a", "b") == 2
     assert get(None, "a") is None
+
+
+OPENAI_NAMES = frozenset(("prompt_tokens", "completion_tokens", "cached_tokens", "missing"))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        Usage(prompt_tokens=3, completion_tokens=4, cached_tokens=2),
+        Usage(completion_tokens=4, prompt_tokens=None),
+        Usage.model_construct(prompt_tokens=5),
+        Strict(prompt_tokens=1),
+        {"prompt_tokens": 2, "missing": None},
+    ],
+)
+def test_fields_of_copies_what_get_reads(source: Any) -> None:
+    copied = fields_of(source, OPENAI_NAMES, {})
+    assert copied is not None
+    for name in OPENAI_NAMES:
+        assert get(copied, name) == get(source, name)
+    if isinstance(source, dict):
+        source["prompt_tokens"] = 99
+    else:
+        source.prompt_tokens = 99  # the copy is the object as it was
+    assert copied["prompt_tokens"] != 99
+
+
+def test_fields_of_copies_no_object_whose_class_defines_a_name_read() -> None:
+    assert fields_of(Usage(completion_tokens=1), frozenset({"total"}), {}) is None  # a property
+    assert fields_of(Usage(completion_tokens=1), frozenset({"_private"}), {}) is None
+    assert fields_of(type("Plain", (), {"prompt_tokens": 8})(), OPENAI_NAMES, {}) is None
+
+
+def test_openai_fields_reads_as_the_response_itself() -> None:
+    openai = pytest.importorskip("openai")
+    from canned_provider import chat_completion, chat_usage
+
+    from costtrack._provider_usage import openai_fields, openai_usage
+
+    body = chat_completion("gpt-4o-mini", chat_usage(1200, 300, cached=800))
+    body["usage"]["cost"] = 0.25  # an extra field (OpenRouter)
+    response = openai.types.chat.ChatCompletion.model_validate(body)
+    copied = openai_fields(response)
+    assert copied is not None
+    assert openai_usage(copied, "openai") == openai_usage(response, "openai") == openai_usage(body, "openai")
+    assert openai_usage(copied, "openai")[1]["cached_input_tokens"] == 800
+    assert openai_usage(copied, "openai")[2]["reported_cost"] == "0.25"
+    response.usage.prompt_tokens_details.cached_tokens = 0  # the application's, after the call
+    assert openai_usage(copied, "openai")[1]["cached_input_tokens"] == 800
+    assert openai_fields(type("Other", (), {"usage": None})()) is None  # read at once instead

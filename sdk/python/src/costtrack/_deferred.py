@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Protocol, Sequence, Tuple
 
 from costtrack import _attributes
 from costtrack._event import TrackEvent
@@ -29,7 +29,7 @@ from costtrack._fast_encode import encode_event
 from costtrack._keys import new_idempotency_key
 from costtrack._queue import QUEUED
 
-__all__ = ["Build", "deferring", "make_later", "track_later"]
+__all__ = ["Build", "Deferred", "deferring", "make_later", "track_later"]
 
 logger = logging.getLogger("costtrack")
 
@@ -37,7 +37,16 @@ logger = logging.getLogger("costtrack")
 Build = Callable[[], Optional[TrackEvent]]
 
 
-def deferring(tracker: Any) -> Optional[Callable[[Build], None]]:
+class Deferred(Protocol):
+    """What an instrumented call queues (one object per call, no closure): ``build()`` makes the
+    event; called on a delivery thread, it makes the event's key and item (``make_later``)."""
+
+    def build(self) -> Optional[TrackEvent]: ...
+
+    def __call__(self) -> Optional[Tuple[str, bytes]]: ...
+
+
+def deferring(tracker: Any) -> Optional[Callable[[Deferred], None]]:
     """What queues an event for ``tracker`` to make later: for a ``Tracker`` (the class that
     defines ``_track_later``; this module does not import it) whose ``track`` is that class's
     own; ``None`` for any other tracker (anything with ``track``, a subclass's own ``track``),
@@ -49,7 +58,7 @@ def deferring(tracker: Any) -> Optional[Callable[[Build], None]]:
     return functools.partial(track_later, tracker)
 
 
-def track_later(tracker: Any, build: Build) -> None:
+def track_later(tracker: Any, deferred: Deferred) -> None:
     if not tracker._active:
         return
     try:
@@ -57,11 +66,11 @@ def track_later(tracker: Any, build: Build) -> None:
             tracker._drop_after_shutdown()
             return
         if _attributes.reservation_offered():  # the event takes the block's reservation: made now
-            event = build()
+            event = deferred.build()
             if event is not None:
                 tracker.track(event)
             return
-        outcome = tracker._queue.put("", b"", lambda: make_later(tracker, build))
+        outcome = tracker._queue.put_later(deferred)
         if outcome is not QUEUED:
             tracker._not_just_queued(outcome)
     except Exception:  # never into the application

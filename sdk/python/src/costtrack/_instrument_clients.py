@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 from costtrack._instrument_core import Call, Instrumentation, raw_response_requested, wrap_call
 from costtrack._instrument_streams import Watcher, instrument_stream
 from costtrack._provider_events import Usage, get
-from costtrack._provider_usage import anthropic_usage, openai_usage
+from costtrack._provider_usage import anthropic_usage, openai_fields, openai_usage
 
 __all__ = ["instrument_anthropic", "instrument_openai"]
 
@@ -26,27 +26,30 @@ def instrument_openai(instrumentation: Instrumentation, client: Any) -> None:
             instrumentation.patch(responses, method, wrap_call(instrumentation, _responses_begin, _responses_finish))
 
 
+#: ``_chat_begin``'s token for a call that does not stream.
+_NOT_STREAMED = (False, False, False)
+
+
 def _chat_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) -> Optional[Tuple[Call, Any]]:
-    if raw_response_requested(kwargs):
+    if kwargs.get("extra_headers") is not None and raw_response_requested(kwargs):
         return None
-    stream = kwargs.get("stream") is True
-    hide = expected = False
-    if stream:
-        options = kwargs.get("stream_options")
-        options = options if isinstance(options, Mapping) else {}
-        if "include_usage" not in options:  # ask for the usage chunk, and keep it from the caller
-            kwargs["stream_options"] = {**options, "include_usage": True}
-            hide = True
-        expected = bool(kwargs["stream_options"].get("include_usage"))
-    return instrumentation.call(kwargs.get("model")), (stream, hide, expected)
+    if kwargs.get("stream") is not True:
+        return Call(instrumentation, kwargs.get("model")), _NOT_STREAMED
+    options = kwargs.get("stream_options")
+    options = options if isinstance(options, Mapping) else {}
+    hide = False
+    if "include_usage" not in options:  # ask for the usage chunk, and keep it from the caller
+        kwargs["stream_options"] = {**options, "include_usage": True}
+        hide = True
+    expected = bool(kwargs["stream_options"].get("include_usage"))
+    return Call(instrumentation, kwargs.get("model")), (True, hide, expected)
 
 
 def _chat_finish(call: Call, token: Tuple[bool, bool, bool], result: Any) -> Any:
-    stream, hide, expected = token
-    if not stream:
-        call.finish("success", openai_usage(result, call.provider))
+    if token is _NOT_STREAMED:  # the response's usage fields are copied; read on the delivery thread
+        call.finish_response("success", openai_usage, result, openai_fields)
         return result
-    return instrument_stream(result, _ChatWatcher(call, hide, expected))
+    return instrument_stream(result, _ChatWatcher(call, token[1], token[2]))
 
 
 class _ChatWatcher(Watcher):
@@ -80,14 +83,15 @@ class _ChatWatcher(Watcher):
 
 
 def _responses_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) -> Optional[Tuple[Call, Any]]:
-    if raw_response_requested(kwargs):
+    if kwargs.get("extra_headers") is not None and raw_response_requested(kwargs):
         return None
-    return instrumentation.call(kwargs.get("model")), kwargs.get("stream") is True
+    return Call(instrumentation, kwargs.get("model")), kwargs.get("stream") is True
 
 
 def _responses_finish(call: Call, stream: bool, result: Any) -> Any:
     if not stream:
-        call.finish("error" if get(result, "status") == "failed" else "success", openai_usage(result, call.provider))
+        status = "error" if get(result, "status") == "failed" else "success"
+        call.finish_response(status, openai_usage, result, openai_fields)
         return result
     return instrument_stream(result, _ResponsesWatcher(call))
 

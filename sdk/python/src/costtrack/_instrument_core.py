@@ -12,10 +12,11 @@ import logging
 import time
 from contextvars import ContextVar
 from inspect import isawaitable
-from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple
+from types import GeneratorType
+from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from costtrack._attributes import current
-from costtrack._deferred import Build, deferring
+from costtrack._deferred import Deferred, deferring, make_later
 from costtrack._event import TrackEvent
 from costtrack._provider_events import Usage, provider_event
 
@@ -37,6 +38,9 @@ logger = logging.getLogger("costtrack")
 DEFAULT_FIELDS = ("feature", "customer_id", "customer_name", "environment", "metadata", "provider")
 #: Counts of an event whose call ended before the provider reported usage.
 _NO_USAGE: Dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0}
+_NOT_READ: Usage = (None, _NO_USAGE, {})
+#: ``Instrumentation.fields()``'s default: the attribution in force where it is called.
+_IN_FORCE: Any = {}
 
 
 class Claim:
@@ -76,15 +80,20 @@ class Instrumentation:
         self.undo: List[Callable[[], None]] = []
         #: A ``Tracker``'s events are made on its delivery thread (``_deferred``); another
         #: tracker (anything with ``track``, a subclass's own ``track``) is given each event.
-        self.later: Optional[Callable[[Build], None]] = deferring(tracker)
+        self.later: Optional[Callable[[Deferred], None]] = deferring(tracker)
+        #: Events made on the calling thread: for another tracker, or with the caller's
+        #: ``metadata`` dict among the defaults (the event is made before the caller can change it).
+        self.at_once = self.later is None or "metadata" in self.defaults
 
     def call(self, model: Any) -> Call:
         return Call(self, model)
 
-    def fields(self) -> Dict[str, Any]:
-        """The event's attribution: the context's (``costtrack.attributes``) over the client's defaults."""
+    def fields(self, context: Optional[Mapping[str, Any]] = _IN_FORCE) -> Dict[str, Any]:
+        """The event's attribution: the context's (``costtrack.attributes``; by default the one in
+        force) over the client's defaults."""
         fields = dict(self.defaults)
-        context = current()
+        if context is _IN_FORCE:
+            context = current()
         if context:
             metadata = fields.get("metadata")
             fields.update(context)
@@ -115,7 +124,7 @@ class Instrumentation:
 
 
 class Call:
-    """One model call: started when created, tracked once by ``finish``."""
+    """One model call: started when created, tracked once by ``finish`` or ``finish_response``."""
 
     __slots__ = ("_instrumentation", "_model", "_start", "done")
 
@@ -131,26 +140,45 @@ class Call:
         if self.done:
             return
         self.done = True
-        latency_ms = int((time.perf_counter() - self._start) * 1000 + 0.5)
+        self._track(status, time.perf_counter(), None, _NOT_READ if usage is None else usage, None)
+
+    def finish_response(
+        self, status: str, read: Read, response: Any, capture: Optional[Callable[[Any], Any]] = None
+    ) -> None:
+        """Track the call (once) with ``status``, its latency so far and what ``read(response,
+        provider)`` makes of its (non-streamed) ``response``. With ``capture``, the calling thread
+        only copies what ``read`` reads (``capture(response)``: plain dicts, or ``None`` when the
+        response is not of the shape it copies), and ``read`` runs on the delivery thread."""
+        if self.done:
+            return
+        self.done = True
+        self._track(status, time.perf_counter(), read, response, capture)
+
+    def _track(self, status: str, end: float, read: Optional[Read], found: Any, capture: Any) -> None:
         instrumentation = self._instrumentation
         try:
-            if usage is None:
-                usage = (None, _NO_USAGE, {})
-            found_model, counts, pricing = usage
-            if counts.get("prompt_tokens") is None and counts.get("completion_tokens") is None:
-                counts = {**counts, **_NO_USAGE}
-            fields = instrumentation.fields()
+            context = current()
             claim = claimed.get()
+            identity = None
             if claim is not None:  # a framework hook around the call: this event is the one tracked
                 claim.tracked = True
-                with_identity(fields, claim.identity)
-            fields["latency_ms"] = latency_ms
-            fields["status"] = status
-            read = (found_model or self._model, counts, pricing)
-            if instrumentation.later is None or "metadata" in fields:  # metadata: the caller's dicts
-                instrumentation.tracker.track(_event(instrumentation, read, fields))
-            else:  # what was read is plain values: the event is made on the delivery thread
-                instrumentation.later(functools.partial(_built, instrumentation, read, fields))
+                identity = claim.identity
+            if instrumentation.at_once or (context is not None and "metadata" in context):
+                # The caller's metadata dicts (or a tracker given each event): made now.
+                usage = found if read is None else read(found, instrumentation.provider)
+                fields = instrumentation.fields(context)
+                event = _event(instrumentation, self._model, usage, fields, identity, status, self._start, end)
+                instrumentation.tracker.track(event)
+                return
+            if read is not None:
+                captured = None if capture is None else capture(found)
+                if captured is None:  # what the response says is read now; the event is made later
+                    found, read = read(found, instrumentation.provider), None
+                else:
+                    found = captured
+            later = instrumentation.later
+            assert later is not None  # not at_once
+            later(_Deferred(instrumentation, self._model, self._start, end, status, context, identity, read, found))
         except Exception as error:  # never into the application
             instrumentation.report(error)
 
@@ -170,17 +198,73 @@ class Call:
         self._instrumentation.report(error)
 
 
-def _event(instrumentation: Instrumentation, read: Usage, fields: Dict[str, Any]) -> TrackEvent:
-    return provider_event("instrument", read, instrumentation.provider, None, fields)
+#: What a reader makes of a response: ``read(response, provider)``.
+Read = Callable[[Any, str], Usage]
 
 
-def _built(instrumentation: Instrumentation, read: Usage, fields: Dict[str, Any]) -> Optional[TrackEvent]:
-    """``_event`` on the delivery thread: a failure goes to ``on_error`` as it would have."""
-    try:
-        return _event(instrumentation, read, fields)
-    except Exception as error:
-        instrumentation.report(error)
-        return None
+class _Deferred:
+    """A call's event, made on a delivery thread (``_deferred``) from what the calling thread
+    kept: the times, the status, the attribution in force (``costtrack.attributes`` never
+    changes a dict it has set) and either the usage read or the response's copied fields."""
+
+    __slots__ = ("_context", "_end", "_found", "_identity", "_instrumentation", "_model", "_read", "_start", "_status")
+
+    def __init__(
+        self,
+        instrumentation: Instrumentation,
+        model: Optional[str],
+        start: float,
+        end: float,
+        status: str,
+        context: Optional[Mapping[str, Any]],
+        identity: Optional[Mapping[str, Any]],
+        read: Optional[Read],
+        found: Any,
+    ) -> None:
+        self._instrumentation = instrumentation
+        self._model = model
+        self._start = start
+        self._end = end
+        self._status = status
+        self._context = context
+        self._identity = identity
+        self._read = read
+        self._found = found
+
+    def build(self) -> Optional[TrackEvent]:
+        """The event (``None``: it could not be made; the failure went to ``on_error``)."""
+        instrumentation = self._instrumentation
+        try:
+            usage = self._found if self._read is None else self._read(self._found, instrumentation.provider)
+            fields = instrumentation.fields(self._context)
+            identity, status = self._identity, self._status
+            return _event(instrumentation, self._model, usage, fields, identity, status, self._start, self._end)
+        except Exception as error:
+            instrumentation.report(error)
+            return None
+
+    def __call__(self) -> Optional[Tuple[str, bytes]]:
+        return make_later(self._instrumentation.tracker, self.build)
+
+
+def _event(
+    instrumentation: Instrumentation,
+    model: Optional[str],
+    usage: Usage,
+    fields: Dict[str, Any],
+    identity: Optional[Mapping[str, Any]],
+    status: str,
+    start: float,
+    end: float,
+) -> TrackEvent:
+    found_model, counts, pricing = usage
+    if counts.get("prompt_tokens") is None and counts.get("completion_tokens") is None:
+        counts = {**counts, **_NO_USAGE}
+    if identity is not None:
+        with_identity(fields, identity)
+    fields["latency_ms"] = int((end - start) * 1000 + 0.5)
+    fields["status"] = status
+    return provider_event("instrument", (found_model or model, counts, pricing), instrumentation.provider, None, fields)
 
 
 def status_of(error: BaseException) -> str:
@@ -205,32 +289,27 @@ def wrap_call(instrumentation: Instrumentation, begin: Begin, finish: Finish) ->
     token)``, which returns what the caller gets: the result itself (a stream instrumented in place)."""
 
     def make(original: Callable[..., Any]) -> Callable[..., Any]:
-        def start(kwargs: Dict[str, Any]) -> Optional[Tuple[Call, Any]]:
-            try:
-                return begin(instrumentation, kwargs)
-            except Exception as error:
-                instrumentation.report(error)
-                return None
-
-        def end(call: Call, token: Any, result: Any) -> Any:
-            try:
-                return finish(call, token, result)
-            except Exception as error:
-                instrumentation.report(error)
-                return result
-
+        # One frame between the caller and the client's method: this runs once per model call.
         async def awaited(call: Call, token: Any, pending: Awaitable[Any]) -> Any:
             try:
                 result = await pending
             except BaseException as error:
                 call.fail(error)
                 raise
-            return end(call, token, result)
+            try:
+                return finish(call, token, result)
+            except Exception as error:
+                instrumentation.report(error)
+                return result
 
         if inspect.iscoroutinefunction(original):
 
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                started = start(kwargs)
+                try:
+                    started = begin(instrumentation, kwargs)
+                except Exception as error:
+                    instrumentation.report(error)
+                    started = None
                 if started is None:
                     return await original(*args, **kwargs)
                 return await awaited(started[0], started[1], original(*args, **kwargs))
@@ -238,7 +317,11 @@ def wrap_call(instrumentation: Instrumentation, begin: Begin, finish: Finish) ->
             return async_wrapper
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            started = start(kwargs)
+            try:
+                started = begin(instrumentation, kwargs)
+            except Exception as error:
+                instrumentation.report(error)
+                started = None
             if started is None:
                 return original(*args, **kwargs)
             call, token = started
@@ -247,13 +330,30 @@ def wrap_call(instrumentation: Instrumentation, begin: Begin, finish: Finish) ->
             except BaseException as error:
                 call.fail(error)
                 raise
-            if isawaitable(result):  # an async method behind a sync decorator (the clients' required_args)
+            if type(result) not in _NOT_AWAITABLE and _awaitable(result):
+                # an async method behind a sync decorator (the clients' required_args)
                 return awaited(call, token, result)
-            return end(call, token, result)
+            try:
+                return finish(call, token, result)
+            except Exception as error:
+                instrumentation.report(error)
+                return result
 
         return wrapper
 
     return make
+
+
+#: The classes of results seen not to be awaitable (``isawaitable`` asks an ABC: costly per call).
+_NOT_AWAITABLE: Set[type] = set()
+
+
+def _awaitable(result: Any) -> bool:
+    if isawaitable(result):
+        return True
+    if not isinstance(result, GeneratorType):  # a generator's flags, not its class, decide
+        _NOT_AWAITABLE.add(type(result))
+    return False
 
 
 def raw_response_requested(kwargs: Mapping[str, Any]) -> bool:

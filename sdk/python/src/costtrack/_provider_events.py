@@ -17,6 +17,7 @@ __all__ = [
     "ATTRIBUTION",
     "HelperFields",
     "Usage",
+    "fields_of",
     "get",
     "get_each",
     "header",
@@ -141,6 +142,33 @@ def get_each(source: Any, names: Tuple[str, ...]) -> List[Any]:
         value = fields.get(name)
         found.append(extra.get(name) if value is None else value)
     return found
+
+
+def fields_of(source: Any, names: FrozenSet[str], plain: Dict[type, bool]) -> Optional[Dict[str, Any]]:
+    """A shallow copy of ``source`` as a dict from which ``get`` reads each of ``names`` as it
+    reads it from ``source``: a dict's copy, or a pydantic model's fields (an extra field where
+    the field is ``None``), when its class defines none of ``names`` (``plain``: per class,
+    whether it does not, filled in here); ``None`` for anything else."""
+    cls = type(source)
+    if cls is dict:
+        return source.copy()  # type: ignore[no-any-return]
+    known = plain.get(cls)
+    if known is None:
+        on_class = _MODELS.get(cls, _UNKNOWN)
+        if on_class is _UNKNOWN:
+            on_class = _model_names(cls)
+        known = plain[cls] = (
+            on_class is not None and on_class.isdisjoint(names) and not any(name.startswith("_") for name in names)
+        )
+    if not known:
+        return None
+    fields: Dict[str, Any] = source.__dict__.copy()
+    extra = source.__pydantic_extra__
+    if extra:
+        for name, value in extra.items():
+            if fields.get(name) is None:
+                fields[name] = value
+    return fields
 
 
 #: Per (class, names) of ``get_each``: whether the names are read from the model's fields alone.

@@ -9,10 +9,10 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
-from costtrack._provider_events import Usage, get, get_each, header, items, read_counts
+from costtrack._provider_events import Usage, fields_of, get, get_each, header, items, read_counts
 from costtrack._reserved import as_count
 
-__all__ = ["anthropic_usage", "bedrock_usage", "gemini_usage", "openai_usage"]
+__all__ = ["anthropic_usage", "bedrock_usage", "gemini_usage", "openai_fields", "openai_usage"]
 
 
 #: What ``openai_usage`` reads, object by object (one ``get_each`` for each).
@@ -32,6 +32,39 @@ _OPENAI_USAGE = (
 )
 _OPENAI_PROMPT_DETAILS = ("cached_tokens", "cache_write_tokens", "audio_tokens")
 _OPENAI_COMPLETION_DETAILS = ("reasoning_tokens", "audio_tokens")
+_OPENAI_DETAILS = (
+    "input_tokens_details",
+    "output_tokens_details",
+    "prompt_tokens_details",
+    "completion_tokens_details",
+)
+_OPENAI_NAMES = frozenset(_OPENAI_RESPONSE + _OPENAI_USAGE + _OPENAI_PROMPT_DETAILS + _OPENAI_COMPLETION_DETAILS)
+#: Per class: whether ``fields_of`` copies an object of it for ``openai_usage``.
+_OPENAI_PLAIN: Dict[type, bool] = {}
+
+
+def openai_fields(response: Any) -> Optional[Dict[str, Any]]:
+    """What ``openai_usage`` reads of ``response``, copied into plain dicts that it reads the same
+    (the response, its ``usage`` and its details: shallow copies, a few entries each), so that it
+    can read them later on another thread whatever the application does with the response
+    meanwhile; ``None`` when an object is not a plain pydantic model or dict (read it now)."""
+    top = fields_of(response, _OPENAI_NAMES, _OPENAI_PLAIN)
+    if top is None:
+        return None
+    usage = top.get("usage")
+    if usage is not None:
+        usage = fields_of(usage, _OPENAI_NAMES, _OPENAI_PLAIN)
+        if usage is None:
+            return None
+        for name in _OPENAI_DETAILS:
+            details = usage.get(name)
+            if details is not None:
+                details = fields_of(details, _OPENAI_NAMES, _OPENAI_PLAIN)
+                if details is None:
+                    return None
+                usage[name] = details
+        top["usage"] = usage
+    return top
 
 
 def openai_usage(response: Any, provider: str) -> Usage:

@@ -17,6 +17,10 @@ until a batch is full, the interval is over, ``flush()`` asks for them or the qu
 A consumer waiting out the interval is not woken by each ``put()`` (only by the one that fills a
 batch): a steady stream of calls costs one wake-up and one request per interval, not per event,
 and the calling thread does not hand the GIL to a consumer thread after every call.
+
+An instrumented call's event (``put_later``) does not even take the lock while a consumer
+waits out the interval: it is appended to an inbox (a ``deque``, whose ``append`` is atomic)
+that the consumers, ``flush()`` and the counts move into the queue under the lock.
 """
 
 from __future__ import annotations
@@ -101,6 +105,7 @@ class EventQueue:
         self._settled = threading.Condition(self._lock)  # flush() waits here
         self._stop = threading.Event()
         self._waiting: Deque[QueuedEvent] = deque()
+        self._inbox: Deque[Later] = deque()  # put_later()'s events, not yet numbered
         self._in_flight: List[Batch] = []
         self._held = 0  # events in self._in_flight
         self._last_seq = 0
@@ -125,6 +130,7 @@ class EventQueue:
         with self._lock:
             if self._closed:
                 return CLOSED
+            self._take_inbox()
             if len(self._waiting) + self._held >= self.max_pending:
                 return FULL
             self._last_seq += 1
@@ -142,10 +148,41 @@ class EventQueue:
             self._starting += 1
             return START_CONSUMER
 
+    def put_later(self, later: Later) -> str:
+        """``put`` of an event whose key and item ``later`` makes, without the lock while a consumer
+        waits out the flush interval: that consumer takes the inbox when the interval ends (an
+        append here is seen by any consumer that counts itself lingering after it). Near a full
+        batch or ``max_pending`` (counted without the lock: threads racing may pass it by one
+        each), closed, or with no consumer lingering, the locked path decides as ``put`` does."""
+        inbox = self._inbox
+        if (
+            self._lingering
+            and not self._closed
+            and len(inbox) + len(self._waiting) < MAX_BATCH_EVENTS - 1
+            and len(inbox) + len(self._waiting) + self._held < self.max_pending - 1
+        ):
+            inbox.append(later)
+            if self._lingering and not self._closed:  # read after the append: it will be taken
+                return QUEUED
+            with self._lock:
+                try:  # not taken yet: put it through the locked path instead
+                    inbox.remove(later)
+                except ValueError:
+                    return QUEUED  # a consumer numbered it already
+        return self.put("", b"", later)
+
+    def _take_inbox(self) -> None:
+        """Number and queue what ``put_later`` appended (with the lock held)."""
+        inbox = self._inbox
+        while inbox:
+            self._last_seq += 1
+            self._waiting.append(QueuedEvent(self._last_seq, "", b"", inbox.popleft()))
+
     def need_consumer(self) -> bool:
         """For ``flush()`` and ``shutdown()``: whether events are pending with no consumer to
         deliver them (after a consumer failed to start); if so the caller must start one."""
         with self._lock:
+            self._take_inbox()
             if not self._waiting or self._consumers or self._starting:
                 return False
             self._starting += 1
@@ -178,6 +215,7 @@ class EventQueue:
             while True:
                 if self._stop.is_set():
                     return None
+                self._take_inbox()
                 if self._waiting:
                     if not self._failing:
                         wait = self._partial_wait()
@@ -213,6 +251,8 @@ class EventQueue:
         self._idle += 1
         self._lingering += lingering
         try:
+            if self._inbox:  # appended while this consumer was not counted as lingering
+                return
             self._work.wait(timeout)
         finally:
             self._idle -= 1
@@ -299,6 +339,7 @@ class EventQueue:
     def clear(self) -> int:
         """Drop every waiting event and every batch not being reported; returns how many events."""
         with self._lock:
+            self._take_inbox()
             count = len(self._waiting)
             self._waiting.clear()
             self._waiting_bytes = 0
@@ -317,11 +358,13 @@ class EventQueue:
     def last_seq(self) -> int:
         """Sequence number of the newest event ever queued (also: how many were queued)."""
         with self._lock:
+            self._take_inbox()
             return self._last_seq
 
     def outstanding(self) -> int:
         """Events waiting or held right now."""
         with self._lock:
+            self._take_inbox()
             return len(self._waiting) + self._held
 
     def wait_through(self, seq: int, deadline: Optional[float]) -> bool:
@@ -329,6 +372,7 @@ class EventQueue:
         flush interval at once; ``False`` at the ``deadline`` (a ``time.monotonic()`` value,
         ``None`` for none)."""
         with self._lock:
+            self._take_inbox()
             if seq > self._flush_seq:
                 self._flush_seq = seq
                 if self._lingering:
