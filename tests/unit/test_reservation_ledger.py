@@ -157,10 +157,13 @@ def shop() -> Shop:
     return Shop()
 
 
-def test_500_concurrent_cent_reservations_on_one_dollar_allow_exactly_100_and_settle_to_the_sum(shop: Shop) -> None:
+@pytest.mark.parametrize("key", ["k{}", "grp:one:{}"], ids=["plain keys", "one group"])
+def test_500_concurrent_cent_reservations_on_one_dollar_allow_exactly_100_and_settle_to_the_sum(
+    shop: Shop, key: str
+) -> None:
     budget = shop.budget("1")
     with ThreadPoolExecutor(16) as pool:
-        answers = list(pool.map(lambda i: shop.reserve("0.01", key=f"k{i}"), range(500)))
+        answers = list(pool.map(lambda i: shop.reserve("0.01", key=key.format(i)), range(500)))
     allowed = [answer for answer in answers if answer is not None]
     assert len(allowed) == 100
     assert shop.totals(budget) == (D("0"), D("1"), D("0"))

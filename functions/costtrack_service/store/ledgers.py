@@ -55,6 +55,15 @@ def hold_value(amount: Decimal, expires: int) -> list[Any]:
     return [amount, expires]
 
 
+def _return_and_spend(values: dict[str, Any], cost: Decimal | None) -> str:
+    """The SET clause that takes holds of ``:a`` off ``held``, puts ``:back`` (the holds less their
+    cost) back into ``available`` and spends ``cost``; adds the values it uses to ``values``."""
+    if not cost:
+        return "SET held = held - :a, available = available + :back"
+    values.update({":z": ZERO, ":cost": cost})
+    return "SET held = held - :a, available = available + :back, spent = if_not_exists(spent, :z) + :cost"
+
+
 def release_update(
     tables: TableNames,
     workspace_id: str,
@@ -67,10 +76,7 @@ def release_update(
     """Return a live hold to its shard and spend ``cost`` there (``ZERO``: a release), on the
     condition that the hold is still there, unexpired, and the one read."""
     values: dict[str, Any] = {":a": hold.amount, ":now": now, ":back": hold.amount - (cost or ZERO)}
-    update = "SET held = held - :a, available = available + :back"
-    if cost:
-        update += ", spent = if_not_exists(spent, :z) + :cost"
-        values.update({":z": ZERO, ":cost": cost})
+    update = _return_and_spend(values, cost)
     return {
         "TableName": tables.allowance,
         "Key": to_item({"shard_key": ledger_key(workspace_id, part.ref, reservation.month, part.shard)}),
@@ -132,10 +138,7 @@ def settle_update(
         conditions.append(
             f"attribute_exists({alias}) AND {alias}{expiry_at} > :now{index} AND {alias}{amount_at} = :a{index}"
         )
-    update = "SET held = held - :a, available = available + :back"
-    if cost:
-        update += ", spent = if_not_exists(spent, :z) + :cost"
-        values.update({":z": ZERO, ":cost": cost})
+    update = _return_and_spend(values, cost)
     return {
         "TableName": tables.allowance,
         "Key": to_item({"shard_key": ledger_key(workspace_id, ref, month, shard)}),
