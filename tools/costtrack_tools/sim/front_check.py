@@ -25,6 +25,9 @@ from costtrack_tools.sim.dynamo import SimRules
 from costtrack_tools.sim.workload import EVENT, SimResult, Workload, simulate
 
 COUNTS = ("accepted", "refused", "conflicts")
+FRONT_COUNTS = ("transactions", "conflicts_cancelled", "transact_get_conflicts")
+WARM_UP_BATCHES = 2  # per sender, in a workspace of its own, before the measured run
+KINDS = ("committed", "cancelled", "survey", "survey_cancelled", "peek", "read")
 
 
 @dataclass(frozen=True)
@@ -35,22 +38,24 @@ class Shape:
     allowance: int = 2_500
 
 
-def front_run(shape: Shape) -> dict[str, Any]:
-    """The workload through the front; its counts and the latencies it measured (seconds)."""
+def front_run(shape: Shape, delay_s: float = 0.0) -> dict[str, Any]:
+    """The workload through the front; its counts and the latencies it measured (seconds).
+    ``delay_s``: the front's speed knob (``AwsRules.upstream_delay_s``), a slower DynamoDB Local."""
     from costtrack._retry import backoff_delay
     from costtrack_service.domain.chunks import Chunk, ChunkRejected, Survey
     from costtrack_service.domain.errors import RETRY_AFTER_SECONDS, ApiError
     from costtrack_service.domain.ingestion import IngestService
     from costtrack_service.domain.quota import Tier
+    from costtrack_service.domain.store_errors import SurveyConflict
     from costtrack_service.edge.ingest_request import IngestRequest, ingest
     from costtrack_service.store import DynamoStore, dynamodb_client
     from costtrack_service.tables import TableNames
     from costtrack_tools.local.aws_front import AwsFront, AwsRules
     from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
 
-    samples: dict[str, list[float]] = {name: [] for name in ("committed", "cancelled", "survey", "peek", "read")}
+    samples: dict[str, list[float]] = {name: [] for name in KINDS}
     overheads: list[float] = []
-    counts = {"accepted": 0, "refused": 0, "sdk_503s": 0, "lost": 0}
+    counts: dict[str, float] = {"accepted": 0, "refused": 0, "sdk_503s": 0, "lost": 0, "slept_s": 0.0}
     lock = threading.Lock()
     local = threading.local()
 
@@ -71,9 +76,12 @@ def front_run(shape: Shape) -> dict[str, Any]:
         def survey(self, workspace_id: str, period: str) -> Survey:
             started = time.perf_counter()
             try:
-                return super().survey(workspace_id, period)
-            finally:
-                timed("survey", started)
+                survey = super().survey(workspace_id, period)
+            except SurveyConflict:
+                timed("survey_cancelled", started)
+                raise
+            timed("survey", started)
+            return survey
 
         def peek(self, workspace_id: str, period: str) -> Survey:
             started = time.perf_counter()
@@ -107,7 +115,7 @@ def front_run(shape: Shape) -> dict[str, Any]:
     with LocalDynamo() as dynamo:
         if dynamo.note:  # moto's server is no stand-in here: its timing is not DynamoDB Local's
             raise RuntimeError(f"the front check needs DynamoDB Local: {dynamo.note}")
-        with AwsFront(dynamo.endpoint, AwsRules(transaction_latency_s=0.01)) as front:
+        with AwsFront(dynamo.endpoint, AwsRules(transaction_latency_s=0.01, upstream_delay_s=delay_s)) as front:
             store = Timed(
                 dynamodb_client(front.url, LOCAL_REGION, LOCAL_CREDENTIALS),
                 TableNames.with_prefix(f"f{uuid.uuid4().hex[:6]}-"),
@@ -116,9 +124,16 @@ def front_run(shape: Shape) -> dict[str, Any]:
             workspace = store.create_workspace("front", tier=Tier.FREE, included_events=shape.allowance)
             secret, _ = store.create_key(workspace.workspace_id)
 
-            def sender(number: int) -> None:
-                service = IngestService(store)
-                for batch in range(shape.batches):
+            def backoff(seconds: float) -> None:
+                # The service's conflict backoff: the simulator sleeps its own, so it is no overhead.
+                local.store_s = getattr(local, "store_s", 0.0) + seconds
+                time.sleep(seconds)
+                with lock:
+                    counts["slept_s"] += seconds
+
+            def sender(number: int, secret: str, batches: int) -> None:
+                service = IngestService(store, sleep=backoff)
+                for batch in range(batches):
                     keys = [f"e{number}-{batch}-{n}" for n in range(shape.batch)]
                     body = json.dumps({"batch": [{"idempotency_key": key, "event": EVENT} for key in keys]}).encode()
                     for attempt in range(4):
@@ -131,25 +146,41 @@ def front_run(shape: Shape) -> dict[str, Any]:
                             with lock:
                                 counts["sdk_503s"] += 1
                                 counts["lost"] += shape.batch if attempt == 3 else 0
-                            time.sleep(backoff_delay(attempt + 1, float(RETRY_AFTER_SECONDS)))
-                            continue
-                        finally:
-                            with lock:
                                 overheads.append(max(0.0, time.perf_counter() - started - local.store_s))
+                            pause = backoff_delay(attempt + 1, float(RETRY_AFTER_SECONDS))
+                            time.sleep(pause)  # not overhead: the simulator sleeps its own
+                            with lock:
+                                counts["slept_s"] += pause
+                            continue
+                        with lock:
+                            overheads.append(max(0.0, time.perf_counter() - started - local.store_s))
                         statuses = [outcome["status"] for outcome in answer.body["results"]]
                         with lock:
                             counts["accepted"] += statuses.count(200)
                             counts["refused"] += statuses.count(429)
                         break
 
-            started = time.perf_counter()
-            threads = [threading.Thread(target=sender, args=(n,)) for n in range(shape.senders)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            elapsed = time.perf_counter() - started
-            stats = front.stats()
+            def run(secret: str, batches: int) -> float:
+                started = time.perf_counter()
+                threads = [threading.Thread(target=sender, args=(n, secret, batches)) for n in range(shape.senders)]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+                return time.perf_counter() - started
+
+            # Warm-up, not measured: DynamoDB Local's first seconds (its JIT compiling) are several
+            # times slower, which AWS is not and which a simulator drawing each latency from the
+            # run's samples would spread over the whole run (in the front they pile up at its start).
+            spare = store.create_workspace("warm-up", tier=Tier.FREE, included_events=10**6)
+            run(store.create_key(spare.workspace_id)[0], WARM_UP_BATCHES)
+            for values in (*samples.values(), overheads, front.hold_times):
+                values.clear()
+            front.forward_times.clear()
+            counts.update(dict.fromkeys(counts, 0))
+            before = front.stats()
+            elapsed = run(secret, shape.batches)
+            stats = {name: front.stats()[name] - before[name] for name in FRONT_COUNTS}
             holds = list(front.hold_times)
             service = _service_times(front.forward_times)
     committed = samples["committed"]
@@ -164,14 +195,16 @@ def front_run(shape: Shape) -> dict[str, Any]:
         "survey_conflicts": stats["transact_get_conflicts"],
         "conflicts": stats["conflicts_cancelled"] + stats["transact_get_conflicts"],
         "transactions": stats["transactions"],
-        "surveys": len(samples["survey"]),
+        "surveys": len(samples["survey"]) + len(samples["survey_cancelled"]),
         "peeks": len(samples["peek"]),
         "events_per_s": shape.senders * shape.batches * shape.batch / elapsed,
         "samples": {
             "hold": holds,
             "outside": outside,
+            "committed": committed,  # not a simulator input: hold and outside are
             "cancelled": samples["cancelled"],
             "survey": samples["survey"],
+            "survey_cancelled": samples["survey_cancelled"],
             "peek": samples["peek"],
             "read": samples["read"],
             "overhead": overheads,
@@ -190,6 +223,7 @@ def simulate_like(front: dict[str, Any], shape: Shape, seed: int) -> SimResult:
         outside_samples=measured["outside"],
         cancelled_samples=measured["cancelled"],
         survey_samples=measured["survey"],
+        survey_cancelled_samples=measured.get("survey_cancelled", ()),
         peek_samples=measured["peek"],
         seed=seed,
     )
