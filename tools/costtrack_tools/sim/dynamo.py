@@ -230,7 +230,8 @@ class SimDynamo(MemoryStore):
         # (none without measured samples); a cancelled survey answers in the other half.
         cancelled = rules.survey_cancelled_samples or rules.cancelled_samples
         transit = self._latency(0.0, cancelled) / 2 if cancelled else 0.0
-        self.hub.sleep(transit)
+        if cancelled:  # without samples, no pause at all: the default rules' runs are unchanged
+            self.hub.sleep(transit)
         if any(self.held[item] for item in items):
             self.stats["survey_conflicts"] += 1
             self.hub.sleep(transit if cancelled else self._latency(rules.conflict_answer_s))
