@@ -3,7 +3,7 @@
 out mid-run, through the real ingestion code on a simulated DynamoDB in virtual time (warm
 tables: no table-level limit; 1,000 write units a second per partition key). Then the same
 closed-loop workload through the AWS front and the simulator driven by the latencies the front
-measured in that run (``sim_front.py``; alone: ``.venv/bin/python bench/sim_front.py``).
+measured in that run, at several front speeds (``sim_front.py``; alone: ``.venv/bin/python bench/sim_front.py``).
 
     .venv/bin/python bench/sim.py
 
@@ -94,7 +94,7 @@ def main() -> None:
     import sim_front
 
     figures, rows = rates()
-    front_figures, front_rows = sim_front.agreement(sim_front.front_run(sim_front.SHAPE))
+    front_figures, front_rows = sim_front.at_speeds()
     figures.update(front_figures)
     print("simulation of one workspace on AWS (virtual time, warm tables, batches of 100):")
     print("\n".join(rows))
@@ -102,7 +102,7 @@ def main() -> None:
     print(
         "the same closed-loop workload on the AWS front and in the simulation driven by the front's "
         f"measured latencies ({shape.senders} functions x {shape.batches} batches of {shape.batch}, "
-        f"allowance {shape.allowance}, {sim_front.SEEDS} seeds):"
+        f"allowance {shape.allowance}, {sim_front.SEEDS} seeds), the front as this host runs it and slowed:"
     )
     print("\n".join(front_rows))
     output: dict[str, Any] = {name: round(value, 4) for name, value in figures.items()}

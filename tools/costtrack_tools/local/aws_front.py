@@ -97,6 +97,9 @@ class AwsRules:
     visibility_window_s: float = 0.0
     visibility_order: str = "random"  # or "request", "reversed"
     seed: int | None = None
+    #: A speed knob, not an AWS rule: each request to DynamoDB Local first waits this long, one
+    #: at a time (``Upstream``), a slower DynamoDB Local (``bench/sim_front.py --delay-ms``).
+    upstream_delay_s: float = 0.0
 
 
 _Charged = list[tuple[Window, list[float]]]
@@ -113,7 +116,7 @@ class AwsFront(ServedInBackground):
 
     def __init__(self, upstream: str, rules: AwsRules | None = None, port: int = 0) -> None:
         self.rules = rules or AwsRules()
-        self._upstream = Upstream(upstream)
+        self._upstream = Upstream(upstream, self.rules.upstream_delay_s)
         self._tables: dict[str, Table] = {}
         self._lock = threading.Lock()
         self._held: set[str] = set()  # by transactions in flight

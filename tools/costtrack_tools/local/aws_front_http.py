@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import threading
+import time
 import uuid
 import zlib
 from collections.abc import Callable
@@ -39,15 +40,23 @@ class Front(Protocol):
 
 
 class Upstream:
-    """Keep-alive connections to DynamoDB Local, reused across requests and threads."""
+    """Keep-alive connections to DynamoDB Local, reused across requests and threads.
 
-    def __init__(self, endpoint: str) -> None:
+    ``delay_s`` (a speed knob): each request first waits that long, one request at a time, as if
+    DynamoDB Local (which does its work one request at a time) were slower by that much."""
+
+    def __init__(self, endpoint: str, delay_s: float = 0.0) -> None:
         parts = urlsplit(endpoint)
         self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
+        self.delay_s = delay_s
+        self._slow = threading.Lock()
 
     def call(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Response:
+        if self.delay_s > 0:
+            with self._slow:
+                time.sleep(self.delay_s)
         for attempt in range(2):
             # The retry takes a new connection: the other idle ones may be as stale as the first
             # (DynamoDB Local closes idle connections together), and a second stale one failed CI.

@@ -61,7 +61,8 @@ class SimRules:
     hold_samples: tuple[float, ...] = ()
     outside_samples: tuple[float, ...] = ()
     cancelled_samples: tuple[float, ...] = ()
-    survey_samples: tuple[float, ...] = ()
+    survey_samples: tuple[float, ...] = ()  # surveys answered
+    survey_cancelled_samples: tuple[float, ...] = ()  # surveys cancelled (else ``cancelled_samples``)
     peek_samples: tuple[float, ...] = ()
     read_samples: tuple[float, ...] = ()  # find_events, get_key, get_workspace
     #: DynamoDB Local answers one transaction at a time: when given, a transaction's hold is its
@@ -83,6 +84,10 @@ class SimDynamo(MemoryStore):
         self.stats: Counter[str] = Counter()
         self.write_units = 0.0
         self.busiest: dict[tuple[str, int], float] = {}  # (partition, second) -> write units
+        #: Per committed or refused-by-condition transaction: seconds its items were held, and
+        #: its wait in the one queue (``service_samples``), for the comparison with the front.
+        self.hold_times: list[float] = []
+        self.queue_waits: list[float] = []
 
     # -- the rules ----------------------------------------------------------------------------
 
@@ -191,10 +196,12 @@ class SimDynamo(MemoryStore):
         self.inflight_events += len(chunk.records)
         if rules.service_samples:
             start = max(self.hub.now, self.server_free_at)
+            self.queue_waits.append(start - self.hub.now)
             self.server_free_at = start + self._latency(0.0, rules.service_samples)
             hold = self.server_free_at - self.hub.now + rules.after_answer_s
         else:
             hold = self._latency(rules.transaction_median_s, rules.hold_samples)
+        self.hold_times.append(hold)
         try:
             self.hub.sleep(hold)
         finally:
@@ -218,9 +225,16 @@ class SimDynamo(MemoryStore):
         items = [f"workspaces|{workspace_id}"]
         items += [f"allowance|{self._shard(workspace_id, period, c, i)}" for c in Charge for i in range(SHARDS)]
         self.stats["surveys"] += 1
+        rules = self.rules
+        # Held items are checked on arrival, half a cancelled answer's round trip after the call
+        # (none without measured samples); a cancelled survey answers in the other half.
+        cancelled = rules.survey_cancelled_samples or rules.cancelled_samples
+        transit = self._latency(0.0, cancelled) / 2 if cancelled else 0.0
+        if cancelled:  # without samples, no pause at all: the default rules' runs are unchanged
+            self.hub.sleep(transit)
         if any(self.held[item] for item in items):
             self.stats["survey_conflicts"] += 1
-            self.hub.sleep(self._latency(self.rules.conflict_answer_s))
+            self.hub.sleep(transit if cancelled else self._latency(rules.conflict_answer_s))
             raise SurveyConflict("TransactionConflict")
         reads = {item.split("|", 1)[1]: 2.0 for item in items}  # 2 units per transactional read
         if not self._fits(reads, self.rules.partition_rcu_per_s):
@@ -228,7 +242,8 @@ class SimDynamo(MemoryStore):
             raise StoreUnavailable("ThrottlingError")
         self._consume(reads)
         snapshot = super().survey(workspace_id, period)  # one instant: the snapshot is atomic
-        self.hub.sleep(self._latency(self.rules.read_median_s, self.rules.survey_samples))  # holds nothing
+        answer = self._latency(rules.read_median_s, rules.survey_samples)
+        self.hub.sleep(max(0.0, answer - transit))  # holds nothing
         return snapshot
 
     def peek(self, workspace_id: str, period: str) -> Survey:

@@ -7,8 +7,12 @@ measured in that run (:func:`simulate_like`): each committed transaction's hold 
 front's admission until it let go of its items: DynamoDB Local's queue under this load
 included), the client's time outside it, a cancelled transaction's answer, the survey's and the
 peek's, and each request's time outside the store (the functions' CPU, which on the front
-shares this machine's cores). Both count conflicts the same way: transactions cancelled because
-another held an item, plus surveys (``TransactGetItems``) cancelled so.
+shares this machine's cores) without the pauses: the conflict backoff and the SDK's 503 backoff
+are the simulator's own (counted in both, the simulated loop ran slower than the front, and
+conflicted less, the faster the front was). ``slept_s`` and ``senders_s`` (the pauses and the
+senders' time, summed) let a test check that the samples account for each sender's time once.
+A warm-up in a workspace of its own comes first. Both count conflicts the same way: transactions
+cancelled because another held an item, plus surveys (``TransactGetItems``) cancelled so.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from costtrack_tools.sim.dynamo import SimRules
 from costtrack_tools.sim.workload import EVENT, SimResult, Workload, simulate
 
 COUNTS = ("accepted", "refused", "conflicts")
+FRONT_COUNTS = ("transactions", "conflicts_cancelled", "transact_get_conflicts")
+WARM_UP_BATCHES = 2  # per sender, in a workspace of its own, before the measured run
+KINDS = ("committed", "cancelled", "survey", "survey_cancelled", "peek", "read")
 
 
 @dataclass(frozen=True)
@@ -35,12 +42,14 @@ class Shape:
     allowance: int = 2_500
 
 
-def front_run(shape: Shape) -> dict[str, Any]:
-    """The workload through the front; its counts and the latencies it measured (seconds)."""
+def front_run(shape: Shape, delay_s: float = 0.0) -> dict[str, Any]:
+    """The workload through the front; its counts and the latencies it measured (seconds).
+    ``delay_s``: the front's speed knob (``AwsRules.upstream_delay_s``), a slower DynamoDB Local."""
     from costtrack._retry import backoff_delay
     from costtrack_service.domain.errors import RETRY_AFTER_SECONDS, ApiError
     from costtrack_service.domain.ingest.chunks import Chunk, ChunkRejected, Survey
     from costtrack_service.domain.ingest.service import IngestService
+    from costtrack_service.domain.store_errors import SurveyConflict
     from costtrack_service.domain.workspaces.plans import Tier
     from costtrack_service.edge.ingest_request import IngestRequest, ingest
     from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
@@ -48,19 +57,34 @@ def front_run(shape: Shape) -> dict[str, Any]:
     from costtrack_tools.local.aws_front import AwsFront, AwsRules
     from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
 
-    samples: dict[str, list[float]] = {name: [] for name in ("committed", "cancelled", "survey", "peek", "read")}
+    samples: dict[str, list[float]] = {name: [] for name in KINDS}
     overheads: list[float] = []
-    counts = {"accepted": 0, "refused": 0, "sdk_503s": 0, "lost": 0}
+    counts: dict[str, float] = {"accepted": 0, "refused": 0, "sdk_503s": 0, "lost": 0, "slept_s": 0.0, "senders_s": 0.0}
     lock = threading.Lock()
     local = threading.local()
 
     def timed(kind: str, started: float) -> None:
+        if local.depth > 1:  # a call the store makes itself: the peek's read of the workspace item
+            return
         spent = time.perf_counter() - started
         local.store_s = getattr(local, "store_s", 0.0) + spent
         with lock:
             samples[kind].append(spent)
 
+    def outermost(call: Any) -> Any:
+        """Count how deep in timed calls this thread is: only the domain's own calls are timed."""
+
+        def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+            local.depth = getattr(local, "depth", 0) + 1
+            try:
+                return call(self, *args, **kwargs)
+            finally:
+                local.depth -= 1
+
+        return counted
+
     class Timed(DynamoStore):
+        @outermost
         def write_chunk(self, chunk: Chunk) -> ChunkRejected | None:
             started = time.perf_counter()
             rejected = super().write_chunk(chunk)
@@ -68,13 +92,18 @@ def front_run(shape: Shape) -> dict[str, Any]:
             timed("cancelled" if conflict else "committed", started)
             return rejected
 
+        @outermost
         def survey(self, workspace_id: str, period: str) -> Survey:
             started = time.perf_counter()
             try:
-                return super().survey(workspace_id, period)
-            finally:
-                timed("survey", started)
+                survey = super().survey(workspace_id, period)
+            except SurveyConflict:
+                timed("survey_cancelled", started)
+                raise
+            timed("survey", started)
+            return survey
 
+        @outermost
         def peek(self, workspace_id: str, period: str) -> Survey:
             started = time.perf_counter()
             try:
@@ -83,6 +112,7 @@ def front_run(shape: Shape) -> dict[str, Any]:
                 timed("peek", started)
 
         # The reads the simulator times (``SimDynamo``): out of the requests' overhead.
+        @outermost
         def find_events(self, *args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
             try:
@@ -90,6 +120,7 @@ def front_run(shape: Shape) -> dict[str, Any]:
             finally:
                 timed("read", started)
 
+        @outermost
         def get_key(self, *args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
             try:
@@ -97,6 +128,7 @@ def front_run(shape: Shape) -> dict[str, Any]:
             finally:
                 timed("read", started)
 
+        @outermost
         def get_workspace(self, *args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
             try:
@@ -107,7 +139,7 @@ def front_run(shape: Shape) -> dict[str, Any]:
     with LocalDynamo() as dynamo:
         if dynamo.note:  # moto's server is no stand-in here: its timing is not DynamoDB Local's
             raise RuntimeError(f"the front check needs DynamoDB Local: {dynamo.note}")
-        with AwsFront(dynamo.endpoint, AwsRules(transaction_latency_s=0.01)) as front:
+        with AwsFront(dynamo.endpoint, AwsRules(transaction_latency_s=0.01, upstream_delay_s=delay_s)) as front:
             store = Timed(
                 dynamodb_client(front.url, LOCAL_REGION, LOCAL_CREDENTIALS),
                 TableNames.with_prefix(f"f{uuid.uuid4().hex[:6]}-"),
@@ -116,9 +148,24 @@ def front_run(shape: Shape) -> dict[str, Any]:
             workspace = store.create_workspace("front", tier=Tier.FREE, included_events=shape.allowance)
             secret, _ = store.create_key(workspace.workspace_id)
 
-            def sender(number: int) -> None:
-                service = IngestService(store)
-                for batch in range(shape.batches):
+            def backoff(seconds: float) -> None:
+                # The service's conflict backoff: the simulator sleeps its own, so it is no overhead.
+                local.store_s = getattr(local, "store_s", 0.0) + seconds
+                time.sleep(seconds)
+                with lock:
+                    counts["slept_s"] += seconds
+
+            def sender(number: int, secret: str, batches: int) -> None:
+                begun = time.perf_counter()
+                try:
+                    send(number, secret, batches)
+                finally:
+                    with lock:
+                        counts["senders_s"] += time.perf_counter() - begun
+
+            def send(number: int, secret: str, batches: int) -> None:
+                service = IngestService(store, sleep=backoff)
+                for batch in range(batches):
                     keys = [f"e{number}-{batch}-{n}" for n in range(shape.batch)]
                     body = json.dumps({"batch": [{"idempotency_key": key, "event": EVENT} for key in keys]}).encode()
                     for attempt in range(4):
@@ -131,25 +178,41 @@ def front_run(shape: Shape) -> dict[str, Any]:
                             with lock:
                                 counts["sdk_503s"] += 1
                                 counts["lost"] += shape.batch if attempt == 3 else 0
-                            time.sleep(backoff_delay(attempt + 1, float(RETRY_AFTER_SECONDS)))
-                            continue
-                        finally:
-                            with lock:
                                 overheads.append(max(0.0, time.perf_counter() - started - local.store_s))
+                            pause = backoff_delay(attempt + 1, float(RETRY_AFTER_SECONDS))
+                            time.sleep(pause)  # not overhead: the simulator sleeps its own
+                            with lock:
+                                counts["slept_s"] += pause
+                            continue
+                        with lock:
+                            overheads.append(max(0.0, time.perf_counter() - started - local.store_s))
                         statuses = [outcome["status"] for outcome in answer.body["results"]]
                         with lock:
                             counts["accepted"] += statuses.count(200)
                             counts["refused"] += statuses.count(429)
                         break
 
-            started = time.perf_counter()
-            threads = [threading.Thread(target=sender, args=(n,)) for n in range(shape.senders)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            elapsed = time.perf_counter() - started
-            stats = front.stats()
+            def run(secret: str, batches: int) -> float:
+                started = time.perf_counter()
+                threads = [threading.Thread(target=sender, args=(n, secret, batches)) for n in range(shape.senders)]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+                return time.perf_counter() - started
+
+            # Warm-up, not measured: DynamoDB Local's first seconds (its JIT compiling) are several
+            # times slower, which AWS is not and which a simulator drawing each latency from the
+            # run's samples would spread over the whole run (in the front they pile up at its start).
+            spare = store.create_workspace("warm-up", tier=Tier.FREE, included_events=10**6)
+            run(store.create_key(spare.workspace_id)[0], WARM_UP_BATCHES)
+            for values in (*samples.values(), overheads, front.hold_times):
+                values.clear()
+            front.forward_times.clear()
+            counts.update(dict.fromkeys(counts, 0))
+            before = front.stats()
+            elapsed = run(secret, shape.batches)
+            stats = {name: front.stats()[name] - before[name] for name in FRONT_COUNTS}
             holds = list(front.hold_times)
             service = _service_times(front.forward_times)
     committed = samples["committed"]
@@ -164,14 +227,16 @@ def front_run(shape: Shape) -> dict[str, Any]:
         "survey_conflicts": stats["transact_get_conflicts"],
         "conflicts": stats["conflicts_cancelled"] + stats["transact_get_conflicts"],
         "transactions": stats["transactions"],
-        "surveys": len(samples["survey"]),
+        "surveys": len(samples["survey"]) + len(samples["survey_cancelled"]),
         "peeks": len(samples["peek"]),
         "events_per_s": shape.senders * shape.batches * shape.batch / elapsed,
         "samples": {
             "hold": holds,
             "outside": outside,
+            "committed": committed,  # not a simulator input: hold and outside are
             "cancelled": samples["cancelled"],
             "survey": samples["survey"],
+            "survey_cancelled": samples["survey_cancelled"],
             "peek": samples["peek"],
             "read": samples["read"],
             "overhead": overheads,
@@ -190,6 +255,7 @@ def simulate_like(front: dict[str, Any], shape: Shape, seed: int) -> SimResult:
         outside_samples=measured["outside"],
         cancelled_samples=measured["cancelled"],
         survey_samples=measured["survey"],
+        survey_cancelled_samples=measured.get("survey_cancelled", ()),
         peek_samples=measured["peek"],
         seed=seed,
     )
