@@ -3,10 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, get_args
+
+#: Every error code of the API (docs/api-rules.md#errors), in alphabetical order (the OpenAPI
+#: document lists them so).
+ErrorCode = Literal[
+    "BUDGET_EXCEEDED",
+    "CONFLICT",
+    "IDEMPOTENCY_KEY_REUSED",
+    "INACTIVE_API_KEY",
+    "INTERNAL_ERROR",
+    "INVALID_ADMIN_TOKEN",
+    "INVALID_API_KEY",
+    "INVALID_KEY_TRANSITION",
+    "INVALID_PAYLOAD",
+    "NOT_FOUND",
+    "PLAN_INACTIVE",
+    "QUOTA_EXCEEDED",
+    "REVOKED_API_KEY",
+    "UNAVAILABLE",
+]
+ERROR_CODES: tuple[ErrorCode, ...] = get_args(ErrorCode)
 
 #: The contract's table, the one place that pairs a code with its HTTP status.
-ERROR_STATUS: Mapping[str, int] = {
+ERROR_STATUS: Mapping[ErrorCode, int] = {
     "INVALID_PAYLOAD": 400,
     "INVALID_API_KEY": 401,
     "REVOKED_API_KEY": 401,
@@ -29,7 +49,7 @@ class ApiError(Exception):
 
     def __init__(
         self,
-        code: str,
+        code: ErrorCode,
         message: str,
         *,
         details: Sequence[Mapping[str, str]] = (),

@@ -22,6 +22,7 @@ from costtrack_service.domain.workspaces.keys import (
     INGEST,
     KEY_TRANSITIONS,
     PREFIXES,
+    KeyKind,
     KeyRecord,
     KeyState,
     display_prefix,
@@ -43,7 +44,7 @@ class OwnerStore(PageReads, RollupReads):
     # -- keys -----------------------------------------------------------------------------
 
     def create_key(
-        self, workspace_id: str, *, bound: Source | None = None, name: str | None = None, kind: str = INGEST
+        self, workspace_id: str, *, bound: Source | None = None, name: str | None = None, kind: KeyKind = INGEST
     ) -> tuple[str, KeyRecord]:
         """A new active ingestion key (or, with ``kind=ADMIN``, a workspace admin token).
         Returns the secret (shown once, never stored) and the record."""
@@ -77,7 +78,7 @@ class OwnerStore(PageReads, RollupReads):
         items = response.get("Items", [])
         return key_from_item(from_item(items[0])) if items else None
 
-    def list_keys(self, workspace_id: str, kind: str = INGEST) -> list[KeyRecord]:
+    def list_keys(self, workspace_id: str, kind: KeyKind = INGEST) -> list[KeyRecord]:
         records = []
         paginator = self.client.get_paginator("query")
         pages = paginator.paginate(
