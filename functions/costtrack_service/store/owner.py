@@ -79,16 +79,13 @@ class OwnerStore(PageReads, RollupReads):
         return key_from_item(from_item(items[0])) if items else None
 
     def list_keys(self, workspace_id: str, kind: KeyKind = INGEST) -> list[KeyRecord]:
-        records = []
-        paginator = self.client.get_paginator("query")
-        pages = paginator.paginate(
+        items = self.query_items(
             TableName=self.tables.keys,
             IndexName=BY_WORKSPACE.name,
             KeyConditionExpression="workspace_id = :w",
             ExpressionAttributeValues=to_item({":w": workspace_id}),
         )
-        for page in pages:
-            records += [key_from_item(from_item(item)) for item in page.get("Items", [])]
+        records = [key_from_item(item) for item in items]
         return sorted((record for record in records if record.kind == kind), key=lambda record: record.created_at)
 
     def change_key_state(self, key_hash: str, action: str) -> KeyRecord:
