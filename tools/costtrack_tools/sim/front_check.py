@@ -126,7 +126,7 @@ def front_run(shape: Shape) -> dict[str, Any]:
                         try:
                             answer = ingest(service, IngestRequest({"authorization": f"Bearer {secret}"}, body))
                         except ApiError as error:
-                            if error.status != 503:
+                            if error.code != "UNAVAILABLE":
                                 raise
                             with lock:
                                 counts["sdk_503s"] += 1
