@@ -107,7 +107,11 @@ def build_app(
             return
         resolver.context["gated"] = True
         headers = request_headers(resolver)
-        route = resolver.context.get("_route")  # None, or the not-found route, need no token
+        # Powertools' resolved route (None, or the not-found route, need no token): the context
+        # entry its own middlewares read (openapi_validation), no private attribute. Its newer
+        # public ``app.request`` gives the path, not the route's security, and is not in every
+        # Powertools this project allows (>=3.20).
+        route = resolver.context.get("_route")
         if route is not None and route.security == ADMIN_TOKEN:
             resolver.context["workspace"] = service.authenticate(
                 presented_secret(headers, ADMIN_TOKEN_PREFIX)
