@@ -43,6 +43,7 @@ from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.ingest.settings import IngestSettings
 from costtrack_service.domain.usage import TOTAL
+from costtrack_service.edge.http_event import http_status
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
 from costtrack_service.store.tables import TableNames
@@ -403,7 +404,7 @@ def test_injected_transaction_conflicts(local_stack: Any, workspace_factory: Any
         try:
             ingest(service, request)
         except ApiError as error:
-            return error.status, {"code": error.code, **error.headers}
+            return http_status(error), {"code": error.code, **error.headers}
         return 200, {}
 
     with ThreadPoolExecutor(max_workers=8) as pool:

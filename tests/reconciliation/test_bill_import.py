@@ -13,6 +13,7 @@ from moto import mock_aws
 
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.reconciliation.connections import Connection, days_to_import
+from costtrack_service.edge.http_event import http_status
 from costtrack_service.jobs.bills import connection as bill_import
 from costtrack_service.jobs.bills.pages import ImportFailed
 from tests.reconciliation.canned_billing import OPENAI_KEY, Bill, serve
@@ -40,7 +41,7 @@ def test_a_connection_takes_only_secrets_under_the_prefix() -> None:
     ):
         with pytest.raises(ApiError) as raised:
             Connection.parse(provider, value)
-        assert raised.value.status == 400 and "sk-admin" not in raised.value.message
+        assert http_status(raised.value) == 400 and "sk-admin" not in raised.value.message
     assert Connection.parse("bedrock", None).secret_arn is None
 
 

@@ -37,6 +37,24 @@ def new_budget(workspace_id: str, **fields: Any) -> Budget:
     return parse_budget(raw, budget_id=f"bud_{uuid.uuid4().hex[:12]}", workspace_id=workspace_id, now=STAMP)
 
 
+def test_the_stores_query_helper_reads_every_page_and_at_most_a_limit(store: Any, workspace_id: str) -> None:
+    budgets = [new_budget(workspace_id, name=f"b{n}") for n in range(5)]
+    for budget in budgets:
+        assert store.put_budget(budget)
+    query = {
+        "TableName": store.tables.budgets,
+        "KeyConditionExpression": "#p = :p AND begins_with(item_key, :b)",
+        "ExpressionAttributeNames": {"#p": "partition"},
+        "ExpressionAttributeValues": {":p": {"S": f"w#{workspace_id}"}, ":b": {"S": "b#"}},
+    }
+    ids = sorted(budget.budget_id for budget in budgets)
+    # Pages of two items: the helper follows LastEvaluatedKey to the end, items decoded.
+    assert sorted(item["item_key"][2:] for item in store.query_items(**query, Limit=2)) == ids
+    # A limit stops it there, across pages too.
+    assert [item["item_key"][2:] for item in store.query_items(**query, limit=3)] == ids[:3]
+    assert sorted(budget.budget_id for budget in store.list_budgets(workspace_id)) == ids
+
+
 def test_budgets_round_trip_and_change_by_revision(store: Any, workspace_id: str) -> None:
     budget = new_budget(workspace_id, scope="customer", scope_value="acme", thresholds=[10, 90], name="acme")
     assert store.put_budget(budget)

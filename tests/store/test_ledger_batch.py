@@ -56,7 +56,6 @@ def test_a_batch_settles_holds_of_one_shard_and_debits_beside_them(local_stack: 
     items += [{"idempotency_key": f"u{n}", "event": {**CALL, "completion_tokens": 2_000}} for n in range(30)]
     body = json.dumps({"batch": items}).encode()
     answer = ingest(service, IngestRequest({"authorization": f"Bearer {secret}"}, body))
-    assert answer.status == 200, answer.body
     assert [result["status"] for result in answer.body["results"]] == [200] * len(items)
     assert all(result["warnings"] == [] for result in answer.body["results"][:3])
     month = ids[0].split(".")[2]

@@ -48,7 +48,7 @@ class Side:
         body["completion_tokens"] = completion_tokens
         headers = {"authorization": f"Bearer {self.secret}", "idempotency-key": uuid.uuid4().hex}
         answer = ingest(self.ingest_service, IngestRequest(headers, json.dumps(body).encode()))
-        assert answer.status == 200, answer.body
+        assert answer.outcomes[0].error is None, answer.body
         return dict(answer.body)
 
     def budget(self, amount: str, enforce: bool, value: str = "acme") -> Budget:

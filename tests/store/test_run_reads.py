@@ -51,7 +51,7 @@ def landed(store: DynamoStore, events: list[tuple[dict[str, Any], datetime]]) ->
             for n, (fields, at) in enumerate(events[start : start + 100])
         ]
         outcomes = service.accept(key, items)
-        assert all(outcome.status == 200 for outcome in outcomes)
+        assert all(outcome.error is None for outcome in outcomes)
         records += [outcome.record for outcome in outcomes]
     return workspace.workspace_id, records
 

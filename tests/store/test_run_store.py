@@ -55,7 +55,7 @@ def test_totals_are_the_sum_of_the_events_and_a_moved_total_is_read_again(store:
             for n in range(5)
         ]
         outcomes += service.accept(key, items)
-    assert all(outcome.status == 200 for outcome in outcomes)
+    assert all(outcome.error is None for outcome in outcomes)
     runs = store.get_runs(workspace.workspace_id, [(RUN, "t0"), (RUN, "t1"), (SESSION, "s")])
     for trace in ("t0", "t1"):
         mine = [o.record for o in outcomes if o.record.event.trace_id == trace]
@@ -75,7 +75,7 @@ def test_totals_are_the_sum_of_the_events_and_a_moved_total_is_read_again(store:
     [late] = service.accept(
         key, [Item("late", validate(call("t0", session_id="s")), received_at=AT + timedelta(minutes=1))]
     )
-    assert late.status == 200 and len(seen) == 2  # the condition failed once, then the write went through
+    assert late.error is None and len(seen) == 2  # the condition failed once, then the write went through
     store.get_runs = reads  # type: ignore[method-assign]
     assert store.get_runs(workspace.workspace_id, [(RUN, "t0")])[(RUN, "t0")].calls == 10
 
@@ -98,7 +98,7 @@ def test_a_backfill_keeps_run_totals_and_the_sketch_exact(store: DynamoStore) ->
         )
         for n in range(12)
     ]
-    assert all(outcome.status == 200 for outcome in service.accept(key, items))
+    assert all(outcome.error is None for outcome in service.accept(key, items))
     raw = {
         "provider": "openai",
         "model": "ft:mine",

@@ -9,13 +9,17 @@ import hmac
 import json
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
 from costtrack_service.domain.budgets.budget import (
+    PERIODS,
+    SCOPES,
     Budget,
     BudgetError,
+    Period,
+    Scope,
     change_budget,
     crossed,
     notification_key,
@@ -257,3 +261,18 @@ def test_any_json_value_in_any_field_is_an_error_naming_it_or_a_budget(field: st
         budget(**fields)
     except BudgetError as error:
         assert error.field == field
+
+
+def test_the_scope_and_period_tables_hold_every_value_of_their_types_in_order() -> None:
+    # The tables pair each value with its rollup dimension or days; the types are what the API
+    # accepts and documents (in this order): one without the other would be a value nobody can
+    # use, or one the service cannot count.
+    assert tuple(SCOPES) == get_args(Scope)
+    assert tuple(PERIODS) == get_args(Period)
+
+
+@pytest.mark.parametrize("field", ["scope", "period"])
+def test_a_scope_or_period_outside_its_type_is_refused(field: str) -> None:
+    with pytest.raises(BudgetError) as refused:
+        parse_budget({"amount": "5", field: "Month"}, budget_id="b", workspace_id="w", now="2026-01-01T00:00:00Z")
+    assert refused.value.field == field

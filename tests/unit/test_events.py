@@ -17,6 +17,7 @@ from costtrack_service.domain.ingest.events import (
     to_usage_event,
     validate,
 )
+from costtrack_service.edge.http_event import http_status
 from costtrack_service.edge.ingest_request import parse_body
 from tests.conftest import vectors_for
 
@@ -39,7 +40,7 @@ def test_shared_validation_vectors(case: dict[str, Any]) -> None:
         with pytest.raises(ApiError) as raised:
             validate(parse_body(body))
         assert raised.value.code == "INVALID_PAYLOAD"
-        assert raised.value.status == 400
+        assert http_status(raised.value) == 400
         assert sorted(detail["field"] for detail in raised.value.details) == sorted(case["fields"])
 
 
@@ -50,7 +51,7 @@ def test_body_of_exactly_64_kib_is_read_and_one_byte_more_is_413() -> None:
     assert parse_body(body)
     with pytest.raises(ApiError) as raised:
         parse_body(body + b" ")
-    assert (raised.value.status, raised.value.details[0]["field"]) == (413, "body")
+    assert (http_status(raised.value), raised.value.details[0]["field"]) == (413, "body")
 
 
 @pytest.mark.parametrize(
@@ -81,7 +82,7 @@ def test_valid_idempotency_keys(value: str) -> None:
 def test_invalid_idempotency_keys_name_the_header(value: str) -> None:
     with pytest.raises(ApiError) as raised:
         parse_idempotency_key(value)
-    assert raised.value.status == 400
+    assert http_status(raised.value) == 400
     assert raised.value.details[0]["field"] == "Idempotency-Key"
 
 

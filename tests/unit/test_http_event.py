@@ -8,9 +8,18 @@ import logging
 
 import pytest
 
-from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.errors import ERROR_CODES, ApiError
 from costtrack_service.domain.store_errors import Conflict, NotFound, StoreUnavailable, TransitionRefused
-from costtrack_service.edge.http_event import HttpRequest, answer, failure_error
+from costtrack_service.edge.http_event import (
+    ERROR_STATUS,
+    HttpRequest,
+    answer,
+    error_answer,
+    failure_error,
+    http_status,
+    too_large,
+    unsupported_media_type,
+)
 
 LOGGER = logging.getLogger("test_http_event")
 
@@ -28,8 +37,19 @@ LOGGER = logging.getLogger("test_http_event")
 )
 def test_every_failure_has_its_api_error(error: Exception, status: int, code: str) -> None:
     translated = failure_error(error, LOGGER)  # type: ignore[arg-type]  # any logger that logs
-    assert (translated.status, translated.code) == (status, code)
+    assert (http_status(translated), translated.code) == (status, code)
     assert "a bug" not in translated.message
+
+
+def test_every_error_code_of_the_domain_has_its_http_status_here() -> None:
+    assert sorted(ERROR_STATUS) == sorted(ERROR_CODES)
+
+
+def test_what_only_http_tells_apart_keeps_the_code_and_has_its_own_status() -> None:
+    for refusal, status in [(too_large("body", "big"), 413), (unsupported_media_type("Content-Type", "xml"), 415)]:
+        sent = error_answer(refusal, "req-1")
+        assert (refusal.code, http_status(refusal), sent["statusCode"]) == ("INVALID_PAYLOAD", status, status)
+        assert refusal.details[0]["field"] in sent["body"]
 
 
 def test_a_503_says_when_to_retry() -> None:

@@ -25,6 +25,7 @@ from costtrack_service.domain.ingest.source import Source
 from costtrack_service.domain.pricing.entries import parse_entry
 from costtrack_service.domain.workspaces.keys import KeyState
 from costtrack_service.domain.workspaces.plans import Tier, Usage, WorkspaceState
+from costtrack_service.edge.http_event import http_status
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_tools.memory_store import MemoryStore
 from tests.conftest import GEMINI_EVENT, GPT5_EVENT, SONNET_EVENT
@@ -192,7 +193,7 @@ def test_usage_inconsistent(harness: Harness, paid_key: str) -> None:
 @pytest.mark.parametrize("key", [None, "ct_unknown", "sk-live-123", ""])
 def test_missing_or_unknown_key(harness: Harness, key: str | None) -> None:
     error = harness.error(key)
-    assert (error.code, error.status) == ("INVALID_API_KEY", 401)
+    assert (error.code, http_status(error)) == ("INVALID_API_KEY", 401)
 
 
 def test_x_api_key_header_works(harness: Harness, paid_key: str) -> None:
@@ -205,7 +206,7 @@ def test_x_api_key_header_works(harness: Harness, paid_key: str) -> None:
 def test_key_states(harness: Harness, state: KeyState, code: str) -> None:
     key = harness.key(harness.workspace(), state=state)
     error = harness.error(key)
-    assert (error.code, error.status) == (code, 401)
+    assert (error.code, http_status(error)) == (code, 401)
 
 
 # -- key state changes hold within a second (docs/api-rules.md#how-fast-changes-take-effect) --
@@ -226,7 +227,7 @@ def test_a_key_state_change_holds_within_one_second(
     assert not harness.send(paid_key, idempotency_key="two").replayed  # less than a second: still cached
     harness.wait(0.25)
     error = harness.error(paid_key, idempotency_key="three")
-    assert (error.code, error.status) == (code, 401)
+    assert (error.code, http_status(error)) == (code, 401)
     assert sorted(record.idempotency_key or "" for record in harness.store.events.values()) == ["one", "two"]
 
 
@@ -301,7 +302,7 @@ def test_a_key_state_change_outranks_every_other_answer(harness: Harness, state:
     harness.wait(1.0)
     error = harness.error(key, event, idempotency_key=idempotency_key)
     expected = "REVOKED_API_KEY" if state is KeyState.REVOKED else "INACTIVE_API_KEY"
-    assert (error.code, error.status) == (expected, 401)
+    assert (error.code, http_status(error)) == (expected, 401)
 
 
 def test_the_key_outranks_the_plan_when_both_change(harness: Harness) -> None:
@@ -314,7 +315,7 @@ def test_the_key_outranks_the_plan_when_both_change(harness: Harness) -> None:
     assert harness.error(key, idempotency_key="first").code == "REVOKED_API_KEY"
     batch = {"batch": [{"idempotency_key": "first", "event": GPT5_EVENT}]}
     error = harness.error(key, batch, idempotency_key=None)
-    assert (error.code, error.status) == ("REVOKED_API_KEY", 401)  # for the batch as a whole
+    assert (error.code, http_status(error)) == ("REVOKED_API_KEY", 401)  # for the batch as a whole
 
 
 def test_a_warm_function_reads_the_key_and_the_workspace_at_most_once_a_second() -> None:
@@ -356,7 +357,7 @@ def test_payload_is_checked_before_the_plan(harness: Harness) -> None:
 
 def test_inactive_plan(harness: Harness) -> None:
     error = harness.error(harness.key(harness.workspace(status="inactive")))
-    assert (error.code, error.status) == ("PLAN_INACTIVE", 403)
+    assert (error.code, http_status(error)) == ("PLAN_INACTIVE", 403)
 
 
 def test_plan_outranks_idempotency(harness: Harness) -> None:
@@ -385,7 +386,7 @@ def test_a_deactivated_plan_is_honoured_within_one_second(harness: Harness) -> N
     harness.wait(0.5)
     for idempotency_key in ("late", "e0", "e39"):
         error = harness.error(key, idempotency_key=idempotency_key)
-        assert (error.code, error.status) == ("PLAN_INACTIVE", 403)
+        assert (error.code, http_status(error)) == ("PLAN_INACTIVE", 403)
     assert len(harness.store.events) == stored
 
 
@@ -421,7 +422,7 @@ def test_a_retry_spelling_out_defaults_is_still_a_replay(harness: Harness, paid_
 def test_same_key_different_event_is_422(harness: Harness, paid_key: str) -> None:
     harness.send(paid_key)
     error = harness.error(paid_key, {**GPT5_EVENT, "completion_tokens": 1})
-    assert (error.code, error.status) == ("IDEMPOTENCY_KEY_REUSED", 422)
+    assert (error.code, http_status(error)) == ("IDEMPOTENCY_KEY_REUSED", 422)
 
 
 def test_idempotency_keys_are_scoped_per_workspace(harness: Harness, paid_key: str) -> None:
@@ -439,7 +440,7 @@ def test_included_then_credits_then_quota_exceeded(harness: Harness) -> None:
     for i in range(3):
         harness.send(key, idempotency_key=f"e{i}")
     error = harness.error(key, idempotency_key="e3")
-    assert (error.code, error.status) == ("QUOTA_EXCEEDED", 429)
+    assert (error.code, http_status(error)) == ("QUOTA_EXCEEDED", 429)
     charges = {record.idempotency_key: record.charge.value for record in harness.store.events.values()}
     assert charges == {"e0": "included", "e1": "included", "e2": "credit"}
     assert harness.usage(workspace_id) == Usage(included_used=2, credits_used=1, credits_left=0)
@@ -558,7 +559,7 @@ def test_persistent_conflicts_become_503_with_retry_after() -> None:
     harness = Harness(ConflictingStore(conflicts=100))
     key = harness.key(harness.workspace())
     error = harness.error(key)
-    assert (error.code, error.status, error.headers) == ("UNAVAILABLE", 503, {"Retry-After": "1"})
+    assert (error.code, http_status(error), error.headers) == ("UNAVAILABLE", 503, {"Retry-After": "1"})
     assert harness.store.writes == 0
 
 

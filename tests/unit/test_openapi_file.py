@@ -50,7 +50,8 @@ def test_the_event_is_typed_from_the_one_field_definition() -> None:
         assert event["properties"][name]["anyOf"][0]["maximum"] == MAX_SAFE_INTEGER
     assert event["properties"]["status"]["anyOf"][0]["enum"] == list(STATUSES)
     assert schemas["Batch"]["properties"]["batch"]["maxItems"] == MAX_BATCH_ITEMS
-    assert schemas["Warning"]["properties"]["code"]["enum"] == [code.value for code in WarningCode]
+    assert schemas["Warning"]["properties"]["code"] == {"$ref": "#/components/schemas/WarningCode"}
+    assert schemas["WarningCode"]["enum"] == [code.value for code in WarningCode]
 
 
 def test_the_otlp_route_documents_both_encodings_and_its_partial_success() -> None:

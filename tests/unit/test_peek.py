@@ -18,6 +18,7 @@ from costtrack_service.domain.store_errors import SurveyConflict
 from costtrack_service.domain.workspaces.allowance import Balances, plan_payment
 from costtrack_service.domain.workspaces.plans import Charge, Tier, WorkspaceState
 from costtrack_service.domain.workspaces.shards import SHARDS
+from costtrack_service.edge.http_event import http_status
 from tests.unit.test_allowance import EVENT, World, post
 from tests.unit.test_survey_conflicts import ConflictedSurveys
 
@@ -66,7 +67,7 @@ def test_the_allowance_gone_is_refused_after_a_survey() -> None:
     post(world.function(), key, {**EVENT, "idempotency_key": "first"})
     with pytest.raises(ApiError) as refused:
         post(world.function(), key, {**EVENT, "idempotency_key": "second"})
-    assert refused.value.status == 429
+    assert http_status(refused.value) == 429
     assert world.surveys == 1
 
 

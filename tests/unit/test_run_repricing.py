@@ -38,7 +38,7 @@ def ingest(store: MemoryStore, events: list[dict[str, Any]]) -> list[Any]:
     outcomes = []
     for start in range(0, len(items), 100):
         outcomes += service.accept(key, items[start : start + 100])
-    assert all(outcome.status == 200 for outcome in outcomes)
+    assert all(outcome.error is None for outcome in outcomes)
     return outcomes
 
 

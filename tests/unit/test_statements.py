@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.statements import Month, StatementRequestError, read_statement
 from costtrack_service.domain.usage import summarize
+from costtrack_service.edge.http_event import http_status
 from costtrack_service.services.workspace import WorkspaceService
 from tests.unit.test_ingestion import Harness
 
@@ -58,7 +59,7 @@ def test_a_statement_equals_the_usage_report_and_sums_to_its_total() -> None:
         event(model="gpt-unreleased", customer_id="initech"),  # hidden too
     ]
     for number, body in enumerate(sends):
-        assert harness.send(key, body, idempotency_key=f"k{number}").status == 200
+        assert harness.send(key, body, idempotency_key=f"k{number}").outcomes[0].error is None
 
     data = statement(harness, workspace_id)
     records = list(harness.store.events.values())
@@ -116,7 +117,7 @@ def test_totals_equal_the_events_exactly(sends: list[tuple[str | None, str, int,
         body = event(feature=feature, prompt_tokens=prompt, completion_tokens=completion)
         if customer is not None:
             body["customer_id"] = customer
-        assert harness.send(key, body, idempotency_key=f"k{number}").status == 200
+        assert harness.send(key, body, idempotency_key=f"k{number}").outcomes[0].error is None
     records = list(harness.store.events.values())
     exact = sum((record.cost for record in records), Decimal(0))
     for by in ("customer", "feature"):
@@ -201,7 +202,7 @@ def test_the_owners_api_refuses_with_the_field(month: str, params: dict[str, str
     caller = harness.store.workspaces[workspace_id]
     with pytest.raises(ApiError) as raised:
         service.statement(caller, month, params)
-    assert raised.value.status == 400 and raised.value.details[0]["field"] == field
+    assert http_status(raised.value) == 400 and raised.value.details[0]["field"] == field
 
 
 def test_an_empty_month_has_only_a_zero_total() -> None:
@@ -225,7 +226,7 @@ def test_a_statement_gives_each_line_its_cost_per_run_and_per_session() -> None:
         event(customer_id="globex"),  # not in a run
     ]
     for number, body in enumerate(sends):
-        assert harness.send(key, body, idempotency_key=f"k{number}").status == 200
+        assert harness.send(key, body, idempotency_key=f"k{number}").outcomes[0].error is None
     records = list(harness.store.events.values())
 
     def run_cost(trace: str) -> Decimal:

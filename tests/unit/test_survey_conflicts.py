@@ -11,6 +11,7 @@ from costtrack_service.domain.ingest.chunks import Survey
 from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.store_errors import SurveyConflict
 from costtrack_service.domain.workspaces.shards import SHARDS
+from costtrack_service.edge.http_event import http_status
 from tests.unit.test_allowance import EVENT, World, post
 
 
@@ -65,5 +66,5 @@ def test_a_survey_that_keeps_conflicting_is_a_503_never_a_refusal() -> None:
     second, key = surveying(world)
     with pytest.raises(ApiError) as raised:
         post(second, key, {**EVENT, "idempotency_key": "second"})
-    assert (raised.value.code, raised.value.status) == ("UNAVAILABLE", 503)
+    assert (raised.value.code, http_status(raised.value)) == ("UNAVAILABLE", 503)
     assert world.surveys == second.settings.max_conflict_retries + 1

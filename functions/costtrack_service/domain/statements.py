@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import Any, Final, Literal, Protocol, get_args
 
 from costtrack_service.domain.pricing.cost import CURRENCY, format_decimal
 from costtrack_service.domain.pricing.entries import format_timestamp
@@ -40,11 +40,16 @@ from costtrack_service.domain.usage import Counts, RollupKey, dimensions_for, re
 from costtrack_service.domain.workspaces.plans import WorkspaceState
 
 #: What a statement can be per.
-STATEMENT_GROUPINGS = ("customer", "feature")
-STATEMENT_FORMATS = ("json", "csv")
-NO_CUSTOMER = "no_customer"
-HIDDEN = "hidden"
-TOTAL = "total"
+StatementGrouping = Literal["customer", "feature"]
+STATEMENT_GROUPINGS: tuple[StatementGrouping, ...] = get_args(StatementGrouping)
+StatementFormat = Literal["json", "csv"]
+STATEMENT_FORMATS: tuple[StatementFormat, ...] = get_args(StatementFormat)
+NO_CUSTOMER: Final = "no_customer"
+HIDDEN: Final = "hidden"
+TOTAL: Final = "total"
+#: What a statement's line is: a customer's or feature's, the events without a customer, a hidden
+#: reason's, or the total.
+LineKind = Literal[StatementGrouping, "no_customer", "hidden", "total"]
 _MONTH = re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])")
 #: Characters that make a spreadsheet read a cell as a formula (OWASP "CSV injection").
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

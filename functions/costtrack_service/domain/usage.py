@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 from costtrack_service.domain.ingest.records import EventRecord, PricingStatus
 from costtrack_service.domain.ingest.source import normalize_name, normalize_provider
@@ -47,7 +47,8 @@ CHARGE = "charge"
 CUSTOMER = "customer"
 
 #: What usage can be grouped by.
-GROUPINGS = ("feature", "model", "customer", "environment", "status", "day")
+Grouping = Literal["feature", "model", "customer", "environment", "status", "day"]
+GROUPINGS: tuple[Grouping, ...] = get_args(Grouping)
 
 #: DynamoDB's limit for a sort key, in UTF-8 bytes.
 MAX_SORT_KEY_BYTES = 1024

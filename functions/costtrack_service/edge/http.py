@@ -12,7 +12,14 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.edge.http_event import error_headers, failure_error, json_text, lower_case_headers, no_route
+from costtrack_service.edge.http_event import (
+    error_headers,
+    failure_error,
+    http_status,
+    json_text,
+    lower_case_headers,
+    no_route,
+)
 
 
 def json_response(status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> Response[str]:
@@ -30,7 +37,7 @@ def request_id(app: APIGatewayHttpResolver) -> str | None:
 
 def error_response(app: APIGatewayHttpResolver, error: ApiError) -> Response[str]:
     rid = request_id(app)
-    return json_response(error.status, error.body(rid), error_headers(error, rid))
+    return json_response(http_status(error), error.body(rid), error_headers(error, rid))
 
 
 def request_headers(app: APIGatewayHttpResolver) -> dict[str, str]:

@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from costtrack_service.domain.errors import ApiError, unavailable
+from costtrack_service.domain.errors import ApiError, ErrorCode, unavailable
 from costtrack_service.domain.store_errors import Conflict, NotFound, StoreUnavailable, TransitionRefused
 from costtrack_service.domain.workspaces.keys import INGEST_KEY_PREFIX, plausible_secret
 
@@ -28,6 +28,46 @@ JSON = "application/json"
 
 #: An answer as API Gateway takes it from a Lambda function.
 Answer = dict[str, Any]
+
+#: The contract's table, the one place that pairs a code with its HTTP status.
+ERROR_STATUS: Mapping[ErrorCode, int] = {
+    "INVALID_PAYLOAD": 400,
+    "INVALID_API_KEY": 401,
+    "REVOKED_API_KEY": 401,
+    "INACTIVE_API_KEY": 401,
+    "INVALID_ADMIN_TOKEN": 401,  # the key owners' API (/v1/workspace/...)
+    "PLAN_INACTIVE": 403,
+    "NOT_FOUND": 404,
+    "INVALID_KEY_TRANSITION": 409,  # management API: e.g. reactivating a revoked key
+    "CONFLICT": 409,  # owners' API: a budget changed meanwhile
+    "IDEMPOTENCY_KEY_REUSED": 422,
+    "QUOTA_EXCEEDED": 429,
+    "BUDGET_EXCEEDED": 429,  # a reservation an enforced budget refuses (CONTRACT §10)
+    "INTERNAL_ERROR": 500,
+    "UNAVAILABLE": 503,
+}
+
+
+class HttpRefusal(ApiError):
+    """A refusal only HTTP tells apart from its code's: an ``INVALID_PAYLOAD`` body too large
+    (413) or not of a media type the route reads (415)."""
+
+    def __init__(self, status: int, field: str, message: str) -> None:
+        super().__init__("INVALID_PAYLOAD", message, details=[{"field": field, "message": message}])
+        self.status = status
+
+
+def http_status(error: ApiError) -> int:
+    """The HTTP status ``error`` is answered with."""
+    return error.status if isinstance(error, HttpRefusal) else ERROR_STATUS[error.code]
+
+
+def too_large(field: str, message: str) -> HttpRefusal:
+    return HttpRefusal(413, field, message)
+
+
+def unsupported_media_type(field: str, message: str) -> HttpRefusal:
+    return HttpRefusal(415, field, message)
 
 
 class HttpRequest:
@@ -96,7 +136,7 @@ def error_headers(error: ApiError, request_id: str | None) -> dict[str, str]:
 
 
 def error_answer(error: ApiError, request_id: str | None) -> Answer:
-    return json_answer(error.status, error.body(request_id), error_headers(error, request_id))
+    return json_answer(http_status(error), error.body(request_id), error_headers(error, request_id))
 
 
 def failure_error(error: Exception, logger: Logger) -> ApiError:

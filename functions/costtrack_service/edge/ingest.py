@@ -33,6 +33,7 @@ from costtrack_service.edge.http_event import (
     answer,
     error_answer,
     failure_error,
+    http_status,
     json_answer,
     no_route,
 )
@@ -62,11 +63,11 @@ def build_routes(service: IngestService, metrics: EphemeralMetrics) -> dict[tupl
         except ApiError as error:
             metrics.add_dimension(name="code", value=error.code)
             metrics.add_metric(name="EventsRejected", unit=MetricUnit.Count, value=1)
-            logger.info("event rejected", extra={"code": error.code, "status": error.status})
+            logger.info("event rejected", extra={"code": error.code, "status": http_status(error)})
             return error_answer(error, request.request_id)
 
         # The event is stored: from here on nothing may keep the client from its answer.
-        response = json_answer(result.status, result.body, result.headers)
+        response = json_answer(200, result.body, result.headers)
         try:
             _count_and_log(result, metrics)
         except Exception:

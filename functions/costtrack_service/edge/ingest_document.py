@@ -20,7 +20,7 @@ from costtrack.validation import INTEGER_FIELDS, MAX_SAFE_INTEGER, METADATA_MAX_
 from costtrack_service.domain.ingest.batch import MAX_BATCH_BYTES, MAX_BATCH_ITEMS
 from costtrack_service.domain.ingest.events import MAX_BODY_BYTES, MAX_IDEMPOTENCY_KEY_LENGTH
 from costtrack_service.domain.ingest.records import WarningCode
-from costtrack_service.domain.ingest.visibility import FREE_SOURCE_MISMATCH
+from costtrack_service.domain.ingest.visibility import VisibilityReason
 from costtrack_service.edge.http_event import JSON
 from costtrack_service.edge.otlp import MAX_BODY_BYTES as MAX_OTLP_BYTES
 from costtrack_service.edge.otlp import MAX_USAGE_SPANS, PROTOBUF
@@ -49,6 +49,9 @@ def _integer_field(name: str) -> tuple[Any, Any]:
     return Annotated[int | None, Field(ge=0, le=MAX_SAFE_INTEGER, description=NOTES.get(name))], None
 
 
+# ``Event`` is built at import from the shared validator's field table (``costtrack.validation``),
+# so the document can never drift from what the service checks. mypy cannot read a model made
+# at runtime as a type: its two uses as an annotation below keep their ``type: ignore``.
 Event = create_model(  # type: ignore[call-overload]
     "Event",
     __config__=ConfigDict(extra="allow", title="Event"),
@@ -80,7 +83,7 @@ class Batch(Strict):
 
 
 class Warning(BaseModel):
-    code: Literal[tuple(code.value for code in WarningCode)]  # type: ignore[valid-type]
+    code: WarningCode
     message: str
     field: Annotated[str | None, Field(description="The field an unknown_field warning names.")] = None
     budget_id: Annotated[str | None, Field(description="The budget a budget_exceeded warning is about.")] = None
@@ -99,7 +102,7 @@ class AcceptedEvent(Strict):
     pricing_status: Literal["priced", "unknown_model"]
     pricing_entry_id: str | None
     dashboard_visible: bool
-    visibility_reason: Literal[FREE_SOURCE_MISMATCH] | None  # type: ignore[valid-type]
+    visibility_reason: VisibilityReason | None
     warnings: list[Warning]
 
 

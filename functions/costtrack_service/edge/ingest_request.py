@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.batch import MAX_BATCH_BYTES, Submission, is_batch, submission_of
+from costtrack_service.domain.ingest.commit import Outcome
 from costtrack_service.domain.ingest.events import MAX_BODY_BYTES, invalid_payload
 from costtrack_service.domain.ingest.jsonlimits import MAX_JSON_DEPTH, too_deep
 from costtrack_service.domain.ingest.service import IngestResult, IngestService
-from costtrack_service.edge.http_event import presented_secret
+from costtrack_service.edge.http_event import http_status, presented_secret, too_large
 
 IDEMPOTENCY_KEY_HEADER = "idempotency-key"
 
@@ -36,7 +37,11 @@ class IngestRequest:
 def ingest(service: IngestService, request: IngestRequest) -> IngestResult:
     """``POST /v1/events``: one event or a batch, answered as the API says."""
     key = service.authenticate(presented_secret(request.headers))
-    return service.submit(key, read_submission(request.headers, request.body), request.received_at)
+    submission = read_submission(request.headers, request.body)
+    result = service.submit(key, submission, request.received_at)
+    if submission.batch:
+        return replace(result, body={"results": [item_answer(outcome) for outcome in result.outcomes]})
+    return result
 
 
 def read_submission(headers: Mapping[str, str], body: bytes) -> Submission:
@@ -72,4 +77,12 @@ def parse_body(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> object:
 
 
 def body_too_large(max_bytes: int) -> ApiError:
-    return invalid_payload("body", f"the request body must be at most {max_bytes} bytes", status=413)
+    return too_large("body", f"the request body must be at most {max_bytes} bytes")
+
+
+def item_answer(outcome: Outcome) -> dict[str, Any]:
+    """A batch item's answer: the single event's answer (or error body) with its HTTP status."""
+    if outcome.error is not None:
+        return outcome.error.body(None) | {"status": http_status(outcome.error)}
+    assert outcome.record is not None
+    return {"status": 200, **outcome.record.answer(replayed=outcome.replayed)}

@@ -29,7 +29,7 @@ from costtrack_service.domain.ingest.commit import Outcome
 from costtrack_service.domain.ingest.events import invalid_payload
 from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.otlp.spans import SpanData, root_names, span_item
-from costtrack_service.edge.http_event import JSON, presented_secret
+from costtrack_service.edge.http_event import JSON, http_status, presented_secret, too_large, unsupported_media_type
 from costtrack_service.edge.ingest_request import body_too_large, parse_body
 
 PROTOBUF = "application/x-protobuf"
@@ -57,8 +57,8 @@ def export(service: IngestService, headers: Mapping[str, str], body: bytes) -> O
     try:
         key = service.authenticate(presented_secret(headers))
         if media not in (PROTOBUF, JSON):
-            raise ApiError(
-                "INVALID_PAYLOAD", f"Content-Type must be {PROTOBUF} or {JSON}, not {media or 'absent'}", status=415
+            raise unsupported_media_type(
+                "Content-Type", f"Content-Type must be {PROTOBUF} or {JSON}, not {media or 'absent'}"
             )
         spans = decode(_decompressed(headers, body), media)
         workspace = service.workspace(key)
@@ -69,12 +69,10 @@ def export(service: IngestService, headers: Mapping[str, str], body: bytes) -> O
             if (item := span_item(span, workspace.attribute_map, roots.get(span.trace_id))) is not None
         ]
         if len(items) > MAX_USAGE_SPANS:
-            raise invalid_payload(
-                "resourceSpans", f"at most {MAX_USAGE_SPANS} spans with usage per request", status=413
-            )
+            raise too_large("resourceSpans", f"at most {MAX_USAGE_SPANS} spans with usage per request")
         outcomes = tuple(service.accept(key, items)) if items else ()
     except ApiError as error:
-        return OtlpAnswer(error.status, reply_as, status_body(reply_as, error), dict(error.headers))
+        return OtlpAnswer(http_status(error), reply_as, status_body(reply_as, error), dict(error.headers))
     rejected, message = summary(outcomes)
     return OtlpAnswer(200, reply_as, export_response(reply_as, rejected, message), outcomes=outcomes)
 
@@ -90,16 +88,14 @@ def _decompressed(headers: Mapping[str, str], body: bytes) -> bytes:
             raise body_too_large(MAX_BODY_BYTES)
         return body
     if encoding != "gzip":
-        raise ApiError("INVALID_PAYLOAD", f"Content-Encoding must be gzip or absent, not {encoding}", status=415)
+        raise unsupported_media_type("Content-Encoding", f"Content-Encoding must be gzip or absent, not {encoding}")
     inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
     try:
         data = inflater.decompress(body, MAX_BODY_BYTES + 1)
     except zlib.error:
         raise invalid_payload("body", "the request body is not valid gzip") from None
     if len(data) > MAX_BODY_BYTES:
-        raise invalid_payload(
-            "body", f"the request body must be at most {MAX_BODY_BYTES} bytes decompressed", status=413
-        )
+        raise too_large("body", f"the request body must be at most {MAX_BODY_BYTES} bytes decompressed")
     if not inflater.eof:
         raise invalid_payload("body", "the gzip body is truncated")
     return data
@@ -294,7 +290,7 @@ def export_response(media: str, rejected: int, message: str) -> bytes:
 
 def status_body(media: str, error: ApiError) -> bytes:
     """A ``google.rpc.Status`` naming costtrack's error code, in the request's encoding."""
-    code = GRPC_CODES.get(error.status, 2)
+    code = GRPC_CODES.get(http_status(error), 2)
     message = f"{error.code}: {error.message}"
     if media == JSON:
         return json.dumps({"code": code, "message": message}, separators=(",", ":")).encode("utf-8")

@@ -10,12 +10,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from costtrack_service.domain.budgets.alerts import CANCELLED, DELIVERED, FAILED, PENDING, SENDING
-from costtrack_service.domain.budgets.budget import MAX_THRESHOLD, MIN_THRESHOLD, PERIODS, SCOPES
-from costtrack_service.domain.errors import ERROR_STATUS
-from costtrack_service.domain.statements import HIDDEN, NO_CUSTOMER, STATEMENT_GROUPINGS, TOTAL
-from costtrack_service.domain.usage import GROUPINGS
-from costtrack_service.domain.workspaces.keys import ADMIN, INGEST, KeyState
+from costtrack_service.domain.budgets.alerts import DeliveryState
+from costtrack_service.domain.budgets.budget import MAX_THRESHOLD, MIN_THRESHOLD, Period, Scope
+from costtrack_service.domain.errors import ErrorCode
+from costtrack_service.domain.statements import LineKind, StatementGrouping
+from costtrack_service.domain.usage import Grouping
+from costtrack_service.domain.workspaces.keys import KeyKind, KeyState
 from costtrack_service.domain.workspaces.plans import PlanStatus, Tier
 from costtrack_service.services.requests import DECIMAL_PATTERN
 
@@ -31,7 +31,7 @@ class FieldError(BaseModel):
 
 
 class ErrorDetail(BaseModel):
-    code: Literal[tuple(sorted(ERROR_STATUS))]  # type: ignore[valid-type]
+    code: ErrorCode
     message: str
     details: list[FieldError] | None = Field(default=None, description="each offending field, when known")
 
@@ -90,7 +90,7 @@ class UsageReport(BaseModel):
     workspace_id: str | None = None
     from_: Annotated[Day, Field(alias="from")]
     to: Day
-    group_by: Literal[GROUPINGS]  # type: ignore[valid-type]
+    group_by: Grouping
     currency: Literal["USD"]
     totals: Counts
     groups: list[Group]
@@ -128,7 +128,7 @@ class EventPage(BaseModel):
 class Key(BaseModel):
     key_id: str
     workspace_id: str
-    kind: Literal[INGEST, ADMIN]  # type: ignore[valid-type]
+    kind: KeyKind
     name: str | None
     prefix: str
     state: KeyState
@@ -198,9 +198,9 @@ class Budget(BaseModel):
     name: str | None = None
     amount: Decimal
     currency: Literal["USD"]
-    scope: Literal[tuple(SCOPES)]  # type: ignore[valid-type]
+    scope: Scope
     scope_value: str | None = None
-    period: Literal[tuple(PERIODS)]  # type: ignore[valid-type]
+    period: Period
     thresholds: list[Threshold]
     revision: Annotated[int, Field(ge=1)]
     created_at: str | None = None
@@ -222,7 +222,7 @@ class Budget(BaseModel):
 
 class BudgetInstances(BaseModel):
     budget_id: str
-    scope: Literal[tuple(SCOPES)]  # type: ignore[valid-type]
+    scope: Scope
     amount: Decimal
     enforce: bool
     instances: list[BudgetInstance]
@@ -270,7 +270,7 @@ class Delivery(BaseModel):
     threshold: int
     target: Annotated[str, Field(description="sns, or the webhook's endpoint_id")]
     url: str | None = None
-    state: Literal[PENDING, SENDING, DELIVERED, FAILED, CANCELLED]  # type: ignore[valid-type]
+    state: DeliveryState
     created_at: str
     next_attempt_at: str | None = None
     attempts: list[Attempt]
@@ -286,7 +286,7 @@ class StatementLine(BaseModel):
     customer_id: str | None = None
     customer_name: str | None = None
     feature: str | None = None
-    kind: Literal[(*STATEMENT_GROUPINGS, NO_CUSTOMER, HIDDEN, TOTAL)]  # type: ignore[valid-type]
+    kind: LineKind
     reason: Annotated[str | None, Field(description="a hidden line's reason (free_source_mismatch)")]
     events: Count
     input_tokens: Annotated[int, Field(ge=0, description="prompt_tokens as reported")]
@@ -309,7 +309,7 @@ class Statement(BaseModel):
     currency: Literal["USD"]
     generated_at: str
     complete: Annotated[bool, Field(description="false while the month is not over (UTC)")]
-    by: Literal[STATEMENT_GROUPINGS]  # type: ignore[valid-type]
+    by: StatementGrouping
     lines: list[StatementLine]
     total: StatementLine
 

@@ -10,8 +10,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.jsonlimits import MAX_JSON_DEPTH, too_deep
+from costtrack_service.edge.http_event import too_large, unsupported_media_type
 from costtrack_service.services.workspace import invalid
 
 #: A key owner's request body is a small JSON object ({"name", "bind"}, a budget, …).
@@ -21,8 +21,7 @@ MAX_BODY_BYTES = 64 * 1024
 def read_json_body(text: str) -> Any:
     """The owners' API's JSON reader (``json_body_deserializer``): bounded before it parses."""
     if len(text.encode("utf-8", errors="surrogatepass")) > MAX_BODY_BYTES:
-        error = invalid("body", f"the body must be at most {MAX_BODY_BYTES} bytes")
-        raise ApiError(error.code, error.message, details=error.details, status=413)
+        raise too_large("body", f"the body must be at most {MAX_BODY_BYTES} bytes")
     if not text.strip():
         return None
     try:
@@ -43,4 +42,4 @@ def refuse_media_type(headers: Mapping[str, str], body: str | None) -> None:
     media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if body and media and media != "application/json" and not media.endswith("+json"):
         message = f"Content-Type must be application/json, not {media}"
-        raise ApiError("INVALID_PAYLOAD", message, details=[{"field": "Content-Type", "message": message}], status=415)
+        raise unsupported_media_type("Content-Type", message)

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from costtrack_service.domain.runs.reports import UNIT_GROUPINGS
+from costtrack_service.domain.runs.reports import UnitGrouping
 from costtrack_service.edge.owner_responses import Count, Day, Decimal
 
 Money = Decimal | None
@@ -111,7 +111,7 @@ class UnitCostGroup(BaseModel):
 class UnitCosts(BaseModel):
     from_: Annotated[Day, Field(alias="from")]
     to: Day
-    by: Literal[UNIT_GROUPINGS]  # type: ignore[valid-type]
+    by: UnitGrouping
     currency: Literal["USD"]
     relative_error: Annotated[str, Field(description="every percentile's bound, relative (0.01: 1 %)")]
     groups: list[UnitCostGroup]

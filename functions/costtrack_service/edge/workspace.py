@@ -12,7 +12,7 @@ The same function serves the dashboard (``edge/dashboard.py``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from urllib.parse import unquote
 
 from aws_lambda_powertools import Logger
@@ -24,8 +24,8 @@ from aws_lambda_powertools.logging import correlation_paths
 
 from costtrack_service.domain.runs.anomalies import AnomalySettingsService
 from costtrack_service.domain.runs.reports import RunService
-from costtrack_service.domain.statements import STATEMENT_FORMATS, STATEMENT_GROUPINGS
-from costtrack_service.domain.usage import GROUPINGS
+from costtrack_service.domain.statements import StatementFormat, StatementGrouping
+from costtrack_service.domain.usage import Grouping
 from costtrack_service.domain.workspaces.keys import ADMIN_TOKEN_PREFIX, KEY_TRANSITIONS
 from costtrack_service.domain.workspaces.plans import WorkspaceState
 from costtrack_service.edge import owner_responses as shapes
@@ -62,9 +62,6 @@ logger = Logger(service="costtrack-api")
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 DAY_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
-GroupBy = Literal[GROUPINGS]  # type: ignore[valid-type]
-StatementBy = Literal[STATEMENT_GROUPINGS]  # type: ignore[valid-type]
-StatementFormat = Literal[STATEMENT_FORMATS]  # type: ignore[valid-type]
 First = Annotated[
     str | None,
     Query(alias="from", pattern=DAY_PATTERN, description=f"First UTC day (default: {DEFAULT_DAYS - 1} days before to)"),
@@ -110,7 +107,11 @@ def build_app(
             return
         resolver.context["gated"] = True
         headers = request_headers(resolver)
-        route = resolver.context.get("_route")  # None, or the not-found route, need no token
+        # Powertools' resolved route (None, or the not-found route, need no token): the context
+        # entry its own middlewares read (openapi_validation), no private attribute. Its newer
+        # public ``app.request`` gives the path, not the route's security, and is not in every
+        # Powertools this project allows (>=3.20).
+        route = resolver.context.get("_route")
         if route is not None and route.security == ADMIN_TOKEN:
             resolver.context["workspace"] = service.authenticate(
                 presented_secret(headers, ADMIN_TOKEN_PREFIX)
@@ -157,7 +158,7 @@ def build_app(
     def get_usage(
         first: First = None,
         last: Last = None,
-        group_by: Annotated[GroupBy, Query()] = "day",
+        group_by: Annotated[Grouping, Query()] = "day",
         daily: Annotated[
             bool, Query(description="With group_by other than day: each group's counts per day too (days)")
         ] = False,
@@ -215,7 +216,7 @@ def build_app(
         month: Annotated[
             str, Path(pattern="^[0-9]{4}-(0[1-9]|1[0-2])$", description="YYYY-MM (UTC), not after the current month")
         ],
-        by: Annotated[StatementBy, Query()] = "customer",
+        by: Annotated[StatementGrouping, Query()] = "customer",
         output: Annotated[StatementFormat, Query(alias="format")] = "json",
     ) -> Answer:
         """A calendar month's statement per customer or per feature, as JSON or CSV
@@ -225,10 +226,10 @@ def build_app(
         hidden (accepted, counted, hidden from the dashboard: a free-plan key's other sources),
         and the total of them all. The current month gives the month so far (complete: false).
         """
-        statement, output = service.statement(caller(), unquote(month), {"by": by, "format": output})
+        statement, chosen = service.statement(caller(), unquote(month), {"by": by, "format": output})
         # Named as a file in either format: the dashboard saves it under this name.
-        disposition = {"Content-Disposition": f'attachment; filename="{statement.filename(output)}"'}
-        if output == "json":
+        disposition = {"Content-Disposition": f'attachment; filename="{statement.filename(chosen)}"'}
+        if chosen == "json":
             return json_response(200, statement.to_dict(), disposition)
         return Response(
             status_code=200,

@@ -10,8 +10,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel, Field
 
-from costtrack_service.domain.reconciliation.connections import PROVIDERS, SECRET_PREFIX
-from costtrack_service.domain.reconciliation.reconcile import CLASSES
+from costtrack_service.domain.reconciliation.connections import SECRET_PREFIX, Provider
+from costtrack_service.domain.reconciliation.reconcile import DriftClass
 from costtrack_service.edge import owner_responses as shapes
 from costtrack_service.edge.owner_responses import INVALID, WITH_BODY, Day, documented, refused
 from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
@@ -19,7 +19,6 @@ from costtrack_service.jobs.drift import apply_drift
 from costtrack_service.services.reconciliation import ReconciliationService
 from costtrack_service.services.requests import RequestBody
 
-Provider = Literal[PROVIDERS]  # type: ignore[valid-type]
 Money = Annotated[str, Field(description="USD, an exact decimal string")]
 DAY_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 
@@ -66,7 +65,7 @@ class Finding(BaseModel):
     day: Day
     provider: str
     model: str
-    classes: list[Literal[CLASSES]]  # type: ignore[valid-type]
+    classes: list[DriftClass]
     billed: Side
     tracked: Side
     gap_usd: Money

@@ -11,7 +11,7 @@ from urllib.parse import unquote
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from costtrack_service.domain.runs.anomalies import AnomalySettingsService
-from costtrack_service.domain.runs.reports import DEFAULT_RUNS, MAX_RUNS, UNIT_GROUPINGS, RunService
+from costtrack_service.domain.runs.reports import DEFAULT_RUNS, MAX_RUNS, RunService, UnitGrouping
 from costtrack_service.domain.runs.totals import RUN, SESSION
 from costtrack_service.edge import run_responses as shapes
 from costtrack_service.edge.owner_responses import INVALID, WITH_BODY, documented, refused
@@ -19,7 +19,6 @@ from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
 from costtrack_service.services.requests import RunAnomalySettings
 from costtrack_service.services.workspace import MAX_FILTER_CHARS
 
-UnitsBy = Literal[UNIT_GROUPINGS]  # type: ignore[valid-type]
 DAY = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 First = Annotated[str | None, Query(alias="from", pattern=DAY, description="First UTC day the runs started")]
 Last = Annotated[str | None, Query(alias="to", pattern=DAY, description="Last UTC day, inclusive (default: today)")]
@@ -86,7 +85,9 @@ def add_run_routes(owners: OwnerRoutes, runs: RunService, anomalies: AnomalySett
         return runs.run(workspace_id(), SESSION, unquote(session_id))
 
     @owners.get("/v1/workspace/unit-costs", documented(200, shapes.UnitCosts, "Unit costs", r400=INVALID))
-    def get_unit_costs(first: First = None, last: Last = None, by: Annotated[UnitsBy, Query()] = "feature") -> Answer:
+    def get_unit_costs(
+        first: First = None, last: Last = None, by: Annotated[UnitGrouping, Query()] = "feature"
+    ) -> Answer:
         """Cost per run and per session, per feature, customer or run name: p50, p90, p99, max, mean
 
         From the cost sketch kept with the rollups (never every event): the percentiles and the

@@ -11,7 +11,7 @@ Plain Python (pydantic): the domain imports no AWS, and the ingestion function n
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -20,8 +20,8 @@ from costtrack_service.domain.budgets.budget import (
     MAX_THRESHOLD,
     MAX_THRESHOLDS,
     MIN_THRESHOLD,
-    PERIODS,
-    SCOPES,
+    Period,
+    Scope,
 )
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.otlp.spans import MAX_ATTRIBUTE_NAME, MAX_MAP_ENTRIES, MAX_MAP_NAMES
@@ -65,7 +65,7 @@ class NewKey(RequestBody):
 class BudgetFields(RequestBody):
     name: Annotated[str | None, Field(max_length=MAX_NAME_CHARS)] = None
     scope: Annotated[
-        Literal[tuple(SCOPES)] | None,  # type: ignore[valid-type]
+        Scope | None,
         Field(description="what the budget counts (default: the whole workspace)"),
     ] = None
     scope_value: Annotated[
@@ -76,7 +76,7 @@ class BudgetFields(RequestBody):
         ),
     ] = None
     period: Annotated[
-        Literal[tuple(PERIODS)] | None,  # type: ignore[valid-type]
+        Period | None,
         Field(description="the window (default: the calendar month, UTC)"),
     ] = None
     thresholds: Annotated[

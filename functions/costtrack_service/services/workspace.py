@@ -46,6 +46,7 @@ from costtrack_service.domain.workspaces.keys import (
     ADMIN,
     INGEST,
     KEY_TRANSITIONS,
+    KeyKind,
     KeyRecord,
     KeyState,
     hash_secret,
@@ -92,12 +93,12 @@ class WorkspaceStore(Protocol):
 
     def usage(self, workspace: WorkspaceState, period: str) -> Usage: ...
 
-    def list_keys(self, workspace_id: str, kind: str = INGEST) -> list[KeyRecord]: ...
+    def list_keys(self, workspace_id: str, kind: KeyKind = INGEST) -> list[KeyRecord]: ...
 
     def find_key(self, workspace_id: str, key_id: str) -> KeyRecord | None: ...
 
     def create_key(
-        self, workspace_id: str, *, bound: Source | None = None, name: str | None = None, kind: str = INGEST
+        self, workspace_id: str, *, bound: Source | None = None, name: str | None = None, kind: KeyKind = INGEST
     ) -> tuple[str, KeyRecord]: ...
 
     def change_key_state(self, key_hash: str, action: str) -> KeyRecord: ...

@@ -175,14 +175,7 @@ class BillingTable(TableAccess):
         )
 
     def _billing_query(self, **arguments: Any) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        arguments["TableName"] = self.tables.billing
-        while True:
-            response = self._call(self.client.query, **arguments)
-            items += [from_item(item) for item in response.get("Items", [])]
-            if "LastEvaluatedKey" not in response:
-                return items
-            arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return list(self.query_items(TableName=self.tables.billing, **arguments))
 
 
 def _connection(item: dict[str, Any]) -> ConnectionState:

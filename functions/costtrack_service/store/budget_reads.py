@@ -65,16 +65,8 @@ class BudgetReads(TableAccess):
             **extra,
         )
 
-    def _query(self, **arguments: Any) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        arguments["TableName"] = self.tables.budgets
-        limit = arguments.get("Limit")
-        while True:
-            response = self._call(self.client.query, **arguments)
-            items += [from_item(item) for item in response.get("Items", [])]
-            if "LastEvaluatedKey" not in response or (limit is not None and len(items) >= limit):
-                return items
-            arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+    def _query(self, *, limit: int | None = None, **arguments: Any) -> list[dict[str, Any]]:
+        return list(self.query_items(TableName=self.tables.budgets, limit=limit, **arguments))
 
 
 def _budget(item: dict[str, Any]) -> Budget:

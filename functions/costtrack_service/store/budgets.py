@@ -186,9 +186,9 @@ class BudgetTable(BudgetReads):
             IndexName=DUE_DELIVERIES.name,
             KeyConditionExpression="due_set = :s AND due_at <= :now",
             ExpressionAttributeValues=to_item({":s": DUE_SET, ":now": now}),
-            Limit=limit,
+            limit=limit,
         )
-        return [_delivery(item) for item in items[:limit]]
+        return [_delivery(item) for item in items]
 
     def lease_delivery(self, delivery: Delivery, until: str) -> bool:
         """Take a due delivery for one attempt, until ``until``; False when another dispatcher

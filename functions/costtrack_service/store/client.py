@@ -10,7 +10,7 @@ and ``Retry-After`` (``edge/http.py``) and ``costtrack admin`` reports in one li
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -45,7 +45,8 @@ _TRANSIENT_CODES = frozenset(
         "TransactionInProgressException",
     }
 )
-_TRANSIENT_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
+#: A cancelled transaction's reasons (``CancellationReasons``) that mean the same: try again later.
+TRANSIENT_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
 # A plain write that meets a transaction holding its item; record_event retries its own.
 _TRANSACTION_CONFLICT = "TransactionConflictException"
 _TRANSACT_WRITE = "TransactWriteItems"
@@ -198,6 +199,31 @@ class TableAccess:
         try:
             response: dict[str, Any] = operation(**kwargs)
             return response
+        except (ClientError, BotoCoreError) as exc:
+            translated = unavailable_error(exc)
+            if translated is None:
+                raise
+            raise translated from exc
+
+    def query_items(self, *, limit: int | None = None, **arguments: Any) -> Iterator[dict[str, Any]]:
+        """The items a Query finds, decoded, page after page as the caller reads them (botocore's
+        paginator); with ``limit``, at most that many, read in pages of that size."""
+        return self._paged(self.client.get_paginator("query").paginate, limit, arguments)
+
+    def scan_items(self, *, limit: int | None = None, **arguments: Any) -> Iterator[dict[str, Any]]:
+        """The items a Scan finds, as :meth:`query_items` reads a Query's."""
+        return self._paged(self.client.get_paginator("scan").paginate, limit, arguments)
+
+    @staticmethod
+    def _paged(
+        paginate: Callable[..., Iterable[Mapping[str, Any]]], limit: int | None, arguments: dict[str, Any]
+    ) -> Iterator[dict[str, Any]]:
+        if limit is not None:
+            arguments["PaginationConfig"] = {"MaxItems": limit, "PageSize": limit}
+        try:
+            for page in paginate(**arguments):
+                for item in page.get("Items", []):
+                    yield from_item(item)
         except (ClientError, BotoCoreError) as exc:
             translated = unavailable_error(exc)
             if translated is None:

@@ -43,7 +43,7 @@ from costtrack_service.domain.workspaces.shards import (
     partition_key,
     rollup_partition,
 )
-from costtrack_service.store.client import shard_key
+from costtrack_service.store.client import TRANSIENT_REASONS, shard_key
 from costtrack_service.store.items import (
     event_from_item,
     event_item_key,
@@ -56,7 +56,6 @@ from costtrack_service.store.items import (
 from costtrack_service.store.reservations import debit_updates, reservation_settlements, settle_rejection
 from costtrack_service.store.runs import RunTable
 
-_TRANSIENT_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
 # One TransactGetItems holds the survey: the workspace item and both kinds of shards.
 assert 1 + len(Charge) * SHARDS <= 100, "a survey must fit in one TransactGetItems"
 
@@ -240,7 +239,7 @@ class EventStore(RunTable):
             codes = {str(reason.get("Code", "None")) for reason in reasons}
             if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
                 raise
-            if codes & _TRANSIENT_REASONS:
+            if codes & TRANSIENT_REASONS:
                 raise StoreUnavailable("TransactGetItems: " + ",".join(sorted(codes - {"None"}))) from exc
             if "TransactionConflict" in codes:
                 raise SurveyConflict("TransactGetItems: TransactionConflict") from exc
@@ -323,7 +322,7 @@ def _rejection(
     """Read a cancelled chunk's reasons: events, then shards, then the workspace item (if it
     leased), then rollups."""
     codes = [reason.get("Code", "None") for reason in reasons]
-    if any(code in _TRANSIENT_REASONS for code in codes):
+    if any(code in TRANSIENT_REASONS for code in codes):
         raise StoreUnavailable(",".join(sorted(set(codes))))
     if any(code not in ("None", "ConditionalCheckFailed", "TransactionConflict") for code in codes):
         raise RuntimeError(f"unexpected transaction cancellation: {codes}")

@@ -111,9 +111,7 @@ class OperatorStore(EventStore, PageReads):
 
     def list_workspaces(self) -> list[WorkspaceState]:
         """Every workspace (an operator's Scan; the ingestion path never lists)."""
-        workspaces = []
-        for page in self.client.get_paginator("scan").paginate(TableName=self.tables.workspaces):
-            workspaces += [workspace_from_item(from_item(item)) for item in page.get("Items", [])]
+        workspaces = [workspace_from_item(item) for item in self.scan_items(TableName=self.tables.workspaces)]
         return sorted(workspaces, key=lambda workspace: (workspace.name, workspace.workspace_id))
 
     def update_plan(
@@ -257,10 +255,8 @@ class OperatorStore(EventStore, PageReads):
 
     def iter_unpriced_events(self) -> Iterator[EventRecord]:
         """Every event still waiting for a price (the sparse ``unpriced`` index)."""
-        pages = self.client.get_paginator("scan").paginate(TableName=self.tables.events, IndexName=UNPRICED.name)
-        for page in pages:
-            for item in page.get("Items", []):
-                yield event_from_item(from_item(item))
+        for item in self.scan_items(TableName=self.tables.events, IndexName=UNPRICED.name):
+            yield event_from_item(item)
 
     def reprice_event(self, old: EventRecord, new: EventRecord) -> bool:
         """Price an event again (the backfill of an unpriced one, or a price-drift override's
@@ -377,6 +373,5 @@ class OperatorStore(EventStore, PageReads):
             }
             if filters:
                 arguments["FilterExpression"] = " AND ".join(filters)
-            for page in self.client.get_paginator("query").paginate(**arguments):
-                for item in page.get("Items", []):
-                    yield event_from_item(from_item(item))
+            for item in self.query_items(**arguments):
+                yield event_from_item(item)

@@ -22,6 +22,7 @@ from costtrack_service.domain.workspaces.keys import (
     INGEST,
     KEY_TRANSITIONS,
     PREFIXES,
+    KeyKind,
     KeyRecord,
     KeyState,
     display_prefix,
@@ -43,7 +44,7 @@ class OwnerStore(PageReads, RollupReads):
     # -- keys -----------------------------------------------------------------------------
 
     def create_key(
-        self, workspace_id: str, *, bound: Source | None = None, name: str | None = None, kind: str = INGEST
+        self, workspace_id: str, *, bound: Source | None = None, name: str | None = None, kind: KeyKind = INGEST
     ) -> tuple[str, KeyRecord]:
         """A new active ingestion key (or, with ``kind=ADMIN``, a workspace admin token).
         Returns the secret (shown once, never stored) and the record."""
@@ -77,17 +78,14 @@ class OwnerStore(PageReads, RollupReads):
         items = response.get("Items", [])
         return key_from_item(from_item(items[0])) if items else None
 
-    def list_keys(self, workspace_id: str, kind: str = INGEST) -> list[KeyRecord]:
-        records = []
-        paginator = self.client.get_paginator("query")
-        pages = paginator.paginate(
+    def list_keys(self, workspace_id: str, kind: KeyKind = INGEST) -> list[KeyRecord]:
+        items = self.query_items(
             TableName=self.tables.keys,
             IndexName=BY_WORKSPACE.name,
             KeyConditionExpression="workspace_id = :w",
             ExpressionAttributeValues=to_item({":w": workspace_id}),
         )
-        for page in pages:
-            records += [key_from_item(from_item(item)) for item in page.get("Items", [])]
+        records = [key_from_item(item) for item in items]
         return sorted((record for record in records if record.kind == kind), key=lambda record: record.created_at)
 
     def change_key_state(self, key_hash: str, action: str) -> KeyRecord:

@@ -21,7 +21,7 @@ from costtrack_service.domain.ingest.time_pages import page_group, page_items
 from costtrack_service.domain.store_errors import StoreUnavailable
 from costtrack_service.domain.workspaces.shards import event_partitions, partition_index
 from costtrack_service.store.client import TableAccess
-from costtrack_service.store.items import event_from_item, from_item, to_item
+from costtrack_service.store.items import event_from_item, to_item
 
 _PAGE_EVENTS = 100  # at most this many events a page, as a transaction would list
 
@@ -49,16 +49,15 @@ class PageBackfill(TableAccess):
         return events, pages
 
     def _partition_events(self, partition: str, before: str) -> Any:
-        pages = self.client.get_paginator("query").paginate(
+        items = self.query_items(
             TableName=self.tables.events,
             KeyConditionExpression="#p = :p",
             FilterExpression="received_at < :before",
             ExpressionAttributeNames={"#p": "partition"},
             ExpressionAttributeValues=to_item({":p": partition, ":before": before}),
         )
-        for page in pages:
-            for raw in page.get("Items", []):
-                yield event_from_item(from_item(raw))
+        for item in items:
+            yield event_from_item(item)
 
     def _put_all(self, items: list[dict[str, Any]]) -> None:
         for start in range(0, len(items), 25):

@@ -19,7 +19,7 @@ from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.ingest.time_pages import Entry, decode, page_key_bound, page_partitions
 from costtrack_service.domain.workspaces.shards import partition_key
 from costtrack_service.store.client import TableAccess
-from costtrack_service.store.items import event_from_item, from_item, to_item
+from costtrack_service.store.items import event_from_item, to_item
 from costtrack_service.store.rollups import in_parallel
 
 #: Pages one Query asks for when reading newest first (a page lists up to ~100 events).
@@ -48,11 +48,10 @@ class PageReads(TableAccess):
         }
         if newest_first:
             arguments["Limit"] = _PAGES_PER_QUERY
-        for answer in self.client.get_paginator("query").paginate(**arguments):
-            for raw in answer.get("Items", []):
-                if raw.get("event_key", {}).get("S") == high:
-                    continue  # BETWEEN includes ``high`` itself, which no page is
-                yield decode(from_item(raw)["entries"])
+        for item in self.query_items(**arguments):
+            if item.get("event_key") == high:
+                continue  # BETWEEN includes ``high`` itself, which no page is
+            yield decode(item["entries"])
 
     def entries_between(self, workspace_id: str, since: str, until: str) -> list[Entry]:
         """Every entry received in ``[since, until)``, in time order."""

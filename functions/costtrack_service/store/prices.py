@@ -24,8 +24,8 @@ from costtrack_service.domain.ingest.source import normalize_provider
 from costtrack_service.domain.pricing.entries import EntryStatus, Origin, PricingEntry, format_timestamp, parse_entry
 from costtrack_service.domain.pricing.overrides import Override, override_from_json
 from costtrack_service.domain.store_errors import Conflict
-from costtrack_service.store.attribute_values import deserialize, serialize
 from costtrack_service.store.client import TableAccess
+from costtrack_service.store.items import to_item
 
 if TYPE_CHECKING:
     pass
@@ -48,12 +48,8 @@ class PriceTable(TableAccess):
         return [_entry_from_item(item) for item in self._partition(f"p#{normalize_provider(provider)}")]
 
     def list_price_entries(self) -> list[PricingEntry]:
-        entries = []
-        for page in self.client.get_paginator("scan").paginate(TableName=self.tables.pricing):
-            for raw in page.get("Items", []):
-                item = _from_item(raw)
-                if str(item["model_key"]).startswith("p#"):
-                    entries.append(_entry_from_item(item))
+        items = self.scan_items(TableName=self.tables.pricing)
+        entries = [_entry_from_item(item) for item in items if str(item["model_key"]).startswith("p#")]
         return sorted(entries, key=lambda entry: (entry.key, entry.effective_from, entry.origin.rank))
 
     def put_price_entry(self, entry: PricingEntry) -> bool:
@@ -63,7 +59,7 @@ class PriceTable(TableAccess):
             self._call(
                 self.client.put_item,
                 TableName=self.tables.pricing,
-                Item=_to_item(_entry_to_item(entry)),
+                Item=to_item(_entryto_item(entry)),
                 ConditionExpression="attribute_not_exists(entry_key)",
             )
         except ClientError as exc:
@@ -92,7 +88,7 @@ class PriceTable(TableAccess):
             {
                 "Put": {
                     "TableName": self.tables.pricing,
-                    "Item": _to_item(_entry_to_item(entry)),
+                    "Item": to_item(_entryto_item(entry)),
                     "ConditionExpression": "attribute_not_exists(entry_key)",
                 }
             }
@@ -100,16 +96,16 @@ class PriceTable(TableAccess):
         closed = None
         if current is not None:
             closed = replace(current, effective_to=entry.effective_from)
-            seen = _entry_to_item(current)["entry"]
+            seen = _entryto_item(current)["entry"]
             transaction.append(
                 {
                     "Put": {
                         "TableName": self.tables.pricing,
-                        "Item": _to_item(_entry_to_item(closed)),
+                        "Item": to_item(_entryto_item(closed)),
                         # Optimistic: nobody changed the old entry since we read it.
                         "ConditionExpression": "#entry = :seen",
                         "ExpressionAttributeNames": {"#entry": "entry"},
-                        "ExpressionAttributeValues": _to_item({":seen": seen}),
+                        "ExpressionAttributeValues": to_item({":seen": seen}),
                     }
                 }
             )
@@ -149,13 +145,13 @@ class PriceTable(TableAccess):
             "entry_key": override.override_id,
             "override": json.dumps(override.to_dict(), separators=(",", ":")),
         }
-        self._call(self.client.put_item, TableName=self.tables.pricing, Item=_to_item(item))
+        self._call(self.client.put_item, TableName=self.tables.pricing, Item=to_item(item))
 
     def delete_price_override(self, workspace_id: str, override_id: str) -> bool:
         response = self._call(
             self.client.delete_item,
             TableName=self.tables.pricing,
-            Key=_to_item({"model_key": f"w#{workspace_id}", "entry_key": override_id}),
+            Key=to_item({"model_key": f"w#{workspace_id}", "entry_key": override_id}),
             ReturnValues="ALL_OLD",
         )
         return bool(response.get("Attributes"))
@@ -164,24 +160,19 @@ class PriceTable(TableAccess):
 
     def put_sync_state(self, state: Mapping[str, Any]) -> None:
         item = {"model_key": _SYNC_PARTITION, "entry_key": "last", "state": json.dumps(state, separators=(",", ":"))}
-        self._call(self.client.put_item, TableName=self.tables.pricing, Item=_to_item(item))
+        self._call(self.client.put_item, TableName=self.tables.pricing, Item=to_item(item))
 
     def _partition(self, key: str) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        arguments: dict[str, Any] = {
-            "TableName": self.tables.pricing,
-            "KeyConditionExpression": "model_key = :k",
-            "ExpressionAttributeValues": _to_item({":k": key}),
-        }
-        while True:
-            response = self._call(self.client.query, **arguments)
-            items += [_from_item(item) for item in response.get("Items", [])]
-            if "LastEvaluatedKey" not in response:
-                return items
-            arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return list(
+            self.query_items(
+                TableName=self.tables.pricing,
+                KeyConditionExpression="model_key = :k",
+                ExpressionAttributeValues=to_item({":k": key}),
+            )
+        )
 
 
-def _entry_to_item(entry: PricingEntry) -> dict[str, Any]:
+def _entryto_item(entry: PricingEntry) -> dict[str, Any]:
     return {
         "model_key": f"p#{entry.provider}",
         "entry_key": f"{entry.model}#{format_timestamp(entry.effective_from)}#{entry.origin.value}",
@@ -191,11 +182,3 @@ def _entry_to_item(entry: PricingEntry) -> dict[str, Any]:
 
 def _entry_from_item(item: Mapping[str, Any]) -> PricingEntry:
     return parse_entry(json.loads(str(item["entry"])), registry())
-
-
-def _to_item(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: serialize(value) for name, value in values.items() if value is not None}
-
-
-def _from_item(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: deserialize(value) for name, value in item.items()}

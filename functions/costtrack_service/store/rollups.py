@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from costtrack_service.domain.usage import Counts, RollupKey
 from costtrack_service.domain.workspaces.shards import rollup_partitions
 from costtrack_service.store.client import TableAccess
-from costtrack_service.store.items import from_item, to_item
+from costtrack_service.store.items import to_item
 
 _READERS = 8  # parallel queries when a read spans a workspace's partitions
 
@@ -30,20 +30,16 @@ class RollupReads(TableAccess):
             partition, dimension = query
             low, high = RollupKey.range(dimension, first_day, last_day)
             rows = []
-            pages = self.client.get_paginator("query").paginate(
+            items = self.query_items(
                 TableName=self.tables.rollups,
                 KeyConditionExpression="#p = :p AND rollup_key BETWEEN :low AND :high",
                 ExpressionAttributeNames={"#p": "partition"},
                 ExpressionAttributeValues=to_item({":p": partition, ":low": low, ":high": high}),
             )
-            for page in pages:
-                for raw in page.get("Items", []):
-                    item = from_item(raw)
-                    counts = Counts.from_row(item)
-                    value = item.get("value")
-                    rows.append(
-                        (RollupKey.parse(str(item["rollup_key"]), None if value is None else str(value)), counts)
-                    )
+            for item in items:
+                value = item.get("value")
+                key = RollupKey.parse(str(item["rollup_key"]), None if value is None else str(value))
+                rows.append((key, Counts.from_row(item)))
             return rows
 
         totals: dict[RollupKey, Counts] = {}

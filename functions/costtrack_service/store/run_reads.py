@@ -27,7 +27,7 @@ from costtrack_service.domain.runs.reports import after_position
 from costtrack_service.domain.runs.sketch import Histogram, parse_bucket_name
 from costtrack_service.domain.runs.totals import RUN, RunTotal, sketch_prefix
 from costtrack_service.domain.workspaces.shards import rollup_partitions
-from costtrack_service.store.items import from_item, to_item
+from costtrack_service.store.items import to_item
 from costtrack_service.store.pages import PageReads
 from costtrack_service.store.rollups import in_parallel
 from costtrack_service.store.runs import BUCKET_PREFIX, TOTAL_KEY, cost_partitions, run_partition, total_from_item
@@ -106,11 +106,12 @@ class RunReads(PageReads):
             if conditions:
                 arguments["FilterExpression"] = " AND ".join(conditions)
             found: list[RunTotal] = []
-            for page in self.client.get_paginator("query").paginate(**arguments):
-                totals = (total_from_item(from_item(raw)) for raw in page.get("Items", []))
-                found += [total for total in totals if after_position(total, after)]
-                if len(found) >= limit:
-                    break
+            for item in self.query_items(**arguments):
+                total = total_from_item(item)
+                if after_position(total, after):
+                    found.append(total)
+                    if len(found) >= limit:
+                        break
             return found
 
         partitions = [partition for day in days for partition in cost_partitions(workspace_id, day)]
@@ -124,13 +125,13 @@ class RunReads(PageReads):
         low, high = f"{sketch_prefix(kind)}{first_day}", f"{sketch_prefix(kind)}{last_day}~"
 
         def read(partition: str) -> list[dict[str, Any]]:
-            pages = self.client.get_paginator("query").paginate(
+            items = self.query_items(
                 TableName=self.tables.rollups,
                 KeyConditionExpression="#p = :p AND rollup_key BETWEEN :low AND :high",
                 ExpressionAttributeNames={"#p": "partition"},
                 ExpressionAttributeValues=to_item({":p": partition, ":low": low, ":high": high}),
             )
-            return [from_item(raw) for page in pages for raw in page.get("Items", [])]
+            return list(items)
 
         groups: dict[str, SketchGroup] = {}
         for items in in_parallel(read, rollup_partitions(workspace_id)):

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from costtrack_service.domain.budgets.budget import Budget, statuses
+from costtrack_service.domain.budgets.budget import Budget, Period, statuses
 from costtrack_service.domain.budgets.webhooks import UrlPolicy
 from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.services.budgets import BudgetService
@@ -36,7 +36,7 @@ DAYS = 30
 #: The budget is sized so that the history spends this share of it (past its 80 % threshold).
 BUDGET_SHARE = Decimal("0.86")
 BUDGET_NAME = "LLM spend, rolling 30 days"
-PERIOD = "rolling_30d"
+PERIOD: Period = "rolling_30d"
 OVERRIDE = {
     "provider": "anthropic",
     "discount_percent": "15",

@@ -173,7 +173,7 @@ def front_run(shape: Shape, delay_s: float = 0.0) -> dict[str, Any]:
                         try:
                             answer = ingest(service, IngestRequest({"authorization": f"Bearer {secret}"}, body))
                         except ApiError as error:
-                            if error.status != 503:
+                            if error.code != "UNAVAILABLE":
                                 raise
                             with lock:
                                 counts["sdk_503s"] += 1

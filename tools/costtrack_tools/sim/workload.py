@@ -146,7 +146,7 @@ def simulate(workload: Workload) -> SimResult:
             try:
                 answer = ingest(service, IngestRequest({"authorization": f"Bearer {secret}"}, body))
             except ApiError as error:
-                if error.status != 503:
+                if error.code != "UNAVAILABLE":
                     raise
                 result.sdk_503s += 1
                 if attempt == workload.max_retries:  # the SDK gives the batch up

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal, get_args
 
 from costtrack_service.domain.budgets.budget import Budget, Window, percent
 from costtrack_service.domain.pricing.cost import CURRENCY, format_decimal
@@ -18,7 +18,9 @@ from costtrack_service.domain.pricing.entries import format_timestamp
 
 SNS = "sns"
 #: Delivery states: waiting for an attempt, being attempted, done, or given up.
-PENDING, SENDING, DELIVERED, FAILED, CANCELLED = "pending", "sending", "delivered", "failed", "cancelled"
+DeliveryState = Literal["pending", "sending", "delivered", "failed", "cancelled"]
+DELIVERY_STATES: tuple[DeliveryState, ...] = get_args(DeliveryState)
+PENDING, SENDING, DELIVERED, FAILED, CANCELLED = DELIVERY_STATES
 EVENT_TYPE = "budget.threshold_crossed"
 #: How long notifications and their deliveries are kept (DynamoDB TTL).
 RETENTION_DAYS = 90

@@ -15,29 +15,33 @@ six days before it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
-from typing import Any, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from costtrack_service.domain.ingest.events import UsageEvent
 from costtrack_service.domain.pricing.cost import CURRENCY, format_decimal
 from costtrack_service.domain.reservations.ledger import ledger_ref
 from costtrack_service.domain.usage import TOTAL, Counts, RollupKey, model_name
 
-WORKSPACE = "workspace"
-#: Scope kind -> the rollup dimension that holds its spend.
-SCOPES: Mapping[str, str] = {
+WORKSPACE: Final = "workspace"
+#: What a budget can count: the whole workspace, or one feature, customer, model or environment.
+Scope = Literal["workspace", "feature", "customer", "model", "environment"]
+#: Scope kind -> the rollup dimension that holds its spend (every ``Scope``, in its order).
+SCOPES: Mapping[Scope, str] = {
     WORKSPACE: TOTAL,
     "feature": "feature",
     "customer": "customer",
     "model": "model",
     "environment": "environment",
 }
-MONTH = "month"
-#: Period kind -> days in the window (None: the calendar month).
-PERIODS: Mapping[str, int | None] = {MONTH: None, "rolling_7d": 7, "rolling_30d": 30}
+MONTH: Final = "month"
+#: A budget's window: the calendar month (UTC) or the last 7 or 30 days.
+Period = Literal["month", "rolling_7d", "rolling_30d"]
+#: Period kind -> days in the window (None: the calendar month; every ``Period``, in its order).
+PERIODS: Mapping[Period, int | None] = {MONTH: None, "rolling_7d": 7, "rolling_30d": 30}
 DEFAULT_THRESHOLDS = (50, 80, 100)
 MIN_THRESHOLD, MAX_THRESHOLD = 1, 1000
 MAX_THRESHOLDS = 10
@@ -56,9 +60,9 @@ class Budget:
     budget_id: str
     workspace_id: str
     amount: Decimal
-    scope: str = WORKSPACE
+    scope: Scope = WORKSPACE
     scope_value: str | None = None
-    period: str = MONTH
+    period: Period = MONTH
     thresholds: tuple[int, ...] = DEFAULT_THRESHOLDS
     name: str | None = None
     created_at: str = ""
@@ -175,8 +179,14 @@ def _text(raw: object, name: str, cap: int) -> str:
     return raw.strip()
 
 
-def parse_scope(kind: object, value: object) -> tuple[str, str | None]:
-    if not isinstance(kind, str) or kind not in SCOPES:
+def _one_of[T](raw: object, options: Collection[T]) -> T | None:
+    """The option ``raw`` equals (typed as the options are), or None."""
+    return next((option for option in options if option == raw), None)
+
+
+def parse_scope(raw: object, value: object) -> tuple[Scope, str | None]:
+    kind = _one_of(raw, SCOPES)
+    if kind is None:
         raise BudgetError("scope", f"scope must be one of {', '.join(SCOPES)}")
     if kind == WORKSPACE:
         if value is not None:
@@ -209,8 +219,8 @@ def change_budget(budget: Budget, raw: object, *, now: str, revision: int | None
     if "scope" in fields or "scope_value" in fields:
         kind = fields.get("scope", scope)
         scope, scope_value = parse_scope(kind, fields.get("scope_value", None if kind == WORKSPACE else scope_value))
-    period = fields.get("period", budget.period)
-    if not isinstance(period, str) or period not in PERIODS:
+    period = _one_of(fields.get("period", budget.period), PERIODS)
+    if period is None:
         raise BudgetError("period", f"period must be one of {', '.join(PERIODS)}")
     name = fields.get("name", budget.name)
     enforce = fields.get("enforce", budget.enforce)
@@ -224,7 +234,7 @@ def change_budget(budget: Budget, raw: object, *, now: str, revision: int | None
         amount=parse_amount(fields["amount"]) if "amount" in fields else budget.amount,
         scope=scope,
         scope_value=scope_value,
-        period=str(period),
+        period=period,
         thresholds=parse_thresholds(fields["thresholds"]) if "thresholds" in fields else budget.thresholds,
         updated_at=now,
         revision=budget.revision + 1 if revision is None else revision,

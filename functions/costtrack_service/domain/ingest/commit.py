@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Protocol
 
 from costtrack_service.domain.errors import ApiError, unavailable
 from costtrack_service.domain.ingest.chunks import (
@@ -73,16 +73,6 @@ class Outcome:
     record: EventRecord | None = None
     replayed: bool = False
     error: ApiError | None = None
-
-    @property
-    def status(self) -> int:
-        return self.error.status if self.error else 200
-
-    def body(self) -> dict[str, Any]:
-        if self.error is not None:
-            return self.error.body(None) | {"status": self.status}
-        assert self.record is not None
-        return {"status": 200, **self.record.answer(replayed=self.replayed)}
 
 
 def quota_exceeded() -> ApiError:

@@ -32,8 +32,8 @@ DEFAULT_ENVIRONMENT = "production"
 DEFAULT_STATUS = "success"
 
 
-def invalid_payload(field: str, message: str, *, status: int = 400) -> ApiError:
-    return ApiError("INVALID_PAYLOAD", message, details=[{"field": field, "message": message}], status=status)
+def invalid_payload(field: str, message: str) -> ApiError:
+    return ApiError("INVALID_PAYLOAD", message, details=[{"field": field, "message": message}])
 
 
 def parse_idempotency_key(value: str | None) -> str | None:

@@ -61,11 +61,11 @@ class IngestStore(ReadStore, ChunkStore, BudgetReader, HoldFinder, Protocol):
 
 @dataclass(frozen=True)
 class IngestResult:
-    """The answer: ``outcomes`` per item; ``body``/``status``/``headers`` as sent."""
+    """The answer: ``outcomes`` per item; a single event's ``body`` and ``headers`` as sent (a
+    batch's body is empty: the edge answers each item with its HTTP status, ``edge/ingest_request``)."""
 
     body: dict[str, Any]
     outcomes: tuple[Outcome, ...]
-    status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -115,7 +115,7 @@ class IngestService:
         the API says."""
         outcomes = self.accept(key, submission.items, received_at)
         if submission.batch:
-            return IngestResult({"results": [outcome.body() for outcome in outcomes]}, tuple(outcomes))
+            return IngestResult({}, tuple(outcomes))
         outcome = outcomes[0]
         if outcome.error is not None:
             raise outcome.error

@@ -7,11 +7,14 @@ not an error: it is accepted, counted and stored, but hidden. Paid plans see eve
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final, Literal
 
 from costtrack_service.domain.ingest.source import Source
 from costtrack_service.domain.workspaces.plans import Tier
 
-FREE_SOURCE_MISMATCH = "free_source_mismatch"
+#: Why an accepted event is hidden from the dashboard (one reason so far).
+VisibilityReason = Literal["free_source_mismatch"]
+FREE_SOURCE_MISMATCH: Final[VisibilityReason] = "free_source_mismatch"
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date, timedelta
+from typing import Literal, get_args
 
 from costtrack_service.domain.errors import ApiError
 
-PROVIDERS = ("openai", "anthropic", "bedrock")
+#: The providers whose bills are imported.
+Provider = Literal["openai", "anthropic", "bedrock"]
+PROVIDERS: tuple[Provider, ...] = get_args(Provider)
 SECRET_PREFIX = "costtrack/billing/"  # noqa: S105 (a name prefix, not a secret)
 #: arn:<partition>:secretsmanager:<region>:<account>:secret:<name>-<6 random characters>
 SECRET_ARN = re.compile(

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal, get_args
 
 from costtrack_service.domain.reconciliation.bill import INPUT_KINDS, BilledLine
 
@@ -33,7 +33,9 @@ PRICE_KEYS = {
     "cache_write_1h": "cache_write_1h_mtok",
     "output": "output_mtok",
 }
-CLASSES = ("untracked", "price_drift", "timing", "unbilled")
+#: What a bill's difference from the tracked cost is put down to.
+DriftClass = Literal["untracked", "price_drift", "timing", "unbilled"]
+CLASSES: tuple[DriftClass, ...] = get_args(DriftClass)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from costtrack.validation import encodes_as_utf8
 from costtrack_service.domain.errors import ApiError
@@ -34,7 +34,8 @@ from costtrack_service.services.workspace import MAX_FILTER_CHARS, day_range
 
 #: Calls listed with a run at most (a run of more is listed in part: ``calls_complete`` false).
 MAX_RUN_CALLS = 2000
-UNIT_GROUPINGS = ("feature", "customer", "run_name")
+UnitGrouping = Literal["feature", "customer", "run_name"]
+UNIT_GROUPINGS: tuple[UnitGrouping, ...] = get_args(UnitGrouping)
 RUN_SORTS = ("cost",)
 DEFAULT_RUNS = 50
 MAX_RUNS = 200

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal, get_args
 
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ids import random_token
@@ -22,8 +22,9 @@ ADMIN_TOKEN_PREFIX = "cta_"  # noqa: S105 - a prefix, not a secret
 
 #: A credential is an ingestion key (sends events) or a workspace admin token (reads usage,
 #: manages keys). Each works only where its kind is expected.
-INGEST = "ingest"
-ADMIN = "admin"
+KeyKind = Literal["ingest", "admin"]
+KEY_KINDS: tuple[KeyKind, ...] = get_args(KeyKind)
+INGEST, ADMIN = KEY_KINDS
 PREFIXES = {INGEST: INGEST_KEY_PREFIX, ADMIN: ADMIN_TOKEN_PREFIX}
 _SECRET_LENGTH = 40  # base62 characters: about 238 bits of randomness
 _DISPLAY_LENGTH = 6  # characters after the prefix shown in key lists
@@ -68,7 +69,7 @@ class KeyRecord:
     bound: Source | None = None
     last_used_at: str | None = None
     name: str | None = None
-    kind: str = INGEST
+    kind: KeyKind = INGEST
 
     def to_dict(self) -> dict[str, Any]:
         """The key as owners see it: never the secret, never its hash."""
