@@ -26,7 +26,7 @@
     when it happens (the larger of the item before and after it, 1 unit per started KB, doubled
     in a transaction); the event's own items are not counted;
   - each ledger item's writes per second (reserves, settles, leases, gathers, seeds) and, for
-    the busiest item, three figures: ``..._busy_fraction_at_1k_rps``, the issue's measure (every
+    the busiest item, three figures: ``..._busy_fraction_at_1k_rps`` (every
     write × 10 ms, ``service.TRANSACTION_SECONDS``); ``..._wcu_share_at_1k_rps``, its write units
     per second over the 1,000 WCU/s one partition (and so one item) takes; and
     ``..._transaction_busy_at_1k_rps``, the transactions a second that write it × 10 ms, the time
