@@ -30,7 +30,7 @@ from costtrack_service.services.budgets import BudgetService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.server import LambdaContext
-from tests.deploy.test_built_template import paid_workspace, public_address
+from tests.support.moto_workspace import paid_workspace, public_address
 
 
 @pytest.fixture
