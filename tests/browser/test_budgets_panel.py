@@ -13,8 +13,9 @@ import pytest
 from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
 from costtrack_tools.local.stack import LOCAL_WEBHOOKS
-from tests.integration.test_budget_alerts import GPT5, Receiver
 from tests.support.browser import ARTIFACTS
+from tests.support.budget_owner import GPT5
+from tests.support.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.integration
 

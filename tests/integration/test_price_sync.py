@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.conftest import stored_event
-from tests.integration.test_admin_cli import Admin, post
+from tests.support.admin_cli import Admin, post
 
 pytestmark = pytest.mark.integration
 pytest.importorskip("genai_prices")
