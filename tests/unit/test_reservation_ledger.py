@@ -30,7 +30,7 @@ from costtrack_service.domain.reservations.ledger import (
 )
 from costtrack_service.domain.reservations.service import ReservationService
 from costtrack_service.domain.workspaces.keys import KeyRecord
-from tests.unit.test_ingestion import Harness
+from tests.support.ingest_harness import Harness
 
 D = Decimal
 LEDGER = Ledger("bdg_1", "limit", D("1"), None, "2026-11")
