@@ -2,7 +2,7 @@
 found by pytest without an import) or in ``tests/support/`` (plain code, imported), never in a
 test module that others import. Importing a test module runs its module-level code again under
 another name and, for a fixture imported by name, makes pytest build it once per importing module
-(a module-scoped fixture twice); the ``F811`` suppressions those imports needed go with them.
+(a session-scoped one as often); the ``F811`` suppressions those imports needed go with them.
 
 Every import counts, wherever it is written (top level or inside a function), absolute or
 relative. A test module is what pytest collects by its default names: ``test_*.py`` and
