@@ -204,6 +204,11 @@ def stored_event(store: Any, workspace_id: str, event_key: str) -> Any:
     return event_from_item(from_item(item)) if item else None
 
 
+def stored(local_stack: Any, workspace_id: str) -> list[Any]:
+    """A workspace's events on a local stack, as its store lists them."""
+    return list(local_stack.store.iter_events(workspace_id))
+
+
 def sync_state(store: Any) -> Any:
     """What the last price sync noted (the service only writes it; people read it in the table)."""
     response = store.client.get_item(

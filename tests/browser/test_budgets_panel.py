@@ -13,8 +13,9 @@ import pytest
 from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
 from costtrack_tools.local.stack import LOCAL_WEBHOOKS
-from tests.browser.test_dashboard import ARTIFACTS, browser  # noqa: F401 - the shared Chromium fixture
-from tests.integration.test_budget_alerts import GPT5, Receiver
+from tests.support.browser import ARTIFACTS
+from tests.support.budget_owner import GPT5
+from tests.support.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +31,7 @@ def receiver() -> Any:
 
 
 def test_budgets_panel(
-    browser: Any,  # noqa: F811
+    browser: Any,
     local_stack: Any,
     workspace_factory: Any,
     api: httpx.Client,
@@ -107,7 +108,7 @@ def test_budgets_panel(
 
 
 def test_budgets_panel_shows_hard_limits_holds_and_a_customer_at_its_limit(
-    browser: Any,  # noqa: F811
+    browser: Any,
     local_stack: Any,
     workspace_factory: Any,
     api: httpx.Client,

@@ -18,7 +18,7 @@ import pytest
 from costtrack_service.domain.ingest.batch import submission_of
 from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.workspaces.keys import ADMIN
-from tests.browser.test_dashboard import ARTIFACTS, browser  # noqa: F401 - the shared Chromium fixture
+from tests.support.browser import ARTIFACTS
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +54,7 @@ def history(local_stack: Any, workspace_factory: Any, api: httpx.Client) -> dict
     return {"workspace_id": workspace_id, "token": token, "key": key}
 
 
-def open_dashboard(browser: Any, url: str, token: str, width: int = 1280) -> tuple[Any, list[str]]:  # noqa: F811
+def open_dashboard(browser: Any, url: str, token: str, width: int = 1280) -> tuple[Any, list[str]]:
     page = browser.new_page(viewport={"width": width, "height": 900})
     problems: list[str] = []
     page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
@@ -75,7 +75,7 @@ def settled(page: Any) -> None:
     )
 
 
-def test_charts_names_and_money(browser: Any, local_stack: Any, history: dict[str, Any]) -> None:  # noqa: F811
+def test_charts_names_and_money(browser: Any, local_stack: Any, history: dict[str, Any]) -> None:
     page, problems = open_dashboard(browser, local_stack.state["api_url"], history["token"])
     customers = page.locator("#top-customer li")
     assert customers.first.locator(".bar-name").inner_text() == "Acme Corp"
@@ -131,7 +131,7 @@ def test_charts_names_and_money(browser: Any, local_stack: Any, history: dict[st
     page.close()
 
 
-def test_event_filters_and_csv(browser: Any, local_stack: Any, history: dict[str, Any]) -> None:  # noqa: F811
+def test_event_filters_and_csv(browser: Any, local_stack: Any, history: dict[str, Any]) -> None:
     page, problems = open_dashboard(browser, local_stack.state["api_url"], history["token"])
     rows = page.locator("#events tbody tr")
     assert rows.count() == len(EVENTS) + 1  # and the old one
@@ -171,7 +171,7 @@ def test_event_filters_and_csv(browser: Any, local_stack: Any, history: dict[str
 
 
 @pytest.mark.parametrize("width", [375, 1280])
-def test_layout_never_scrolls_sideways(browser: Any, local_stack: Any, history: dict[str, Any], width: int) -> None:  # noqa: F811
+def test_layout_never_scrolls_sideways(browser: Any, local_stack: Any, history: dict[str, Any], width: int) -> None:
     overflow = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
     page = browser.new_page(viewport={"width": width, "height": 800})
     page.goto(f"{local_stack.state['api_url']}/dashboard")

@@ -13,14 +13,14 @@ import pytest
 
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.workspaces.keys import ADMIN
-from tests.browser.test_dashboard import ARTIFACTS, browser  # noqa: F401 - the shared Chromium fixture
+from tests.support.browser import ARTIFACTS
 
 pytestmark = pytest.mark.integration
 
 ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:costtrack/billing/openai-AbCdEf"
 
 
-def open_dashboard(browser: Any, url: str, token: str) -> tuple[Any, list[str]]:  # noqa: F811
+def open_dashboard(browser: Any, url: str, token: str) -> tuple[Any, list[str]]:
     page = browser.new_page(viewport={"width": 1280, "height": 2600})
     problems: list[str] = []
     page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
@@ -32,7 +32,7 @@ def open_dashboard(browser: Any, url: str, token: str) -> tuple[Any, list[str]]:
 
 
 def test_reconciliation_view(
-    browser: Any,  # noqa: F811
+    browser: Any,
     local_stack: Any,
     workspace_factory: Any,
     api: httpx.Client,
@@ -97,7 +97,7 @@ def test_reconciliation_view(
 
 
 def test_reported_cost_is_listed_without_a_bill(
-    browser: Any,  # noqa: F811
+    browser: Any,
     local_stack: Any,
     workspace_factory: Any,
     api: httpx.Client,

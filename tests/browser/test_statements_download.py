@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 # The browser and the seeded free workspace (3 visible events, 1 hidden) of the dashboard test.
-from tests.browser.test_dashboard import ARTIFACTS, browser, seeded  # noqa: F401
+from tests.support.browser import ARTIFACTS
 
 pytestmark = pytest.mark.integration
 
@@ -23,9 +23,9 @@ MONTH = datetime.now(UTC).strftime("%Y-%m")
 
 
 def test_statements_download_as_csv_and_json(
-    browser: Any,  # noqa: F811
+    browser: Any,
     local_stack: Any,
-    seeded: dict[str, Any],  # noqa: F811
+    seeded: dict[str, Any],
     api: httpx.Client,
 ) -> None:
     page = browser.new_page(accept_downloads=True, viewport={"width": 1280, "height": 1600})

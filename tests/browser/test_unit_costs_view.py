@@ -11,13 +11,12 @@ import httpx
 import pytest
 
 from costtrack_service.domain.workspaces.keys import ADMIN
-from tests.browser.test_dashboard import browser  # noqa: F401
 
 pytestmark = pytest.mark.integration
 
 
 def test_unit_costs_view_shows_the_distribution_and_opens_a_run(
-    browser: Any,  # noqa: F811
+    browser: Any,
     local_stack: Any,
     workspace_factory: Any,
     api: httpx.Client,

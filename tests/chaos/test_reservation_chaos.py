@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.test_reservations import Shop
+from tests.support.reservation_shop import Shop
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.test_built_template import BUILD, built  # noqa: F401 (built: a fixture)
+from tests.support.built import BUILD
 
 #: What every function ships: the rules, the store, the edge, the entry points, the bundled
 #: prices and the dashboard's files.
@@ -39,7 +39,7 @@ def python_functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
-def test_every_python_function_is_built(built: dict[str, Any]) -> None:  # noqa: F811
+def test_every_python_function_is_built(built: dict[str, Any]) -> None:
     functions = python_functions(built)
     assert {
         "IngestFunction",
@@ -66,7 +66,7 @@ def test_every_python_function_is_built(built: dict[str, Any]) -> None:  # noqa:
         "BillImportFunction",
     ],
 )
-def test_a_built_function_holds_only_runtime_code(built: dict[str, Any], function: str) -> None:  # noqa: F811
+def test_a_built_function_holds_only_runtime_code(built: dict[str, Any], function: str) -> None:
     root = BUILD / function
     package = root / "costtrack_service"
     shipped = {path.name for path in package.iterdir()}
@@ -90,7 +90,7 @@ def test_a_built_function_holds_only_runtime_code(built: dict[str, Any], functio
         "BillImportFunction",
     ],
 )
-def test_a_built_function_ships_its_bytecode(built: dict[str, Any], function: str) -> None:  # noqa: F811
+def test_a_built_function_ships_its_bytecode(built: dict[str, Any], function: str) -> None:
     """Lambda cannot write beside the package: without bytecode it compiles every module on each
     cold start (functions/Makefile). The bytecode is Python 3.13's, unchecked against the source."""
     package = BUILD / function / "costtrack_service"

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import json
 import os
-import shutil
 import subprocess
 import sys
-from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -21,14 +18,12 @@ from typing import Any
 
 import boto3
 import pytest
-import yaml
 from moto import mock_aws
 
-from costtrack_service.domain.budgets.webhooks import UrlPolicy
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.runs.anomalies import AnomalySettingsService
-from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
+from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
 from costtrack_service.services.budgets import BudgetService
@@ -38,61 +33,11 @@ from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.ingestion import IngestionStore
 from costtrack_service.store.tables import TABLES, TableNames
 from tests.conftest import moto_tables
-
-#: Webhook hosts resolve to a public address (example.com's), without asking DNS.
-public_address = UrlPolicy(resolve=lambda host, port: ["93.184.216.34"])
+from tests.support.built import BUILD
+from tests.support.cloudformation import LOGICAL_TABLES, CallRecorder, granted
+from tests.support.moto_workspace import paid_workspace, public_address
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD = ROOT / ".aws-sam" / "build"
-SAM = ROOT / ".costtrack" / "tools" / "sam" / "bin" / "sam"
-SOURCES = [ROOT / "template.yaml", ROOT / "functions", ROOT / "sdk" / "python" / "src", ROOT / "sdk" / "node" / "src"]
-LOGICAL_TABLES = {spec.name: f"{spec.name.capitalize()}Table" for spec in TABLES}
-#: The only secrets a function may read: those the owners create for their provider connections.
-BILLING_SECRETS = "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:costtrack/billing/*"
-
-
-class CloudFormationLoader(yaml.SafeLoader):
-    """YAML with CloudFormation's short tags (!Ref, !GetAtt, !Sub ...) read as their long form."""
-
-
-def _intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
-    name = "Ref" if suffix == "Ref" else f"Fn::{suffix}"
-    if isinstance(node, yaml.ScalarNode):
-        value: Any = loader.construct_scalar(node)
-        if suffix == "GetAtt":
-            value = value.split(".", 1)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
-    return {name: value}
-
-
-CloudFormationLoader.add_multi_constructor("!", _intrinsic)
-
-
-def newest_source_change() -> float:
-    return max(path.stat().st_mtime for source in SOURCES if source.exists() for path in [source, *source.rglob("*")])
-
-
-@pytest.fixture(scope="module")
-def built() -> dict[str, Any]:
-    """The built template; `sam build` runs first when the build is missing or stale."""
-    template = BUILD / "template.yaml"
-    BUILD.parent.mkdir(exist_ok=True)
-    # Test files run in parallel (pytest -n): one builds while the others wait, then find it fresh.
-    with (BUILD.parent / "build.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not template.exists() or template.stat().st_mtime < newest_source_change():
-            if not SAM.exists():
-                pytest.fail("SAM CLI is not installed: run `make lint-template` (make test does)")
-            python = subprocess.run([ROOT / "scripts" / "find-python", "3.13", "3.12"], capture_output=True, text=True)
-            uv = shutil.which("uv") or str(ROOT / ".costtrack" / "tools" / "bin" / "uv")
-            env = {**os.environ, "SAM_CLI_TELEMETRY": "0", "UV": uv}
-            env["PATH"] = f"{Path(python.stdout.strip()).parent}{os.pathsep}{env['PATH']}"
-            subprocess.run([SAM, "build"], cwd=ROOT, env=env, check=True, capture_output=True)
-    document: dict[str, Any] = yaml.load(template.read_text(), Loader=CloudFormationLoader)  # noqa: S506 - SafeLoader subclass
-    return document
 
 
 def resources(built: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
@@ -140,94 +85,6 @@ def test_the_ingestion_function_takes_events_traces_and_the_openapi_document(bui
 
 
 # -- least privilege ----------------------------------------------------------------------
-
-
-def granted(function: dict[str, Any]) -> dict[str, set[str]]:
-    """{logical table name: {dynamodb:Action}} from a function's inline policies."""
-    grants: dict[str, set[str]] = defaultdict(set)
-    for policy in function["Properties"]["Policies"]:
-        for statement in policy["Statement"]:
-            assert statement["Effect"] == "Allow"
-            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-            if all(action.startswith("s3:") for action in actions):
-                continue  # object keys need a prefix wildcard: test_export_template.py checks these
-            if actions == ["ce:GetCostAndUsage"]:
-                assert statement["Resource"] == "*"  # GetCostAndUsage has no resource type
-                grants["*"].add("ce:GetCostAndUsage")
-                continue
-            if actions == ["secretsmanager:GetSecretValue"]:
-                assert statement["Resource"] == {"Fn::Sub": BILLING_SECRETS}, "the owners' billing secrets only"
-                grants[BILLING_SECRETS].add("secretsmanager:GetSecretValue")
-                continue
-            targets = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
-            for target in targets:
-                resource = _resource_name(target)
-                for action in actions:
-                    assert "*" not in action
-                    grants[resource].add(action)
-    return grants
-
-
-def _resource_name(target: Any) -> str:
-    """``KeysTable`` for a table's ARN, ``KeysTable/index/by_workspace`` for one named index;
-    anything else (a wildcard, a literal ARN) fails the test."""
-    if isinstance(target, dict) and set(target) == {"Ref"}:  # an SNS topic of the stack
-        return str(target["Ref"])
-    if isinstance(target, dict) and "Fn::GetAtt" in target:
-        logical, attribute = target["Fn::GetAtt"]
-        assert attribute == "Arn"
-        return str(logical)
-    if isinstance(target, dict) and "Fn::Sub" in target:
-        text = target["Fn::Sub"]
-        assert isinstance(text, str) and "*" not in text, f"no wildcard resources: {target}"
-        logical, _, index = text.removeprefix("${").partition(".Arn}/index/")
-        assert index, f"unexpected resource {text}"
-        return f"{logical}/index/{index}"
-    raise AssertionError(f"no wildcard or literal resources: {target}")
-
-
-class CallRecorder:
-    """Records, per logical table (or index), the IAM actions a botocore client's calls need."""
-
-    def __init__(self, names: TableNames) -> None:
-        self.logical = {names.of(spec): LOGICAL_TABLES[spec.name] for spec in TABLES}
-        self.calls: dict[str, set[str]] = defaultdict(set)
-
-    def attach(self, client: Any) -> Any:
-        client.meta.events.register("provide-client-params.dynamodb.*", self.record)
-        client.meta.events.register("provide-client-params.sns.*", self.record_sns)
-        client.meta.events.register("provide-client-params.secretsmanager.*", self.record_secret)
-        client.meta.events.register("provide-client-params.ce.*", self.record_ce)
-        return client
-
-    def record_secret(self, params: dict[str, Any], model: Any, **_: Any) -> None:
-        assert ":secret:costtrack/billing/" in params["SecretId"], params["SecretId"]
-        self.calls[BILLING_SECRETS].add(f"secretsmanager:{model.name}")
-
-    def record_ce(self, params: dict[str, Any], model: Any, **_: Any) -> None:
-        self.calls["*"].add(f"ce:{model.name}")
-
-    def record_sns(self, params: dict[str, Any], model: Any, **_: Any) -> None:
-        self.calls["BudgetAlertTopic"].add(f"sns:{model.name}")  # the stack's one topic a function uses
-
-    def record(self, params: dict[str, Any], model: Any, **_: Any) -> None:
-        operation = model.name
-        if operation == "TransactWriteItems":
-            for item in params["TransactItems"]:
-                ((kind, body),) = item.items()
-                action = {"Put": "PutItem", "Update": "UpdateItem", "ConditionCheck": "ConditionCheckItem"}[kind]
-                self.calls[self.logical[body["TableName"]]].add(f"dynamodb:{action}")
-        elif operation == "TransactGetItems":  # authorized as a GetItem of each item's table
-            for item in params["TransactItems"]:
-                self.calls[self.logical[item["Get"]["TableName"]]].add("dynamodb:GetItem")
-        elif "RequestItems" in params:  # BatchGetItem, BatchWriteItem: authorized per table
-            for table in params["RequestItems"]:
-                self.calls[self.logical[table]].add(f"dynamodb:{operation}")
-        elif "TableName" in params:
-            target = self.logical[params["TableName"]]
-            if params.get("IndexName"):
-                target = f"{target}/index/{params['IndexName']}"
-            self.calls[target].add(f"dynamodb:{operation}")
 
 
 @pytest.fixture(scope="module")
@@ -379,14 +236,6 @@ def test_ingestion_policy_grants_exactly_what_the_code_uses(
     assert dict(grants) == dict(ingestion_calls)
     everything = set().union(*grants.values())
     assert not everything & {"dynamodb:Scan", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
-
-
-def paid_workspace(names: TableNames, included_events: int) -> tuple[DynamoStore, WorkspaceState, str]:
-    """In moto: the tables, a paid workspace, and the secret of an ingestion key of it."""
-    admin = moto_tables(names)
-    workspace = admin.create_workspace("iam", tier=Tier.PAID, included_events=included_events)
-    secret, _ = admin.create_key(workspace.workspace_id)
-    return admin, workspace, secret
 
 
 def tables_with_one_event(names: TableNames, model: str, prompt_tokens: int) -> tuple[DynamoStore, Any]:

@@ -20,7 +20,8 @@ from costtrack_service.handlers.export import outputs, run
 from costtrack_service.jobs.export import Exporter, S3Writer
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.tables import TableNames
-from tests.deploy.test_built_template import ROOT, CallRecorder, CloudFormationLoader, granted
+from tests.conftest import ROOT
+from tests.support.cloudformation import CallRecorder, CloudFormationLoader, granted
 
 S3_ACTIONS = {"PutObject": "s3:PutObject", "DeleteObjects": "s3:DeleteObject", "ListObjectsV2": "s3:ListBucket"}
 

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from scripts.generate_requirements import EXPORTS, RUNTIME_PACKAGES, exported
-from tests.deploy.test_built_template import BUILD, ROOT, built  # noqa: F401 (built: a fixture)
+from tests.conftest import ROOT
+from tests.support.built import BUILD
 
 FUNCTIONS = [
     "IngestFunction",
@@ -74,7 +75,7 @@ def test_only_the_ingestion_function_ships_packages_of_its_own() -> None:
     assert set(pins(EXPORTS["ingest-function"])) == {"opentelemetry-proto", "protobuf"}
 
 
-def test_the_powertools_layer_is_the_locked_powertools_the_tests_ran(built: dict[str, Any]) -> None:  # noqa: F811
+def test_the_powertools_layer_is_the_locked_powertools_the_tests_ran(built: dict[str, Any]) -> None:
     lock = locked()
     assert pins(EXPORTS["powertools-layer"])["aws-lambda-powertools"] == lock["aws-lambda-powertools"]
     assert version("aws-lambda-powertools") == lock["aws-lambda-powertools"]  # what the tests import
@@ -88,12 +89,12 @@ def test_the_powertools_layer_is_the_locked_powertools_the_tests_ran(built: dict
         )
 
 
-def test_the_built_layer_holds_exactly_the_locked_versions(built: dict[str, Any]) -> None:  # noqa: F811
+def test_the_built_layer_holds_exactly_the_locked_versions(built: dict[str, Any]) -> None:
     assert installed(BUILD / "PowertoolsLayer" / "python") == pins(EXPORTS["powertools-layer"])
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
-def test_a_built_function_holds_exactly_its_locked_versions(built: dict[str, Any], function: str) -> None:  # noqa: F811
+def test_a_built_function_holds_exactly_its_locked_versions(built: dict[str, Any], function: str) -> None:
     path = ROOT / "functions" / "requirements" / f"{function}.txt"
     expected = pins(str(path.relative_to(ROOT))) if path.exists() else {}
     assert installed(BUILD / function) == expected

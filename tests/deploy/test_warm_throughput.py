@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.deploy.test_built_template import ROOT, CloudFormationLoader
+from tests.conftest import ROOT
+from tests.support.cloudformation import CloudFormationLoader
 
 PARAMETERS = {
     "EventsWarmWriteUnits": "EventsWarm",

@@ -19,9 +19,8 @@ import pytest
 
 from costtrack import Tracker
 from costtrack.providers import from_openai
-from tests.conftest import ROOT, month_usage
+from tests.conftest import ROOT, month_usage, stored
 from tests.e2e.canned_openai import gpt5_and_gpt4o_mini
-from tests.e2e.test_sdks_end_to_end import stored
 
 pytestmark = pytest.mark.integration
 

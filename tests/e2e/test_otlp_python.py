@@ -13,7 +13,6 @@ the local stack (DynamoDB Local behind the HTTP front).
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -26,34 +25,18 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import Status, StatusCode
 
 from costtrack import Tracker
 from costtrack.providers import from_openai
-from tests.conftest import month_usage
+from tests.conftest import month_usage, stored
 from tests.e2e.canned_openai import canned, gpt5_and_gpt4o_mini
-from tests.e2e.test_sdks_end_to_end import FaultProxy, stored
+from tests.support.fault_proxy import FaultProxy
+from tests.support.otel_spans import GOOD, exporter, usage_span
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 
 RESPONSES = gpt5_and_gpt4o_mini(12_000, gpt5_cached=0, service_tier="default")
-
-
-@pytest.fixture
-def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    server = canned.CannedProvider()
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-def exporter(url: str, key: str, **options: Any) -> OTLPSpanExporter:
-    return OTLPSpanExporter(endpoint=f"{url}/v1/traces", headers={"Authorization": f"Bearer {key}"}, **options)
 
 
 def tracer_provider(span_exporter: OTLPSpanExporter, captured: InMemorySpanExporter | None = None) -> TracerProvider:
@@ -115,23 +98,6 @@ def test_openai_instrumentation_spans_cost_what_the_sdk_helper_events_cost(
     [gpt5] = [record for record in stored(local_stack, otel_ws) if record.event.model.startswith("gpt-5")]
     assert gpt5.idempotency_key.startswith("otel-") and gpt5.event.latency_ms is not None
     assert month_usage(local_stack.store, otel_ws).included_used == len(RESPONSES)
-
-
-def usage_span(tracer: Any, name: str, attributes: dict[str, Any], error: bool = False) -> None:
-    with tracer.start_as_current_span(name, attributes=attributes) as span:
-        if error:
-            span.set_status(Status(StatusCode.ERROR))
-
-
-GOOD = {
-    "gen_ai.operation.name": "chat",
-    "gen_ai.provider.name": "anthropic",
-    "gen_ai.request.model": "claude-sonnet-4-5",
-    "gen_ai.usage.input_tokens": 13_000,
-    "gen_ai.usage.cache_read.input_tokens": 10_000,
-    "gen_ai.usage.cache_creation.input_tokens": 2_000,
-    "gen_ai.usage.output_tokens": 500,
-}
 
 
 def test_retries_duplicates_and_a_mixed_batch_lose_and_double_nothing(local_stack: Any, workspace_factory: Any) -> None:

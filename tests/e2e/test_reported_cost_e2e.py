@@ -19,9 +19,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from costtrack import Tracker
 from costtrack.providers import from_openai
 from costtrack_service.domain.workspaces.keys import ADMIN
+from tests.conftest import stored
 from tests.e2e.canned_openai import canned
-from tests.e2e.test_otlp_python import GOOD, exporter, provider, usage_span  # noqa: F401 - the fixture
-from tests.e2e.test_sdks_end_to_end import stored
+from tests.support.otel_spans import GOOD, exporter, usage_span
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
@@ -36,7 +36,7 @@ OPENROUTER = """{"id": "gen-1763800000-abc", "object": "chat.completion", "creat
 def test_an_otlp_span_and_an_openrouter_response_end_in_the_reported_list(
     local_stack: Any,
     workspace_factory: Any,
-    provider: Any,  # noqa: F811
+    provider: Any,
 ) -> None:
     openai = pytest.importorskip("openai")
     workspace_id, key = workspace_factory(included=100)

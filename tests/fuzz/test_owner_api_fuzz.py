@@ -9,98 +9,23 @@ Fast settings in ``make test``; ``make chaos`` (``COSTTRACK_CHAOS=full``) runs m
 
 from __future__ import annotations
 
-import base64
-import json
-import os
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from costtrack_service.domain.workspaces.keys import ADMIN
-from costtrack_service.domain.workspaces.plans import Tier
+from tests.support.fuzz_values import SETTINGS, edgy_text, encoded_value
 
 pytestmark = [pytest.mark.integration, pytest.mark.fuzz]
 
-FULL = os.environ.get("COSTTRACK_CHAOS") == "full"
-SETTINGS = settings(
-    max_examples=400 if FULL else 40,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-    derandomize=not FULL,
-)
 ROUTES = {
     "/v1/workspace/usage": ["from", "to", "group_by"],
     "/v1/workspace/unknown-models": ["from", "to"],
     "/v1/workspace/events": ["limit", "cursor", "feature", "model", "provider", "environment", "status", "customer_id"],
 }
-
-
-def cursor(position: Any) -> str:
-    return base64.urlsafe_b64encode(json.dumps(position).encode()).decode().rstrip("=")
-
-
-edgy_text = st.one_of(
-    st.text(max_size=20),
-    st.sampled_from(
-        [
-            "",
-            "0001-01-01",
-            "9999-12-31",
-            "2000-01-01",
-            "2026-02-30",
-            "2026-W47-1",
-            "20261122",
-            "２０２６-１１-２２",
-            "²",
-            "٣",
-            "0",
-            "1",
-            "200",
-            "201",
-            "-1",
-            "1e2",
-            "day",
-            "model",
-            "customer",
-            "\U0001f600" * 300,
-            "x" * 3000,
-        ]
-    ),
-    st.integers(min_value=-(10**30), max_value=10**30).map(str),
-    st.dates().map(lambda day: day.isoformat()),
-)
-forged_cursor = st.one_of(
-    st.builds(
-        lambda received, key: cursor({"received_event": received, "event_key": key}),
-        st.one_of(st.text(max_size=70), st.just("")),
-        st.one_of(st.text(max_size=20).map(lambda t: "k#" + t), st.just(""), st.text(max_size=5)),
-    ),
-    st.recursive(st.none() | st.integers() | st.text(max_size=5), lambda inner: st.lists(inner, max_size=3)).map(
-        cursor
-    ),
-    st.text(max_size=40),
-)
-# A query value as it travels: percent-encoded UTF-8, or raw bytes that may not be UTF-8 at all.
-encoded_value = st.one_of(
-    edgy_text.map(lambda text: quote(text.encode("utf-8", "surrogatepass"), safe="")),
-    forged_cursor.map(lambda text: quote(text.encode("utf-8", "surrogatepass"), safe="")),
-    st.binary(max_size=12).map(lambda raw: quote(raw, safe="")),
-)
-
-
-@pytest.fixture(scope="module")
-def token(local_stack: Any) -> str:
-    store = local_stack.store
-    workspace = store.create_workspace("owner fuzz", tier=Tier.PAID, included_events=1000)
-    key, _ = store.create_key(workspace.workspace_id)
-    with httpx.Client(base_url=local_stack.state["api_url"]) as client:
-        client.post("/v1/events", json={"provider": "openai", "model": "gpt-5"}, headers={"X-Api-Key": key})
-    secret, _ = store.create_key(workspace.workspace_id, name="fuzz", kind=ADMIN)
-    return secret
 
 
 @SETTINGS

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-# The owners' fuzz test's values, and its workspace's admin token (a fixture).
-from tests.fuzz.test_owner_api_fuzz import SETTINGS, edgy_text, encoded_value, token  # noqa: F401
+# The owners' fuzz test's values (its workspace's admin token, ``token``, is a fixture of conftest.py).
+from tests.support.fuzz_values import SETTINGS, edgy_text, encoded_value
 
 pytestmark = [pytest.mark.integration, pytest.mark.fuzz]
 
@@ -38,7 +38,7 @@ months = st.one_of(
 )
 def test_statement_requests_are_answered_or_named(
     local_stack: Any,
-    token: str,  # noqa: F811 - the imported fixture
+    token: str,
     month: str,
     pairs: list[tuple[str, str]],
 ) -> None:

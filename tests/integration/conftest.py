@@ -1,4 +1,5 @@
-"""Fixtures the export tests share: the deployed export's S3, moto's server on 127.0.0.1."""
+"""Fixtures the integration tests share: the deployed export's S3 and SNS (moto's server on
+127.0.0.1), a webhook receiver, a budget owner's workspace."""
 
 from __future__ import annotations
 
@@ -6,8 +7,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
+import httpx
 import pytest
 from moto.server import ThreadedMotoServer
+
+from tests.support.budget_owner import Owner
+from tests.support.webhook_receiver import Receiver
 
 BUCKET = "costtrack-export-test"
 
@@ -24,3 +29,35 @@ def s3() -> Iterator[Any]:
         yield client
     finally:
         server.stop()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    server = Receiver()
+    server.thread.start()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def sns() -> Iterator[dict[str, Any]]:
+    """moto's server on a free loopback port: an SNS topic with an SQS queue subscribed, so the
+    test reads what SNS delivered."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    client = boto3.client("sns", endpoint_url=endpoint, region_name="us-east-1")
+    sqs = boto3.client("sqs", endpoint_url=endpoint, region_name="us-east-1")
+    topic = client.create_topic(Name="budget-alerts")["TopicArn"]
+    queue = sqs.create_queue(QueueName="alerts")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    client.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+    yield {"client": client, "topic": topic, "sqs": sqs, "queue": queue}
+    server.stop()
+
+
+@pytest.fixture
+def owner(local_stack: Any, api: httpx.Client) -> Owner:
+    return Owner(local_stack, api)

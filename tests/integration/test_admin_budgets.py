@@ -10,9 +10,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.test_admin_cli import Admin, post
-from tests.integration.test_budget_alerts import GPT5, Receiver
 from tests.integration.webhook_verifiers import signed_part, verify_in_python
+from tests.support.admin_cli import Admin, post
+from tests.support.budget_owner import GPT5
+from tests.support.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.integration
 

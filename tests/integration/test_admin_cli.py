@@ -18,36 +18,14 @@ from botocore.stub import Stubber
 from costtrack_service.store.tables import TABLES
 from costtrack_tools.admin import AdminError, resolve_store
 from costtrack_tools.cli import main
+from tests.support.admin_cli import Admin, post
 
 pytestmark = pytest.mark.integration
-
-
-class Admin:
-    def __init__(self, stack: Any, capsys: pytest.CaptureFixture[str]) -> None:
-        self.stack = stack
-        self.capsys = capsys
-
-    def run(self, *argv: str, expect: int = 0) -> str:
-        self.capsys.readouterr()
-        status = main(["admin", *argv, "--state-file", str(self.stack.state_file)])
-        captured = self.capsys.readouterr()
-        assert status == expect, captured.err
-        return captured.out if expect == 0 else captured.err
-
-    def json(self, *argv: str) -> Any:
-        return json.loads(self.run(*argv, "--json"))
 
 
 @pytest.fixture
 def admin(local_stack: Any, capsys: pytest.CaptureFixture[str]) -> Admin:
     return Admin(local_stack, capsys)
-
-
-def post(api: httpx.Client, key: str, event: dict[str, Any], idempotency_key: str | None = None) -> httpx.Response:
-    headers = {"Authorization": f"Bearer {key}"}
-    if idempotency_key:
-        headers["Idempotency-Key"] = idempotency_key
-    return api.post("/v1/events", json=event, headers=headers)
 
 
 def test_readme_walkthrough(admin: Admin, api: httpx.Client) -> None:

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from costtrack_tools.cli import main
-from tests.integration.test_admin_cli import Admin, post
+from tests.support.admin_cli import Admin, post
 
 pytestmark = pytest.mark.integration
 

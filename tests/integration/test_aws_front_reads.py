@@ -16,7 +16,7 @@ from costtrack_tools.local.aws_front import CONFLICT_MESSAGE, TABLE_THROTTLED, A
 from costtrack_tools.local.aws_front_reads import read_units
 from costtrack_tools.local.dynamodb import LocalDynamo
 from costtrack_tools.local.item_size import item_size
-from tests.integration.test_aws_front import client, error_of, make_table
+from tests.support.aws_front import client, error_of, make_table
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ import pytest
 from costtrack_tools.local.aws_front import AwsRules
 from costtrack_tools.local.stack import LocalStack
 from tests.conftest import running_stack
-from tests.integration.test_reservations import Shop
+from tests.support.reservation_shop import Shop
 
 pytestmark = pytest.mark.integration
 

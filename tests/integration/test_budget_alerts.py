@@ -11,151 +11,26 @@ import json
 import re
 import threading
 import time
-import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import boto3
 import httpx
 import pytest
 
 from costtrack_service.domain.budgets.webhooks import SIGNATURE_HEADER, UrlPolicy, signature_header
-from costtrack_service.domain.workspaces.keys import ADMIN
-from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
-from costtrack_service.store.dynamo import DynamoStore
 from tests.docs.answers import without_elisions
 from tests.integration.webhook_verifiers import readme_section, signed_part, verify_in_node, verify_in_python
-from tests.unit.test_ingestion import GPT5_EVENT
+from tests.support.alert_checks import StaleStore, fields_missing
+from tests.support.budget_owner import Owner
+from tests.support.sns_queue import received_by_sns
+from tests.support.webhook_receiver import LOCAL, Receiver
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-GPT5 = GPT5_EVENT  # 0.0335 USD (docs/api-rules.md#worked-examples, first row), feature chat
-LOCAL = UrlPolicy(allow_loopback=True)
-
-
-def fields_missing(shown: Any, real: Any, where: str = "") -> list[str]:
-    """The fields of ``shown`` (by their path) that ``real`` does not have."""
-    if not isinstance(shown, dict) or not isinstance(real, dict):
-        return []
-    return [
-        problem
-        for name, value in shown.items()
-        for problem in (
-            [f"{where}{name}"] if name not in real else fields_missing(value, real[name], f"{where}{name}.")
-        )
-    ]
-
-
-class Receiver:
-    """A webhook receiver on 127.0.0.1: records each request; answers the statuses queued in
-    ``failures`` first, then 200."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[dict[str, str], bytes]] = []
-        self.failures: list[int] = []
-        self.lock = threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                with receiver.lock:
-                    receiver.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                    status = receiver.failures.pop(0) if receiver.failures else 200
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *_: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/costtrack?x=1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def bodies(self) -> list[dict[str, Any]]:
-        return [json.loads(body) for _, body in self.requests]
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    server = Receiver()
-    server.thread.start()
-    yield server
-    server.server.shutdown()
-    server.server.server_close()
-
-
-@pytest.fixture(scope="module")
-def sns() -> Iterator[dict[str, Any]]:
-    """moto's server on a free loopback port: an SNS topic with an SQS queue subscribed, so the
-    test reads what SNS delivered."""
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    client = boto3.client("sns", endpoint_url=endpoint, region_name="us-east-1")
-    sqs = boto3.client("sqs", endpoint_url=endpoint, region_name="us-east-1")
-    topic = client.create_topic(Name="budget-alerts")["TopicArn"]
-    queue = sqs.create_queue(QueueName="alerts")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    client.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
-    yield {"client": client, "topic": topic, "sqs": sqs, "queue": queue}
-    server.stop()
-
-
-def received_by_sns(sns: dict[str, Any]) -> list[dict[str, Any]]:
-    messages = []
-    while True:
-        batch = sns["sqs"].receive_message(QueueUrl=sns["queue"], MaxNumberOfMessages=10).get("Messages", [])
-        if not batch:
-            return messages
-        for message in batch:
-            messages.append(json.loads(message["Body"]))
-            sns["sqs"].delete_message(QueueUrl=sns["queue"], ReceiptHandle=message["ReceiptHandle"])
-
-
-class StaleStore(DynamoStore):
-    def claimed_notifications(self, workspace_id: str, prefix: str) -> set[str]:
-        return set()
-
-
-class Owner:
-    """A fresh paid workspace: its ingestion key, admin token and HTTP calls."""
-
-    def __init__(self, local_stack: Any, api: httpx.Client) -> None:
-        store = local_stack.store
-        workspace = store.create_workspace("budgets", tier=Tier.PAID, included_events=10_000)
-        self.workspace_id = workspace.workspace_id
-        self.key, _ = store.create_key(self.workspace_id)
-        self.token, _ = store.create_key(self.workspace_id, kind=ADMIN)
-        self.api = api
-
-    def send(self, **fields: Any) -> dict[str, Any]:
-        response = self.api.post(
-            "/v1/events",
-            json={**GPT5, **fields},
-            headers={"Authorization": f"Bearer {self.key}", "Idempotency-Key": str(uuid.uuid4())},
-        )
-        assert response.status_code == 200, response.text
-        body: dict[str, Any] = response.json()
-        return body
-
-    def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return self.api.request(method, path, headers={"Authorization": f"Bearer {self.token}"}, **kwargs)
-
-
-@pytest.fixture
-def owner(local_stack: Any, api: httpx.Client) -> Owner:
-    return Owner(local_stack, api)
 
 
 def test_exactly_one_signed_notification_per_threshold_under_concurrency(

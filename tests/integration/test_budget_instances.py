@@ -20,7 +20,7 @@ from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
 from tests.conftest import GPT5_EVENT
-from tests.integration.test_admin_cli import Admin, post
+from tests.support.admin_cli import Admin, post
 
 pytestmark = pytest.mark.integration
 

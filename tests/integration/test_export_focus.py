@@ -27,9 +27,9 @@ from costtrack_service.domain.runs.totals import MARKER_MODEL, MARKER_PROVIDER
 from costtrack_service.jobs.export import Exporter, S3Writer, focus, json_lines
 from costtrack_tools.cli import main
 from tests.integration.conftest import BUCKET
-from tests.integration.test_export import DAY, day_records, objects, store_events
-from tests.reconciliation.test_focus import FOCUS_1_2, MANDATORY_HERE
-from tests.store.test_dynamo_store import record
+from tests.support.event_records import record
+from tests.support.export_day import DAY, day_records, objects, store_events
+from tests.support.focus_columns import FOCUS_1_2, MANDATORY_HERE
 
 pytestmark = pytest.mark.integration
 

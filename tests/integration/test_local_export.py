@@ -25,7 +25,7 @@ from costtrack_service.jobs.export import DirectoryWriter, Exporter, S3Writer
 from costtrack_tools.cli import main
 from costtrack_tools.event_import import PastEvent, import_events
 from tests.integration.conftest import BUCKET
-from tests.integration.test_export import objects
+from tests.support.export_day import objects
 
 pytestmark = pytest.mark.integration
 

@@ -16,22 +16,14 @@ import pytest
 
 from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
 from tests.docs.answers import without_elisions
-from tests.integration.test_budget_alerts import (
-    LOCAL,
-    Owner,
-    Receiver,
-    StaleStore,
-    fields_missing,
-    owner,
-    received_by_sns,
-    receiver,
-    sns,
-)
 from tests.integration.webhook_verifiers import signed_part, verify_in_python
+from tests.support.alert_checks import StaleStore, fields_missing
+from tests.support.budget_owner import Owner
+from tests.support.sns_queue import received_by_sns
+from tests.support.webhook_receiver import LOCAL, Receiver
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
-__all__ = ["owner", "receiver", "sns"]  # the fixtures, shared with the budget alerts' test
 
 
 def run_ids(count: int) -> list[str]:

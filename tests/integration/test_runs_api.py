@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.test_workspace_api import Workspace
+from tests.support.http_workspace import Workspace
 
 pytestmark = pytest.mark.integration
 
@@ -68,7 +68,7 @@ def test_runs_sessions_and_unit_costs_over_http(make_workspace: Callable[..., Wo
 def test_admin_runs_show_top_and_unit_costs(
     make_workspace: Callable[..., Workspace], local_stack: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.integration.test_admin_cli import Admin
+    from tests.support.admin_cli import Admin
 
     ws = make_workspace(included=100)
     costs: dict[str, Decimal] = {}

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from costtrack_service.domain.workspaces.keys import ADMIN
-from tests.integration.test_admin_cli import Admin, post
+from tests.support.admin_cli import Admin, post
 
 pytestmark = pytest.mark.integration
 

@@ -11,16 +11,17 @@ from typing import Any
 import pytest
 
 from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
-from tests.integration.test_budget_alerts import LOCAL, Owner, Receiver, owner, receiver  # noqa: F401 - fixtures
 from tests.integration.webhook_verifiers import signed_part, verify_in_node, verify_in_python
+from tests.support.budget_owner import Owner
+from tests.support.webhook_receiver import LOCAL, Receiver
 
 pytestmark = pytest.mark.integration
 
 
 def test_a_rotated_secret_signs_beside_the_old_one_during_the_overlap(
-    owner: Owner,  # noqa: F811 - the fixture
+    owner: Owner,
     local_stack: Any,
-    receiver: Receiver,  # noqa: F811 - the fixture
+    receiver: Receiver,
 ) -> None:
     old = owner.call("POST", "/v1/workspace/webhooks", json={"url": receiver.url}).json()["webhook"]
     path = f"/v1/workspace/webhooks/{old['endpoint_id']}/rotate-secret"

@@ -6,75 +6,18 @@ the events carry the override, and the rollups equal the stored costs to the las
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 import jsonschema
 import pytest
-from moto import mock_aws
 
-from costtrack_service.domain.ingest.service import IngestService
-from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.usage import Counts, model_name
-from costtrack_service.domain.workspaces.plans import Tier
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from costtrack_service.edge.workspace import create_handler
-from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.cli import build_parser
-from tests.conftest import moto_tables
-from tests.reconciliation.test_reconciliation_api import documented_schema
-from tests.support.owner_api import owner_call
-
-CALLS = [  # gpt-4o-mini under two names (alias and dated), and one other model that is right
-    ("gpt-4o-mini", 600_000, 300_000),
-    ("gpt-4o-mini-2024-07-18", 400_000, 700_000),
-    ("gpt-4o", 1_000, 100),
-]
-
-
-@pytest.fixture
-def api() -> Iterator[tuple[Any, DynamoStore, str]]:
-    with mock_aws():
-        store = moto_tables("drift-")
-        workspace = store.create_workspace("w", tier=Tier.PAID, included_events=100)
-        secret, _ = store.create_key(workspace.workspace_id)
-        token, _ = store.create_key(workspace.workspace_id, kind="admin")
-        for model, prompt, completion in CALLS:
-            body = {"provider": "openai", "model": model, "prompt_tokens": prompt, "completion_tokens": completion}
-            request = IngestRequest({"authorization": f"Bearer {secret}"}, json.dumps(body).encode())
-            assert ingest(IngestService(store), request).outcomes[0].error is None
-        handler = create_handler(WorkspaceService(store))
-
-        call = owner_call(handler, token, "drift")
-
-        yield call, store, workspace.workspace_id
-
-
-def bill(store: DynamoStore, workspace_id: str, day: date) -> None:
-    """The day's bill: every tracked token, gpt-4o-mini at $0.20/$0.80, gpt-4o at its list price."""
-    lines = [
-        BilledLine(
-            day.isoformat(),
-            "openai",
-            "gpt-4o-mini-2024-07-18",
-            {"input": 1_000_000, "output": 1_000_000},
-            {"input": Decimal("0.20"), "output": Decimal("0.80")},
-            2,
-        ),
-        BilledLine(
-            day.isoformat(),
-            "openai",
-            "gpt-4o-2024-08-06",
-            {"input": 1_000, "output": 100},
-            {"input": Decimal("0.0025"), "output": Decimal("0.001")},
-            1,
-        ),
-    ]
-    raw = f"bills/workspace_id={workspace_id}/provider=openai/x_{day}_{day}.json.gz"
-    store.put_billed_days(workspace_id, "openai", (day, day), lines, imported_at="t", raw_object=raw)
+from tests.support.billed_day import bill
+from tests.support.openapi_schema import documented_schema
 
 
 def rollups_equal_events(store: DynamoStore, workspace_id: str, day: str) -> None:
@@ -87,8 +30,8 @@ def rollups_equal_events(store: DynamoStore, workspace_id: str, day: str) -> Non
         assert model_rows[f"model:{model_name(record.event.provider, record.event.model)}"].cost == record.cost
 
 
-def test_apply_drift_through_the_api_leaves_no_drift(api: tuple[Any, DynamoStore, str]) -> None:
-    call, store, workspace_id = api
+def test_apply_drift_through_the_api_leaves_no_drift(drift_api: tuple[Any, DynamoStore, str]) -> None:
+    call, store, workspace_id = drift_api
     today = datetime.now(UTC).date()
     day = today.isoformat()
     bill(store, workspace_id, today)
@@ -132,9 +75,9 @@ def test_apply_drift_through_the_api_leaves_no_drift(api: tuple[Any, DynamoStore
 
 
 def test_apply_drift_from_the_command_line(
-    api: tuple[Any, DynamoStore, str], capsys: pytest.CaptureFixture[str]
+    drift_api: tuple[Any, DynamoStore, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _, store, workspace_id = api
+    _, store, workspace_id = drift_api
     today = datetime.now(UTC).date()
     day = today.isoformat()
     bill(store, workspace_id, today)

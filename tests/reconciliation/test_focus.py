@@ -15,32 +15,8 @@ import pytest
 from costtrack_service.domain.reconciliation.focus import COLUMNS, FOCUS_VERSION
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.cli import build_parser
-from tests.reconciliation.test_apply_drift import api, bill
-
-__all__ = ["api"]
-
-#: The FOCUS 1.2 Cost and Usage dataset's columns (specification/datasets/cost_and_usage/columns).
-FOCUS_1_2 = {
-    "AvailabilityZone", "BilledCost", "BillingAccountId", "BillingAccountName", "BillingAccountType",
-    "BillingCurrency", "BillingPeriodEnd", "BillingPeriodStart", "CapacityReservationId",
-    "CapacityReservationStatus", "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargeFrequency",
-    "ChargePeriodEnd", "ChargePeriodStart", "CommitmentDiscountCategory", "CommitmentDiscountId",
-    "CommitmentDiscountName", "CommitmentDiscountQuantity", "CommitmentDiscountStatus", "CommitmentDiscountType",
-    "CommitmentDiscountUnit", "ConsumedQuantity", "ConsumedUnit", "ContractedCost", "ContractedUnitPrice",
-    "EffectiveCost", "InvoiceId", "InvoiceIssuerName", "ListCost", "ListUnitPrice", "PricingCategory",
-    "PricingCurrency", "PricingCurrencyContractedUnitPrice", "PricingCurrencyEffectiveCost",
-    "PricingCurrencyListUnitPrice", "PricingQuantity", "PricingUnit", "ProviderName", "PublisherName",
-    "RegionId", "RegionName", "ResourceId", "ResourceName", "ResourceType", "ServiceCategory", "ServiceName",
-    "ServiceSubcategory", "SkuId", "SkuMeter", "SkuPriceDetails", "SkuPriceId", "SubAccountId", "SubAccountName",
-    "SubAccountType", "Tags",
-}  # fmt: skip
-#: Columns FOCUS 1.2 marks mandatory that the file must carry.
-MANDATORY_HERE = {
-    "BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd",
-    "BillingPeriodStart", "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargePeriodEnd",
-    "ChargePeriodStart", "ContractedCost", "EffectiveCost", "InvoiceIssuerName", "ListCost", "PricingQuantity",
-    "PricingUnit", "ProviderName", "PublisherName", "ServiceCategory", "ServiceName",
-}  # fmt: skip
+from tests.support.billed_day import bill
+from tests.support.focus_columns import FOCUS_1_2, MANDATORY_HERE
 
 
 def test_columns_are_focus_names() -> None:
@@ -49,8 +25,10 @@ def test_columns_are_focus_names() -> None:
     assert set(COLUMNS) >= MANDATORY_HERE
 
 
-def test_reconciliation_as_focus_csv(api: tuple[Any, DynamoStore, str], capsys: pytest.CaptureFixture[str]) -> None:
-    call, store, workspace_id = api
+def test_reconciliation_as_focus_csv(
+    drift_api: tuple[Any, DynamoStore, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    call, store, workspace_id = drift_api
     today = datetime.now(UTC).date()
     day = today.isoformat()
     bill(store, workspace_id, today)

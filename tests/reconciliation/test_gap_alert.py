@@ -17,12 +17,12 @@ from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.jobs.bills.gap_alerts import alert_gaps
 from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
 from costtrack_service.store.dynamo import DynamoStore
-from tests.reconciliation.test_reconciliation_api import api, documented_schema  # noqa: F401 - the fixture
+from tests.support.openapi_schema import documented_schema
 
 PATH = "/v1/workspace/reconciliation/gap-threshold"
 
 
-def test_threshold_is_set_read_refused_and_cleared(api: tuple[Any, DynamoStore, str]) -> None:  # noqa: F811
+def test_threshold_is_set_read_refused_and_cleared(api: tuple[Any, DynamoStore, str]) -> None:
     call, store, workspace_id = api
     assert call("GET", PATH) == (200, {"usd_per_day": None, "event": "reconciliation_gap"})
     status, answer = call("PUT", PATH, {"usd_per_day": "5.00"})
@@ -37,7 +37,7 @@ def test_threshold_is_set_read_refused_and_cleared(api: tuple[Any, DynamoStore, 
 
 
 def test_a_day_past_the_threshold_is_notified_once_and_delivered_signed(
-    api: tuple[Any, DynamoStore, str],  # noqa: F811
+    api: tuple[Any, DynamoStore, str],
 ) -> None:
     call, store, workspace_id = api
     now = datetime.now(UTC)

@@ -5,51 +5,17 @@ disconnect. Answers are checked against the served OpenAPI document."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
 import jsonschema
-import pytest
-from moto import mock_aws
 
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.reconciliation.bill import BilledLine
-from costtrack_service.domain.workspaces.plans import Tier
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from costtrack_service.edge.workspace import create_handler
-from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
-from tests.conftest import moto_tables
-from tests.support.owner_api import owner_call
+from tests.support.openapi_schema import documented_schema
 
 ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:costtrack/billing/openai-AbCdEf"
-DOCUMENT = json.loads(
-    (__import__("pathlib").Path(__file__).resolve().parents[2] / "functions/costtrack_service/openapi.json").read_text()
-)
-
-
-@pytest.fixture
-def api() -> Iterator[tuple[Any, DynamoStore, str]]:
-    with mock_aws():
-        store = moto_tables("recon-")
-        workspace = store.create_workspace("w", tier=Tier.PAID, included_events=100)
-        secret, _ = store.create_key(workspace.workspace_id)
-        token, _ = store.create_key(workspace.workspace_id, kind="admin")
-        body = {"provider": "openai", "model": "gpt-4o-mini", "prompt_tokens": 1000, "completion_tokens": 100}
-        ingest(IngestService(store), IngestRequest({"authorization": f"Bearer {secret}"}, json.dumps(body).encode()))
-        handler = create_handler(WorkspaceService(store))
-
-        call = owner_call(handler, token, "recon")
-
-        yield call, store, workspace.workspace_id
-
-
-def documented_schema(path: str, method: str, status: int) -> dict[str, Any]:
-    schema = DOCUMENT["paths"][path][method]["responses"][str(status)]["content"]["application/json"]["schema"]
-    return {**schema, "components": DOCUMENT["components"]}
 
 
 def test_connect_list_and_disconnect(api: tuple[Any, DynamoStore, str]) -> None:

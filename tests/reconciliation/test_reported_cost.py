@@ -35,8 +35,8 @@ from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.cli import build_parser
 from costtrack_tools.memory_store import MemoryStore
 from tests.conftest import moto_tables
-from tests.reconciliation.test_apply_drift import bill
-from tests.reconciliation.test_reconciliation_api import documented_schema
+from tests.support.billed_day import bill
+from tests.support.openapi_schema import documented_schema
 from tests.support.owner_api import owner_call
 
 AT = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)

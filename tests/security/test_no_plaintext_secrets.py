@@ -100,7 +100,8 @@ def test_no_key_or_token_in_any_table_or_log_line(verbose_stack: LocalStack) -> 
 
 def test_api_gateway_access_logs_carry_no_headers() -> None:
     """The access-log format the template sets: request facts only, never Authorization."""
-    from tests.deploy.test_built_template import ROOT, CloudFormationLoader
+    from tests.conftest import ROOT
+    from tests.support.cloudformation import CloudFormationLoader
 
     template = yaml.load((ROOT / "template.yaml").read_text(), Loader=CloudFormationLoader)  # noqa: S506
     fmt = template["Resources"]["HttpApi"]["Properties"]["AccessLogSettings"]["Format"]

@@ -13,7 +13,6 @@ from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.admin_output import AdminError
 from costtrack_tools.admin_partitions import workspace_partitions
-from tests.store.test_dynamo_store import store  # noqa: F401  (the fixture)
 
 
 def run(dynamo: DynamoStore, capsys: pytest.CaptureFixture[str], workspace: str, **options: Any) -> Any:
@@ -22,7 +21,7 @@ def run(dynamo: DynamoStore, capsys: pytest.CaptureFixture[str], workspace: str,
     return json.loads(capsys.readouterr().out)
 
 
-def test_partitions_are_shown_sized_and_only_doubled(store: DynamoStore, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+def test_partitions_are_shown_sized_and_only_doubled(store: DynamoStore, capsys: pytest.CaptureFixture[str]) -> None:
     workspace = store.create_workspace("busy", tier=Tier.PAID, included_events=10).workspace_id
     assert run(store, capsys, workspace) == {
         "workspace_id": workspace,

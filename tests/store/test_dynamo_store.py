@@ -3,22 +3,17 @@ cancellation reasons come back, pricing aliases, key-state transitions."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
-from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from costtrack_service import catalogue
 from costtrack_service.domain.ingest.chunks import Chunk
-from costtrack_service.domain.ingest.events import to_usage_event, validate
-from costtrack_service.domain.ingest.records import EventQuery, EventRecord, EventWarning
+from costtrack_service.domain.ingest.records import EventQuery, EventRecord
 from costtrack_service.domain.ingest.source import Source
-from costtrack_service.domain.ingest.visibility import VISIBLE, Visibility
+from costtrack_service.domain.ingest.visibility import Visibility
 from costtrack_service.domain.pricing.entries import Origin, PricingEntry, parse_entry
 from costtrack_service.domain.pricing.overrides import parse_override
 from costtrack_service.domain.store_errors import NotFound, TransitionRefused
@@ -28,50 +23,8 @@ from costtrack_service.domain.workspaces.plans import Charge, Tier, Usage, Works
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.items import event_item_key
 from costtrack_service.store.prices import PricingConflict
-from costtrack_service.store.tables import TABLES, TableNames
 from tests.conftest import stored_event, sync_state
-
-TODAY = datetime.now(UTC).strftime("%Y-%m-%d")
-
-
-@pytest.fixture
-def store() -> Iterator[DynamoStore]:
-    with mock_aws():
-        dynamo = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), TableNames.with_prefix("t-"))
-        assert sorted(dynamo.ensure_tables()) == sorted(f"t-{spec.name}" for spec in TABLES)
-        assert dynamo.ensure_tables() == []  # idempotent
-        yield dynamo
-
-
-def record(workspace_id: str, idempotency_key: str | None = "k1", **overrides: object) -> EventRecord:
-    event = to_usage_event(
-        validate(
-            {"provider": "openai", "model": "gpt-5", "prompt_tokens": 10, "metadata": {"route": "/chat", "x": 1.5}}
-        )
-    )
-    values: dict[str, object] = {
-        "workspace_id": workspace_id,
-        "event_id": "evt_01JDTEST00000000000000000",
-        "idempotency_key": idempotency_key,
-        "key_id": "key_1",
-        "received_at": f"{TODAY}T10:00:00.000Z",
-        "event": event,
-        "fingerprint": event.fingerprint(),
-        "cost": Decimal("0.0000125"),
-        "pricing_status": "priced",
-        "pricing_entry_id": "openai/gpt-5@2025-08-07T00:00:00.000Z",
-        "rates": {"input": "1.25", "output": "10"},
-        "tier_above_prompt_tokens": None,
-        "visibility": VISIBLE,
-        "warnings": (EventWarning("unknown_field", "…", "foo"),),
-        "expires_at": 1_900_000_000,
-    }
-    values.update(overrides)
-    return EventRecord(**values)  # type: ignore[arg-type]
-
-
-def period() -> str:
-    return datetime.now(UTC).strftime("%Y-%m")
+from tests.support.event_records import TODAY, period, record
 
 
 def write(store: DynamoStore, workspace: WorkspaceState, *records: EventRecord, spends: tuple[Spend, ...]) -> Any:

@@ -19,7 +19,7 @@ from costtrack_service.domain.workspaces.allowance import Payment
 from costtrack_service.domain.workspaces.shards import event_partition
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.tables import TableNames
-from tests.store.test_dynamo_store import record
+from tests.support.event_records import record
 
 DAY = date(2026, 3, 10)
 HIDDEN = Visibility(False, FREE_SOURCE_MISMATCH)

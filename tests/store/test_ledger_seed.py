@@ -24,7 +24,7 @@ from costtrack_service.domain.reservations.ledger import LEDGER_SHARDS, Ledger
 from costtrack_service.domain.reservations.seed import plan_seed
 from costtrack_service.domain.reservations.service import ReservationService
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from tests.unit.test_ingestion import Harness
+from tests.support.ingest_harness import Harness
 
 D = Decimal
 

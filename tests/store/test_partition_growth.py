@@ -18,7 +18,7 @@ from costtrack_service.domain.workspaces.allowance import Payment
 from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
 from costtrack_service.domain.workspaces.shards import PartitionLayout, partition_key
 from costtrack_service.store.dynamo import DynamoStore
-from tests.store.test_dynamo_store import TODAY, record, store  # noqa: F401  (the fixture)
+from tests.support.event_records import TODAY, record
 
 KEYS = {event_key_for(f"i{n}", "evt_x"): f"i{n}" for n in range(200)}
 MOVING = [key for key in KEYS if zlib.crc32(key.encode()) % 64 >= 32][:2]
@@ -30,7 +30,7 @@ def write(dynamo: DynamoStore, workspace: WorkspaceState, key: str, received_at:
     return dynamo.write_chunk(chunk)
 
 
-def test_a_retry_across_a_doubling_is_stored_once_and_readers_see_both_sides(store: DynamoStore) -> None:  # noqa: F811
+def test_a_retry_across_a_doubling_is_stored_once_and_readers_see_both_sides(store: DynamoStore) -> None:
     workspace = store.create_workspace("w", tier=Tier.PAID, included_events=5)
     before = store.get_workspace(workspace.workspace_id, consistent=True)
     assert before is not None and before.partitions == PartitionLayout()
@@ -58,7 +58,7 @@ def test_a_retry_across_a_doubling_is_stored_once_and_readers_see_both_sides(sto
     assert sorted(r.event_id for r in store.iter_events(workspace.workspace_id)) == ["evt_new", "evt_old"]
 
 
-def test_the_old_partition_is_checked_only_in_the_window(store: DynamoStore) -> None:  # noqa: F811
+def test_the_old_partition_is_checked_only_in_the_window(store: DynamoStore) -> None:
     workspace = store.create_workspace("w", tier=Tier.PAID, included_events=5)
     recorded = datetime.now(UTC) - timedelta(days=3)
     grown = PartitionLayout().grown(64, 32, recorded)

@@ -14,7 +14,7 @@ from costtrack_service.domain.usage import RollupKey, report
 from costtrack_service.domain.workspaces.allowance import Payment
 from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.store.dynamo import DynamoStore
-from tests.store.test_dynamo_store import TODAY, period, record, store  # noqa: F401
+from tests.support.event_records import TODAY, period, record
 
 LONG_ID = "😀" * 256  # 1,024 bytes: the rollup key holds its hash
 YESTERDAY = (date.fromisoformat(TODAY) - timedelta(days=1)).isoformat()
@@ -27,7 +27,7 @@ def customer(item: EventRecord, customer_id: str, name: str | None, prompt: int,
     return replace(item, event=event)
 
 
-def test_customer_rows_keep_tokens_and_the_latest_name(store: DynamoStore) -> None:  # noqa: F811
+def test_customer_rows_keep_tokens_and_the_latest_name(store: DynamoStore) -> None:
     workspace = store.create_workspace("rollups", tier=Tier.PAID, included_events=10)
     ws = workspace.workspace_id
     first = customer(record(ws, "a", event_id="evt_a", received_at=f"{YESTERDAY}T23:00:00.000Z"), LONG_ID, "Old", 10, 1)

@@ -24,7 +24,7 @@ from costtrack_service.store import pages as page_reads
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.items import event_to_item, from_item, to_item
 from costtrack_service.store.tables import TableNames
-from tests.store.test_dynamo_store import record
+from tests.support.event_records import record
 
 DAY = "2026-11-20"
 HIDDEN = Visibility(False, FREE_SOURCE_MISMATCH)

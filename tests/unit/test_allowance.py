@@ -25,9 +25,8 @@ from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.batch import MAX_BATCH_BYTES, MAX_BATCH_ITEMS
 from costtrack_service.domain.ingest.chunks import MAX_TRANSACTION_ITEMS, Chunk, ChunkRejected
 from costtrack_service.domain.ingest.events import MAX_BODY_BYTES
-from costtrack_service.domain.ingest.records import EventRecord, StoreUnavailable
+from costtrack_service.domain.ingest.records import StoreUnavailable
 from costtrack_service.domain.ingest.service import IngestResult, IngestService
-from costtrack_service.domain.ingest.source import Source
 from costtrack_service.domain.ingest.time_pages import page_group
 from costtrack_service.domain.usage import GROUPINGS, HIDDEN, TOTAL, dimensions_for, report, rollup_deltas, summarize
 from costtrack_service.domain.workspaces.allowance import Balances, Payment, ShardId, plan_payment, unleased
@@ -36,53 +35,7 @@ from costtrack_service.domain.workspaces.shards import SHARDS
 from costtrack_service.edge.http_event import http_status
 from costtrack_service.edge.ingest_request import IngestRequest, ingest
 from costtrack_tools.memory_store import MemoryStore
-
-NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
-PERIOD = "2026-11"
-EVENT = {"provider": "openai", "model": "gpt-5", "feature": "chat", "prompt_tokens": 1000, "completion_tokens": 100}
-
-
-class World:
-    """One store, a wall clock and a monotonic clock shared by any number of warm functions."""
-
-    def __init__(self, store: MemoryStore | None = None) -> None:
-        self.store = store or MemoryStore()
-        self.now = NOW
-        self.elapsed = 0.0
-
-    def workspace(self, tier: str = Tier.PAID, included: int = 100, credits: int = 0) -> str:
-        workspace_id = f"ws_{len(self.store.workspaces)}"
-        self.store.add_workspace(WorkspaceState(workspace_id, "test", tier, "active", included, credits, PERIOD))
-        return workspace_id
-
-    def key(self, workspace_id: str, bound: str | None = None) -> str:
-        return self.store.add_key(workspace_id, bound=Source.parse(bound) if bound else None)
-
-    def keyed_workspace(self, tier: str = Tier.PAID, included: int = 100, credits: int = 0) -> tuple[str, str]:
-        """A new workspace and an ingestion key of it."""
-        workspace_id = self.workspace(tier, included, credits)
-        return workspace_id, self.key(workspace_id)
-
-    def function(self) -> IngestService:
-        return IngestService(self.store, clock=lambda: self.now, monotonic=lambda: self.elapsed, sleep=lambda _: None)
-
-    def wait(self, seconds: float) -> None:
-        self.elapsed += seconds
-
-    def usage(self, workspace_id: str, period: str = PERIOD) -> Usage:
-        return self.store.usage(self.store.workspaces[workspace_id], period)
-
-    def change_plan(self, workspace_id: str, **changes: Any) -> None:
-        """What an operator does: the workspace item changes; functions see it within a second."""
-        self.store.update_plan(workspace_id, **changes)
-
-    def stored(self, workspace_id: str) -> list[EventRecord]:
-        return [record for (workspace, _), record in self.store.events.items() if workspace == workspace_id]
-
-
-def post(service: IngestService, key: str, body: Any, **headers: str) -> IngestResult:
-    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return ingest(service, IngestRequest({"authorization": f"Bearer {key}", **headers}, raw))
+from tests.support.ingest_world import EVENT, PERIOD, World, post
 
 
 def refused(service: IngestService, key: str, body: Any, **headers: str) -> ApiError:

@@ -7,24 +7,18 @@ import base64
 import io
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from moto import mock_aws
 
 from costtrack_service.domain.ingest.service import IngestService
-from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
 from costtrack_service.edge.ingest import create_handler, logger
-from costtrack_service.edge.workspace import create_handler as create_api_handler
-from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.local.server import LambdaContext
 from costtrack_tools.memory_store import MemoryStore
-from tests.conftest import moto_tables
+from tests.support.sample_events import EVENTS, SAMPLES, routed_handler, sample_with_credentials
 
-EVENTS = Path(__file__).resolve().parents[2] / "events"
 SECRET_METADATA = "do-not-log-this-metadata-value"
 
 
@@ -46,39 +40,6 @@ def invoke(store: MemoryStore, event: dict[str, Any]) -> dict[str, Any]:
     handler = create_handler(IngestService(store))
     result: dict[str, Any] = handler(event, LambdaContext("costtrack-ingest"))
     return result
-
-
-INGEST_PATHS = ("/v1/events", "/v1/traces", "/v1/openapi.json")  # the template's routes to the ingestion function
-
-
-SAMPLES = sorted(path.name for path in EVENTS.glob("*.json"))
-
-
-def sample_with_credentials(store: DynamoStore, name: str) -> dict[str, Any]:
-    """The sample ``events/<name>`` with a fresh paid workspace's ingestion key, admin token and
-    key id in place of its placeholders."""
-    workspace = store.create_workspace("samples", tier=Tier.PAID, included_events=100)
-    key, record = store.create_key(workspace.workspace_id)
-    token, _ = store.create_key(workspace.workspace_id, kind=ADMIN)
-    text = (EVENTS / name).read_text()
-    text = text.replace("ct_REPLACE_WITH_AN_INGESTION_KEY", key).replace("cta_REPLACE_WITH_AN_ADMIN_TOKEN", token)
-    text = text.replace("key_REPLACE_WITH_A_KEY_ID", record.key_id)
-    event: dict[str, Any] = json.loads(text)
-    return event
-
-
-def routed_handler(event: dict[str, Any], store: DynamoStore) -> Any:
-    """The handler of the function the template routes ``event``'s path to."""
-    if event["rawPath"] in INGEST_PATHS:
-        return create_handler(IngestService(store))
-    return create_api_handler(WorkspaceService(store))
-
-
-@pytest.fixture
-def dynamo() -> Iterator[DynamoStore]:
-    """A DynamoStore on moto, its tables made (test_store_unavailable and others use it too)."""
-    with mock_aws():
-        yield moto_tables("edge-")
 
 
 @pytest.mark.parametrize("name", SAMPLES)

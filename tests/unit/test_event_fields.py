@@ -16,7 +16,7 @@ from costtrack_service.domain.ingest.events import USAGE_EVENT_FIELDS, UsageEven
 from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.store.items import event_from_item, event_to_item, from_item, to_item
 from tests.conftest import built_node_sdk
-from tests.store.test_dynamo_store import record
+from tests.support.event_records import record
 
 #: The contract's event (docs/api-rules.md#event-fields), every field set to a value of its own.
 FULL_EVENT = {

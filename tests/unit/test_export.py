@@ -21,7 +21,7 @@ from costtrack_service.domain.export.layout import (
     yesterday,
 )
 from costtrack_service.domain.ingest.events import to_usage_event, validate
-from tests.store.test_dynamo_store import record
+from tests.support.event_records import record
 
 FULL_EVENT = {
     "provider": "openai",

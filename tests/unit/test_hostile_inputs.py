@@ -36,7 +36,7 @@ from costtrack_service.services.workspace import (
     encode_cursor,
     event_filters,
 )
-from tests.store.test_dynamo_store import record
+from tests.support.event_records import record
 
 EMOJI = "\U0001f600"  # four bytes in UTF-8
 TODAY = date(2026, 11, 22)

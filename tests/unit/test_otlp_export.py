@@ -20,29 +20,18 @@ import pytest
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from costtrack_service.domain.ingest.records import StoreUnavailable
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.workspaces.keys import KeyState
-from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
+from costtrack_service.domain.workspaces.plans import WorkspaceState
 from costtrack_service.edge.http_event import JSON
-from costtrack_service.edge.otlp import MAX_BODY_BYTES, PROTOBUF, OtlpAnswer, export
-from costtrack_tools.memory_store import MemoryStore
+from costtrack_service.edge.otlp import MAX_BODY_BYTES, PROTOBUF, export
+from tests.support.otlp_api import GPT5, Api, partial
 
 NOW_NS = int(datetime.now(UTC).timestamp() * 1e9)
-GPT5 = {
-    "gen_ai.operation.name": "chat",
-    "gen_ai.provider.name": "openai",
-    "gen_ai.request.model": "gpt-5",
-    "gen_ai.usage.input_tokens": 10_000,
-    "gen_ai.usage.cache_read.input_tokens": 8_000,
-    "gen_ai.usage.output_tokens": 3_000,
-    "gen_ai.usage.reasoning.output_tokens": 2_000,
-}
 
 
 def value(raw: Any) -> AnyValue:
@@ -85,33 +74,6 @@ def otlp_json(message: ExportTraceServiceRequest) -> bytes:
                 for name in ("traceId", "spanId"):
                     span[name] = base64.b64decode(span[name]).hex()
     return json.dumps(document).encode()
-
-
-class Api:
-    def __init__(self) -> None:
-        self.store = MemoryStore()
-        self.store.add_workspace(WorkspaceState("ws_1", "w", Tier.PAID, "active", 100, 0))
-        self.key = self.store.add_key("ws_1")
-        self.service = IngestService(self.store)
-
-    def post(
-        self, body: bytes, media: str = PROTOBUF, *, key: str | None = None, encoding: str | None = None
-    ) -> OtlpAnswer:
-        headers = {"content-type": media, "authorization": f"Bearer {key or self.key}"}
-        if encoding:
-            headers["content-encoding"] = encoding
-        return export(self.service, headers, body)
-
-    def events(self) -> list[Any]:
-        return list(self.store.events.values())
-
-
-def partial(answer: OtlpAnswer) -> tuple[int, str]:
-    if answer.content_type == JSON:
-        found = json.loads(answer.body).get("partialSuccess") or {}
-        return int(found.get("rejectedSpans", 0)), found.get("errorMessage", "")
-    response = ExportTraceServiceResponse.FromString(answer.body)
-    return response.partial_success.rejected_spans, response.partial_success.error_message
 
 
 @pytest.fixture

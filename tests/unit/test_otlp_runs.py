@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from costtrack_service.domain.otlp.spans import SpanData, run_identity
 from costtrack_service.edge.http_event import JSON
 from costtrack_service.edge.otlp import PROTOBUF
-from tests.unit.test_otlp_export import GPT5, Api, partial
+from tests.support.otlp_api import GPT5, Api, partial
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

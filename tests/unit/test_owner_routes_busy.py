@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -22,27 +21,13 @@ from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.local.server import LambdaContext
 from tests.support.dynamo_faults import TRANSIENT, Throttle, refusal_starts
-from tests.unit.test_store_unavailable import dynamo  # noqa: F401 (dynamo: a fixture)
+from tests.support.owner_event import request
 
-TEMPLATE = json.loads((Path(__file__).resolve().parents[2] / "events" / "get-workspace-usage.json").read_text())
 LAST_MONTH = f"{datetime.now(UTC).year - 1}-12"
 
 
 #: Webhook hosts resolve to a public address (example.com's), without asking DNS.
 PUBLIC = UrlPolicy(resolve=lambda host, port: ["93.184.216.34"])
-
-
-def request(method: str, path: str, token: str, query: dict[str, str] | None = None, body: object = None) -> Any:
-    event = json.loads(json.dumps(TEMPLATE))
-    event["rawPath"] = event["requestContext"]["http"]["path"] = path
-    event["requestContext"]["http"]["method"] = method
-    event["headers"]["authorization"] = f"Bearer {token}"
-    event["queryStringParameters"] = query or {}
-    event["rawQueryString"] = "&".join(f"{name}={value}" for name, value in (query or {}).items())
-    if body is not None:
-        event["body"] = json.dumps(body)
-        event["headers"]["content-type"] = "application/json"
-    return event
 
 
 # (family, method, path with {budget}/{webhook}/{override}/{key} filled from the set-up, query, body)
@@ -70,7 +55,7 @@ ROUTES = [
 
 @pytest.mark.parametrize(("family", "method", "path", "query", "body"), ROUTES)
 def test_a_throttled_database_is_a_503_on_every_owners_route(
-    dynamo: DynamoStore,  # noqa: F811
+    dynamo: DynamoStore,
     family: str,
     method: str,
     path: str,

@@ -19,12 +19,11 @@ from costtrack_service.services.requests import field_name
 from costtrack_service.services.workspace import MAX_LIMIT, WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.local.server import LambdaContext
-from tests.unit.test_owner_routes_busy import request
-from tests.unit.test_store_unavailable import dynamo  # noqa: F401 (a fixture: DynamoStore on moto)
+from tests.support.owner_event import request
 
 
 @pytest.fixture
-def owner(dynamo: DynamoStore) -> tuple[Any, str]:  # noqa: F811
+def owner(dynamo: DynamoStore) -> tuple[Any, str]:
     workspace = dynamo.create_workspace("typed", tier=Tier.PAID, included_events=100)
     token, _ = dynamo.create_key(workspace.workspace_id, name="t", kind=ADMIN)
     return create_handler(WorkspaceService(dynamo)), token
@@ -121,7 +120,7 @@ def test_union_members_are_not_fields() -> None:
     assert field_name(("query", "from"), "string_pattern_mismatch") == "from"
 
 
-def test_the_cli_s_mappings_are_checked_by_the_same_types(dynamo: DynamoStore) -> None:  # noqa: F811
+def test_the_cli_s_mappings_are_checked_by_the_same_types(dynamo: DynamoStore) -> None:
     """``costtrack admin`` hands the services plain mappings: the same models check them."""
     workspace = dynamo.create_workspace("cli", tier=Tier.PAID, included_events=100)
     for call, body, named in [

@@ -24,7 +24,7 @@ from costtrack_service.domain.workspaces.shards import (
 )
 from costtrack_service.store.items import layout_from_item, layout_to_item
 from costtrack_tools.memory_store import MemoryStore
-from tests.store.test_dynamo_store import record
+from tests.support.event_records import record
 
 RECORDED = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 EFFECTIVE = "2026-11-20T12:02:00.000Z"  # CHANGE_NOTICE_S later

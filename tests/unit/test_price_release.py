@@ -27,8 +27,8 @@ from costtrack_service.jobs.price_sync import SyncError, pinned_release, sync
 from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.server import LambdaContext
 from tests.conftest import ROOT
-from tests.deploy.test_built_template import paid_workspace
-from tests.unit.test_scheduled_powertools import aws, fresh, log_lines, metrics, output  # noqa: F401 - aws: a fixture
+from tests.support.moto_workspace import paid_workspace
+from tests.support.powertools_output import fresh, log_lines, metrics, output
 
 genai_prices = pytest.importorskip("genai_prices")
 
@@ -129,7 +129,7 @@ def run_handler(
 
 
 def test_the_function_applies_a_checked_wheel_and_refuses_an_unchecked_or_altered_one(
-    aws: TableNames,  # noqa: F811 - the fixture
+    aws: TableNames,
     capfd: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
@@ -158,7 +158,7 @@ def test_the_function_applies_a_checked_wheel_and_refuses_an_unchecked_or_altere
 def test_the_template_takes_the_pin_unless_an_operator_sets_a_source_and_its_checksum() -> None:
     import yaml
 
-    from tests.deploy.test_built_template import CloudFormationLoader
+    from tests.support.cloudformation import CloudFormationLoader
 
     template = yaml.load((ROOT / "template.yaml").read_text(), Loader=CloudFormationLoader)  # noqa: S506 - SafeLoader subclass
     parameters = template["Parameters"]

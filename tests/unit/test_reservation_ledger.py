@@ -15,6 +15,7 @@ import pytest
 from costtrack_service.domain.budgets.budget import Budget
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.reservations.debit import debits_of
+from costtrack_service.domain.reservations.ids import parse
 from costtrack_service.domain.reservations.ledger import (
     LEDGER_SHARDS,
     Gather,
@@ -26,11 +27,12 @@ from costtrack_service.domain.reservations.ledger import (
     Take,
     after_survey,
     lease_size,
+    placement,
     plan_take,
 )
 from costtrack_service.domain.reservations.service import ReservationService
 from costtrack_service.domain.workspaces.keys import KeyRecord
-from tests.unit.test_ingestion import Harness
+from tests.support.ingest_harness import Harness
 
 D = Decimal
 LEDGER = Ledger("bdg_1", "limit", D("1"), None, "2026-11")
@@ -261,3 +263,27 @@ def test_debts_without_money_in_any_shard_gather_into_the_deepest_then_lease() -
     gathered = {0: ShardState(), 1: ShardState(available=D("-0.06")), 2: ShardState()}
     decided = after_survey(LEDGER, Known(), LedgerSurvey(D("0.5"), gathered), D("0.1"), NOW, 2)
     assert isinstance(decided, Take) and decided.shard == 1 and decided.lease >= D("0.16")
+
+
+# -- holds placed by an Idempotency-Key's group (grp:<group>:<rest>, ledger.placement) ---------------
+
+
+def test_the_group_is_the_placement_and_anything_else_is_the_whole_key() -> None:
+    assert placement("grp:web-7.1764150000:5f1c") == "grp:web-7.1764150000"
+    assert placement("grp:web-7.1764150000:5f1c:x") == "grp:web-7.1764150000"
+    for key in ("grp::5f1c", "grp:web-7", "grp:web-7:", "5f1c", "group:a:b", "grp:" + "g" * 65 + ":x"):
+        assert placement(key) == key
+
+
+def test_one_groups_reservations_share_a_shard_and_a_retry_finds_its_hold() -> None:
+    shop = Shop()
+    budget = shop.budget("10")
+    answers = [shop.reserve("0.01", key=f"grp:web-7.1764150000:{n}") for n in range(20)]
+    shards = {parse(str(answer["reservation_id"])).parts[0].shard for answer in answers if answer}  # type: ignore[union-attr]
+    assert len(shards) == 1
+    others = [shop.reserve("0.01", key=f"grp:web-8.1764150000:{n}") for n in range(20)]
+    assert len({parse(str(a["reservation_id"])).parts[0].shard for a in others if a}) == 1  # type: ignore[union-attr]
+    again = shop.reserve("0.01", key="grp:web-7.1764150000:3")
+    assert again is not None and answers[3] is not None
+    assert again["replayed"] and again["reservation_id"] == answers[3]["reservation_id"]
+    assert shop.totals(budget)[1] == Decimal("0.4")  # the retry held nothing more

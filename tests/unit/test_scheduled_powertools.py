@@ -7,20 +7,12 @@ which are what the template's alarms and dashboard read."""
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
-import sys
-import uuid
-from collections.abc import Iterator
 from datetime import timedelta
-from types import ModuleType
 from typing import Any
 
 import boto3
 import pytest
-from aws_lambda_powertools.logging import logger as powertools_logger
-from aws_lambda_powertools.metrics.provider import cold_start
-from moto import mock_aws
 
 from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.workspaces.keys import ADMIN
@@ -30,74 +22,8 @@ from costtrack_service.services.budgets import BudgetService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.server import LambdaContext
-from tests.deploy.test_built_template import paid_workspace, public_address
-
-
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[TableNames]:
-    prefix = f"ops-{uuid.uuid4().hex[:8]}-"
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
-        "AWS_REGION": "us-east-1",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "COSTTRACK_TABLE_PREFIX": prefix,
-        "POWERTOOLS_METRICS_NAMESPACE": "costtrack",
-    }.items():
-        monkeypatch.setenv(name, value)
-    for name in ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3", "POWERTOOLS_METRICS_DISABLED"):
-        monkeypatch.delenv(name, raising=False)
-    cold_start.is_cold_start = True
-    powertools_logger.is_cold_start = True  # each test is a fresh Lambda environment, whatever ran before
-    with mock_aws():
-        yield TableNames.with_prefix(prefix)
-
-
-def fresh(module: str) -> ModuleType:
-    """The handler module imported as Lambda's init imports it (its store made in moto), logging
-    at INFO as the template's ``LogLevel`` does (the test session's default is WARNING), to this
-    test's standard output (a reloaded module's Logger keeps the handler of its first import)."""
-    # A new execution environment: Powertools' cold-start flags as a new process has them (another
-    # handler run earlier in this test process has cleared them).
-    import aws_lambda_powertools.logging.logger as powertools_logger
-    import aws_lambda_powertools.tracing.tracer as powertools_tracer
-    from aws_lambda_powertools.metrics.provider import cold_start
-
-    powertools_logger.is_cold_start = True
-    powertools_tracer.is_cold_start = True
-    cold_start.reset_cold_start_flag()
-    loaded = importlib.reload(importlib.import_module(module))
-    loaded.tools.logger.setLevel("INFO")
-    loaded.tools.logger.registered_handler.stream = sys.stdout
-    return loaded
-
-
-def output(capfd: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
-    out = capfd.readouterr().out
-    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-
-
-def log_lines(records: list[dict[str, Any]], message: str | None = None) -> list[dict[str, Any]]:
-    return [r for r in records if "_aws" not in r and (message is None or r.get("message") == message)]
-
-
-def metrics(records: list[dict[str, Any]], service: str) -> dict[str, float]:
-    """Every EMF metric in the records (summed by name), after checking each record's namespace
-    and dimensions are what the template's alarms read."""
-    figures: dict[str, float] = {}
-    for record in records:
-        if "_aws" not in record:
-            continue
-        [directive] = record["_aws"]["CloudWatchMetrics"]
-        assert directive["Namespace"] == "costtrack"
-        assert record["service"] == service
-        dimensions = {name for group in directive["Dimensions"] for name in group}
-        assert dimensions in ({"service"}, {"service", "function_name"})
-        for metric in directive["Metrics"]:
-            value = record[metric["Name"]]
-            total = sum(value) if isinstance(value, list) else value
-            figures[metric["Name"]] = figures.get(metric["Name"], 0) + total
-    return figures
+from tests.support.moto_workspace import paid_workspace, public_address
+from tests.support.powertools_output import fresh, log_lines, metrics, output
 
 
 def assert_structured(line: dict[str, Any], service: str, context: LambdaContext) -> None:
@@ -113,7 +39,7 @@ def test_the_price_sync_logs_each_change_and_measures_its_run(
     aws: TableNames, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
     pytest.importorskip("genai_prices")
-    from tests.integration.test_price_sync import NEW_MODEL, data_file
+    from tests.support.price_data import NEW_MODEL, data_file
 
     admin, _, secret = paid_workspace(aws, included_events=10)
     body = json.dumps({"provider": "openai", "model": NEW_MODEL, "prompt_tokens": 1_000_000}).encode()

@@ -14,7 +14,7 @@ from costtrack_service.domain.reservations.settle import MAX_HOLDS_PER_ITEM, Set
 from costtrack_service.store.items import to_item
 from costtrack_service.store.ledgers import hold_name, reservation_settlements, settle_rejection
 from costtrack_service.store.tables import TableNames
-from tests.store.test_dynamo_store import record
+from tests.support.event_records import record
 
 NOW = 1_800_000_000
 TABLES = TableNames.with_prefix("t-")

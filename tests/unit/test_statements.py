@@ -20,7 +20,7 @@ from costtrack_service.domain.statements import Month, StatementRequestError, re
 from costtrack_service.domain.usage import summarize
 from costtrack_service.edge.http_event import http_status
 from costtrack_service.services.workspace import WorkspaceService
-from tests.unit.test_ingestion import Harness
+from tests.support.ingest_harness import Harness
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 LATER = datetime(2026, 12, 3, tzinfo=UTC)

@@ -15,12 +15,12 @@ from costtrack_service.store.dynamo import DynamoStore, dynamodb_client, unavail
 from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.server import LambdaContext
 from tests.support.dynamo_faults import TRANSIENT, Throttle, refusal_starts
-from tests.unit.test_edge import SAMPLES, dynamo, routed_handler, sample_with_credentials  # noqa: F401 (dynamo: a fixture)
+from tests.support.sample_events import SAMPLES, routed_handler, sample_with_credentials
 
 
 @pytest.mark.parametrize("name", SAMPLES)
 def test_every_call_of_every_route_answers_503_when_dynamodb_is_busy(
-    dynamo: DynamoStore,  # noqa: F811
+    dynamo: DynamoStore,
     name: str,
 ) -> None:
     def run(event: dict[str, Any], throttle: Throttle) -> dict[str, Any]:

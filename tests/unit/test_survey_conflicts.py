@@ -7,40 +7,10 @@ from __future__ import annotations
 import pytest
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingest.chunks import Survey
 from costtrack_service.domain.ingest.service import IngestService
-from costtrack_service.domain.store_errors import SurveyConflict
 from costtrack_service.domain.workspaces.shards import SHARDS
 from costtrack_service.edge.http_event import http_status
-from tests.unit.test_allowance import EVENT, World, post
-
-
-class ConflictedSurveys(World):
-    def __init__(self, conflicts: int) -> None:
-        super().__init__()
-        self.conflicts = conflicts
-        self.surveys = 0
-        self.pauses: list[float] = []
-        survey = self.store.survey
-
-        def conflicted(workspace_id: str, period: str) -> Survey:
-            self.surveys += 1
-            if self.surveys <= self.conflicts:
-                raise SurveyConflict("TransactGetItems: TransactionConflict")
-            return survey(workspace_id, period)
-
-        def stale(workspace_id: str, period: str) -> Survey:
-            # Plain reads that still see the shards as they were before the first lease (AWS
-            # may serve a committed transaction item by item): only a survey shows them.
-            return Survey(self.store.workspaces.get(workspace_id), {})
-
-        self.store.survey = conflicted  # type: ignore[method-assign]
-        self.store.peek = stale  # type: ignore[method-assign]
-
-    def function(self) -> IngestService:
-        return IngestService(
-            self.store, clock=lambda: self.now, monotonic=lambda: self.elapsed, sleep=self.pauses.append
-        )
+from tests.support.ingest_world import EVENT, ConflictedSurveys, post
 
 
 def surveying(world: ConflictedSurveys) -> tuple[IngestService, str]:

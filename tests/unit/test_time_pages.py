@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from costtrack_service.domain.ingest.chunks import fitting
 from costtrack_service.domain.ingest.time_pages import LONG, Entry, decode, encode, page_items, page_key_bound
-from tests.store.test_dynamo_store import record
+from tests.support.event_records import record
 
 
 def test_the_page_key_bound_covers_the_minute_of_until_unless_until_starts_it() -> None:
