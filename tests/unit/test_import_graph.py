@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.import_walk import import_statements
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {
     "costtrack_service": ROOT / "functions" / "costtrack_service",
@@ -38,19 +40,9 @@ def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str
     """The package's modules that ``name`` imports, relative imports resolved."""
     is_package = path.name == "__init__.py"
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = name.split(".")
-                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
-                base = ".".join([*anchor, base] if base else anchor)
-            # ``from a import b``: b is a module of its own, or a name in a.
-            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
-        else:
-            continue
+    for _, base, names in import_statements(path.read_text(encoding="utf-8"), name, is_package):
+        # ``from a import b``: b is a module of its own, or a name in a.
+        targets = [base] if names is None else [f"{base}.{n}" if f"{base}.{n}" in modules else base for n in names]
         for target in targets:
             # ``import a.b.c`` runs a, a.b and a.b.c: the deepest of them that is ours counts.
             while target and target not in modules:

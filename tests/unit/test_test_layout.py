@@ -11,13 +11,14 @@ relative. A test module is what pytest collects by its default names: ``test_*.p
 
 from __future__ import annotations
 
-import ast
 import io
 import re
 import tokenize
 from pathlib import Path
 
 import pytest
+
+from tests.support.import_walk import import_statements
 
 TESTS = Path(__file__).resolve().parents[1]
 SUPPRESSED_REDEFINITION = re.compile(r"\bnoqa\b[^#]*\bF811\b")
@@ -37,19 +38,9 @@ def module_name(path: Path) -> str:
 def imported_test_modules(source: str, name: str, is_package: bool = False) -> list[tuple[int, str]]:
     """(line, module) for each import in ``source`` (the module ``name``) of a test module."""
     found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = name.split(".")
-                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
-                base = ".".join([*anchor, base] if base else anchor)
-            # ``from a import b``: b may be a module of its own (``from tests.unit import test_edge``).
-            targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
-        else:
-            continue
+    for line, base, names in import_statements(source, name, is_package):
+        # ``from a import b``: b may be a module of its own (``from tests.unit import test_edge``).
+        targets = [base] if names is None else [base, *(f"{base}.{n}" for n in names)]
         # ``import a.b.c`` runs a, a.b and a.b.c: any of them that is one of our test modules counts.
         hits = {
             ".".join(target.split(".")[: depth + 1])
@@ -58,7 +49,7 @@ def imported_test_modules(source: str, name: str, is_package: bool = False) -> l
             for depth, part in enumerate(target.split("."))
             if is_test_module(part)
         }
-        found.extend((node.lineno, hit) for hit in sorted(hits))
+        found.extend((line, hit) for hit in sorted(hits))
     return found
 
 
