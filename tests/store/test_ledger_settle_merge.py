@@ -66,7 +66,7 @@ class Side:
         ]
         body = json.dumps({"batch": items}).encode()
         answer = ingest(self.service, IngestRequest({"authorization": f"Bearer {self.secret}"}, body))
-        assert answer.status == 200, answer.body
+        # a refused request raises; each item answers with its own status
         return answer.body
 
     def totals(self, reservation_id: str) -> tuple[Decimal, Decimal]:
