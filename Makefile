@@ -184,7 +184,7 @@ test-sdk-compat: | $(UV)
 compat: | $(UV)
 	COSTTRACK_APP_ROUNDS=20 UV="$(UV)" PYTHON="$(SDK_PYTHON_NEWEST)" scripts/test-compat
 
-# The bundled catalogue, spec/pricing-names.json and the README's price tables, from the pinned
+# The bundled catalogue, spec/pricing-names.json and the pricing page's tables, from the pinned
 # genai-prices (bump the pin in pyproject.toml, uv lock, then this; a test holds them equal).
 catalogue: .venv/.synced
 	.venv/bin/python scripts/generate_catalogue.py
