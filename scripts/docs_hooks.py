@@ -45,7 +45,6 @@ GENERATED: dict[str, Callable[[], str]] = {
     "reference/http-api.md": lambda: http_api.page(OPENAPI_DOCUMENT),
     "reference/cli.md": _cli_page,
     "reference/python-sdk.md": lambda: sdks.python_page(ROOT / "sdk" / "python" / "src"),
-    "reference/node-sdk.md": lambda: sdks.node_page(ROOT / "sdk" / "node", NODE_API_SCRIPT),
     "reference/prices.md": lambda: catalogue.page(ROOT / "functions" / "costtrack_service" / "catalogue"),
     "sdks/python/index.md": lambda: sdk_page(ROOT / "sdk" / "python" / "README.md"),
     "sdks/python/CHANGELOG.md": lambda: sdk_page(ROOT / "sdk" / "python" / "CHANGELOG.md"),
@@ -55,6 +54,8 @@ GENERATED: dict[str, Callable[[], str]] = {
 
 
 def on_files(files: Files, config: Any) -> Files:
+    node_api = sdks.read_node_api(ROOT / "sdk" / "node", NODE_API_SCRIPT)  # runs while the others are made
     for uri, make in GENERATED.items():
         files.append(File.generated(config, uri, content=make()))
+    files.append(File.generated(config, "reference/node-sdk.md", content=sdks.node_page(node_api)))
     return files

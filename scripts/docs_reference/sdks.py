@@ -53,9 +53,17 @@ def _python_homes(sdk_source: Path) -> dict[str, str]:
     return {name: home for name, home in namespace["_HOMES"].items() if home.startswith("costtrack.")}
 
 
-def node_page(sdk_dir: Path, script: Path) -> str:
-    found = subprocess.run(["node", str(script), str(sdk_dir)], check=True, capture_output=True, text=True, timeout=120)
-    entries: list[dict[str, Any]] = json.loads(found.stdout)
+def read_node_api(sdk_dir: Path, script: Path) -> subprocess.Popen[str]:
+    """Starts reading the Node SDK's API (a few seconds of the TypeScript compiler), so that the
+    build does the rest meanwhile; ``node_page`` takes the result."""
+    return subprocess.Popen(["node", str(script), str(sdk_dir)], stdout=subprocess.PIPE, text=True)
+
+
+def node_page(reading: subprocess.Popen[str]) -> str:
+    output, _ = reading.communicate(timeout=300)
+    if reading.returncode != 0:
+        raise RuntimeError(f"reading the Node SDK's API failed (exit {reading.returncode})")
+    entries: list[dict[str, Any]] = json.loads(output)
     out = [
         "# Node SDK",
         "",
