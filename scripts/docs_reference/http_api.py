@@ -50,14 +50,14 @@ def _content(content: dict[str, Any]) -> str:
     return "; ".join(f"`{kind}`: {type_text(body.get('schema', {}))}" for kind, body in content.items()) or "none"
 
 
-def _operation(method: str, path: str, op: dict[str, Any]) -> list[str]:
+def _operation(method: str, path: str, op: dict[str, Any], default_security: list[Any]) -> list[str]:
     out = [f"### `{method.upper()} {path}` {{ #{operation_anchor(method, path)} }}", ""]
     out += [op.get("summary", ""), ""]
     if op.get("description"):
         out += [op["description"], ""]
-    security = [name for requirement in op.get("security", []) for name in requirement]
-    if security:
-        out += ["Authentication: " + ", ".join(f"`{name}`" for name in security) + ".", ""]
+    # An operation without its own list takes the document's; an empty list means none.
+    security = [name for requirement in op.get("security", default_security) for name in requirement]
+    out += ["Authentication: " + (", ".join(f"`{name}`" for name in security) or "none") + ".", ""]
     parameters = op.get("parameters", [])
     if parameters:
         rows = [
@@ -124,7 +124,7 @@ def page(document_path: Path) -> str:
     for path in sorted(document["paths"]):
         for method in METHODS:
             if method in document["paths"][path]:
-                out += _operation(method, path, document["paths"][path][method])
+                out += _operation(method, path, document["paths"][path][method], document.get("security", []))
     out += ["## Schemas", ""]
     for name, schema in sorted(document.get("components", {}).get("schemas", {}).items()):
         out += _schema(name, schema)
