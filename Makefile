@@ -96,7 +96,7 @@ chromium:
 # Strict: a warning, a broken link or a missing anchor fails the build. The Node SDK's TSDoc is
 # read with the typescript of its own dev install (no build, no scripts run).
 docs: .venv/.synced sdk/node/node_modules/.package-lock.json
-	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(ROOT)/site"
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$(ROOT)/site"
 	@echo "make docs: site/index.html"
 
 sdk/node/node_modules/.package-lock.json: sdk/node/package.json sdk/node/package-lock.json

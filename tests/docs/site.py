@@ -140,10 +140,14 @@ def broken_links(path: Path, site: Path, text: str | None = None) -> list[str]:
 
 def build_site(target: Path) -> None:
     """``make docs``' build, strict, into ``target``."""
-    subprocess.run(
-        [str(ROOT / ".venv" / "bin" / "mkdocs"), "build", "--strict", "--quiet", "--site-dir", str(target)],
+    built = subprocess.run(
+        # Not --quiet: it hides the warnings from the count that --strict fails on.
+        [str(ROOT / ".venv" / "bin" / "mkdocs"), "build", "--strict", "--site-dir", str(target)],
         cwd=ROOT,
-        check=True,
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
         timeout=300,
+        capture_output=True,
+        text=True,
     )
+    if built.returncode != 0:
+        raise AssertionError(f"mkdocs build --strict failed:\n{built.stderr[-5000:]}")
