@@ -189,3 +189,23 @@ def test_a_broken_link_or_anchor_is_found(site: Path) -> None:
         "sdk/python/README.md#no-such: no anchor #no-such there",
         "docs/assets/none.png: no such file",
     ]
+
+
+def test_the_price_filter_narrows_the_table(site: Path) -> None:
+    """The box above the price table, in Chromium: typing keeps the rows holding every word."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.support.browser import CHROMIUM_ARGS, chromium
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.goto((site / "reference" / "prices" / "index.html").as_uri())
+        rows = "Array.from(document.querySelectorAll('article table tbody tr'))"
+        total = page.evaluate(f"{rows}.length")
+        page.locator("#price-filter").fill("anthropic sonnet-4-5")
+        visible = page.evaluate(f"{rows}.filter((row) => !row.hidden).map((row) => row.textContent)")
+        browser.close()
+    assert total > 1000
+    assert visible and len(visible) < 20
+    assert all("anthropic" in row.lower() and "sonnet-4-5" in row.lower() for row in visible)
