@@ -2,7 +2,9 @@
 #
 #   make dev     run the local stack (DynamoDB Local + the API on http://127.0.0.1:3000), with a
 #                month of demo history (make dev ARGS=--empty: without)
-#   make test    install what is missing, then run every test: lint, service, both SDKs, template
+#   make test    install what is missing, then run every test: lint, service, both SDKs, template,
+#                the documentation site
+#   make docs    build the documentation site (docs/ and the generated reference) into site/
 #   make lint    ruff, mypy, the SAM template checks and sam build
 #   make build   sam build only
 #   make bench   benchmarks (figures to bench/results.json)
@@ -41,12 +43,13 @@ export UV_PYTHON_DOWNLOADS := automatic
 export UV_COMPILE_BYTECODE := 1
 PYTEST := $(ROOT)/scripts/pytest-run
 
-.PHONY: help dev test compat test-sdk-compat dist dist-python dist-node catalogue openapi requirements botocore-endpoints lint build bench chaos chromium test-service test-sdk-python test-sdk-python-oldest test-sdk-python-newest test-sdk-node lint-template deps clean
+.PHONY: help dev test docs compat test-sdk-compat dist dist-python dist-node catalogue openapi requirements botocore-endpoints lint build bench chaos chromium test-service test-sdk-python test-sdk-python-oldest test-sdk-python-newest test-sdk-node lint-template deps clean
 
 help:
 	@echo "make dev    - run the local stack on http://127.0.0.1:3000 (Ctrl-C stops it)"
 	@echo "make test   - install what is missing and run every test"
 	@echo "make lint   - ruff, mypy, SAM template checks and sam build"
+	@echo "make docs   - build the documentation site into site/ (strict: a warning fails it)"
 	@echo "make build  - sam build (functions and both SDK layers) into .aws-sam/build"
 	@echo "make dist   - the SDKs' artefacts in dist/: Python wheel and sdist, Node tarball"
 	@echo "make bench  - benchmarks: prints a table, writes bench/results.json"
@@ -86,6 +89,19 @@ chromium:
 	  || { $$sudo apt-get update -q && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; }; \
 	fi
 
+# -- the documentation site ---------------------------------------------------------------
+
+# docs/ with the reference generated from the code (scripts/docs_hooks.py: the OpenAPI document,
+# the CLI's parser, the SDKs' docstrings and TSDoc, the catalogue), built into site/ (git-ignored).
+# Strict: a warning, a broken link or a missing anchor fails the build. The Node SDK's TSDoc is
+# read with the typescript of its own dev install (no build, no scripts run).
+docs: .venv/.synced sdk/node/node_modules/.package-lock.json
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$(ROOT)/site"
+	@echo "make docs: site/index.html"
+
+sdk/node/node_modules/.package-lock.json: sdk/node/package.json sdk/node/package-lock.json
+	cd sdk/node && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+
 # -- the SDKs' artefacts -----------------------------------------------------------------
 
 # What gets published and what the SAM layers are built from. Each SDK's version lives in one
@@ -119,6 +135,7 @@ dev: deps
 
 test: deps
 	@$(MAKE) lint
+	@$(MAKE) docs
 	@$(MAKE) test-service
 	@# The SDK suites wait on sockets and child processes more than they compute: side by side,
 	@# each one's output kept together (--output-sync), they take about the time of the longest.
@@ -167,7 +184,7 @@ test-sdk-compat: | $(UV)
 compat: | $(UV)
 	COSTTRACK_APP_ROUNDS=20 UV="$(UV)" PYTHON="$(SDK_PYTHON_NEWEST)" scripts/test-compat
 
-# The bundled catalogue, spec/pricing-names.json and the README's price tables, from the pinned
+# The bundled catalogue, spec/pricing-names.json and the pricing page's tables, from the pinned
 # genai-prices (bump the pin in pyproject.toml, uv lock, then this; a test holds them equal).
 catalogue: .venv/.synced
 	.venv/bin/python scripts/generate_catalogue.py
@@ -201,4 +218,4 @@ chaos: deps
 	COSTTRACK_CHAOS=full "$(PYTEST)" .venv/bin/pytest tests/chaos tests/fuzz -q -p no:cacheprovider
 
 clean:
-	rm -rf .venv .costtrack/tools .costtrack/venvs node_modules sdk/node/node_modules sdk/node/dist .aws-sam dist
+	rm -rf .venv .costtrack/tools .costtrack/venvs node_modules sdk/node/node_modules sdk/node/dist .aws-sam dist site

@@ -7,7 +7,8 @@ installed package, so the bundled prices can never silently fall behind the pin:
   providers) and one ``<provider>.json`` per provider, in costtrack's catalogue form;
 * ``spec/pricing-names.json``: the reserved ``metadata`` names (genai-prices' price-variant keys
   and usage units) that the service and both SDK validators check;
-* the provider table and the reserved-name table in ``README.md`` (between generated markers).
+* the provider table and the reserved-name table of the docs' pricing page (between generated
+  markers).
 
 The package's data is dumped to the shape of genai-prices' published data file first and then
 converted by ``costtrack_service.catalogue.convert``, the very code a deployed stack's price sync
@@ -141,7 +142,7 @@ def generated_files() -> dict[Path, str]:
         files[GENERATED_DIR / f"{provider}.json"] = render(document, compact=True)
     names = pricing_names()
     files[PRICING_NAMES] = render(names)
-    files[README] = with_blocks(README.read_text(encoding="utf-8"), readme_blocks(index, names))
+    files[PRICING_PAGE] = with_blocks(PRICING_PAGE.read_text(encoding="utf-8"), readme_blocks(index, names))
     return files
 
 
@@ -162,12 +163,12 @@ def locked_release(version: str) -> dict[str, str]:
     return {"url": wheel["url"], "sha256": digest, "member": DATA_MEMBER}
 
 
-README = ROOT / "README.md"
+PRICING_PAGE = ROOT / "docs" / "concepts" / "pricing.md"
 README_BLOCKS = ("providers", "pricing-names")
 
 
 def readme_blocks(index: dict[str, Any], names: dict[str, Any]) -> dict[str, str]:
-    """The README's generated tables: providers (with genai-prices' ids) and reserved names."""
+    """The pricing page's generated tables: providers (with genai-prices' ids) and reserved names."""
     from costtrack_service.catalogue import PROVIDER_FLAGS
     from costtrack_service.catalogue.convert import PROVIDER_IDS
 
@@ -196,7 +197,7 @@ def with_blocks(text: str, blocks: dict[str, str]) -> str:
         start, end = f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
         head, found, rest = text.partition(start)
         if not found:
-            raise SystemExit(f"README.md has no {start} marker")
+            raise SystemExit(f"{PRICING_PAGE.relative_to(ROOT)} has no {start} marker")
         _, _, tail = rest.partition(end)
         text = f"{head}{start}\n{block}\n{end}{tail}"
     return text
@@ -215,7 +216,7 @@ def main() -> int:
     files = generated_files()
     shutil.rmtree(GENERATED_DIR, ignore_errors=True)
     GENERATED_DIR.mkdir(parents=True)
-    # README.md is rewritten only between its generated markers.
+    # The pricing page is rewritten only between its generated markers.
     for path, text in files.items():
         path.write_text(text, encoding="utf-8")
     print(f"wrote {len(files)} files from genai-prices (catalogue in {GENERATED_DIR.relative_to(ROOT)})")

@@ -1,7 +1,10 @@
-"""Every fenced block of the READMEs is run against a local stack, checked against the served
-OpenAPI document, or visibly marked as not run (README, "Contributing: the executed docs").
+"""Every fenced block of the READMEs and of every page of the documentation site is run against
+a local stack, checked against the served OpenAPI document, or visibly marked as not run (docs,
+"Contributing and testing").
 
-One stack for the module; each Markdown file's blocks run in order in a folder of their own
+One stack for the module; the files run in the order a reader meets them (the README, the site's
+pages in ``mkdocs.yml``'s navigation, the SDKs' READMEs), each one's blocks in order in a folder
+of their own
 (``runners.py`` says what they get that the README does not write out). The test of a file
 prints how many blocks ran, were checked and were skipped (with the reasons), and fails listing
 every broken block by file:line.
@@ -24,12 +27,18 @@ from tests.conftest import ROOT, built_node_sdk, running_stack
 from tests.docs.answers import Document, check_answer, without_elisions
 from tests.docs.blocks import Block, MarkerError, parse_blocks
 from tests.docs.runners import DocsWorkspace, Outcome
+from tests.docs.site import written_pages
 from tests.e2e.canned_openai import canned
 from tests.reconciliation.canned_billing import Bill, serve
 
 pytestmark = pytest.mark.integration
 
-DOCUMENTS = ("README.md", "sdk/python/README.md", "sdk/node/README.md")
+DOCUMENTS = (
+    "README.md",
+    *(str(page.relative_to(ROOT)) for page in written_pages()),
+    "sdk/python/README.md",
+    "sdk/node/README.md",
+)
 OUTPUT_LIMIT = 3000
 
 
@@ -159,7 +168,7 @@ def test_every_block_runs_as_written(
     record_property("docs_summary", report)
     print(report)
     broken = [r for r in results if r.problem]
-    assert not broken, f"{len(broken)} README block(s) broken:\n" + "\n\n".join(
+    assert not broken, f"{len(broken)} block(s) of {name} broken:\n" + "\n\n".join(
         f"{r.block.where(ROOT)} ({r.block.language or 'plain'}, {r.outcome}):\n{r.problem}" for r in broken
     )
 

@@ -22,7 +22,7 @@ import pytest
 from costtrack_service.domain.budgets.webhooks import SIGNATURE_HEADER, UrlPolicy, signature_header
 from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
 from tests.docs.answers import without_elisions
-from tests.integration.webhook_verifiers import readme_section, signed_part, verify_in_node, verify_in_python
+from tests.integration.webhook_verifiers import budgets_guide, signed_part, verify_in_node, verify_in_python
 from tests.support.alert_checks import StaleStore, fields_missing
 from tests.support.budget_owner import Owner
 from tests.support.sns_queue import received_by_sns
@@ -88,8 +88,8 @@ def test_exactly_one_signed_notification_per_threshold_under_concurrency(
         legacy = headers[SIGNATURE_HEADER.lower()]
         assert legacy == signature_header(webhook["secret"], int(headers["webhook-timestamp"]), body)
     assert all(body["budget"]["budget_id"] == budget["budget_id"] for body in receiver.bodies())
-    # Every field of the webhook body the README shows is in the real one.
-    blocks = re.findall(r"```json\n(.*?)```", readme_section(), re.DOTALL)
+    # Every field of the webhook body the budgets guide shows is in the real one.
+    blocks = re.findall(r"```json\n(.*?)```", budgets_guide(), re.DOTALL)
     [shown] = [block for block in blocks if "threshold_crossed" in block]
     assert fields_missing(json.loads(without_elisions(shown)), receiver.bodies()[0]) == []
 

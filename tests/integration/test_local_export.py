@@ -37,10 +37,10 @@ FILE = re.compile(r"events/workspace_id=(ws_[A-Za-z0-9_-]+)/day=(\d{4}-\d{2}-\d{
 
 
 def readme_duckdb_block() -> str:
-    """The README's DuckDB example (the Python block that imports duckdb)."""
-    text = (ROOT / "README.md").read_text()
+    """The export guide's DuckDB example (the Python block that imports duckdb)."""
+    text = (ROOT / "docs" / "guides" / "export.md").read_text()
     blocks = [block for block in re.findall(r"```python\n(.*?)```", text, re.S) if "import duckdb" in block]
-    assert len(blocks) == 1, "the README has one DuckDB example"
+    assert len(blocks) == 1, "the export guide has one DuckDB example"
     return blocks[0]
 
 

@@ -85,8 +85,8 @@ def test_each_anomalous_run_is_notified_once(
     for headers, body in receiver.requests:
         assert headers["webhook-id"] == json.loads(body)["id"]
         assert verify_in_python(webhook["secret"], signed_part(headers), body)
-    # Every field of the body the README shows is in the real one.
-    section = (ROOT / "README.md").read_text().split("## Cost per run", 1)[1].split("\n## ", 1)[0]
+    # Every field of the body the runs guide shows is in the real one.
+    section = (ROOT / "docs" / "guides" / "runs.md").read_text()
     [shown] = [block for block in re.findall(r"```json\n(.*?)```", section, re.DOTALL) if "run_cost_anomaly" in block]
     assert fields_missing(json.loads(without_elisions(shown)), bodies[costly]) == []
 

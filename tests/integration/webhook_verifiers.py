@@ -1,5 +1,5 @@
-"""Verifying a delivery as a receiver would (README, "Budgets and alerts", "Signatures"): the
-Standard Webhooks reference libraries (PyPI and npm ``standardwebhooks``) and the README's
+"""Verifying a delivery as a receiver would (docs, "Budgets and alerts", "Signatures"): the
+Standard Webhooks reference libraries (PyPI and npm ``standardwebhooks``) and the guide's
 snippets, which call the SDKs' verifiers; each pair must agree."""
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from tests.conftest import NODE_SDK
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def readme_section() -> str:
-    """The README's "Budgets and alerts"."""
-    return (ROOT / "README.md").read_text().split("## Budgets and alerts", 1)[1].split("\n## ", 1)[0]
+def budgets_guide() -> str:
+    """The docs' guide "Budgets and alerts"."""
+    return (ROOT / "docs" / "guides" / "budgets.md").read_text()
 
 
 def readme_snippet(language: str) -> str:
-    """The verification snippet of ``language`` from the README's "Budgets and alerts"."""
-    blocks = re.findall(rf"```{language}\n(.*?)```", readme_section(), re.DOTALL)
+    """The verification snippet of ``language`` from the guide "Budgets and alerts"."""
+    blocks = re.findall(rf"```{language}\n(.*?)```", budgets_guide(), re.DOTALL)
     [snippet] = [block for block in blocks if "verify" in block.lower()]
     return snippet
 

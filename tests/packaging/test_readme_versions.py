@@ -1,5 +1,5 @@
 """The install lines name the artefacts ``make dist`` builds now: every ``costtrack-<version>``
-file name and ``costtrack-python/``/``costtrack-node/`` User-Agent in the READMEs carries the
+file name and ``costtrack-python/``/``costtrack-node/`` User-Agent in the READMEs and the docs carries the
 version of its SDK (``_version.py``, ``package.json``), so a version bump cannot leave them stale."""
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ PATTERNS = {
     rf"costtrack-{VERSION}\.tgz": NODE,
     rf"costtrack-node/{VERSION}\b": NODE,
 }
-READMES = ["README.md", "sdk/python/README.md", "sdk/node/README.md"]
+DOCS = sorted(str(page.relative_to(ROOT)) for page in (ROOT / "docs").rglob("*.md"))
+READMES = ["README.md", "sdk/python/README.md", "sdk/node/README.md", *DOCS]
 
 
 @pytest.mark.parametrize("readme", READMES)

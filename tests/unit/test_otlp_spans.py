@@ -264,7 +264,7 @@ def test_bad_ids_reject_the_span() -> None:
 
 
 def test_the_readme_token_table_is_the_precedence_the_code_uses() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "opentelemetry.md").read_text(encoding="utf-8")
     table = readme.split("<!-- otlp-tokens -->")[1].split("<!-- /otlp-tokens -->")[0]
     rows = [line.split("|") for line in table.strip().splitlines()[2:]]
     documented: dict[str, list[str]] = {}

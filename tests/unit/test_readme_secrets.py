@@ -1,8 +1,8 @@
-"""The README's secret handling ("Deploying to AWS"): the ingestion key lives in Secrets Manager
+"""The deploy guide's secret handling (docs, "Deploy"): the ingestion key lives in Secrets Manager
 and the app reads it at run time with Powertools Parameters, cached, never through an
-environment variable holding the value. The README's own Python block runs here against moto's
+environment variable holding the value. The guide's own Python block runs here against moto's
 Secrets Manager: the key is fetched once per cache period, a rotated key is picked up when the
-cache expires, and no ``{{resolve:secretsmanager:…}}`` is left in the README."""
+cache expires, and no ``{{resolve:secretsmanager:…}}`` is left in the guide."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from moto import mock_aws
 
 from tests.conftest import ROOT
 
-README = (ROOT / "README.md").read_text()
+README = (ROOT / "docs" / "guides" / "deploy.md").read_text()
 
 
 def secrets_block() -> str:

@@ -90,10 +90,10 @@ def test_signing_needs_a_whsec_base64_secret() -> None:
             secret_key(bad)
 
 
-def test_the_readme_states_the_deprecation_period_the_code_keeps() -> None:
+def test_the_budgets_guide_states_the_deprecation_period_the_code_keeps() -> None:
     from costtrack_service.domain.budgets.webhooks import LEGACY_SIGNATURE_UNTIL
     from tests.conftest import ROOT
 
     release, date = LEGACY_SIGNATURE_UNTIL
-    text = " ".join((ROOT / "README.md").read_text().split())
+    text = " ".join((ROOT / "docs" / "guides" / "budgets.md").read_text().split())
     assert f"every service release up to {release} sends them, and none before {date} drops them" in text
