@@ -54,6 +54,7 @@ def what(answer: httpx.Response) -> tuple[Any, ...]:
     return (200, body["reservation_id"], body["held"], body["expires_at"])
 
 
+@pytest.mark.timeout(1800 if FULL else 300)  # a loaded host: a minute at the slice's size
 def test_retries_at_random_moments_are_answered_with_their_original(shop: Shop) -> None:
     count, holds = (200, 50) if FULL else (40, 10)
     shop.budget(amount=str(holds * CENT), scope="customer", scope_value="acme", enforce=True)
