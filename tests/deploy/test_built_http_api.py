@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import platform
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -22,7 +19,7 @@ import pytest
 from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.domain.workspaces.plans import Tier
 from tests.deploy.test_built_template import RUNTIME_PACKAGES
-from tests.support.built import BUILD
+from tests.support.built import BUILD, lambda_env, run_isolated
 
 ROOT = Path(__file__).resolve().parents[2]
 INGEST_EVENT = json.loads((ROOT / "events" / "post-event.json").read_text())
@@ -85,26 +82,8 @@ sys.path.append({str(ROOT / "tools")!r})  # the local stack's Lambda context, no
 from costtrack_tools.local.server import LambdaContext
 print(json.dumps([handler(event, LambdaContext({function!r})) for event in json.loads(sys.stdin.read())]))
 """
-    env = {
-        "PATH": os.environ["PATH"],
-        "AWS_ACCESS_KEY_ID": "local",
-        "AWS_SECRET_ACCESS_KEY": "local",
-        "AWS_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL_DYNAMODB": stack.state["dynamodb_endpoint"],
-        "COSTTRACK_TABLE_PREFIX": stack.table_prefix,
-        "POWERTOOLS_METRICS_DISABLED": "true",
-        "POWERTOOLS_TRACE_DISABLED": "true",
-    }
-    result = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", script],
-        input=json.dumps(events),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    answers: list[dict[str, Any]] = json.loads(result.stdout.strip().splitlines()[-1])
+    env = lambda_env(stack, POWERTOOLS_TRACE_DISABLED="true")
+    answers: list[dict[str, Any]] = run_isolated(script, events, env, timeout=120)
     return answers
 
 
