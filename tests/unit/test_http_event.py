@@ -87,7 +87,10 @@ def test_a_path_is_decoded_once_whichever_way_it_arrives() -> None:
     assert decoded_path("/v1/workspace/runs/run%3Aabc.1") == "/v1/workspace/runs/run:abc.1"
     assert decoded_path("/v1/workspace/runs/%72%75%6E%3A%61") == "/v1/workspace/runs/run:a"
     assert decoded_path("/v1/reservations/a%2Fb") == "/v1/reservations/a%2Fb"
-    assert decoded_path("/v1/workspace/runs/a%20b%FF") == "/v1/workspace/runs/a b\ufffd"
+    assert decoded_path("/v1/workspace/runs/a%20b%C3%A9") == "/v1/workspace/runs/a bé"
+    # Not a character a route's segment holds: still encoded, so the route answers (its check: 400).
+    assert decoded_path("/v1/workspace/statements/%C2%84") == "/v1/workspace/statements/%C2%84"
+    assert decoded_path("/v1/workspace/runs/a%FF") == "/v1/workspace/runs/a%EF%BF%BD"
     event = {"rawPath": "/v1/reservations/rsv%5Fx", "requestContext": {"http": {"method": "DELETE"}}}
     assert HttpRequest.from_event(event).path == "/v1/reservations/rsv_x"
     owners = with_decoded_path({"rawPath": "/a/b%3Ac", "requestContext": {"http": {"path": "/a/b%3Ac"}}})

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from costtrack_service.domain.errors import ApiError, ErrorCode, unavailable
 from costtrack_service.domain.store_errors import Conflict, NotFound, StoreUnavailable, TransitionRefused
@@ -98,16 +99,27 @@ class HttpRequest:
         )
 
 
+#: What a path parameter may hold literally for a route to match it (the character class of
+#: Powertools' dynamic segment: RFC 3986's safe and unsafe characters and word characters).
+_LITERAL = re.compile(r"[-._~()'!*:@,;=+&$%<> \[\]{}|^\w]")
+
+
 def decoded_path(path: str) -> str:
     """``path`` with each segment percent-decoded once, the one place either function decodes a
     path parameter: a client may send an id encoded (``run%3Aabc.1``, as ``encodeURIComponent``
     and ``urllib.parse.quote(x, safe="")`` do) or not, and API Gateway's HTTP API hands the path
     over decoded while a REST API, a function URL and the local stack keep it as sent. Decoding
-    a decoded path changes nothing an id may hold (no id allows ``%``). A decoded ``/`` stays
-    ``%2F``, so no id can change which route answers."""
+    a decoded path changes nothing an id may hold (no id allows ``%``). What no route's segment
+    holds literally (``/``, a control character) stays encoded: an id never changes which route
+    answers, and the route's own check of its parameter refuses it."""
     if "%" not in path:
         return path
-    return "/".join(unquote(segment, errors="replace").replace("/", "%2F") for segment in path.split("/"))
+    return "/".join(_decoded_segment(segment) for segment in path.split("/"))
+
+
+def _decoded_segment(segment: str) -> str:
+    text = unquote(segment, errors="replace")
+    return "".join(char if _LITERAL.fullmatch(char) else quote(char, safe="") for char in text)
 
 
 def with_decoded_path(event: dict[str, Any]) -> dict[str, Any]:
