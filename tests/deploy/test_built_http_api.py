@@ -18,8 +18,7 @@ import pytest
 
 from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.domain.workspaces.plans import Tier
-from tests.deploy.test_built_template import RUNTIME_PACKAGES
-from tests.support.built import BUILD, lambda_env, run_isolated
+from tests.support.built import BUILD, RUNTIME_PACKAGES, lambda_env, run_isolated
 
 ROOT = Path(__file__).resolve().parents[2]
 INGEST_EVENT = json.loads((ROOT / "events" / "post-event.json").read_text())

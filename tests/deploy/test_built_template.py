@@ -31,7 +31,7 @@ from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.ingestion import IngestionStore
 from costtrack_service.store.tables import TABLES, TableNames
 from tests.conftest import moto_tables
-from tests.support.built import BUILD, lambda_env, run_isolated
+from tests.support.built import BUILD, RUNTIME_PACKAGES, lambda_env, run_isolated
 from tests.support.cloudformation import LOGICAL_TABLES, CallRecorder, granted
 from tests.support.moto_workspace import paid_workspace, public_address
 
@@ -427,9 +427,6 @@ def test_node_layer_layout_and_both_module_systems(built: dict[str, Any]) -> Non
     )
     result = subprocess.run(["node", "-e", script], cwd=node_path, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-
-
-RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
 
 
 def test_built_function_runs_with_only_the_runtime_and_its_layers(

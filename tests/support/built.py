@@ -19,6 +19,10 @@ def newest_source_change() -> float:
     return max(path.stat().st_mtime for source in SOURCES if source.exists() for path in [source, *source.rglob("*")])
 
 
+#: What the Lambda python3.13 runtime brings besides the standard library.
+RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
+
+
 def lambda_env(stack: Any, **extra: str) -> dict[str, str]:
     """A built function's environment against the local stack's tables: fake credentials, the
     DynamoDB endpoint on loopback, no metrics flushed."""
