@@ -18,7 +18,7 @@ import pytest
 
 from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.domain.workspaces.plans import Tier
-from tests.support.built import BUILD, RUNTIME_PACKAGES, lambda_env, run_isolated
+from tests.support.built import BUILD, lambda_env, lambda_runtime, run_isolated
 
 ROOT = Path(__file__).resolve().parents[2]
 INGEST_EVENT = json.loads((ROOT / "events" / "post-event.json").read_text())
@@ -55,22 +55,16 @@ def http_api_event(
 
 def run_built(function: str, handler: str, events: list[dict[str, Any]], stack: Any, tmp: Path) -> list[dict[str, Any]]:
     """``events`` through the built function's handler, in one warm container."""
-    import boto3
-
-    site = Path(boto3.__file__).parents[1]
     container = Path(tempfile.mkdtemp(dir=tmp))
-    runtime = container / "runtime"
-    runtime.mkdir()
-    for name in RUNTIME_PACKAGES:
-        for candidate in (site / name, site / f"{name}.py"):
-            if candidate.exists():
-                (runtime / candidate.name).symlink_to(candidate)
+    runtime = lambda_runtime(container)
     # The Powertools layer is built for Lambda's arm64: on another machine its one compiled
     # package (pydantic-core) comes from this interpreter's, the same locked release.
     native = container / "native"
     native.mkdir()
     if platform.machine() not in ("aarch64", "arm64"):
-        (native / "pydantic_core").symlink_to(site / "pydantic_core")
+        import pydantic_core
+
+        (native / "pydantic_core").symlink_to(Path(pydantic_core.__file__).parent)
     layers = [BUILD / "CostTrackPythonLayer" / "python", BUILD / "PowertoolsLayer" / "python"]
     paths = [BUILD / function, native, *layers, runtime]
     script = f"""

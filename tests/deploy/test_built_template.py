@@ -31,7 +31,7 @@ from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.ingestion import IngestionStore
 from costtrack_service.store.tables import TABLES, TableNames
 from tests.conftest import moto_tables
-from tests.support.built import BUILD, RUNTIME_PACKAGES, lambda_env, run_isolated
+from tests.support.built import BUILD, lambda_env, lambda_runtime, run_isolated
 from tests.support.cloudformation import LOGICAL_TABLES, CallRecorder, granted
 from tests.support.moto_workspace import paid_workspace, public_address
 
@@ -435,15 +435,7 @@ def test_built_function_runs_with_only_the_runtime_and_its_layers(
     """The Lambda python3.13 runtime brings boto3; Powertools comes from the stack's Powertools
     layer as built (the locked release) and costtrack from ours. Nothing else is importable here,
     as in Lambda."""
-    import boto3 as boto3_module
-
-    site = Path(boto3_module.__file__).parents[1]
-    runtime = tmp_path / "runtime"
-    runtime.mkdir()
-    for name in RUNTIME_PACKAGES:
-        for candidate in (site / name, site / f"{name}.py"):
-            if candidate.exists():
-                (runtime / candidate.name).symlink_to(candidate)
+    runtime = lambda_runtime(tmp_path)
     assert not (runtime / "aws_lambda_powertools").exists()
 
     key = local_stack.state["workspaces"]["paid"]["api_key"]

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from tests.conftest import ROOT
@@ -21,6 +22,21 @@ def newest_source_change() -> float:
 
 #: What the Lambda python3.13 runtime brings besides the standard library.
 RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
+
+
+def lambda_runtime(folder: Path) -> Path:
+    """``folder``/runtime: what the Lambda runtime brings (``RUNTIME_PACKAGES``), linked from
+    this interpreter's site-packages; nothing else."""
+    import boto3
+
+    site = Path(boto3.__file__).parents[1]
+    runtime = folder / "runtime"
+    runtime.mkdir()
+    for name in RUNTIME_PACKAGES:
+        for candidate in (site / name, site / f"{name}.py"):
+            if candidate.exists():
+                (runtime / candidate.name).symlink_to(candidate)
+    return runtime
 
 
 def lambda_env(stack: Any, **extra: str) -> dict[str, str]:
