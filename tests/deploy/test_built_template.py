@@ -8,9 +8,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import os
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -33,7 +31,7 @@ from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.ingestion import IngestionStore
 from costtrack_service.store.tables import TABLES, TableNames
 from tests.conftest import moto_tables
-from tests.support.built import BUILD
+from tests.support.built import BUILD, lambda_env, lambda_runtime, run_isolated
 from tests.support.cloudformation import LOGICAL_TABLES, CallRecorder, granted
 from tests.support.moto_workspace import paid_workspace, public_address
 
@@ -431,24 +429,13 @@ def test_node_layer_layout_and_both_module_systems(built: dict[str, Any]) -> Non
     assert result.returncode == 0, result.stderr
 
 
-RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
-
-
 def test_built_function_runs_with_only_the_runtime_and_its_layers(
     built: dict[str, Any], local_stack: Any, tmp_path: Path
 ) -> None:
     """The Lambda python3.13 runtime brings boto3; Powertools comes from the stack's Powertools
     layer as built (the locked release) and costtrack from ours. Nothing else is importable here,
     as in Lambda."""
-    import boto3 as boto3_module
-
-    site = Path(boto3_module.__file__).parents[1]
-    runtime = tmp_path / "runtime"
-    runtime.mkdir()
-    for name in RUNTIME_PACKAGES:
-        for candidate in (site / name, site / f"{name}.py"):
-            if candidate.exists():
-                (runtime / candidate.name).symlink_to(candidate)
+    runtime = lambda_runtime(tmp_path)
     assert not (runtime / "aws_lambda_powertools").exists()
 
     key = local_stack.state["workspaces"]["paid"]["api_key"]
@@ -470,26 +457,7 @@ results = [handler(event, LambdaContext("costtrack-ingest")) for event in events
 print(json.dumps(results))
 assert "costtrack._http" not in sys.modules, "the service must not load the SDK's delivery"
 """
-    env = {
-        "PATH": os.environ["PATH"],
-        "AWS_ACCESS_KEY_ID": "local",
-        "AWS_SECRET_ACCESS_KEY": "local",
-        "AWS_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL_DYNAMODB": local_stack.state["dynamodb_endpoint"],
-        "COSTTRACK_TABLE_PREFIX": local_stack.table_prefix,
-        "POWERTOOLS_METRICS_DISABLED": "true",
-    }
-    # -I: isolated (no user site, no PYTHONPATH), -S: no site-packages at all.
-    result = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", script],
-        input=json.dumps([event, traces]),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    response, traced = json.loads(result.stdout.strip().splitlines()[-1])
+    response, traced = run_isolated(script, [event, traces], lambda_env(local_stack))
     assert response["statusCode"] == 200, response
     assert json.loads(response["body"])["cost"] == "0.0335"
     # opentelemetry-proto ships in the function: a protobuf OTLP body, base64 as API Gateway

@@ -20,6 +20,7 @@ class FaultProxy:
         self.upstream = upstream
         self.plan = list(plan)
         self.seen: list[tuple[tuple[str, ...], str]] = []  # each request's idempotency keys, and its fault
+        self.answers: list[httpx.Response] = []  # what the service answered each request, faults or not
         self.lock = threading.Lock()
         proxy = self
 
@@ -33,6 +34,7 @@ class FaultProxy:
                 with proxy.lock:
                     fault = proxy.plan.pop(0) if proxy.plan else "pass"
                     proxy.seen.append((request_keys(self.headers.get("Idempotency-Key"), body), fault))
+                    proxy.answers.append(upstream)
                 if fault == "reset":
                     self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
                     self.close_connection = True

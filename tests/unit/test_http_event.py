@@ -14,11 +14,13 @@ from costtrack_service.edge.http_event import (
     ERROR_STATUS,
     HttpRequest,
     answer,
+    decoded_path,
     error_answer,
     failure_error,
     http_status,
     too_large,
     unsupported_media_type,
+    with_decoded_path,
 )
 
 LOGGER = logging.getLogger("test_http_event")
@@ -75,3 +77,21 @@ def test_a_request_reads_its_event() -> None:
     request = HttpRequest.from_event(event)
     assert (request.method, request.path, request.body, request.request_id) == ("POST", "/v1/events", b"{}", "r1")
     assert request.headers == {"authorization": "Bearer x"}
+
+
+def test_a_path_is_decoded_once_whichever_way_it_arrives() -> None:
+    """API Gateway's HTTP API hands ``rawPath`` over decoded; a REST API, a function URL and the
+    local stack as the client sent it: either way each segment is decoded once, and a decoded
+    ``/`` cannot change the route."""
+    assert decoded_path("/v1/workspace/runs/run:abc.1") == "/v1/workspace/runs/run:abc.1"
+    assert decoded_path("/v1/workspace/runs/run%3Aabc.1") == "/v1/workspace/runs/run:abc.1"
+    assert decoded_path("/v1/workspace/runs/%72%75%6E%3A%61") == "/v1/workspace/runs/run:a"
+    assert decoded_path("/v1/reservations/a%2Fb") == "/v1/reservations/a%2Fb"
+    assert decoded_path("/v1/workspace/runs/a%20b%C3%A9") == "/v1/workspace/runs/a bé"
+    # Not a character a route's segment holds: still encoded, so the route answers (its check: 400).
+    assert decoded_path("/v1/workspace/statements/%C2%84") == "/v1/workspace/statements/%C2%84"
+    assert decoded_path("/v1/workspace/runs/a%FF") == "/v1/workspace/runs/a%EF%BF%BD"
+    event = {"rawPath": "/v1/reservations/rsv%5Fx", "requestContext": {"http": {"method": "DELETE"}}}
+    assert HttpRequest.from_event(event).path == "/v1/reservations/rsv_x"
+    owners = with_decoded_path({"rawPath": "/a/b%3Ac", "requestContext": {"http": {"path": "/a/b%3Ac"}}})
+    assert owners["rawPath"] == owners["requestContext"]["http"]["path"] == "/a/b:c"

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
 
 from costtrack_service.domain.errors import ApiError, ErrorCode, unavailable
 from costtrack_service.domain.store_errors import Conflict, NotFound, StoreUnavailable, TransitionRefused
@@ -90,11 +92,48 @@ class HttpRequest:
         body = base64.b64decode(text) if event.get("isBase64Encoded") else text.encode("utf-8", errors="surrogatepass")
         return cls(
             method=str((context.get("http") or {}).get("method", "")).upper(),
-            path=str(event.get("rawPath") or ""),
+            path=decoded_path(str(event.get("rawPath") or "")),
             headers=lower_case_headers(event.get("headers")),
             body=body,
             request_id=context.get("requestId"),
         )
+
+
+#: What a path parameter may hold literally for a route to match it (the character class of
+#: Powertools' dynamic segment: RFC 3986's safe and unsafe characters and word characters).
+_LITERAL = re.compile(r"[-._~()'!*:@,;=+&$%<> \[\]{}|^\w]")
+
+
+def decoded_path(path: str) -> str:
+    """``path`` with each segment percent-decoded once, the one place either function decodes a
+    path parameter: a client may send an id encoded (``run%3Aabc.1``, as ``encodeURIComponent``
+    and ``urllib.parse.quote(x, safe="")`` do) or not, and API Gateway's HTTP API hands the path
+    over decoded while a REST API, a function URL and the local stack keep it as sent. Decoding
+    a decoded path changes nothing an id may hold (no id allows ``%``). What no route's segment
+    holds literally (``/``, a control character) stays encoded: an id never changes which route
+    answers, and the route's own check of its parameter refuses it."""
+    if "%" not in path:
+        return path
+    return "/".join(_decoded_segment(segment) for segment in path.split("/"))
+
+
+def _decoded_segment(segment: str) -> str:
+    text = unquote(segment, errors="replace")
+    return "".join(char if _LITERAL.fullmatch(char) else quote(char, safe="") for char in text)
+
+
+def with_decoded_path(event: dict[str, Any]) -> dict[str, Any]:
+    """An HTTP API event whose path (``rawPath`` and the request context's) is ``decoded_path``'s,
+    for a router that matches and validates path parameters on the path as given (Powertools')."""
+    raw = event.get("rawPath")
+    if not isinstance(raw, str) or "%" not in raw:
+        return event
+    context = dict(event.get("requestContext") or {})
+    http = dict(context.get("http") or {})
+    if isinstance(http.get("path"), str):
+        http["path"] = decoded_path(http["path"])
+        context["http"] = http
+    return {**event, "rawPath": decoded_path(raw), "requestContext": context}
 
 
 def lower_case_headers(headers: Mapping[str, str] | None) -> dict[str, str]:

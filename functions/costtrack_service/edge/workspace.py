@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Annotated, Any
-from urllib.parse import unquote
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
@@ -36,7 +35,7 @@ from costtrack_service.edge.http import (
     json_response,
     request_headers,
 )
-from costtrack_service.edge.http_event import failure_error, presented_secret
+from costtrack_service.edge.http_event import failure_error, presented_secret, with_decoded_path
 from costtrack_service.edge.owner_responses import ADMIN_TOKEN, INVALID, NOT_FOUND, WITH_BODY, documented, refused
 from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
 from costtrack_service.edge.request_errors import read_json_body, refuse_media_type
@@ -226,7 +225,7 @@ def build_app(
         hidden (accepted, counted, hidden from the dashboard: a free-plan key's other sources),
         and the total of them all. The current month gives the month so far (complete: false).
         """
-        statement, chosen = service.statement(caller(), unquote(month), {"by": by, "format": output})
+        statement, chosen = service.statement(caller(), month, {"by": by, "format": output})
         # Named as a file in either format: the dashboard saves it under this name.
         disposition = {"Content-Disposition": f'attachment; filename="{statement.filename(chosen)}"'}
         if chosen == "json":
@@ -281,7 +280,7 @@ def build_app(
     )
     def delete_price_override(override_id: Annotated[str, Path(description="as the override list shows it")]) -> Answer:
         """Delete a price override"""
-        return overrides.delete(caller(), unquote(override_id))
+        return overrides.delete(caller(), override_id)
 
     @owners.get(
         "/v1/workspace/otel-attributes", documented(200, shapes.OtelAttributeMap, "The attribute map and the defaults")
@@ -322,6 +321,6 @@ def create_handler(
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return app.resolve(event, context)
+        return app.resolve(with_decoded_path(event), context)
 
     return handler

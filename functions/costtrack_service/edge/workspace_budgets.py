@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 from typing import Annotated
-from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
@@ -43,7 +42,7 @@ def add_budget_routes(owners: OwnerRoutes, budgets: BudgetService) -> None:
         limit: Annotated[int, Query(ge=1, le=MAX_INSTANCES)] = 20,
     ) -> Answer:
         """A template's instances (e.g. each customer): spent, held, remaining and share, top first"""
-        return budgets.instances(workspace_id(), unquote(budget_id), {"sort": sort, "limit": str(limit)})
+        return budgets.instances(workspace_id(), budget_id, {"sort": sort, "limit": str(limit)})
 
     @owners.patch(
         "/v1/workspace/budgets/<budget_id>",
@@ -58,12 +57,12 @@ def add_budget_routes(owners: OwnerRoutes, budgets: BudgetService) -> None:
     )
     def change_budget(budget_id: BudgetId, change: Annotated[BudgetChange, Body()]) -> Answer:
         """Change a budget (a new revision: its thresholds notify afresh)"""
-        return budgets.change(workspace_id(), unquote(budget_id), change.fields())
+        return budgets.change(workspace_id(), budget_id, change.fields())
 
     @owners.delete("/v1/workspace/budgets/<budget_id>", documented(200, shapes.Deleted, "Deleted", r404=NO_BUDGET))
     def delete_budget(budget_id: BudgetId) -> Answer:
         """Delete a budget"""
-        return budgets.delete(workspace_id(), unquote(budget_id))
+        return budgets.delete(workspace_id(), budget_id)
 
     @owners.get("/v1/workspace/webhooks", documented(200, shapes.WebhookList, "Webhooks"))
     def list_webhooks() -> Answer:
@@ -93,7 +92,7 @@ def add_budget_routes(owners: OwnerRoutes, budgets: BudgetService) -> None:
         endpoint_id: Annotated[str, Path(description="whk_…")], rotation: Annotated[SecretRotation, Body()]
     ) -> Answer:
         """A new signing secret (in this answer only); deliveries carry the old one's signature too for overlap_hours"""
-        return budgets.rotate_secret(workspace_id(), unquote(endpoint_id), rotation)
+        return budgets.rotate_secret(workspace_id(), endpoint_id, rotation)
 
     @owners.delete(
         "/v1/workspace/webhooks/<endpoint_id>",
@@ -101,7 +100,7 @@ def add_budget_routes(owners: OwnerRoutes, budgets: BudgetService) -> None:
     )
     def delete_webhook(endpoint_id: Annotated[str, Path(description="whk_…")]) -> Answer:
         """Delete a webhook endpoint (its pending deliveries are cancelled)"""
-        return budgets.delete_endpoint(workspace_id(), unquote(endpoint_id))
+        return budgets.delete_endpoint(workspace_id(), endpoint_id)
 
     @owners.get("/v1/workspace/webhook-deliveries", documented(200, shapes.DeliveryList, "Deliveries", r400=INVALID))
     def list_webhook_deliveries(limit: Annotated[int, Query(ge=1, le=MAX_DELIVERIES)] = 50) -> Answer:

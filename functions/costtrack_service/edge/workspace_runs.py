@@ -6,7 +6,6 @@ other routes (``edge/owner_routes.py``)."""
 from __future__ import annotations
 
 from typing import Annotated, Literal
-from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
@@ -74,7 +73,7 @@ def add_run_routes(owners: OwnerRoutes, runs: RunService, anomalies: AnomalySett
     )
     def get_run(trace_id: Annotated[str, Path(pattern=RunId, description="the run's trace_id")]) -> Answer:
         """A run: its total, its calls in received_at order, and its cost by model and by step"""
-        return runs.run(workspace_id(), RUN, unquote(trace_id))
+        return runs.run(workspace_id(), RUN, trace_id)
 
     @owners.get(
         "/v1/workspace/sessions/<session_id>",
@@ -82,7 +81,7 @@ def add_run_routes(owners: OwnerRoutes, runs: RunService, anomalies: AnomalySett
     )
     def get_session(session_id: Annotated[str, Path(pattern=RunId, description="the session_id")]) -> Answer:
         """A session: its total, its calls in received_at order, and its cost by model and by run"""
-        return runs.run(workspace_id(), SESSION, unquote(session_id))
+        return runs.run(workspace_id(), SESSION, session_id)
 
     @owners.get("/v1/workspace/unit-costs", documented(200, shapes.UnitCosts, "Unit costs", r400=INVALID))
     def get_unit_costs(

@@ -262,6 +262,15 @@ def after_survey(
     return Gather(ledger, target, moves, expired, seen)
 
 
+def held_by(shard: ShardState | None, entry: str) -> Hold | None:
+    """The hold a reservation's entry left in a shard: a shard names each hold by the entry's
+    first characters (how many is the store's choice), so a live one is found by prefix among a
+    shard's few dozen."""
+    if shard is None:
+        return None
+    return next((hold for name, hold in shard.holds.items() if entry.startswith(name)), None)
+
+
 def shard_of(key: str) -> int:
     """A stable shard for an idempotency key: a retry lands where its original did."""
     return int(hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:8], 16) % LEDGER_SHARDS

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Protocol
@@ -38,6 +38,7 @@ from costtrack_service.domain.reservations.ledger import (
     Take,
     after_survey,
     ceil_money,
+    held_by,
     placement,
     plan_take,
     shard_of,
@@ -150,7 +151,10 @@ class ReservationService:
         }
         surveyed: set[str] = set()
         for attempt in range(1, MAX_ATTEMPTS + 1):
-            takes, refused = self._plan(ws, ledgers, amount, at, shards, surveyed)
+            planned = self._plan(ws, ledgers, amount, at, shards, surveyed, entry if idempotency_key else None)
+            if isinstance(planned, Hold):
+                return self._replay(ws, ask, entry, ledgers, shards, planned, amount, now)
+            takes, refused = planned
             if refused:
                 raise budget_exceeded(refused)
             if takes is None:
@@ -159,10 +163,10 @@ class ReservationService:
             if rejected is None:
                 for take in takes:
                     self._spent(ws, take)
-                return self._answer(ws, ask, entry, expires, ledgers, takes, amount, now)
+                return self._answer(ws, ask, entry, expires, ledgers, _shards(takes), amount, now)
             if rejected.replay:
                 first = next(iter(rejected.replay.values()))
-                return self._answer(ws, ask, entry, first.expires, ledgers, takes, first.amount, now, replayed=True)
+                return self._replay(ws, ask, entry, ledgers, _shards(takes), first, amount, now)
             self._learn(ws, ledgers, rejected)
             if rejected.unseeded:
                 surveyed.update("stale:" + ref for ref in rejected.unseeded)
@@ -189,6 +193,29 @@ class ReservationService:
             )
         return ceil_money(priced.cost)
 
+    def _replay(
+        self,
+        ws: str,
+        ask: Ask,
+        entry: str,
+        ledgers: list[Ledger],
+        shards: Mapping[str, int | None],
+        hold: Hold,
+        amount: Decimal,
+        now: datetime,
+    ) -> dict[str, Any]:
+        """The reservation a retry finds (CONTRACT §4: the stored one, whatever changed since),
+        or ``IDEMPOTENCY_KEY_REUSED`` when the key held another amount. A token estimate is
+        priced again at the instant the original was made (its expiry less its TTL), so that a
+        price changed since is no other request."""
+        if hold.amount != amount and ask.amount is None:
+            made = datetime.fromtimestamp(hold.expires - ask.ttl_seconds, UTC)
+            amount = self.estimate(ws, ask, made)
+        if hold.amount != amount:
+            raise reservation_key_reused()
+        by_ref = {ref: shard for ref, shard in shards.items() if shard is not None}
+        return self._answer(ws, ask, entry, hold.expires, ledgers, by_ref, hold.amount, now, replayed=True)
+
     def _plan(
         self,
         ws: str,
@@ -197,7 +224,12 @@ class ReservationService:
         at: int,
         shards: dict[str, int | None],
         surveyed: set[str],
-    ) -> tuple[list[Take] | None, list[tuple[Ledger, Decimal]]]:
+        entry: str | None,
+    ) -> tuple[list[Take] | None, list[tuple[Ledger, Decimal]]] | Hold:
+        """The takes that hold ``amount``, or the budgets that refuse it; or, for a retry
+        (``entry`` given: its key's), the hold its original left, which a survey shows in the
+        key's shard: a retry is answered from it before any budget is counted (CONTRACT §2),
+        at no cost but the survey a refusal reads anyway."""
         takes: list[Take] = []
         refused: list[tuple[Ledger, Decimal]] = []
         for ledger in ledgers:
@@ -215,6 +247,9 @@ class ReservationService:
             except SurveyConflict:
                 self._sleep(random.uniform(0, self._backoff * 4))
                 return None, []
+            found = held_by(survey.shards.get(fixed), entry) if fixed is not None and entry else None
+            if found is not None:
+                return found
             if not survey.seeded:
                 self._seed(ws, ledger, survey, shard)
                 return None, []  # seeded (here or elsewhere), or a shard spent meanwhile: again
@@ -281,13 +316,12 @@ class ReservationService:
         entry: str,
         expires: int,
         ledgers: list[Ledger],
-        takes: list[Take],
+        by_ref: Mapping[str, int],
         amount: Decimal,
         now: datetime,
         *,
         replayed: bool = False,
     ) -> dict[str, Any]:
-        by_ref = {take.ledger.ref: take.shard for take in takes}
         month = ledgers[0].month if ledgers else now.date().isoformat()[:7]
         reservation = ReservationId(
             entry, expires, month, tuple(Part(ledger.ref, by_ref[ledger.ref]) for ledger in ledgers)
@@ -363,6 +397,17 @@ class ReservationService:
                     known.available[shard] = available
             if ledger.ref in rejected.leased:
                 known.unleased = ledger.amount - rejected.leased[ledger.ref]
+
+
+def reservation_key_reused() -> ApiError:
+    return ApiError(
+        "IDEMPOTENCY_KEY_REUSED",
+        "This Idempotency-Key was already used for a reservation of another estimate; use a new key per reservation.",
+    )
+
+
+def _shards(takes: Sequence[Take]) -> dict[str, int]:
+    return {take.ledger.ref: take.shard for take in takes}
 
 
 def _known_key(ws: str, ledger: Ledger) -> tuple[str, str, str]:

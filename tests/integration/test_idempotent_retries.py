@@ -1,0 +1,180 @@
+"""Every write that takes an ``Idempotency-Key`` answers a retry from its record before any limit
+(CONTRACT §2, §4, §10): one table of routes, each run through the same steps on the local stack.
+
+1. the first call is accepted;
+2. a call whose answer a 503 hid (the service committed it, the client saw ``503``), and other
+   calls, until the route's limit refuses one (the plan's allowance, an enforced budget);
+3. the first call again: its stored answer, ``replayed``, although the limit refuses new calls;
+4. the same key with another body: ``422 IDEMPOTENCY_KEY_REUSED``, not the limit's refusal;
+5. the call the 503 hid, again: the answer the service gave it and the client never saw.
+
+Nothing is counted twice: the allowance used, and the money held, are the accepted calls'.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+import httpx
+import pytest
+
+from costtrack_service.edge.ingest import served_openapi_document
+from tests.conftest import GPT5_EVENT, month_usage
+from tests.support.fault_proxy import FaultProxy
+from tests.support.reservation_shop import Shop
+
+pytestmark = pytest.mark.integration
+
+
+class Route:
+    """One write that takes an Idempotency-Key, on a fresh workspace with a small limit."""
+
+    operation: tuple[str, str]
+    limit: str  # the code that refuses a new call at the limit
+
+    def send(self, client: httpx.Client, key: str, other: bool = False) -> httpx.Response:
+        raise NotImplementedError
+
+    def outcome(self, response: httpx.Response) -> tuple[int, str | None]:
+        """The call's status and error code (a batch's: its item's)."""
+        body = response.json()
+        return response.status_code, body.get("error", {}).get("code")
+
+    def answer(self, response: httpx.Response) -> dict[str, Any]:
+        """What a replay must repeat of the original answer."""
+        body: dict[str, Any] = response.json()
+        return {name: value for name, value in body.items() if name != "replayed"}
+
+    def replayed(self, response: httpx.Response) -> bool:
+        return response.json()["replayed"] is True and response.headers.get("Idempotent-Replayed") == "true"
+
+    def check_counted(self, accepted: int) -> None:
+        """Only the accepted calls were counted."""
+
+
+class SingleEvent(Route):
+    operation = ("POST", "/v1/events")
+    limit = "QUOTA_EXCEEDED"
+
+    def __init__(self, local_stack: Any, workspace_factory: Any) -> None:
+        self.store = local_stack.store
+        self.workspace_id, self.key = workspace_factory(included=4)
+
+    def send(self, client: httpx.Client, key: str, other: bool = False) -> httpx.Response:
+        event = {**GPT5_EVENT, "completion_tokens": 3001 if other else 3000}
+        return client.post(
+            "/v1/events", json=event, headers={"Authorization": f"Bearer {self.key}", "Idempotency-Key": key}
+        )
+
+    def check_counted(self, accepted: int) -> None:
+        assert month_usage(self.store, self.workspace_id).included_used == accepted
+
+
+class BatchItem(SingleEvent):
+    """A batch of one item: its result carries its own status (CONTRACT §9)."""
+
+    def send(self, client: httpx.Client, key: str, other: bool = False) -> httpx.Response:
+        event = {**GPT5_EVENT, "completion_tokens": 3001 if other else 3000}
+        return client.post(
+            "/v1/events",
+            json={"batch": [{"idempotency_key": key, "event": event}]},
+            headers={"Authorization": f"Bearer {self.key}"},
+        )
+
+    def outcome(self, response: httpx.Response) -> tuple[int, str | None]:
+        if response.status_code != 200:
+            return response.status_code, response.json()["error"]["code"]
+        [result] = response.json()["results"]
+        return result["status"], result.get("error", {}).get("code")
+
+    def answer(self, response: httpx.Response) -> dict[str, Any]:
+        [result] = response.json()["results"]
+        return {name: value for name, value in result.items() if name != "replayed"}
+
+    def replayed(self, response: httpx.Response) -> bool:
+        [result] = response.json()["results"]
+        return result["replayed"] is True
+
+
+class Reservation(Route):
+    operation = ("POST", "/v1/reservations")
+    limit = "BUDGET_EXCEEDED"
+
+    def __init__(self, local_stack: Any, api: httpx.Client) -> None:
+        self.shop = Shop(local_stack, api)
+        self.shop.budget(amount="0.03", enforce=True)
+
+    def send(self, client: httpx.Client, key: str, other: bool = False) -> httpx.Response:
+        body = {"provider": "openai", "model": "gpt-5", "feature": "chat"}
+        body["estimate"] = {"amount": "0.02" if other else "0.01"}  # type: ignore[assignment]
+        return client.post(
+            "/v1/reservations", json=body, headers={"Authorization": f"Bearer {self.shop.key}", "Idempotency-Key": key}
+        )
+
+    def answer(self, response: httpx.Response) -> dict[str, Any]:
+        body = response.json()
+        # The budgets' lines are as they stand now; the reservation is the one made.
+        return {name: body[name] for name in ("reservation_id", "allowed", "held", "currency", "expires_at")}
+
+    def check_counted(self, accepted: int) -> None:
+        standing = self.shop.reserve(estimate={"amount": "0.0000000001"}, hold=False)
+        line = standing.json()["error"]["details"][0] if standing.status_code == 429 else standing.json()["budgets"][0]
+        assert Decimal(line["remaining"]) == Decimal("0.03") - accepted * Decimal("0.01"), standing.text
+
+
+ROUTES: dict[str, Callable[[Any, httpx.Client, Any], Route]] = {
+    "event": lambda stack, api, factory: SingleEvent(stack, factory),
+    "batch item": lambda stack, api, factory: BatchItem(stack, factory),
+    "reservation": lambda stack, api, factory: Reservation(stack, api),
+}
+
+
+def test_every_route_that_takes_an_idempotency_key_is_in_the_table() -> None:
+    documented = {
+        (method.upper(), path)
+        for path, operations in served_openapi_document()["paths"].items()
+        for method, operation in operations.items()
+        if any(
+            parameter.get("in") == "header" and parameter["name"].lower() == "idempotency-key"
+            for parameter in operation.get("parameters", [])
+        )
+    }
+    assert documented == {route.operation for route in (SingleEvent, BatchItem, Reservation)}
+
+
+@pytest.mark.parametrize("name", sorted(ROUTES))
+def test_a_retry_is_answered_from_its_record_before_any_limit(
+    name: str, local_stack: Any, api: httpx.Client, workspace_factory: Any
+) -> None:
+    route = ROUTES[name](local_stack, api, workspace_factory)
+    first_key, hidden_key = f"first-{uuid.uuid4()}", f"hidden-{uuid.uuid4()}"
+
+    first = route.send(api, first_key)
+    assert route.outcome(first) == (200, None), first.text
+
+    with FaultProxy(local_stack.state["api_url"], ["503"]) as proxy, httpx.Client(base_url=proxy.url) as faulty:
+        assert route.send(faulty, hidden_key).status_code == 503
+    [hidden] = proxy.answers
+    assert route.outcome(hidden) == (200, None), hidden.text  # committed, though the client saw a 503
+    accepted = 2
+    for _ in range(10):
+        other = route.send(api, str(uuid.uuid4()))
+        if route.outcome(other) != (200, None):
+            break
+        accepted += 1
+    assert route.outcome(other) == (429, route.limit), other.text
+
+    retry = route.send(api, first_key)
+    assert route.outcome(retry) == (200, None), retry.text
+    assert route.replayed(retry) and route.answer(retry) == route.answer(first)
+
+    reused = route.send(api, first_key, other=True)
+    assert route.outcome(reused) == (422, "IDEMPOTENCY_KEY_REUSED"), reused.text
+
+    after_503 = route.send(api, hidden_key)
+    assert route.outcome(after_503) == (200, None), after_503.text
+    assert route.replayed(after_503) and route.answer(after_503) == route.answer(hidden)
+    route.check_counted(accepted)
