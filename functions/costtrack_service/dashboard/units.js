@@ -43,7 +43,8 @@ function drawHistogram(group) {
     ],
     scales: { x: { time: false, distr: 3 }, y: { range: (_, __, max) => [0, Math.max(1, max * 1.1)] } },
     axes: [
-      { stroke: "#5b6470", values: (_, splits) => splits.map((v) => usd(v)), grid: { show: false } },
+      // A log axis: a label at each power of ten only (its minor ticks would crowd it).
+      { stroke: "#5b6470", values: (_, splits) => splits.map((v) => (Number.isInteger(Math.round(Math.log10(v) * 1e6) / 1e6) ? usd(v) : "")), grid: { show: false } },
       { stroke: "#5b6470", grid: { stroke: "#eceff3" } },
     ],
     legend: { live: true },
