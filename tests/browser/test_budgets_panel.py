@@ -48,7 +48,7 @@ def test_budgets_panel(
     page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: problems.append(str(error)))
     page.on("dialog", lambda dialog: dialog.accept())
-    page.goto(f"{local_stack.state['api_url']}/dashboard")
+    page.goto(f"{local_stack.state['api_url']}/dashboard#/budgets")
     page.get_by_label("Admin token").fill(token)
     page.get_by_role("button", name="Open dashboard").click()
 
@@ -132,7 +132,7 @@ def test_budgets_panel_shows_hard_limits_holds_and_a_customer_at_its_limit(
     page = browser.new_page(viewport={"width": 1280, "height": 1600})
     problems: list[str] = []
     page.on("pageerror", lambda error: problems.append(str(error)))
-    page.goto(f"{local_stack.state['api_url']}/dashboard")
+    page.goto(f"{local_stack.state['api_url']}/dashboard#/budgets")
     page.get_by_label("Admin token").fill(token)
     page.get_by_role("button", name="Open dashboard").click()
 

@@ -1,6 +1,7 @@
 """The dashboard in real headless Chromium (Debian's package, driven by Playwright) against the
-local stack: sign in with an admin token, see the seeded costs and the hidden-event notice,
-deactivate and reactivate a key, check a hidden event is never listed, and keep a screenshot."""
+local stack: sign in with an admin token, see the seeded costs and the hidden-event notice on the
+overview, the negotiated prices in the settings, deactivate and reactivate a key, check a hidden
+event is never listed, and keep a screenshot."""
 
 from __future__ import annotations
 
@@ -37,16 +38,19 @@ def test_dashboard_end_to_end(browser: Any, local_stack: Any, seeded: dict[str, 
     assert "1 events hidden: free_source_mismatch" in notice.inner_text()
     assert "binding" in notice.inner_text()  # the dashboard's troubleshooting hint
 
+    page.get_by_role("navigation", name="Views").get_by_role("link", name="Settings").click()
     overrides = page.locator("#overrides-card")
-    overrides.wait_for()
+    overrides.filter(has_text="anthropic").wait_for()
     assert "anthropic" in overrides.inner_text() and "12.5% off" in overrides.inner_text()
 
+    page.get_by_role("navigation", name="Views").get_by_role("link", name="Events").click()
     rows = page.locator("#events tbody tr")
     rows.first.wait_for()
     assert rows.count() == 3
     listed = page.locator("#events").inner_text()
     assert "internal-research" not in listed and "hidden-customer" not in listed
 
+    page.get_by_role("navigation", name="Views").get_by_role("link", name="Keys").click()
     key_row = page.locator(f'#keys tr[data-key-id="{seeded["key_id"]}"]')
     assert "active" in key_row.inner_text()
     key_row.get_by_role("button", name="Deactivate").click()

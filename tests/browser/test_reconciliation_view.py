@@ -25,7 +25,7 @@ def open_dashboard(browser: Any, url: str, token: str) -> tuple[Any, list[str]]:
     problems: list[str] = []
     page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: problems.append(str(error)))
-    page.goto(f"{url}/dashboard")
+    page.goto(f"{url}/dashboard#/reconciliation")
     page.get_by_label("Admin token").fill(token)
     page.get_by_role("button", name="Open dashboard").click()
     return page, problems

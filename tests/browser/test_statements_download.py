@@ -32,7 +32,7 @@ def test_statements_download_as_csv_and_json(
     problems: list[str] = []
     page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: problems.append(str(error)))
-    page.goto(f"{local_stack.state['api_url']}/dashboard")
+    page.goto(f"{local_stack.state['api_url']}/dashboard#/customers")
     page.get_by_label("Admin token").fill(seeded["token"])
     page.get_by_role("button", name="Open dashboard").click()
 

@@ -1,6 +1,6 @@
 """The dashboard's "Unit costs" view in headless Chromium against the local stack: per feature
 the cost-per-run histogram with p50/p90/p99 (the API's figures), the week's trend, the most
-expensive runs opening to their calls, and the anomalous runs (over p99 × factor, or many
+expensive runs, each a link to its calls' view, and the anomalous runs (over p99 × factor, or many
 calls)."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def test_unit_costs_view_shows_the_distribution_and_opens_a_run(
     problems: list[str] = []
     page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: problems.append(str(error)))
-    page.goto(f"{local_stack.state['api_url']}/dashboard")
+    page.goto(f"{local_stack.state['api_url']}/dashboard#/runs")
     page.get_by_label("Admin token").fill(token)
     page.get_by_role("button", name="Open dashboard").click()
 
@@ -66,11 +66,13 @@ def test_unit_costs_view_shows_the_distribution_and_opens_a_run(
     label = card.locator("#units-chart").get_attribute("aria-label") or ""
     assert "tickets" in label and "7 runs" in label
     card.locator("#units-weeks tbody tr").nth(7).wait_for()  # 8 weeks
-    card.locator("#top-runs tbody tr button").nth(6).wait_for()
+    page.locator("#top-runs tbody tr a").nth(6).wait_for()
     week = card.locator("#units-weeks tbody tr").first
     assert week.locator("td").nth(1).inner_text() == "7"
-    top = card.locator("#top-runs tbody tr")
-    assert top.count() == 7 and top.first.locator("button").inner_text() == "run-5"
+    top = page.locator("#top-runs tbody tr")
+    assert top.count() == 7 and top.first.locator("a").inner_text() == "run-5"
+    page.locator("#runs-end").filter(has_text="End of list (7)").wait_for()
+    assert page.locator("#more-runs").is_hidden()
     anomalies = card.locator("#anomalies tbody tr")
     assert anomalies.count() >= 1
 
@@ -79,9 +81,13 @@ def test_unit_costs_view_shows_the_distribution_and_opens_a_run(
     card.locator("#anomalies tbody tr", has_text="loop-1").wait_for()
     assert "12 calls" in card.locator("#anomalies tbody tr", has_text="loop-1").inner_text()
 
-    top.first.locator("button").click()
-    card.locator("#run-title").filter(has_text="run-5").wait_for()
-    calls = card.locator("#run-calls tbody tr")
+    top.first.locator("a").click()
+    page.locator("#run-title").filter(has_text="run-5").wait_for()
+    assert page.url.endswith("#/runs/run-5")
+    calls = page.locator("#run-timeline li.call")
+    calls.first.wait_for()
     assert calls.count() == runs["run-5"][0]
+    steps = page.locator("#run-timeline li.step .step-head").all_inner_texts()
+    assert [step.split(" ·")[0] for step in steps] == [f"step-{n}" for n in range(runs["run-5"][0])]
     assert group["cost_per_run"]["p99"] is not None
     assert not problems, problems

@@ -1,6 +1,8 @@
 """`costtrack dev`'s demo month: deterministic events from a fixed seed, taken by the ingestion's
 own code at their times, a price override, a budget past 80 % whose alerts a local receiver got,
-signed; none of it with `--empty` (and in the tests' own stacks); not seeded twice with --persist."""
+signed, an agent's runs and sessions (one anomalous, some failing) and an imported OpenAI bill
+with a small untracked gap; none of it with `--empty` (and in the tests' own stacks); not seeded
+twice with --persist."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import httpx
 import pytest
 
 from costtrack_tools.local.demo import CUSTOMERS, DAYS, UNPRICED, demo_events, events_per_day
+from costtrack_tools.local.demo_runs import ANOMALOUS, FAILING, RUNS, demo_runs, trace_id
 from costtrack_tools.local.stack import LocalStack
 from tests.conftest import wait_for_state
 
@@ -27,7 +30,8 @@ pytestmark = pytest.mark.integration
 
 #: The seed's month: fixed by the seed (the bundled prices of these models have no dates).
 EVENTS = 2042
-COST = Decimal("19.58600144")
+RUN_EVENTS = 348  # the agent's runs
+COST = Decimal("22.59737234")
 UNPRICED_EVENTS = 77
 START = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
 
@@ -71,11 +75,11 @@ def test_the_events_are_the_same_for_every_start() -> None:
 
 def test_the_demo_workspace_has_a_month_of_history(demo_stack: LocalStack) -> None:
     demo = demo_stack.state["demo"]
-    assert demo["events"] == EVENTS and demo["unpriced_model"] == f"{UNPRICED.provider}/{UNPRICED.model}"
+    assert demo["events"] == EVENTS + RUN_EVENTS and demo["unpriced_model"] == f"{UNPRICED.provider}/{UNPRICED.model}"
     usage = whole_history(demo_stack, "model")
     totals = usage["totals"]
     assert (totals["events"], Decimal(totals["cost"]), totals["unknown_model_events"]) == (
-        EVENTS,
+        EVENTS + RUN_EVENTS,
         COST,
         UNPRICED_EVENTS,
     )
@@ -101,6 +105,31 @@ def test_the_demo_workspace_has_a_month_of_history(demo_stack: LocalStack) -> No
     for record in demo_stack.store.iter_events(demo_stack.state["workspaces"]["paid"]["workspace_id"]):
         expected = demo["override_id"] if record.event.provider == "anthropic" else None
         assert record.pricing_override_id == expected
+
+
+def test_the_runs_are_the_same_for_every_start() -> None:
+    first, later = demo_runs(START), demo_runs(START + timedelta(days=3))
+    assert len(first) == RUN_EVENTS and [e.event for e in first] == [e.event for e in later]
+    assert all(START - timedelta(days=DAYS) <= event.received_at < START for event in first)
+    assert len({event.event["trace_id"] for event in first}) == RUNS
+
+
+def test_the_demo_has_runs_sessions_and_a_bill_to_reconcile(demo_stack: LocalStack) -> None:
+    runs = owners(demo_stack, "/v1/workspace/runs", limit="100")["runs"]
+    assert len(runs) == RUNS and runs[0]["trace_id"] == trace_id(ANOMALOUS)  # the costliest by far
+    looping, second = (Decimal(run["total"]["cost"]) for run in runs[:2])
+    assert runs[0]["total"]["calls"] >= 100 and looping > 10 * second
+    failed = {run["trace_id"] for run in runs if run["total"]["status"] == "error"}
+    assert failed == {trace_id(number) for number in FAILING}
+    run = owners(demo_stack, f"/v1/workspace/runs/{trace_id(0)}")
+    assert {step["parent_id"] for step in run["by_step"]} >= {"plan", "search-1", "answer"} and run["session_id"]
+    session = owners(demo_stack, f"/v1/workspace/sessions/{run['session_id']}")
+    assert trace_id(0) in {part["trace_id"] for part in session["by_run"]}
+
+    bill = owners(demo_stack, "/v1/workspace/reconciliation")
+    assert [c["provider"] for c in bill["connections"]] == ["openai"] and len(bill["days_imported"]) >= DAYS - 2
+    assert [(m["model"], m["gap_usd"]) for m in bill["totals"]["worst_models"]] == [("gpt-5", "0.90")]
+    assert Decimal("0.85") <= Decimal(bill["totals"]["untracked_usd"]) <= Decimal("0.90")
 
 
 def test_its_budget_is_past_80_percent_and_the_alerts_were_delivered(demo_stack: LocalStack) -> None:
@@ -164,7 +193,7 @@ def test_persisted_history_is_not_seeded_again(tmp_path: Path) -> None:
     with LocalStack(port=0, state_file=state_file, persist_dir=data, demo_history=True) as second:
         again = second.state["demo"]
         assert again["budget_id"] == demo["budget_id"] and again["endpoint_id"] != demo["endpoint_id"]
-        assert whole_history(second, "day")["totals"]["events"] == EVENTS
+        assert whole_history(second, "day")["totals"]["events"] == EVENTS + RUN_EVENTS
         (endpoint,) = owners(second, "/v1/workspace/webhooks")["webhooks"]
         assert second.receiver is not None and endpoint["url"] == second.receiver.endpoint_url
     assert json.loads(state_file.read_text())["demo"] == again

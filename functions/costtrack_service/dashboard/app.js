@@ -6,7 +6,7 @@
 const TOKEN_KEY = "costtrack.adminToken";
 const DAY_MS = 86400000;
 const MAX_DAYS = 366;  // the API's longest range
-const state = { from: null, to: null, cursor: null, loading: 0 };
+const state = { from: null, to: null, loading: 0, summary: null, generation: 0 };
 
 const $ = (id) => document.getElementById(id);
 
@@ -60,6 +60,7 @@ async function api(path, options = {}) {
 // -- date range (UTC days, as the API counts them) ------------------------------------------
 
 const isoDay = (date) => date.toISOString().slice(0, 10);
+const DAY_PATTERN = /^\d{4}-\d{2}-\d{2}$/;
 
 function today() {
   return isoDay(new Date());
@@ -69,17 +70,27 @@ function daysBefore(day, count) {
   return isoDay(new Date(Date.parse(`${day}T00:00:00Z`) - count * DAY_MS));
 }
 
-// Every day from state.from to state.to, inclusive.
-function rangeDays() {
+function spanDays(from, to) {
+  return Math.round((Date.parse(to) - Date.parse(from)) / DAY_MS) + 1;
+}
+
+// Every day from `from` to `to` (default: the period), inclusive.
+function rangeDays(from = state.from, to = state.to) {
   const days = [];
-  for (let t = Date.parse(`${state.from}T00:00:00Z`); t <= Date.parse(`${state.to}T00:00:00Z`); t += DAY_MS) {
+  for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += DAY_MS) {
     days.push(isoDay(new Date(t)));
   }
   return days;
 }
 
-function range() {
-  return `from=${state.from}&to=${state.to}`;
+function range(from = state.from, to = state.to) {
+  return `from=${from}&to=${to}`;
+}
+
+// The period of the same length just before this one (the overview's "change").
+function previousRange() {
+  const span = spanDays(state.from, state.to);
+  return { from: daysBefore(state.from, span), to: daysBefore(state.from, 1), span };
 }
 
 function setRange(from, to) {
@@ -87,7 +98,7 @@ function setRange(from, to) {
   state.to = to;
   $("range-from").value = from;
   $("range-to").value = to;
-  const span = Math.round((Date.parse(to) - Date.parse(from)) / DAY_MS) + 1;
+  const span = spanDays(from, to);
   document.querySelectorAll(".ranges button[data-days]").forEach((button) => {
     button.setAttribute("aria-pressed", String(to === today() && Number(button.dataset.days) === span));
   });
@@ -116,9 +127,12 @@ function showSignIn(message) {
   sessionStorage.removeItem(TOKEN_KEY);
   $("dashboard").hidden = true;
   $("sign-out").hidden = true;
+  $("views-nav").hidden = true;
+  $("menu-button").hidden = true;
   $("sign-in").hidden = false;
   $("workspace-name").textContent = "";
   $("sign-in-error").textContent = message || "";
+  document.title = "Sign in · costtrack";
 }
 
 $("sign-in-form").addEventListener("submit", (event) => {
@@ -130,10 +144,11 @@ $("sign-in-form").addEventListener("submit", (event) => {
 
 $("sign-out").addEventListener("click", () => showSignIn(""));
 
+// The period is part of the address (router.js): choosing one goes to the same view over it.
 document.querySelectorAll(".ranges button[data-days]").forEach((button) => {
   button.addEventListener("click", () => {
-    setRange(daysBefore(today(), Number(button.dataset.days) - 1), today());
-    Promise.all([loadUsage(), loadUnits()]).catch(failed);
+    const to = today();
+    goWith({ from: daysBefore(to, Number(button.dataset.days) - 1), to });
   });
 });
 
@@ -146,8 +161,7 @@ $("range-form").addEventListener("submit", (event) => {
     status(`Choose a first day on or before the last, at most ${MAX_DAYS} days apart.`);
     return;
   }
-  setRange(from, to);
-  Promise.all([loadUsage(), loadUnits()]).catch(failed);
+  goWith({ from, to });
 });
 
 async function start() {
@@ -156,8 +170,11 @@ async function start() {
     $("sign-in").hidden = true;
     $("dashboard").hidden = false;
     $("sign-out").hidden = false;
+    $("views-nav").hidden = false;
+    $("menu-button").hidden = false;
+    state.summary = summary;
     renderSummary(summary);
-    await Promise.all([loadUsage(), loadEvents(true), loadKeys(), loadUnits()]);
+    await route();
   } catch (error) {
     failed(error);
   }
@@ -171,7 +188,7 @@ function failed(error) {
   }
 }
 
-// -- summary and usage --------------------------------------------------------------------
+// -- summary --------------------------------------------------------------------------------
 
 function renderSummary(summary) {
   const { plan, usage } = summary;
@@ -185,31 +202,6 @@ function renderSummary(summary) {
     `${number(used)} of ${number(plan.included_events)} included events used in ${usage.period} (${number(usage.included_left)} left)`;
   $("credits-text").textContent =
     plan.tier === "paid" ? `Pay-per-event credits: ${number(usage.credits_left)} left, ${number(usage.credits_used)} used this month` : "";
-}
-
-// One request per grouping: feature and model with each group's days (the stacked chart).
-function loadUsage() {
-  return loading(async () => {
-    const [byFeature, byModel, byCustomer, unknown, overrides] = await Promise.all([
-      api(`/v1/workspace/usage?${range()}&group_by=feature&daily=true`),
-      api(`/v1/workspace/usage?${range()}&group_by=model&daily=true`),
-      api(`/v1/workspace/usage?${range()}&group_by=customer`),
-      api(`/v1/workspace/unknown-models?${range()}`),
-      api("/v1/workspace/price-overrides"),
-    ]);
-    $("total-cost").textContent = usd(byFeature.totals.cost);
-    $("total-events").textContent = number(byFeature.totals.events);
-    $("total-tokens").textContent = number(byFeature.totals.tokens);
-    $("range-text").textContent = `${byFeature.from} to ${byFeature.to} (UTC)`;
-    renderHidden(byFeature);
-    renderDaily({ feature: byFeature, model: byModel }, rangeDays());
-    renderTop("top-feature", byFeature.groups, (group) => [group.key]);
-    renderTop("top-model", byModel.groups, (group) => [group.key]);
-    renderTop("top-customer", byCustomer.groups, customerLabel);
-    renderUnknown(unknown.models);
-    renderOverrides(overrides.overrides);
-    suggestFilters(byFeature.groups, byModel.groups, byCustomer.groups);
-  });
 }
 
 // A customer as people know it: their name, with the id beside it; the id alone without one.
@@ -236,7 +228,6 @@ function renderUnknown(models) {
 }
 
 function renderOverrides(overrides) {
-  $("overrides-card").hidden = !overrides.length;
   const rows = overrides.map((override) => {
     const price = override.discount_percent !== null
       ? `${override.discount_percent}% off`
@@ -249,7 +240,21 @@ function renderOverrides(overrides) {
       el("td", override.effective_to ? override.effective_to.slice(0, 10) : "open"),
     );
   });
+  if (!rows.length) rows.push(emptyRow(5, "No negotiated prices: the catalogue's apply."));
   $("overrides").replaceChildren(headingRow(["Provider"], ["Model"], ["Price"], ["From"], ["Until"]), ...rows);
+}
+
+async function loadSettings() {
+  const [overrides, anomalies, summary] = await Promise.all([
+    api("/v1/workspace/price-overrides"),
+    api("/v1/workspace/run-anomalies"),
+    api("/v1/workspace"),
+  ]);
+  renderSummary(summary);
+  renderOverrides(overrides.overrides);
+  $("anomaly-settings").textContent = anomalies.enabled
+    ? `On: a run is notified when it costs over its feature's p99 × ${anomalies.factor} or makes ${number(anomalies.calls)} calls or more.`
+    : `Off (PUT /v1/workspace/run-anomalies turns it on). Its settings: p99 × ${anomalies.factor}, or ${number(anomalies.calls)} calls.`;
 }
 
 // -- keys ---------------------------------------------------------------------------------
@@ -316,15 +321,5 @@ $("new-key").addEventListener("submit", async (event) => {
 
 // -- go -----------------------------------------------------------------------------------
 
-setRange(daysBefore(today(), 29), today());
 $("range-from").max = today();
 $("range-to").max = today();
-
-// After every script (charts.js, events.js, budgets.js, …) has run.
-document.addEventListener("DOMContentLoaded", () => {
-  if (sessionStorage.getItem(TOKEN_KEY)) {
-    start();
-  } else {
-    showSignIn("");
-  }
-});

@@ -1,4 +1,4 @@
-// costtrack dashboard: the "Budgets and alerts" panel. Loaded after app.js, whose helpers it
+// costtrack dashboard: the budgets view: the "Budgets and alerts" panel and a budget's burn-down. Loaded after app.js, whose helpers it
 // uses ($, el, api, usd, status, failed); shown data goes through textContent only.
 "use strict";
 
@@ -16,6 +16,7 @@ async function loadBudgets() {
   renderBudgets(budgets.budgets);
   renderWebhooks(webhooks.webhooks);
   renderDeliveries(deliveries.deliveries);
+  return budgets.budgets;
 }
 
 // The panel's tables are redrawn whole on each load.
@@ -211,7 +212,70 @@ function renderDeliveries(deliveries) {
   $("deliveries-empty").hidden = deliveries.length > 0;
 }
 
-// Load whenever the dashboard is shown (app.js shows it after signing in).
-new MutationObserver(() => {
-  if (!$("dashboard").hidden) loadBudgets().catch(failed);
-}).observe($("dashboard"), { attributes: true, attributeFilter: ["hidden"] });
+// -- the burn-down: spend so far against the limit over the budget's window -----------------
+
+const burn = { budgets: [] };
+
+// The usage report that holds a budget's spend per day: its scope's group (a template's: its
+// instance nearest the limit), or the whole workspace's days.
+async function budgetDays(budget, from, to) {
+  if (budget.scope === "workspace") {
+    const report = await api(`/v1/workspace/usage?${range(from, to)}&group_by=day`);
+    return report.groups.map((group) => ({ day: group.key, cost: group.cost }));
+  }
+  const value = budget.scope_value === "*" ? ((budget.top_instances || [])[0] || {}).instance : budget.scope_value;
+  const report = await api(`/v1/workspace/usage?${range(from, to)}&group_by=${budget.scope}&daily=true`);
+  const group = report.groups.find((g) => g.key === value);
+  return group ? group.days : [];
+}
+
+async function drawBurnDown(budget) {
+  if (!budget) {
+    clearPlot("burn-chart", "No budgets yet.");
+    $("burn-summary").textContent = "";
+    return;
+  }
+  const { from, to } = budget.window;
+  const last = to < today() ? to : today();
+  const spent = new Map((await budgetDays(budget, from, last)).map((row) => [row.day, Number(row.cost)]));
+  const days = rangeDays(from, to);
+  const amount = Number(budget.amount);
+  let total = 0;
+  const cumulative = days.map((day) => {
+    if (day > last) return null;
+    total += spent.get(day) || 0;
+    return total;
+  });
+  const pace = days.map((_, i) => (amount * (i + 1)) / days.length);
+  lineChart("burn-chart", days, [
+    { label: "Spent so far", values: cumulative },
+    { label: "Limit", values: days.map(() => amount), color: "#be123c", points: false, dash: [6, 4] },
+    { label: "Even pace", values: pace, color: "#6b7280", points: false, dash: [2, 4] },
+  ]);
+  const elapsed = days.filter((day) => day <= last).length;
+  const projected = elapsed ? (total * days.length) / elapsed : 0;
+  const summary = `${budgetName(budget)}: ${usd(total)} of ${usd(budget.amount)} spent from ${from} to ${last}` +
+    ` (${elapsed} of ${days.length} days); at this pace ${usd(projected)} by ${to}` +
+    (projected > amount ? ", over the limit." : ", within the limit.");
+  $("burn-chart").setAttribute("aria-label", summary);
+  $("burn-summary").textContent = summary;
+}
+
+$("burn-budget").addEventListener("change", () => {
+  const budget = burn.budgets.find((b) => b.budget_id === $("burn-budget").value);
+  loading(() => drawBurnDown(budget)).catch(failed);
+});
+
+async function loadBudgetsView() {
+  const budgets = await loadBudgets();
+  burn.budgets = budgets;
+  const select = $("burn-budget");
+  const keep = budgets.some((b) => b.budget_id === select.value) ? select.value : budgets.length ? budgets[0].budget_id : "";
+  select.replaceChildren(...budgets.map((budget) => {
+    const option = el("option", budgetName(budget));
+    option.value = budget.budget_id;
+    return option;
+  }));
+  select.value = keep;
+  await drawBurnDown(budgets.find((b) => b.budget_id === keep));
+}

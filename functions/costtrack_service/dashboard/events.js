@@ -1,6 +1,6 @@
-// costtrack dashboard: the event list, its filters (the API's: feature, customer_id, provider +
-// model, status, environment) and its CSV download. Loaded after app.js, whose helpers it uses
-// ($, el, api, usd, number, emptyRow, state, failed).
+// costtrack dashboard: the events view: its filters (the API's: feature, customer_id, provider +
+// model, status, environment; and a day, which the list pages to), its CSV download. Loaded
+// after app.js, charts.js and lists.js, whose helpers it uses.
 "use strict";
 
 const EVENT_PAGE = 25;
@@ -10,14 +10,16 @@ const CSV_COLUMNS = [
   "status", "prompt_tokens", "completion_tokens", "total_tokens", "cost", "currency", "pricing_status",
 ];
 
-// The filters as the API reads them; "provider/model" in the model field filters on both.
-function eventFilters() {
+const eventList = { pager: null, day: null, filters: {} };
+
+// The filters as the API reads them, from the address; "provider/model" filters on both.
+function eventFilters(query) {
   const filters = {};
   for (const name of ["feature", "customer_id", "status", "environment"]) {
-    const value = $(`filter-${name}`).value.trim();
+    const value = (query.get(name) || "").trim();
     if (value) filters[name] = value;
   }
-  const model = $("filter-model").value.trim();
+  const model = (query.get("model") || "").trim();
   const slash = model.indexOf("/");
   if (slash > 0) {
     filters.provider = model.slice(0, slash);
@@ -28,52 +30,98 @@ function eventFilters() {
   return filters;
 }
 
-async function loadEvents(reset) {
-  const query = new URLSearchParams({ limit: String(EVENT_PAGE), ...eventFilters() });
-  if (!reset && state.cursor) query.set("cursor", state.cursor);
-  const page = await api(`/v1/workspace/events?${query}`);
+function eventRow(event) {
+  const row = el("tr");
+  row.dataset.eventId = event.event_id;
+  const model = el("td");
+  model.append(link(`${event.provider}/${event.model}`, ["models", event.provider, event.model]));
+  const feature = el("td");
+  feature.append(link(event.feature, ["features", event.feature]));
+  if (event.trace_id) {  // the run it was a call of
+    const run = link("run", ["runs", event.trace_id], {}, "run-link");
+    run.title = event.trace_id;
+    run.setAttribute("aria-label", `run ${event.trace_id}`);
+    feature.append(" · ", run);
+  }
+  row.append(
+    el("td", eventTime(event)),
+    model,
+    feature,
+    customerCell(event),
+    el("td", event.environment || "–"),
+    el("td", event.status, event.status === "success" ? "" : "bad"),
+    el("td", number(event.total_tokens), "num"),
+    el("td", eventCost(event), "num"),
+  );
+  return row;
+}
+
+// The events view: its filters are the address's (a day among them), its list pages on.
+async function loadEventsView(query) {
+  for (const name of ["feature", "customer_id", "model", "status", "environment", "day"]) {
+    $(`filter-${name}`).value = query.get(name) || "";
+  }
+  $("filter-day").max = today();
+  eventList.filters = eventFilters(query);
+  const day = query.get("day");
+  eventList.day = day && DAY_PATTERN.test(day) ? day : null;
+  eventList.pager = new Pager((cursor) => {
+    const params = new URLSearchParams({ limit: String(eventList.day ? 200 : EVENT_PAGE), ...eventList.filters });
+    if (cursor) params.set("cursor", cursor);
+    return api(`/v1/workspace/events?${params}`);
+  }, "next_cursor");
+  await Promise.all([loadEventPage(true), loadSuggestions()]);
+}
+
+// The next page; with a day, pages on until that day's events are reached and stops after it.
+async function loadEventPage(reset) {
+  const { pager, day } = eventList;
   const body = $("events").tBodies[0];
-  if (reset) {
-    body.replaceChildren();
-    shownEvents.length = 0;
+  let added = 0;
+  let emptied = !reset;
+  do {
+    const page = await pager.next();
+    if (pager !== eventList.pager) return;  // another list was asked for meanwhile
+    if (!emptied) {  // the old list stays until the new one's first page is in
+      body.replaceChildren();
+      shownEvents.length = 0;
+      emptied = true;
+    }
+    if (!page) break;
+    for (const event of page.events) {
+      if (day && event.received_at.slice(0, 10) !== day) continue;
+      shownEvents.push(event);
+      body.append(eventRow(event));
+      added += 1;
+    }
+    const oldest = page.events[page.events.length - 1];
+    if (day && (!oldest || oldest.received_at.slice(0, 10) < day)) pager.ended = "end";
+  } while (day && !added && !pager.ended);
+  if (reset && !shownEvents.length) {
+    const filtered = Object.keys(eventList.filters).length || day;
+    body.append(emptyRow(8, filtered ? "No events match these filters." : "No events yet."));
   }
-  for (const event of page.events) {
-    shownEvents.push(event);
-    const row = el("tr");
-    row.dataset.eventId = event.event_id;
-    const customer = el("td", event.customer_name || event.customer_id || "–");
-    if (event.customer_name) customer.title = event.customer_id;
-    row.append(
-      el("td", event.received_at.replace("T", " ").slice(0, 19)),
-      el("td", `${event.provider}/${event.model}`),
-      el("td", event.feature),
-      customer,
-      el("td", event.environment || "–"),
-      el("td", event.status),
-      el("td", number(event.total_tokens), "num"),
-      // Unpriced is a state, not $0: the event is priced once its model's price arrives.
-      el("td", event.pricing_status === "unknown_model" ? "unpriced" : usd(event.cost), "num"),
-    );
-    body.append(row);
-  }
-  if (reset && !page.events.length) {
-    body.append(emptyRow(8, Object.keys(eventFilters()).length ? "No events match these filters." : "No events yet."));
-  }
-  state.cursor = page.next_cursor;
-  $("more-events").hidden = !page.next_cursor;
-  $("events-count").textContent = `${number(shownEvents.length)} shown${page.next_cursor ? " (more to load)" : ""}`;
+  showListEnd("more-events", "events-end", pager, shownEvents.length);
+  const more = pager.ended ? "" : " (more to load)";
+  $("events-count").textContent = `${number(shownEvents.length)} shown${day ? ` on ${day}` : ""}${more}`;
   $("events-csv").disabled = !shownEvents.length;
 }
 
-$("more-events").addEventListener("click", () => loadEvents(false).catch(failed));
+$("more-events").addEventListener("click", () => loading(() => loadEventPage(false)).catch(failed));
 
+// Filtering opens the events view with the filters in its address (a link to share).
 $("event-filters").addEventListener("submit", (event) => {
   event.preventDefault();
-  loadEvents(true).catch(failed);
+  const changes = {};
+  for (const name of ["feature", "customer_id", "model", "status", "environment", "day"]) {
+    changes[name] = $(`filter-${name}`).value.trim() || null;
+  }
+  goWith(changes);
 });
 
-$("event-filters").addEventListener("reset", () => {
-  setTimeout(() => loadEvents(true).catch(failed), 0);  // after the form has cleared its fields
+$("event-filters").addEventListener("reset", (event) => {
+  event.preventDefault();
+  goWith(Object.fromEntries(["feature", "customer_id", "model", "status", "environment", "day"].map((name) => [name, null])));
 });
 
 // A cell as RFC 4180 writes it; text a spreadsheet would run as a formula starts with a quote.
@@ -100,15 +148,18 @@ $("events-csv").addEventListener("click", () => {
   setTimeout(() => URL.revokeObjectURL(link.href), 0);
 });
 
-// The filters' suggestions: what the usage report of the chosen range has.
-function suggestFilters(features, models, customers) {
+// The filters' suggestions: what the period's usage report has.
+async function loadSuggestions() {
+  const [features, models, customers] = await Promise.all(
+    ["feature", "model", "customer"].map((by) => api(`/v1/workspace/usage?${range()}&group_by=${by}`)),
+  );
   const fill = (id, options) => $(id).replaceChildren(...options.map(([value, label]) => {
     const option = el("option");
     option.value = value;
     if (label) option.label = label;
     return option;
   }));
-  fill("feature-options", features.map((group) => [group.key]));
-  fill("model-options", models.map((group) => [group.key]));
-  fill("customer-options", customers.filter((group) => group.key !== "(none)").map((group) => [group.key, group.customer_name]));
+  fill("feature-options", features.groups.map((group) => [group.key]));
+  fill("model-options", models.groups.map((group) => [group.key]));
+  fill("customer-options", customers.groups.filter((group) => group.key !== "(none)").map((group) => [group.key, group.customer_name]));
 }

@@ -1,6 +1,6 @@
 // costtrack dashboard: "Reconcile with the provider's bill". Loaded after uPlot, app.js and
-// charts.js, whose helpers it uses ($, el, api, usd, number, state, rangeDays, tableRow,
-// emptyRow, PALETTE, failed). It reads GET /v1/workspace/reconciliation over the page's date
+// charts.js, whose helpers it uses ($, el, api, usd, number, state, tableRow, emptyRow, PALETTE,
+// lineChart). It reads GET /v1/workspace/reconciliation over the page's date
 // range: billed vs tracked USD per day (a uPlot chart; a day whose bill is not imported has no
 // point), the gap by class, the worst models, and the models whose provider-reported cost differs
 // most from costtrack's price. Shown data goes through textContent only.
@@ -86,7 +86,7 @@ function renderWorstModels(models) {
     const item = el("li");
     item.dataset.key = `${model.provider}/${model.model}`;
     const names = el("span", null, "bar-label");
-    names.append(el("span", model.model, "bar-name"), el("span", model.provider, "bar-detail"));
+    names.append(link(model.model, ["models", model.provider, model.model], {}, "bar-name"), el("span", model.provider, "bar-detail"));
     const track = el("span", null, "bar-track");
     const fill = el("span", null, "bar-fill");
     fill.style.width = `${max > 0 ? Math.max(1, (100 * Number(model.gap_usd)) / max) : 0}%`;
@@ -153,10 +153,6 @@ function renderFindings(findings) {
 
 // Billed and tracked USD per day, two lines over the range; days not imported are gaps.
 function drawReconciliation() {
-  const container = $("recon-chart");
-  if (recon.plot) recon.plot.destroy();
-  recon.plot = null;
-  container.replaceChildren();
   if (!recon.answer || $("recon-body").hidden) return;
   const imported = new Set(recon.answer.days_imported);
   const byDay = new Map(recon.answer.days.map((row) => [row.day, row]));
@@ -164,47 +160,11 @@ function drawReconciliation() {
     recon.days.map((day) => (imported.has(day) ? Number((byDay.get(day) || {})[field] || 0) : null));
   const billed = figure("billed_usd");
   const tracked = figure("tracked_usd");
-  const x = recon.days.map((day) => Date.parse(`${day}T00:00:00Z`) / 1000);
-  const line = (label, color, values) => ({
-    label,
-    stroke: color,
-    width: 2,
-    points: { show: true, size: 5, fill: color },
-    value: (_, __, ___, index) => (index === null || values[index] === null ? "–" : usd(values[index])),
-  });
-  const options = {
-    width: Math.max(container.clientWidth, 200),
-    height: container.clientWidth < 500 ? 200 : 240,
-    tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
-    series: [
-      { label: "Day", value: (_, ts) => (ts === null ? "–" : new Date(ts * 1000).toISOString().slice(0, 10)) },
-      line("Billed", PALETTE[1], billed),
-      line("Tracked", PALETTE[0], tracked),
-    ],
-    scales: { x: { time: true, range: (_, min, max) => [min - 43200, max + 43200] }, y: { range: (_, __, max) => [0, max > 0 ? max * 1.08 : 1] } },
-    axes: [
-      { stroke: "#5b6470", grid: { show: false } },
-      { stroke: "#5b6470", size: 72, values: (_, splits) => splits.map((value) => usd(value)), grid: { stroke: "#eceff3" } },
-    ],
-    legend: { live: true },
-    cursor: { drag: { x: false, y: false } },
-  };
-  recon.plot = new uPlot(options, [x, billed, tracked], container);
-  container.setAttribute(
-    "aria-label",
-    `Billed ${usd(recon.answer.totals.billed_usd)} vs tracked ${usd(recon.answer.totals.tracked_usd)} per day`,
-  );
+  recon.plot = lineChart("recon-chart", recon.days, [
+    { label: "Billed", values: billed, color: PALETTE[1] },
+    { label: "Tracked", values: tracked, color: PALETTE[0] },
+  ]);
+  const summary = `Billed ${usd(recon.answer.totals.billed_usd)} vs tracked ${usd(recon.answer.totals.tracked_usd)} per day, ` +
+    `${recon.range.from} to ${recon.range.to}`;
+  $("recon-chart").setAttribute("aria-label", summary);
 }
-
-new ResizeObserver(() => {
-  if (recon.plot && Math.abs(recon.plot.width - $("recon-chart").clientWidth) > 4) drawReconciliation();
-}).observe($("recon-chart"));
-
-// Load when the dashboard is shown (app.js shows it after signing in) and when the range
-// changes (app.js's own handlers, registered first, have set state.from/state.to by then).
-const reloadReconciliation = () => {
-  if (!$("dashboard").hidden) loadReconciliation().catch(failed);
-};
-new MutationObserver(reloadReconciliation).observe($("dashboard"), { attributes: true, attributeFilter: ["hidden"] });
-document.querySelectorAll(".ranges button[data-days]").forEach((button) => button.addEventListener("click", reloadReconciliation));
-$("range-form").addEventListener("submit", () => setTimeout(reloadReconciliation, 0));

@@ -1,9 +1,9 @@
-// costtrack dashboard: the "Unit costs" view. Loaded after uPlot, app.js and charts.js, whose
-// helpers it uses ($, el, api, usd, number, tableRow, emptyRow, range, state, daysBefore,
-// loading, failed, PALETTE). Per feature: the distribution of cost per run (the sketch's buckets
-// from /v1/workspace/unit-costs, drawn as bars) with p50/p90/p99, their trend by week, the most
-// expensive runs (each opening to its calls), and the anomalous runs: above the feature's p99 by
-// a factor, or of more than a number of calls (/v1/workspace/runs?min_cost=&min_calls=).
+// costtrack dashboard: the runs view's unit costs and run lists. Loaded after uPlot, app.js,
+// charts.js and lists.js, whose helpers it uses. Per feature: the distribution of cost per run
+// (the sketch's buckets from /v1/workspace/unit-costs, drawn as bars) with p50/p90/p99, their
+// trend by week (a chart and a table), and the anomalous runs: above the feature's p99 by a
+// factor, or of more than a number of calls (/v1/workspace/runs?min_cost=&min_calls=); and the
+// period's most expensive runs, paged, each a link to its calls.
 "use strict";
 
 const units = { groups: [], feature: null, plot: null, weeks: 8 };
@@ -43,7 +43,8 @@ function drawHistogram(group) {
     ],
     scales: { x: { time: false, distr: 3 }, y: { range: (_, __, max) => [0, Math.max(1, max * 1.1)] } },
     axes: [
-      { stroke: "#5b6470", values: (_, splits) => splits.map((v) => usd(v)), grid: { show: false } },
+      // A log axis: a label at each power of ten only (its minor ticks would crowd it).
+      { stroke: "#5b6470", values: (_, splits) => splits.map((v) => (Number.isInteger(Math.round(Math.log10(v) * 1e6) / 1e6) ? usd(v) : "")), grid: { show: false } },
       { stroke: "#5b6470", grid: { stroke: "#eceff3" } },
     ],
     legend: { live: true },
@@ -53,90 +54,73 @@ function drawHistogram(group) {
   container.setAttribute("aria-label", `Cost per run of ${group.key}: ${group.runs} runs, ${percentilesText(group.cost_per_run)}`);
 }
 
-function runRow(run, showCalls) {
-  const open = el("button", run.trace_id, "link");
-  open.type = "button";
-  open.addEventListener("click", () => openRun(run.trace_id).catch(failed));
-  const first = el("td");
-  first.append(open);
-  const row = tableRow(
-    first,
-    el("td", run.run_name || ""),
-    el("td", number(run.total.calls), "num"),
-    el("td", run.total.status),
-    el("td", usd(run.total.cost), "num"),
-  );
-  if (showCalls) row.dataset.trace = run.trace_id;
-  return row;
-}
-
-async function openRun(traceId) {
-  const run = await api(`/v1/workspace/runs/${encodeURIComponent(traceId)}`);
-  $("run-title").textContent =
-    `Run ${run.trace_id}${run.run_name ? ` (${run.run_name})` : ""}: ${number(run.total.calls)} calls, ${usd(run.total.cost)}, ${run.total.status}`;
-  const body = $("run-calls").querySelector("tbody");
-  body.replaceChildren(
-    ...run.calls.map((call) =>
-      tableRow(
-        el("td", call.received_at.replace("T", " ").replace("Z", "")),
-        el("td", call.parent_id || ""),
-        el("td", `${call.provider}/${call.model}`),
-        el("td", call.status),
-        el("td", usd(call.cost), "num"),
-      ),
-    ),
-  );
-  if (!run.calls.length) body.append(emptyRow(5, "No calls listed (expired)."));
-  $("run-card").hidden = false;
-}
-
-async function loadWeeks(feature) {
-  const body = $("units-weeks").querySelector("tbody");
-  const weeks = [];
-  for (let w = 0; w < units.weeks; w += 1) {
+// Cost per run's p50, p90 and p99 in each of the weeks up to the period's last day, oldest
+// first, of one group (`by`: feature or customer).
+async function weeklyPercentiles(by, key, weeks = units.weeks) {
+  const spans = [];
+  for (let w = weeks - 1; w >= 0; w -= 1) {
     const to = daysBefore(state.to, 7 * w);
-    weeks.push([daysBefore(to, 6), to]);
+    spans.push([daysBefore(to, 6), to]);
   }
-  const answers = await Promise.all(
-    weeks.map(([from, to]) => api(`/v1/workspace/unit-costs?by=feature&from=${from}&to=${to}`)),
-  );
-  body.replaceChildren();
-  answers.forEach((answer, i) => {
-    const group = answer.groups.find((g) => g.key === feature);
-    const figures = group ? group.cost_per_run : { p50: null, p90: null, p99: null };
-    const cell = (value) => el("td", value === null ? "–" : usd(value), "num");
-    body.append(tableRow(el("td", `${weeks[i][0]} to ${weeks[i][1]}`), el("td", number(group ? group.runs : 0), "num"), cell(figures.p50), cell(figures.p90), cell(figures.p99)));
+  const answers = await Promise.all(spans.map(([from, to]) => api(`/v1/workspace/unit-costs?by=${by}&${range(from, to)}`)));
+  return answers.map((answer, i) => {
+    const group = answer.groups.find((g) => g.key === key);
+    return { from: spans[i][0], to: spans[i][1], runs: group ? group.runs : 0, figures: group ? group.cost_per_run : {} };
   });
 }
 
-async function loadRuns(group) {
-  const feature = encodeURIComponent(group.key);
-  const factor = Number($("anomaly-factor").value) || 2;
-  const calls = Math.max(1, Math.floor(Number($("anomaly-calls").value) || 100));
-  const threshold = group.cost_per_run.p99 === null ? null : (Number(group.cost_per_run.p99) * factor).toFixed(12);
-  const [top, costly, long] = await Promise.all([
-    api(`/v1/workspace/runs?${range()}&feature=${feature}&sort=cost&limit=10`),
-    threshold === null ? { runs: [] } : api(`/v1/workspace/runs?${range()}&feature=${feature}&min_cost=${threshold}&limit=50`),
-    api(`/v1/workspace/runs?${range()}&feature=${feature}&min_calls=${calls}&limit=50`),
+// The weeks as lines (a point per week, at its last day) and a sentence.
+function drawWeeks(id, summaryId, name, weeks) {
+  const days = weeks.map((week) => week.to);
+  const value = (field) => weeks.map((week) => (week.figures[field] === null || week.figures[field] === undefined ? null : Number(week.figures[field])));
+  lineChart(id, days, [
+    { label: "p50", values: value("p50") },
+    { label: "p90", values: value("p90") },
+    { label: "p99", values: value("p99") },
   ]);
-  const topBody = $("top-runs").querySelector("tbody");
-  topBody.replaceChildren(...top.runs.map((run) => runRow(run, true)));
-  if (!top.runs.length) topBody.append(emptyRow(5, "No runs in this period."));
+  const latest = [...weeks].reverse().find((week) => week.runs > 0);
+  const summary = latest
+    ? `Cost per run of ${name}, by week: the latest week with runs (to ${latest.to}) has p50 ${usd(latest.figures.p50)}, ` +
+      `p90 ${usd(latest.figures.p90)}, p99 ${usd(latest.figures.p99)} over ${number(latest.runs)} runs.`
+    : `No runs of ${name} in these ${weeks.length} weeks.`;
+  $(id).setAttribute("aria-label", summary);
+  if (summaryId) $(summaryId).textContent = summary;
+}
+
+async function loadWeeks(feature) {
+  const weeks = await weeklyPercentiles("feature", feature);
+  drawWeeks("units-weeks-chart", null, feature, weeks);
+  const body = $("units-weeks").querySelector("tbody");
+  const cell = (value) => el("td", value === null || value === undefined ? "–" : usd(value), "num");
+  body.replaceChildren(...[...weeks].reverse().map((week) =>
+    tableRow(el("td", `${week.from} to ${week.to}`), el("td", number(week.runs), "num"),
+      cell(week.figures.p50), cell(week.figures.p90), cell(week.figures.p99))));
+}
+
+// Runs above p99 × factor of their feature, or of many calls; the reasons by run.
+async function anomalousRuns(group, factor, calls, extra = "") {
+  const feature = group ? `&feature=${encodeURIComponent(group.key)}` : "";
+  const threshold = group && group.cost_per_run.p99 !== null ? (Number(group.cost_per_run.p99) * factor).toFixed(12) : null;
+  const [costly, long] = await Promise.all([
+    threshold === null ? { runs: [] } : api(`/v1/workspace/runs?${range()}${feature}${extra}&min_cost=${threshold}&limit=50`),
+    api(`/v1/workspace/runs?${range()}${feature}${extra}&min_calls=${calls}&limit=50`),
+  ]);
   const seen = new Map();
-  for (const run of costly.runs) seen.set(run.trace_id, [run, `cost over ${factor}× p99`]);
+  for (const run of costly.runs) seen.set(run.trace_id, [run, `cost over ${factor}× p99 (${usd(group.cost_per_run.p99)})`]);
   for (const run of long.runs) {
     const reason = `${number(run.total.calls)} calls (over ${number(calls - 1)})`;
     seen.set(run.trace_id, seen.has(run.trace_id) ? [run, `${seen.get(run.trace_id)[1]}; ${reason}`] : [run, reason]);
   }
+  return [...seen.values()];
+}
+
+async function loadRuns(group) {
+  const factor = Number($("anomaly-factor").value) || 2;
+  const calls = Math.max(1, Math.floor(Number($("anomaly-calls").value) || 100));
+  const found = await anomalousRuns(group, factor, calls);
   const anomalies = $("anomalies").querySelector("tbody");
-  anomalies.replaceChildren(
-    ...[...seen.values()].map(([run, reason]) => {
-      const row = runRow(run, false);
-      row.append(el("td", reason));
-      return row;
-    }),
-  );
-  if (!seen.size) anomalies.append(emptyRow(6, "No anomalous runs."));
+  anomalies.replaceChildren(...found.map(([run, reason]) => runRow(run, [el("td", reason)])));
+  if (!found.length) anomalies.append(emptyRow(6, "No anomalous runs."));
 }
 
 function showFeature(feature) {
@@ -147,6 +131,39 @@ function showFeature(feature) {
   if (!group) return Promise.resolve();
   return Promise.all([loadWeeks(feature), loadRuns(group)]);
 }
+
+// The runs view: the unit costs of a feature (the address's, else the costliest) and the
+// most expensive runs of the period, paged.
+async function loadRunsView(query) {
+  units.feature = query.get("feature") || units.feature;
+  await Promise.all([loadUnits(), loadTopRuns(query.get("feature"), true)]);
+}
+
+const runList = { pager: null, shown: 0, feature: null };
+
+async function loadTopRuns(feature, reset) {
+  if (reset) {
+    runList.feature = feature;
+    runList.shown = 0;
+    runList.pager = new Pager((cursor) => {
+      const params = new URLSearchParams({ from: state.from, to: state.to, sort: "cost", limit: "25" });
+      if (feature) params.set("feature", feature);
+      if (cursor) params.set("cursor", cursor);
+      return api(`/v1/workspace/runs?${params}`);
+    }, "cursor");
+    $("top-runs").querySelector("tbody").replaceChildren();
+  }
+  const page = await runList.pager.next();
+  const body = $("top-runs").querySelector("tbody");
+  if (page) {
+    body.append(...page.runs.map((run) => runRow(run)));
+    runList.shown += page.runs.length;
+  }
+  if (!runList.shown) body.replaceChildren(emptyRow(5, "No runs in this period."));
+  showListEnd("more-runs", "runs-end", runList.pager, runList.shown);
+}
+
+$("more-runs").addEventListener("click", () => loading(() => loadTopRuns(runList.feature, false)).catch(failed));
 
 function loadUnits() {
   return loading(async () => {

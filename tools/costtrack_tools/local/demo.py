@@ -4,7 +4,8 @@ About 2,000 events over the 30 days before the stack starts, generated from a fi
 same events, tokens and costs every run (their instants are offsets back from the start, so the
 totals over the whole history are the same whatever the day). Several features, named customers,
 eight models of four providers (openai, anthropic, google, bedrock) and one self-hosted model no
-catalogue prices (``vllm``: it shows as unpriced), production and staging, a few failed calls.
+catalogue prices (``vllm``: it shows as unpriced), production and staging, a few failed calls;
+and a support agent's runs and sessions with an imported OpenAI bill (``local.demo_runs``).
 
 Everything goes through the service's own code: the events through ingestion
 (``costtrack_tools.event_import``: validation, pricing at the event's time, allowance, rollups),
@@ -30,6 +31,7 @@ from costtrack_service.services.budgets import BudgetService
 from costtrack_service.services.overrides import OverrideService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.event_import import ImportResult, PastEvent, import_events
+from costtrack_tools.local.demo_runs import demo_runs, import_bill
 
 SEED = 26
 DAYS = 30
@@ -189,7 +191,8 @@ def seed_history(store: DynamoStore, workspace_id: str, api_key: str, endpoint_i
     assert workspace is not None
     begins = (start - OVERRIDE_LEAD).replace(hour=0, minute=0, second=0, microsecond=0)
     override = OverrideService(store).set(workspace, {**OVERRIDE, "effective_from": begins.strftime("%Y-%m-%d")})
-    imported = import_events(IngestService(store), api_key, demo_events(start))
+    history = sorted(demo_events(start) + demo_runs(start), key=lambda event: event.received_at)
+    imported = import_events(IngestService(store), api_key, history)
     if imported.refused:
         raise RuntimeError(f"demo history: {len(imported.refused)} events refused, e.g. {imported.refused[0]}")
 
@@ -199,4 +202,5 @@ def seed_history(store: DynamoStore, workspace_id: str, api_key: str, endpoint_i
     amount = (spent / BUDGET_SHARE).quantize(Decimal(1), rounding=ROUND_CEILING)
     body = {"name": BUDGET_NAME, "amount": str(amount), "period": PERIOD}
     budget = BudgetService(store).create(workspace_id, body)["budget"]
+    import_bill(store, workspace_id, start)
     return DemoHistory(imported, override["override"]["override_id"], budget["budget_id"], endpoint_id)
