@@ -5,12 +5,26 @@ import { performance } from "node:perf_hooks";
 
 import { activeAttributes, withContext, type Attributes } from "./context.js";
 import { reservationIdOf, type HelperOptions } from "./provider-read.js";
-import type { CallStatus, TrackOptions } from "./types.js";
+import type { CallStatus, TrackOptions, TrackerWarning } from "./types.js";
+
+/**
+ * How an instrumented call reaches the tracker's `onWarning` (a `Tracker` has it; a bare
+ * `{ track }` object gets the event's metadata marker only). One key per process, whichever
+ * build of costtrack is loaded.
+ */
+export const WARN: unique symbol = Symbol.for("costtrack.warn") as never;
 
 /** What an instrumented call reports to: a tracker (anything with `track()`). */
 export interface TrackerLike {
   track(options: TrackOptions): void;
+  [WARN]?: (warning: TrackerWarning) => void;
 }
+
+/**
+ * The warning code, and the event's `metadata` marker, of a call that ended well without the
+ * provider reporting its usage: the tokens are unknown, not zero.
+ */
+export const USAGE_MISSING = "usage_missing";
 
 /**
  * The responses an instrumented client has tracked (weakly held, never changed): a framework hook
@@ -56,6 +70,8 @@ function agentsSpan(): object | undefined {
 export interface Settings {
   tracker: TrackerLike;
   defaults: HelperOptions;
+  /** instrument()'s `includeStreamUsage` (default true). */
+  includeStreamUsage?: boolean;
 }
 
 /** Builds the event from the provider's response (or its stream's usage) through a helper. */
@@ -110,8 +126,12 @@ export class Call {
     return this.#done;
   }
 
-  /** Tracks the call: `usage` is the response (or what the stream said), undefined when none came. */
-  finish(status: CallStatus, usage?: unknown): void {
+  /**
+   * Tracks the call: `usage` is the response (or what the stream said), undefined when none came.
+   * `missing`: the call ended without the provider's usage, so the event is marked and the
+   * tracker warned rather than passing as a 0-token call.
+   */
+  finish(status: CallStatus, usage?: unknown, missing = false): void {
     if (this.#done) return;
     this.#done = true;
     try {
@@ -140,7 +160,15 @@ export class Call {
           if (fields[name] === undefined || fields[name] === null) fields[name] = value;
         }
       }
-      this.#settings.tracker.track(tracked);
+      if (missing) tracked = { ...tracked, metadata: { ...(tracked.metadata ?? {}), [USAGE_MISSING]: true } };
+      const tracker = this.#settings.tracker;
+      tracker.track(tracked);
+      if (missing && typeof tracker[WARN] === "function") {
+        tracker[WARN]({
+          code: USAGE_MISSING,
+          message: `a ${this.#provider} call to ${String(tracked.model ?? "an unnamed model")} ended without the provider's usage: tracked with 0 tokens and metadata.${USAGE_MISSING}`,
+        });
+      }
     } catch {
       // costtrack never gets in the way of the call
     }
@@ -161,7 +189,16 @@ export interface StreamWatch {
   end(): void;
   /** The caller stopped early (`return()`), or the iteration threw. */
   stop(status: CallStatus): void;
+  /**
+   * The answer is complete but its usage is still to come (a Chat Completions stream after
+   * `finish_reason`): a caller that stops here has the rest read in the background.
+   */
+  pending?(): boolean;
 }
+
+/** How long, and for how many items, the rest of a finished stream is read for its usage. */
+const DRAIN_MS = 5_000;
+const DRAIN_ITEMS = 100;
 
 /**
  * Watches an async iterator in place: its own `next`, `return` and `throw` are replaced by ones
@@ -181,6 +218,29 @@ export function watchIterator<T extends object>(iterator: T, watch: StreamWatch)
       fn();
     } catch {
       // never in the way
+    }
+  };
+  /** Reads what is left of the stream, bounded, until its end or until it is no longer pending. */
+  const drain = async (): Promise<void> => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((resolve) => {
+      timer = setTimeout(() => resolve("late"), DRAIN_MS);
+      timer.unref?.();
+    });
+    try {
+      for (let i = 0; i < DRAIN_ITEMS && watch.pending?.() === true; i++) {
+        const result = await Promise.race([next.apply(it, []), late]);
+        if (result === "late") return;
+        if (result.done === true) {
+          settle(() => watch.end());
+          return;
+        }
+        watch.item(result.value);
+      }
+    } catch {
+      // what could not be read stays unknown
+    } finally {
+      clearTimeout(timer);
     }
   };
   const self = it as unknown as Record<string, unknown>;
@@ -208,8 +268,22 @@ export function watchIterator<T extends object>(iterator: T, watch: StreamWatch)
   };
   if (typeof back === "function") {
     self["return"] = async function watchedReturn(this: unknown, value?: unknown): Promise<IteratorResult<unknown>> {
-      settle(() => watch.stop("cancelled"));
-      return back.call(it, value);
+      let pending = false;
+      try {
+        pending = !ended && watch.pending?.() === true;
+      } catch {
+        pending = false;
+      }
+      if (!pending) {
+        settle(() => watch.stop("cancelled"));
+        return back.call(it, value);
+      }
+      // The provider billed the call and its usage is the next item: read it for the caller.
+      void drain().finally(() => {
+        settle(() => watch.stop("cancelled"));
+        back.call(it, value).then(undefined, () => undefined);
+      });
+      return { done: true, value };
     };
   }
   if (typeof raise === "function") {

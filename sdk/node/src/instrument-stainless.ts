@@ -65,24 +65,32 @@ function ended(aborted: () => boolean): CallStatus {
 
 // -- OpenAI ------------------------------------------------------------------------------------
 
-/** Chat Completions stream: usage in the last chunk, held back when costtrack asked for it. */
-function chatWatch(call: Call, added: boolean, aborted: () => boolean): StreamWatch {
+/**
+ * Chat Completions stream: usage in the last chunk, held back when costtrack asked for it. A
+ * stream that ends well without it is `usage_missing`. `finished`: a choice has its
+ * `finish_reason`, so the model's answer is complete and only the usage chunk can follow.
+ */
+function chatWatch(call: Call, added: () => boolean, aborted: () => boolean): StreamWatch {
   let usage: unknown;
   let model: unknown;
+  let finished = false;
+  const end = (status: CallStatus): void => call.finish(status, usage ?? { model }, usage === undefined && status === "success");
   return {
     item(chunk) {
       const value = record(chunk);
       if (value === undefined) return true;
       model ??= value["model"];
+      const choices = value["choices"];
+      if (Array.isArray(choices) && choices.some((choice) => typeof read(choice, "finish_reason") === "string")) finished = true;
       if (record(value["usage"]) !== undefined) {
         usage = chunk;
-        const choices = value["choices"];
-        if (added && Array.isArray(choices) && choices.length === 0) return false;
+        if (added() && Array.isArray(choices) && choices.length === 0) return false;
       }
       return true;
     },
-    end: () => call.finish(ended(aborted), usage ?? { model }),
-    stop: (status) => call.finish(status, usage ?? { model }),
+    end: () => end(ended(aborted)),
+    stop: (status) => end(finished && status === "cancelled" ? "success" : status),
+    pending: () => finished && usage === undefined,
   };
 }
 
@@ -110,19 +118,61 @@ function responsesWatch(call: Call, aborted: () => boolean): StreamWatch {
   };
 }
 
-/** `chat.completions.create`, asking a stream for its usage unless the caller said otherwise. */
+/**
+ * A server that refuses `stream_options` (an OpenAI-compatible API, older Azure api-versions:
+ * 400 "Unrecognized request argument supplied: stream_options").
+ */
+function refusedStreamOptions(error: unknown): boolean {
+  return read(error, "status") === 400 && /stream_options/.test(String(read(error, "message") ?? ""));
+}
+
+/**
+ * Sends the call again, once, without the `stream_options` costtrack added, when the server
+ * refuses them: the APIPromise's response promise is replaced before anyone reads it, so the
+ * caller's `await`, `withResponse()` and `asResponse()` all get the second answer.
+ */
+function retryWithoutStreamOptions(result: unknown, again: () => unknown, retried: () => void): void {
+  const promise = record(result);
+  const response = promise?.["responsePromise"] as Promise<unknown> | undefined;
+  if (promise === undefined || typeof response?.then !== "function") return;
+  promise["responsePromise"] = response.then(undefined, (error: unknown) => {
+    if (!refusedStreamOptions(error)) throw error;
+    const next = read(again(), "responsePromise") as Promise<unknown> | undefined;
+    if (typeof next?.then !== "function") throw error;
+    retried();
+    return next;
+  });
+  // openai's own withResponse() reads the first request's answer: on that refusal, the second's.
+  const withResponse = promise["withResponse"];
+  if (typeof withResponse !== "function") return;
+  promise["withResponse"] = function retriedWithResponse(this: unknown, ...args: unknown[]): Promise<unknown> {
+    return (withResponse as (...a: unknown[]) => Promise<unknown>).apply(this, args).catch(async (error: unknown) => {
+      if (!refusedStreamOptions(error)) throw error;
+      const data = await (promise as unknown as Promise<unknown>);
+      const response = read(await (promise["responsePromise"] as Promise<unknown>), "response") as Response;
+      return { data, response, request_id: response.headers.get("x-request-id") };
+    });
+  };
+}
+
+/**
+ * `chat.completions.create`. A stream is asked for its usage (`stream_options.include_usage`)
+ * unless the caller said otherwise or `includeStreamUsage` is false; a server that refuses the
+ * option gets the call again without it, and that stream is tracked as `usage_missing`.
+ */
 export function chatCreate(settings: Settings, provider: string, original: Method): Method {
   return function create(this: unknown, ...args: unknown[]): unknown {
     const body = args[0];
+    const given = args;
     let streaming = false;
     let added = false;
     const call = new Call(settings, provider, requestedModel(body), fromOpenAI);
     try {
-      const given = record(body);
-      streaming = given?.["stream"] === true;
-      if (streaming && read(given, "stream_options", "include_usage") === undefined) {
-        const options = record(given?.["stream_options"]) ?? {};
-        args = [{ ...given, stream_options: { ...options, include_usage: true } }, ...args.slice(1)];
+      const fields = record(body);
+      streaming = fields?.["stream"] === true;
+      if (streaming && settings.includeStreamUsage !== false && read(fields, "stream_options", "include_usage") === undefined) {
+        const options = record(fields?.["stream_options"]) ?? {};
+        args = [{ ...fields, stream_options: { ...options, include_usage: true } }, ...args.slice(1)];
         added = true;
       }
     } catch {
@@ -134,8 +184,12 @@ export function chatCreate(settings: Settings, provider: string, original: Metho
     } catch (error) {
       throw call.fail(error);
     }
+    if (added) {
+      const self = this;
+      retryWithoutStreamOptions(result, () => original.apply(self, given), () => (added = false));
+    }
     return watchResult(result, call, (data) => {
-      if (streaming) return watchStream(data, (aborted) => chatWatch(call, added, aborted), call);
+      if (streaming) return watchStream(data, (aborted) => chatWatch(call, () => added, aborted), call);
       call.finish("success", data);
       return data;
     });

@@ -14,6 +14,14 @@ import { BEDROCK_MIDDLEWARE, bedrockMiddleware, generateContent, generateContent
 export type InstrumentOptions = HelperOptions & {
   /** Where the events go: a `Tracker` (anything with `track()`). */
   tracker: TrackerLike;
+  /**
+   * Whether a streamed Chat Completion that did not set `stream_options.include_usage` is sent
+   * with it, so that its usage is counted (default true). A server that refuses the option (400
+   * naming `stream_options`) gets the call again once without it. With false it is never added.
+   * A stream that ends without usage is tracked with `metadata.usage_missing` and reported to
+   * `onWarning` as `usage_missing`.
+   */
+  includeStreamUsage?: boolean;
 };
 
 type Method = (this: unknown, ...args: unknown[]) => unknown;
@@ -121,14 +129,15 @@ export function instrument<Client extends object>(client: Client, options: Instr
   if (typeof (tracker as { track?: unknown } | null | undefined)?.track !== "function") {
     throw new TypeError("instrument(client, { tracker }): tracker must be a costtrack Tracker");
   }
-  const { tracker: _tracker, ...defaults } = options;
+  const { tracker: _tracker, includeStreamUsage, ...defaults } = options;
   const existing = states.get(client);
   if (existing !== undefined) {
     existing.settings.tracker = tracker as TrackerLike;
     existing.settings.defaults = defaults;
+    existing.settings.includeStreamUsage = includeStreamUsage !== false;
     return client;
   }
-  const state: State = { settings: { tracker: tracker as TrackerLike, defaults }, undo: [] };
+  const state: State = { settings: { tracker: tracker as TrackerLike, defaults, includeStreamUsage: includeStreamUsage !== false }, undo: [] };
   const target = record(client);
   if (target === undefined || !instrumentClient(target, state)) {
     for (const undo of state.undo.reverse()) undo();

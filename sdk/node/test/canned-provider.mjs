@@ -2,6 +2,7 @@
 // Responses), Anthropic Messages, Gemini generateContent and Bedrock Runtime Converse, each in its
 // documented wire format: JSON, server-sent events (AWS event stream for ConverseStream), error
 // bodies. The model name picks the scenario: `…-fail` answers 429 with the provider's error body,
+// `…-strict` answers 400 to a Chat Completions request with `stream_options` (and no usage chunk),
 // `…-hang` never answers (for timeouts), `…-slow` streams two chunks and then waits (for
 // cancelling midway); anything else answers at once.
 import http from "node:http";
@@ -172,6 +173,11 @@ async function reply(req, res, body, path, requests) {
     res.writeHead(429, headers);
     return res.end(JSON.stringify(errorBody));
   }
+  if (model.endsWith("-strict") && body.stream_options !== undefined) {
+    // An OpenAI-compatible server that refuses parameters it does not know (older Azure api-versions).
+    res.writeHead(400, { "content-type": "application/json" });
+    return res.end(JSON.stringify({ error: { code: null, message: "Unrecognized request argument supplied: stream_options", param: null, type: "invalid_request_error" } }));
+  }
   const slow = model.endsWith("-slow");
   if (!streaming && kind === "responses" && model.endsWith("-tools") && !asked(body, "function_call_output")) {
     // An agent's first turn: the model calls the request's first tool.
@@ -195,7 +201,9 @@ async function reply(req, res, body, path, requests) {
   res.writeHead(200, { "content-type": "text/event-stream" });
   const lines =
     kind === "chat"
-      ? chatChunks(body.n ?? 3).map((c) => `data: ${JSON.stringify(c)}\n\n`)
+      ? chatChunks(body.n ?? 3)
+          .slice(0, body.stream_options?.include_usage === true ? undefined : -1) // usage only when asked, as OpenAI does
+          .map((c) => `data: ${JSON.stringify(c)}\n\n`)
       : kind === "responses"
         ? responseEvents().map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`)
         : kind === "anthropic"

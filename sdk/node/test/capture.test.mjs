@@ -1,0 +1,117 @@
+// instrument() in the paths where capture is easy to get wrong: a server that refuses
+// `stream_options`, a caller that stops reading at `finish_reason`, clients derived from an
+// instrumented one, the raw-response paths, the beta and embeddings resources, background
+// responses, attribution fixed when the call starts, Anthropic on Vertex AI, timeouts, bad
+// arguments and Gemini's automatic function calling. The official clients talk over HTTP to the
+// canned provider on 127.0.0.1.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+
+import OpenAI from "openai";
+
+import { Tracker, instrument } from "costtrack";
+import { checkEvent } from "../dist/esm/validation.js";
+import { chatChunks, recorder, startProvider } from "./canned-provider.mjs";
+
+let provider;
+before(async () => {
+  provider = await startProvider();
+});
+after(() => provider.close());
+
+const ask = [{ role: "user", content: "Say hello" }];
+const openai = (options = {}) => new OpenAI({ apiKey: "sk-test", baseURL: `${provider.url}/v1`, maxRetries: 0, ...options });
+
+/** A tracker that keeps the events and the warnings instrument() reports to onWarning. */
+function watching() {
+  const events = [];
+  const warnings = [];
+  const tracker = recorder();
+  tracker.track = (event) => {
+    const checked = checkEvent(event);
+    assert.equal(checked.error, undefined, checked.error?.message);
+    events.push(event);
+  };
+  tracker[Symbol.for("costtrack.warn")] = (warning) => warnings.push(warning);
+  return { tracker, events, warnings };
+}
+
+async function drain(stream) {
+  const seen = [];
+  for await (const item of stream) seen.push(item);
+  return seen;
+}
+
+/** Waits until `list` has `n` items (a stream's end is tracked as it settles). */
+async function settled(list, n = 1) {
+  for (let i = 0; i < 400 && list.length < n; i++) await new Promise((r) => setTimeout(r, 5));
+}
+
+describe("a server that refuses stream_options", () => {
+  test("the stream is sent again without them, once, and tracked as usage_missing", async () => {
+    const { tracker, events, warnings } = watching();
+    const client = instrument(openai(), { tracker });
+    const before = provider.requests.length;
+    const chunks = await drain(await client.chat.completions.create({ model: "gpt-4o-mini-strict", messages: ask, stream: true }));
+    assert.deepEqual(chunks, chatChunks(3).slice(0, -1)); // what the plain client streams
+    const sent = provider.requests.slice(before);
+    assert.deepEqual(
+      sent.map((r) => r.body.stream_options),
+      [{ include_usage: true }, undefined],
+    );
+    assert.equal(events.length, 1);
+    assert.equal(events[0].status, "success");
+    assert.equal(events[0].promptTokens, 0);
+    assert.equal(events[0].metadata.usage_missing, true);
+    assert.deepEqual(
+      warnings.map((w) => w.code),
+      ["usage_missing"],
+    );
+  });
+
+  test("withResponse() and asResponse() get the second answer", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(openai(), { tracker });
+    const { data, response } = await client.chat.completions.create({ model: "gpt-4o-mini-strict", messages: ask, stream: true }).withResponse();
+    assert.equal(response.status, 200);
+    assert.equal((await drain(data)).length, 4);
+    await settled(events);
+    assert.equal(events[0].metadata.usage_missing, true);
+  });
+
+  test("includeStreamUsage: false never adds them; the stream without usage is usage_missing", async () => {
+    const { tracker, events, warnings } = watching();
+    const client = instrument(openai(), { tracker, includeStreamUsage: false });
+    const before = provider.requests.length;
+    const chunks = await drain(await client.chat.completions.create({ model: "gpt-4o-mini", messages: ask, stream: true }));
+    assert.equal(chunks.length, 4);
+    assert.deepEqual(
+      provider.requests.slice(before).map((r) => r.body.stream_options),
+      [undefined],
+    );
+    assert.equal(events[0].status, "success");
+    assert.equal(events[0].metadata.usage_missing, true);
+    assert.equal(warnings[0].code, "usage_missing");
+  });
+
+  test("another 400 is the caller's error, not retried", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(openai(), { tracker });
+    const before = provider.requests.length;
+    await assert.rejects(client.chat.completions.create({ model: "gpt-4o-mini-fail", messages: ask, stream: true }), (e) => e.status === 429);
+    assert.equal(provider.requests.length - before, 1);
+    assert.equal(events[0].status, "error");
+  });
+
+  test("a real Tracker reports usage_missing to onWarning", async () => {
+    const warnings = [];
+    const tracker = new Tracker({ apiKey: "ck_test", baseUrl: "http://127.0.0.1:9", maxRetries: 0, onWarning: (w) => warnings.push(w), onError: () => {} });
+    try {
+      const client = instrument(openai(), { tracker, includeStreamUsage: false });
+      await drain(await client.chat.completions.create({ model: "gpt-4o-mini", messages: ask, stream: true }));
+      assert.ok(warnings.some((w) => w.code === "usage_missing" && /usage/.test(w.message)), JSON.stringify(warnings));
+    } finally {
+      await tracker.shutdown(100);
+    }
+  });
+});
