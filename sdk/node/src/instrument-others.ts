@@ -35,14 +35,18 @@ export function generateContent(settings: Settings, provider: string, original: 
 function geminiWatch(call: Call): StreamWatch {
   let usage: unknown;
   let model: unknown;
+  // A candidate's `finishReason` with the usage: the answer is complete (and billed).
+  let complete = false;
   return {
     item(chunk) {
       model = read(chunk, "modelVersion") ?? model;
       if (record(read(chunk, "usageMetadata")) !== undefined) usage = chunk;
+      const candidates = read(chunk, "candidates");
+      if (Array.isArray(candidates) && candidates.some((c) => typeof read(c, "finishReason") === "string")) complete = true;
       return true;
     },
-    end: () => call.finish("success", usage ?? { modelVersion: model }),
-    stop: (status) => call.finish(status, usage ?? { modelVersion: model }),
+    end: () => call.finish("success", usage ?? { modelVersion: model }, usage === undefined),
+    stop: (status) => call.finish(complete && usage !== undefined && status === "cancelled" ? "success" : status, usage ?? { modelVersion: model }),
   };
 }
 
@@ -81,14 +85,18 @@ const readConverse = (data: unknown, extra: HelperOptions): ReturnType<typeof fr
 
 function converseWatch(call: Call): StreamWatch {
   let metadata: unknown;
+  let stopped = false;
   return {
     item(event) {
       const found = read(event, "metadata");
       if (record(found) !== undefined) metadata = found;
+      if (record(read(event, "messageStop")) !== undefined) stopped = true;
       return true;
     },
-    end: () => call.finish("success", metadata),
-    stop: (status) => call.finish(status, metadata),
+    pending: () => stopped && metadata === undefined,
+    end: () => call.finish("success", metadata, metadata === undefined),
+    // The metadata event comes after messageStop: once seen, the call is complete.
+    stop: (status) => call.finish(metadata !== undefined && status === "cancelled" ? "success" : status, metadata),
   };
 }
 

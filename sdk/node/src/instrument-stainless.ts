@@ -104,17 +104,22 @@ const RESPONSE_ENDS: ReadonlyMap<string, CallStatus> = new Map([
 function responsesWatch(call: Call, aborted: () => boolean): StreamWatch {
   let last: unknown;
   let status: CallStatus = "success";
+  let complete = false;
   return {
     item(event) {
       const type = read(event, "type");
       const response = read(event, "response");
       if (record(response) !== undefined) last = response;
-      if (typeof type === "string" && RESPONSE_ENDS.has(type)) status = RESPONSE_ENDS.get(type) ?? "success";
+      if (typeof type === "string" && RESPONSE_ENDS.has(type)) {
+        status = RESPONSE_ENDS.get(type) ?? "success";
+        complete = true;
+      }
       if (type === "error") status = "error";
       return true;
     },
     end: () => call.finish(aborted() ? "cancelled" : status, last),
-    stop: (status) => call.finish(status, last),
+    // Stopped after the final event: the call was complete, and billed as such.
+    stop: (stopped) => call.finish(complete && stopped === "cancelled" ? status : stopped, last),
   };
 }
 
@@ -223,6 +228,8 @@ function messagesWatch(call: Call, aborted: () => boolean): StreamWatch {
   let model: unknown;
   let usage: Record<string, unknown> | undefined;
   let status: CallStatus | undefined;
+  // `message_delta` carries the stop reason and the final output count: the answer is complete.
+  let complete = false;
   const message = (): unknown => (usage === undefined ? { model } : { model, usage });
   return {
     item(event) {
@@ -233,6 +240,7 @@ function messagesWatch(call: Call, aborted: () => boolean): StreamWatch {
         if (start !== undefined) usage = { ...start };
       } else if (type === "message_delta") {
         const delta = record(read(event, "usage"));
+        if (typeof read(event, "delta", "stop_reason") === "string") complete = true;
         if (delta !== undefined) {
           usage ??= {};
           for (const [name, value] of Object.entries(delta)) if (value !== null && value !== undefined) usage[name] = value;
@@ -243,7 +251,7 @@ function messagesWatch(call: Call, aborted: () => boolean): StreamWatch {
       return true;
     },
     end: () => call.finish(aborted() ? "cancelled" : status ?? "success", message()),
-    stop: (status) => call.finish(status, message()),
+    stop: (stopped) => call.finish(complete && stopped === "cancelled" ? status ?? "success" : stopped, message()),
   };
 }
 

@@ -8,6 +8,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
 import OpenAI from "openai";
+import Anthropic from "@anthropic-ai/sdk";
+import { GoogleGenAI } from "@google/genai";
 
 import { Tracker, instrument } from "costtrack";
 import { checkEvent } from "../dist/esm/validation.js";
@@ -113,5 +115,60 @@ describe("a server that refuses stream_options", () => {
     } finally {
       await tracker.shutdown(100);
     }
+  });
+});
+
+describe("a caller that stops reading once the answer is complete", () => {
+  test("Chat Completions: stopped at finish_reason, the usage chunk that follows is still counted", async () => {
+    const { tracker, events, warnings } = watching();
+    const client = instrument(openai(), { tracker });
+    for await (const chunk of await client.chat.completions.create({ model: "gpt-4o-mini", messages: ask, stream: true })) {
+      if (chunk.choices[0]?.finish_reason) break;
+    }
+    await settled(events);
+    assert.equal(events.length, 1);
+    assert.equal(events[0].status, "success");
+    assert.equal(events[0].promptTokens, 50);
+    assert.equal(events[0].completionTokens, 3);
+    assert.deepEqual(warnings, []);
+  });
+
+  test("Chat Completions: stopped before finish_reason is still cancelled", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(openai(), { tracker });
+    for await (const _chunk of await client.chat.completions.create({ model: "gpt-4o-mini", messages: ask, stream: true })) break;
+    await settled(events);
+    assert.equal(events[0].status, "cancelled");
+    assert.equal(events[0].promptTokens, 0);
+  });
+
+  test("Anthropic: stopped at message_delta (the stop reason), a success with its usage", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(new Anthropic({ apiKey: "k", baseURL: provider.url, maxRetries: 0 }), { tracker });
+    for await (const event of await client.messages.create({ model: "claude-sonnet-4-5", max_tokens: 100, messages: ask, stream: true })) {
+      if (event.type === "message_delta") break;
+    }
+    await settled(events);
+    assert.deepEqual([events[0].status, events[0].promptTokens, events[0].completionTokens], ["success", 1000, 500]);
+  });
+
+  test("Gemini: stopped at the chunk with finishReason, a success with its usage", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(new GoogleGenAI({ apiKey: "k", httpOptions: { baseUrl: provider.url } }), { tracker });
+    for await (const chunk of await client.models.generateContentStream({ model: "gemini-2.5-flash", contents: "hi" })) {
+      if (chunk.candidates?.[0]?.finishReason) break;
+    }
+    await settled(events);
+    assert.deepEqual([events[0].status, events[0].promptTokens], ["success", 1000]);
+  });
+
+  test("Responses: stopped at response.completed, a success with its usage", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(openai(), { tracker });
+    for await (const event of await client.responses.create({ model: "gpt-5", input: "hi", stream: true })) {
+      if (event.type === "response.completed") break;
+    }
+    await settled(events);
+    assert.deepEqual([events[0].status, events[0].promptTokens], ["success", 10000]);
   });
 });
