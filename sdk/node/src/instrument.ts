@@ -30,6 +30,8 @@ type Wrap = (settings: Settings, provider: string, original: Method) => Method;
 interface State {
   settings: Settings;
   undo: (() => void)[];
+  /** Clients built from this one (`withOptions()`): instrumented with the same settings, undone with it. */
+  derived: WeakRef<object>[];
 }
 
 const states = new WeakMap<object, State>();
@@ -69,6 +71,47 @@ function anthropicProvider(client: object): string {
   if (name === "AnthropicBedrock") return "bedrock";
   if (name === "AnthropicVertex") return "google";
   return "anthropic";
+}
+
+/**
+ * A client built from an instrumented one (Stainless' `withOptions()`) is instrumented too, with
+ * the same settings object: instrumenting the first again changes both, and uninstrumenting it
+ * undoes both.
+ */
+function instrumentDerived(client: Record<string, unknown>, state: State): void {
+  patch(client, "withOptions", state, "", (_settings, _provider, original) =>
+    function withOptions(this: unknown, ...args: unknown[]): unknown {
+      const derived = original.apply(this, args);
+      const target = record(derived);
+      try {
+        if (target !== undefined && derived !== client && !states.has(target)) {
+          const child: State = { settings: state.settings, undo: [], derived: [] };
+          if (instrumentClient(target, child)) {
+            instrumentDerived(target, child);
+            states.set(target, child);
+            state.derived = state.derived.filter((ref) => ref.deref() !== undefined);
+            state.derived.push(new WeakRef(target));
+          } else {
+            undoAll(child);
+          }
+        }
+      } catch {
+        // the client the caller asked for, instrumented or not
+      }
+      return derived;
+    },
+  );
+}
+
+function undoAll(state: State): void {
+  for (const undo of state.undo.reverse()) {
+    try {
+      undo();
+    } catch {
+      // keep restoring the rest
+    }
+  }
+  state.undo = [];
 }
 
 function instrumentClient(client: Record<string, unknown>, state: State): boolean {
@@ -117,7 +160,8 @@ function instrumentClient(client: Record<string, unknown>, state: State): boolea
  *
  * Return values, errors and stream chunks are those of the client; a failure inside costtrack
  * never affects the call. Instrumenting a client again only replaces its options (a call is
- * tracked once); `uninstrument(client)` restores it. Throws a `TypeError` for an object that is
+ * tracked once); `uninstrument(client)` restores it. A client built from an instrumented one
+ * (`withOptions()`) is instrumented with the same options and restored with it. Throws a `TypeError` for an object that is
  * none of these clients, or without a tracker.
  *
  * ```ts
@@ -132,19 +176,21 @@ export function instrument<Client extends object>(client: Client, options: Instr
   const { tracker: _tracker, includeStreamUsage, ...defaults } = options;
   const existing = states.get(client);
   if (existing !== undefined) {
+    // Shared with the clients built from this one: they follow.
     existing.settings.tracker = tracker as TrackerLike;
     existing.settings.defaults = defaults;
     existing.settings.includeStreamUsage = includeStreamUsage !== false;
     return client;
   }
-  const state: State = { settings: { tracker: tracker as TrackerLike, defaults, includeStreamUsage: includeStreamUsage !== false }, undo: [] };
+  const state: State = { settings: { tracker: tracker as TrackerLike, defaults, includeStreamUsage: includeStreamUsage !== false }, undo: [], derived: [] };
   const target = record(client);
   if (target === undefined || !instrumentClient(target, state)) {
-    for (const undo of state.undo.reverse()) undo();
+    undoAll(state);
     throw new TypeError(
       "instrument(): not a supported client (openai, @anthropic-ai/sdk, @google/genai, @aws-sdk/client-bedrock-runtime BedrockRuntimeClient)",
     );
   }
+  instrumentDerived(target, state);
   states.set(client, state);
   return client;
 }
@@ -154,12 +200,10 @@ export function uninstrument<Client extends object>(client: Client): Client {
   const state = states.get(client);
   if (state === undefined) return client;
   states.delete(client);
-  for (const undo of state.undo.reverse()) {
-    try {
-      undo();
-    } catch {
-      // keep restoring the rest
-    }
+  undoAll(state);
+  for (const ref of state.derived) {
+    const derived = ref.deref();
+    if (derived !== undefined && states.get(derived)?.settings === state.settings) uninstrument(derived);
   }
   return client;
 }

@@ -11,7 +11,7 @@ import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
 import { GoogleGenAI } from "@google/genai";
 
-import { Tracker, instrument } from "costtrack";
+import { Tracker, instrument, isInstrumented, uninstrument } from "costtrack";
 import { checkEvent } from "../dist/esm/validation.js";
 import { chatChunks, recorder, startProvider } from "./canned-provider.mjs";
 
@@ -170,5 +170,59 @@ describe("a caller that stops reading once the answer is complete", () => {
     }
     await settled(events);
     assert.deepEqual([events[0].status, events[0].promptTokens], ["success", 10000]);
+  });
+});
+
+describe("clients built from an instrumented client", () => {
+  test("withOptions() (and its own withOptions()) is instrumented with the same settings", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(openai(), { tracker, feature: "parent" });
+    const derived = client.withOptions({ timeout: 5000 });
+    const again = derived.withOptions({ maxRetries: 0 });
+    await derived.chat.completions.create({ model: "gpt-4o-mini", messages: ask });
+    await again.responses.create({ model: "gpt-5", input: "hi" });
+    assert.deepEqual(
+      events.map((e) => [e.model, e.feature]),
+      [
+        ["gpt-4o-mini-2024-07-18", "parent"],
+        ["gpt-5-2025-08-07", "parent"],
+      ],
+    );
+  });
+
+  test("instrumenting the first client again with another tracker switches the derived ones too", async () => {
+    const first = watching();
+    const second = watching();
+    const client = instrument(openai(), { tracker: first.tracker });
+    const derived = client.withOptions({ timeout: 5000 });
+    instrument(client, { tracker: second.tracker, feature: "second" });
+    await client.chat.completions.create({ model: "gpt-4o-mini", messages: ask });
+    await derived.chat.completions.create({ model: "gpt-4o-mini", messages: ask });
+    assert.equal(first.events.length, 0);
+    assert.deepEqual(
+      second.events.map((e) => e.feature),
+      ["second", "second"],
+    );
+  });
+
+  test("uninstrument() undoes the derived clients; only instances are patched", async () => {
+    const { tracker, events } = watching();
+    const plain = openai();
+    const client = instrument(openai(), { tracker });
+    const derived = client.withOptions({ timeout: 5000 });
+    assert.equal(Object.hasOwn(plain, "withOptions"), false);
+    uninstrument(client);
+    assert.equal(isInstrumented(derived), false);
+    assert.equal(Object.hasOwn(client, "withOptions"), false);
+    await derived.chat.completions.create({ model: "gpt-4o-mini", messages: ask });
+    await client.withOptions({}).chat.completions.create({ model: "gpt-4o-mini", messages: ask });
+    assert.equal(events.length, 0);
+  });
+
+  test("Anthropic's withOptions()", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(new Anthropic({ apiKey: "k", baseURL: provider.url, maxRetries: 0 }), { tracker });
+    await client.withOptions({ timeout: 5000 }).messages.create({ model: "claude-sonnet-4-5", max_tokens: 100, messages: ask });
+    assert.deepEqual([events.length, events[0]?.promptTokens], [1, 1000]);
   });
 });
