@@ -26,6 +26,9 @@ export interface TrackerLike {
  */
 export const USAGE_MISSING = "usage_missing";
 
+/** Why a call has no usage (the value of `metadata.usage_missing`): a stream that sent none. */
+export const NO_STREAM_USAGE = "stream_without_usage";
+
 /**
  * The responses an instrumented client has tracked (weakly held, never changed): a framework hook
  * that sees the same response object (the OpenAI Agents processor) leaves that call out. One set
@@ -70,8 +73,10 @@ function agentsSpan(): object | undefined {
 export interface Settings {
   tracker: TrackerLike;
   defaults: HelperOptions;
-  /** instrument()'s `includeStreamUsage` (default true). */
-  includeStreamUsage?: boolean;
+  /** instrument()'s `streamUsage` (default `"auto"`). */
+  streamUsage?: boolean | "auto";
+  /** A server refused `stream_options` under `"auto"`: this client stops adding them. */
+  streamUsageRefused?: boolean;
 }
 
 /** Builds the event from the provider's response (or its stream's usage) through a helper. */
@@ -160,13 +165,13 @@ export class Call {
           if (fields[name] === undefined || fields[name] === null) fields[name] = value;
         }
       }
-      if (missing) tracked = { ...tracked, metadata: { ...(tracked.metadata ?? {}), [USAGE_MISSING]: true } };
+      if (missing) tracked = { ...tracked, metadata: { ...(tracked.metadata ?? {}), [USAGE_MISSING]: NO_STREAM_USAGE } };
       const tracker = this.#settings.tracker;
       tracker.track(tracked);
       if (missing && typeof tracker[WARN] === "function") {
         tracker[WARN]({
           code: USAGE_MISSING,
-          message: `a ${this.#provider} call to ${String(tracked.model ?? "an unnamed model")} ended without the provider's usage: tracked with 0 tokens and metadata.${USAGE_MISSING}`,
+          message: `a ${String(tracked.model ?? "model")} call was tracked without its usage (${NO_STREAM_USAGE}): zero tokens`,
         });
       }
     } catch {

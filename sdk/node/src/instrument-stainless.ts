@@ -162,8 +162,8 @@ function retryWithoutStreamOptions(result: unknown, again: () => unknown, retrie
 
 /**
  * `chat.completions.create`. A stream is asked for its usage (`stream_options.include_usage`)
- * unless the caller said otherwise or `includeStreamUsage` is false; a server that refuses the
- * option gets the call again without it, and that stream is tracked as `usage_missing`.
+ * as instrument()'s `streamUsage` says, unless the caller set it; under `"auto"` a server that
+ * refuses the option gets the call again without it, and that stream is `usage_missing`.
  */
 export function chatCreate(settings: Settings, provider: string, original: Method): Method {
   return function create(this: unknown, ...args: unknown[]): unknown {
@@ -175,7 +175,8 @@ export function chatCreate(settings: Settings, provider: string, original: Metho
     try {
       const fields = record(body);
       streaming = fields?.["stream"] === true;
-      if (streaming && settings.includeStreamUsage !== false && read(fields, "stream_options", "include_usage") === undefined) {
+      const ask = settings.streamUsage === true || (settings.streamUsage !== false && settings.streamUsageRefused !== true);
+      if (streaming && ask && read(fields, "stream_options", "include_usage") === undefined) {
         const options = record(fields?.["stream_options"]) ?? {};
         args = [{ ...fields, stream_options: { ...options, include_usage: true } }, ...args.slice(1)];
         added = true;
@@ -189,9 +190,12 @@ export function chatCreate(settings: Settings, provider: string, original: Metho
     } catch (error) {
       throw call.fail(error);
     }
-    if (added) {
+    if (added && settings.streamUsage !== true) {
       const self = this;
-      retryWithoutStreamOptions(result, () => original.apply(self, given), () => (added = false));
+      retryWithoutStreamOptions(result, () => original.apply(self, given), () => {
+        added = false;
+        settings.streamUsageRefused = true;
+      });
     }
     return watchResult(result, call, (data) => {
       if (streaming) return watchStream(data, (aborted) => chatWatch(call, () => added, aborted), call);

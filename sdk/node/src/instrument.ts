@@ -15,13 +15,15 @@ export type InstrumentOptions = HelperOptions & {
   /** Where the events go: a `Tracker` (anything with `track()`). */
   tracker: TrackerLike;
   /**
-   * Whether a streamed Chat Completion that did not set `stream_options.include_usage` is sent
-   * with it, so that its usage is counted (default true). A server that refuses the option (400
-   * naming `stream_options`) gets the call again once without it. With false it is never added.
-   * A stream that ends without usage is tracked with `metadata.usage_missing` and reported to
-   * `onWarning` as `usage_missing`.
+   * Whether a streamed Chat Completion that does not ask for its usage is sent with
+   * `stream_options: { include_usage: true }` (the usage chunk is kept from the caller):
+   * `"auto"` (default) adds it, and when the server answers 400 naming `stream_options` (older
+   * Azure api-versions, some OpenAI-compatible servers) makes the call once more without it and
+   * stops adding it for this client; `true` always adds it; `false` never does. A stream tracked
+   * without its usage has zero tokens, `metadata.usage_missing`, and an `onWarning` warning of
+   * code `usage_missing`.
    */
-  includeStreamUsage?: boolean;
+  streamUsage?: boolean | "auto";
 };
 
 type Method = (this: unknown, ...args: unknown[]) => unknown;
@@ -173,16 +175,20 @@ export function instrument<Client extends object>(client: Client, options: Instr
   if (typeof (tracker as { track?: unknown } | null | undefined)?.track !== "function") {
     throw new TypeError("instrument(client, { tracker }): tracker must be a costtrack Tracker");
   }
-  const { tracker: _tracker, includeStreamUsage, ...defaults } = options;
+  const { tracker: _tracker, streamUsage: given, ...defaults } = options;
+  if (given !== undefined && given !== true && given !== false && given !== "auto") {
+    throw new TypeError('instrument(): streamUsage must be true, false or "auto"');
+  }
+  const streamUsage = given ?? "auto";
   const existing = states.get(client);
   if (existing !== undefined) {
     // Shared with the clients built from this one: they follow.
     existing.settings.tracker = tracker as TrackerLike;
     existing.settings.defaults = defaults;
-    existing.settings.includeStreamUsage = includeStreamUsage !== false;
+    existing.settings.streamUsage = streamUsage;
     return client;
   }
-  const state: State = { settings: { tracker: tracker as TrackerLike, defaults, includeStreamUsage: includeStreamUsage !== false }, undo: [], derived: [] };
+  const state: State = { settings: { tracker: tracker as TrackerLike, defaults, streamUsage }, undo: [], derived: [] };
   const target = record(client);
   if (target === undefined || !instrumentClient(target, state)) {
     undoAll(state);

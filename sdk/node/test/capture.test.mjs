@@ -64,7 +64,7 @@ describe("a server that refuses stream_options", () => {
     assert.equal(events.length, 1);
     assert.equal(events[0].status, "success");
     assert.equal(events[0].promptTokens, 0);
-    assert.equal(events[0].metadata.usage_missing, true);
+    assert.equal(events[0].metadata.usage_missing, "stream_without_usage");
     assert.deepEqual(
       warnings.map((w) => w.code),
       ["usage_missing"],
@@ -78,12 +78,12 @@ describe("a server that refuses stream_options", () => {
     assert.equal(response.status, 200);
     assert.equal((await drain(data)).length, 4);
     await settled(events);
-    assert.equal(events[0].metadata.usage_missing, true);
+    assert.equal(events[0].metadata.usage_missing, "stream_without_usage");
   });
 
-  test("includeStreamUsage: false never adds them; the stream without usage is usage_missing", async () => {
+  test("streamUsage: false never adds them; the stream without usage is usage_missing", async () => {
     const { tracker, events, warnings } = watching();
-    const client = instrument(openai(), { tracker, includeStreamUsage: false });
+    const client = instrument(openai(), { tracker, streamUsage: false });
     const before = provider.requests.length;
     const chunks = await drain(await client.chat.completions.create({ model: "gpt-4o-mini", messages: ask, stream: true }));
     assert.equal(chunks.length, 4);
@@ -92,8 +92,28 @@ describe("a server that refuses stream_options", () => {
       [undefined],
     );
     assert.equal(events[0].status, "success");
-    assert.equal(events[0].metadata.usage_missing, true);
+    assert.equal(events[0].metadata.usage_missing, "stream_without_usage");
     assert.equal(warnings[0].code, "usage_missing");
+  });
+
+  test('"auto" stops adding them for this client once refused; true adds them and never retries', async () => {
+    const { tracker, events } = watching();
+    const client = instrument(openai(), { tracker });
+    const before = provider.requests.length;
+    await drain(await client.chat.completions.create({ model: "gpt-4o-mini-strict", messages: ask, stream: true }));
+    await drain(await client.chat.completions.create({ model: "gpt-4o-mini-strict", messages: ask, stream: true }));
+    assert.deepEqual(
+      provider.requests.slice(before).map((r) => r.body.stream_options),
+      [{ include_usage: true }, undefined, undefined],
+    );
+    const always = instrument(openai(), { tracker, streamUsage: true });
+    await assert.rejects(always.chat.completions.create({ model: "gpt-4o-mini-strict", messages: ask, stream: true }), (e) => e.status === 400);
+    assert.equal(provider.requests.length - before, 4);
+    assert.deepEqual(
+      events.map((e) => e.status),
+      ["success", "success", "error"],
+    );
+    assert.throws(() => instrument(openai(), { tracker, streamUsage: "yes" }), TypeError);
   });
 
   test("another 400 is the caller's error, not retried", async () => {
@@ -109,7 +129,7 @@ describe("a server that refuses stream_options", () => {
     const warnings = [];
     const tracker = new Tracker({ apiKey: "ck_test", baseUrl: "http://127.0.0.1:9", maxRetries: 0, onWarning: (w) => warnings.push(w), onError: () => {} });
     try {
-      const client = instrument(openai(), { tracker, includeStreamUsage: false });
+      const client = instrument(openai(), { tracker, streamUsage: false });
       await drain(await client.chat.completions.create({ model: "gpt-4o-mini", messages: ask, stream: true }));
       assert.ok(warnings.some((w) => w.code === "usage_missing" && /usage/.test(w.message)), JSON.stringify(warnings));
     } finally {
