@@ -13,8 +13,9 @@ type Method = (this: unknown, ...args: unknown[]) => unknown;
 
 /**
  * Watches what a resource method returned: an APIPromise is watched in place (its parse step
- * sees the data, its response promise the HTTP error); any other promise is chained.
- * `seen` gets the parsed data and returns what the caller gets (the same object).
+ * sees the data, its response promise the HTTP error, its `asResponse()` a copy of the body);
+ * any other promise is chained. `seen` gets the parsed data and returns what the caller gets
+ * (the same object).
  */
 export function watchResult(result: unknown, call: Call, seen: (data: unknown) => unknown): unknown {
   const promise = record(result);
@@ -22,6 +23,14 @@ export function watchResult(result: unknown, call: Call, seen: (data: unknown) =
   const parse = promise["parseResponse"];
   const response = promise["responsePromise"] as PromiseLike<unknown> | undefined;
   if (typeof parse === "function" && typeof response?.then === "function") {
+    const watched = new WeakSet<object>();
+    const once = (data: unknown): unknown => {
+      const value = record(data);
+      if (value === undefined) return seen(data);
+      if (watched.has(value)) return data;
+      watched.add(value);
+      return seen(data);
+    };
     promise["parseResponse"] = async function watchedParse(this: unknown, ...args: unknown[]): Promise<unknown> {
       let data: unknown;
       try {
@@ -29,15 +38,53 @@ export function watchResult(result: unknown, call: Call, seen: (data: unknown) =
       } catch (error) {
         throw call.fail(error);
       }
-      return seen(data);
+      return once(data);
     };
     // Observed beside the caller's own handling; the caller's promise rejects as before.
     response.then(undefined, (error: unknown) => call.fail(error));
+    watchRawResponse(promise, call, once);
     return result;
   }
   return (result as PromiseLike<unknown>).then(seen, (error: unknown) => {
     throw call.fail(error);
   });
+}
+
+/**
+ * `asResponse()` hands the caller the raw `Response` and never parses it: the client's own parse
+ * step reads a copy of the body instead (a stream's copy is read to its end), so the call is
+ * tracked with its usage. Not when the call is parsed anyway (`await`, `withResponse()`).
+ */
+function watchRawResponse(promise: Record<string, unknown>, call: Call, seen: (data: unknown) => unknown): void {
+  const asResponse = promise["asResponse"];
+  const unwrap = promise["_thenUnwrap"];
+  if (typeof asResponse !== "function" || typeof unwrap !== "function") return;
+  promise["asResponse"] = function watchedAsResponse(this: unknown, ...args: unknown[]): unknown {
+    if (!call.done && promise["parsedPromise"] === undefined) {
+      try {
+        const copy = record((unwrap as Method).call(promise, (data: unknown) => data));
+        const props = promise["responsePromise"] as Promise<unknown>;
+        if (copy !== undefined && typeof props?.then === "function") {
+          // Registered before the caller's own read of the body, so the copy is taken first.
+          copy["responsePromise"] = props.then((given) => {
+            const raw = read(given, "response") as Response | undefined;
+            return typeof raw?.clone === "function" ? { ...(given as object), response: raw.clone() } : given;
+          });
+          (copy as unknown as Promise<unknown>).then(
+            async (data) => {
+              const stream = seen(data);
+              const iterate = record(stream)?.[Symbol.asyncIterator as unknown as string];
+              if (typeof iterate === "function") for await (const _item of stream as AsyncIterable<unknown>);
+            },
+            () => undefined,
+          );
+        }
+      } catch {
+        // the caller's response, tracked or not
+      }
+    }
+    return (asResponse as Method).apply(this, args);
+  };
 }
 
 /**
@@ -205,11 +252,43 @@ export function chatCreate(settings: Settings, provider: string, original: Metho
   };
 }
 
-/** `responses.create`, streaming or not. */
+/** The status of a response that will not change again, as the call's status. */
+const RESPONSE_DONE: ReadonlyMap<string, CallStatus> = new Map([
+  ["completed", "success"],
+  ["incomplete", "success"],
+  ["failed", "error"],
+  ["cancelled", "cancelled"],
+]);
+
+/**
+ * Background responses (`background: true`) still running, by response id: tracked once, by
+ * the `retrieve()` or `cancel()` that first sees them done, with the attribution of their start.
+ * One map per process, whichever client retrieves them; bounded, the oldest dropped first.
+ */
+const backgroundCalls: Map<string, Call> = ((globalThis as Record<symbol, unknown>)[Symbol.for("costtrack.backgroundResponses")] ??= new Map<
+  string,
+  Call
+>()) as Map<string, Call>;
+const BACKGROUND_MAX = 10_000;
+
+/** Tracks a background response's call if `data` shows it done; true when it did. */
+function settleBackground(data: unknown): boolean {
+  const id = read(data, "id");
+  const status = RESPONSE_DONE.get(String(read(data, "status")));
+  if (typeof id !== "string" || status === undefined) return false;
+  const call = backgroundCalls.get(id);
+  if (call === undefined) return false;
+  backgroundCalls.delete(id);
+  call.finish(status, data);
+  return true;
+}
+
+/** `responses.create`, streaming or not; a background response is tracked when it is done. */
 export function responsesCreate(settings: Settings, provider: string, original: Method): Method {
   return function create(this: unknown, ...args: unknown[]): unknown {
     const call = new Call(settings, provider, requestedModel(args[0]), fromOpenAI);
     const streaming = read(args[0], "stream") === true;
+    const background = read(args[0], "background") === true;
     let result: unknown;
     try {
       result = original.apply(this, args);
@@ -218,8 +297,55 @@ export function responsesCreate(settings: Settings, provider: string, original: 
     }
     return watchResult(result, call, (data) => {
       if (streaming) return watchStream(data, (aborted) => responsesWatch(call, aborted), call);
-      const failed = read(data, "status") === "failed";
-      call.finish(failed ? "error" : "success", data);
+      const id = read(data, "id");
+      const status = RESPONSE_DONE.get(String(read(data, "status")));
+      if (background && status === undefined && typeof id === "string") {
+        if (backgroundCalls.size >= BACKGROUND_MAX) backgroundCalls.delete(backgroundCalls.keys().next().value as string);
+        backgroundCalls.set(id, call);
+        return data;
+      }
+      call.finish(status ?? "success", data);
+      return data;
+    });
+  };
+}
+
+/**
+ * `responses.retrieve` and `responses.cancel`: no model call of their own, but the answer that
+ * shows a background response done tracks the call that started it. Never tracks anything else.
+ */
+export function responsesSettle(_settings: Settings, _provider: string, original: Method): Method {
+  return function settle(this: unknown, ...args: unknown[]): unknown {
+    const result = original.apply(this, args);
+    if (backgroundCalls.size === 0) return result;
+    const promise = record(result);
+    const parse = promise?.["parseResponse"];
+    if (promise === undefined || typeof parse !== "function") return result;
+    promise["parseResponse"] = async function watchedParse(this: unknown, ...parsed: unknown[]): Promise<unknown> {
+      const data = await (parse as Method).apply(this, parsed);
+      try {
+        settleBackground(data);
+      } catch {
+        // never in the way
+      }
+      return data;
+    };
+    return result;
+  };
+}
+
+/** `embeddings.create`: its usage counts the input. */
+export function embeddingsCreate(settings: Settings, provider: string, original: Method): Method {
+  return function create(this: unknown, ...args: unknown[]): unknown {
+    const call = new Call(settings, provider, requestedModel(args[0]), fromOpenAI);
+    let result: unknown;
+    try {
+      result = original.apply(this, args);
+    } catch (error) {
+      throw call.fail(error);
+    }
+    return watchResult(result, call, (data) => {
+      call.finish("success", data);
       return data;
     });
   };

@@ -7,7 +7,7 @@
 import type { HelperOptions } from "./provider-read.js";
 import { record } from "./provider-read.js";
 import type { Settings, TrackerLike } from "./instrument-call.js";
-import { chatCreate, messagesCreate, responsesCreate } from "./instrument-stainless.js";
+import { chatCreate, embeddingsCreate, messagesCreate, responsesCreate, responsesSettle } from "./instrument-stainless.js";
 import { BEDROCK_MIDDLEWARE, bedrockMiddleware, generateContent, generateContentStream } from "./instrument-others.js";
 
 /** instrument()'s options: the tracker, and any event field as the default of every call's event. */
@@ -142,11 +142,22 @@ function instrumentClient(client: Record<string, unknown>, state: State): boolea
     const provider = openAIProvider(client);
     found = patch(chat, "create", state, provider, chatCreate) || found;
     found = patch(responses, "create", state, provider, responsesCreate) || found;
+    if (found) {
+      patch(responses, "retrieve", state, provider, responsesSettle);
+      patch(responses, "cancel", state, provider, responsesSettle);
+      patch(record(client["embeddings"]), "create", state, provider, embeddingsCreate);
+    }
     return found;
   }
-  // @anthropic-ai/sdk (and its Bedrock and Vertex clients): Messages; messages.stream() calls create.
+  // @anthropic-ai/sdk (and its Bedrock and Vertex clients): Messages and beta Messages; their
+  // stream(), message threads and the tool runner go through create.
   const messages = record(client["messages"]);
-  if (typeof messages?.["create"] === "function") return patch(messages, "create", state, anthropicProvider(client), messagesCreate);
+  if (typeof messages?.["create"] === "function") {
+    const provider = anthropicProvider(client);
+    found = patch(messages, "create", state, provider, messagesCreate);
+    patch(record(record(client["beta"])?.["messages"]), "create", state, provider, messagesCreate);
+    return found;
+  }
   return false;
 }
 

@@ -160,7 +160,57 @@ export function toolTurn(body) {
   };
 }
 
+export const EMBEDDING = {
+  object: "list",
+  data: [{ object: "embedding", index: 0, embedding: [0.25, -0.5] }],
+  model: "text-embedding-3-small",
+  usage: { prompt_tokens: 8, total_tokens: 8 },
+};
+
+/** Background responses by id: how many times each was retrieved (the second sees it completed). */
+const background = new Map();
+
+/** Responses API in the background: queued at create, in progress, then completed (or cancelled). */
+function backgroundReply(req, res, body, path, requests) {
+  const json = (status, value) => {
+    res.writeHead(status, { "content-type": "application/json" });
+    res.end(JSON.stringify(value));
+  };
+  const cancel = path.match(/\/responses\/([^/]+)\/cancel$/);
+  const retrieve = path.match(/\/responses\/([^/]+)$/);
+  if (req.method === "POST" && path.endsWith("/responses") && body.background === true) {
+    const id = `resp_bg_${background.size + 1}`;
+    background.set(id, 0);
+    requests.push({ path, body, model: body.model });
+    json(200, { ...RESPONSE, id, background: true, status: "queued", output: [], usage: null });
+    return true;
+  }
+  if (req.method === "POST" && cancel) {
+    requests.push({ path, body, model: "" });
+    json(200, { ...RESPONSE, id: cancel[1], background: true, status: "cancelled", output: [], usage: { ...RESPONSE.usage, output_tokens: 10, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 10010 } });
+    return true;
+  }
+  if (req.method === "GET" && retrieve) {
+    const id = retrieve[1];
+    const seen = (background.get(id) ?? 1) + 1;
+    background.set(id, seen);
+    requests.push({ path, body, model: "" });
+    if (seen < 2) json(200, { ...RESPONSE, id, background: true, status: "in_progress", output: [], usage: null });
+    else json(200, { ...RESPONSE, id, background: true });
+    return true;
+  }
+  return false;
+}
+
 async function reply(req, res, body, path, requests) {
+  if (path.endsWith("/embeddings")) {
+    requests.push({ path, body, model: body.model });
+    const base64 = Buffer.from(new Float32Array(EMBEDDING.data[0].embedding).buffer).toString("base64");
+    const data = body.encoding_format === "base64" ? [{ ...EMBEDDING.data[0], embedding: base64 }] : EMBEDDING.data;
+    res.writeHead(200, { "content-type": "application/json" });
+    return res.end(JSON.stringify({ ...EMBEDDING, data }));
+  }
+  if (backgroundReply(req, res, body, path, requests)) return;
   const kind = which(path);
   const model = body.model ?? decodeURIComponent(path.match(/models\/([^:]+)/)?.[1] ?? path.match(/^\/model\/([^/]+)/)?.[1] ?? "");
   requests.push({ path, body, model });

@@ -13,7 +13,7 @@ import { GoogleGenAI } from "@google/genai";
 
 import { Tracker, instrument, isInstrumented, uninstrument } from "costtrack";
 import { checkEvent } from "../dist/esm/validation.js";
-import { chatChunks, recorder, startProvider } from "./canned-provider.mjs";
+import { CHAT, MESSAGE, chatChunks, recorder, startProvider } from "./canned-provider.mjs";
 
 let provider;
 before(async () => {
@@ -244,5 +244,99 @@ describe("clients built from an instrumented client", () => {
     const client = instrument(new Anthropic({ apiKey: "k", baseURL: provider.url, maxRetries: 0 }), { tracker });
     await client.withOptions({ timeout: 5000 }).messages.create({ model: "claude-sonnet-4-5", max_tokens: 100, messages: ask });
     assert.deepEqual([events.length, events[0]?.promptTokens], [1, 1000]);
+  });
+});
+
+describe("paths that were not captured", () => {
+  test("asResponse(): the raw response for the caller, the call tracked with its usage", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(openai(), { tracker });
+    const response = await client.chat.completions.create({ model: "gpt-4o-mini", messages: ask }).asResponse();
+    assert.deepEqual((await response.json()).usage, CHAT.usage);
+    await settled(events);
+    assert.deepEqual([events.length, events[0].promptTokens, events[0].status], [1, 1200, "success"]);
+  });
+
+  test("asResponse() of a stream: the caller reads the raw body, the copy gives the usage", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(openai(), { tracker });
+    const response = await client.chat.completions.create({ model: "gpt-4o-mini", messages: ask, stream: true }).asResponse();
+    const text = await response.text();
+    assert.match(text, /"usage":\{"prompt_tokens":50/); // the caller gets the body the server sent
+    await settled(events);
+    assert.deepEqual([events.length, events[0].promptTokens, events[0].completionTokens], [1, 50, 3]);
+  });
+
+  test("Anthropic asResponse() and withResponse() are tracked once each", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(new Anthropic({ apiKey: "k", baseURL: provider.url, maxRetries: 0 }), { tracker });
+    const raw = await client.messages.create({ model: "claude-sonnet-4-5", max_tokens: 100, messages: ask }).asResponse();
+    assert.equal((await raw.json()).id, MESSAGE.id);
+    const { data } = await client.messages.create({ model: "claude-sonnet-4-5", max_tokens: 100, messages: ask }).withResponse();
+    assert.equal(data.id, MESSAGE.id);
+    await settled(events, 2);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(
+      events.map((e) => e.promptTokens),
+      [1000, 1000],
+    );
+  });
+
+  test("Anthropic beta.messages: create, stream and the tool runner", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(new Anthropic({ apiKey: "k", baseURL: provider.url, maxRetries: 0 }), { tracker });
+    await client.beta.messages.create({ model: "claude-sonnet-4-5", max_tokens: 100, messages: ask });
+    await client.beta.messages.stream({ model: "claude-sonnet-4-5", max_tokens: 100, messages: ask }).finalMessage();
+    await settled(events, 2);
+    assert.deepEqual(
+      events.map((e) => [e.provider, e.promptTokens, e.cachedInputTokens]),
+      [
+        ["anthropic", 1000, 10000],
+        ["anthropic", 1000, 10000],
+      ],
+    );
+    const runner = client.beta.messages.toolRunner({ model: "claude-sonnet-4-5", max_tokens: 100, messages: ask, tools: [], thread: false });
+    const final = await runner.runUntilDone();
+    assert.equal(final.id, MESSAGE.id);
+    await settled(events, 3);
+    assert.equal(events.length, 3);
+  });
+
+  test("OpenAI embeddings.create", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(openai(), { tracker });
+    const result = await client.embeddings.create({ model: "text-embedding-3-small", input: "hello" });
+    assert.deepEqual(Array.from(result.data[0].embedding), [0.25, -0.5]);
+    assert.deepEqual(
+      events.map((e) => [e.provider, e.model, e.promptTokens, e.completionTokens, e.status]),
+      [["openai", "text-embedding-3-small", 8, 0, "success"]],
+    );
+  });
+
+  test("a background response is tracked once, when a retrieve sees it done, with its usage", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(openai(), { tracker, feature: "bg" });
+    const started = await client.responses.create({ model: "gpt-5", input: "hi", background: true });
+    assert.equal(started.status, "queued");
+    assert.equal(events.length, 0);
+    assert.equal((await client.responses.retrieve(started.id)).status, "in_progress");
+    assert.equal(events.length, 0);
+    assert.equal((await client.responses.retrieve(started.id)).status, "completed");
+    await client.responses.retrieve(started.id);
+    assert.deepEqual(
+      events.map((e) => [e.feature, e.status, e.promptTokens, e.cachedInputTokens]),
+      [["bg", "success", 10000, 8000]],
+    );
+  });
+
+  test("a background response cancelled is tracked as cancelled with the usage it reports", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(openai(), { tracker });
+    const started = await client.responses.create({ model: "gpt-5", input: "hi", background: true });
+    await client.responses.cancel(started.id);
+    assert.deepEqual(
+      events.map((e) => [e.status, e.promptTokens, e.completionTokens]),
+      [["cancelled", 10000, 10]],
+    );
   });
 });
