@@ -100,21 +100,71 @@ function converseWatch(call: Call): StreamWatch {
   };
 }
 
-/** The ConverseStream output's event stream, watched in place (an iterator or an iterable). */
-function watchEvents(stream: unknown, call: Call): void {
+/** InvokeModel's counts, from its response headers (`x-amzn-bedrock-*-token-count`). */
+function invokeUsage(headers: unknown): unknown {
+  const number = (name: string): number | undefined => {
+    const value = read(headers, `x-amzn-bedrock-${name}`);
+    const parsed = typeof value === "string" && /^\d+$/.test(value) ? Number(value) : undefined;
+    return parsed !== undefined && Number.isSafeInteger(parsed) ? parsed : undefined;
+  };
+  const inputTokens = number("input-token-count");
+  const outputTokens = number("output-token-count");
+  if (inputTokens === undefined && outputTokens === undefined) return undefined;
+  return {
+    usage: {
+      inputTokens,
+      outputTokens,
+      cacheReadInputTokens: number("cache-read-input-token-count"),
+      cacheWriteInputTokens: number("cache-write-input-token-count"),
+    },
+  };
+}
+
+/** InvokeModelWithResponseStream: the last chunk's `amazon-bedrock-invocationMetrics` has the counts. */
+function invokeStreamWatch(call: Call): StreamWatch {
+  let usage: unknown;
+  const decoder = new TextDecoder();
+  return {
+    item(event) {
+      const bytes = read(event, "chunk", "bytes");
+      if (!(bytes instanceof Uint8Array)) return true;
+      const text = decoder.decode(bytes);
+      if (!text.includes("amazon-bedrock-invocationMetrics")) return true;
+      const metrics = read(JSON.parse(text), "amazon-bedrock-invocationMetrics");
+      if (record(metrics) !== undefined) {
+        usage = {
+          usage: {
+            inputTokens: read(metrics, "inputTokenCount"),
+            outputTokens: read(metrics, "outputTokenCount"),
+            cacheReadInputTokens: read(metrics, "cacheReadInputTokenCount"),
+            cacheWriteInputTokens: read(metrics, "cacheWriteInputTokenCount"),
+          },
+        };
+      }
+      return true;
+    },
+    end: () => call.finish("success", usage, usage === undefined),
+    stop: (status) => call.finish(usage !== undefined && status === "cancelled" ? "success" : status, usage),
+  };
+}
+
+/** An event stream of the output (an iterator or an iterable), watched in place. */
+function watchOutputStream(stream: unknown, watch: () => StreamWatch, call: Call): void {
   const target = record(stream);
   if (target === undefined) return call.finish("success");
   if (typeof target["next"] === "function") {
-    watchIterator(target, converseWatch(call));
+    watchIterator(target, watch());
     return;
   }
   const iterate = target[Symbol.asyncIterator as unknown as string];
   if (typeof iterate !== "function") return call.finish("success");
   (target as Record<symbol, unknown>)[Symbol.asyncIterator] = function watchedEvents(this: unknown): unknown {
     const iterator = (iterate as Method).call(this);
-    return typeof record(iterator)?.["next"] === "function" ? watchIterator(iterator as object, converseWatch(call)) : iterator;
+    return typeof record(iterator)?.["next"] === "function" ? watchIterator(iterator as object, watch()) : iterator;
   };
 }
+
+const BEDROCK_COMMANDS = new Set(["ConverseCommand", "ConverseStreamCommand", "InvokeModelCommand", "InvokeModelWithResponseStreamCommand"]);
 
 interface MiddlewareArgs {
   input?: unknown;
@@ -122,17 +172,17 @@ interface MiddlewareArgs {
 interface MiddlewareContext {
   commandName?: string;
 }
-type Next = (args: MiddlewareArgs) => Promise<{ output?: unknown }>;
+type Next = (args: MiddlewareArgs) => Promise<{ output?: unknown; response?: unknown }>;
 
-/** The initialize-step middleware that tracks Converse and ConverseStream. */
+/** The initialize-step middleware that tracks Converse, ConverseStream, InvokeModel and its stream. */
 export function bedrockMiddleware(settings: () => Settings | undefined) {
   return (next: Next, context: MiddlewareContext) =>
-    async (args: MiddlewareArgs): Promise<{ output?: unknown }> => {
+    async (args: MiddlewareArgs): Promise<{ output?: unknown; response?: unknown }> => {
       const command = context?.commandName;
       const current = settings();
-      if (current === undefined || (command !== "ConverseCommand" && command !== "ConverseStreamCommand")) return next(args);
+      if (current === undefined || command === undefined || !BEDROCK_COMMANDS.has(command)) return next(args);
       const call = new Call(current, "bedrock", requestedModel(args?.input, "modelId"), readConverse);
-      let result: { output?: unknown };
+      let result: { output?: unknown; response?: unknown };
       try {
         result = await next(args);
       } catch (error) {
@@ -140,7 +190,11 @@ export function bedrockMiddleware(settings: () => Settings | undefined) {
       }
       try {
         if (command === "ConverseCommand") call.finish("success", result?.output);
-        else watchEvents(read(result, "output", "stream"), call);
+        else if (command === "ConverseStreamCommand") watchOutputStream(read(result, "output", "stream"), () => converseWatch(call), call);
+        else if (command === "InvokeModelCommand") {
+          const usage = invokeUsage(read(result, "response", "headers"));
+          call.finish("success", usage, usage === undefined);
+        } else watchOutputStream(read(result, "output", "body"), () => invokeStreamWatch(call), call);
       } catch {
         // never in the way
       }

@@ -202,7 +202,51 @@ function backgroundReply(req, res, body, path, requests) {
   return false;
 }
 
+/** Bedrock InvokeModel's counts, as its response headers and its stream's last chunk carry them. */
+export const INVOKE_COUNTS = { input: 1000, output: 500, cacheRead: 10000, cacheWrite: 2000 };
+
+/** Bedrock InvokeModel (an Anthropic model: the Messages body) and its response stream. */
+async function invokeReply(res, body, path, requests) {
+  const invoke = path.match(/^\/model\/([^/]+)\/(invoke|invoke-with-response-stream)$/);
+  if (!invoke) return false;
+  const model = decodeURIComponent(invoke[1]);
+  requests.push({ path, body, model });
+  const counts = INVOKE_COUNTS;
+  if (invoke[2] === "invoke") {
+    res.writeHead(200, {
+      "content-type": "application/json",
+      "x-amzn-bedrock-input-token-count": String(counts.input),
+      "x-amzn-bedrock-output-token-count": String(counts.output),
+      "x-amzn-bedrock-cache-read-input-token-count": String(counts.cacheRead),
+      "x-amzn-bedrock-cache-write-input-token-count": String(counts.cacheWrite),
+      "x-amzn-bedrock-invocation-latency": "321",
+    });
+    res.end(JSON.stringify({ ...MESSAGE, usage: { input_tokens: counts.input, output_tokens: counts.output } }));
+    return true;
+  }
+  res.writeHead(200, { "content-type": "application/vnd.amazon.eventstream" });
+  const events = messageEvents().map(([, event]) => event);
+  events[events.length - 1] = {
+    ...events.at(-1),
+    "amazon-bedrock-invocationMetrics": {
+      inputTokenCount: counts.input,
+      outputTokenCount: counts.output,
+      cacheReadInputTokenCount: counts.cacheRead,
+      cacheWriteInputTokenCount: counts.cacheWrite,
+      invocationLatency: 321,
+      firstByteLatency: 100,
+    },
+  };
+  for (const [i, event] of events.entries()) {
+    if (model.endsWith("-slow") && i === 2) return true;
+    res.write(await eventStreamFrame("chunk", { bytes: Buffer.from(JSON.stringify(event)).toString("base64") }));
+  }
+  res.end();
+  return true;
+}
+
 async function reply(req, res, body, path, requests) {
+  if (await invokeReply(res, body, path, requests)) return;
   if (path.endsWith("/embeddings")) {
     requests.push({ path, body, model: body.model });
     const base64 = Buffer.from(new Float32Array(EMBEDDING.data[0].embedding).buffer).toString("base64");

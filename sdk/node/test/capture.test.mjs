@@ -10,10 +10,12 @@ import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
 import { GoogleGenAI } from "@google/genai";
+import { BedrockRuntimeClient, InvokeModelCommand, InvokeModelWithResponseStreamCommand } from "@aws-sdk/client-bedrock-runtime";
+import { NodeHttpHandler } from "@smithy/node-http-handler";
 
 import { Tracker, instrument, isInstrumented, uninstrument } from "costtrack";
 import { checkEvent } from "../dist/esm/validation.js";
-import { CHAT, MESSAGE, chatChunks, recorder, startProvider } from "./canned-provider.mjs";
+import { CHAT, INVOKE_COUNTS, MESSAGE, chatChunks, recorder, startProvider } from "./canned-provider.mjs";
 
 let provider;
 before(async () => {
@@ -338,5 +340,38 @@ describe("paths that were not captured", () => {
       events.map((e) => [e.status, e.promptTokens, e.completionTokens]),
       [["cancelled", 10000, 10]],
     );
+  });
+});
+
+describe("Bedrock InvokeModel through the AWS SDK's middleware", () => {
+  const MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
+  const bedrock = () =>
+    new BedrockRuntimeClient({
+      region: "us-east-1",
+      endpoint: provider.url,
+      credentials: { accessKeyId: "AKIDTEST", secretAccessKey: "secret" },
+      maxAttempts: 1,
+      requestHandler: new NodeHttpHandler(),
+    });
+  const body = JSON.stringify({ anthropic_version: "bedrock-2023-05-31", max_tokens: 100, messages: ask });
+  const expected = [MODEL, INVOKE_COUNTS.input, INVOKE_COUNTS.output, INVOKE_COUNTS.cacheRead, INVOKE_COUNTS.cacheWrite, "success"];
+  const seen = (e) => [e.model, e.promptTokens, e.completionTokens, e.cachedInputTokens, e.cacheWriteTokens, e.status];
+
+  test("InvokeModel: the counts of its x-amzn-bedrock-*-token-count headers", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(bedrock(), { tracker });
+    const output = await client.send(new InvokeModelCommand({ modelId: MODEL, body, contentType: "application/json" }));
+    assert.equal(JSON.parse(new TextDecoder().decode(output.body)).id, MESSAGE.id);
+    assert.deepEqual(events.map(seen), [expected]);
+  });
+
+  test("InvokeModelWithResponseStream: the counts of its last chunk's invocation metrics", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(bedrock(), { tracker });
+    const output = await client.send(new InvokeModelWithResponseStreamCommand({ modelId: MODEL, body, contentType: "application/json" }));
+    const chunks = await drain(output.body);
+    assert.equal(chunks.length, 6);
+    await settled(events);
+    assert.deepEqual(events.map(seen), [expected]);
   });
 });
