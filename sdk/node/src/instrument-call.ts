@@ -3,7 +3,7 @@
 
 import { performance } from "node:perf_hooks";
 
-import { activeAttributes, withContext, type Attributes } from "./context.js";
+import { activeAttributes, claimReservation, unclaimReservation, withContext, type Attributes } from "./context.js";
 import { reservationIdOf, type HelperOptions } from "./provider-read.js";
 import type { CallStatus, TrackOptions, TrackerWarning } from "./types.js";
 
@@ -114,6 +114,7 @@ export class Call {
   readonly #read: ReadUsage;
   readonly #span: object | undefined;
   readonly #identity: Readonly<Record<string, string>> | undefined;
+  readonly #reservationId: string | undefined;
   #done = false;
 
   /** `identity`: the run a framework says the call belongs to (`traceId`, `parentId`); the event's own and the context's win. */
@@ -121,6 +122,8 @@ export class Call {
     this.#settings = settings;
     this.#identity = identity;
     this.#context = activeAttributes();
+    // Taken now: a stream read after withReservation()'s block still settles the block's hold.
+    this.#reservationId = claimReservation(this.#context);
     this.#provider = provider;
     this.#model = typeof model === "string" && model !== "" ? model : undefined;
     this.#read = read;
@@ -150,6 +153,11 @@ export class Call {
       if ("reservation" in event) {
         event["reservationId"] ??= reservationIdOf(event["reservation"]);
         delete event["reservation"];
+      }
+      if (this.#reservationId !== undefined) {
+        event["reservationId"] ??= this.#reservationId;
+        // The event names another reservation: the block's is free again (for its release).
+        if (event["reservationId"] !== this.#reservationId) unclaimReservation({ reservationId: this.#reservationId });
       }
       if (usage !== null && typeof usage === "object") trackedResponses.add(usage);
       let tracked = withContext(event as unknown as TrackOptions, this.#context);

@@ -13,8 +13,10 @@ import { GoogleGenAI } from "@google/genai";
 import { BedrockRuntimeClient, InvokeModelCommand, InvokeModelWithResponseStreamCommand } from "@aws-sdk/client-bedrock-runtime";
 import { NodeHttpHandler } from "@smithy/node-http-handler";
 
-import { Tracker, instrument, isInstrumented, uninstrument } from "costtrack";
+import { Tracker, instrument, isInstrumented, uninstrument, withAttributes, withReservation } from "costtrack";
 import { checkEvent } from "../dist/esm/validation.js";
+import { startCannedService, requestsOf } from "./canned-reservations.mjs";
+import { collector, sentEvents, startServer } from "./helpers.mjs";
 import { CHAT, INVOKE_COUNTS, MESSAGE, chatChunks, recorder, startProvider } from "./canned-provider.mjs";
 
 let provider;
@@ -373,5 +375,71 @@ describe("Bedrock InvokeModel through the AWS SDK's middleware", () => {
     assert.equal(chunks.length, 6);
     await settled(events);
     assert.deepEqual(events.map(seen), [expected]);
+  });
+});
+
+describe("attribution, run and reservation are those of the call's start", () => {
+  test("a stream made inside withAttributes() and read outside it, in another context", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(openai(), { tracker });
+    const stream = await withAttributes({ feature: "start", customerId: "cus_start" }, () =>
+      client.chat.completions.create({ model: "gpt-4o-mini", messages: ask, stream: true }),
+    );
+    await new Promise((r) => setTimeout(r, 5));
+    await withAttributes({ feature: "later", customerId: "cus_later" }, async () => {
+      await new Promise((r) => setImmediate(r));
+      await drain(stream);
+    });
+    assert.deepEqual(
+      events.map((e) => [e.feature, e.customerId, e.promptTokens]),
+      [["start", "cus_start", 50]],
+    );
+  });
+
+  test("a stream made inside a run and read after the run has ended keeps the run's identity", async () => {
+    const sink = await startServer();
+    const seen = collector();
+    const tracker = new Tracker({ apiKey: "ct_test", baseUrl: sink.url, ...seen });
+    try {
+      const client = instrument(new Anthropic({ apiKey: "k", baseURL: provider.url, maxRetries: 0 }), { tracker });
+      let traceId;
+      const stream = await tracker.run("answer-ticket", async (run) => {
+        traceId = run.traceId;
+        return client.messages.create({ model: "claude-sonnet-4-5", max_tokens: 100, messages: ask, stream: true });
+      });
+      await withAttributes({ traceId: "other-trace", runName: "other" }, () => drain(stream));
+      assert.equal(await tracker.flush(), true);
+      const call = sentEvents(sink.requests)
+        .map((e) => e.event)
+        .find((e) => e.provider === "anthropic");
+      assert.deepEqual([call.trace_id, call.run_name, call.prompt_tokens], [traceId, "answer-ticket", 1000]);
+    } finally {
+      await tracker.shutdown(100);
+      await sink.close();
+    }
+  });
+
+  test("a stream returned from withReservation() and read after the block settles the block's reservation", async () => {
+    const service = await startCannedService();
+    const seen = collector();
+    const tracker = new Tracker({ apiKey: "ct_test", baseUrl: service.url, ...seen });
+    try {
+      const client = instrument(openai(), { tracker });
+      const stream = await withReservation(tracker, { provider: "openai", model: "gpt-4o-mini", estimate: { amount: "0.01" } }, () =>
+        client.chat.completions.create({ model: "gpt-4o-mini", messages: ask, stream: true }),
+      );
+      await new Promise((r) => setTimeout(r, 5));
+      await drain(stream);
+      assert.equal(await tracker.flush(), true);
+      assert.equal(requestsOf(service.requests, "release").length, 0); // the block did not give the hold back
+      assert.deepEqual(
+        sentEvents(requestsOf(service.requests, "events")).map((e) => [e.event.reservation_id, e.event.prompt_tokens]),
+        [["rsv_1", 50]],
+      );
+      assert.deepEqual(seen.warnings, []);
+    } finally {
+      await tracker.shutdown(100);
+      await service.close();
+    }
   });
 });
