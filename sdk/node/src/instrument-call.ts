@@ -4,6 +4,7 @@
 import { performance } from "node:perf_hooks";
 
 import { activeAttributes, claimReservation, unclaimReservation, withContext, type Attributes } from "./context.js";
+import { applyConvention, type Route } from "./conventions.js";
 import { reservationIdOf, type HelperOptions } from "./provider-read.js";
 import type { CallStatus, TrackOptions, TrackerWarning } from "./types.js";
 
@@ -110,6 +111,7 @@ export class Call {
   readonly #context: Attributes | undefined;
   readonly #start = performance.now();
   readonly #provider: string;
+  readonly #route: Route | undefined;
   readonly #model: string | undefined;
   readonly #read: ReadUsage;
   readonly #span: object | undefined;
@@ -118,13 +120,15 @@ export class Call {
   #done = false;
 
   /** `identity`: the run a framework says the call belongs to (`traceId`, `parentId`); the event's own and the context's win. */
-  constructor(settings: Settings, provider: string, model: unknown, read: ReadUsage, identity?: Readonly<Record<string, string>>) {
+  /** `provider`: the provider id, or the client's route (its provider and usage convention). */
+  constructor(settings: Settings, provider: string | Route, model: unknown, read: ReadUsage, identity?: Readonly<Record<string, string>>) {
     this.#settings = settings;
     this.#identity = identity;
     this.#context = activeAttributes();
     // Taken now: a stream read after withReservation()'s block still settles the block's hold.
     this.#reservationId = claimReservation(this.#context);
-    this.#provider = provider;
+    this.#provider = typeof provider === "string" ? provider : provider.provider;
+    this.#route = typeof provider === "string" ? undefined : provider;
     this.#model = typeof model === "string" && model !== "" ? model : undefined;
     this.#read = read;
     this.#span = agentsSpan();
@@ -150,6 +154,7 @@ export class Call {
       if (event["promptTokens"] === undefined) event["promptTokens"] = 0;
       if (event["completionTokens"] === undefined) event["completionTokens"] = 0;
       delete event["processing"];
+      if (this.#route !== undefined && usage !== undefined) applyConvention(event, this.#route);
       if ("reservation" in event) {
         event["reservationId"] ??= reservationIdOf(event["reservation"]);
         delete event["reservation"];

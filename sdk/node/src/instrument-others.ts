@@ -1,5 +1,6 @@
 // Google's `@google/genai` (Gemini API and Vertex AI) and the AWS SDK v3 Bedrock Runtime client.
 
+import { routeOf, type Route } from "./conventions.js";
 import { Call, requestedModel, watchIterator, type Settings, type StreamWatch } from "./instrument-call.js";
 import { fromBedrockConverse, fromGemini } from "./providers.js";
 import { read, record } from "./provider-read.js";
@@ -10,7 +11,7 @@ type Method = (this: unknown, ...args: unknown[]) => unknown;
 // -- Google ------------------------------------------------------------------------------------
 
 /** `models.generateContent`: a promise of the response. */
-export function generateContent(settings: Settings, provider: string, original: Method): Method {
+export function generateContent(settings: Settings, provider: Route, original: Method): Method {
   return function generate(this: unknown, ...args: unknown[]): unknown {
     const call = new Call(settings, provider, requestedModel(args[0]), fromGemini);
     let result: unknown;
@@ -51,7 +52,7 @@ function geminiWatch(call: Call): StreamWatch {
 }
 
 /** `models.generateContentStream`: a promise of an async generator, watched in place. */
-export function generateContentStream(settings: Settings, provider: string, original: Method): Method {
+export function generateContentStream(settings: Settings, provider: Route, original: Method): Method {
   return function generateStream(this: unknown, ...args: unknown[]): unknown {
     const call = new Call(settings, provider, requestedModel(args[0]), fromGemini);
     let result: unknown;
@@ -181,7 +182,7 @@ export function bedrockMiddleware(settings: () => Settings | undefined) {
       const command = context?.commandName;
       const current = settings();
       if (current === undefined || command === undefined || !BEDROCK_COMMANDS.has(command)) return next(args);
-      const call = new Call(current, "bedrock", requestedModel(args?.input, "modelId"), readConverse);
+      const call = new Call(current, routeOf("BedrockRuntimeClient", command, "bedrock"), requestedModel(args?.input, "modelId"), readConverse);
       let result: { output?: unknown; response?: unknown };
       try {
         result = await next(args);

@@ -4,6 +4,7 @@
 // every consumer (`for await`, `tee()`, `toReadableStream()`, the SDKs' stream helpers) goes
 // through. Both are watched in place: the caller gets the very objects the client returned.
 
+import type { Route } from "./conventions.js";
 import { Call, requestedModel, watchIterator, type Settings, type StreamWatch } from "./instrument-call.js";
 import { fromAnthropic, fromOpenAI } from "./providers.js";
 import { read, record } from "./provider-read.js";
@@ -212,7 +213,7 @@ function retryWithoutStreamOptions(result: unknown, again: () => unknown, retrie
  * as instrument()'s `streamUsage` says, unless the caller set it; under `"auto"` a server that
  * refuses the option gets the call again without it, and that stream is `usage_missing`.
  */
-export function chatCreate(settings: Settings, provider: string, original: Method): Method {
+export function chatCreate(settings: Settings, provider: Route, original: Method): Method {
   return function create(this: unknown, ...args: unknown[]): unknown {
     const body = args[0];
     const given = args;
@@ -284,7 +285,7 @@ function settleBackground(data: unknown): boolean {
 }
 
 /** `responses.create`, streaming or not; a background response is tracked when it is done. */
-export function responsesCreate(settings: Settings, provider: string, original: Method): Method {
+export function responsesCreate(settings: Settings, provider: Route, original: Method): Method {
   return function create(this: unknown, ...args: unknown[]): unknown {
     const call = new Call(settings, provider, requestedModel(args[0]), fromOpenAI);
     const streaming = read(args[0], "stream") === true;
@@ -314,7 +315,7 @@ export function responsesCreate(settings: Settings, provider: string, original: 
  * `responses.retrieve` and `responses.cancel`: no model call of their own, but the answer that
  * shows a background response done tracks the call that started it. Never tracks anything else.
  */
-export function responsesSettle(_settings: Settings, _provider: string, original: Method): Method {
+export function responsesSettle(_settings: Settings, _provider: Route, original: Method): Method {
   return function settle(this: unknown, ...args: unknown[]): unknown {
     const result = original.apply(this, args);
     if (backgroundCalls.size === 0) return result;
@@ -335,7 +336,7 @@ export function responsesSettle(_settings: Settings, _provider: string, original
 }
 
 /** `embeddings.create`: its usage counts the input. */
-export function embeddingsCreate(settings: Settings, provider: string, original: Method): Method {
+export function embeddingsCreate(settings: Settings, provider: Route, original: Method): Method {
   return function create(this: unknown, ...args: unknown[]): unknown {
     const call = new Call(settings, provider, requestedModel(args[0]), fromOpenAI);
     let result: unknown;
@@ -386,7 +387,7 @@ function messagesWatch(call: Call, aborted: () => boolean): StreamWatch {
 }
 
 /** `messages.create`, streaming or not (`messages.stream()` goes through it). */
-export function messagesCreate(settings: Settings, provider: string, original: Method): Method {
+export function messagesCreate(settings: Settings, provider: Route, original: Method): Method {
   return function create(this: unknown, ...args: unknown[]): unknown {
     const call = new Call(settings, provider, requestedModel(args[0]), fromAnthropic);
     const streaming = read(args[0], "stream") === true;

@@ -6,6 +6,7 @@
 
 import type { HelperOptions } from "./provider-read.js";
 import { record } from "./provider-read.js";
+import { routeOf, type Route } from "./conventions.js";
 import type { Settings, TrackerLike } from "./instrument-call.js";
 import { chatCreate, embeddingsCreate, messagesCreate, responsesCreate, responsesSettle } from "./instrument-stainless.js";
 import { BEDROCK_MIDDLEWARE, bedrockMiddleware, generateContent, generateContentStream } from "./instrument-others.js";
@@ -27,7 +28,7 @@ export type InstrumentOptions = HelperOptions & {
 };
 
 type Method = (this: unknown, ...args: unknown[]) => unknown;
-type Wrap = (settings: Settings, provider: string, original: Method) => Method;
+type Wrap = (settings: Settings, route: Route, original: Method) => Method;
 
 interface State {
   settings: Settings;
@@ -39,12 +40,12 @@ interface State {
 const states = new WeakMap<object, State>();
 
 /** Replaces `owner[name]` (an own property of that instance) and records how to put it back. */
-function patch(owner: unknown, name: string, state: State, provider: string, wrap: Wrap): boolean {
+function patch(owner: unknown, name: string, state: State, route: Route, wrap: Wrap): boolean {
   const target = record(owner);
   const original = target?.[name];
   if (target === undefined || typeof original !== "function") return false;
   const own = Object.getOwnPropertyDescriptor(target, name);
-  const wrapped = wrap(state.settings, provider, original as Method);
+  const wrapped = wrap(state.settings, route, original as Method);
   Object.defineProperty(target, name, { value: wrapped, writable: true, configurable: true, enumerable: own?.enumerable ?? false });
   state.undo.push(() => {
     if (target[name] !== wrapped) return; // replaced again since: not ours to undo
@@ -62,17 +63,15 @@ function constructorName(client: object): string {
   }
 }
 
-/** The provider an OpenAI-shaped client bills through: Azure OpenAI or OpenAI. */
-function openAIProvider(client: Record<string, unknown>): string {
-  return constructorName(client) === "AzureOpenAI" || (typeof client["apiVersion"] === "string" && "deploymentName" in client) ? "azure" : "openai";
+/** The route table's name of an OpenAI-shaped client: Azure OpenAI or OpenAI. */
+function openAIClient(client: Record<string, unknown>): string {
+  return constructorName(client) === "AzureOpenAI" || (typeof client["apiVersion"] === "string" && "deploymentName" in client) ? "AzureOpenAI" : "OpenAI";
 }
 
-/** The provider an Anthropic-shaped client bills through: Anthropic itself, Bedrock or Vertex AI. */
-function anthropicProvider(client: object): string {
+/** The route table's name of an Anthropic-shaped client: Anthropic itself, on Bedrock or on Vertex AI. */
+function anthropicClient(client: object): string {
   const name = constructorName(client);
-  if (name === "AnthropicBedrock") return "bedrock";
-  if (name === "AnthropicVertex") return "google";
-  return "anthropic";
+  return name === "AnthropicBedrock" || name === "AnthropicVertex" ? name : "Anthropic";
 }
 
 /**
@@ -81,7 +80,7 @@ function anthropicProvider(client: object): string {
  * undoes both.
  */
 function instrumentDerived(client: Record<string, unknown>, state: State): void {
-  patch(client, "withOptions", state, "", (_settings, _provider, original) =>
+  patch(client, "withOptions", state, routeOf("", "withOptions", ""), (_settings, _route, original) =>
     function withOptions(this: unknown, ...args: unknown[]): unknown {
       const derived = original.apply(this, args);
       const target = record(derived);
@@ -131,21 +130,22 @@ function instrumentClient(client: Record<string, unknown>, state: State): boolea
   // @google/genai: models.generateContent / generateContentStream (own properties already).
   const models = client["models"];
   if (typeof record(models)?.["generateContent"] === "function") {
-    found = patch(models, "generateContent", state, "google", generateContent) || found;
-    found = patch(models, "generateContentStream", state, "google", generateContentStream) || found;
+    found = patch(models, "generateContent", state, routeOf("GoogleGenAI", "models.generateContent", "google"), generateContent) || found;
+    found = patch(models, "generateContentStream", state, routeOf("GoogleGenAI", "models.generateContentStream", "google"), generateContentStream) || found;
     return found;
   }
   // openai: Chat Completions and Responses (AzureOpenAI is an OpenAI).
   const chat = record(record(client["chat"])?.["completions"]);
   const responses = record(client["responses"]);
   if (typeof chat?.["create"] === "function" || typeof responses?.["create"] === "function") {
-    const provider = openAIProvider(client);
-    found = patch(chat, "create", state, provider, chatCreate) || found;
-    found = patch(responses, "create", state, provider, responsesCreate) || found;
+    const name = openAIClient(client);
+    const route = (method: string): Route => routeOf(name, method, name === "AzureOpenAI" ? "azure" : "openai");
+    found = patch(chat, "create", state, route("chat.completions.create"), chatCreate) || found;
+    found = patch(responses, "create", state, route("responses.create"), responsesCreate) || found;
     if (found) {
-      patch(responses, "retrieve", state, provider, responsesSettle);
-      patch(responses, "cancel", state, provider, responsesSettle);
-      patch(record(client["embeddings"]), "create", state, provider, embeddingsCreate);
+      patch(responses, "retrieve", state, route("responses.retrieve"), responsesSettle);
+      patch(responses, "cancel", state, route("responses.cancel"), responsesSettle);
+      patch(record(client["embeddings"]), "create", state, route("embeddings.create"), embeddingsCreate);
     }
     return found;
   }
@@ -153,9 +153,10 @@ function instrumentClient(client: Record<string, unknown>, state: State): boolea
   // stream(), message threads and the tool runner go through create.
   const messages = record(client["messages"]);
   if (typeof messages?.["create"] === "function") {
-    const provider = anthropicProvider(client);
-    found = patch(messages, "create", state, provider, messagesCreate);
-    patch(record(record(client["beta"])?.["messages"]), "create", state, provider, messagesCreate);
+    const name = anthropicClient(client);
+    const fallback = name === "AnthropicBedrock" ? "bedrock" : "anthropic";
+    found = patch(messages, "create", state, routeOf(name, "messages.create", fallback), messagesCreate);
+    patch(record(record(client["beta"])?.["messages"]), "create", state, routeOf(name, "beta.messages.create", fallback), messagesCreate);
     return found;
   }
   return false;

@@ -110,7 +110,7 @@ const ERRORS = {
 function which(path) {
   if (path.includes("/chat/completions")) return "chat";
   if (path.endsWith("/responses")) return "responses";
-  if (path.endsWith("/messages")) return "anthropic";
+  if (path.endsWith("/messages") || path.includes(":rawPredict") || path.includes(":streamRawPredict")) return "anthropic"; // also Anthropic on Vertex AI
   if (path.includes(":generateContent") || path.includes(":streamGenerateContent")) return "gemini";
   if (path.startsWith("/model/")) return "bedrock";
   return undefined;

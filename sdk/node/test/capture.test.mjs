@@ -5,10 +5,13 @@
 // arguments and Gemini's automatic function calling. The official clients talk over HTTP to the
 // canned provider on 127.0.0.1.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
+import { AnthropicVertex } from "@anthropic-ai/vertex-sdk";
+import { OAuth2Client } from "google-auth-library";
 import { GoogleGenAI } from "@google/genai";
 import { BedrockRuntimeClient, InvokeModelCommand, InvokeModelWithResponseStreamCommand } from "@aws-sdk/client-bedrock-runtime";
 import { NodeHttpHandler } from "@smithy/node-http-handler";
@@ -441,5 +444,48 @@ describe("attribution, run and reservation are those of the call's start", () =>
       await tracker.shutdown(100);
       await service.close();
     }
+  });
+});
+
+describe("Anthropic on Vertex AI follows Anthropic's counting convention", () => {
+  const spec = JSON.parse(readFileSync(new URL("../../../spec/usage-conventions.json", import.meta.url), "utf8"));
+  // claude-sonnet-4-5 list prices, USD per million tokens, in hundredths: input, output, cache read, cache write.
+  const RATES = { input: 300n, output: 1500n, cached: 30n, write: 375n };
+  /** The event's cost as CONTRACT §6 prices it with its provider's counting flags (a decimal string). */
+  function cost(event) {
+    const flags = spec.conventions[event.provider];
+    const [prompt, cached, write, completion] = [event.promptTokens, event.cachedInputTokens ?? 0, event.cacheWriteTokens ?? 0, event.completionTokens].map(BigInt);
+    let uncached = flags.prompt_includes_cached ? prompt - cached - write : prompt;
+    if (uncached < 0n) uncached = 0n;
+    const units = uncached * RATES.input + cached * RATES.cached + write * RATES.write + completion * RATES.output; // 1e-8 USD
+    return (Number(units) / 1e8).toFixed(4);
+  }
+  /** Google's own OAuth client holding a token that has not expired: it asks no token endpoint. */
+  function authClient() {
+    const client = new OAuth2Client();
+    client.setCredentials({ access_token: "ya29.test", expiry_date: Date.now() + 3_600_000 });
+    return client;
+  }
+  const vertex = () => new AnthropicVertex({ region: "us-east5", projectId: "proj", authClient: authClient(), baseURL: provider.url, maxRetries: 0 });
+
+  test("1,000 input + 10,000 cache read + 2,000 cache write + 500 output cost 0.0210, named as Anthropic's", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(vertex(), { tracker });
+    await client.messages.create({ model: "claude-sonnet-4-5", max_tokens: 100, messages: ask });
+    for await (const _event of await client.messages.create({ model: "claude-sonnet-4-5", max_tokens: 100, messages: ask, stream: true }));
+    await settled(events, 2);
+    assert.deepEqual(provider.requests.at(-1).path, "/projects/proj/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5:streamRawPredict");
+    for (const event of events) {
+      assert.deepEqual([event.provider, event.metadata.usage_convention, event.promptTokens, event.cachedInputTokens, event.cacheWriteTokens], ["anthropic", "anthropic", 1000, 10000, 2000]);
+      assert.equal(cost(event), "0.0210");
+    }
+  });
+
+  test("named as another provider, the counts follow that provider's flags and cost the same", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(vertex(), { tracker, provider: "google" });
+    await client.messages.create({ model: "claude-sonnet-4-5", max_tokens: 100, messages: ask });
+    assert.deepEqual([events[0].provider, events[0].metadata.usage_convention, events[0].promptTokens], ["google", "anthropic", 13000]);
+    assert.equal(cost(events[0]), "0.0210");
   });
 });

@@ -43,7 +43,16 @@ function only(tracker, status = "success") {
   const checked = checkEvent(event);
   assert.equal(checked.error, undefined, checked.error?.message);
   const { latencyMs: _latency, ...rest } = event;
-  return rest;
+  return withoutConvention(rest);
+}
+
+/** The event without `metadata.usage_convention` (each call's route names one; checked apart). */
+function withoutConvention(event) {
+  if (event.metadata?.usage_convention === undefined) return event;
+  assert.ok(["openai", "anthropic", "google", "bedrock", "xai"].includes(event.metadata.usage_convention));
+  const { usage_convention: _convention, ...metadata } = event.metadata;
+  const { metadata: _metadata, ...rest } = event;
+  return Object.keys(metadata).length === 0 ? rest : { ...rest, metadata };
 }
 
 const same = (helperEvent) => {
