@@ -105,6 +105,15 @@ export function statusOf(error: unknown): CallStatus {
   return "error";
 }
 
+/** A `TypeError` of the client's own checks (the fetch API's network failures carry a `cause`). */
+function isArgumentError(error: unknown): boolean {
+  try {
+    return error instanceof TypeError && Object.getPrototypeOf(error) === TypeError.prototype && (error as { cause?: unknown }).cause === undefined;
+  } catch {
+    return false;
+  }
+}
+
 /** One call in flight. `finish` tracks it once; later calls of `finish` do nothing. */
 export class Call {
   readonly #settings: Settings;
@@ -117,6 +126,7 @@ export class Call {
   readonly #span: object | undefined;
   readonly #identity: Readonly<Record<string, string>> | undefined;
   readonly #reservationId: string | undefined;
+  #signal: unknown;
   #done = false;
 
   /** `identity`: the run a framework says the call belongs to (`traceId`, `parentId`); the event's own and the context's win. */
@@ -139,6 +149,36 @@ export class Call {
   }
 
   /**
+   * The caller's abort signal for this call (`{ signal }`, Gemini's `config.abortSignal`): a call
+   * it aborted with a timeout (`AbortSignal.timeout()`) is `timeout`, not `cancelled`. Returns the call.
+   */
+  listen(signal: unknown): this {
+    this.#signal = signal;
+    return this;
+  }
+
+  /**
+   * The client threw before making any request (bad arguments: its methods send asynchronously):
+   * no call was made, so nothing is tracked, and the reservation taken for it is free again.
+   * Returns the error to rethrow unchanged.
+   */
+  abandon(error: unknown): unknown {
+    if (this.#done) return error;
+    this.#done = true;
+    if (this.#reservationId !== undefined) unclaimReservation({ reservationId: this.#reservationId });
+    return error;
+  }
+
+  #timedOut(): boolean {
+    try {
+      const signal = this.#signal as { aborted?: unknown; reason?: { name?: unknown } } | undefined;
+      return signal?.aborted === true && signal.reason?.name === "TimeoutError";
+    } catch {
+      return false;
+    }
+  }
+
+  /**
    * Tracks the call: `usage` is the response (or what the stream said), undefined when none came.
    * `missing`: the call ended without the provider's usage, so the event is marked and the
    * tracker warned rather than passing as a 0-token call.
@@ -147,6 +187,7 @@ export class Call {
     if (this.#done) return;
     this.#done = true;
     try {
+      if (status === "cancelled" && this.#signal !== undefined && this.#timedOut()) status = "timeout";
       const latencyMs = Math.max(0, Math.round(performance.now() - this.#start));
       const extra: HelperOptions = { provider: this.#provider, ...this.#settings.defaults, latencyMs, status };
       const event: Record<string, unknown> = usage === undefined ? { ...extra } : { ...this.#read(usage, extra) };
@@ -192,8 +233,13 @@ export class Call {
     }
   }
 
-  /** Tracks a failed call with its status, then returns the error to rethrow unchanged. */
+  /**
+   * Tracks a failed call with its status, then returns the error to rethrow unchanged. A plain
+   * `TypeError` (not a network failure: no `cause`) is the client refusing its arguments before
+   * sending anything: no call, nothing tracked.
+   */
   fail(error: unknown): unknown {
+    if (isArgumentError(error)) return this.abandon(error);
     this.finish(statusOf(error));
     return error;
   }

@@ -15,10 +15,11 @@ export function generateContent(settings: Settings, provider: Route, original: M
   return function generate(this: unknown, ...args: unknown[]): unknown {
     const call = new Call(settings, provider, requestedModel(args[0]), fromGemini);
     let result: unknown;
+    call.listen(read(args[0], "config", "abortSignal"));
     try {
       result = original.apply(this, args);
     } catch (error) {
-      throw call.fail(error);
+      throw call.abandon(error); // thrown before any request was sent
     }
     if (typeof record(result)?.["then"] !== "function") return result;
     return (result as PromiseLike<unknown>).then(
@@ -56,10 +57,11 @@ export function generateContentStream(settings: Settings, provider: Route, origi
   return function generateStream(this: unknown, ...args: unknown[]): unknown {
     const call = new Call(settings, provider, requestedModel(args[0]), fromGemini);
     let result: unknown;
+    call.listen(read(args[0], "config", "abortSignal"));
     try {
       result = original.apply(this, args);
     } catch (error) {
-      throw call.fail(error);
+      throw call.abandon(error); // thrown before any request was sent
     }
     if (typeof record(result)?.["then"] !== "function") return result;
     return (result as PromiseLike<unknown>).then(

@@ -233,10 +233,11 @@ export function chatCreate(settings: Settings, provider: Route, original: Method
       // an unreadable body goes to the client as it is
     }
     let result: unknown;
+    call.listen(read(args[1], "signal"));
     try {
       result = original.apply(this, args);
     } catch (error) {
-      throw call.fail(error);
+      throw call.abandon(error); // thrown before any request was sent
     }
     if (added && settings.streamUsage !== true) {
       const self = this;
@@ -291,10 +292,11 @@ export function responsesCreate(settings: Settings, provider: Route, original: M
     const streaming = read(args[0], "stream") === true;
     const background = read(args[0], "background") === true;
     let result: unknown;
+    call.listen(read(args[1], "signal"));
     try {
       result = original.apply(this, args);
     } catch (error) {
-      throw call.fail(error);
+      throw call.abandon(error); // thrown before any request was sent
     }
     return watchResult(result, call, (data) => {
       if (streaming) return watchStream(data, (aborted) => responsesWatch(call, aborted), call);
@@ -340,10 +342,11 @@ export function embeddingsCreate(settings: Settings, provider: Route, original: 
   return function create(this: unknown, ...args: unknown[]): unknown {
     const call = new Call(settings, provider, requestedModel(args[0]), fromOpenAI);
     let result: unknown;
+    call.listen(read(args[1], "signal"));
     try {
       result = original.apply(this, args);
     } catch (error) {
-      throw call.fail(error);
+      throw call.abandon(error); // thrown before any request was sent
     }
     return watchResult(result, call, (data) => {
       call.finish("success", data);
@@ -392,10 +395,11 @@ export function messagesCreate(settings: Settings, provider: Route, original: Me
     const call = new Call(settings, provider, requestedModel(args[0]), fromAnthropic);
     const streaming = read(args[0], "stream") === true;
     let result: unknown;
+    call.listen(read(args[1], "signal"));
     try {
       result = original.apply(this, args);
     } catch (error) {
-      throw call.fail(error);
+      throw call.abandon(error); // thrown before any request was sent
     }
     return watchResult(result, call, (data) => {
       if (streaming) return watchStream(data, (aborted) => messagesWatch(call, aborted), call);

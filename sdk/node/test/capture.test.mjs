@@ -6,7 +6,7 @@
 // canned provider on 127.0.0.1.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { after, before, describe, test } from "node:test";
+import { after, afterEach, before, describe, test } from "node:test";
 
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
@@ -28,6 +28,12 @@ before(async () => {
 });
 after(() => provider.close());
 
+// Every event instrument() builds must be valid (checked after each test).
+const trackers = [];
+afterEach(() => {
+  for (const { invalid } of trackers.splice(0)) assert.deepEqual(invalid, []);
+});
+
 const ask = [{ role: "user", content: "Say hello" }];
 const openai = (options = {}) => new OpenAI({ apiKey: "sk-test", baseURL: `${provider.url}/v1`, maxRetries: 0, ...options });
 
@@ -36,10 +42,12 @@ function watching() {
   const events = [];
   const warnings = [];
   const tracker = recorder();
+  trackers.push({ events, invalid: (tracker.invalid = []) });
+  const invalid = tracker.invalid;
   tracker.track = (event) => {
+    events.push(event); // kept even when invalid: instrument() swallows what track() throws
     const checked = checkEvent(event);
-    assert.equal(checked.error, undefined, checked.error?.message);
-    events.push(event);
+    if (checked.error !== undefined) invalid.push(checked.error.message);
   };
   tracker[Symbol.for("costtrack.warn")] = (warning) => warnings.push(warning);
   return { tracker, events, warnings };
@@ -487,5 +495,50 @@ describe("Anthropic on Vertex AI follows Anthropic's counting convention", () =>
     await client.messages.create({ model: "claude-sonnet-4-5", max_tokens: 100, messages: ask });
     assert.deepEqual([events[0].provider, events[0].metadata.usage_convention, events[0].promptTokens], ["google", "anthropic", 13000]);
     assert.equal(cost(events[0]), "0.0210");
+  });
+});
+
+describe("what a call's status and tracker are", () => {
+  test("instrumenting a client again with another tracker switches to the latest", async () => {
+    const first = watching();
+    const second = watching();
+    const client = instrument(openai(), { tracker: first.tracker });
+    instrument(client, { tracker: second.tracker });
+    await client.chat.completions.create({ model: "gpt-4o-mini", messages: ask });
+    assert.deepEqual([first.events.length, second.events.length], [0, 1]);
+  });
+
+  test("a TypeError from bad arguments, thrown before any request, records nothing", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(openai(), { tracker });
+    const before = provider.requests.length;
+    await assert.rejects(client.chat.completions.create(null), TypeError); // rejected: openai reads the body late
+    assert.throws(() => client.embeddings.create(undefined), TypeError); // thrown at once
+    await assert.rejects(client.responses.create(null), TypeError);
+    assert.equal(provider.requests.length, before);
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(events, []);
+  });
+
+  test("AbortSignal.timeout() is timeout, not cancelled (openai, Anthropic, Gemini); the caller's abort stays cancelled", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(openai(), { tracker });
+    await assert.rejects(client.chat.completions.create({ model: "gpt-4o-mini-hang", messages: ask }, { signal: AbortSignal.timeout(30) }));
+    const claude = instrument(new Anthropic({ apiKey: "k", baseURL: provider.url, maxRetries: 0 }), { tracker });
+    await assert.rejects(claude.messages.create({ model: "claude-hang", max_tokens: 1, messages: ask }, { signal: AbortSignal.timeout(30) }));
+    const gemini = instrument(new GoogleGenAI({ apiKey: "k", httpOptions: { baseUrl: provider.url } }), { tracker });
+    await assert.rejects(gemini.models.generateContent({ model: "gemini-2.5-flash-hang", contents: "hi", config: { abortSignal: AbortSignal.timeout(30) } }));
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 30);
+    await assert.rejects(client.chat.completions.create({ model: "gpt-4o-mini-hang", messages: ask }, { signal: controller.signal }));
+    assert.deepEqual(
+      events.map((e) => [e.model, e.status]),
+      [
+        ["gpt-4o-mini-hang", "timeout"],
+        ["claude-hang", "timeout"],
+        ["gemini-2.5-flash-hang", "timeout"],
+        ["gpt-4o-mini-hang", "cancelled"],
+      ],
+    );
   });
 });
