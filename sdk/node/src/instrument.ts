@@ -130,8 +130,14 @@ function instrumentClient(client: Record<string, unknown>, state: State): boolea
   // @google/genai: models.generateContent / generateContentStream (own properties already).
   const models = client["models"];
   if (typeof record(models)?.["generateContent"] === "function") {
-    found = patch(models, "generateContent", state, routeOf("GoogleGenAI", "models.generateContent", "google"), generateContent) || found;
-    found = patch(models, "generateContentStream", state, routeOf("GoogleGenAI", "models.generateContentStream", "google"), generateContentStream) || found;
+    // Automatic function calling and automatic continuation make several model calls inside one
+    // generateContent(Stream): each goes through the client's internal method, where every one is
+    // tracked. A client without those methods is watched at its public ones.
+    const single = routeOf("GoogleGenAI", "models.generateContent", "google");
+    const streamed = routeOf("GoogleGenAI", "models.generateContentStream", "google");
+    const internal = typeof record(models)?.["generateContentInternal"] === "function" && typeof record(models)?.["generateContentStreamInternal"] === "function";
+    found = patch(models, internal ? "generateContentInternal" : "generateContent", state, single, generateContent) || found;
+    found = patch(models, internal ? "generateContentStreamInternal" : "generateContentStream", state, streamed, generateContentStream) || found;
     return found;
   }
   // openai: Chat Completions and Responses (AzureOpenAI is an OpenAI).

@@ -87,6 +87,14 @@ export const GEMINI = {
   responseId: "r1",
 };
 
+/** Gemini's answer that calls a function (automatic function calling runs it and asks again). */
+export const geminiToolTurn = () => ({
+  candidates: [{ content: { parts: [{ functionCall: { name: "get_weather", args: { city: "Paris" } } }], role: "model" }, finishReason: "STOP", index: 0 }],
+  usageMetadata: { promptTokenCount: 120, candidatesTokenCount: 15, totalTokenCount: 135 },
+  modelVersion: "gemini-2.5-flash",
+  responseId: "r0",
+});
+
 const geminiChunks = () => [
   { candidates: [{ content: { parts: [{ text: "Hel" }], role: "model" }, index: 0 }], modelVersion: "gemini-2.5-flash" },
   { candidates: [{ content: { parts: [{ text: "lo!" }], role: "model" }, index: 0 }], modelVersion: "gemini-2.5-flash" },
@@ -273,6 +281,16 @@ async function reply(req, res, body, path, requests) {
     return res.end(JSON.stringify({ error: { code: null, message: "Unrecognized request argument supplied: stream_options", param: null, type: "invalid_request_error" } }));
   }
   const slow = model.endsWith("-slow");
+  if (kind === "gemini" && model.endsWith("-tools") && !body.contents?.some((c) => c.parts?.some((p) => p.functionResponse))) {
+    // Gemini's first turn with tools: a function call, with usage of its own.
+    const turn = geminiToolTurn();
+    if (!streaming) {
+      res.writeHead(200, { "content-type": "application/json" });
+      return res.end(JSON.stringify(turn));
+    }
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    return res.end(`data: ${JSON.stringify(turn)}\r\n\r\n`);
+  }
   if (!streaming && kind === "responses" && model.endsWith("-tools") && !asked(body, "function_call_output")) {
     // An agent's first turn: the model calls the request's first tool.
     res.writeHead(200, { "content-type": "application/json" });

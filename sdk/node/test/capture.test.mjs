@@ -542,3 +542,44 @@ describe("what a call's status and tracker are", () => {
     );
   });
 });
+
+describe("@google/genai's automatic function calling", () => {
+  const weather = {
+    tool: async () => ({ functionDeclarations: [{ name: "get_weather", description: "The weather in a city", parametersJsonSchema: { type: "object", properties: { city: { type: "string" } } } }] }),
+    callTool: async (calls) => calls.map((call) => ({ functionResponse: { name: call.name, response: { forecast: "sunny" } } })),
+  };
+
+  test("every model call inside one generateContent is counted", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(new GoogleGenAI({ apiKey: "k", httpOptions: { baseUrl: provider.url } }), { tracker, feature: "afc" });
+    const before = provider.requests.length;
+    const response = await client.models.generateContent({ model: "gemini-2.5-flash-tools", contents: "Weather in Paris?", config: { tools: [weather] } });
+    assert.equal(response.text, "Hello!");
+    assert.equal(provider.requests.length - before, 2);
+    assert.deepEqual(
+      events.map((e) => [e.feature, e.promptTokens, e.completionTokens, e.status]),
+      [
+        ["afc", 120, 15, "success"],
+        ["afc", 1000, 300, "success"],
+      ],
+    );
+  });
+
+  test("and inside one generateContentStream", async () => {
+    const { tracker, events } = watching();
+    const client = instrument(new GoogleGenAI({ apiKey: "k", httpOptions: { baseUrl: provider.url } }), { tracker });
+    let text = "";
+    for await (const chunk of await client.models.generateContentStream({ model: "gemini-2.5-flash-tools", contents: "Weather in Paris?", config: { tools: [weather] } })) {
+      text += chunk.text ?? "";
+    }
+    assert.match(text, /Hello!/);
+    await settled(events, 2);
+    assert.deepEqual(
+      events.map((e) => [e.promptTokens, e.completionTokens]),
+      [
+        [120, 15],
+        [1000, 300],
+      ],
+    );
+  });
+});
