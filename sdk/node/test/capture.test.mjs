@@ -5,7 +5,6 @@
 // arguments and Gemini's automatic function calling. The official clients talk over HTTP to the
 // canned provider on 127.0.0.1.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { after, afterEach, before, describe, test } from "node:test";
 
 import OpenAI from "openai";
@@ -18,6 +17,7 @@ import { NodeHttpHandler } from "@smithy/node-http-handler";
 
 import { Tracker, instrument, isInstrumented, uninstrument, withAttributes, withReservation } from "costtrack";
 import { checkEvent } from "../dist/esm/validation.js";
+import { CONVENTIONS } from "../dist/esm/usage-conventions.js"; // generated from spec/usage-conventions.json
 import { startCannedService, requestsOf } from "./canned-reservations.mjs";
 import { collector, sentEvents, startServer } from "./helpers.mjs";
 import { CHAT, INVOKE_COUNTS, MESSAGE, chatChunks, recorder, startProvider } from "./canned-provider.mjs";
@@ -456,14 +456,13 @@ describe("attribution, run and reservation are those of the call's start", () =>
 });
 
 describe("Anthropic on Vertex AI follows Anthropic's counting convention", () => {
-  const spec = JSON.parse(readFileSync(new URL("../../../spec/usage-conventions.json", import.meta.url), "utf8"));
   // claude-sonnet-4-5 list prices, USD per million tokens, in hundredths: input, output, cache read, cache write.
   const RATES = { input: 300n, output: 1500n, cached: 30n, write: 375n };
   /** The event's cost as CONTRACT §6 prices it with its provider's counting flags (a decimal string). */
   function cost(event) {
-    const flags = spec.conventions[event.provider];
+    const [promptIncludesCached] = CONVENTIONS[event.provider];
     const [prompt, cached, write, completion] = [event.promptTokens, event.cachedInputTokens ?? 0, event.cacheWriteTokens ?? 0, event.completionTokens].map(BigInt);
-    let uncached = flags.prompt_includes_cached ? prompt - cached - write : prompt;
+    let uncached = promptIncludesCached ? prompt - cached - write : prompt;
     if (uncached < 0n) uncached = 0n;
     const units = uncached * RATES.input + cached * RATES.cached + write * RATES.write + completion * RATES.output; // 1e-8 USD
     return (Number(units) / 1e8).toFixed(4);
