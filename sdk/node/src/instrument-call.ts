@@ -245,6 +245,19 @@ export class Call {
   }
 }
 
+/**
+ * Calls the client's method for `call`, listening to the caller's abort `signal`. Its methods
+ * send asynchronously, so what it throws here was thrown before any request: no call.
+ */
+export function send(call: Call, original: (this: unknown, ...args: unknown[]) => unknown, self: unknown, args: unknown[], signal: unknown): unknown {
+  call.listen(signal);
+  try {
+    return original.apply(self, args);
+  } catch (error) {
+    throw call.abandon(error);
+  }
+}
+
 /** What watching a stream needs: each item, how it ended. */
 export interface StreamWatch {
   /** Sees each item; returns false for an item that must not reach the caller. Never throws. */

@@ -1,7 +1,7 @@
 // Google's `@google/genai` (Gemini API and Vertex AI) and the AWS SDK v3 Bedrock Runtime client.
 
 import { routeOf, type Route } from "./conventions.js";
-import { Call, requestedModel, watchIterator, type Settings, type StreamWatch } from "./instrument-call.js";
+import { Call, requestedModel, send, watchIterator, type Settings, type StreamWatch } from "./instrument-call.js";
 import { fromBedrockConverse, fromGemini } from "./providers.js";
 import { read, record } from "./provider-read.js";
 import type { HelperOptions } from "./provider-read.js";
@@ -14,13 +14,7 @@ type Method = (this: unknown, ...args: unknown[]) => unknown;
 export function generateContent(settings: Settings, provider: Route, original: Method): Method {
   return function generate(this: unknown, ...args: unknown[]): unknown {
     const call = new Call(settings, provider, requestedModel(args[0]), fromGemini);
-    let result: unknown;
-    call.listen(read(args[0], "config", "abortSignal"));
-    try {
-      result = original.apply(this, args);
-    } catch (error) {
-      throw call.abandon(error); // thrown before any request was sent
-    }
+    const result = send(call, original, this, args, read(args[0], "config", "abortSignal"));
     if (typeof record(result)?.["then"] !== "function") return result;
     return (result as PromiseLike<unknown>).then(
       (response) => {
@@ -56,13 +50,7 @@ function geminiWatch(call: Call): StreamWatch {
 export function generateContentStream(settings: Settings, provider: Route, original: Method): Method {
   return function generateStream(this: unknown, ...args: unknown[]): unknown {
     const call = new Call(settings, provider, requestedModel(args[0]), fromGemini);
-    let result: unknown;
-    call.listen(read(args[0], "config", "abortSignal"));
-    try {
-      result = original.apply(this, args);
-    } catch (error) {
-      throw call.abandon(error); // thrown before any request was sent
-    }
+    const result = send(call, original, this, args, read(args[0], "config", "abortSignal"));
     if (typeof record(result)?.["then"] !== "function") return result;
     return (result as PromiseLike<unknown>).then(
       (stream) => {

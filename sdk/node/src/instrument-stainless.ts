@@ -5,7 +5,7 @@
 // through. Both are watched in place: the caller gets the very objects the client returned.
 
 import type { Route } from "./conventions.js";
-import { Call, requestedModel, watchIterator, type Settings, type StreamWatch } from "./instrument-call.js";
+import { Call, requestedModel, send, watchIterator, type Settings, type StreamWatch } from "./instrument-call.js";
 import { fromAnthropic, fromOpenAI } from "./providers.js";
 import { read, record } from "./provider-read.js";
 import type { CallStatus } from "./types.js";
@@ -232,13 +232,7 @@ export function chatCreate(settings: Settings, provider: Route, original: Method
     } catch {
       // an unreadable body goes to the client as it is
     }
-    let result: unknown;
-    call.listen(read(args[1], "signal"));
-    try {
-      result = original.apply(this, args);
-    } catch (error) {
-      throw call.abandon(error); // thrown before any request was sent
-    }
+    const result = send(call, original, this, args, read(args[1], "signal"));
     if (added && settings.streamUsage !== true) {
       const self = this;
       retryWithoutStreamOptions(result, () => original.apply(self, given), () => {
@@ -291,13 +285,7 @@ export function responsesCreate(settings: Settings, provider: Route, original: M
     const call = new Call(settings, provider, requestedModel(args[0]), fromOpenAI);
     const streaming = read(args[0], "stream") === true;
     const background = read(args[0], "background") === true;
-    let result: unknown;
-    call.listen(read(args[1], "signal"));
-    try {
-      result = original.apply(this, args);
-    } catch (error) {
-      throw call.abandon(error); // thrown before any request was sent
-    }
+    const result = send(call, original, this, args, read(args[1], "signal"));
     return watchResult(result, call, (data) => {
       if (streaming) return watchStream(data, (aborted) => responsesWatch(call, aborted), call);
       const id = read(data, "id");
@@ -341,13 +329,7 @@ export function responsesSettle(_settings: Settings, _provider: Route, original:
 export function embeddingsCreate(settings: Settings, provider: Route, original: Method): Method {
   return function create(this: unknown, ...args: unknown[]): unknown {
     const call = new Call(settings, provider, requestedModel(args[0]), fromOpenAI);
-    let result: unknown;
-    call.listen(read(args[1], "signal"));
-    try {
-      result = original.apply(this, args);
-    } catch (error) {
-      throw call.abandon(error); // thrown before any request was sent
-    }
+    const result = send(call, original, this, args, read(args[1], "signal"));
     return watchResult(result, call, (data) => {
       call.finish("success", data);
       return data;
@@ -394,13 +376,7 @@ export function messagesCreate(settings: Settings, provider: Route, original: Me
   return function create(this: unknown, ...args: unknown[]): unknown {
     const call = new Call(settings, provider, requestedModel(args[0]), fromAnthropic);
     const streaming = read(args[0], "stream") === true;
-    let result: unknown;
-    call.listen(read(args[1], "signal"));
-    try {
-      result = original.apply(this, args);
-    } catch (error) {
-      throw call.abandon(error); // thrown before any request was sent
-    }
+    const result = send(call, original, this, args, read(args[1], "signal"));
     return watchResult(result, call, (data) => {
       if (streaming) return watchStream(data, (aborted) => messagesWatch(call, aborted), call);
       call.finish("success", data);

@@ -359,6 +359,11 @@ export async function startProvider() {
   };
 }
 
+/** A Bedrock Runtime client's settings for the canned provider at `url` (fake credentials, one attempt). */
+export function bedrockSettings(url) {
+  return { region: "us-east-1", endpoint: url, credentials: { accessKeyId: "AKIDTEST", secretAccessKey: "secret" }, maxAttempts: 1 };
+}
+
 /** A tracker that keeps what it is given (the event as instrument() builds it). */
 export function recorder() {
   const events = [];

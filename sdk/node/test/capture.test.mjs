@@ -20,7 +20,7 @@ import { checkEvent } from "../dist/esm/validation.js";
 import { CONVENTIONS } from "../dist/esm/usage-conventions.js"; // generated from spec/usage-conventions.json
 import { startCannedService, requestsOf } from "./canned-reservations.mjs";
 import { collector, sentEvents, startServer } from "./helpers.mjs";
-import { CHAT, INVOKE_COUNTS, MESSAGE, chatChunks, recorder, startProvider } from "./canned-provider.mjs";
+import { CHAT, INVOKE_COUNTS, MESSAGE, bedrockSettings, chatChunks, recorder, startProvider } from "./canned-provider.mjs";
 
 let provider;
 before(async () => {
@@ -358,14 +358,7 @@ describe("paths that were not captured", () => {
 
 describe("Bedrock InvokeModel through the AWS SDK's middleware", () => {
   const MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
-  const bedrock = () =>
-    new BedrockRuntimeClient({
-      region: "us-east-1",
-      endpoint: provider.url,
-      credentials: { accessKeyId: "AKIDTEST", secretAccessKey: "secret" },
-      maxAttempts: 1,
-      requestHandler: new NodeHttpHandler(),
-    });
+  const bedrock = () => new BedrockRuntimeClient({ ...bedrockSettings(provider.url), requestHandler: new NodeHttpHandler() });
   const body = JSON.stringify({ anthropic_version: "bedrock-2023-05-31", max_tokens: 100, messages: ask });
   const expected = [MODEL, INVOKE_COUNTS.input, INVOKE_COUNTS.output, INVOKE_COUNTS.cacheRead, INVOKE_COUNTS.cacheWrite, "success"];
   const seen = (e) => [e.model, e.promptTokens, e.completionTokens, e.cachedInputTokens, e.cacheWriteTokens, e.status];

@@ -13,7 +13,7 @@ import { NodeHttpHandler } from "@smithy/node-http-handler";
 
 import { fromAnthropic, fromBedrockConverse, fromGemini, fromOpenAI, instrument, isInstrumented, uninstrument } from "costtrack";
 import { checkEvent } from "../dist/esm/validation.js";
-import { CHAT, CONVERSE, GEMINI, MESSAGE, RESPONSE, chatChunks, recorder, startProvider } from "./canned-provider.mjs";
+import { CHAT, CONVERSE, GEMINI, MESSAGE, RESPONSE, bedrockSettings, chatChunks, recorder, startProvider } from "./canned-provider.mjs";
 
 let provider;
 before(async () => {
@@ -25,14 +25,8 @@ const ask = [{ role: "user", content: "Say hello" }];
 const openai = (options = {}) => new OpenAI({ apiKey: "sk-test", baseURL: `${provider.url}/v1`, maxRetries: 0, ...options });
 const anthropic = (options = {}) => new Anthropic({ apiKey: "sk-ant-test", baseURL: provider.url, maxRetries: 0, ...options });
 const google = () => new GoogleGenAI({ apiKey: "test-key", httpOptions: { baseUrl: provider.url } });
-const bedrock = () =>
-  new BedrockRuntimeClient({
-    region: "us-east-1",
-    endpoint: provider.url,
-    credentials: { accessKeyId: "AKIDTEST", secretAccessKey: "secret" },
-    maxAttempts: 1,
-    requestHandler: new NodeHttpHandler(), // HTTP/1.1: the canned provider is no HTTP/2 server
-  });
+// HTTP/1.1: the canned provider is no HTTP/2 server.
+const bedrock = () => new BedrockRuntimeClient({ ...bedrockSettings(provider.url), requestHandler: new NodeHttpHandler() });
 
 /** The one event tracked, valid, with a latency; returned without its latency. */
 function only(tracker, status = "success") {
