@@ -28,8 +28,9 @@ function count(event: Record<string, unknown>, name: string): number {
 }
 
 /**
- * Marks `event` (built by a provider helper) with its route's convention and converts its counts
- * to the flags of the provider it names, when those differ. A provider named when instrumenting
+ * Converts the counts of `event` (built by a provider helper) to the flags of the provider it
+ * names, when those differ from its route's convention, and names that convention in its
+ * metadata when the event has counts whose cost it decides. A provider named when instrumenting
  * that has a route of its own (`OpenAI provider=xai`) follows that route's convention.
  */
 export function applyConvention(event: Record<string, unknown>, route: Route): void {
@@ -53,7 +54,12 @@ export function applyConvention(event: Record<string, unknown>, route: Route): v
       }
     }
   }
+  // Named where the convention decides the cost: an event without these counts costs the same under every one.
+  if (!DECIDES.some((name) => count(event, name) > 0)) return;
   const metadata = event["metadata"];
   const own = typeof metadata === "object" && metadata !== null && !Array.isArray(metadata) ? (metadata as Record<string, unknown>) : {};
   event["metadata"] = { [USAGE_CONVENTION]: convention, ...own };
 }
+
+/** The counts whose meaning the convention decides. */
+const DECIDES = ["cachedInputTokens", "cacheWriteTokens", "reasoningTokens"] as const;

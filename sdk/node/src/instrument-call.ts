@@ -180,10 +180,10 @@ export class Call {
 
   /**
    * Tracks the call: `usage` is the response (or what the stream said), undefined when none came.
-   * `missing`: the call ended without the provider's usage, so the event is marked and the
-   * tracker warned rather than passing as a 0-token call.
+   * `missing`: the call ended without the provider's usage (true, or why), so the event is
+   * marked and the tracker warned rather than passing as a 0-token call.
    */
-  finish(status: CallStatus, usage?: unknown, missing = false): void {
+  finish(status: CallStatus, usage?: unknown, missing: boolean | string = false): void {
     if (this.#done) return;
     this.#done = true;
     try {
@@ -219,13 +219,14 @@ export class Call {
           if (fields[name] === undefined || fields[name] === null) fields[name] = value;
         }
       }
-      if (missing) tracked = { ...tracked, metadata: { ...(tracked.metadata ?? {}), [USAGE_MISSING]: NO_STREAM_USAGE } };
+      const reason = typeof missing === "string" ? missing : NO_STREAM_USAGE;
+      if (missing !== false) tracked = { ...tracked, metadata: { ...(tracked.metadata ?? {}), [USAGE_MISSING]: reason } };
       const tracker = this.#settings.tracker;
       tracker.track(tracked);
-      if (missing && typeof tracker[WARN] === "function") {
+      if (missing !== false && typeof tracker[WARN] === "function") {
         tracker[WARN]({
           code: USAGE_MISSING,
-          message: `a ${String(tracked.model ?? "model")} call was tracked without its usage (${NO_STREAM_USAGE}): zero tokens`,
+          message: `a ${String(tracked.model ?? "model")} call was tracked without its usage (${reason}): zero tokens`,
         });
       }
     } catch {

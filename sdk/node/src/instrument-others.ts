@@ -28,6 +28,39 @@ export function generateContent(settings: Settings, provider: Route, original: M
   };
 }
 
+/**
+ * `models.embedContent`: Vertex AI counts the input (`usageMetadata`, or each embedding's
+ * `statistics.tokenCount`); the Gemini API reports none, so its call is tracked as
+ * `usage_missing` (`not_reported`).
+ */
+export function embedContent(settings: Settings, provider: Route, original: Method): Method {
+  return function embed(this: unknown, ...args: unknown[]): unknown {
+    const call = new Call(settings, provider, requestedModel(args[0]), fromGemini);
+    const result = send(call, original, this, args, read(args[0], "config", "abortSignal"));
+    if (typeof record(result)?.["then"] !== "function") return result;
+    return (result as PromiseLike<unknown>).then(
+      (response) => {
+        if (record(read(response, "usageMetadata")) !== undefined) {
+          call.finish("success", response);
+          return response;
+        }
+        const embeddings = read(response, "embeddings");
+        const counts = Array.isArray(embeddings) ? embeddings.map((e) => read(e, "statistics", "tokenCount")) : [];
+        if (counts.length > 0 && counts.every((n) => typeof n === "number" && Number.isSafeInteger(n) && n >= 0)) {
+          const promptTokenCount = (counts as number[]).reduce((a, b) => a + b, 0);
+          call.finish("success", { usageMetadata: { promptTokenCount, candidatesTokenCount: 0 } });
+        } else {
+          call.finish("success", undefined, "not_reported");
+        }
+        return response;
+      },
+      (error: unknown) => {
+        throw call.fail(error);
+      },
+    );
+  };
+}
+
 function geminiWatch(call: Call): StreamWatch {
   let usage: unknown;
   let model: unknown;

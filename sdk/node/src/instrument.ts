@@ -9,7 +9,7 @@ import { record } from "./provider-read.js";
 import { routeOf, type Route } from "./conventions.js";
 import type { Settings, TrackerLike } from "./instrument-call.js";
 import { chatCreate, embeddingsCreate, messagesCreate, responsesCreate, responsesSettle } from "./instrument-stainless.js";
-import { BEDROCK_MIDDLEWARE, bedrockMiddleware, generateContent, generateContentStream } from "./instrument-others.js";
+import { BEDROCK_MIDDLEWARE, bedrockMiddleware, embedContent, generateContent, generateContentStream } from "./instrument-others.js";
 
 /** instrument()'s options: the tracker, and any event field as the default of every call's event. */
 export type InstrumentOptions = HelperOptions & {
@@ -138,6 +138,7 @@ function instrumentClient(client: Record<string, unknown>, state: State): boolea
     const internal = typeof record(models)?.["generateContentInternal"] === "function" && typeof record(models)?.["generateContentStreamInternal"] === "function";
     found = patch(models, internal ? "generateContentInternal" : "generateContent", state, single, generateContent) || found;
     found = patch(models, internal ? "generateContentStreamInternal" : "generateContentStream", state, streamed, generateContentStream) || found;
+    patch(models, "embedContent", state, routeOf("GoogleGenAI", "models.embedContent", "google"), embedContent);
     return found;
   }
   // openai: Chat Completions and Responses (AzureOpenAI is an OpenAI).

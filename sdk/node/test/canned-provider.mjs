@@ -263,6 +263,19 @@ async function reply(req, res, body, path, requests) {
     return res.end(JSON.stringify({ ...EMBEDDING, data }));
   }
   if (backgroundReply(req, res, body, path, requests)) return;
+  if (path.endsWith(":batchEmbedContents") || path.endsWith(":predict")) {
+    // Gemini embeddings: the Gemini API counts no tokens, Vertex AI counts each input's.
+    requests.push({ path, body, model: path.match(/models\/([^:]+)/)?.[1] ?? "" });
+    const vertex = path.endsWith(":predict");
+    res.writeHead(200, { "content-type": "application/json" });
+    return res.end(
+      JSON.stringify(
+        vertex
+          ? { predictions: [{ embeddings: { values: [0.25, -0.5], statistics: { token_count: 7, truncated: false } } }] }
+          : { embeddings: [{ values: [0.25, -0.5] }] },
+      ),
+    );
+  }
   const kind = which(path);
   const model = body.model ?? decodeURIComponent(path.match(/models\/([^:]+)/)?.[1] ?? path.match(/^\/model\/([^/]+)/)?.[1] ?? "");
   requests.push({ path, body, model });

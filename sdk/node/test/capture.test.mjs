@@ -575,3 +575,25 @@ describe("@google/genai's automatic function calling", () => {
     );
   });
 });
+
+describe("@google/genai embedContent", () => {
+  test("Vertex AI's token count is the prompt; the Gemini API's, which reports none, is usage_missing", async () => {
+    const { tracker, events, warnings } = watching();
+    const vertex = instrument(new GoogleGenAI({ vertexai: true, apiKey: "k", httpOptions: { baseUrl: provider.url } }), { tracker });
+    const embedded = await vertex.models.embedContent({ model: "text-embedding-005", contents: "hello" });
+    assert.deepEqual(embedded.embeddings[0].values, [0.25, -0.5]);
+    const gemini = instrument(new GoogleGenAI({ apiKey: "k", httpOptions: { baseUrl: provider.url } }), { tracker });
+    await gemini.models.embedContent({ model: "gemini-embedding-001", contents: "hello" });
+    assert.deepEqual(
+      events.map((e) => [e.provider, e.model, e.promptTokens, e.completionTokens, e.metadata?.usage_missing]),
+      [
+        ["google", "text-embedding-005", 7, 0, undefined],
+        ["google", "gemini-embedding-001", 0, 0, "not_reported"],
+      ],
+    );
+    assert.deepEqual(
+      warnings.map((w) => w.code),
+      ["usage_missing"],
+    );
+  });
+});
