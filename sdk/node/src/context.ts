@@ -104,6 +104,18 @@ export function runContext<Result>(fields: { traceId: string; runName?: string |
   return storage.run(store, fn);
 }
 
+/**
+ * Takes the open reservation of `context` for a call that starts now (an instrumented call): its
+ * event, tracked when the call ends, perhaps after the block, settles it, so the block does not
+ * give the hold back. Returns the id, or undefined when there is none to take.
+ */
+export function claimReservation(context: Attributes | undefined): string | undefined {
+  const slot = (context as Store | undefined)?.reservation;
+  if (slot === undefined || slot.claimed) return undefined;
+  slot.claimed = true;
+  return slot.id;
+}
+
 /** Runs `fn` with the open reservation `slot` (withReservation). */
 export function reservationContext<Result>(slot: ReservationSlot, fn: () => Result): Result {
   openSlots.set(slot.id, slot);

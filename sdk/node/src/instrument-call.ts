@@ -3,14 +3,32 @@
 
 import { performance } from "node:perf_hooks";
 
-import { activeAttributes, withContext, type Attributes } from "./context.js";
+import { activeAttributes, claimReservation, unclaimReservation, withContext, type Attributes } from "./context.js";
+import { applyConvention, type Route } from "./conventions.js";
 import { reservationIdOf, type HelperOptions } from "./provider-read.js";
-import type { CallStatus, TrackOptions } from "./types.js";
+import type { CallStatus, TrackOptions, TrackerWarning } from "./types.js";
+
+/**
+ * How an instrumented call reaches the tracker's `onWarning` (a `Tracker` has it; a bare
+ * `{ track }` object gets the event's metadata marker only). One key per process, whichever
+ * build of costtrack is loaded.
+ */
+export const WARN: unique symbol = Symbol.for("costtrack.warn") as never;
 
 /** What an instrumented call reports to: a tracker (anything with `track()`). */
 export interface TrackerLike {
   track(options: TrackOptions): void;
+  [WARN]?: (warning: TrackerWarning) => void;
 }
+
+/**
+ * The warning code, and the event's `metadata` marker, of a call that ended well without the
+ * provider reporting its usage: the tokens are unknown, not zero.
+ */
+export const USAGE_MISSING = "usage_missing";
+
+/** Why a call has no usage (the value of `metadata.usage_missing`): a stream that sent none. */
+export const NO_STREAM_USAGE = "stream_without_usage";
 
 /**
  * The responses an instrumented client has tracked (weakly held, never changed): a framework hook
@@ -56,6 +74,10 @@ function agentsSpan(): object | undefined {
 export interface Settings {
   tracker: TrackerLike;
   defaults: HelperOptions;
+  /** instrument()'s `streamUsage` (default `"auto"`). */
+  streamUsage?: boolean | "auto";
+  /** A server refused `stream_options` under `"auto"`: this client stops adding them. */
+  streamUsageRefused?: boolean;
 }
 
 /** Builds the event from the provider's response (or its stream's usage) through a helper. */
@@ -83,24 +105,40 @@ export function statusOf(error: unknown): CallStatus {
   return "error";
 }
 
+/** A `TypeError` of the client's own checks (the fetch API's network failures carry a `cause`). */
+function isArgumentError(error: unknown): boolean {
+  try {
+    return error instanceof TypeError && Object.getPrototypeOf(error) === TypeError.prototype && (error as { cause?: unknown }).cause === undefined;
+  } catch {
+    return false;
+  }
+}
+
 /** One call in flight. `finish` tracks it once; later calls of `finish` do nothing. */
 export class Call {
   readonly #settings: Settings;
   readonly #context: Attributes | undefined;
   readonly #start = performance.now();
   readonly #provider: string;
+  readonly #route: Route | undefined;
   readonly #model: string | undefined;
   readonly #read: ReadUsage;
   readonly #span: object | undefined;
   readonly #identity: Readonly<Record<string, string>> | undefined;
+  readonly #reservationId: string | undefined;
+  #signal: unknown;
   #done = false;
 
   /** `identity`: the run a framework says the call belongs to (`traceId`, `parentId`); the event's own and the context's win. */
-  constructor(settings: Settings, provider: string, model: unknown, read: ReadUsage, identity?: Readonly<Record<string, string>>) {
+  /** `provider`: the provider id, or the client's route (its provider and usage convention). */
+  constructor(settings: Settings, provider: string | Route, model: unknown, read: ReadUsage, identity?: Readonly<Record<string, string>>) {
     this.#settings = settings;
     this.#identity = identity;
     this.#context = activeAttributes();
-    this.#provider = provider;
+    // Taken now: a stream read after withReservation()'s block still settles the block's hold.
+    this.#reservationId = claimReservation(this.#context);
+    this.#provider = typeof provider === "string" ? provider : provider.provider;
+    this.#route = typeof provider === "string" ? undefined : provider;
     this.#model = typeof model === "string" && model !== "" ? model : undefined;
     this.#read = read;
     this.#span = agentsSpan();
@@ -110,11 +148,46 @@ export class Call {
     return this.#done;
   }
 
-  /** Tracks the call: `usage` is the response (or what the stream said), undefined when none came. */
-  finish(status: CallStatus, usage?: unknown): void {
+  /**
+   * The caller's abort signal for this call (`{ signal }`, Gemini's `config.abortSignal`): a call
+   * it aborted with a timeout (`AbortSignal.timeout()`) is `timeout`, not `cancelled`. Returns the call.
+   */
+  listen(signal: unknown): this {
+    this.#signal = signal;
+    return this;
+  }
+
+  /**
+   * The client threw before making any request (bad arguments: its methods send asynchronously):
+   * no call was made, so nothing is tracked, and the reservation taken for it is free again.
+   * Returns the error to rethrow unchanged.
+   */
+  abandon(error: unknown): unknown {
+    if (this.#done) return error;
+    this.#done = true;
+    if (this.#reservationId !== undefined) unclaimReservation({ reservationId: this.#reservationId });
+    return error;
+  }
+
+  #timedOut(): boolean {
+    try {
+      const signal = this.#signal as { aborted?: unknown; reason?: { name?: unknown } } | undefined;
+      return signal?.aborted === true && signal.reason?.name === "TimeoutError";
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Tracks the call: `usage` is the response (or what the stream said), undefined when none came.
+   * `missing`: the call ended without the provider's usage (true, or why), so the event is
+   * marked and the tracker warned rather than passing as a 0-token call.
+   */
+  finish(status: CallStatus, usage?: unknown, missing: boolean | string = false): void {
     if (this.#done) return;
     this.#done = true;
     try {
+      if (status === "cancelled" && this.#signal !== undefined && this.#timedOut()) status = "timeout";
       const latencyMs = Math.max(0, Math.round(performance.now() - this.#start));
       const extra: HelperOptions = { provider: this.#provider, ...this.#settings.defaults, latencyMs, status };
       const event: Record<string, unknown> = usage === undefined ? { ...extra } : { ...this.#read(usage, extra) };
@@ -122,9 +195,15 @@ export class Call {
       if (event["promptTokens"] === undefined) event["promptTokens"] = 0;
       if (event["completionTokens"] === undefined) event["completionTokens"] = 0;
       delete event["processing"];
+      if (this.#route !== undefined && usage !== undefined) applyConvention(event, this.#route);
       if ("reservation" in event) {
         event["reservationId"] ??= reservationIdOf(event["reservation"]);
         delete event["reservation"];
+      }
+      if (this.#reservationId !== undefined) {
+        event["reservationId"] ??= this.#reservationId;
+        // The event names another reservation: the block's is free again (for its release).
+        if (event["reservationId"] !== this.#reservationId) unclaimReservation({ reservationId: this.#reservationId });
       }
       if (usage !== null && typeof usage === "object") trackedResponses.add(usage);
       let tracked = withContext(event as unknown as TrackOptions, this.#context);
@@ -140,16 +219,43 @@ export class Call {
           if (fields[name] === undefined || fields[name] === null) fields[name] = value;
         }
       }
-      this.#settings.tracker.track(tracked);
+      const reason = typeof missing === "string" ? missing : NO_STREAM_USAGE;
+      if (missing !== false) tracked = { ...tracked, metadata: { ...(tracked.metadata ?? {}), [USAGE_MISSING]: reason } };
+      const tracker = this.#settings.tracker;
+      tracker.track(tracked);
+      if (missing !== false && typeof tracker[WARN] === "function") {
+        tracker[WARN]({
+          code: USAGE_MISSING,
+          message: `a ${String(tracked.model ?? "model")} call was tracked without its usage (${reason}): zero tokens`,
+        });
+      }
     } catch {
       // costtrack never gets in the way of the call
     }
   }
 
-  /** Tracks a failed call with its status, then returns the error to rethrow unchanged. */
+  /**
+   * Tracks a failed call with its status, then returns the error to rethrow unchanged. A plain
+   * `TypeError` (not a network failure: no `cause`) is the client refusing its arguments before
+   * sending anything: no call, nothing tracked.
+   */
   fail(error: unknown): unknown {
+    if (isArgumentError(error)) return this.abandon(error);
     this.finish(statusOf(error));
     return error;
+  }
+}
+
+/**
+ * Calls the client's method for `call`, listening to the caller's abort `signal`. Its methods
+ * send asynchronously, so what it throws here was thrown before any request: no call.
+ */
+export function send(call: Call, original: (this: unknown, ...args: unknown[]) => unknown, self: unknown, args: unknown[], signal: unknown): unknown {
+  call.listen(signal);
+  try {
+    return original.apply(self, args);
+  } catch (error) {
+    throw call.abandon(error);
   }
 }
 
@@ -161,7 +267,16 @@ export interface StreamWatch {
   end(): void;
   /** The caller stopped early (`return()`), or the iteration threw. */
   stop(status: CallStatus): void;
+  /**
+   * The answer is complete but its usage is still to come (a Chat Completions stream after
+   * `finish_reason`): a caller that stops here has the rest read in the background.
+   */
+  pending?(): boolean;
 }
+
+/** How long, and for how many items, the rest of a finished stream is read for its usage. */
+const DRAIN_MS = 5_000;
+const DRAIN_ITEMS = 100;
 
 /**
  * Watches an async iterator in place: its own `next`, `return` and `throw` are replaced by ones
@@ -181,6 +296,29 @@ export function watchIterator<T extends object>(iterator: T, watch: StreamWatch)
       fn();
     } catch {
       // never in the way
+    }
+  };
+  /** Reads what is left of the stream, bounded, until its end or until it is no longer pending. */
+  const drain = async (): Promise<void> => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((resolve) => {
+      timer = setTimeout(() => resolve("late"), DRAIN_MS);
+      timer.unref?.();
+    });
+    try {
+      for (let i = 0; i < DRAIN_ITEMS && watch.pending?.() === true; i++) {
+        const result = await Promise.race([next.apply(it, []), late]);
+        if (result === "late") return;
+        if (result.done === true) {
+          settle(() => watch.end());
+          return;
+        }
+        watch.item(result.value);
+      }
+    } catch {
+      // what could not be read stays unknown
+    } finally {
+      clearTimeout(timer);
     }
   };
   const self = it as unknown as Record<string, unknown>;
@@ -208,8 +346,22 @@ export function watchIterator<T extends object>(iterator: T, watch: StreamWatch)
   };
   if (typeof back === "function") {
     self["return"] = async function watchedReturn(this: unknown, value?: unknown): Promise<IteratorResult<unknown>> {
-      settle(() => watch.stop("cancelled"));
-      return back.call(it, value);
+      let pending = false;
+      try {
+        pending = !ended && watch.pending?.() === true;
+      } catch {
+        pending = false;
+      }
+      if (!pending) {
+        settle(() => watch.stop("cancelled"));
+        return back.call(it, value);
+      }
+      // The provider billed the call and its usage is the next item: read it for the caller.
+      void drain().finally(() => {
+        settle(() => watch.stop("cancelled"));
+        back.call(it, value).then(undefined, () => undefined);
+      });
+      return { done: true, value };
     };
   }
   if (typeof raise === "function") {

@@ -4,7 +4,8 @@
 // every consumer (`for await`, `tee()`, `toReadableStream()`, the SDKs' stream helpers) goes
 // through. Both are watched in place: the caller gets the very objects the client returned.
 
-import { Call, requestedModel, watchIterator, type Settings, type StreamWatch } from "./instrument-call.js";
+import type { Route } from "./conventions.js";
+import { Call, requestedModel, send, watchIterator, type Settings, type StreamWatch } from "./instrument-call.js";
 import { fromAnthropic, fromOpenAI } from "./providers.js";
 import { read, record } from "./provider-read.js";
 import type { CallStatus } from "./types.js";
@@ -13,8 +14,9 @@ type Method = (this: unknown, ...args: unknown[]) => unknown;
 
 /**
  * Watches what a resource method returned: an APIPromise is watched in place (its parse step
- * sees the data, its response promise the HTTP error); any other promise is chained.
- * `seen` gets the parsed data and returns what the caller gets (the same object).
+ * sees the data, its response promise the HTTP error, its `asResponse()` a copy of the body);
+ * any other promise is chained. `seen` gets the parsed data and returns what the caller gets
+ * (the same object).
  */
 export function watchResult(result: unknown, call: Call, seen: (data: unknown) => unknown): unknown {
   const promise = record(result);
@@ -22,6 +24,14 @@ export function watchResult(result: unknown, call: Call, seen: (data: unknown) =
   const parse = promise["parseResponse"];
   const response = promise["responsePromise"] as PromiseLike<unknown> | undefined;
   if (typeof parse === "function" && typeof response?.then === "function") {
+    const watched = new WeakSet<object>();
+    const once = (data: unknown): unknown => {
+      const value = record(data);
+      if (value === undefined) return seen(data);
+      if (watched.has(value)) return data;
+      watched.add(value);
+      return seen(data);
+    };
     promise["parseResponse"] = async function watchedParse(this: unknown, ...args: unknown[]): Promise<unknown> {
       let data: unknown;
       try {
@@ -29,15 +39,53 @@ export function watchResult(result: unknown, call: Call, seen: (data: unknown) =
       } catch (error) {
         throw call.fail(error);
       }
-      return seen(data);
+      return once(data);
     };
     // Observed beside the caller's own handling; the caller's promise rejects as before.
     response.then(undefined, (error: unknown) => call.fail(error));
+    watchRawResponse(promise, call, once);
     return result;
   }
   return (result as PromiseLike<unknown>).then(seen, (error: unknown) => {
     throw call.fail(error);
   });
+}
+
+/**
+ * `asResponse()` hands the caller the raw `Response` and never parses it: the client's own parse
+ * step reads a copy of the body instead (a stream's copy is read to its end), so the call is
+ * tracked with its usage. Not when the call is parsed anyway (`await`, `withResponse()`).
+ */
+function watchRawResponse(promise: Record<string, unknown>, call: Call, seen: (data: unknown) => unknown): void {
+  const asResponse = promise["asResponse"];
+  const unwrap = promise["_thenUnwrap"];
+  if (typeof asResponse !== "function" || typeof unwrap !== "function") return;
+  promise["asResponse"] = function watchedAsResponse(this: unknown, ...args: unknown[]): unknown {
+    if (!call.done && promise["parsedPromise"] === undefined) {
+      try {
+        const copy = record((unwrap as Method).call(promise, (data: unknown) => data));
+        const props = promise["responsePromise"] as Promise<unknown>;
+        if (copy !== undefined && typeof props?.then === "function") {
+          // Registered before the caller's own read of the body, so the copy is taken first.
+          copy["responsePromise"] = props.then((given) => {
+            const raw = read(given, "response") as Response | undefined;
+            return typeof raw?.clone === "function" ? { ...(given as object), response: raw.clone() } : given;
+          });
+          (copy as unknown as Promise<unknown>).then(
+            async (data) => {
+              const stream = seen(data);
+              const iterate = record(stream)?.[Symbol.asyncIterator as unknown as string];
+              if (typeof iterate === "function") for await (const _item of stream as AsyncIterable<unknown>);
+            },
+            () => undefined,
+          );
+        }
+      } catch {
+        // the caller's response, tracked or not
+      }
+    }
+    return (asResponse as Method).apply(this, args);
+  };
 }
 
 /**
@@ -65,24 +113,32 @@ function ended(aborted: () => boolean): CallStatus {
 
 // -- OpenAI ------------------------------------------------------------------------------------
 
-/** Chat Completions stream: usage in the last chunk, held back when costtrack asked for it. */
-function chatWatch(call: Call, added: boolean, aborted: () => boolean): StreamWatch {
+/**
+ * Chat Completions stream: usage in the last chunk, held back when costtrack asked for it. A
+ * stream that ends well without it is `usage_missing`. `finished`: a choice has its
+ * `finish_reason`, so the model's answer is complete and only the usage chunk can follow.
+ */
+function chatWatch(call: Call, added: () => boolean, aborted: () => boolean): StreamWatch {
   let usage: unknown;
   let model: unknown;
+  let finished = false;
+  const end = (status: CallStatus): void => call.finish(status, usage ?? { model }, usage === undefined && status === "success");
   return {
     item(chunk) {
       const value = record(chunk);
       if (value === undefined) return true;
       model ??= value["model"];
+      const choices = value["choices"];
+      if (Array.isArray(choices) && choices.some((choice) => typeof read(choice, "finish_reason") === "string")) finished = true;
       if (record(value["usage"]) !== undefined) {
         usage = chunk;
-        const choices = value["choices"];
-        if (added && Array.isArray(choices) && choices.length === 0) return false;
+        if (added() && Array.isArray(choices) && choices.length === 0) return false;
       }
       return true;
     },
-    end: () => call.finish(ended(aborted), usage ?? { model }),
-    stop: (status) => call.finish(status, usage ?? { model }),
+    end: () => end(ended(aborted)),
+    stop: (status) => end(finished && status === "cancelled" ? "success" : status),
+    pending: () => finished && usage === undefined,
   };
 }
 
@@ -96,67 +152,186 @@ const RESPONSE_ENDS: ReadonlyMap<string, CallStatus> = new Map([
 function responsesWatch(call: Call, aborted: () => boolean): StreamWatch {
   let last: unknown;
   let status: CallStatus = "success";
+  let complete = false;
   return {
     item(event) {
       const type = read(event, "type");
       const response = read(event, "response");
       if (record(response) !== undefined) last = response;
-      if (typeof type === "string" && RESPONSE_ENDS.has(type)) status = RESPONSE_ENDS.get(type) ?? "success";
+      if (typeof type === "string" && RESPONSE_ENDS.has(type)) {
+        status = RESPONSE_ENDS.get(type) ?? "success";
+        complete = true;
+      }
       if (type === "error") status = "error";
       return true;
     },
     end: () => call.finish(aborted() ? "cancelled" : status, last),
-    stop: (status) => call.finish(status, last),
+    // Stopped after the final event: the call was complete, and billed as such.
+    stop: (stopped) => call.finish(complete && stopped === "cancelled" ? status : stopped, last),
   };
 }
 
-/** `chat.completions.create`, asking a stream for its usage unless the caller said otherwise. */
-export function chatCreate(settings: Settings, provider: string, original: Method): Method {
+/**
+ * A server that refuses `stream_options` (an OpenAI-compatible API, older Azure api-versions:
+ * 400 "Unrecognized request argument supplied: stream_options").
+ */
+function refusedStreamOptions(error: unknown): boolean {
+  return read(error, "status") === 400 && /stream_options/.test(String(read(error, "message") ?? ""));
+}
+
+/**
+ * Sends the call again, once, without the `stream_options` costtrack added, when the server
+ * refuses them: the APIPromise's response promise is replaced before anyone reads it, so the
+ * caller's `await`, `withResponse()` and `asResponse()` all get the second answer.
+ */
+function retryWithoutStreamOptions(result: unknown, again: () => unknown, retried: () => void): void {
+  const promise = record(result);
+  const response = promise?.["responsePromise"] as Promise<unknown> | undefined;
+  if (promise === undefined || typeof response?.then !== "function") return;
+  promise["responsePromise"] = response.then(undefined, (error: unknown) => {
+    if (!refusedStreamOptions(error)) throw error;
+    const next = read(again(), "responsePromise") as Promise<unknown> | undefined;
+    if (typeof next?.then !== "function") throw error;
+    retried();
+    return next;
+  });
+  // openai's own withResponse() reads the first request's answer: on that refusal, the second's.
+  const withResponse = promise["withResponse"];
+  if (typeof withResponse !== "function") return;
+  promise["withResponse"] = function retriedWithResponse(this: unknown, ...args: unknown[]): Promise<unknown> {
+    return (withResponse as (...a: unknown[]) => Promise<unknown>).apply(this, args).catch(async (error: unknown) => {
+      if (!refusedStreamOptions(error)) throw error;
+      const data = await (promise as unknown as Promise<unknown>);
+      const response = read(await (promise["responsePromise"] as Promise<unknown>), "response") as Response;
+      return { data, response, request_id: response.headers.get("x-request-id") };
+    });
+  };
+}
+
+/**
+ * `chat.completions.create`. A stream is asked for its usage (`stream_options.include_usage`)
+ * as instrument()'s `streamUsage` says, unless the caller set it; under `"auto"` a server that
+ * refuses the option gets the call again without it, and that stream is `usage_missing`.
+ */
+export function chatCreate(settings: Settings, provider: Route, original: Method): Method {
   return function create(this: unknown, ...args: unknown[]): unknown {
     const body = args[0];
+    const given = args;
     let streaming = false;
     let added = false;
     const call = new Call(settings, provider, requestedModel(body), fromOpenAI);
     try {
-      const given = record(body);
-      streaming = given?.["stream"] === true;
-      if (streaming && read(given, "stream_options", "include_usage") === undefined) {
-        const options = record(given?.["stream_options"]) ?? {};
-        args = [{ ...given, stream_options: { ...options, include_usage: true } }, ...args.slice(1)];
+      const fields = record(body);
+      streaming = fields?.["stream"] === true;
+      const ask = settings.streamUsage === true || (settings.streamUsage !== false && settings.streamUsageRefused !== true);
+      if (streaming && ask && read(fields, "stream_options", "include_usage") === undefined) {
+        const options = record(fields?.["stream_options"]) ?? {};
+        args = [{ ...fields, stream_options: { ...options, include_usage: true } }, ...args.slice(1)];
         added = true;
       }
     } catch {
       // an unreadable body goes to the client as it is
     }
-    let result: unknown;
-    try {
-      result = original.apply(this, args);
-    } catch (error) {
-      throw call.fail(error);
+    const result = send(call, original, this, args, read(args[1], "signal"));
+    if (added && settings.streamUsage !== true) {
+      const self = this;
+      retryWithoutStreamOptions(result, () => original.apply(self, given), () => {
+        added = false;
+        settings.streamUsageRefused = true;
+      });
     }
     return watchResult(result, call, (data) => {
-      if (streaming) return watchStream(data, (aborted) => chatWatch(call, added, aborted), call);
+      if (streaming) return watchStream(data, (aborted) => chatWatch(call, () => added, aborted), call);
       call.finish("success", data);
       return data;
     });
   };
 }
 
-/** `responses.create`, streaming or not. */
-export function responsesCreate(settings: Settings, provider: string, original: Method): Method {
+/** The status of a response that will not change again, as the call's status. */
+const RESPONSE_DONE: ReadonlyMap<string, CallStatus> = new Map([
+  ["completed", "success"],
+  ["incomplete", "success"],
+  ["failed", "error"],
+  ["cancelled", "cancelled"],
+]);
+
+/**
+ * Background responses (`background: true`) still running, by response id: tracked once, by
+ * the `retrieve()` or `cancel()` that first sees them done, with the attribution of their start.
+ * One map per process, whichever client retrieves them; bounded, the oldest dropped first.
+ */
+const backgroundCalls: Map<string, Call> = ((globalThis as Record<symbol, unknown>)[Symbol.for("costtrack.backgroundResponses")] ??= new Map<
+  string,
+  Call
+>()) as Map<string, Call>;
+const BACKGROUND_MAX = 10_000;
+
+/** Tracks a background response's call if `data` shows it done; true when it did. */
+function settleBackground(data: unknown): boolean {
+  const id = read(data, "id");
+  const status = RESPONSE_DONE.get(String(read(data, "status")));
+  if (typeof id !== "string" || status === undefined) return false;
+  const call = backgroundCalls.get(id);
+  if (call === undefined) return false;
+  backgroundCalls.delete(id);
+  call.finish(status, data);
+  return true;
+}
+
+/** `responses.create`, streaming or not; a background response is tracked when it is done. */
+export function responsesCreate(settings: Settings, provider: Route, original: Method): Method {
   return function create(this: unknown, ...args: unknown[]): unknown {
     const call = new Call(settings, provider, requestedModel(args[0]), fromOpenAI);
     const streaming = read(args[0], "stream") === true;
-    let result: unknown;
-    try {
-      result = original.apply(this, args);
-    } catch (error) {
-      throw call.fail(error);
-    }
+    const background = read(args[0], "background") === true;
+    const result = send(call, original, this, args, read(args[1], "signal"));
     return watchResult(result, call, (data) => {
       if (streaming) return watchStream(data, (aborted) => responsesWatch(call, aborted), call);
-      const failed = read(data, "status") === "failed";
-      call.finish(failed ? "error" : "success", data);
+      const id = read(data, "id");
+      const status = RESPONSE_DONE.get(String(read(data, "status")));
+      if (background && status === undefined && typeof id === "string") {
+        if (backgroundCalls.size >= BACKGROUND_MAX) backgroundCalls.delete(backgroundCalls.keys().next().value as string);
+        backgroundCalls.set(id, call);
+        return data;
+      }
+      call.finish(status ?? "success", data);
+      return data;
+    });
+  };
+}
+
+/**
+ * `responses.retrieve` and `responses.cancel`: no model call of their own, but the answer that
+ * shows a background response done tracks the call that started it. Never tracks anything else.
+ */
+export function responsesSettle(_settings: Settings, _provider: Route, original: Method): Method {
+  return function settle(this: unknown, ...args: unknown[]): unknown {
+    const result = original.apply(this, args);
+    if (backgroundCalls.size === 0) return result;
+    const promise = record(result);
+    const parse = promise?.["parseResponse"];
+    if (promise === undefined || typeof parse !== "function") return result;
+    promise["parseResponse"] = async function watchedParse(this: unknown, ...parsed: unknown[]): Promise<unknown> {
+      const data = await (parse as Method).apply(this, parsed);
+      try {
+        settleBackground(data);
+      } catch {
+        // never in the way
+      }
+      return data;
+    };
+    return result;
+  };
+}
+
+/** `embeddings.create`: its usage counts the input. */
+export function embeddingsCreate(settings: Settings, provider: Route, original: Method): Method {
+  return function create(this: unknown, ...args: unknown[]): unknown {
+    const call = new Call(settings, provider, requestedModel(args[0]), fromOpenAI);
+    const result = send(call, original, this, args, read(args[1], "signal"));
+    return watchResult(result, call, (data) => {
+      call.finish("success", data);
       return data;
     });
   };
@@ -169,6 +344,8 @@ function messagesWatch(call: Call, aborted: () => boolean): StreamWatch {
   let model: unknown;
   let usage: Record<string, unknown> | undefined;
   let status: CallStatus | undefined;
+  // `message_delta` carries the stop reason and the final output count: the answer is complete.
+  let complete = false;
   const message = (): unknown => (usage === undefined ? { model } : { model, usage });
   return {
     item(event) {
@@ -179,6 +356,7 @@ function messagesWatch(call: Call, aborted: () => boolean): StreamWatch {
         if (start !== undefined) usage = { ...start };
       } else if (type === "message_delta") {
         const delta = record(read(event, "usage"));
+        if (typeof read(event, "delta", "stop_reason") === "string") complete = true;
         if (delta !== undefined) {
           usage ??= {};
           for (const [name, value] of Object.entries(delta)) if (value !== null && value !== undefined) usage[name] = value;
@@ -189,21 +367,16 @@ function messagesWatch(call: Call, aborted: () => boolean): StreamWatch {
       return true;
     },
     end: () => call.finish(aborted() ? "cancelled" : status ?? "success", message()),
-    stop: (status) => call.finish(status, message()),
+    stop: (stopped) => call.finish(complete && stopped === "cancelled" ? status ?? "success" : stopped, message()),
   };
 }
 
 /** `messages.create`, streaming or not (`messages.stream()` goes through it). */
-export function messagesCreate(settings: Settings, provider: string, original: Method): Method {
+export function messagesCreate(settings: Settings, provider: Route, original: Method): Method {
   return function create(this: unknown, ...args: unknown[]): unknown {
     const call = new Call(settings, provider, requestedModel(args[0]), fromAnthropic);
     const streaming = read(args[0], "stream") === true;
-    let result: unknown;
-    try {
-      result = original.apply(this, args);
-    } catch (error) {
-      throw call.fail(error);
-    }
+    const result = send(call, original, this, args, read(args[1], "signal"));
     return watchResult(result, call, (data) => {
       if (streaming) return watchStream(data, (aborted) => messagesWatch(call, aborted), call);
       call.finish("success", data);

@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { Delivery, MAX_TIMER_MS } from "./delivery.js";
 import { activeAttributes, unclaimReservation, withContext } from "./context.js";
 import { ConfigurationError } from "./errors.js";
+import { WARN } from "./instrument-call.js";
 import { encodeEvent, type EncodedEvent } from "./fast-encode.js";
 import { ReservationClient } from "./reservations.js";
 import { defaultError, defaultWarning, RateLimitedReport, safeCall, type Callback } from "./reporting.js";
@@ -362,6 +363,11 @@ export class Tracker {
 
   #warn(warning: TrackerWarning): void {
     safeCall(this.#onWarning, warning);
+  }
+
+  /** Where instrumented clients report what the owner should see (`usage_missing`). Never throws. */
+  [WARN](warning: TrackerWarning): void {
+    if (this.#settings !== undefined) this.#warn(warning);
   }
 
   #reportIgnored(names: readonly string[], idempotencyKey: string | undefined): void {

@@ -2,6 +2,7 @@
 // Responses), Anthropic Messages, Gemini generateContent and Bedrock Runtime Converse, each in its
 // documented wire format: JSON, server-sent events (AWS event stream for ConverseStream), error
 // bodies. The model name picks the scenario: `…-fail` answers 429 with the provider's error body,
+// `…-strict` answers 400 to a Chat Completions request with `stream_options` (and no usage chunk),
 // `…-hang` never answers (for timeouts), `…-slow` streams two chunks and then waits (for
 // cancelling midway); anything else answers at once.
 import http from "node:http";
@@ -86,6 +87,14 @@ export const GEMINI = {
   responseId: "r1",
 };
 
+/** Gemini's answer that calls a function (automatic function calling runs it and asks again). */
+export const geminiToolTurn = () => ({
+  candidates: [{ content: { parts: [{ functionCall: { name: "get_weather", args: { city: "Paris" } } }], role: "model" }, finishReason: "STOP", index: 0 }],
+  usageMetadata: { promptTokenCount: 120, candidatesTokenCount: 15, totalTokenCount: 135 },
+  modelVersion: "gemini-2.5-flash",
+  responseId: "r0",
+});
+
 const geminiChunks = () => [
   { candidates: [{ content: { parts: [{ text: "Hel" }], role: "model" }, index: 0 }], modelVersion: "gemini-2.5-flash" },
   { candidates: [{ content: { parts: [{ text: "lo!" }], role: "model" }, index: 0 }], modelVersion: "gemini-2.5-flash" },
@@ -109,7 +118,7 @@ const ERRORS = {
 function which(path) {
   if (path.includes("/chat/completions")) return "chat";
   if (path.endsWith("/responses")) return "responses";
-  if (path.endsWith("/messages")) return "anthropic";
+  if (path.endsWith("/messages") || path.includes(":rawPredict") || path.includes(":streamRawPredict")) return "anthropic"; // also Anthropic on Vertex AI
   if (path.includes(":generateContent") || path.includes(":streamGenerateContent")) return "gemini";
   if (path.startsWith("/model/")) return "bedrock";
   return undefined;
@@ -159,7 +168,114 @@ export function toolTurn(body) {
   };
 }
 
+export const EMBEDDING = {
+  object: "list",
+  data: [{ object: "embedding", index: 0, embedding: [0.25, -0.5] }],
+  model: "text-embedding-3-small",
+  usage: { prompt_tokens: 8, total_tokens: 8 },
+};
+
+/** Background responses by id: how many times each was retrieved (the second sees it completed). */
+const background = new Map();
+
+/** Responses API in the background: queued at create, in progress, then completed (or cancelled). */
+function backgroundReply(req, res, body, path, requests) {
+  const json = (status, value) => {
+    res.writeHead(status, { "content-type": "application/json" });
+    res.end(JSON.stringify(value));
+  };
+  const cancel = path.match(/\/responses\/([^/]+)\/cancel$/);
+  const retrieve = path.match(/\/responses\/([^/]+)$/);
+  if (req.method === "POST" && path.endsWith("/responses") && body.background === true) {
+    const id = `resp_bg_${background.size + 1}`;
+    background.set(id, 0);
+    requests.push({ path, body, model: body.model });
+    json(200, { ...RESPONSE, id, background: true, status: "queued", output: [], usage: null });
+    return true;
+  }
+  if (req.method === "POST" && cancel) {
+    requests.push({ path, body, model: "" });
+    json(200, { ...RESPONSE, id: cancel[1], background: true, status: "cancelled", output: [], usage: { ...RESPONSE.usage, output_tokens: 10, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 10010 } });
+    return true;
+  }
+  if (req.method === "GET" && retrieve) {
+    const id = retrieve[1];
+    const seen = (background.get(id) ?? 1) + 1;
+    background.set(id, seen);
+    requests.push({ path, body, model: "" });
+    if (seen < 2) json(200, { ...RESPONSE, id, background: true, status: "in_progress", output: [], usage: null });
+    else json(200, { ...RESPONSE, id, background: true });
+    return true;
+  }
+  return false;
+}
+
+/** Bedrock InvokeModel's counts, as its response headers and its stream's last chunk carry them. */
+export const INVOKE_COUNTS = { input: 1000, output: 500, cacheRead: 10000, cacheWrite: 2000 };
+
+/** Bedrock InvokeModel (an Anthropic model: the Messages body) and its response stream. */
+async function invokeReply(res, body, path, requests) {
+  const invoke = path.match(/^\/model\/([^/]+)\/(invoke|invoke-with-response-stream)$/);
+  if (!invoke) return false;
+  const model = decodeURIComponent(invoke[1]);
+  requests.push({ path, body, model });
+  const counts = INVOKE_COUNTS;
+  if (invoke[2] === "invoke") {
+    res.writeHead(200, {
+      "content-type": "application/json",
+      "x-amzn-bedrock-input-token-count": String(counts.input),
+      "x-amzn-bedrock-output-token-count": String(counts.output),
+      "x-amzn-bedrock-cache-read-input-token-count": String(counts.cacheRead),
+      "x-amzn-bedrock-cache-write-input-token-count": String(counts.cacheWrite),
+      "x-amzn-bedrock-invocation-latency": "321",
+    });
+    res.end(JSON.stringify({ ...MESSAGE, usage: { input_tokens: counts.input, output_tokens: counts.output } }));
+    return true;
+  }
+  res.writeHead(200, { "content-type": "application/vnd.amazon.eventstream" });
+  const events = messageEvents().map(([, event]) => event);
+  events[events.length - 1] = {
+    ...events.at(-1),
+    "amazon-bedrock-invocationMetrics": {
+      inputTokenCount: counts.input,
+      outputTokenCount: counts.output,
+      cacheReadInputTokenCount: counts.cacheRead,
+      cacheWriteInputTokenCount: counts.cacheWrite,
+      invocationLatency: 321,
+      firstByteLatency: 100,
+    },
+  };
+  for (const [i, event] of events.entries()) {
+    if (model.endsWith("-slow") && i === 2) return true;
+    res.write(await eventStreamFrame("chunk", { bytes: Buffer.from(JSON.stringify(event)).toString("base64") }));
+  }
+  res.end();
+  return true;
+}
+
 async function reply(req, res, body, path, requests) {
+  if (await invokeReply(res, body, path, requests)) return;
+  if (path.endsWith("/embeddings")) {
+    requests.push({ path, body, model: body.model });
+    const base64 = Buffer.from(new Float32Array(EMBEDDING.data[0].embedding).buffer).toString("base64");
+    const data = body.encoding_format === "base64" ? [{ ...EMBEDDING.data[0], embedding: base64 }] : EMBEDDING.data;
+    res.writeHead(200, { "content-type": "application/json" });
+    return res.end(JSON.stringify({ ...EMBEDDING, data }));
+  }
+  if (backgroundReply(req, res, body, path, requests)) return;
+  if (path.endsWith(":batchEmbedContents") || path.endsWith(":predict")) {
+    // Gemini embeddings: the Gemini API counts no tokens, Vertex AI counts each input's.
+    requests.push({ path, body, model: path.match(/models\/([^:]+)/)?.[1] ?? "" });
+    const vertex = path.endsWith(":predict");
+    res.writeHead(200, { "content-type": "application/json" });
+    return res.end(
+      JSON.stringify(
+        vertex
+          ? { predictions: [{ embeddings: { values: [0.25, -0.5], statistics: { token_count: 7, truncated: false } } }] }
+          : { embeddings: [{ values: [0.25, -0.5] }] },
+      ),
+    );
+  }
   const kind = which(path);
   const model = body.model ?? decodeURIComponent(path.match(/models\/([^:]+)/)?.[1] ?? path.match(/^\/model\/([^/]+)/)?.[1] ?? "");
   requests.push({ path, body, model });
@@ -172,7 +288,22 @@ async function reply(req, res, body, path, requests) {
     res.writeHead(429, headers);
     return res.end(JSON.stringify(errorBody));
   }
+  if (model.endsWith("-strict") && body.stream_options !== undefined) {
+    // An OpenAI-compatible server that refuses parameters it does not know (older Azure api-versions).
+    res.writeHead(400, { "content-type": "application/json" });
+    return res.end(JSON.stringify({ error: { code: null, message: "Unrecognized request argument supplied: stream_options", param: null, type: "invalid_request_error" } }));
+  }
   const slow = model.endsWith("-slow");
+  if (kind === "gemini" && model.endsWith("-tools") && !body.contents?.some((c) => c.parts?.some((p) => p.functionResponse))) {
+    // Gemini's first turn with tools: a function call, with usage of its own.
+    const turn = geminiToolTurn();
+    if (!streaming) {
+      res.writeHead(200, { "content-type": "application/json" });
+      return res.end(JSON.stringify(turn));
+    }
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    return res.end(`data: ${JSON.stringify(turn)}\r\n\r\n`);
+  }
   if (!streaming && kind === "responses" && model.endsWith("-tools") && !asked(body, "function_call_output")) {
     // An agent's first turn: the model calls the request's first tool.
     res.writeHead(200, { "content-type": "application/json" });
@@ -195,7 +326,9 @@ async function reply(req, res, body, path, requests) {
   res.writeHead(200, { "content-type": "text/event-stream" });
   const lines =
     kind === "chat"
-      ? chatChunks(body.n ?? 3).map((c) => `data: ${JSON.stringify(c)}\n\n`)
+      ? chatChunks(body.n ?? 3)
+          .slice(0, body.stream_options?.include_usage === true ? undefined : -1) // usage only when asked, as OpenAI does
+          .map((c) => `data: ${JSON.stringify(c)}\n\n`)
       : kind === "responses"
         ? responseEvents().map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`)
         : kind === "anthropic"
@@ -237,6 +370,11 @@ export async function startProvider() {
       return new Promise((resolve) => server.close(resolve));
     },
   };
+}
+
+/** A Bedrock Runtime client's settings for the canned provider at `url` (fake credentials, one attempt). */
+export function bedrockSettings(url) {
+  return { region: "us-east-1", endpoint: url, credentials: { accessKeyId: "AKIDTEST", secretAccessKey: "secret" }, maxAttempts: 1 };
 }
 
 /** A tracker that keeps what it is given (the event as instrument() builds it). */

@@ -35,9 +35,9 @@ test("instrumented calls take the context's fields; instrument()'s own defaults 
   assert.equal(inside.customerId, "cus_1");
   assert.equal(inside.customerName, "Acme");
   assert.equal(inside.environment, "staging");
-  assert.deepEqual(inside.metadata, { plan: "pro", service_tier: "default" });
+  assert.deepEqual(inside.metadata, { plan: "pro", service_tier: "default", usage_convention: "openai" });
   assert.equal(outside.customerId, undefined);
-  assert.deepEqual(outside.metadata, { service_tier: "default" });
+  assert.deepEqual(outside.metadata, { service_tier: "default", usage_convention: "openai" });
 });
 
 test("nested contexts add up, the inner one winning; currentAttributes() reads them", () => {
