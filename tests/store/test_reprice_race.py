@@ -19,7 +19,7 @@ from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.pricing.overrides import parse_override
 from costtrack_service.domain.pricing.reported import REPORTED
 from costtrack_service.domain.usage import Counts, model_name
-from costtrack_service.jobs.drift import reprice_days
+from costtrack_service.services.drift import reprice_days
 
 pytestmark = pytest.mark.integration
 

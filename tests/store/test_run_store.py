@@ -1,4 +1,4 @@
-"""Run and session totals in DynamoDB (``store/runs.py``, moto): the ingestion transaction keeps
+"""Run and session totals in DynamoDB (``store/run_totals.py``, moto): the ingestion transaction keeps
 them, once per run per batch, equal to the sum of their events; a total that another write
 changed after the batch read it cancels the transaction, and the retry reads it again."""
 
@@ -15,13 +15,13 @@ from moto import mock_aws
 
 from costtrack_service import catalogue
 from costtrack_service.domain.ingest.batch import Item
-from costtrack_service.domain.ingest.events import validate
-from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.ingest.event_validation import validate
 from costtrack_service.domain.pricing.entries import Origin, parse_entry
 from costtrack_service.domain.runs.sketch import Histogram
 from costtrack_service.domain.runs.totals import RUN, SESSION
 from costtrack_service.domain.workspaces.plans import Tier
-from costtrack_service.jobs.price_sync import backfill
+from costtrack_service.jobs.price_refresh import backfill
+from costtrack_service.services.ingest import IngestService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.tables import TableNames
 

@@ -24,16 +24,16 @@ from hypothesis import strategies as st
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.batch import MAX_BATCH_BYTES, MAX_BATCH_ITEMS
 from costtrack_service.domain.ingest.chunks import MAX_TRANSACTION_ITEMS, Chunk, ChunkRejected
-from costtrack_service.domain.ingest.events import MAX_BODY_BYTES
+from costtrack_service.domain.ingest.event_validation import MAX_BODY_BYTES
 from costtrack_service.domain.ingest.records import StoreUnavailable
-from costtrack_service.domain.ingest.service import IngestResult, IngestService
 from costtrack_service.domain.ingest.time_pages import page_group
 from costtrack_service.domain.usage import GROUPINGS, HIDDEN, TOTAL, dimensions_for, report, rollup_deltas, summarize
 from costtrack_service.domain.workspaces.allowance import Balances, Payment, ShardId, plan_payment, unleased
 from costtrack_service.domain.workspaces.plans import Charge, Tier, Usage, WorkspaceState
 from costtrack_service.domain.workspaces.shards import SHARDS
 from costtrack_service.edge.http_event import http_status
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.services.ingest import IngestResult, IngestService
 from costtrack_tools.memory_store import MemoryStore
 from tests.support.ingest_world import EVENT, PERIOD, World, post
 

@@ -16,14 +16,14 @@ from costtrack_service import catalogue
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.batch import Item
 from costtrack_service.domain.ingest.chunks import Chunk, ChunkRejected
-from costtrack_service.domain.ingest.events import validate
+from costtrack_service.domain.ingest.event_validation import validate
 from costtrack_service.domain.ingest.records import StoreUnavailable
-from costtrack_service.domain.ingest.service import IngestResult
 from costtrack_service.domain.ingest.settings import IngestSettings
 from costtrack_service.domain.pricing.entries import parse_entry
 from costtrack_service.domain.workspaces.keys import KeyState
 from costtrack_service.domain.workspaces.plans import Tier, Usage, WorkspaceState
 from costtrack_service.edge.http_event import http_status
+from costtrack_service.services.ingest import IngestResult
 from costtrack_tools.memory_store import MemoryStore
 from tests.conftest import GEMINI_EVENT, GPT5_EVENT, SONNET_EVENT
 from tests.support.ingest_harness import Harness

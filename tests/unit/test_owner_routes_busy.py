@@ -15,7 +15,7 @@ import pytest
 from costtrack_service.domain.budgets.webhooks import UrlPolicy
 from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.domain.workspaces.plans import Tier
-from costtrack_service.edge.workspace import create_handler
+from costtrack_service.edge.owner_api.app import create_handler
 from costtrack_service.services.budgets import BudgetService
 from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore

@@ -14,9 +14,11 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Protocol
 
+from costtrack_service.catalogue import reconciliation_view as catalogue_view
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.pricing.entries import format_timestamp
-from costtrack_service.domain.reconciliation import catalogue_view, focus, reported
+from costtrack_service.domain.reconciliation import focus_report as focus
+from costtrack_service.domain.reconciliation import reported_costs as reported
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.reconciliation.connections import PROVIDERS, Connection, ConnectionState
 from costtrack_service.domain.reconciliation.gap_alert import parse_threshold, threshold_answer

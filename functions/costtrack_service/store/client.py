@@ -4,7 +4,7 @@ failures.
 Every call of the store's client, whatever method makes it (pages and waiters included), has
 its failures translated in one place, :func:`unavailable_error`: throttling, capacity and
 DynamoDB's own outages become :class:`StoreUnavailable`, which every route answers with ``503``
-and ``Retry-After`` (``edge/http.py``) and ``costtrack admin`` reports in one line.
+and ``Retry-After`` (``edge/owner_api/http.py``) and ``costtrack admin`` reports in one line.
 """
 
 from __future__ import annotations

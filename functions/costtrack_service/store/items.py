@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from costtrack.validation import INTEGER_FIELDS
-from costtrack_service.domain.ingest.events import USAGE_EVENT_FIELDS, UsageEvent
+from costtrack_service.domain.ingest.event_validation import USAGE_EVENT_FIELDS, UsageEvent
 from costtrack_service.domain.ingest.records import EventRecord, EventWarning, PricingStatus
 from costtrack_service.domain.ingest.source import Source
 from costtrack_service.domain.ingest.visibility import Visibility

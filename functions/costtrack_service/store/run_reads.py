@@ -27,10 +27,10 @@ from costtrack_service.domain.runs.reports import after_position
 from costtrack_service.domain.runs.sketch import Histogram, parse_bucket_name
 from costtrack_service.domain.runs.totals import RUN, RunTotal, sketch_prefix
 from costtrack_service.domain.workspaces.shards import rollup_partitions
+from costtrack_service.store.events_by_time import PageReads
 from costtrack_service.store.items import to_item
-from costtrack_service.store.pages import PageReads
 from costtrack_service.store.rollups import in_parallel
-from costtrack_service.store.runs import BUCKET_PREFIX, TOTAL_KEY, cost_partitions, run_partition, total_from_item
+from costtrack_service.store.run_totals import BUCKET_PREFIX, TOTAL_KEY, cost_partitions, run_partition, total_from_item
 from costtrack_service.store.tables import RUNS_BY_COST
 
 _ID_ATTRIBUTE = {RUN: "trace_id", "session": "session_id"}

@@ -1,5 +1,5 @@
 """The simulated DynamoDB: ``MemoryStore``'s chunk write, survey and reads (the conditions of
-``store/events.py``) behind the AWS front's rules, on the virtual clock.
+``store/ingest_writes.py``) behind the AWS front's rules, on the virtual clock.
 
 * Transactions take time (``SimRules.transaction_median_s``: a log-normal draw) and hold their
   items meanwhile: a transaction or an allowance survey (``TransactGetItems``, which holds

@@ -1,5 +1,5 @@
 """What ``POST /v1/events`` carries: one event, or a batch of them (docs/api-rules.md#batches), read
-from the body's JSON value (``edge/ingest_request.py`` parses the bytes).
+from the body's JSON value (``edge/ingest/ingest_request.py`` parses the bytes).
 
 A batch is ``{"batch": [{"idempotency_key": "…", "event": {…}}, …]}``: 1 to 100 items, at most
 1 MiB. What is wrong with the request as a whole (its size, its shape, an ``Idempotency-Key``
@@ -14,7 +14,7 @@ from datetime import datetime
 
 from costtrack.validation import ValidatedEvent
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingest.events import invalid_payload, parse_idempotency_key, validate
+from costtrack_service.domain.ingest.event_validation import invalid_payload, parse_idempotency_key, validate
 
 MAX_BATCH_ITEMS = 100
 MAX_BATCH_BYTES = 1024 * 1024

@@ -22,7 +22,7 @@ from typing import Any
 from costtrack_service import catalogue
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.batch import Item
-from costtrack_service.domain.ingest.events import invalid_payload, validate
+from costtrack_service.domain.ingest.event_validation import invalid_payload, validate
 from costtrack_service.domain.ingest.source import normalize_provider
 from costtrack_service.domain.otlp.tokens import SpanTokens, UsageError, read_tokens
 

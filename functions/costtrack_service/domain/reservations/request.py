@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from costtrack.validation import MAX_SAFE_INTEGER
 from costtrack_service.domain.budgets.budget import MAX_AMOUNT
-from costtrack_service.domain.ingest.events import UsageEvent, invalid_payload, to_usage_event, validate
+from costtrack_service.domain.ingest.event_validation import UsageEvent, invalid_payload, to_usage_event, validate
 from costtrack_service.domain.ingest.records import EventWarning, unknown_field_warnings
 
 DEFAULT_TTL_SECONDS = 600

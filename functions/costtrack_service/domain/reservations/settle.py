@@ -31,8 +31,8 @@ from decimal import Decimal
 from typing import Protocol
 
 from costtrack_service.domain.ingest.records import EventRecord, EventWarning, WarningCode
-from costtrack_service.domain.reservations.ids import Part, ReservationId, parse
 from costtrack_service.domain.reservations.ledger import Hold
+from costtrack_service.domain.reservations.reservation_ids import Part, ReservationId, parse
 
 #: A shard item one settle update writes: (ledger ref, month, shard).
 SettleItem = tuple[str, str, int]

@@ -26,13 +26,13 @@ from functools import cache
 from typing import Any, Protocol
 
 from costtrack_service import catalogue
+from costtrack_service.catalogue import reconciliation_view as catalogue_view
 from costtrack_service.domain.ingest.records import EventRecord, PricingStatus, WarningCode, priced_fields
 from costtrack_service.domain.ingest.source import normalize_provider
 from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.pricing.entries import PricingEntry, format_timestamp, parse_timestamp
 from costtrack_service.domain.pricing.overrides import Override
 from costtrack_service.domain.pricing.pricer import Call, Pricer
-from costtrack_service.domain.reconciliation import catalogue_view
 from costtrack_service.domain.reconciliation.drift_override import (
     bill_rates,
     drift_override,

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from costtrack_service.domain.runs.reports import UnitGrouping
-from costtrack_service.edge.owner_responses import Count, Day, Decimal
+from costtrack_service.edge.owner_api.responses import Count, Day, Decimal
 
 Money = Decimal | None
 

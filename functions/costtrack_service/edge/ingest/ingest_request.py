@@ -16,10 +16,10 @@ from typing import Any
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.batch import MAX_BATCH_BYTES, Submission, is_batch, submission_of
 from costtrack_service.domain.ingest.commit import Outcome
-from costtrack_service.domain.ingest.events import MAX_BODY_BYTES, invalid_payload
+from costtrack_service.domain.ingest.event_validation import MAX_BODY_BYTES, invalid_payload
 from costtrack_service.domain.ingest.jsonlimits import MAX_JSON_DEPTH, too_deep
-from costtrack_service.domain.ingest.service import IngestResult, IngestService
 from costtrack_service.edge.http_event import http_status, presented_secret, too_large
+from costtrack_service.services.ingest import IngestResult, IngestService
 
 IDEMPOTENCY_KEY_HEADER = "idempotency-key"
 

@@ -20,11 +20,10 @@ from typing import Any, Protocol
 from costtrack_service.domain.budgets.budget import Budget
 from costtrack_service.domain.cache import TTLCache
 from costtrack_service.domain.errors import ApiError, unavailable
-from costtrack_service.domain.ingest.events import invalid_payload
+from costtrack_service.domain.ingest.event_validation import invalid_payload
 from costtrack_service.domain.pricing.cost import CURRENCY, counts_of, format_decimal
 from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.domain.pricing.pricer import Call, Pricer
-from costtrack_service.domain.reservations.ids import MAX_PARTS, Part, ReservationId, new_entry, parse
 from costtrack_service.domain.reservations.ledger import (
     LEDGER_SHARDS,
     ZERO,
@@ -43,6 +42,7 @@ from costtrack_service.domain.reservations.ledger import (
     shard_of,
 )
 from costtrack_service.domain.reservations.request import Ask, read_ask
+from costtrack_service.domain.reservations.reservation_ids import MAX_PARTS, Part, ReservationId, new_entry, parse
 from costtrack_service.domain.reservations.scope import ledgers_for
 from costtrack_service.domain.reservations.seed import plan_seed, window_spend
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict

@@ -1,7 +1,7 @@
 """The owners' run routes (README, "Cost per run"): ``/v1/workspace/runs``,
 ``/v1/workspace/runs/{trace_id}``, ``/v1/workspace/sessions/{session_id}`` and
-``/v1/workspace/unit-costs``, on the owners' resolver (``edge/workspace.py``), declared like its
-other routes (``edge/owner_routes.py``)."""
+``/v1/workspace/unit-costs``, on the owners' resolver (``edge/owner_api/app.py``), declared like its
+other routes (``edge/owner_api/route_declarations.py``)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from costtrack_service.domain.runs.anomalies import AnomalySettingsService
 from costtrack_service.domain.runs.reports import DEFAULT_RUNS, MAX_RUNS, RunService, UnitGrouping
 from costtrack_service.domain.runs.totals import RUN, SESSION
-from costtrack_service.edge import run_responses as shapes
-from costtrack_service.edge.owner_responses import INVALID, WITH_BODY, documented, refused
-from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
+from costtrack_service.edge.owner_api import run_responses as shapes
+from costtrack_service.edge.owner_api.responses import INVALID, WITH_BODY, documented, refused
+from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
 from costtrack_service.services.requests import RunAnomalySettings
 from costtrack_service.services.workspace import MAX_FILTER_CHARS
 

@@ -17,7 +17,6 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from costtrack_service.domain.reservations.ids import Part, ReservationId
 from costtrack_service.domain.reservations.ledger import (
     LEDGER_SHARDS,
     ZERO,
@@ -29,6 +28,7 @@ from costtrack_service.domain.reservations.ledger import (
     Seed,
     Take,
 )
+from costtrack_service.domain.reservations.reservation_ids import Part, ReservationId
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
 from costtrack_service.store.items import from_item, to_item
 from costtrack_service.store.ledgers import (

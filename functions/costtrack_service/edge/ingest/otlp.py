@@ -26,11 +26,11 @@ from typing import Any
 
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.commit import Outcome
-from costtrack_service.domain.ingest.events import invalid_payload
-from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.ingest.event_validation import invalid_payload
 from costtrack_service.domain.otlp.spans import SpanData, root_names, span_item
 from costtrack_service.edge.http_event import JSON, http_status, presented_secret, too_large, unsupported_media_type
-from costtrack_service.edge.ingest_request import body_too_large, parse_body
+from costtrack_service.edge.ingest.ingest_request import body_too_large, parse_body
+from costtrack_service.services.ingest import IngestService
 
 PROTOBUF = "application/x-protobuf"
 #: The largest body taken, after decompression (a gzip bomb stops here, not in memory).

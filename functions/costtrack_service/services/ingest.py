@@ -2,7 +2,7 @@
 
 Order of checks (docs/api-rules.md#order-of-checks, #batches): key (401) → request body (400/413) → plan (403) → each
 item: its payload (400) → idempotency (replay / 422) → allowance (429), spent in request order.
-The edge reads the key and the body (``edge/ingest_request.py``); this module decides the rest.
+The edge reads the key and the body (``edge/ingest/ingest_request.py``); this module decides the rest.
 
 Nothing a workspace writes on every event is a single item (``shards.py``, ``allowance.py``),
 so one key and one workspace are not capped by DynamoDB's transaction conflicts:
@@ -31,7 +31,7 @@ from costtrack_service.domain.errors import ApiError, unavailable
 from costtrack_service.domain.ids import new_event_id
 from costtrack_service.domain.ingest.batch import Item, Submission
 from costtrack_service.domain.ingest.commit import ChunkStore, Committer, Outcome, plan_inactive
-from costtrack_service.domain.ingest.events import to_usage_event
+from costtrack_service.domain.ingest.event_validation import to_usage_event
 from costtrack_service.domain.ingest.reads import CachedReads, ReadStore
 from costtrack_service.domain.ingest.records import (
     EventRecord,
