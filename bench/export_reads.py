@@ -78,7 +78,7 @@ def main() -> None:
     from costtrack_service.domain.workspaces.plans import Tier
     from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
     from costtrack_service.jobs.daily_export import DirectoryWriter, Exporter
-    from costtrack_service.services.ingest import IngestService
+    from costtrack_service.services.event_ingest import IngestService
     from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
     from costtrack_service.store.tables import TableNames
     from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo

@@ -15,7 +15,7 @@ def memory_handler() -> tuple[Callable[[dict[str, Any], Any], dict[str, Any]], A
     """``(handler, context, api_key, store)`` for a paid workspace with room for any run."""
     from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
     from costtrack_service.edge.ingest.ingest_routes import create_handler
-    from costtrack_service.services.ingest import IngestService
+    from costtrack_service.services.event_ingest import IngestService
     from costtrack_tools.local.server import LambdaContext
     from costtrack_tools.memory_store import MemoryStore
 

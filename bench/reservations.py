@@ -115,7 +115,7 @@ def dynamodb_costs() -> dict[str, float]:
     from costtrack_service.domain.reservations.ledger import LEDGER_SHARDS
     from costtrack_service.domain.workspaces.plans import Tier
     from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
-    from costtrack_service.services.ingest import IngestService
+    from costtrack_service.services.event_ingest import IngestService
     from costtrack_service.services.reservations import ReservationService
     from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
     from costtrack_service.store.tables import TableNames

@@ -130,7 +130,7 @@ def store_client_cpu() -> dict[str, float]:
     from costtrack_service.domain.ingest.chunks import Chunk, ChunkRejected
     from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
     from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
-    from costtrack_service.services.ingest import IngestService
+    from costtrack_service.services.event_ingest import IngestService
     from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
     from costtrack_service.store.tables import TableNames
     from costtrack_tools.memory_store import MemoryStore
@@ -223,7 +223,7 @@ def dynamodb_costs() -> dict[str, float]:
 
     from costtrack_service.domain.workspaces.plans import Tier
     from costtrack_service.edge.ingest.ingest_request import IngestRequest
-    from costtrack_service.services.ingest import IngestService
+    from costtrack_service.services.event_ingest import IngestService
     from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
     from costtrack_service.store.tables import TableNames
     from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo

@@ -17,7 +17,7 @@ import pytest
 
 from costtrack_service.domain.ingest.batch import submission_of
 from costtrack_service.domain.workspaces.keys import ADMIN
-from costtrack_service.services.ingest import IngestService
+from costtrack_service.services.event_ingest import IngestService
 from tests.support.browser import ARTIFACTS
 
 pytestmark = pytest.mark.integration

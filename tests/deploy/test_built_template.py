@@ -26,7 +26,7 @@ from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
 from costtrack_service.jobs.budget_evaluator import Alerts, AlertSettings
 from costtrack_service.services.budgets import BudgetService
-from costtrack_service.services.ingest import IngestService
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.price_overrides import OverrideService
 from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore

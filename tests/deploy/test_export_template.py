@@ -105,7 +105,7 @@ def export_calls(template: dict[str, Any]) -> tuple[dict[str, set[str]], dict[st
         stale = f"{DEFAULT_PREFIX}workspace_id={workspace.workspace_id}/day={now.date()}/old.gz"
         s3.put_object(Bucket="export", Key=stale, Body=b"")
         from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
-        from costtrack_service.services.ingest import IngestService
+        from costtrack_service.services.event_ingest import IngestService
 
         secret, _ = admin.create_key(workspace.workspace_id)
         ingest(

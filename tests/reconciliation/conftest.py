@@ -14,7 +14,7 @@ from moto import mock_aws
 from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
 from costtrack_service.edge.owner_api.app import create_handler
-from costtrack_service.services.ingest import IngestService
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 from tests.conftest import moto_tables

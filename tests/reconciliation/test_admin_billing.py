@@ -19,7 +19,7 @@ from moto import mock_aws
 
 from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
-from costtrack_service.services.ingest import IngestService
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.admin_output import AdminError
 from costtrack_tools.cli import build_parser

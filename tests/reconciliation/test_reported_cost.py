@@ -29,7 +29,7 @@ from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
 from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
 from costtrack_service.edge.owner_api.app import create_handler
 from costtrack_service.jobs.price_refresh import backfill
-from costtrack_service.services.ingest import IngestService
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.cli import build_parser

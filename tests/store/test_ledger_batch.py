@@ -17,7 +17,7 @@ from costtrack_service.domain.budgets.budget import Budget
 from costtrack_service.domain.reservations.ledger import Ledger, ledger_ref, shard_of
 from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
-from costtrack_service.services.ingest import IngestService
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.reservations import ReservationService
 
 pytestmark = pytest.mark.integration

@@ -22,7 +22,7 @@ from costtrack_service.domain.runs.reports import RunService, decode_run_cursor
 from costtrack_service.domain.runs.sketch import RELATIVE_ERROR
 from costtrack_service.domain.runs.totals import RUN, SESSION
 from costtrack_service.domain.workspaces.plans import Tier
-from costtrack_service.services.ingest import IngestService
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.tables import TableNames
 

@@ -21,7 +21,7 @@ from costtrack_service.domain.runs.sketch import Histogram
 from costtrack_service.domain.runs.totals import RUN, SESSION
 from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.jobs.price_refresh import backfill
-from costtrack_service.services.ingest import IngestService
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.tables import TableNames
 

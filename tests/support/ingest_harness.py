@@ -14,7 +14,7 @@ from costtrack_service.domain.ingest.source import Source
 from costtrack_service.domain.workspaces.keys import KeyState
 from costtrack_service.domain.workspaces.plans import Tier, Usage, WorkspaceState
 from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
-from costtrack_service.services.ingest import IngestResult, IngestService
+from costtrack_service.services.event_ingest import IngestResult, IngestService
 from costtrack_tools.memory_store import MemoryStore
 from tests.conftest import GPT5_EVENT
 

@@ -13,7 +13,7 @@ from costtrack_service.domain.ingest.source import Source
 from costtrack_service.domain.store_errors import SurveyConflict
 from costtrack_service.domain.workspaces.plans import Tier, Usage, WorkspaceState
 from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
-from costtrack_service.services.ingest import IngestResult, IngestService
+from costtrack_service.services.event_ingest import IngestResult, IngestService
 from costtrack_tools.memory_store import MemoryStore
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)

@@ -33,7 +33,7 @@ from costtrack_service.domain.workspaces.plans import Charge, Tier, Usage, Works
 from costtrack_service.domain.workspaces.shards import SHARDS
 from costtrack_service.edge.http_event import http_status
 from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
-from costtrack_service.services.ingest import IngestResult, IngestService
+from costtrack_service.services.event_ingest import IngestResult, IngestService
 from costtrack_tools.memory_store import MemoryStore
 from tests.support.ingest_world import EVENT, PERIOD, World, post
 

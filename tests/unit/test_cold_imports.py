@@ -47,7 +47,7 @@ def imported_after(statement: str) -> set[str]:
 
 def test_the_ingestion_handler_defers_what_the_first_event_does_not_need() -> None:
     modules = imported_after("import costtrack_service.handlers.ingest")
-    assert "costtrack_service.services.ingest" in modules  # the check sees the real import
+    assert "costtrack_service.services.event_ingest" in modules  # the check sees the real import
     assert sorted(name for name in modules if name.startswith(DEFERRED)) == []
 
 
@@ -91,7 +91,7 @@ def test_the_deferred_modules_load_on_the_request_that_needs_them() -> None:
         "from costtrack_service.edge.ingest.ingest_routes import build_routes, route; "
         "from costtrack_service.edge.http_event import HttpRequest; "
         "from costtrack_tools.memory_store import MemoryStore; "
-        "from costtrack_service.services.ingest import IngestService; "
+        "from costtrack_service.services.event_ingest import IngestService; "
         "from aws_lambda_powertools.metrics import EphemeralMetrics; "
         "routes = build_routes(IngestService(MemoryStore()), EphemeralMetrics(namespace='t'))"
     )

@@ -27,7 +27,7 @@ from costtrack_service.domain.usage import (
 from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
 from costtrack_service.edge.http_event import http_status, json_text
 from costtrack_service.edge.ingest.ingest_request import parse_body
-from costtrack_service.services.ingest import EventRecord
+from costtrack_service.services.event_ingest import EventRecord
 from costtrack_service.services.workspace import (
     WorkspaceService,
     check_key_id,

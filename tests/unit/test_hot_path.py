@@ -16,7 +16,7 @@ from costtrack_service.domain.pricing.pricer import Call, Pricer
 from costtrack_service.domain.usage import rollup_deltas, summed_deltas
 from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
 from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
-from costtrack_service.services.ingest import IngestService
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_tools.memory_store import MemoryStore
 
 AT = datetime(2026, 11, 22, 12, tzinfo=UTC)

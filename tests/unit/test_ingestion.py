@@ -23,7 +23,7 @@ from costtrack_service.domain.pricing.entries import parse_entry
 from costtrack_service.domain.workspaces.keys import KeyState
 from costtrack_service.domain.workspaces.plans import Tier, Usage, WorkspaceState
 from costtrack_service.edge.http_event import http_status
-from costtrack_service.services.ingest import IngestResult
+from costtrack_service.services.event_ingest import IngestResult
 from costtrack_tools.memory_store import MemoryStore
 from tests.conftest import GEMINI_EVENT, GPT5_EVENT, SONNET_EVENT
 from tests.support.ingest_harness import Harness

@@ -18,7 +18,7 @@ from costtrack_service.domain.workspaces.allowance import Balances, plan_payment
 from costtrack_service.domain.workspaces.plans import Charge, Tier, WorkspaceState
 from costtrack_service.domain.workspaces.shards import SHARDS
 from costtrack_service.edge.http_event import http_status
-from costtrack_service.services.ingest import IngestService
+from costtrack_service.services.event_ingest import IngestService
 from tests.support.ingest_world import EVENT, ConflictedSurveys, World, post
 
 PERIOD = "2026-11"

@@ -17,7 +17,7 @@ from costtrack_service.domain.ingest.event_validation import validate
 from costtrack_service.domain.runs.sketch import RELATIVE_ERROR, ZERO, Histogram, bucket_of, bucket_value
 from costtrack_service.domain.runs.totals import RUN, SESSION, SketchDelta
 from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
-from costtrack_service.services.ingest import IngestService
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_tools.memory_store import MemoryStore
 
 START = datetime(2026, 11, 22, 23, 59, 58, tzinfo=UTC)

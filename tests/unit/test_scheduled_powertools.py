@@ -18,7 +18,7 @@ from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
 from costtrack_service.jobs.budget_evaluator import Alerts, AlertSettings
 from costtrack_service.services.budgets import BudgetService
-from costtrack_service.services.ingest import IngestService
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.server import LambdaContext

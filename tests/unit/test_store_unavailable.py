@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
-from costtrack_service.services.ingest import StoreUnavailable
+from costtrack_service.services.event_ingest import StoreUnavailable
 from costtrack_service.store.dynamo import DynamoStore, dynamodb_client, unavailable_error
 from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.server import LambdaContext

@@ -1,4 +1,4 @@
-"""An in-memory :class:`~costtrack_service.services.ingest.IngestStore`, atomic under a lock.
+"""An in-memory :class:`~costtrack_service.services.event_ingest.IngestStore`, atomic under a lock.
 
 For domain tests and for measuring the handler's own CPU cost without I/O. Its chunk write is
 all-or-nothing like the DynamoDB transaction and checks the same conditions the store's

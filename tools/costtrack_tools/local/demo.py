@@ -26,7 +26,7 @@ from typing import Any
 from costtrack_service.domain.budgets.budget import Budget, Period, statuses
 from costtrack_service.domain.budgets.webhooks import UrlPolicy
 from costtrack_service.services.budgets import BudgetService
-from costtrack_service.services.ingest import IngestService
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.price_overrides import OverrideService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.event_import import ImportResult, PastEvent, import_events

@@ -34,7 +34,7 @@ from costtrack_service.domain.budgets.webhooks import UrlPolicy
 from costtrack_service.domain.ingest.source import Source
 from costtrack_service.domain.workspaces.keys import ADMIN, KeyState
 from costtrack_service.domain.workspaces.plans import PlanStatus, Tier
-from costtrack_service.services.ingest import IngestService
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
 from costtrack_service.store.tables import TableNames

@@ -25,7 +25,7 @@ from costtrack_service.domain.usage import CHARGE
 from costtrack_service.domain.workspaces.plans import PlanStatus, Tier, WorkspaceState
 from costtrack_service.domain.workspaces.shards import PartitionLayout
 from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
-from costtrack_service.services.ingest import IngestService
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_tools.sim.clock import Hub
 from costtrack_tools.sim.dynamo import SimDynamo, SimRules
 

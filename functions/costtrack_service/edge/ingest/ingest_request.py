@@ -19,7 +19,7 @@ from costtrack_service.domain.ingest.commit import Outcome
 from costtrack_service.domain.ingest.event_validation import MAX_BODY_BYTES, invalid_payload
 from costtrack_service.domain.ingest.jsonlimits import MAX_JSON_DEPTH, too_deep
 from costtrack_service.edge.http_event import http_status, presented_secret, too_large
-from costtrack_service.services.ingest import IngestResult, IngestService
+from costtrack_service.services.event_ingest import IngestResult, IngestService
 
 IDEMPOTENCY_KEY_HEADER = "idempotency-key"
 

@@ -39,7 +39,7 @@ from costtrack_service.edge.http_event import (
 from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
 from costtrack_service.edge.ingest.reservation_routes import PATH as RESERVATIONS
 from costtrack_service.edge.ingest.reservation_routes import ReservationRoutes
-from costtrack_service.services.ingest import IngestResult, IngestService
+from costtrack_service.services.event_ingest import IngestResult, IngestService
 
 if TYPE_CHECKING:
     from costtrack_service.edge.ingest.otlp import OtlpAnswer

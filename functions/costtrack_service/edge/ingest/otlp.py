@@ -30,7 +30,7 @@ from costtrack_service.domain.ingest.event_validation import invalid_payload
 from costtrack_service.domain.otlp.spans import SpanData, root_names, span_item
 from costtrack_service.edge.http_event import JSON, http_status, presented_secret, too_large, unsupported_media_type
 from costtrack_service.edge.ingest.ingest_request import body_too_large, parse_body
-from costtrack_service.services.ingest import IngestService
+from costtrack_service.services.event_ingest import IngestService
 
 PROTOBUF = "application/x-protobuf"
 #: The largest body taken, after decompression (a gzip bomb stops here, not in memory).

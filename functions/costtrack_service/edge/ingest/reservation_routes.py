@@ -16,7 +16,7 @@ from costtrack_service.domain.ingest.event_validation import parse_idempotency_k
 from costtrack_service.domain.workspaces.plans import PlanStatus
 from costtrack_service.edge.http_event import Answer, HttpRequest, answer, json_answer, presented_secret
 from costtrack_service.edge.ingest.ingest_request import IDEMPOTENCY_KEY_HEADER, parse_body
-from costtrack_service.services.ingest import IngestService
+from costtrack_service.services.event_ingest import IngestService
 
 if TYPE_CHECKING:
     from costtrack_service.services.reservations import ReservationService
