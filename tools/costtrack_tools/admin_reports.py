@@ -10,9 +10,10 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from costtrack_service.domain.report_days import DEFAULT_DAYS, MAX_DAYS
 from costtrack_service.domain.statements import STATEMENT_GROUPINGS
 from costtrack_service.domain.usage import GROUPINGS
-from costtrack_service.services.workspace import DEFAULT_DAYS, MAX_DAYS, WorkspaceService
+from costtrack_service.services.workspace import WorkspaceService
 from costtrack_tools.admin_output import amount, emit, find_workspace, money, table
 
 Handler = Callable[[Any, argparse.Namespace], None]

@@ -8,10 +8,10 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from costtrack_service.domain.report_days import DEFAULT_DAYS, MAX_DAYS
 from costtrack_service.domain.runs.anomalies import AnomalySettingsService
 from costtrack_service.domain.runs.reports import DEFAULT_RUNS, MAX_RUNS, UNIT_GROUPINGS, RunService
 from costtrack_service.domain.runs.totals import RUN, SESSION
-from costtrack_service.services.workspace import DEFAULT_DAYS, MAX_DAYS
 from costtrack_tools.admin_output import amount, emit, find_workspace, money, table
 
 Handler = Callable[[Any, argparse.Namespace], None]

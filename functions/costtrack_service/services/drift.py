@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from costtrack_service import catalogue
 from costtrack_service.catalogue import reconciliation_view as catalogue_view
+from costtrack_service.domain.errors import invalid
 from costtrack_service.domain.ingest.records import EventRecord, PricingStatus, WarningCode, priced_fields
 from costtrack_service.domain.ingest.source import normalize_provider
 from costtrack_service.domain.pricing.cost import format_decimal
@@ -41,7 +42,6 @@ from costtrack_service.domain.reconciliation.drift_override import (
 )
 from costtrack_service.domain.store_errors import StoreUnavailable
 from costtrack_service.services.reconciliation import ReconciliationService, ReconciliationStore
-from costtrack_service.services.workspace import invalid
 
 
 class DriftStore(ReconciliationStore, Protocol):

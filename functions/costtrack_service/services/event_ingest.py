@@ -103,7 +103,7 @@ class IngestService:
         self.store = store
         self.settings = settings or IngestSettings()
         self._clock = clock
-        self.reads = CachedReads(store, self.settings, monotonic=monotonic)
+        self.reads = CachedReads(store, self.settings, catalogue.book, monotonic=monotonic)
         self.committer = Committer(store, self.reads, self.settings, sleep=sleep)
         self.pricer = Pricer(self.reads.book, catalogue.registry(), catalogue.flags_for)
         self.budget_watch = BudgetWatch(store, monotonic=monotonic)

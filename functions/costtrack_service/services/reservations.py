@@ -19,8 +19,7 @@ from typing import Any, Protocol
 
 from costtrack_service.domain.budgets.budget import Budget
 from costtrack_service.domain.cache import TTLCache
-from costtrack_service.domain.errors import ApiError, unavailable
-from costtrack_service.domain.ingest.event_validation import invalid_payload
+from costtrack_service.domain.errors import ApiError, invalid, unavailable
 from costtrack_service.domain.pricing.cost import CURRENCY, counts_of, format_decimal
 from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.domain.pricing.pricer import Call, Pricer
@@ -138,7 +137,7 @@ class ReservationService:
         amount = self.estimate(key.workspace_id, ask, now)
         ledgers = ledgers_for(self._enforced(key.workspace_id), ask.attribution, now)
         if len(ledgers) > MAX_PARTS:
-            raise invalid_payload("customer_id", f"more than {MAX_PARTS} enforced budgets apply to this call")
+            raise invalid("customer_id", f"more than {MAX_PARTS} enforced budgets apply to this call")
         ws, at = key.workspace_id, int(now.timestamp())
         expires = at + ask.ttl_seconds
         entry = new_entry(ws, idempotency_key)
@@ -184,7 +183,7 @@ class ReservationService:
         call = Call(event.provider, event.model, counts, ask.pricing_metadata)
         priced = self.pricer.price(call, now, self._overrides(workspace_id))
         if not priced.priced:
-            raise invalid_payload(
+            raise invalid(
                 "model", f"no price for {event.provider}/{event.model}: give estimate.amount for this call instead"
             )
         return ceil_money(priced.cost)

@@ -12,9 +12,9 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from costtrack_service.domain.budgets.alerts import Notification, notification_id
+from costtrack_service.domain.errors import invalid
 from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.pricing.entries import format_timestamp
-from costtrack_service.services.workspace import invalid
 
 EVENT_TYPE = "reconciliation_gap"
 FIELD = "usd_per_day"

@@ -23,14 +23,13 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, Protocol, get_args
 
-from costtrack.validation import encodes_as_utf8
-from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.pricing.cost import format_decimal
+from costtrack_service.domain.report_days import day_range, text_filters
 from costtrack_service.domain.runs.groups import SketchGroup, merged
 from costtrack_service.domain.runs.sketch import RELATIVE_ERROR, ZERO, Histogram, bucket_bounds
 from costtrack_service.domain.runs.totals import RUN, SESSION, RunTotal, is_run_marker
-from costtrack_service.services.workspace import MAX_FILTER_CHARS, day_range
 
 #: Calls listed with a run at most (a run of more is listed in part: ``calls_complete`` false).
 MAX_RUN_CALLS = 2000
@@ -63,10 +62,6 @@ class RunReader(Protocol):
     ) -> list[RunTotal]: ...
 
     def sketch_groups(self, workspace_id: str, kind: str, first_day: str, last_day: str) -> list[SketchGroup]: ...
-
-
-def invalid(field: str, message: str) -> ApiError:
-    return ApiError("INVALID_PAYLOAD", message, details=[{"field": field, "message": message}])
 
 
 def after_position(total: RunTotal, after: tuple[Decimal, str] | None) -> bool:
@@ -258,13 +253,7 @@ class RunService:
             raise invalid("sort", f"sort must be one of {', '.join(RUN_SORTS)}")
         after = decode_run_cursor(params["cursor"]) if params.get("cursor") else None
         min_cost, min_calls = _min_cost(params.get("min_cost")), _min_calls(params.get("min_calls"))
-        filters = {}
-        for name, attribute in RUN_FILTERS.items():
-            value = params.get(name)
-            if value:
-                if len(value) > MAX_FILTER_CHARS or not encodes_as_utf8(value):
-                    raise invalid(name, f"{name} must be text of at most {MAX_FILTER_CHARS} characters")
-                filters[attribute] = value
+        filters = text_filters(params, RUN_FILTERS)
         days = days_of(first_day, last_day)
         found = self.store.top_runs(workspace_id, days, filters, after, limit + 1, min_cost, min_calls)
         page = found[:limit]

@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.ingest.batch import MAX_BATCH_BYTES, Submission, is_batch, submission_of
 from costtrack_service.domain.ingest.commit import Outcome
-from costtrack_service.domain.ingest.event_validation import MAX_BODY_BYTES, invalid_payload
+from costtrack_service.domain.ingest.event_validation import MAX_BODY_BYTES
 from costtrack_service.domain.ingest.jsonlimits import MAX_JSON_DEPTH, too_deep
 from costtrack_service.edge.http_event import http_status, presented_secret, too_large
 from costtrack_service.services.event_ingest import IngestResult, IngestService
@@ -66,13 +66,13 @@ def parse_body(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> object:
         # NaN and Infinity are not JSON, whatever Python's json module would accept.
         value = json.loads(text, parse_constant=_reject_constant)
     except UnicodeDecodeError:
-        raise invalid_payload("body", "the request body must be UTF-8 encoded JSON") from None
+        raise invalid("body", "the request body must be UTF-8 encoded JSON") from None
     except RecursionError:
-        raise invalid_payload("body", f"the request body must not nest deeper than {MAX_JSON_DEPTH} levels") from None
+        raise invalid("body", f"the request body must not nest deeper than {MAX_JSON_DEPTH} levels") from None
     except ValueError:
-        raise invalid_payload("body", "the request body is not valid JSON") from None
+        raise invalid("body", "the request body is not valid JSON") from None
     if too_deep(value):
-        raise invalid_payload("body", f"the request body must not nest deeper than {MAX_JSON_DEPTH} levels")
+        raise invalid("body", f"the request body must not nest deeper than {MAX_JSON_DEPTH} levels")
     return value
 
 

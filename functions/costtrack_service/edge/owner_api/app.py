@@ -22,6 +22,8 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
 
+from costtrack_service.domain.errors import invalid
+from costtrack_service.domain.report_days import DEFAULT_DAYS, MAX_DAYS, MAX_FILTER_CHARS
 from costtrack_service.domain.runs.anomalies import AnomalySettingsService
 from costtrack_service.domain.runs.reports import RunService
 from costtrack_service.domain.statements import StatementFormat, StatementGrouping
@@ -47,15 +49,7 @@ from costtrack_service.services.budgets import BudgetService
 from costtrack_service.services.price_overrides import OverrideService
 from costtrack_service.services.reconciliation import ReconciliationService
 from costtrack_service.services.requests import NewKey, NewPriceOverride, OtelAttributes, refusal
-from costtrack_service.services.workspace import (
-    DEFAULT_DAYS,
-    DEFAULT_LIMIT,
-    MAX_DAYS,
-    MAX_FILTER_CHARS,
-    MAX_LIMIT,
-    WorkspaceService,
-    invalid,
-)
+from costtrack_service.services.workspace import DEFAULT_LIMIT, MAX_LIMIT, WorkspaceService
 
 logger = Logger(service="costtrack-api")
 

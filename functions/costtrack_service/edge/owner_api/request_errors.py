@@ -10,9 +10,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from costtrack_service.domain.errors import invalid
 from costtrack_service.domain.ingest.jsonlimits import MAX_JSON_DEPTH, too_deep
 from costtrack_service.edge.http_event import too_large, unsupported_media_type
-from costtrack_service.services.workspace import invalid
 
 #: A key owner's request body is a small JSON object ({"name", "bind"}, a budget, …).
 MAX_BODY_BYTES = 64 * 1024

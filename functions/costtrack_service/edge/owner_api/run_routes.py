@@ -10,6 +10,7 @@ from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
+from costtrack_service.domain.report_days import MAX_FILTER_CHARS
 from costtrack_service.domain.runs.anomalies import AnomalySettingsService
 from costtrack_service.domain.runs.reports import DEFAULT_RUNS, MAX_RUNS, RunService, UnitGrouping
 from costtrack_service.domain.runs.totals import RUN, SESSION
@@ -17,7 +18,6 @@ from costtrack_service.edge.owner_api import run_responses as shapes
 from costtrack_service.edge.owner_api.responses import INVALID, WITH_BODY, documented, refused
 from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
 from costtrack_service.services.requests import RunAnomalySettings
-from costtrack_service.services.workspace import MAX_FILTER_CHARS
 
 DAY = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 First = Annotated[str | None, Query(alias="from", pattern=DAY, description="First UTC day the runs started")]
