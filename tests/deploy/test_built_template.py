@@ -21,13 +21,13 @@ import pytest
 from moto import mock_aws
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.runs.anomalies import AnomalySettingsService
 from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
 from costtrack_service.jobs.budget_evaluator import Alerts, AlertSettings
 from costtrack_service.services.budgets import BudgetService
 from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.price_overrides import OverrideService
+from costtrack_service.services.run_anomalies import AnomalySettingsService
 from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.ingestion import IngestionStore
@@ -181,15 +181,16 @@ def api_calls() -> dict[str, set[str]]:
 
 def exercise_run_routes(store: DynamoStore, workspace_id: str) -> None:
     """Every run question of the owners' API, once, and the run anomalies' settings."""
-    from costtrack_service.domain.runs.anomalies import AnomalySettingsService
-    from costtrack_service.domain.runs.reports import RunService
+    from costtrack_service.domain.runs.reports import RunQuery
+    from costtrack_service.services.run_anomalies import AnomalySettingsService
+    from costtrack_service.services.runs import RunService
 
     runs = RunService(store)  # type: ignore[arg-type]
-    runs.runs(workspace_id, {"sort": "cost"})
+    runs.runs(workspace_id, RunQuery())
     runs.run(workspace_id, "run", "run-1")
     runs.run(workspace_id, "session", "conv-1")
     for by in ("feature", "customer", "run_name"):
-        runs.unit_costs(workspace_id, {"by": by})
+        runs.unit_costs(workspace_id, by)
     settings = AnomalySettingsService(store)  # type: ignore[arg-type]
     settings.get(workspace_id)
     settings.change(workspace_id, {"enabled": True})

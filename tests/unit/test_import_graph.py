@@ -141,6 +141,20 @@ def test_the_domain_imports_only_the_domain() -> None:
                 assert not [a.name for a in node.names if a.name.split(".")[0] == "costtrack"], path
 
 
+def test_no_use_case_lives_in_the_domain() -> None:
+    """A ``*Service`` is a use case (it drives the store through the domain's rules): its home is
+    ``services/``, so there is one place to look for what the API and the CLI can do."""
+    found = [
+        f"{path.relative_to(PACKAGES['costtrack_service'])}: {node.name}"
+        for path in sorted((PACKAGES["costtrack_service"] / "domain").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and node.name.endswith("Service")
+    ]
+    assert found == []
+    services = PACKAGES["costtrack_service"] / "services"
+    assert "class IngestService" in (services / "event_ingest.py").read_text(encoding="utf-8")
+
+
 #: What each layer may import (README, "How it is built"): only what is below it. The handlers
 #: compose a function (edge, jobs, its store); the edge and the jobs build the store they need;
 #: the store and the catalogue implement what the domain declares. A use case states what it

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any, Protocol
@@ -61,12 +61,12 @@ class IngestStore(ReadStore, ChunkStore, BudgetReader, HoldFinder, Protocol):
 
 @dataclass(frozen=True)
 class IngestResult:
-    """The answer: ``outcomes`` per item; a single event's ``body`` and ``headers`` as sent (a
-    batch's body is empty: the edge answers each item with its HTTP status, ``edge/ingest_request``)."""
+    """The answer: ``outcomes`` per item; a single event's ``body`` (a batch's is empty: the edge
+    answers each item with its HTTP status, ``edge/ingest/ingest_request.py``)."""
 
     body: dict[str, Any]
     outcomes: tuple[Outcome, ...]
-    headers: dict[str, str] = field(default_factory=dict)
+    batch: bool = False
 
     @property
     def record(self) -> EventRecord:
@@ -115,13 +115,12 @@ class IngestService:
         the API says."""
         outcomes = self.accept(key, submission.items, received_at)
         if submission.batch:
-            return IngestResult({}, tuple(outcomes))
+            return IngestResult({}, tuple(outcomes), batch=True)
         outcome = outcomes[0]
         if outcome.error is not None:
             raise outcome.error
         assert outcome.record is not None
-        headers = {"Idempotent-Replayed": "true"} if outcome.replayed else {}
-        return IngestResult(outcome.record.answer(replayed=outcome.replayed), (outcome,), headers=headers)
+        return IngestResult(outcome.record.answer(replayed=outcome.replayed), (outcome,))
 
     def authenticate(self, secret: str | None) -> KeyRecord:
         """The request's ingestion key, or the 401 that refuses it (the first check). ``secret``

@@ -164,18 +164,3 @@ class SettingsStore(Protocol):
     def get_anomaly_settings(self, workspace_id: str) -> AnomalySettings: ...
 
     def put_anomaly_settings(self, workspace_id: str, settings: AnomalySettings) -> None: ...
-
-
-class AnomalySettingsService:
-    """``GET``/``PUT /v1/workspace/run-anomalies`` and ``costtrack admin runs anomalies``."""
-
-    def __init__(self, store: SettingsStore) -> None:
-        self.store = store
-
-    def get(self, workspace_id: str) -> dict[str, Any]:
-        return self.store.get_anomaly_settings(workspace_id).to_dict()
-
-    def change(self, workspace_id: str, body: object) -> dict[str, Any]:
-        settings = changed_settings(self.store.get_anomaly_settings(workspace_id), body)
-        self.store.put_anomaly_settings(workspace_id, settings)
-        return settings.to_dict()

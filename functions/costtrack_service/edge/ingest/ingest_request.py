@@ -22,6 +22,7 @@ from costtrack_service.edge.http_event import http_status, presented_secret, too
 from costtrack_service.services.event_ingest import IngestResult, IngestService
 
 IDEMPOTENCY_KEY_HEADER = "idempotency-key"
+REPLAYED_HEADER = "Idempotent-Replayed"
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,11 @@ def ingest(service: IngestService, request: IngestRequest) -> IngestResult:
     if submission.batch:
         return replace(result, body={"results": [item_answer(outcome) for outcome in result.outcomes]})
     return result
+
+
+def answer_headers(result: IngestResult) -> dict[str, str]:
+    """A single event's replay is said in a header; a batch says it in each item's answer."""
+    return {REPLAYED_HEADER: "true"} if not result.batch and result.replayed else {}
 
 
 def read_submission(headers: Mapping[str, str], body: bytes) -> Submission:

@@ -36,7 +36,7 @@ from costtrack_service.edge.http_event import (
     json_answer,
     no_route,
 )
-from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, answer_headers, ingest
 from costtrack_service.edge.ingest.reservation_routes import PATH as RESERVATIONS
 from costtrack_service.edge.ingest.reservation_routes import ReservationRoutes
 from costtrack_service.services.event_ingest import IngestResult, IngestService
@@ -67,7 +67,7 @@ def build_routes(service: IngestService, metrics: EphemeralMetrics) -> dict[tupl
             return error_answer(error, request.request_id)
 
         # The event is stored: from here on nothing may keep the client from its answer.
-        response = json_answer(200, result.body, result.headers)
+        response = json_answer(200, result.body, answer_headers(result))
         try:
             _count_and_log(result, metrics)
         except Exception:

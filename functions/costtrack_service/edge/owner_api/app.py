@@ -24,8 +24,6 @@ from aws_lambda_powertools.logging import correlation_paths
 
 from costtrack_service.domain.errors import invalid
 from costtrack_service.domain.report_days import DEFAULT_DAYS, MAX_DAYS, MAX_FILTER_CHARS
-from costtrack_service.domain.runs.anomalies import AnomalySettingsService
-from costtrack_service.domain.runs.reports import RunService
 from costtrack_service.domain.statements import StatementFormat, StatementGrouping
 from costtrack_service.domain.usage import Grouping
 from costtrack_service.domain.workspaces.keys import ADMIN_TOKEN_PREFIX, KEY_TRANSITIONS
@@ -49,6 +47,8 @@ from costtrack_service.services.budgets import BudgetService
 from costtrack_service.services.price_overrides import OverrideService
 from costtrack_service.services.reconciliation import ReconciliationService
 from costtrack_service.services.requests import NewKey, NewPriceOverride, OtelAttributes, refusal
+from costtrack_service.services.run_anomalies import AnomalySettingsService
+from costtrack_service.services.runs import RunService
 from costtrack_service.services.workspace import DEFAULT_LIMIT, MAX_LIMIT, WorkspaceService
 
 logger = Logger(service="costtrack-api")
