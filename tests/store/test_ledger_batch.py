@@ -1,6 +1,6 @@
 """A batch whose events settle reservations held in the same ledger shard, beside events that
 settle nothing, on DynamoDB Local: DynamoDB takes one operation per item in a transaction, so
-such settles are one update of their shard (``ledger_items.reservation_settlements``) and the
+such settles are one update of their shard (``ledgers.reservation_settlements``) and the
 debit of the events without a reservation goes in a shard no settle of its transaction writes
 (``debit.py``)."""
 

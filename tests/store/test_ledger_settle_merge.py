@@ -1,7 +1,7 @@
 """A transaction's settles of holds in one ledger shard, on DynamoDB Local: one update of the
-shard item releases them all (``ledger_items.reservation_settlements``), each hold on its own
+shard item releases them all (``ledgers.reservation_settlements``), each hold on its own
 condition; when a hold is gone between the read and the write, the item as it was names it and
-only its event goes again without its settle (``ledger_items.settle_rejection``)."""
+only its event goes again without its settle (``ledgers.settle_rejection``)."""
 
 from __future__ import annotations
 

@@ -81,7 +81,7 @@ def test_totals_are_the_sum_of_the_events_and_a_moved_total_is_read_again(store:
 
 
 def test_a_backfill_keeps_run_totals_and_the_sketch_exact(store: DynamoStore) -> None:
-    """The backfill (``pricing_jobs.backfill``) prices events that arrived unpriced: each run's
+    """The backfill (``price_refresh.backfill``) prices events that arrived unpriced: each run's
     and session's total moves by exactly the added cost, its sketch row moves the run once, and
     a total that another write moved in between is read again (``_reprice_with_run_totals``)."""
     workspace = store.create_workspace("reprice", tier=Tier.PAID, included_events=10_000)

@@ -1,7 +1,7 @@
 """A throttled DynamoDB answers 503 with Retry-After on every family of the owners' API (keys,
 usage, prices, budgets and webhooks, statements), whichever of a route's calls it hits: the
 budgets and price stores' calls go through the same translation as the rest
-(``store.translate_errors``), never a 500."""
+(``store.client.translate_errors``), never a 500."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A transaction's settles merged per ledger shard item: how ``chunks.fitting`` counts them and
-how ``ledger_items.settle_rejection`` reads a failed merged update (pure parts; the DynamoDB
+how ``ledgers.settle_rejection`` reads a failed merged update (pure parts; the DynamoDB
 Local path is ``tests/store/test_ledger_settle_merge.py``)."""
 
 from __future__ import annotations

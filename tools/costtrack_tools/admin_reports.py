@@ -20,7 +20,7 @@ Handler = Callable[[Any, argparse.Namespace], None]
 
 
 def usage(store: Any, args: argparse.Namespace) -> None:
-    """The owners' usage report, with its range rules (``workspace_api.day_range``)."""
+    """The owners' usage report, with its range rules (``report_days.day_range``)."""
     found = find_workspace(store, args.workspace)
     params = {"from": args.from_ or "", "to": args.to or "", "group_by": args.by}
     data = WorkspaceService(store).usage(found, params)

@@ -192,7 +192,7 @@ class MemoryStore(MemoryLedgers):
                 summed.move(bucket, count, Decimal(0))
             summed.cost += delta.cost
 
-    # -- the backfill of prices (``pricing_jobs.backfill``), as ``operator_store`` does it -----
+    # -- the backfill of prices (``price_refresh.backfill``), as ``operator_store`` does it -----
 
     def iter_unpriced_events(self) -> list[EventRecord]:
         with self._lock:

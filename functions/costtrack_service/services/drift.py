@@ -4,7 +4,7 @@
 (``domain/reconciliation/drift_override.py``), and the events of the drifted days are priced
 again under it.
 
-The repricing is the backfill's (``pricing_jobs.backfill``) for events already priced: each
+The repricing is the backfill's (``price_refresh.backfill``) for events already priced: each
 event of the model received on a drifted day is priced as ingestion would price it now (the
 new override wins), and when its cost changes it is rewritten through
 ``OperatorStore.reprice_event``, which moves the event and its rollups by the difference in one

@@ -109,8 +109,8 @@ def dynamodb_client(
         retries={"mode": "standard", "max_attempts": 3},
         tcp_keepalive=True,
         # The store builds every request itself, and DynamoDB checks each one anyway; botocore's
-        # client-side check walks every attribute of a 100-item transaction again and was two
-        # thirds of the store's CPU per event (``make bench``, ``store_cpu_us_per_event_batched``).
+        # client-side check walks every attribute of a 100-item transaction again: two thirds
+        # of the store's CPU per event (``make bench``, ``store_cpu_us_per_event_batched``).
         parameter_validation=False,
     )
     credentials = credentials or {}

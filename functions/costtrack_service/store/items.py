@@ -52,8 +52,8 @@ _EXACT_INT = 10**38
 
 def to_attribute(value: Any) -> dict[str, Any]:
     """``attribute_values.serialize``, with strings, booleans and integers done directly: they
-    are most attributes of every event item, and the serializer's type probing was a third of the
-    store's CPU per event. Everything else (Decimal, maps, lists) goes through it."""
+    are most attributes of every event item, and the serializer's type probing costs a third of
+    the store's CPU per event. Everything else (Decimal, maps, lists) goes through it."""
     kind = type(value)
     if kind is str:
         return {"S": value}

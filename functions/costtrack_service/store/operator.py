@@ -318,7 +318,7 @@ class OperatorStore(EventStore, PageReads):
         self, transaction: list[dict[str, Any]], old: EventRecord, new: EventRecord, shard: int, attempts: int = 8
     ) -> bool:
         """The repricing transaction (event first) with the run's and session's totals and their
-        sketch moves (``run_store.repricing_run_writes``): a total that moved meanwhile (an
+        sketch moves (``run_totals.repricing_run_writes``): a total that moved meanwhile (an
         ingestion or another repricing) is read again and the whole retried, as ingestion does.
         False when the event was priced already."""
         for attempt in range(attempts):

@@ -3,7 +3,7 @@
 The items are described in ``store/ledgers.py``. A hold lives in its shard item, so reserving
 from one budget is one conditional ``UpdateItem`` (a transaction only when it leases or more
 than one budget applies), and settling is an update of that item inside the event's own
-transaction (``ledger_items.reservation_settlements``: one update per shard item, however many of
+transaction (``ledgers.reservation_settlements``: one update per shard item, however many of
 the transaction's holds are in it). A ledger's creating write (its seed, the
 month's spend before it: ``domain/reservations/seed.py``) is one transaction over the central
 item and every shard.

@@ -1,7 +1,7 @@
 """DynamoDB: what the owners' API reads of runs and sessions (mixed into ``DynamoStore``;
 ``domain/runs/reports.py`` asks the questions).
 
-* A total is one ``GetItem`` (``run_store.run_partition``).
+* A total is one ``GetItem`` (``run_totals.run_partition``).
 * A run's (or session's) calls are found **without an index of their own**: the total knows
   the run's first and last ``received_at``, and the workspace's time pages
   (``domain/ingest/time_pages.py``) list every event by time with its ``trace_id`` and ``session_id``,

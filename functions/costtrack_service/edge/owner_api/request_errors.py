@@ -1,7 +1,7 @@
 """Requests the owners' API refuses before a route runs, answered as the contract's
 ``400 INVALID_PAYLOAD`` (never Powertools' 422): a body too large or too deep, JSON that does not
 parse, a body that is not JSON (415); what fails the route's declared types
-(``RequestValidationError``) is mapped by ``domain.owner_requests.refusal``.
+(``RequestValidationError``) is mapped by ``services.requests.refusal``.
 """
 
 from __future__ import annotations
