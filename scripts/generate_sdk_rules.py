@@ -33,41 +33,43 @@ def _node_doc(doc: str) -> list[str]:
     return [f"/** {doc} */"] if len(doc) <= 112 else ["/**", *(f" * {line}" for line in textwrap.wrap(doc, 96)), " */"]
 
 
+def _python_constant(key: str, name: str, value: Any) -> list[str]:
+    if key == "statuses":
+        return [f"{name}: Tuple[str, ...] = ({', '.join(json.dumps(v) for v in value)})"]
+    if key == "string_limits":
+        rows = [f'    "{f}": ({v["max"]}, {v["required"]}, {v["trimmed"]}),' for f, v in value.items()]
+        return [f"{name}: Dict[str, Tuple[int, bool, bool]] = {{", *rows, "}"]
+    return [f'{name} = r"{value}"' if isinstance(value, str) else f"{name} = {value!r}"]
+
+
+def _node_constant(key: str, name: str, value: Any) -> list[str]:
+    if key == "statuses":
+        return [f"export const {name}: readonly string[] = Object.freeze({json.dumps(value)});"]
+    if key == "string_limits":
+        return [f"export const {name} = Object.freeze({{", *(f"  {f}: {v['max']}," for f, v in value.items()), "});"]
+    if key == "identifier_pattern":
+        return [f"export const {name} = /^{value}$/;"]
+    return [f"export const {name} = {json.dumps(value)};"]
+
+
 def _python_constants(rules: dict[str, Any], names: dict[str, str]) -> list[str]:
-    lines = []
-    for key, name in names.items():
-        rule = rules[key]
-        value = rule["value"]
-        lines += _python_doc(rule["doc"])
-        if key == "statuses":
-            lines.append(f"{name}: Tuple[str, ...] = ({', '.join(json.dumps(v) for v in value)})")
-        elif key == "string_limits":
-            lines.append(f"{name}: Dict[str, Tuple[int, bool, bool]] = {{")
-            lines += [f'    "{f}": ({v["max"]}, {v["required"]}, {v["trimmed"]}),' for f, v in value.items()]
-            lines.append("}")
-        elif isinstance(value, str):
-            lines.append(f'{name} = r"{value}"')
-        else:
-            lines.append(f"{name} = {value!r}")
-    return lines
+    return _constants(rules, names, _python_doc, _python_constant)
 
 
 def _node_constants(rules: dict[str, Any], names: dict[str, str]) -> list[str]:
+    return _constants(rules, names, _node_doc, _node_constant)
+
+
+def _constants(
+    rules: dict[str, Any],
+    names: dict[str, str],
+    doc: Callable[[str], list[str]],
+    constant: Callable[[str, str, Any], list[str]],
+) -> list[str]:
+    """Each named rule: its doc comment, then its constant, in the language of ``doc`` and ``constant``."""
     lines = []
     for key, name in names.items():
-        rule = rules[key]
-        value = rule["value"]
-        lines += _node_doc(rule["doc"])
-        if key == "statuses":
-            lines.append(f"export const {name}: readonly string[] = Object.freeze({json.dumps(value)});")
-        elif key == "string_limits":
-            lines.append(f"export const {name} = Object.freeze({{")
-            lines += [f"  {f}: {v['max']}," for f, v in value.items()]
-            lines.append("});")
-        elif key == "identifier_pattern":
-            lines.append(f"export const {name} = /^{value}$/;")
-        else:
-            lines.append(f"export const {name} = {json.dumps(value)};")
+        lines += [*doc(rules[key]["doc"]), *constant(key, name, rules[key]["value"])]
     return lines
 
 
