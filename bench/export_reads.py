@@ -75,10 +75,10 @@ class Reads:
 def main() -> None:
     sys.path.insert(0, str(ROOT / "functions"))
     from costtrack_service.domain.export.layout import day_bounds
-    from costtrack_service.domain.ingest.service import IngestService
     from costtrack_service.domain.workspaces.plans import Tier
-    from costtrack_service.edge.ingest_request import IngestRequest, ingest
-    from costtrack_service.jobs.export import DirectoryWriter, Exporter
+    from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+    from costtrack_service.jobs.daily_export import DirectoryWriter, Exporter
+    from costtrack_service.services.event_ingest import IngestService
     from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
     from costtrack_service.store.tables import TableNames
     from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo

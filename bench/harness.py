@@ -13,9 +13,9 @@ from typing import Any
 
 def memory_handler() -> tuple[Callable[[dict[str, Any], Any], dict[str, Any]], Any, str, Any]:
     """``(handler, context, api_key, store)`` for a paid workspace with room for any run."""
-    from costtrack_service.domain.ingest.service import IngestService
     from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
-    from costtrack_service.edge.ingest import create_handler
+    from costtrack_service.edge.ingest.ingest_routes import create_handler
+    from costtrack_service.services.event_ingest import IngestService
     from costtrack_tools.local.server import LambdaContext
     from costtrack_tools.memory_store import MemoryStore
 
@@ -38,7 +38,7 @@ def thread_cpu_ns(
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
     """Logs and EMF metrics are written as in Lambda, to /dev/null."""
-    from costtrack_service.edge.ingest import logger
+    from costtrack_service.edge.ingest.ingest_routes import logger
 
     with open(os.devnull, "w") as devnull:
         previous_stream = logger.registered_handler.setStream(devnull)

@@ -112,11 +112,11 @@ def dynamodb_costs() -> dict[str, float]:
 
     import boto3
 
-    from costtrack_service.domain.ingest.service import IngestService
     from costtrack_service.domain.reservations.ledger import LEDGER_SHARDS
-    from costtrack_service.domain.reservations.service import ReservationService
     from costtrack_service.domain.workspaces.plans import Tier
-    from costtrack_service.edge.ingest_request import IngestRequest, ingest
+    from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+    from costtrack_service.services.event_ingest import IngestService
+    from costtrack_service.services.reservations import ReservationService
     from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
     from costtrack_service.store.tables import TableNames
     from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo

@@ -10,7 +10,7 @@ documented rules from the real item sizes (``service._write_units``), split by w
 
 - ``events`` (the events, their time pages, and their ``unpriced`` index entries),
   ``allowance``, ``workspaces``, the daily ``rollups`` rows;
-- the run and session **totals** (one item per run, ``store/runs.py``) and their
+- the run and session **totals** (one item per run, ``store/run_totals.py``) and their
   ``runs_by_cost`` index entries; the cost **sketch** rows.
 
 ``index_key_moves``: a write that changes an index's key attributes costs that index a delete and
@@ -52,9 +52,9 @@ def category(body: dict[str, Any]) -> str:
 def measure() -> dict[str, float]:
     from service import _sender
 
-    from costtrack_service.domain.ingest.service import IngestService
     from costtrack_service.domain.workspaces.plans import Tier
-    from costtrack_service.edge.ingest_request import IngestRequest
+    from costtrack_service.edge.ingest.ingest_request import IngestRequest
+    from costtrack_service.services.event_ingest import IngestService
     from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
     from costtrack_service.store.tables import TableNames
     from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo

@@ -128,9 +128,9 @@ def store_client_cpu() -> dict[str, float]:
     from botocore.awsrequest import AWSResponse
 
     from costtrack_service.domain.ingest.chunks import Chunk, ChunkRejected
-    from costtrack_service.domain.ingest.service import IngestService
     from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
-    from costtrack_service.edge.ingest_request import IngestRequest, ingest
+    from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+    from costtrack_service.services.event_ingest import IngestService
     from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
     from costtrack_service.store.tables import TableNames
     from costtrack_tools.memory_store import MemoryStore
@@ -221,9 +221,9 @@ def dynamodb_costs() -> dict[str, float]:
     batches of 100 and one by one, recording what each transaction touches and costs."""
     import boto3
 
-    from costtrack_service.domain.ingest.service import IngestService
     from costtrack_service.domain.workspaces.plans import Tier
-    from costtrack_service.edge.ingest_request import IngestRequest
+    from costtrack_service.edge.ingest.ingest_request import IngestRequest
+    from costtrack_service.services.event_ingest import IngestService
     from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
     from costtrack_service.store.tables import TableNames
     from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
@@ -330,7 +330,7 @@ def _sender(service: Any, key: str, batch: int, request: Any, runs: int = 0) -> 
     """Batches of ``batch`` copies of EVENT; with ``runs``, each batch's events belong to that
     many runs (``trace_id``) of as many sessions (``session_id``), each run continuing over
     successive batches (an agent's calls, queued by the SDK beside other runs' calls)."""
-    from costtrack_service.edge.ingest_request import ingest
+    from costtrack_service.edge.ingest.ingest_request import ingest
 
     def event(number: int, n: int) -> dict[str, Any]:
         if not runs:

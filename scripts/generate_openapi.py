@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "functions"))
 
 from costtrack_service.edge.api_document import openapi_file_text  # noqa: E402
-from costtrack_service.edge.ingest import OPENAPI_FILE  # noqa: E402
+from costtrack_service.edge.ingest.ingest_routes import OPENAPI_FILE  # noqa: E402
 
 
 def main() -> None:

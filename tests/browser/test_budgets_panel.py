@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from costtrack_service.domain.workspaces.keys import ADMIN
-from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
+from costtrack_service.jobs.budget_evaluator import Alerts, AlertSettings
 from costtrack_tools.local.stack import LOCAL_WEBHOOKS
 from tests.support.browser import ARTIFACTS
 from tests.support.budget_owner import GPT5

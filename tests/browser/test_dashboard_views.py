@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from costtrack_service.domain.ingest.batch import submission_of
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.workspaces.keys import ADMIN
+from costtrack_service.services.event_ingest import IngestService
 from tests.support.browser import ARTIFACTS
 
 pytestmark = pytest.mark.integration

@@ -40,11 +40,11 @@ from botocore.exceptions import ClientError
 
 from costtrack import Tracker
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.ingest.settings import IngestSettings
 from costtrack_service.domain.usage import TOTAL
 from costtrack_service.edge.http_event import http_status
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
 from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION

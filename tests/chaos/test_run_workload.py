@@ -29,9 +29,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 
 from costtrack import Tracker
-from costtrack_service.domain.runs.reports import RunService
 from costtrack_service.domain.runs.sketch import RELATIVE_ERROR
 from costtrack_service.domain.runs.totals import RUN
+from costtrack_service.services.runs import RunService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION
 from tests.conftest import built_node_sdk
@@ -233,7 +233,7 @@ def test_agent_runs_through_both_sdks_and_otlp_add_up_to_the_last_digit(
             assert total.status == ("error" if run["fails"] else "success")
 
     today = datetime.now(UTC).date().isoformat()
-    answer = RunService(store).unit_costs(workspace_id, {"from": today, "to": today, "by": "feature"})
+    answer = RunService(store).unit_costs(workspace_id, "feature", today, today)
     groups = {group["key"]: group for group in answer["groups"]}
     for feature in FEATURES:
         exact = sorted(sums[run["trace_id"]][0] for run in runs if run["feature"] == feature)

@@ -19,13 +19,13 @@ import pytest
 from moto import mock_aws
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingest.service import IngestService
-from costtrack_service.domain.runs.anomalies import AnomalySettingsService
 from costtrack_service.domain.workspaces.plans import Tier
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.jobs.budget_evaluator import Alerts, AlertSettings
 from costtrack_service.services.budgets import BudgetService
-from costtrack_service.services.overrides import OverrideService
+from costtrack_service.services.event_ingest import IngestService
+from costtrack_service.services.price_overrides import OverrideService
+from costtrack_service.services.run_anomalies import AnomalySettingsService
 from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.ingestion import IngestionStore
@@ -114,7 +114,7 @@ def _reservations_and_runs(names: TableNames, recorder: Any) -> None:
     from decimal import Decimal
 
     from costtrack_service.domain.budgets.budget import Budget
-    from costtrack_service.domain.reservations.service import ReservationService
+    from costtrack_service.services.reservations import ReservationService
 
     admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
     workspace = admin.create_workspace("iam-rsv", tier=Tier.PAID, included_events=100)
@@ -179,15 +179,16 @@ def api_calls() -> dict[str, set[str]]:
 
 def exercise_run_routes(store: DynamoStore, workspace_id: str) -> None:
     """Every run question of the owners' API, once, and the run anomalies' settings."""
-    from costtrack_service.domain.runs.anomalies import AnomalySettingsService
-    from costtrack_service.domain.runs.reports import RunService
+    from costtrack_service.domain.runs.reports import RunQuery
+    from costtrack_service.services.run_anomalies import AnomalySettingsService
+    from costtrack_service.services.runs import RunService
 
     runs = RunService(store)  # type: ignore[arg-type]
-    runs.runs(workspace_id, {"sort": "cost"})
+    runs.runs(workspace_id, RunQuery())
     runs.run(workspace_id, "run", "run-1")
     runs.run(workspace_id, "session", "conv-1")
     for by in ("feature", "customer", "run_name"):
-        runs.unit_costs(workspace_id, {"by": by})
+        runs.unit_costs(workspace_id, by)
     settings = AnomalySettingsService(store)  # type: ignore[arg-type]
     settings.get(workspace_id)
     settings.change(workspace_id, {"enabled": True})
@@ -305,7 +306,7 @@ def price_sync_calls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[
     """What the scheduled price sync really does: read and add prices, then backfill an
     unpriced event (its rollups included)."""
     pytest.importorskip("genai_prices")
-    from costtrack_service.jobs.price_sync import sync
+    from costtrack_service.jobs.price_refresh import sync
     from scripts.generate_catalogue import package_data_file
 
     providers = [provider for provider in package_data_file() if provider["id"] == "openai"]
@@ -337,7 +338,7 @@ def bill_import_calls() -> dict[str, set[str]]:
     from costtrack_service.domain.budgets.alerts import Endpoint
     from costtrack_service.domain.reconciliation.connections import Connection, ConnectionState
     from costtrack_service.jobs.bills.imports import BillImports
-    from costtrack_service.jobs.export import S3Writer
+    from costtrack_service.jobs.daily_export import S3Writer
     from tests.reconciliation.canned_billing import OPENAI_KEY, Bill, serve
 
     names = TableNames.with_prefix("iam-bills-")

@@ -17,7 +17,7 @@ from moto import mock_aws
 from costtrack_service.domain.export.layout import COLUMNS, DEFAULT_PREFIX, FOCUS_PREFIX, PARTITION_COLUMNS, object_key
 from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.handlers.export import outputs, run
-from costtrack_service.jobs.export import Exporter, S3Writer
+from costtrack_service.jobs.daily_export import Exporter, S3Writer
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.tables import TableNames
 from tests.conftest import ROOT
@@ -104,8 +104,8 @@ def export_calls(template: dict[str, Any]) -> tuple[dict[str, set[str]], dict[st
         now = datetime.now(UTC)
         stale = f"{DEFAULT_PREFIX}workspace_id={workspace.workspace_id}/day={now.date()}/old.gz"
         s3.put_object(Bucket="export", Key=stale, Body=b"")
-        from costtrack_service.domain.ingest.service import IngestService
-        from costtrack_service.edge.ingest_request import IngestRequest, ingest
+        from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+        from costtrack_service.services.event_ingest import IngestService
 
         secret, _ = admin.create_key(workspace.workspace_id)
         ingest(

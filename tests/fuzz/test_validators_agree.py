@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from costtrack import Tracker
 from costtrack.validation import EventValidationError
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingest.events import validate
-from costtrack_service.edge.ingest_request import parse_body
+from costtrack_service.domain.ingest.event_validation import validate
+from costtrack_service.edge.ingest.ingest_request import parse_body
 from tests.conftest import built_node_sdk
 
 pytestmark = pytest.mark.fuzz

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from costtrack_service.domain.budgets.webhooks import SIGNATURE_HEADER, UrlPolicy, signature_header
-from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
+from costtrack_service.jobs.budget_evaluator import Alerts, AlertSettings
 from tests.docs.answers import without_elisions
 from tests.integration.webhook_verifiers import budgets_guide, signed_part, verify_in_node, verify_in_python
 from tests.support.alert_checks import StaleStore, fields_missing

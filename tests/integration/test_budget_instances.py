@@ -18,7 +18,7 @@ import pytest
 from costtrack_service.domain.budgets.webhooks import UrlPolicy
 from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.domain.workspaces.plans import Tier
-from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
+from costtrack_service.jobs.budget_evaluator import Alerts, AlertSettings
 from tests.conftest import GPT5_EVENT
 from tests.support.admin_cli import Admin, post
 

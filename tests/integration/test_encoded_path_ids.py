@@ -15,7 +15,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from costtrack_service.edge.ingest import served_openapi_document
+from costtrack_service.edge.ingest.ingest_routes import served_openapi_document
 from tests.support.budget_owner import Owner
 from tests.support.webhook_receiver import Receiver
 

@@ -18,7 +18,7 @@ from costtrack_service.domain.export.layout import COLUMNS, export_line
 from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.domain.workspaces.shards import event_partition
 from costtrack_service.handlers import export as export_handler
-from costtrack_service.jobs.export import Exporter, S3Writer
+from costtrack_service.jobs.daily_export import Exporter, S3Writer
 from costtrack_tools.local.server import LambdaContext
 from tests.integration.conftest import BUCKET
 from tests.support.event_records import record

@@ -24,7 +24,7 @@ from costtrack_service.domain.export import focus_rows as export_focus
 from costtrack_service.domain.export.layout import FOCUS_PREFIX
 from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.runs.totals import MARKER_MODEL, MARKER_PROVIDER
-from costtrack_service.jobs.export import Exporter, S3Writer, focus, json_lines
+from costtrack_service.jobs.daily_export import Exporter, S3Writer, focus, json_lines
 from costtrack_tools.cli import main
 from tests.integration.conftest import BUCKET
 from tests.support.event_records import record

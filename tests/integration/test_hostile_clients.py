@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.workspaces.keys import ADMIN, hash_secret
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
 from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION

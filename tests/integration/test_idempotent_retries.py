@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from costtrack_service.edge.ingest import served_openapi_document
+from costtrack_service.edge.ingest.ingest_routes import served_openapi_document
 from tests.conftest import GPT5_EVENT, month_usage
 from tests.support.fault_proxy import FaultProxy
 from tests.support.reservation_shop import Shop

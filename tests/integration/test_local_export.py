@@ -19,9 +19,9 @@ import duckdb
 import pytest
 
 from costtrack_service.domain.export.layout import DEFAULT_PREFIX, object_key
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.workspaces.keys import ADMIN
-from costtrack_service.jobs.export import DirectoryWriter, Exporter, S3Writer
+from costtrack_service.jobs.daily_export import DirectoryWriter, Exporter, S3Writer
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_tools.cli import main
 from costtrack_tools.event_import import PastEvent, import_events
 from tests.integration.conftest import BUCKET

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
+from costtrack_service.jobs.budget_evaluator import Alerts, AlertSettings
 from tests.docs.answers import without_elisions
 from tests.integration.webhook_verifiers import signed_part, verify_in_python
 from tests.support.alert_checks import StaleStore, fields_missing

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
+from costtrack_service.jobs.budget_evaluator import Alerts, AlertSettings
 from tests.integration.webhook_verifiers import signed_part, verify_in_node, verify_in_python
 from tests.support.budget_owner import Owner
 from tests.support.webhook_receiver import LOCAL, Receiver

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from moto import mock_aws
 
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.workspaces.plans import Tier
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from costtrack_service.edge.workspace import create_handler
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.owner_api.app import create_handler
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 from tests.conftest import moto_tables

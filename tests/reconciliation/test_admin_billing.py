@@ -17,9 +17,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.workspaces.plans import Tier
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.admin_output import AdminError
 from costtrack_tools.cli import build_parser

@@ -15,7 +15,7 @@ from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.reconciliation.connections import Connection, days_to_import
 from costtrack_service.edge.http_event import http_status
 from costtrack_service.jobs.bills import connection as bill_import
-from costtrack_service.jobs.bills.pages import ImportFailed
+from costtrack_service.jobs.bills.admin_pages import ImportFailed
 from tests.reconciliation.canned_billing import OPENAI_KEY, Bill, serve
 
 TODAY = date(2026, 11, 26)

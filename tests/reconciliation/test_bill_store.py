@@ -18,7 +18,7 @@ from moto import mock_aws
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.reconciliation.connections import Connection, ConnectionState
 from costtrack_service.jobs.bills.imports import BillImports
-from costtrack_service.jobs.export import S3Writer
+from costtrack_service.jobs.daily_export import S3Writer
 from costtrack_service.store.dynamo import DynamoStore
 from tests.conftest import moto_tables
 from tests.reconciliation.canned_billing import OPENAI_KEY, Bill, serve

@@ -10,9 +10,9 @@ from decimal import Decimal
 from functools import cache
 
 from costtrack_service import catalogue
+from costtrack_service.catalogue import reconciliation_view as catalogue_view
 from costtrack_service.domain.pricing.cost import counts_of
 from costtrack_service.domain.pricing.pricer import Call, Pricer
-from costtrack_service.domain.reconciliation import catalogue_view
 from costtrack_service.domain.reconciliation.bill import Lines
 from costtrack_service.domain.reconciliation.reconcile import Tracked, reconcile, totals
 

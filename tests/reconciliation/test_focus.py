@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.domain.reconciliation.focus import COLUMNS, FOCUS_VERSION
+from costtrack_service.domain.reconciliation.focus_report import COLUMNS, FOCUS_VERSION
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.cli import build_parser
 from tests.support.billed_day import bill

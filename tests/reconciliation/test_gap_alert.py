@@ -15,7 +15,7 @@ from costtrack_service.domain.budgets.alerts import Endpoint
 from costtrack_service.domain.budgets.webhooks import UrlPolicy, new_webhook_secret, standard_signature
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.jobs.bills.gap_alerts import alert_gaps
-from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
+from costtrack_service.jobs.budget_evaluator import Alerts, AlertSettings
 from costtrack_service.store.dynamo import DynamoStore
 from tests.support.openapi_schema import documented_schema
 

@@ -16,7 +16,7 @@ from moto.core import DEFAULT_ACCOUNT_ID
 
 from costtrack_service.domain.reconciliation.bedrock_usage import parse_usage_type
 from costtrack_service.jobs.bills import anthropic, bedrock, openai
-from costtrack_service.jobs.bills.pages import Api, ImportFailed
+from costtrack_service.jobs.bills.admin_pages import Api, ImportFailed
 from tests.reconciliation.canned_billing import ANTHROPIC_KEY, OPENAI_KEY, Bill, serve
 
 FIRST, LAST = date(2026, 11, 1), date(2026, 11, 3)

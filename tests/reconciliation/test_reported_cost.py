@@ -20,16 +20,16 @@ from moto import mock_aws
 
 from costtrack_service import catalogue
 from costtrack_service.domain.ingest.batch import Item
-from costtrack_service.domain.ingest.events import validate
-from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.ingest.event_validation import validate
 from costtrack_service.domain.pricing.entries import Origin, parse_entry
 from costtrack_service.domain.pricing.reported import REPORTED, reported_cost
-from costtrack_service.domain.reconciliation import reported
+from costtrack_service.domain.reconciliation import reported_costs as reported
 from costtrack_service.domain.usage import Counts, RollupKey, model_name, rollup_rows, summed_deltas
 from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from costtrack_service.edge.workspace import create_handler
-from costtrack_service.jobs.price_sync import backfill
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.owner_api.app import create_handler
+from costtrack_service.jobs.price_refresh import backfill
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.cli import build_parser

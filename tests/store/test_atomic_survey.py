@@ -20,10 +20,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.workspaces.plans import Charge, Tier
 from costtrack_service.domain.workspaces.shards import SHARDS
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.store.client import dynamodb_client, shard_key
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.tables import TableNames

@@ -1,4 +1,4 @@
-"""store/budgets.py on DynamoDB Local (the local stack's): budgets by revision, the one claim of
+"""store/budget_table.py on DynamoDB Local (the local stack's): budgets by revision, the one claim of
 a notification however many race for it, the one lease of a due delivery, and the sparse
 indexes the evaluator and the dispatcher read."""
 

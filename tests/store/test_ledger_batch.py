@@ -1,6 +1,6 @@
 """A batch whose events settle reservations held in the same ledger shard, beside events that
 settle nothing, on DynamoDB Local: DynamoDB takes one operation per item in a transaction, so
-such settles are one update of their shard (``ledger_items.reservation_settlements``) and the
+such settles are one update of their shard (``ledgers.reservation_settlements``) and the
 debit of the events without a reservation goes in a shard no settle of its transaction writes
 (``debit.py``)."""
 
@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from costtrack_service.domain.budgets.budget import Budget
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.reservations.ledger import Ledger, ledger_ref, shard_of
-from costtrack_service.domain.reservations.service import ReservationService
 from costtrack_service.domain.workspaces.plans import Tier
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.services.event_ingest import IngestService
+from costtrack_service.services.reservations import ReservationService
 
 pytestmark = pytest.mark.integration
 

@@ -19,11 +19,11 @@ import pytest
 
 from costtrack_service.domain.budgets.budget import Budget, window
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.reservations.ledger import LEDGER_SHARDS, Ledger
 from costtrack_service.domain.reservations.seed import plan_seed
-from costtrack_service.domain.reservations.service import ReservationService
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.services.event_ingest import IngestService
+from costtrack_service.services.reservations import ReservationService
 from tests.support.ingest_harness import Harness
 
 D = Decimal

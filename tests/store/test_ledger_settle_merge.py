@@ -1,7 +1,7 @@
 """A transaction's settles of holds in one ledger shard, on DynamoDB Local: one update of the
-shard item releases them all (``ledger_items.reservation_settlements``), each hold on its own
+shard item releases them all (``ledgers.reservation_settlements``), each hold on its own
 condition; when a hold is gone between the read and the write, the item as it was names it and
-only its event goes again without its settle (``ledger_items.settle_rejection``)."""
+only its event goes again without its settle (``ledgers.settle_rejection``)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from costtrack_service.domain.budgets.budget import Budget
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.reservations.ledger import Ledger, ledger_ref, shard_of
-from costtrack_service.domain.reservations.service import ReservationService
 from costtrack_service.domain.workspaces.plans import Tier
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.services.event_ingest import IngestService
+from costtrack_service.services.reservations import ReservationService
 from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
 from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION
 

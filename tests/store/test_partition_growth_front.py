@@ -14,10 +14,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from costtrack_service.domain.ingest.records import event_key_for
-from costtrack_service.domain.ingest.service import IngestResult, IngestService
 from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.domain.workspaces.shards import PartitionLayout
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.services.event_ingest import IngestResult, IngestService
 from costtrack_service.store.client import dynamodb_client
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.tables import TableNames

@@ -2,7 +2,7 @@
 its stored cost is still the one read, so of two repricings that read the same event one wins,
 the other is refused, reads the event again and prices from what it is now; the event's rollups
 (totals, model, reported cost) end equal to its stored cost, never moved twice. Then two whole
-repricings of the same days (``drift_jobs.reprice_days``) run at once in two threads: every
+repricings of the same days (``drift.reprice_days``) run at once in two threads: every
 event is repriced once between them, and the rollups equal the stored costs to the last digit."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.pricing.overrides import parse_override
 from costtrack_service.domain.pricing.reported import REPORTED
 from costtrack_service.domain.usage import Counts, model_name
-from costtrack_service.jobs.drift import reprice_days
+from costtrack_service.services.drift import reprice_days
 
 pytestmark = pytest.mark.integration
 

@@ -17,12 +17,14 @@ from moto import mock_aws
 
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.batch import Item
-from costtrack_service.domain.ingest.events import validate
-from costtrack_service.domain.ingest.service import IngestService
-from costtrack_service.domain.runs.reports import RunService, decode_run_cursor
+from costtrack_service.domain.ingest.event_validation import validate
+from costtrack_service.domain.runs.reports import decode_run_cursor
 from costtrack_service.domain.runs.sketch import RELATIVE_ERROR
 from costtrack_service.domain.runs.totals import RUN, SESSION
 from costtrack_service.domain.workspaces.plans import Tier
+from costtrack_service.edge.owner_api.run_params import run_query
+from costtrack_service.services.event_ingest import IngestService
+from costtrack_service.services.runs import RunService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.tables import TableNames
 
@@ -123,7 +125,9 @@ def test_the_most_expensive_runs_come_page_by_page_filtered(store: DynamoStore) 
     runs = RunService(store)
     seen, cursor = [], None
     while True:
-        page = runs.runs(workspace_id, {**DAYS, "feature": "a", **({"cursor": cursor} if cursor else {})}, limit=6)
+        page = runs.runs(
+            workspace_id, run_query({**DAYS, "feature": "a", **({"cursor": cursor} if cursor else {})}), limit=6
+        )
         seen += page["runs"]
         cursor = page["cursor"]
         if cursor is None:
@@ -132,15 +136,15 @@ def test_the_most_expensive_runs_come_page_by_page_filtered(store: DynamoStore) 
     assert [run["trace_id"] for run in seen] == wanted
     assert all(Decimal(run["total"]["cost"]) == exact[run["trace_id"]] for run in seen)
     floor = sorted(exact.values())[-10]
-    costly = runs.runs(workspace_id, {**DAYS, "min_cost": str(floor)}, limit=4)
-    rest = runs.runs(workspace_id, {**DAYS, "min_cost": str(floor), "cursor": costly["cursor"]}, limit=50)
+    costly = runs.runs(workspace_id, run_query({**DAYS, "min_cost": str(floor)}), limit=4)
+    rest = runs.runs(workspace_id, run_query({**DAYS, "min_cost": str(floor), "cursor": costly["cursor"]}), limit=50)
     assert [run["trace_id"] for run in costly["runs"] + rest["runs"]] == sorted(
         (run for run in exact if exact[run] >= floor), key=lambda run: (-exact[run], run)
     )
     calls = {run: sum(1 for record in records if record.event.trace_id == run) for run in exact}
-    many = runs.runs(workspace_id, {**DAYS, "min_calls": "4"}, limit=200)["runs"]
+    many = runs.runs(workspace_id, run_query({**DAYS, "min_calls": "4"}), limit=200)["runs"]
     assert {run["trace_id"] for run in many} == {run for run, count in calls.items() if count >= 4}
-    customer = runs.runs(workspace_id, {**DAYS, "customer": "c1"}, limit=200)["runs"]
+    customer = runs.runs(workspace_id, run_query({**DAYS, "customer": "c1"}), limit=200)["runs"]
     assert {run["trace_id"] for run in customer} == {f"r{n:02d}" for n in range(40) if n % 3 == 1}
     with pytest.raises(ApiError):
         decode_run_cursor("bm90IGEgY3Vyc29y")
@@ -157,7 +161,7 @@ def test_unit_costs_are_within_the_stated_error_of_exact_percentiles(store: Dyna
                 (call(f"u{n}", tokens, feature=feature, session_id=f"s{n // 4}"), AT + timedelta(seconds=step))
             )
     workspace_id, records = landed(store, events)
-    answer = RunService(store).unit_costs(workspace_id, {**DAYS, "by": "feature"})
+    answer = RunService(store).unit_costs(workspace_id, "feature", DAYS["from"], DAYS["to"])
     assert answer["relative_error"] == "0.01"
     per_run: dict[str, dict[str, Decimal]] = {}
     for record in records:
@@ -196,8 +200,8 @@ def test_refusals_name_their_field(store: DynamoStore) -> None:
         ({"min_calls": "x"}, "min_calls"),
     ):
         with pytest.raises(ApiError) as refused:
-            runs.runs("ws_x", params)
+            runs.runs("ws_x", run_query(params))
         assert refused.value.details == [{"field": field, "message": refused.value.message}]
     with pytest.raises(ApiError) as refused:
-        runs.unit_costs("ws_x", {"by": "model"})
+        runs.unit_costs("ws_x", "model")
     assert refused.value.code == "INVALID_PAYLOAD"

@@ -1,4 +1,4 @@
-"""Run and session totals in DynamoDB (``store/runs.py``, moto): the ingestion transaction keeps
+"""Run and session totals in DynamoDB (``store/run_totals.py``, moto): the ingestion transaction keeps
 them, once per run per batch, equal to the sum of their events; a total that another write
 changed after the batch read it cancels the transaction, and the retry reads it again."""
 
@@ -15,13 +15,13 @@ from moto import mock_aws
 
 from costtrack_service import catalogue
 from costtrack_service.domain.ingest.batch import Item
-from costtrack_service.domain.ingest.events import validate
-from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.ingest.event_validation import validate
 from costtrack_service.domain.pricing.entries import Origin, parse_entry
 from costtrack_service.domain.runs.sketch import Histogram
 from costtrack_service.domain.runs.totals import RUN, SESSION
 from costtrack_service.domain.workspaces.plans import Tier
-from costtrack_service.jobs.price_sync import backfill
+from costtrack_service.jobs.price_refresh import backfill
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.tables import TableNames
 
@@ -81,7 +81,7 @@ def test_totals_are_the_sum_of_the_events_and_a_moved_total_is_read_again(store:
 
 
 def test_a_backfill_keeps_run_totals_and_the_sketch_exact(store: DynamoStore) -> None:
-    """The backfill (``pricing_jobs.backfill``) prices events that arrived unpriced: each run's
+    """The backfill (``price_refresh.backfill``) prices events that arrived unpriced: each run's
     and session's total moves by exactly the added cost, its sketch row moves the run once, and
     a total that another write moved in between is read again (``_reprice_with_run_totals``)."""
     workspace = store.create_workspace("reprice", tier=Tier.PAID, included_events=10_000)

@@ -1,4 +1,4 @@
-"""Events by time through time pages (``domain/ingest/time_pages.py``, ``store/pages.py``, moto): each
+"""Events by time through time pages (``domain/ingest/time_pages.py``, ``store/events_by_time.py``, moto): each
 ingestion transaction puts one page per received minute in the same transaction as its events;
 the dashboard's list, the export and a run's calls read pages, then the events."""
 
@@ -20,7 +20,7 @@ from costtrack_service.domain.ingest.visibility import FREE_SOURCE_MISMATCH, VIS
 from costtrack_service.domain.workspaces.allowance import Payment
 from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
 from costtrack_service.domain.workspaces.shards import event_partition
-from costtrack_service.store import pages as page_reads
+from costtrack_service.store import events_by_time as page_reads
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.items import event_to_item, from_item, to_item
 from costtrack_service.store.tables import TableNames

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from costtrack_service.domain.ingest.events import to_usage_event, validate
+from costtrack_service.domain.ingest.event_validation import to_usage_event, validate
 from costtrack_service.domain.ingest.records import EventRecord, EventWarning
 from costtrack_service.domain.ingest.visibility import VISIBLE
 

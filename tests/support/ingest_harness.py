@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingest.service import IngestResult, IngestService
 from costtrack_service.domain.ingest.settings import IngestSettings
 from costtrack_service.domain.ingest.source import Source
 from costtrack_service.domain.workspaces.keys import KeyState
 from costtrack_service.domain.workspaces.plans import Tier, Usage, WorkspaceState
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.services.event_ingest import IngestResult, IngestService
 from costtrack_tools.memory_store import MemoryStore
 from tests.conftest import GPT5_EVENT
 

@@ -9,11 +9,11 @@ from typing import Any
 
 from costtrack_service.domain.ingest.chunks import Survey
 from costtrack_service.domain.ingest.records import EventRecord
-from costtrack_service.domain.ingest.service import IngestResult, IngestService
 from costtrack_service.domain.ingest.source import Source
 from costtrack_service.domain.store_errors import SurveyConflict
 from costtrack_service.domain.workspaces.plans import Tier, Usage, WorkspaceState
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.services.event_ingest import IngestResult, IngestService
 from costtrack_tools.memory_store import MemoryStore
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)

@@ -10,10 +10,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
 from costtrack_service.edge.http_event import JSON
-from costtrack_service.edge.otlp import PROTOBUF, OtlpAnswer, export
+from costtrack_service.edge.ingest.otlp import PROTOBUF, OtlpAnswer, export
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_tools.memory_store import MemoryStore
 
 GPT5 = {

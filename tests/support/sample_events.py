@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.domain.workspaces.plans import Tier
-from costtrack_service.edge.ingest import create_handler
-from costtrack_service.edge.workspace import create_handler as create_api_handler
+from costtrack_service.edge.ingest.ingest_routes import create_handler
+from costtrack_service.edge.owner_api.app import create_handler as create_api_handler
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 

@@ -36,10 +36,10 @@ from costtrack_service.domain.budgets.webhooks import (
     signature_header,
 )
 from costtrack_service.domain.ingest.records import WarningCode
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.usage import Counts, RollupKey
 from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_tools.memory_store import MemoryStore
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)

@@ -14,7 +14,7 @@ import pytest
 
 import costtrack
 import costtrack_service
-from costtrack_service.jobs.price_sync import backfill
+from costtrack_service.jobs.price_refresh import backfill
 from costtrack_tools.admin_output import AdminError, money, table
 from costtrack_tools.cli import main
 from costtrack_tools.progress import Progress, choose_mode, progress_for

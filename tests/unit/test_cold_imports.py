@@ -20,10 +20,10 @@ FUNCTIONS = str(Path(__file__).resolve().parents[2] / "functions")
 #: Modules the first ``POST /v1/events`` never needs.
 DEFERRED = (
     "costtrack_service.edge.api_document",
-    "costtrack_service.edge.ingest_document",
-    "costtrack_service.edge.owner_responses",
+    "costtrack_service.edge.ingest.ingest_document",
+    "costtrack_service.edge.owner_api.responses",
     "costtrack_service.services.requests",
-    "costtrack_service.edge.otlp",
+    "costtrack_service.edge.ingest.otlp",
     "costtrack_service.domain.otlp.spans",
     "costtrack_service.domain.otlp.tokens",
     "pydantic",
@@ -47,7 +47,7 @@ def imported_after(statement: str) -> set[str]:
 
 def test_the_ingestion_handler_defers_what_the_first_event_does_not_need() -> None:
     modules = imported_after("import costtrack_service.handlers.ingest")
-    assert "costtrack_service.domain.ingest.service" in modules  # the check sees the real import
+    assert "costtrack_service.services.event_ingest" in modules  # the check sees the real import
     assert sorted(name for name in modules if name.startswith(DEFERRED)) == []
 
 
@@ -59,13 +59,13 @@ NOT_INGESTION = (
     "costtrack_service.store.dynamo",
     "costtrack_service.store.owner",
     "costtrack_service.store.operator",
-    "costtrack_service.store.budgets",
+    "costtrack_service.store.budget_table",
     "costtrack_service.domain.budgets.alerts",
     # Powertools' resolver loads every resolver it has (AppSync's asyncio among them); the
     # ingestion function routes its three paths itself (edge/http_event.py).
     "aws_lambda_powertools.event_handler",
     "asyncio",
-    "costtrack_service.edge.http",
+    "costtrack_service.edge.owner_api.http",
 )
 
 
@@ -88,17 +88,17 @@ def test_the_deferred_modules_load_on_the_request_that_needs_them() -> None:
     """The OTLP decoder loads on the first trace export; the OpenAPI document is served from the
     generated file, so its builder is never imported by the function at all."""
     app = (
-        "from costtrack_service.edge.ingest import build_routes, route; "
+        "from costtrack_service.edge.ingest.ingest_routes import build_routes, route; "
         "from costtrack_service.edge.http_event import HttpRequest; "
         "from costtrack_tools.memory_store import MemoryStore; "
-        "from costtrack_service.domain.ingest.service import IngestService; "
+        "from costtrack_service.services.event_ingest import IngestService; "
         "from aws_lambda_powertools.metrics import EphemeralMetrics; "
         "routes = build_routes(IngestService(MemoryStore()), EphemeralMetrics(namespace='t'))"
     )
     modules = imported_after(f"{app}; assert {request('GET', '/v1/openapi.json')}['statusCode'] == 200")
     assert not {name for name in modules if name.startswith(DEFERRED)}
     modules = imported_after(f"{app}; {request('POST', '/v1/traces')}")
-    assert "costtrack_service.edge.otlp" in modules
+    assert "costtrack_service.edge.ingest.otlp" in modules
 
 
 def test_the_ingestion_handler_imports_the_xray_sdk_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:

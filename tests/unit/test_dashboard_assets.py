@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.edge.workspace import create_handler
+from costtrack_service.edge.owner_api.app import create_handler
 from costtrack_service.services.workspace import WorkspaceService
 from costtrack_tools.local.server import LambdaContext
 from costtrack_tools.memory_store import MemoryStore

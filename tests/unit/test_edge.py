@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
-from costtrack_service.edge.ingest import create_handler, logger
+from costtrack_service.edge.ingest.ingest_routes import create_handler, logger
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.local.server import LambdaContext
 from costtrack_tools.memory_store import MemoryStore

@@ -12,7 +12,7 @@ from dataclasses import fields as dataclass_fields
 from costtrack import TrackEvent
 from costtrack.validation import EVENT_FIELDS, IDENTIFIER_FIELDS, INTEGER_FIELDS, STRING_LIMITS, validate_event
 from costtrack_service.domain.export.layout import COLUMNS
-from costtrack_service.domain.ingest.events import USAGE_EVENT_FIELDS, UsageEvent, to_usage_event
+from costtrack_service.domain.ingest.event_validation import USAGE_EVENT_FIELDS, UsageEvent, to_usage_event
 from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.store.items import event_from_item, event_to_item, from_item, to_item
 from tests.conftest import built_node_sdk

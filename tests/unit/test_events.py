@@ -11,14 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingest.events import (
+from costtrack_service.domain.ingest.event_validation import (
     MAX_BODY_BYTES,
     parse_idempotency_key,
     to_usage_event,
     validate,
 )
 from costtrack_service.edge.http_event import http_status
-from costtrack_service.edge.ingest_request import parse_body
+from costtrack_service.edge.ingest.ingest_request import parse_body
 from tests.conftest import vectors_for
 
 

@@ -20,7 +20,7 @@ from costtrack_service.domain.export.layout import (
     pieces,
     yesterday,
 )
-from costtrack_service.domain.ingest.events import to_usage_event, validate
+from costtrack_service.domain.ingest.event_validation import to_usage_event, validate
 from tests.support.event_records import record
 
 FULL_EVENT = {

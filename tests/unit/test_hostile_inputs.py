@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.jsonlimits import MAX_JSON_DEPTH, json_depth
 from costtrack_service.domain.ingest.records import EventQuery
-from costtrack_service.domain.ingest.service import EventRecord
 from costtrack_service.domain.usage import (
     HASHED_VALUE_PREFIX,
     MAX_SORT_KEY_BYTES,
@@ -27,7 +26,8 @@ from costtrack_service.domain.usage import (
 )
 from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
 from costtrack_service.edge.http_event import http_status, json_text
-from costtrack_service.edge.ingest_request import parse_body
+from costtrack_service.edge.ingest.ingest_request import parse_body
+from costtrack_service.services.event_ingest import EventRecord
 from costtrack_service.services.workspace import (
     WorkspaceService,
     check_key_id,
@@ -51,7 +51,7 @@ def nested(depth: int) -> str:
 
 
 def at_caps(**overrides: Any) -> EventRecord:
-    from costtrack_service.domain.ingest.events import UsageEvent
+    from costtrack_service.domain.ingest.event_validation import UsageEvent
 
     event = UsageEvent(
         provider=EMOJI * 64,

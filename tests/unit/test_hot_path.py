@@ -10,13 +10,13 @@ from decimal import Decimal
 
 from costtrack_service import catalogue
 from costtrack_service.domain import ids
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.pricing.cost import counts_of
 from costtrack_service.domain.pricing.overrides import Override
 from costtrack_service.domain.pricing.pricer import Call, Pricer
 from costtrack_service.domain.usage import rollup_deltas, summed_deltas
 from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_tools.memory_store import MemoryStore
 
 AT = datetime(2026, 11, 22, 12, tzinfo=UTC)

@@ -25,8 +25,13 @@ PACKAGES = {
 }
 
 
+def layer(module: str) -> str:
+    """``domain`` for ``costtrack_service.domain.ingest.records``; ``""`` for the package itself."""
+    return module.split(".")[1] if module.count(".") >= 1 else ""
+
+
 def module_files(package: str, directory: Path) -> dict[str, Path]:
-    """Every module of the package by dotted name (``costtrack_service.domain.ingest.events``)."""
+    """Every module of the package by dotted name (``costtrack_service.domain.ingest.event_validation``)."""
     modules = {}
     for path in sorted(directory.rglob("*.py")):
         parts = path.relative_to(directory).with_suffix("").parts
@@ -118,14 +123,77 @@ def test_the_walk_resolves_relative_and_package_imports(tmp_path: Path) -> None:
     assert cycles(graph) == [["pkg.sub.leaf", "pkg.top"]]
 
 
-def test_the_domain_imports_neither_the_edge_nor_the_store() -> None:
-    """The domain is plain Python: HTTP (headers, body bytes) is the edge's, DynamoDB the store's."""
+def test_the_domain_imports_only_the_domain() -> None:
+    """The domain is plain Python and the bottom layer: HTTP is the edge's, DynamoDB the store's,
+    use cases the services', and the bundled catalogue (files on disk) is passed in. Of our
+    packages it imports only itself and the SDK's validation, which both sides share."""
     graph = import_graph("costtrack_service", PACKAGES["costtrack_service"])
-    outside = ("costtrack_service.edge", "costtrack_service.handlers", "costtrack_service.store")
-    assert "costtrack_service.store.dynamo" in graph and "costtrack_service.store.items" in graph
-    for module, targets in graph.items():
-        if module.startswith("costtrack_service.domain."):
-            assert not {target for target in targets if target.startswith(outside)}, module
+    assert "costtrack_service.domain.errors" in graph and "costtrack_service.store.items" in graph
+    domain = {name: targets for name, targets in graph.items() if layer(name) == "domain"}
+    assert len(domain) > 40
+    for module, targets in domain.items():
+        assert {layer(target) for target in targets} <= {"domain"}, module
+    for path in sorted((PACKAGES["costtrack_service"] / "domain").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "costtrack":
+                assert node.module == "costtrack.validation", path
+            if isinstance(node, ast.Import):
+                assert not [a.name for a in node.names if a.name.split(".")[0] == "costtrack"], path
+
+
+def test_no_use_case_lives_in_the_domain() -> None:
+    """A ``*Service`` is a use case (it drives the store through the domain's rules): its home is
+    ``services/``, so there is one place to look for what the API and the CLI can do."""
+    found = [
+        f"{path.relative_to(PACKAGES['costtrack_service'])}: {node.name}"
+        for path in sorted((PACKAGES["costtrack_service"] / "domain").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and node.name.endswith("Service")
+    ]
+    assert found == []
+    services = PACKAGES["costtrack_service"] / "services"
+    assert "class IngestService" in (services / "event_ingest.py").read_text(encoding="utf-8")
+
+
+#: What each layer may import (README, "How it is built"): only what is below it. The handlers
+#: compose a function (edge, jobs, its store); the edge and the jobs build the store they need;
+#: the store and the catalogue implement what the domain declares. A use case states what it
+#: needs from the store as a ``Protocol``, so services import no store module.
+LAYER_IMPORTS = {
+    "handlers": {"handlers", "edge", "jobs", "services", "store", "catalogue", "domain"},
+    "edge": {"edge", "services", "store", "catalogue", "domain", ""},
+    "jobs": {"jobs", "services", "store", "catalogue", "domain"},
+    "services": {"services", "catalogue", "domain"},
+    "store": {"store", "catalogue", "domain"},
+    "catalogue": {"catalogue", "domain"},
+    "domain": {"domain"},
+}
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return [
+        f"{module} imports {target}"
+        for module, targets in sorted(graph.items())
+        if module != "costtrack_service"
+        for target in sorted(targets)
+        if layer(target) not in LAYER_IMPORTS[layer(module)]
+    ]
+
+
+def test_no_module_imports_a_layer_above_it() -> None:
+    assert upward_imports(import_graph("costtrack_service", PACKAGES["costtrack_service"])) == []
+
+
+def test_the_layer_rule_catches_an_upward_import(tmp_path: Path) -> None:
+    package = tmp_path / "costtrack_service"
+    for folder in ("domain", "services"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "services" / "use.py").write_text("from costtrack_service.domain import rule\n")
+    (package / "domain" / "rule.py").write_text("from costtrack_service.services.use import x\n")
+    graph = import_graph("costtrack_service", package)
+    assert upward_imports(graph) == ["costtrack_service.domain.rule imports costtrack_service.services.use"]
 
 
 def test_the_service_never_imports_its_tools() -> None:
@@ -152,27 +220,11 @@ def test_the_layout_draws_the_architecture() -> None:
         assert len(modules) <= 12, folder
 
 
-def layer(module: str) -> str:
-    return module.split(".")[1] if module.count(".") >= 1 else ""
-
-
-def test_services_import_the_domain_and_never_the_store_edge_or_jobs() -> None:
-    """A use case applies the domain's rules to what the store reads and writes; it states what
-    it needs from the store as a ``Protocol`` (the store's parts satisfy it), so it imports no
-    store module, and neither HTTP (edge, handlers) nor the scheduled jobs."""
-    graph = import_graph("costtrack_service", PACKAGES["costtrack_service"])
-    services = {name: targets for name, targets in graph.items() if layer(name) == "services"}
-    assert services
-    for module, targets in services.items():
-        assert {layer(target) for target in targets} <= {"domain", "services", "catalogue"}, module
-
-
-def test_jobs_never_import_the_edge_and_the_store_never_imports_services_or_jobs() -> None:
-    graph = import_graph("costtrack_service", PACKAGES["costtrack_service"])
-    for module, targets in graph.items():
-        if layer(module) == "jobs":
-            assert not {target for target in targets if layer(target) in ("edge", "handlers")}, module
-        if layer(module) == "store":
-            assert not {target for target in targets if layer(target) in ("edge", "handlers", "services", "jobs")}, (
-                module
-            )
+def test_no_two_modules_share_a_file_name() -> None:
+    """One name, one module: ``events.py`` in two layers makes a reader (and a traceback) ask
+    which one. Package ``__init__`` files aside."""
+    names: dict[str, list[str]] = {}
+    for path in sorted(PACKAGES["costtrack_service"].rglob("*.py")):
+        if path.name != "__init__.py":
+            names.setdefault(path.name, []).append(str(path.relative_to(PACKAGES["costtrack_service"])))
+    assert {name: paths for name, paths in names.items() if len(paths) > 1} == {}

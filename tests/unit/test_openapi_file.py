@@ -8,7 +8,7 @@ from costtrack.validation import INTEGER_FIELDS, MAX_SAFE_INTEGER, STATUSES, STR
 from costtrack_service.domain.ingest.batch import MAX_BATCH_ITEMS
 from costtrack_service.domain.ingest.records import WarningCode
 from costtrack_service.edge.api_document import openapi_document, openapi_file_text
-from costtrack_service.edge.ingest import OPENAPI_FILE, served_openapi_document
+from costtrack_service.edge.ingest.ingest_routes import OPENAPI_FILE, served_openapi_document
 
 
 def test_the_committed_document_is_current() -> None:

@@ -28,7 +28,7 @@ from costtrack_service.domain.ingest.records import StoreUnavailable
 from costtrack_service.domain.workspaces.keys import KeyState
 from costtrack_service.domain.workspaces.plans import WorkspaceState
 from costtrack_service.edge.http_event import JSON
-from costtrack_service.edge.otlp import MAX_BODY_BYTES, PROTOBUF, export
+from costtrack_service.edge.ingest.otlp import MAX_BODY_BYTES, PROTOBUF, export
 from tests.support.otlp_api import GPT5, Api, partial
 
 NOW_NS = int(datetime.now(UTC).timestamp() * 1e9)
@@ -215,7 +215,7 @@ def test_a_usage_free_request_is_a_plain_success(api: Api) -> None:
 def test_protobuf_is_not_imported_at_cold_start() -> None:
     """The ingestion function's cold import stays cheap: protobuf loads on the first protobuf body."""
     script = (
-        "import sys; import costtrack_service.edge.ingest; "
+        "import sys; import costtrack_service.edge.ingest.ingest_routes; "
         "print(sorted(m for m in sys.modules if m.startswith(('google.protobuf', 'opentelemetry.proto'))))"
     )
     functions = str(Path(__file__).resolve().parents[2] / "functions")

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from costtrack_service.domain.otlp.spans import SpanData, run_identity
 from costtrack_service.edge.http_event import JSON
-from costtrack_service.edge.otlp import PROTOBUF
+from costtrack_service.edge.ingest.otlp import PROTOBUF
 from tests.support.otlp_api import GPT5, Api, partial
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -105,9 +105,9 @@ def test_a_span_with_costtrack_reservation_id_settles_that_reservation() -> None
     from decimal import Decimal
 
     from costtrack_service.domain.budgets.budget import Budget
-    from costtrack_service.domain.reservations.ids import parse
     from costtrack_service.domain.reservations.ledger import Ledger
-    from costtrack_service.domain.reservations.service import ReservationService
+    from costtrack_service.domain.reservations.reservation_ids import parse
+    from costtrack_service.services.reservations import ReservationService
 
     api = Api()
     budget = Budget("bdg_1", "ws_1", Decimal("1"), scope="feature", scope_value="support", enforce=True)

@@ -1,4 +1,5 @@
-"""An owners' route is declared once (``edge/owner_routes.py``): what it documents is what it answers."""
+"""An owners' route is declared once (``edge/owner_api/route_declarations.py``): what it documents
+is what it answers."""
 
 from __future__ import annotations
 
@@ -12,10 +13,15 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
-from costtrack_service.edge import owner_responses as shapes
 from costtrack_service.edge.api_document import SECURITY_SCHEMES
-from costtrack_service.edge.owner_responses import INVALID, OWNER_REFUSALS, documented
-from costtrack_service.edge.owner_routes import Answer, OwnerRoutes, operation_id, summary_and_description
+from costtrack_service.edge.owner_api import responses as shapes
+from costtrack_service.edge.owner_api.responses import INVALID, OWNER_REFUSALS, documented
+from costtrack_service.edge.owner_api.route_declarations import (
+    Answer,
+    OwnerRoutes,
+    operation_id,
+    summary_and_description,
+)
 
 #: Declared at module level, as the owners' routes' parameter types are: the route's string
 #: annotations (``from __future__ import annotations``) resolve in this module.

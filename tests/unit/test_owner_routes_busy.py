@@ -1,7 +1,7 @@
 """A throttled DynamoDB answers 503 with Retry-After on every family of the owners' API (keys,
 usage, prices, budgets and webhooks, statements), whichever of a route's calls it hits: the
 budgets and price stores' calls go through the same translation as the rest
-(``store.translate_errors``), never a 500."""
+(``store.client.translate_errors``), never a 500."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from costtrack_service.domain.budgets.webhooks import UrlPolicy
 from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.domain.workspaces.plans import Tier
-from costtrack_service.edge.workspace import create_handler
+from costtrack_service.edge.owner_api.app import create_handler
 from costtrack_service.services.budgets import BudgetService
 from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore

@@ -12,8 +12,8 @@ import pytest
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.domain.workspaces.plans import Tier
-from costtrack_service.edge.request_errors import MAX_BODY_BYTES
-from costtrack_service.edge.workspace import create_handler
+from costtrack_service.edge.owner_api.app import create_handler
+from costtrack_service.edge.owner_api.request_errors import MAX_BODY_BYTES
 from costtrack_service.services.budgets import BudgetService
 from costtrack_service.services.requests import field_name
 from costtrack_service.services.workspace import MAX_LIMIT, WorkspaceService

@@ -12,13 +12,13 @@ import pytest
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.chunks import Chunk, ChunkRejected, Survey
 from costtrack_service.domain.ingest.commit import Committer
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.ingest.settings import IngestSettings
 from costtrack_service.domain.store_errors import SurveyConflict
 from costtrack_service.domain.workspaces.allowance import Balances, plan_payment
 from costtrack_service.domain.workspaces.plans import Charge, Tier, WorkspaceState
 from costtrack_service.domain.workspaces.shards import SHARDS
 from costtrack_service.edge.http_event import http_status
+from costtrack_service.services.event_ingest import IngestService
 from tests.support.ingest_world import EVENT, ConflictedSurveys, World, post
 
 PERIOD = "2026-11"

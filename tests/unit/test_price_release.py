@@ -23,7 +23,7 @@ import pytest
 from costtrack_service import catalogue
 from costtrack_service.catalogue.convert import convert
 from costtrack_service.catalogue.release import DATA_MEMBER, ReleaseError, providers_from_wheel, read_data_module
-from costtrack_service.jobs.price_sync import SyncError, pinned_release, sync
+from costtrack_service.jobs.price_refresh import SyncError, pinned_release, sync
 from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.server import LambdaContext
 from tests.conftest import ROOT

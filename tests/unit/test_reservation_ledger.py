@@ -15,7 +15,6 @@ import pytest
 from costtrack_service.domain.budgets.budget import Budget
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.reservations.debit import debits_of
-from costtrack_service.domain.reservations.ids import parse
 from costtrack_service.domain.reservations.ledger import (
     LEDGER_SHARDS,
     Gather,
@@ -30,8 +29,9 @@ from costtrack_service.domain.reservations.ledger import (
     placement,
     plan_take,
 )
-from costtrack_service.domain.reservations.service import ReservationService
+from costtrack_service.domain.reservations.reservation_ids import parse
 from costtrack_service.domain.workspaces.keys import KeyRecord
+from costtrack_service.services.reservations import ReservationService
 from tests.support.ingest_harness import Harness
 
 D = Decimal

@@ -16,7 +16,7 @@ import pytest
 from costtrack_service.domain.budgets.budget import Budget
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.pricing.overrides import Override
-from costtrack_service.domain.reservations.service import ReservationService
+from costtrack_service.services.reservations import ReservationService
 from tests.support.ingest_harness import Harness
 
 CALL = {"provider": "openai", "model": "gpt-5", "feature": "chat"}

@@ -13,13 +13,13 @@ from typing import Any
 
 from costtrack_service import catalogue
 from costtrack_service.domain.ingest.batch import Item
-from costtrack_service.domain.ingest.events import validate
-from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.ingest.event_validation import validate
 from costtrack_service.domain.pricing.entries import Origin, parse_entry
 from costtrack_service.domain.runs.sketch import Histogram, bucket_of
 from costtrack_service.domain.runs.totals import RUN, SESSION, repricing_run_changes
 from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
-from costtrack_service.jobs.price_sync import backfill
+from costtrack_service.jobs.price_refresh import backfill
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_tools.memory_store import MemoryStore
 
 AT = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from costtrack_service.domain.ingest.batch import Item
-from costtrack_service.domain.ingest.events import validate
-from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.ingest.event_validation import validate
 from costtrack_service.domain.runs.sketch import RELATIVE_ERROR, ZERO, Histogram, bucket_of, bucket_value
 from costtrack_service.domain.runs.totals import RUN, SESSION, SketchDelta
 from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_tools.memory_store import MemoryStore
 
 START = datetime(2026, 11, 22, 23, 59, 58, tzinfo=UTC)

@@ -14,11 +14,11 @@ from typing import Any
 import boto3
 import pytest
 
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.workspaces.keys import ADMIN
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.jobs.budget_evaluator import Alerts, AlertSettings
 from costtrack_service.services.budgets import BudgetService
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.server import LambdaContext

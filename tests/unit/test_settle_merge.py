@@ -1,5 +1,5 @@
 """A transaction's settles merged per ledger shard item: how ``chunks.fitting`` counts them and
-how ``ledger_items.settle_rejection`` reads a failed merged update (pure parts; the DynamoDB
+how ``ledgers.settle_rejection`` reads a failed merged update (pure parts; the DynamoDB
 Local path is ``tests/store/test_ledger_settle_merge.py``)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from decimal import Decimal as D
 from typing import Any
 
 from costtrack_service.domain.ingest.chunks import ChunkRejected, fitting
-from costtrack_service.domain.reservations.ids import Part, ReservationId
 from costtrack_service.domain.reservations.ledger import Hold
+from costtrack_service.domain.reservations.reservation_ids import Part, ReservationId
 from costtrack_service.domain.reservations.settle import MAX_HOLDS_PER_ITEM, Settle
 from costtrack_service.store.items import to_item
 from costtrack_service.store.ledgers import hold_name, reservation_settlements, settle_rejection

@@ -1,6 +1,6 @@
 """DynamoDB saying "later" (throttling, exceeded capacity, its own errors, or no answer at all)
 is a 503 with Retry-After on every route, whichever of the route's calls it hits: every call of
-the store's client goes through one translation (``store.unavailable_error``)."""
+the store's client goes through one translation (``store.client.unavailable_error``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
-from costtrack_service.domain.ingest.service import StoreUnavailable
+from costtrack_service.services.event_ingest import StoreUnavailable
 from costtrack_service.store.dynamo import DynamoStore, dynamodb_client, unavailable_error
 from costtrack_service.store.tables import TableNames
 from costtrack_tools.local.server import LambdaContext

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.workspaces.shards import SHARDS
 from costtrack_service.edge.http_event import http_status
+from costtrack_service.services.event_ingest import IngestService
 from tests.support.ingest_world import EVENT, ConflictedSurveys, post
 
 

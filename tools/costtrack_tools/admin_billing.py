@@ -24,11 +24,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from costtrack_service.domain.reconciliation import reported
+from costtrack_service.domain.reconciliation import reported_costs as reported
 from costtrack_service.domain.reconciliation.connections import PROVIDERS
 from costtrack_service.jobs.bills.imports import BillImports
-from costtrack_service.jobs.drift import apply_drift
-from costtrack_service.jobs.export import DirectoryWriter
+from costtrack_service.jobs.daily_export import DirectoryWriter
+from costtrack_service.services.drift import apply_drift
 from costtrack_service.services.reconciliation import ReconciliationService
 from costtrack_tools.admin_output import AdminError, emit, find_workspace
 from costtrack_tools.local.secrets import LocalSecrets, NoCostExplorer

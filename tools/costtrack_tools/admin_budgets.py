@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from costtrack_service.domain.budgets.budget import PERIODS, SCOPES
 from costtrack_service.domain.budgets.webhooks import UrlPolicy
-from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
+from costtrack_service.jobs.budget_evaluator import Alerts, AlertSettings
 from costtrack_service.services.budgets import BudgetService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.admin_output import AdminError, amount, emit, find_workspace, money, table

@@ -1,6 +1,6 @@
 """``costtrack admin export``: the daily export into a local folder instead of S3.
 
-The same ``Exporter`` as the deployed ``ExportFunction`` (``costtrack_service.jobs.export``) with a
+The same ``Exporter`` as the deployed ``ExportFunction`` (``costtrack_service.jobs.daily_export``) with a
 :class:`DirectoryWriter` in place of the S3 writer, so the folder holds exactly the objects the
 bucket would (``events/workspace_id=…/day=…/part-pp-nnnn.json.gz``, the same bytes), and a
 re-run replaces a day as it does in S3. DuckDB (or anything that reads Hive-partitioned JSON
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from costtrack_service.domain.export.layout import DEFAULT_PREFIX, FOCUS_PREFIX, parse_day, yesterday
-from costtrack_service.jobs.export import DirectoryWriter, Exporter, focus, json_lines
+from costtrack_service.jobs.daily_export import DirectoryWriter, Exporter, focus, json_lines
 from costtrack_tools.admin_output import AdminError, emit, find_workspace
 from costtrack_tools.progress import progress_for
 

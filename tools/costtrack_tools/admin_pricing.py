@@ -18,8 +18,8 @@ from costtrack_service.catalogue import CatalogueError, check_catalogue, load_ra
 from costtrack_service.domain.ingest.source import normalize_provider
 from costtrack_service.domain.pricing.entries import RATE_PRICE_KEYS, PricingEntry, format_timestamp, parse_timestamp
 from costtrack_service.domain.pricing.pricebook import find_model
-from costtrack_service.jobs.price_sync import SyncError, backfill, pinned_release, sync
-from costtrack_service.services.overrides import OverrideService
+from costtrack_service.jobs.price_refresh import SyncError, backfill, pinned_release, sync
+from costtrack_service.services.price_overrides import OverrideService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.prices import PricingConflict
 from costtrack_tools.admin_output import AdminError, emit, find_workspace, money, table

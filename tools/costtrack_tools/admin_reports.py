@@ -10,16 +10,17 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from costtrack_service.domain.report_days import DEFAULT_DAYS, MAX_DAYS
 from costtrack_service.domain.statements import STATEMENT_GROUPINGS
 from costtrack_service.domain.usage import GROUPINGS
-from costtrack_service.services.workspace import DEFAULT_DAYS, MAX_DAYS, WorkspaceService
+from costtrack_service.services.workspace import WorkspaceService
 from costtrack_tools.admin_output import amount, emit, find_workspace, money, table
 
 Handler = Callable[[Any, argparse.Namespace], None]
 
 
 def usage(store: Any, args: argparse.Namespace) -> None:
-    """The owners' usage report, with its range rules (``workspace_api.day_range``)."""
+    """The owners' usage report, with its range rules (``report_days.day_range``)."""
     found = find_workspace(store, args.workspace)
     params = {"from": args.from_ or "", "to": args.to or "", "group_by": args.by}
     data = WorkspaceService(store).usage(found, params)

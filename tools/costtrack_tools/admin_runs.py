@@ -8,10 +8,12 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from costtrack_service.domain.runs.anomalies import AnomalySettingsService
-from costtrack_service.domain.runs.reports import DEFAULT_RUNS, MAX_RUNS, UNIT_GROUPINGS, RunService
+from costtrack_service.domain.report_days import DEFAULT_DAYS, MAX_DAYS
+from costtrack_service.domain.runs.reports import DEFAULT_RUNS, MAX_RUNS, UNIT_GROUPINGS
 from costtrack_service.domain.runs.totals import RUN, SESSION
-from costtrack_service.services.workspace import DEFAULT_DAYS, MAX_DAYS
+from costtrack_service.edge.owner_api.run_params import run_query
+from costtrack_service.services.run_anomalies import AnomalySettingsService
+from costtrack_service.services.runs import RunService
 from costtrack_tools.admin_output import amount, emit, find_workspace, money, table
 
 Handler = Callable[[Any, argparse.Namespace], None]
@@ -68,7 +70,7 @@ def runs_top(store: Any, args: argparse.Namespace) -> None:
     params = _days(args) | {
         name: value for name, value in (("feature", args.feature), ("customer", args.customer)) if value
     }
-    data = RunService(store).runs(found.workspace_id, params, args.limit)
+    data = RunService(store).runs(found.workspace_id, run_query(params), args.limit)
 
     def human() -> str:
         rows = [
@@ -90,7 +92,7 @@ def runs_top(store: Any, args: argparse.Namespace) -> None:
 
 def unit_costs(store: Any, args: argparse.Namespace) -> None:
     found = find_workspace(store, args.workspace)
-    data = RunService(store).unit_costs(found.workspace_id, _days(args) | {"by": args.by})
+    data = RunService(store).unit_costs(found.workspace_id, args.by, args.from_, args.to)
 
     def human() -> str:
         def figure(value: str | None) -> object:

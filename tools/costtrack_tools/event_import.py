@@ -30,8 +30,8 @@ from typing import Any
 
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.batch import MAX_BATCH_ITEMS, submission_of
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.workspaces.plans import billing_period
+from costtrack_service.services.event_ingest import IngestService
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Enforced budgets' ledgers in memory: what ``store/reservations.py`` does in DynamoDB, with the
+"""Enforced budgets' ledgers in memory: what ``store/reservation_holds.py`` does in DynamoDB, with the
 same items' ``available``, ``held``, ``spent`` and one hold per
 reservation) and the same conditions, so that reservations, their settles and the events that
 spend without one behave alike with and without DynamoDB. The caller holds the store's lock
@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from costtrack_service.domain.ingest.chunks import Chunk
-from costtrack_service.domain.reservations.ids import Part, ReservationId
 from costtrack_service.domain.reservations.ledger import (
     LEDGER_SHARDS,
     ZERO,
@@ -26,7 +25,8 @@ from costtrack_service.domain.reservations.ledger import (
     ShardState,
     Take,
 )
-from costtrack_service.store.reservations import ledger_key
+from costtrack_service.domain.reservations.reservation_ids import Part, ReservationId
+from costtrack_service.store.reservation_holds import ledger_key
 
 
 @dataclass

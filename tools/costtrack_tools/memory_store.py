@@ -1,8 +1,8 @@
-"""An in-memory :class:`~costtrack_service.domain.ingest.service.IngestStore`, atomic under a lock.
+"""An in-memory :class:`~costtrack_service.services.event_ingest.IngestStore`, atomic under a lock.
 
 For domain tests and for measuring the handler's own CPU cost without I/O. Its chunk write is
 all-or-nothing like the DynamoDB transaction and checks the same conditions the store's
-expressions state (``store/events.py``): the event key is free, each shard holds what is spent
+expressions state (``store/ingest_writes.py``): the event key is free, each shard holds what is spent
 from it, and a lease fits the plan as the planner saw it.
 """
 
@@ -192,7 +192,7 @@ class MemoryStore(MemoryLedgers):
                 summed.move(bucket, count, Decimal(0))
             summed.cost += delta.cost
 
-    # -- the backfill of prices (``pricing_jobs.backfill``), as ``operator_store`` does it -----
+    # -- the backfill of prices (``price_refresh.backfill``), as ``operator_store`` does it -----
 
     def iter_unpriced_events(self) -> list[EventRecord]:
         with self._lock:
@@ -302,7 +302,7 @@ class MemoryStore(MemoryLedgers):
 
 
 def _lease_fits(central: WorkspaceState, chunk: Chunk, charge: Charge, lease: int) -> bool:
-    """The lease's condition, as ``store.events.EventStore._lease`` states it."""
+    """The lease's condition, as ``store.ingest_writes.EventStore._lease`` states it."""
     if central.status != PlanStatus.ACTIVE:
         return False
     if charge is Charge.CREDIT:

@@ -9,7 +9,7 @@ Three forms, chosen from where stderr goes: on a terminal, one line redrawn in p
 the stage's total is known, a running count when not); piped or redirected, plain lines (one when
 a stage starts, then at most one every few seconds, and one when it ends); with ``--json``,
 nothing, so that a script reads one JSON document from stdout and an empty stderr. A stage is
-what the service's jobs report through ``costtrack_service.jobs.price_sync.Steps``.
+what the service's jobs report through ``costtrack_service.jobs.price_refresh.Steps``.
 """
 
 from __future__ import annotations

@@ -21,7 +21,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from costtrack_service.domain.pricing.cost import ReportingFlags, UnitRegistry
+from costtrack_service.domain.pricing.cost import DEFAULT_FLAGS as DEFAULT_FLAGS
+from costtrack_service.domain.pricing.cost import PROVIDER_FLAGS as PROVIDER_FLAGS
+from costtrack_service.domain.pricing.cost import UnitRegistry
+from costtrack_service.domain.pricing.cost import flags_for as flags_for
 from costtrack_service.domain.pricing.entries import EPOCH, EntryStatus, Origin, PricingEntry, model_key, parse_entry
 from costtrack_service.domain.pricing.pricebook import ProviderBook
 
@@ -30,23 +33,9 @@ from costtrack_service.domain.pricing.pricebook import ProviderBook
 CATALOGUE_DIR = Path(__file__).resolve().parent
 GENERATED_DIR = CATALOGUE_DIR / "genai_prices"
 
-#: How each provider reports usage (README, "Prices"); every other provider is OpenAI-style.
-PROVIDER_FLAGS = {
-    "anthropic": ReportingFlags(prompt_includes_cached=False, completion_includes_reasoning=True),
-    "bedrock": ReportingFlags(prompt_includes_cached=False, completion_includes_reasoning=True),
-    "google": ReportingFlags(prompt_includes_cached=True, completion_includes_reasoning=False),
-    # xAI's chat completions count reasoning apart from completion_tokens (as genai-prices reads them).
-    "xai": ReportingFlags(prompt_includes_cached=True, completion_includes_reasoning=False),
-}
-DEFAULT_FLAGS = ReportingFlags()
-
 
 class CatalogueError(ValueError):
     """The catalogue is not usable; the message lists every problem found."""
-
-
-def flags_for(provider: str) -> ReportingFlags:
-    return PROVIDER_FLAGS.get(provider, DEFAULT_FLAGS)
 
 
 def _read(name: str) -> Any:

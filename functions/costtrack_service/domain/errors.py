@@ -56,6 +56,11 @@ class ApiError(Exception):
 RETRY_AFTER_SECONDS = 1
 
 
+def invalid(field: str, message: str) -> ApiError:
+    """A 400 that names the field to fix (docs/api-rules.md#errors)."""
+    return ApiError("INVALID_PAYLOAD", message, details=[{"field": field, "message": message}])
+
+
 def unavailable() -> ApiError:
     return ApiError(
         "UNAVAILABLE",

@@ -1,1 +1,3 @@
-"""The HTTP edge: Powertools resolvers that turn API Gateway events into domain calls."""
+"""HTTP, one package per function: ``ingest/`` (the ingestion function's own small router, no
+resolver, for its cold start) and ``owner_api/`` (the owners' API and dashboard on Powertools'
+resolver); what both share at this level (``http_event.py``, the OpenAPI document)."""

@@ -7,7 +7,7 @@ Traced (botocore patched) and measured per request (``handlers/powertools.py``):
 from costtrack_service.handlers.init_phase import init_phase
 
 with init_phase():
-    from costtrack_service.edge.workspace import create_handler
+    from costtrack_service.edge.owner_api.app import create_handler
     from costtrack_service.handlers.powertools import Powertools
 
     tools = Powertools("costtrack-api")

@@ -21,7 +21,7 @@ import boto3
 
 from costtrack_service.handlers.powertools import Powertools
 from costtrack_service.jobs.bills.imports import BillImports
-from costtrack_service.jobs.export import S3Writer
+from costtrack_service.jobs.daily_export import S3Writer
 from costtrack_service.store.dynamo import DynamoStore
 
 SERVICE = "costtrack-bill-import"

@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 
 from costtrack_service.handlers.powertools import Powertools
-from costtrack_service.jobs.budget_alerts import Alerts, AlertSettings
+from costtrack_service.jobs.budget_evaluator import Alerts, AlertSettings
 from costtrack_service.store.dynamo import DynamoStore
 
 SERVICE = "costtrack-budget-alerts"

@@ -22,7 +22,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from costtrack_service.domain.export.layout import DEFAULT_PREFIX, FOCUS_PREFIX, parse_day, yesterday
 from costtrack_service.handlers.powertools import Powertools
-from costtrack_service.jobs.export import Exporter, ObjectWriter, Output, S3Writer, focus, json_lines
+from costtrack_service.jobs.daily_export import Exporter, ObjectWriter, Output, S3Writer, focus, json_lines
 from costtrack_service.store.dynamo import DynamoStore
 
 SERVICE = "costtrack-export"

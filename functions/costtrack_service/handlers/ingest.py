@@ -14,7 +14,7 @@ import os
 from costtrack_service.handlers.init_phase import init_phase
 
 with init_phase():
-    from costtrack_service.edge.ingest import create_handler
+    from costtrack_service.edge.ingest.ingest_routes import create_handler
 
     handler = create_handler()
     if os.environ.get("COSTTRACK_INGEST_TRACE_AWS_CALLS") == "true":

@@ -21,7 +21,7 @@ from decimal import Decimal
 from typing import Any
 
 from costtrack_service.handlers.powertools import Powertools, nano_usd
-from costtrack_service.jobs.price_sync import SyncError, pinned_release, sync
+from costtrack_service.jobs.price_refresh import SyncError, pinned_release, sync
 from costtrack_service.store.dynamo import DynamoStore
 
 SERVICE = "costtrack-price-sync"

@@ -31,14 +31,14 @@ from costtrack_service.domain.budgets.webhooks import (
     check_url,
     new_webhook_secret,
 )
-from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.ids import random_token
 from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.domain.reservations.ledger import Ledger, LedgerSurvey
 from costtrack_service.domain.usage import Counts, RollupKey
 from costtrack_service.services.requests import NewWebhook, SecretRotation, checked
-from costtrack_service.services.workspace import invalid, not_found
+from costtrack_service.services.workspace import not_found
 
 MAX_BUDGETS = 100
 MAX_DELIVERIES = 200

@@ -14,15 +14,18 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Protocol
 
-from costtrack_service.domain.errors import ApiError
+from costtrack_service.catalogue import reconciliation_view as catalogue_view
+from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.pricing.entries import format_timestamp
-from costtrack_service.domain.reconciliation import catalogue_view, focus, reported
+from costtrack_service.domain.reconciliation import focus_report as focus
+from costtrack_service.domain.reconciliation import reported_costs as reported
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.reconciliation.connections import PROVIDERS, Connection, ConnectionState
 from costtrack_service.domain.reconciliation.gap_alert import parse_threshold, threshold_answer
 from costtrack_service.domain.reconciliation.reconcile import Finding, Tracked, cents, reconcile, totals
+from costtrack_service.domain.report_days import day_range
 from costtrack_service.domain.usage import Counts, RollupKey
-from costtrack_service.services.workspace import day_range, invalid, not_found
+from costtrack_service.services.workspace import not_found
 
 MODEL = "model"
 

@@ -17,12 +17,12 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 # Valid Unicode (no lone surrogate), as every stored string must be: the event fields' rule.
 from costtrack.validation import encodes_as_utf8
-from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.ingest.records import EventQuery, EventRecord
 from costtrack_service.domain.ingest.source import Source
 from costtrack_service.domain.otlp.spans import (
@@ -31,6 +31,7 @@ from costtrack_service.domain.otlp.spans import (
     attribute_map_json,
     parse_attribute_map,
 )
+from costtrack_service.domain.report_days import day_range, text_filters
 from costtrack_service.domain.runs.groups import SketchGroup
 from costtrack_service.domain.statements import Statement, StatementRequestError, check_options, read_statement
 from costtrack_service.domain.usage import (
@@ -54,15 +55,8 @@ from costtrack_service.domain.workspaces.keys import (
 from costtrack_service.domain.workspaces.plans import Tier, Usage, WorkspaceState, billing_period
 from costtrack_service.services.requests import BIND_CAPS, Binding, NewKey, checked
 
-#: A usage report's range, for the API and ``costtrack admin usage`` alike (README, "Dashboard
-#: and the key owners' API"): the last 30 UTC days by default, a year and a day at most.
-DEFAULT_DAYS = 30
-MAX_DAYS = 366
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
-#: Longest value of an event-list filter (customer ids are at most 256 characters).
-MAX_FILTER_CHARS = 1024
-_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _LIMIT = re.compile(r"[0-9]{1,6}")
 _KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Positions in the dashboard index, as next_cursor carries them: visible ASCII, bounded.
@@ -108,10 +102,6 @@ class WorkspaceStore(Protocol):
     def sketch_groups(self, workspace_id: str, kind: str, first_day: str, last_day: str) -> list[SketchGroup]: ...
 
 
-def invalid(field: str, message: str) -> ApiError:
-    return ApiError("INVALID_PAYLOAD", message, details=[{"field": field, "message": message}])
-
-
 def not_found(what: str) -> ApiError:
     return ApiError("NOT_FOUND", f"No such {what} in this workspace.")
 
@@ -122,30 +112,6 @@ class Caller:
 
     token: KeyRecord
     workspace: WorkspaceState
-
-
-def day_range(params: Mapping[str, str], today: date) -> tuple[str, str]:
-    """``from`` and ``to`` as inclusive UTC days (default: the last 30 days, today included)."""
-
-    def parse(name: str) -> date | None:
-        value = params.get(name)
-        if not value:
-            return None
-        try:
-            if _DAY.fullmatch(value):
-                return date.fromisoformat(value)
-        except ValueError:
-            pass
-        raise invalid(name, f"{name} must be a date, YYYY-MM-DD")
-
-    last = parse("to") or today
-    # The default start, without stepping before the first day a date can have.
-    first = parse("from") or date.fromordinal(max(1, last.toordinal() - (DEFAULT_DAYS - 1)))
-    if first > last:
-        raise invalid("from", "from must not be after to")
-    if (last - first).days >= MAX_DAYS:
-        raise invalid("from", f"a range covers at most {MAX_DAYS} days")
-    return first.isoformat(), last.isoformat()
 
 
 def encode_cursor(position: Mapping[str, str]) -> str:
@@ -171,15 +137,7 @@ def decode_cursor(cursor: str) -> dict[str, str]:
 
 def event_filters(params: Mapping[str, str]) -> dict[str, str]:
     """The event list's filters (stored attribute -> value), each checked like a parameter."""
-    filters = {}
-    for name, attribute in EVENT_FILTERS.items():
-        value = params.get(name)
-        if not value:
-            continue
-        if len(value) > MAX_FILTER_CHARS or not encodes_as_utf8(value):
-            raise invalid(name, f"{name} must be text of at most {MAX_FILTER_CHARS} characters")
-        filters[attribute] = value
-    return filters
+    return text_filters(params, EVENT_FILTERS)
 
 
 def check_key_id(key_id: str) -> str:

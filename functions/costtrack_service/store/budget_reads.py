@@ -1,6 +1,6 @@
-"""DynamoDB: the reads of the ``budgets`` table (``store/budgets.py`` describes its items).
+"""DynamoDB: the reads of the ``budgets`` table (``store/budget_table.py`` describes its items).
 
-Apart from ``store/budgets.py`` because the ingestion function reads a workspace's budgets (for
+Apart from ``store/budget_table.py`` because the ingestion function reads a workspace's budgets (for
 the ``budget_exceeded`` warning, ``domain/budgets/watch.py``) and nothing else of the table: its
 store (``store/ingestion.py``) mixes in this class only, so it never imports the alerts' model.
 """

@@ -4,7 +4,7 @@ failures.
 Every call of the store's client, whatever method makes it (pages and waiters included), has
 its failures translated in one place, :func:`unavailable_error`: throttling, capacity and
 DynamoDB's own outages become :class:`StoreUnavailable`, which every route answers with ``503``
-and ``Retry-After`` (``edge/http.py``) and ``costtrack admin`` reports in one line.
+and ``Retry-After`` (``edge/owner_api/http.py``) and ``costtrack admin`` reports in one line.
 """
 
 from __future__ import annotations
@@ -109,8 +109,8 @@ def dynamodb_client(
         retries={"mode": "standard", "max_attempts": 3},
         tcp_keepalive=True,
         # The store builds every request itself, and DynamoDB checks each one anyway; botocore's
-        # client-side check walks every attribute of a 100-item transaction again and was two
-        # thirds of the store's CPU per event (``make bench``, ``store_cpu_us_per_event_batched``).
+        # client-side check walks every attribute of a 100-item transaction again: two thirds
+        # of the store's CPU per event (``make bench``, ``store_cpu_us_per_event_batched``).
         parameter_validation=False,
     )
     credentials = credentials or {}

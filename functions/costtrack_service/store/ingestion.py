@@ -14,9 +14,9 @@ The function's IAM policy in ``template.yaml`` grants what these reads and write
 from __future__ import annotations
 
 from costtrack_service.store.budget_reads import BudgetReads
-from costtrack_service.store.events import EventStore
+from costtrack_service.store.ingest_writes import EventStore
 from costtrack_service.store.prices import PriceTable
-from costtrack_service.store.reservations import ReservationTable
+from costtrack_service.store.reservation_holds import ReservationTable
 
 
 class IngestionStore(EventStore, PriceTable, BudgetReads, ReservationTable):

@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from costtrack.validation import INTEGER_FIELDS
-from costtrack_service.domain.ingest.events import USAGE_EVENT_FIELDS, UsageEvent
+from costtrack_service.domain.ingest.event_validation import USAGE_EVENT_FIELDS, UsageEvent
 from costtrack_service.domain.ingest.records import EventRecord, EventWarning, PricingStatus
 from costtrack_service.domain.ingest.source import Source
 from costtrack_service.domain.ingest.visibility import Visibility
@@ -52,8 +52,8 @@ _EXACT_INT = 10**38
 
 def to_attribute(value: Any) -> dict[str, Any]:
     """``attribute_values.serialize``, with strings, booleans and integers done directly: they
-    are most attributes of every event item, and the serializer's type probing was a third of the
-    store's CPU per event. Everything else (Decimal, maps, lists) goes through it."""
+    are most attributes of every event item, and the serializer's type probing costs a third of
+    the store's CPU per event. Everything else (Decimal, maps, lists) goes through it."""
     kind = type(value)
     if kind is str:
         return {"S": value}

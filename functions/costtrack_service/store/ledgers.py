@@ -1,5 +1,5 @@
 """A ledger's items as the event's transaction and the reservation store write and read them
-(``store/reservations.py``): keys, a hold's attribute, the settle and debit updates.
+(``store/reservation_holds.py``): keys, a hold's attribute, the settle and debit updates.
 
 A ledger lives in the allowance table beside the allowance shards, under its own keys:
 ``bl#<workspace>#<ref>#<month>#c`` (the central item: ``leased`` and ``seed``) and ``…#<NN>``
@@ -23,8 +23,8 @@ from typing import Any
 
 from costtrack_service.domain.ingest.chunks import ChunkRejected
 from costtrack_service.domain.reservations.debit import Debit
-from costtrack_service.domain.reservations.ids import Part, ReservationId
 from costtrack_service.domain.reservations.ledger import ZERO, Hold, ShardState
+from costtrack_service.domain.reservations.reservation_ids import Part, ReservationId
 from costtrack_service.domain.reservations.settle import Settle, SettleItem, settle_groups
 from costtrack_service.store.items import from_item, to_item
 from costtrack_service.store.tables import TableNames

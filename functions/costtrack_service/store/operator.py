@@ -27,7 +27,8 @@ from costtrack_service.domain.workspaces.shards import (
     rollup_partition,
 )
 from costtrack_service.store.client import _now, shard_key
-from costtrack_service.store.events import EventStore
+from costtrack_service.store.events_by_time import PageReads
+from costtrack_service.store.ingest_writes import EventStore
 from costtrack_service.store.items import (
     event_from_item,
     event_item_key,
@@ -38,7 +39,6 @@ from costtrack_service.store.items import (
     workspace_from_item,
     workspace_to_item,
 )
-from costtrack_service.store.pages import PageReads
 from costtrack_service.store.tables import TABLES, UNPRICED
 
 _FETCH = 100  # events fetched per BatchGetItem
@@ -318,7 +318,7 @@ class OperatorStore(EventStore, PageReads):
         self, transaction: list[dict[str, Any]], old: EventRecord, new: EventRecord, shard: int, attempts: int = 8
     ) -> bool:
         """The repricing transaction (event first) with the run's and session's totals and their
-        sketch moves (``run_store.repricing_run_writes``): a total that moved meanwhile (an
+        sketch moves (``run_totals.repricing_run_writes``): a total that moved meanwhile (an
         ingestion or another repricing) is read again and the whole retried, as ingestion does.
         False when the event was priced already."""
         for attempt in range(attempts):
@@ -340,7 +340,7 @@ class OperatorStore(EventStore, PageReads):
 
     def iter_day_events(self, workspace_id: str, since: str, until: str) -> Iterator[EventRecord]:
         """Stored events of a workspace, visible or not, received in ``[since, until)``, found
-        through its time pages (``store/pages.py``): the range's pages (about one per 100 events),
+        through its time pages (``store/events_by_time.py``): the range's pages (about one per 100 events),
         then the events themselves, so the reads are the range's events and never the rest of
         the history. Partition by partition, each in time order. For the daily export, a day
         after: eventually consistent reads (half the units). The range's entries are held in

@@ -34,8 +34,8 @@ from costtrack_service.domain.workspaces.keys import (
 from costtrack_service.domain.workspaces.plans import Charge, Usage, WorkspaceState
 from costtrack_service.domain.workspaces.shards import SHARDS
 from costtrack_service.store.client import _now, shard_key
+from costtrack_service.store.events_by_time import PageReads
 from costtrack_service.store.items import from_item, key_from_item, key_to_item, to_item
-from costtrack_service.store.pages import PageReads
 from costtrack_service.store.rollups import RollupReads
 from costtrack_service.store.tables import BY_WORKSPACE
 
@@ -134,7 +134,7 @@ class OwnerStore(PageReads, RollupReads):
     # -- reports --------------------------------------------------------------------------
 
     def list_visible_events(self, query: EventQuery) -> tuple[list[EventRecord], dict[str, str] | None]:
-        """The query's page, newest first, from the workspace's time pages (``store/pages.py``):
+        """The query's page, newest first, from the workspace's time pages (``store/events_by_time.py``):
         the entries of visible events that match the filters, then those events fetched and
         checked as they are now, and the position to ask the next page ``after`` (None at the
         end). A rarely matching filter stops after ``MAX_PAGES_READ`` pages with a cursor."""

@@ -1,7 +1,7 @@
 """DynamoDB: what the owners' API reads of runs and sessions (mixed into ``DynamoStore``;
 ``domain/runs/reports.py`` asks the questions).
 
-* A total is one ``GetItem`` (``run_store.run_partition``).
+* A total is one ``GetItem`` (``run_totals.run_partition``).
 * A run's (or session's) calls are found **without an index of their own**: the total knows
   the run's first and last ``received_at``, and the workspace's time pages
   (``domain/ingest/time_pages.py``) list every event by time with its ``trace_id`` and ``session_id``,
@@ -27,10 +27,10 @@ from costtrack_service.domain.runs.reports import after_position
 from costtrack_service.domain.runs.sketch import Histogram, parse_bucket_name
 from costtrack_service.domain.runs.totals import RUN, RunTotal, sketch_prefix
 from costtrack_service.domain.workspaces.shards import rollup_partitions
+from costtrack_service.store.events_by_time import PageReads
 from costtrack_service.store.items import to_item
-from costtrack_service.store.pages import PageReads
 from costtrack_service.store.rollups import in_parallel
-from costtrack_service.store.runs import BUCKET_PREFIX, TOTAL_KEY, cost_partitions, run_partition, total_from_item
+from costtrack_service.store.run_totals import BUCKET_PREFIX, TOTAL_KEY, cost_partitions, run_partition, total_from_item
 from costtrack_service.store.tables import RUNS_BY_COST
 
 _ID_ATTRIBUTE = {RUN: "trace_id", "session": "session_id"}

@@ -17,12 +17,12 @@ so the deployed tables and the local ones cannot drift apart.
                  (``store/prices.py``); the bundled catalogue is in the package.
 * ``rollups``    daily usage counters per workspace shard (``dimension#day#value``), added to
                  by the ingestion write itself, so dashboards never read the event history;
-                 per-run and per-session totals and their cost sketch (``store/runs.py``), the
+                 per-run and per-session totals and their cost sketch (``store/run_totals.py``), the
                  runs in the sparse ``runs_by_cost`` index (a day's runs by cost).
 * ``allowance``  the allowance shards: included events of a month and credits leased from the
                  workspace item, spent by the ingestion write (``allowance.py``).
 * ``budgets``    per workspace (``w#<workspace>``): budgets, webhook endpoints, the claimed
-                 notifications and their deliveries (``store/budgets.py``); ``all_budgets``
+                 notifications and their deliveries (``store/budget_table.py``); ``all_budgets``
                  (sparse) lists every budget for the evaluator, ``due_deliveries`` (sparse) the
                  deliveries waiting for an attempt. Notifications and deliveries expire by TTL.
 * ``billing``    per workspace (``w#<workspace>``): its provider-account connections (the

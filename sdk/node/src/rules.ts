@@ -3,18 +3,35 @@
 
 import type { TrackOptions } from "./types.js";
 
+// -- generated from spec/sdk-rules.json by scripts/generate_sdk_rules.py: change the spec, then run it --
+/** metadata may serialize to at most this many UTF-8 bytes of compact JSON. */
 export const METADATA_MAX_BYTES = 8192;
-export const STATUSES: readonly string[] = Object.freeze(["success", "error", "timeout", "cancelled"]);
-/** How deep metadata may nest: the metadata object itself is level 1, and arrays are levels too. */
+/** How deep metadata may nest: the metadata object itself is level 1, and every object or array inside it adds one. */
 export const METADATA_MAX_DEPTH = 32;
 /** Longest value of a pricing-context name, in code points. */
 export const PRICING_CONTEXT_MAX = 64;
-export const FEATURE_MAX = 200;
+/** The values of status. */
+export const STATUSES: readonly string[] = Object.freeze(["success", "error", "timeout", "cancelled"]);
 /**
- * An identifier (`traceId`, `sessionId`, `parentId`, `reservationId`): 1 to 128 characters of
- * `[A-Za-z0-9._:-]`, never trimmed (trimming would silently join two different runs).
+ * String fields: maximum length in code points (an emoji counts once in every language), whether
+ * required, whether trimmed.
+ */
+export const STRING_MAX = Object.freeze({
+  provider: 64,
+  model: 200,
+  feature: 200,
+  environment: 64,
+  customer_id: 256,
+  customer_name: 256,
+  run_name: 200,
+});
+/**
+ * An identifier (trace, session, parent, reservation): never trimmed, as trimming would silently
+ * join two different runs.
  */
 export const IDENTIFIER = /^[A-Za-z0-9._:-]{1,128}$/;
+// -- end of the generated rules --
+export const FEATURE_MAX = STRING_MAX.feature;
 
 // The reserved metadata names (docs/api-rules.md#cost), as spec/pricing-names.json lists them (generated
 // from genai-prices; a test keeps these equal to that file, in content and order). Metadata keys
@@ -92,13 +109,13 @@ export type Rule =
 // The event's fields, the one place Node lists them: keyed by `TrackOptions`' own property
 // names, so the compiler rejects a field that the type has and this table lacks, or the reverse.
 const FIELD_RULES: { readonly [Field in keyof TrackOptions]-?: Rule } = {
-  provider: { kind: "string", wire: "provider", max: 64, required: true, trimmed: true },
-  model: { kind: "string", wire: "model", max: 200, required: true, trimmed: true },
-  feature: { kind: "string", wire: "feature", max: FEATURE_MAX, required: false, trimmed: true },
-  customerId: { kind: "string", wire: "customer_id", max: 256, required: false, trimmed: false },
-  customerName: { kind: "string", wire: "customer_name", max: 256, required: false, trimmed: false },
-  environment: { kind: "string", wire: "environment", max: 64, required: false, trimmed: true },
-  runName: { kind: "string", wire: "run_name", max: 200, required: false, trimmed: true, nonEmpty: true },
+  provider: { kind: "string", wire: "provider", max: STRING_MAX.provider, required: true, trimmed: true },
+  model: { kind: "string", wire: "model", max: STRING_MAX.model, required: true, trimmed: true },
+  feature: { kind: "string", wire: "feature", max: STRING_MAX.feature, required: false, trimmed: true },
+  customerId: { kind: "string", wire: "customer_id", max: STRING_MAX.customer_id, required: false, trimmed: false },
+  customerName: { kind: "string", wire: "customer_name", max: STRING_MAX.customer_name, required: false, trimmed: false },
+  environment: { kind: "string", wire: "environment", max: STRING_MAX.environment, required: false, trimmed: true },
+  runName: { kind: "string", wire: "run_name", max: STRING_MAX.run_name, required: false, trimmed: true, nonEmpty: true },
   // Run identity and the reservation an event settles (CONTRACT §10, §11): IDENTIFIER below.
   traceId: { kind: "identifier", wire: "trace_id" },
   sessionId: { kind: "identifier", wire: "session_id" },

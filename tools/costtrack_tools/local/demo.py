@@ -26,9 +26,9 @@ from typing import Any
 
 from costtrack_service.domain.budgets.budget import Budget, Period, statuses
 from costtrack_service.domain.budgets.webhooks import UrlPolicy
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.services.budgets import BudgetService
-from costtrack_service.services.overrides import OverrideService
+from costtrack_service.services.event_ingest import IngestService
+from costtrack_service.services.price_overrides import OverrideService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.event_import import ImportResult, PastEvent, import_events
 from costtrack_tools.local.demo_runs import demo_runs, import_bill

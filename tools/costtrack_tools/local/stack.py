@@ -31,10 +31,10 @@ from typing import Any
 
 from costtrack_service.catalogue import bundled_entries, catalogued_providers
 from costtrack_service.domain.budgets.webhooks import UrlPolicy
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.ingest.source import Source
 from costtrack_service.domain.workspaces.keys import ADMIN, KeyState
 from costtrack_service.domain.workspaces.plans import PlanStatus, Tier
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
 from costtrack_service.store.tables import TableNames
@@ -130,7 +130,7 @@ def _seed_still_valid(store: DynamoStore, state: Mapping[str, Any]) -> bool:
 def local_alert_settings() -> Any:
     """The budget evaluator's and dispatcher's settings on the local stack: no SNS topic,
     loopback receivers allowed, retries after seconds rather than minutes."""
-    from costtrack_service.jobs.budget_alerts import AlertSettings
+    from costtrack_service.jobs.budget_evaluator import AlertSettings
 
     return AlertSettings(url_policy=LOCAL_WEBHOOKS, first_retry=LOCAL_FIRST_RETRY)
 
@@ -142,7 +142,7 @@ def _container_store(config: Mapping[str, str]) -> DynamoStore:
 
 def ingest_handler(config: Mapping[str, str]) -> Any:
     """The ingestion function's handler, built in a container (see ``local.server``)."""
-    from costtrack_service.edge import ingest
+    from costtrack_service.edge.ingest import ingest_routes as ingest
 
     service = IngestService(_container_store(config))
     service.budget_watch.ttl_seconds = float(config["budget_cache_seconds"])
@@ -153,7 +153,7 @@ def api_handler(config: Mapping[str, str]) -> Any:
     """The API function's handler, built in a container. Webhooks may point at loopback
     receivers here (never in a deployed stack), and the dashboard's sign-in page says where the
     demo tokens are."""
-    from costtrack_service.edge import workspace
+    from costtrack_service.edge.owner_api import app as workspace
     from costtrack_service.services.budgets import BudgetService
 
     store = _container_store(config)
@@ -296,7 +296,7 @@ class LocalStack:
     def run_alerts(self) -> dict[str, Any]:
         """The budget evaluator and dispatcher once, as the deployed schedule runs them (no SNS
         topic locally; webhooks only, retried after seconds rather than minutes)."""
-        from costtrack_service.jobs.budget_alerts import Alerts
+        from costtrack_service.jobs.budget_evaluator import Alerts
 
         assert self.store is not None
         return Alerts(self.store, local_alert_settings()).run()

@@ -1,5 +1,5 @@
 """The simulated DynamoDB: ``MemoryStore``'s chunk write, survey and reads (the conditions of
-``store/events.py``) behind the AWS front's rules, on the virtual clock.
+``store/ingest_writes.py``) behind the AWS front's rules, on the virtual clock.
 
 * Transactions take time (``SimRules.transaction_median_s``: a log-normal draw) and hold their
   items meanwhile: a transaction or an allowance survey (``TransactGetItems``, which holds
@@ -14,7 +14,7 @@
   new table; ``None``: warm, no table limit), raised to twice the highest second seen at least
   ``ramp_delay_s`` earlier (AWS: "up to double your previous peak" within 30 minutes).
 * Write units by AWS's rules (``local.item_size``): 2 per started KB of each item in a
-  transaction, from the real event items (``store_items.event_to_item``) and the transaction's
+  transaction, from the real event items (``items.event_to_item``) and the transaction's
   real time pages (``time_pages.page_items``, in their page partitions). Allowance shards, the
   workspace item and rollup rows are taken as under 1 KB.
 """

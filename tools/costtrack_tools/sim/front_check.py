@@ -48,10 +48,10 @@ def front_run(shape: Shape, delay_s: float = 0.0) -> dict[str, Any]:
     from costtrack._retry import backoff_delay
     from costtrack_service.domain.errors import RETRY_AFTER_SECONDS, ApiError
     from costtrack_service.domain.ingest.chunks import Chunk, ChunkRejected, Survey
-    from costtrack_service.domain.ingest.service import IngestService
     from costtrack_service.domain.store_errors import SurveyConflict
     from costtrack_service.domain.workspaces.plans import Tier
-    from costtrack_service.edge.ingest_request import IngestRequest, ingest
+    from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+    from costtrack_service.services.event_ingest import IngestService
     from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
     from costtrack_service.store.tables import TableNames
     from costtrack_tools.local.aws_front import AwsFront, AwsRules

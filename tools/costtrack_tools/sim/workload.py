@@ -1,7 +1,7 @@
 """One workspace's events at a chosen rate through the real ingestion code on the simulated
 DynamoDB, in virtual time, and what came of them.
 
-SDK senders post batches of ``batch`` events (Poisson arrivals) through ``edge.ingest_request``
+SDK senders post batches of ``batch`` events (Poisson arrivals) through ``edge.ingest.ingest_request``
 to a pool of warm functions (one ``IngestService`` each, as many as are busy at once: Lambda's
 concurrency; cold starts are not modelled). A 503 is retried as the Python SDK does
 (``costtrack._retry.backoff_delay``: full jitter from 0.25 s, ``Retry-After`` as a floor, at most
@@ -21,11 +21,11 @@ from typing import Any
 
 from costtrack._retry import backoff_delay
 from costtrack_service.domain.errors import RETRY_AFTER_SECONDS, ApiError
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.usage import CHARGE
 from costtrack_service.domain.workspaces.plans import PlanStatus, Tier, WorkspaceState
 from costtrack_service.domain.workspaces.shards import PartitionLayout
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
+from costtrack_service.services.event_ingest import IngestService
 from costtrack_tools.sim.clock import Hub
 from costtrack_tools.sim.dynamo import SimDynamo, SimRules
 

@@ -21,7 +21,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final, Literal, Protocol
 
-from costtrack_service.domain.ingest.events import UsageEvent
+from costtrack_service.domain.ingest.event_validation import UsageEvent
 from costtrack_service.domain.pricing.cost import CURRENCY, format_decimal
 from costtrack_service.domain.reservations.ledger import ledger_ref
 from costtrack_service.domain.usage import TOTAL, Counts, RollupKey, model_name

@@ -18,7 +18,7 @@ from typing import Protocol
 
 from costtrack_service.domain.budgets.budget import Budget
 from costtrack_service.domain.cache import TTLCache
-from costtrack_service.domain.ingest.events import UsageEvent
+from costtrack_service.domain.ingest.event_validation import UsageEvent
 from costtrack_service.domain.ingest.records import EventWarning, WarningCode
 from costtrack_service.domain.ingest.visibility import Visibility
 from costtrack_service.domain.pricing.cost import format_decimal

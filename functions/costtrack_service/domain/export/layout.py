@@ -13,7 +13,7 @@ and, in FOCUS 1.2 columns (``export/focus_rows.py``), the same events in the sam
 (received time, then event id), so the same events always give the same
 objects with the same names and bytes (gzip with no timestamp): re-running a day overwrites
 them, and any other object under the day's prefix is left over from an earlier run and is
-deleted (``jobs/export.py``).
+deleted (``jobs/daily_export.py``).
 
 Each line is one accepted event as the owners' API lists it (``EventRecord.view``: cost a
 decimal string), plus what the list never needs to say because it shows visible events only:
@@ -33,7 +33,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from costtrack.validation import INTEGER_FIELDS
-from costtrack_service.domain.ingest.events import USAGE_EVENT_FIELDS
+from costtrack_service.domain.ingest.event_validation import USAGE_EVENT_FIELDS
 from costtrack_service.domain.ingest.records import EventRecord
 
 #: Lines per object: a bounded piece of memory in the function, and objects of a few MB.

@@ -1,7 +1,7 @@
 """One transaction of a batch: its events, how it pays, and how many events fit in one.
 
 The ingestion service (``ingest/service.py``) cuts a request's events into chunks; the store writes
-each chunk as one ``TransactWriteItems`` (``store/events.py``) and answers with what failed.
+each chunk as one ``TransactWriteItems`` (``store/ingest_writes.py``) and answers with what failed.
 """
 
 from __future__ import annotations

@@ -5,10 +5,9 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from costtrack_service import catalogue
 from costtrack_service.domain.cache import TTLCache
 from costtrack_service.domain.ingest.settings import IngestSettings
 from costtrack_service.domain.pricing.entries import PricingEntry
@@ -32,9 +31,17 @@ class ReadStore(Protocol):
     def touch_key(self, key_hash: str, at: str) -> None: ...
 
 
+#: The bundled catalogue's book of a provider with the database's entries laid over it
+#: (``catalogue.book``): passed in, as the catalogue reads files.
+BookOf = Callable[[str, Iterable[PricingEntry]], ProviderBook]
+
+
 class CachedReads:
-    def __init__(self, store: ReadStore, settings: IngestSettings, *, monotonic: Callable[[], float]) -> None:
+    def __init__(
+        self, store: ReadStore, settings: IngestSettings, book_of: BookOf, *, monotonic: Callable[[], float]
+    ) -> None:
         self.store = store
+        self.book_of = book_of
         self.settings = settings
         self._keys: TTLCache[str, KeyRecord | None] = TTLCache(clock=monotonic)
         self._workspaces: TTLCache[str, WorkspaceState | None] = TTLCache(clock=monotonic)
@@ -72,7 +79,7 @@ class CachedReads:
         cached = self._books.get(provider)
         if cached is not None:
             return cached.value
-        book = catalogue.book(provider, self.store.get_price_entries(provider))
+        book = self.book_of(provider, self.store.get_price_entries(provider))
         self._books.put(provider, book, self.settings.pricing_ttl_seconds)
         return book
 

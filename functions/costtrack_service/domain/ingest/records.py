@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from costtrack.validation import suggest_field
-from costtrack_service.domain.ingest.events import UsageEvent
+from costtrack_service.domain.ingest.event_validation import UsageEvent
 from costtrack_service.domain.ingest.visibility import FREE_SOURCE_MISMATCH, Visibility
 from costtrack_service.domain.pricing.cost import CURRENCY, format_decimal
 from costtrack_service.domain.pricing.pricer import Priced

@@ -2,9 +2,9 @@
 index entry per event.
 
 The readers by time (the dashboard's newest visible events, the daily export, a run's calls)
-used to query a global secondary index every event entered. A GSI write costs at least one write
-unit per item, so it was a whole unit of every event's cost. Instead each ingestion transaction
-(``chunks.Chunk``, written by ``store.events.EventStore.write_chunk``) also puts one **page**
+read pages rather than a global secondary index: a GSI write costs at least one write unit per
+item, a whole unit of every event's cost. Each ingestion transaction
+(``chunks.Chunk``, written by ``store.ingest_writes.EventStore.write_chunk``) also puts one **page**
 item in the events table listing the events it puts: the cost of "by time" is one item per
 transaction (2 write units per started KB of the page, shared by its ~100 events), and it is
 written in the same transaction as the events, so no event is stored without its entry and no
@@ -108,7 +108,7 @@ def page_items(
     workspace_id: str, shard: int, records: Sequence[EventRecord], partitions: Sequence[int]
 ) -> list[dict[str, Any]]:
     """The page items of one transaction's events (each with the index of its event partition),
-    as ``store_items.to_item`` takes them."""
+    as ``items.to_item`` takes them."""
     groups: dict[str, list[Entry]] = {}
     expiry: dict[str, int] = {}
     for record, partition in zip(records, partitions, strict=True):

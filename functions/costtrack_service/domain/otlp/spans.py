@@ -19,12 +19,12 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from costtrack_service import catalogue
-from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.ingest.batch import Item
-from costtrack_service.domain.ingest.events import invalid_payload, validate
+from costtrack_service.domain.ingest.event_validation import validate
 from costtrack_service.domain.ingest.source import normalize_provider
 from costtrack_service.domain.otlp.tokens import SpanTokens, UsageError, read_tokens
+from costtrack_service.domain.pricing.cost import DEFAULT_FLAGS, flags_for
 
 STATUS_ERROR = 2  # OTLP Status.code: 0 unset, 1 ok, 2 error
 
@@ -151,7 +151,7 @@ def span_item(span: SpanData, attribute_map: AttributeMap = (), run_name: str | 
     try:
         tokens = read_tokens(span.attributes)
     except UsageError as error:
-        return Item(span.idempotency_key, None, invalid_payload(error.attribute, str(error)), span.ended_at)
+        return Item(span.idempotency_key, None, invalid(error.attribute, str(error)), span.ended_at)
     if tokens is None:
         return None
     if key_error is not None:
@@ -169,7 +169,7 @@ def span_event(
     """The ``/v1/events`` wire dict of a span that reports usage."""
     provider = provider_of(span)
     event: dict[str, Any] = {"provider": provider, "model": _first_string(span, MODEL_ATTRIBUTES)}
-    flags = catalogue.flags_for(normalize_provider(provider)) if provider else catalogue.DEFAULT_FLAGS
+    flags = flags_for(normalize_provider(provider)) if provider else DEFAULT_FLAGS
     event.update(tokens.event_fields(flags))
     mapped = dict(attribute_map)
     for name, defaults in DEFAULT_ATTRIBUTES.items():
@@ -275,9 +275,9 @@ def _json_value(value: Any) -> Any:
 
 def _id_error(span: SpanData) -> ApiError | None:
     if re.fullmatch(r"[0-9a-f]{32}", span.trace_id) is None or span.trace_id == "0" * 32:
-        return invalid_payload("traceId", "a span's traceId must be 16 bytes, not all zero")
+        return invalid("traceId", "a span's traceId must be 16 bytes, not all zero")
     if re.fullmatch(r"[0-9a-f]{16}", span.span_id) is None or span.span_id == "0" * 16:
-        return invalid_payload("spanId", "a span's spanId must be 8 bytes, not all zero")
+        return invalid("spanId", "a span's spanId must be 8 bytes, not all zero")
     return None
 
 

@@ -154,6 +154,21 @@ class ReportingFlags:
     completion_includes_reasoning: bool = True
 
 
+#: How each provider reports usage (README, "Prices"); every other provider is OpenAI-style.
+PROVIDER_FLAGS = {
+    "anthropic": ReportingFlags(prompt_includes_cached=False, completion_includes_reasoning=True),
+    "bedrock": ReportingFlags(prompt_includes_cached=False, completion_includes_reasoning=True),
+    "google": ReportingFlags(prompt_includes_cached=True, completion_includes_reasoning=False),
+    # xAI's chat completions count reasoning apart from completion_tokens (as genai-prices reads them).
+    "xai": ReportingFlags(prompt_includes_cached=True, completion_includes_reasoning=False),
+}
+DEFAULT_FLAGS = ReportingFlags()
+
+
+def flags_for(provider: str) -> ReportingFlags:
+    return PROVIDER_FLAGS.get(provider, DEFAULT_FLAGS)
+
+
 @dataclass(frozen=True)
 class Counts:
     """The event's own counts (absent = 0) plus the reserved ``metadata`` counts."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Literal, get_args
 
-from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.errors import invalid
 
 #: The providers whose bills are imported.
 Provider = Literal["openai", "anthropic", "bedrock"]
@@ -29,10 +29,6 @@ REVISION_DAYS = {"openai": 3, "anthropic": 3, "bedrock": 3}
 FIRST_IMPORT_DAYS = 31
 
 
-def invalid(message: str) -> ApiError:
-    return ApiError("INVALID_PAYLOAD", message)
-
-
 @dataclass(frozen=True)
 class Connection:
     provider: str
@@ -41,18 +37,20 @@ class Connection:
     @classmethod
     def parse(cls, provider: object, secret_arn: object) -> Connection:
         if provider not in PROVIDERS:
-            raise invalid(f"provider must be one of {', '.join(PROVIDERS)}")
+            raise invalid("provider", f"provider must be one of {', '.join(PROVIDERS)}")
         if provider == "bedrock":
             if secret_arn not in (None, ""):
-                raise invalid("a Bedrock connection reads Cost Explorer and takes no secret")
+                raise invalid("secret_arn", "a Bedrock connection reads Cost Explorer and takes no secret")
             return cls("bedrock", None)
         if not isinstance(secret_arn, str):
-            raise invalid("secret_arn must be the ARN of a Secrets Manager secret")
+            raise invalid("secret_arn", "secret_arn must be the ARN of a Secrets Manager secret")
         match = SECRET_ARN.match(secret_arn)
         if match is None:
-            raise invalid("secret_arn must be the ARN of a Secrets Manager secret")
+            raise invalid("secret_arn", "secret_arn must be the ARN of a Secrets Manager secret")
         if not match.group("name").startswith(SECRET_PREFIX):
-            raise invalid(f"the secret's name must start with {SECRET_PREFIX} (the importer may read only those)")
+            raise invalid(
+                "secret_arn", f"the secret's name must start with {SECRET_PREFIX} (the importer may read only those)"
+            )
         return cls(str(provider), secret_arn)
 
 

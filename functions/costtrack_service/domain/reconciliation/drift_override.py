@@ -17,11 +17,11 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
+from costtrack_service.domain.errors import invalid
 from costtrack_service.domain.pricing.overrides import Override, parse_override
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.reconciliation.connections import PROVIDERS
 from costtrack_service.domain.reconciliation.reconcile import PRICE_KEYS, Finding, implied
-from costtrack_service.services.workspace import invalid
 
 #: The catalogue's price keys → an override's rate names (``pricing.entries.RATE_PRICE_KEYS`` reversed).
 RATE_NAMES = {

@@ -1,7 +1,7 @@
 """The ``reconciliation_gap`` webhook event: after an import, a day whose unexplained gap
 (untracked usage + price drift, in USD) passes the workspace's threshold is notified once per
 day and provider, through the budget alerts' deliveries (same signing, same retries:
-``domain/budgets/webhooks.py``, ``jobs.budget_alerts.Alerts.dispatch``). No AWS import here."""
+``domain/budgets/webhooks.py``, ``jobs.budget_evaluator.Alerts.dispatch``). No AWS import here."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from costtrack_service.domain.budgets.alerts import Notification, notification_id
+from costtrack_service.domain.errors import invalid
 from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.pricing.entries import format_timestamp
-from costtrack_service.services.workspace import invalid
 
 EVENT_TYPE = "reconciliation_gap"
 FIELD = "usd_per_day"

@@ -22,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from costtrack.validation import MAX_SAFE_INTEGER
 from costtrack_service.domain.budgets.budget import MAX_AMOUNT
-from costtrack_service.domain.ingest.events import UsageEvent, invalid_payload, to_usage_event, validate
+from costtrack_service.domain.errors import invalid
+from costtrack_service.domain.ingest.event_validation import UsageEvent, to_usage_event, validate
 from costtrack_service.domain.ingest.records import EventWarning, unknown_field_warnings
 
 DEFAULT_TTL_SECONDS = 600
@@ -99,7 +100,7 @@ class Ask:
 def read_ask(body: object) -> Ask:
     """The request, or ``INVALID_PAYLOAD`` naming the first offending field."""
     if not isinstance(body, dict):
-        raise invalid_payload("body", "the request body must be a JSON object")
+        raise invalid("body", "the request body must be a JSON object")
     try:
         controls = ReservationBody.model_validate({name: body[name] for name in CONTROL if name in body})
     except ValidationError as error:
@@ -107,15 +108,15 @@ def read_ask(body: object) -> Ask:
     estimate = controls.estimate
     tokens = estimate.prompt_tokens is not None or estimate.max_output_tokens is not None
     if (estimate.amount is None) == (not tokens):
-        raise invalid_payload("estimate", "estimate takes either amount or prompt_tokens and max_output_tokens")
+        raise invalid("estimate", "estimate takes either amount or prompt_tokens and max_output_tokens")
     if tokens and (estimate.prompt_tokens is None or estimate.max_output_tokens is None):
         missing = "prompt_tokens" if estimate.prompt_tokens is None else "max_output_tokens"
-        raise invalid_payload(f"estimate.{missing}", f"estimate.{missing} is required with token counts")
+        raise invalid(f"estimate.{missing}", f"estimate.{missing} is required with token counts")
     amount = None
     if estimate.amount is not None:
         amount = Decimal(estimate.amount)
         if amount >= MAX_AMOUNT:
-            raise invalid_payload("estimate.amount", f"estimate.amount must be less than {MAX_AMOUNT:,} USD")
+            raise invalid("estimate.amount", f"estimate.amount must be less than {MAX_AMOUNT:,} USD")
     # The attribution and any other names go through the event's own rules (unknown names are
     # warned about, never stored); token counts ride along so the pricing context is checked
     # against them as on an event.
@@ -153,7 +154,7 @@ def _check_pricing_metadata(metadata: dict[str, Any], as_event: dict[str, Any]) 
             if str(detail.get("field", "")).startswith("metadata")
         ]
         if details:
-            raise invalid_payload(details[0]["field"], details[0]["message"]) from None
+            raise invalid(details[0]["field"], details[0]["message"]) from None
 
 
 def _invalid(error: ValidationError) -> Exception:
@@ -170,4 +171,4 @@ def _invalid(error: ValidationError) -> Exception:
         message = f"{where} is required"
     else:
         message = f"{where}: {first['msg']}"
-    return invalid_payload(where, message)
+    return invalid(where, message)

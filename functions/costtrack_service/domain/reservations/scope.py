@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from costtrack_service.domain.budgets.budget import Budget, window
-from costtrack_service.domain.ingest.events import UsageEvent
+from costtrack_service.domain.ingest.event_validation import UsageEvent
 from costtrack_service.domain.reservations.ledger import Ledger
 
 

@@ -9,7 +9,7 @@ as leased into one shard and spent there, the *seed*:
     seed = the window's spend from the daily rollups − Σ the shards' ``spent``
 
 the rollups read the way the budget evaluator and statements read them (``budgets.spend``, a
-template's instance by ``budget_instances.instance_spends``), so that the ledger's ``spent`` is
+template's instance by ``instances.instance_spends``), so that the ledger's ``spent`` is
 then the window's spend. Why it is exact: every event writes its rollup rows and its ledger
 debit (if any) in one transaction. The service reads the shards (one ``TransactGetItems``
 snapshot, the survey) *before* the rollups, and the creating write is conditioned on no shard's

@@ -2,7 +2,7 @@
 
 Before a request's events are written, each event that carries a ``reservation_id`` has its
 holds read (consistently); a live hold becomes a :class:`Settle`, which the event's own
-transaction carries (``reservation_store.reservation_settlements``): the hold is released and
+transaction carries (``ledgers.reservation_settlements``): the hold is released and
 the event's real cost spent, on the condition that the hold is still there. So an event and its
 settle happen together or not at all, and a hold is settled at most once:
 
@@ -31,8 +31,8 @@ from decimal import Decimal
 from typing import Protocol
 
 from costtrack_service.domain.ingest.records import EventRecord, EventWarning, WarningCode
-from costtrack_service.domain.reservations.ids import Part, ReservationId, parse
 from costtrack_service.domain.reservations.ledger import Hold
+from costtrack_service.domain.reservations.reservation_ids import Part, ReservationId, parse
 
 #: A shard item one settle update writes: (ledger ref, month, shard).
 SettleItem = tuple[str, str, int]
@@ -59,7 +59,7 @@ class Settle:
 
 def settle_groups(settles: Sequence[Settle]) -> dict[SettleItem, list[tuple[Settle, Part, Hold]]]:
     """A transaction's holds by the shard item they are in, in the settles' order: one update
-    each (``ledger_items.reservation_settlements``)."""
+    each (``ledgers.reservation_settlements``)."""
     groups: dict[SettleItem, list[tuple[Settle, Part, Hold]]] = {}
     for settle in settles:
         for part, hold in settle.holds.items():

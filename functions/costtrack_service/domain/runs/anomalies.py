@@ -7,7 +7,7 @@
   ``factor`` (the p99 of the runs of that feature that started in the last
   :data:`LOOKBACK_DAYS` days, from the cost sketch, within its relative error), or when it made
   at least ``calls`` calls (the dashboard's "Anomalous runs" use the same two tests).
-* The scheduled evaluator (``jobs/run_anomalies.py``) looks at the runs that started today or
+* The scheduled evaluator (``jobs/anomaly_evaluator.py``) looks at the runs that started today or
   yesterday (UTC) and claims one notification per run (key ``run#<trace_id>``): a run is
   notified **once**, whichever test it passed first and however long it goes on. The
   notification goes through the budgets' outbox, signing, SNS and retries unchanged.
@@ -164,18 +164,3 @@ class SettingsStore(Protocol):
     def get_anomaly_settings(self, workspace_id: str) -> AnomalySettings: ...
 
     def put_anomaly_settings(self, workspace_id: str, settings: AnomalySettings) -> None: ...
-
-
-class AnomalySettingsService:
-    """``GET``/``PUT /v1/workspace/run-anomalies`` and ``costtrack admin runs anomalies``."""
-
-    def __init__(self, store: SettingsStore) -> None:
-        self.store = store
-
-    def get(self, workspace_id: str) -> dict[str, Any]:
-        return self.store.get_anomaly_settings(workspace_id).to_dict()
-
-    def change(self, workspace_id: str, body: object) -> dict[str, Any]:
-        settings = changed_settings(self.store.get_anomaly_settings(workspace_id), body)
-        self.store.put_anomaly_settings(workspace_id, settings)
-        return settings.to_dict()

@@ -18,32 +18,43 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, date, datetime, timedelta
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, Protocol, get_args
 
-from costtrack.validation import encodes_as_utf8
-from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.errors import invalid
 from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.runs.groups import SketchGroup, merged
-from costtrack_service.domain.runs.sketch import RELATIVE_ERROR, ZERO, Histogram, bucket_bounds
+from costtrack_service.domain.runs.sketch import ZERO, Histogram, bucket_bounds
 from costtrack_service.domain.runs.totals import RUN, SESSION, RunTotal, is_run_marker
-from costtrack_service.services.workspace import MAX_FILTER_CHARS, day_range
 
 #: Calls listed with a run at most (a run of more is listed in part: ``calls_complete`` false).
 MAX_RUN_CALLS = 2000
 UnitGrouping = Literal["feature", "customer", "run_name"]
 UNIT_GROUPINGS: tuple[UnitGrouping, ...] = get_args(UnitGrouping)
-RUN_SORTS = ("cost",)
 DEFAULT_RUNS = 50
 MAX_RUNS = 200
 QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
 #: The id of a run or session in a path: the event field's rule (CONTRACT §11).
 RUN_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
-#: Query parameter -> total attribute, for filtering the runs list.
-RUN_FILTERS = {"feature": "feature", "customer": "customer_id"}
+
+
+@dataclass(frozen=True)
+class RunQuery:
+    """The runs list's question, read from a request by the edge: runs that started from
+    ``first`` to ``last`` (UTC days; the report days' defaults when absent), with these
+    attribute values, costing at least ``min_cost`` or making ``min_calls`` calls, after ``after``
+    (the previous page's last run: its cost and id)."""
+
+    first: str | None = None
+    last: str | None = None
+    filters: Mapping[str, str] = field(default_factory=dict)
+    min_cost: Decimal | None = None
+    min_calls: int | None = None
+    after: tuple[Decimal, str] | None = None
 
 
 class RunReader(Protocol):
@@ -63,10 +74,6 @@ class RunReader(Protocol):
     ) -> list[RunTotal]: ...
 
     def sketch_groups(self, workspace_id: str, kind: str, first_day: str, last_day: str) -> list[SketchGroup]: ...
-
-
-def invalid(field: str, message: str) -> ApiError:
-    return ApiError("INVALID_PAYLOAD", message, details=[{"field": field, "message": message}])
 
 
 def after_position(total: RunTotal, after: tuple[Decimal, str] | None) -> bool:
@@ -94,26 +101,6 @@ def decode_run_cursor(cursor: str) -> tuple[Decimal, str]:
     if not (isinstance(run_id, str) and RUN_ID.fullmatch(run_id) and cost.is_finite() and cost >= 0):
         raise refusal
     return cost, run_id
-
-
-def _min_cost(text: str | None) -> Decimal | None:
-    if not text:
-        return None
-    try:
-        value = Decimal(text)
-    except InvalidOperation:
-        value = Decimal(-1)
-    if not (len(text) <= 40 and value.is_finite() and value >= 0):
-        raise invalid("min_cost", "min_cost must be a decimal amount in USD, 0 or more")
-    return value
-
-
-def _min_calls(text: str | None) -> int | None:
-    if not text:
-        return None
-    if not (text.isascii() and text.isdigit() and len(text) <= 9):
-        raise invalid("min_calls", "min_calls must be a whole number, 0 or more")
-    return int(text)
 
 
 def days_of(first_day: str, last_day: str) -> list[str]:
@@ -231,64 +218,3 @@ def unit_cost_groups(by: str, runs: Iterable[SketchGroup], sessions: Iterable[Sk
             }
         )
     return answer
-
-
-class RunService:
-    """The owners' run questions for one workspace (the edge passes the admin token's)."""
-
-    def __init__(self, store: RunReader, clock: Callable[[], datetime] | None = None) -> None:
-        self.store = store
-        self._clock = clock or (lambda: datetime.now(UTC))
-
-    def days(self, params: Mapping[str, str]) -> tuple[str, str]:
-        """``from`` and ``to`` (the usage report's rule: the last 30 days by default)."""
-        return day_range(params, self._clock().date())
-
-    def run(self, workspace_id: str, kind: str, run_id: str) -> dict[str, Any]:
-        total = self.store.get_total(workspace_id, kind, check_run_id(kind, run_id))
-        if total is None:
-            raise ApiError("NOT_FOUND", f"No such {'run' if kind == RUN else 'session'} in this workspace.")
-        records, more = self.store.run_calls(total, workspace_id, MAX_RUN_CALLS + 1)
-        return run_answer(total, records, more)
-
-    def runs(self, workspace_id: str, params: Mapping[str, str], limit: int = DEFAULT_RUNS) -> dict[str, Any]:
-        first_day, last_day = self.days(params)
-        sort = params.get("sort") or "cost"
-        if sort not in RUN_SORTS:
-            raise invalid("sort", f"sort must be one of {', '.join(RUN_SORTS)}")
-        after = decode_run_cursor(params["cursor"]) if params.get("cursor") else None
-        min_cost, min_calls = _min_cost(params.get("min_cost")), _min_calls(params.get("min_calls"))
-        filters = {}
-        for name, attribute in RUN_FILTERS.items():
-            value = params.get(name)
-            if value:
-                if len(value) > MAX_FILTER_CHARS or not encodes_as_utf8(value):
-                    raise invalid(name, f"{name} must be text of at most {MAX_FILTER_CHARS} characters")
-                filters[attribute] = value
-        days = days_of(first_day, last_day)
-        found = self.store.top_runs(workspace_id, days, filters, after, limit + 1, min_cost, min_calls)
-        page = found[:limit]
-        cursor = encode_run_cursor(page[-1]) if len(found) > limit else None
-        return {
-            "from": first_day,
-            "to": last_day,
-            "sort": sort,
-            "runs": [listed_run(t) for t in page],
-            "cursor": cursor,
-        }
-
-    def unit_costs(self, workspace_id: str, params: Mapping[str, str]) -> dict[str, Any]:
-        first_day, last_day = self.days(params)
-        by = params.get("by") or "feature"
-        if by not in UNIT_GROUPINGS:
-            raise invalid("by", f"by must be one of {', '.join(UNIT_GROUPINGS)}")
-        runs = self.store.sketch_groups(workspace_id, RUN, first_day, last_day)
-        sessions = self.store.sketch_groups(workspace_id, SESSION, first_day, last_day)
-        return {
-            "from": first_day,
-            "to": last_day,
-            "by": by,
-            "currency": "USD",
-            "relative_error": format_decimal(Decimal(str(RELATIVE_ERROR))),
-            "groups": unit_cost_groups(by, runs, sessions),
-        }

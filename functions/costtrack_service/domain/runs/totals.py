@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
-from costtrack_service.domain.ingest.events import DEFAULT_FEATURE, UsageEvent
+from costtrack_service.domain.ingest.event_validation import DEFAULT_FEATURE, UsageEvent
 from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.runs.sketch import Bucket, block_of, bucket_of
 

@@ -10,7 +10,7 @@ from datetime import date, timedelta
 
 from costtrack_service.domain.reconciliation import anthropic_pages
 from costtrack_service.domain.reconciliation.bill import Lines
-from costtrack_service.jobs.bills.pages import Api, Fetched, get_pages
+from costtrack_service.jobs.bills.admin_pages import Api, Fetched, get_pages
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"

@@ -13,7 +13,7 @@ from typing import Any
 
 from costtrack_service.domain.reconciliation import bedrock_usage
 from costtrack_service.domain.reconciliation.bill import Lines
-from costtrack_service.jobs.bills.pages import Fetched, ImportFailed, RawPage
+from costtrack_service.jobs.bills.admin_pages import Fetched, ImportFailed, RawPage
 
 SERVICE = "Amazon Bedrock"
 REVISION_DAYS = 3

@@ -11,7 +11,7 @@ from typing import Any
 from costtrack_service.domain.reconciliation.bill import Lines
 from costtrack_service.domain.reconciliation.connections import Connection, days_to_import
 from costtrack_service.jobs.bills import anthropic, bedrock, openai
-from costtrack_service.jobs.bills.pages import Api, Fetched, ImportFailed
+from costtrack_service.jobs.bills.admin_pages import Api, Fetched, ImportFailed
 
 DEFAULT_BASE_URLS = {"openai": openai.DEFAULT_BASE_URL, "anthropic": anthropic.DEFAULT_BASE_URL}
 #: Environment variables that point an importer at another API root (the local stack's canned servers).

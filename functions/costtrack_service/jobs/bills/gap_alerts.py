@@ -1,7 +1,7 @@
-"""The ``reconciliation_gap`` webhook after an import (``jobs.bill_imports.BillImports``): the
+"""The ``reconciliation_gap`` webhook after an import (``jobs.bills.imports.BillImports``): the
 imported days are reconciled, and each day whose untracked + drift USD for the provider passes
 the workspace's threshold is claimed once as a notification with one delivery per webhook
-endpoint; the budget alerts' dispatcher (``jobs.budget_alerts.Alerts.dispatch``) signs, sends and
+endpoint; the budget alerts' dispatcher (``jobs.budget_evaluator.Alerts.dispatch``) signs, sends and
 retries it like a budget alert. A day already notified is not notified again when a later
 import revises it (the claim is conditional on its key, ``recon#<provider>#<day>``)."""
 

@@ -28,9 +28,9 @@ from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.domain.reconciliation.bill import BilledLine, BillFormatError
 from costtrack_service.domain.reconciliation.connections import ConnectionState
 from costtrack_service.jobs.bills import connection as bill_import
+from costtrack_service.jobs.bills.admin_pages import Fetched, ImportFailed
 from costtrack_service.jobs.bills.gap_alerts import alert_gaps
-from costtrack_service.jobs.bills.pages import Fetched, ImportFailed
-from costtrack_service.jobs.export import ObjectWriter
+from costtrack_service.jobs.daily_export import ObjectWriter
 
 RAW_PREFIX = "bills/"
 

@@ -10,7 +10,7 @@ from datetime import date, timedelta
 
 from costtrack_service.domain.reconciliation import openai_pages
 from costtrack_service.domain.reconciliation.bill import Lines, unix_day
-from costtrack_service.jobs.bills.pages import Api, Fetched, get_pages
+from costtrack_service.jobs.bills.admin_pages import Api, Fetched, get_pages
 
 DEFAULT_BASE_URL = "https://api.openai.com"
 REVISION_DAYS = 3

@@ -45,15 +45,20 @@ def new_idempotency_key() -> str:
     return f"{_prefix}{text[:4]}-{text[4:]}"
 
 
-#: A reservation's key groups it with the process's other reservations of the same moment
-#: (``grp:<group>:<uuid>``, docs/api-rules.md#reservations): the service places a group's holds
-#: on one ledger shard, so the events that settle them, which this SDK sends in the same batches
-#: (calls started together tend to end together), settle them in one update of that shard
-#: instead of one each. A group closes after ``GROUP_HOLDS`` reservations (the most holds one
-#: settle update takes) or ``GROUP_SECONDS`` (the delivery's flush interval), whichever comes
-#: first, so that one busy process still spreads its reservations over the shards.
+# A reservation's key groups it with the process's other reservations of the same moment
+# (``grp:<group>:<uuid>``, docs/api-rules.md#reservations): the service places a group's holds
+# on one ledger shard, so the events that settle them, which this SDK sends in the same batches
+# (calls started together tend to end together), settle them in one update of that shard
+# instead of one each. A group closes after ``GROUP_HOLDS`` reservations (the most holds one
+# settle update takes) or ``GROUP_SECONDS`` (the delivery's flush interval), whichever comes
+# first, so that one busy process still spreads its reservations over the shards.
+# -- generated from spec/sdk-rules.json by scripts/generate_sdk_rules.py: change the spec, then run it --
+#: A reservation group closes after this many reservations: the most holds one settle update takes.
 GROUP_HOLDS = 25
+#: ... or after this long (the delivery's flush interval), so one busy process still spreads its
+#: reservations over the shards.
 GROUP_SECONDS = 0.5
+# -- end of the generated rules --
 
 _group_lock = threading.Lock()
 _group: Tuple[str, int, float] = ("", GROUP_HOLDS, 0.0)  # name, reservations in it, opened at

@@ -24,15 +24,33 @@ __all__ = [
     "STRING_LIMITS",
 ]
 
-#: Largest integer both languages represent exactly (JavaScript's ``Number.MAX_SAFE_INTEGER``).
+# -- generated from spec/sdk-rules.json by scripts/generate_sdk_rules.py: change the spec, then run it --
+#: Largest integer both languages represent exactly (JavaScript's Number.MAX_SAFE_INTEGER).
 MAX_SAFE_INTEGER = 9007199254740991
-
-#: ``metadata`` may serialize to at most this many UTF-8 bytes of compact JSON.
+#: metadata may serialize to at most this many UTF-8 bytes of compact JSON.
 METADATA_MAX_BYTES = 8192
-
-#: ``metadata`` may nest at most this many levels: the metadata object itself is level 1, and
-#: every object or array inside it adds one.
+#: How deep metadata may nest: the metadata object itself is level 1, and every object or array
+#: inside it adds one.
 METADATA_MAX_DEPTH = 32
+#: Longest value of a pricing-context name, in code points.
+PRICING_CONTEXT_MAX_CHARS = 64
+#: The values of status.
+STATUSES: Tuple[str, ...] = ("success", "error", "timeout", "cancelled")
+#: String fields: maximum length in code points (an emoji counts once in every language), whether
+#: required, whether trimmed.
+STRING_LIMITS: Dict[str, Tuple[int, bool, bool]] = {
+    "provider": (64, True, True),
+    "model": (200, True, True),
+    "feature": (200, False, True),
+    "environment": (64, False, True),
+    "customer_id": (256, False, False),
+    "customer_name": (256, False, False),
+    "run_name": (200, False, True),
+}
+#: An identifier (trace, session, parent, reservation): never trimmed, as trimming would silently
+#: join two different runs.
+IDENTIFIER_PATTERN = r"[A-Za-z0-9._:-]{1,128}"
+# -- end of the generated rules --
 
 # -- reserved metadata names (docs/api-rules.md#cost) ------------------------------------------------
 # The same names as the pinned genai-prices: ``spec/pricing-names.json`` holds them, and a test
@@ -48,8 +66,6 @@ PRICING_CONTEXT_NAMES: Tuple[str, ...] = (
     "service_tier",
     "speed",
 )
-
-PRICING_CONTEXT_MAX_CHARS = 64
 
 _MODALITIES = ("text", "audio", "image", "video")
 
@@ -102,20 +118,6 @@ PRICING_COUNT_PARENTS: Dict[str, Tuple[str, ...]] = {
     ),
 }
 
-STATUSES: Tuple[str, ...] = ("success", "error", "timeout", "cancelled")
-
-#: String fields: (maximum length in characters, required, trimmed).
-#: Characters are Unicode code points, so an emoji counts once in every language.
-STRING_LIMITS: Dict[str, Tuple[int, bool, bool]] = {
-    "provider": (64, True, True),
-    "model": (200, True, True),
-    "feature": (200, False, True),
-    "environment": (64, False, True),
-    "customer_id": (256, False, False),
-    "customer_name": (256, False, False),
-    "run_name": (200, False, True),
-}
-
 #: Optional strings that, when given, must not be empty once trimmed (CONTRACT §11: ``run_name``
 #: is 1 to 200 characters).
 NON_EMPTY_STRINGS = frozenset(("run_name",))
@@ -124,7 +126,6 @@ NON_EMPTY_STRINGS = frozenset(("run_name",))
 #: Each is 1 to 128 characters of ``[A-Za-z0-9._:-]``, never trimmed: an id with a space in it is
 #: a bug in the caller's code, and trimming it would silently join two different runs.
 IDENTIFIER_FIELDS: Tuple[str, ...] = ("trace_id", "session_id", "parent_id", "reservation_id")
-IDENTIFIER_PATTERN = r"[A-Za-z0-9._:-]{1,128}"
 
 INTEGER_FIELDS: Tuple[str, ...] = (
     "prompt_tokens",

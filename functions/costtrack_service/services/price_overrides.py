@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any, Protocol
 
+from costtrack_service.domain.errors import invalid
 from costtrack_service.domain.pricing.overrides import Override, parse_override
 from costtrack_service.domain.workspaces.plans import WorkspaceState
-from costtrack_service.services.workspace import invalid, not_found
+from costtrack_service.services.workspace import not_found
 
 MAX_OVERRIDES = 200
 

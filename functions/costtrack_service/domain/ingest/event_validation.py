@@ -3,7 +3,7 @@
 Field validation itself is ``costtrack.validation``, shared with the Python SDK; this module adds
 what only the service does: check an idempotency key, resolve the feature, the environment and
 the total, and fingerprint the event for idempotency. Reading the body's bytes is the edge's
-(``edge/ingest_request.py``).
+(``edge/ingest/ingest_request.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from costtrack.validation import (
     trim,
     validate_event,
 )
-from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.ingest.source import Source
 from costtrack_service.domain.pricing.cost import Counts, counts_of
 
@@ -32,16 +32,12 @@ DEFAULT_ENVIRONMENT = "production"
 DEFAULT_STATUS = "success"
 
 
-def invalid_payload(field: str, message: str) -> ApiError:
-    return ApiError("INVALID_PAYLOAD", message, details=[{"field": field, "message": message}])
-
-
 def parse_idempotency_key(value: str | None) -> str | None:
     """1 to 255 visible ASCII characters (0x21-0x7E), or absent."""
     if value is None:
         return None
     if not 1 <= len(value) <= MAX_IDEMPOTENCY_KEY_LENGTH or not all("!" <= ch <= "~" for ch in value):
-        raise invalid_payload(
+        raise invalid(
             "Idempotency-Key",
             f"the Idempotency-Key header must be 1 to {MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters",
         )

@@ -24,7 +24,6 @@ from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.domain.ingest.service import IngestResult, IngestService
 from costtrack_service.domain.ingest.settings import IngestSettings
 from costtrack_service.edge.http_event import (
     JSON,
@@ -37,12 +36,13 @@ from costtrack_service.edge.http_event import (
     json_answer,
     no_route,
 )
-from costtrack_service.edge.ingest_request import IngestRequest, ingest
-from costtrack_service.edge.reservations import PATH as RESERVATIONS
-from costtrack_service.edge.reservations import ReservationRoutes
+from costtrack_service.edge.ingest.ingest_request import IngestRequest, answer_headers, ingest
+from costtrack_service.edge.ingest.reservation_routes import PATH as RESERVATIONS
+from costtrack_service.edge.ingest.reservation_routes import ReservationRoutes
+from costtrack_service.services.event_ingest import IngestResult, IngestService
 
 if TYPE_CHECKING:
-    from costtrack_service.edge.otlp import OtlpAnswer
+    from costtrack_service.edge.ingest.otlp import OtlpAnswer
 
 logger = Logger(service="costtrack-ingest")
 
@@ -67,7 +67,7 @@ def build_routes(service: IngestService, metrics: EphemeralMetrics) -> dict[tupl
             return error_answer(error, request.request_id)
 
         # The event is stored: from here on nothing may keep the client from its answer.
-        response = json_answer(200, result.body, result.headers)
+        response = json_answer(200, result.body, answer_headers(result))
         try:
             _count_and_log(result, metrics)
         except Exception:
@@ -75,7 +75,7 @@ def build_routes(service: IngestService, metrics: EphemeralMetrics) -> dict[tupl
         return response
 
     def post_traces(request: HttpRequest) -> Answer:
-        from costtrack_service.edge.otlp import export
+        from costtrack_service.edge.ingest.otlp import export
 
         exported = export(service, request.headers, request.body)
         response = answer(exported.status, exported.content_type, _otlp_body(exported), exported.headers)
@@ -123,7 +123,7 @@ def _route_path(path: str) -> str:
 
 @cache
 def served_openapi_document() -> dict[str, Any]:
-    document: dict[str, Any] = json.loads((Path(__file__).parents[1] / OPENAPI_FILE).read_text(encoding="utf-8"))
+    document: dict[str, Any] = json.loads((Path(__file__).parents[2] / OPENAPI_FILE).read_text(encoding="utf-8"))
     return document
 
 

@@ -1,5 +1,5 @@
 """How an owners' route is declared, said once for every route of the owners' API
-(``edge/workspace.py``, ``edge/workspace_budgets.py``).
+(``edge/owner_api/app.py``, ``edge/owner_api/budget_routes.py``).
 
 A route is a function of its typed query, path and body parameters (Powertools validates them)
 that returns its answer's JSON body. :class:`OwnerRoutes` registers it on the resolver with what
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 
-from costtrack_service.edge.http import json_response
-from costtrack_service.edge.owner_responses import ADMIN_TOKEN, Answers
+from costtrack_service.edge.owner_api.http import json_response
+from costtrack_service.edge.owner_api.responses import ADMIN_TOKEN, Answers
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger

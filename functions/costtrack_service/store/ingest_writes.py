@@ -9,7 +9,7 @@ Accepted events are written in chunks, one ``TransactWriteItems`` each (``ingest
    condition;
 3. ``Update`` the chunk's rollup rows in one rollup shard, deltas summed per row;
 4. ``Put`` the chunk's run and session totals, each unless another write changed it since it
-   was read, and ``Update`` their cost sketch rows (``store/runs.py``);
+   was read, and ``Update`` their cost sketch rows (``store/run_totals.py``);
 5. ``ConditionCheck`` the event keys in their partitions under an earlier count, after the
    partitions grew (``shards.PartitionLayout``);
 6. ``Put`` the chunk's time pages: the list of its events by time that the dashboard, the export
@@ -53,8 +53,8 @@ from costtrack_service.store.items import (
     to_item,
     workspace_from_item,
 )
-from costtrack_service.store.reservations import debit_updates, reservation_settlements, settle_rejection
-from costtrack_service.store.runs import RunTable
+from costtrack_service.store.reservation_holds import debit_updates, reservation_settlements, settle_rejection
+from costtrack_service.store.run_totals import RunTable
 
 # One TransactGetItems holds the survey: the workspace item and both kinds of shards.
 assert 1 + len(Charge) * SHARDS <= 100, "a survey must fit in one TransactGetItems"

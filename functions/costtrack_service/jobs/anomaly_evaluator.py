@@ -1,5 +1,5 @@
 """The ``run_cost_anomaly`` evaluator: part of the scheduled budget evaluator's run
-(``jobs.budget_alerts.Alerts.run``, every minute), before the dispatcher, which delivers its
+(``jobs.budget_evaluator.Alerts.run``, every minute), before the dispatcher, which delivers its
 notifications like a budget's (signed webhooks, SNS, retries).
 
 Why here and not at ingestion: ingestion would need each feature's p99 on every batch (the

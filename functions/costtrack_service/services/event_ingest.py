@@ -2,7 +2,7 @@
 
 Order of checks (docs/api-rules.md#order-of-checks, #batches): key (401) → request body (400/413) → plan (403) → each
 item: its payload (400) → idempotency (replay / 422) → allowance (429), spent in request order.
-The edge reads the key and the body (``edge/ingest_request.py``); this module decides the rest.
+The edge reads the key and the body (``edge/ingest/ingest_request.py``); this module decides the rest.
 
 Nothing a workspace writes on every event is a single item (``shards.py``, ``allowance.py``),
 so one key and one workspace are not capped by DynamoDB's transaction conflicts:
@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any, Protocol
@@ -31,7 +31,7 @@ from costtrack_service.domain.errors import ApiError, unavailable
 from costtrack_service.domain.ids import new_event_id
 from costtrack_service.domain.ingest.batch import Item, Submission
 from costtrack_service.domain.ingest.commit import ChunkStore, Committer, Outcome, plan_inactive
-from costtrack_service.domain.ingest.events import to_usage_event
+from costtrack_service.domain.ingest.event_validation import to_usage_event
 from costtrack_service.domain.ingest.reads import CachedReads, ReadStore
 from costtrack_service.domain.ingest.records import (
     EventRecord,
@@ -61,12 +61,12 @@ class IngestStore(ReadStore, ChunkStore, BudgetReader, HoldFinder, Protocol):
 
 @dataclass(frozen=True)
 class IngestResult:
-    """The answer: ``outcomes`` per item; a single event's ``body`` and ``headers`` as sent (a
-    batch's body is empty: the edge answers each item with its HTTP status, ``edge/ingest_request``)."""
+    """The answer: ``outcomes`` per item; a single event's ``body`` (a batch's is empty: the edge
+    answers each item with its HTTP status, ``edge/ingest/ingest_request.py``)."""
 
     body: dict[str, Any]
     outcomes: tuple[Outcome, ...]
-    headers: dict[str, str] = field(default_factory=dict)
+    batch: bool = False
 
     @property
     def record(self) -> EventRecord:
@@ -103,7 +103,7 @@ class IngestService:
         self.store = store
         self.settings = settings or IngestSettings()
         self._clock = clock
-        self.reads = CachedReads(store, self.settings, monotonic=monotonic)
+        self.reads = CachedReads(store, self.settings, catalogue.book, monotonic=monotonic)
         self.committer = Committer(store, self.reads, self.settings, sleep=sleep)
         self.pricer = Pricer(self.reads.book, catalogue.registry(), catalogue.flags_for)
         self.budget_watch = BudgetWatch(store, monotonic=monotonic)
@@ -115,13 +115,12 @@ class IngestService:
         the API says."""
         outcomes = self.accept(key, submission.items, received_at)
         if submission.batch:
-            return IngestResult({}, tuple(outcomes))
+            return IngestResult({}, tuple(outcomes), batch=True)
         outcome = outcomes[0]
         if outcome.error is not None:
             raise outcome.error
         assert outcome.record is not None
-        headers = {"Idempotent-Replayed": "true"} if outcome.replayed else {}
-        return IngestResult(outcome.record.answer(replayed=outcome.replayed), (outcome,), headers=headers)
+        return IngestResult(outcome.record.answer(replayed=outcome.replayed), (outcome,))
 
     def authenticate(self, secret: str | None) -> KeyRecord:
         """The request's ingestion key, or the 401 that refuses it (the first check). ``secret``

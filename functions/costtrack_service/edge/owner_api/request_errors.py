@@ -1,7 +1,7 @@
 """Requests the owners' API refuses before a route runs, answered as the contract's
 ``400 INVALID_PAYLOAD`` (never Powertools' 422): a body too large or too deep, JSON that does not
 parse, a body that is not JSON (415); what fails the route's declared types
-(``RequestValidationError``) is mapped by ``domain.owner_requests.refusal``.
+(``RequestValidationError``) is mapped by ``services.requests.refusal``.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from costtrack_service.domain.errors import invalid
 from costtrack_service.domain.ingest.jsonlimits import MAX_JSON_DEPTH, too_deep
 from costtrack_service.edge.http_event import too_large, unsupported_media_type
-from costtrack_service.services.workspace import invalid
 
 #: A key owner's request body is a small JSON object ({"name", "bind"}, a budget, …).
 MAX_BODY_BYTES = 64 * 1024

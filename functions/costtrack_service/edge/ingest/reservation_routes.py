@@ -12,14 +12,14 @@ import threading
 from typing import TYPE_CHECKING
 
 from costtrack_service.domain.ingest.commit import plan_inactive
-from costtrack_service.domain.ingest.events import parse_idempotency_key
-from costtrack_service.domain.ingest.service import IngestService
+from costtrack_service.domain.ingest.event_validation import parse_idempotency_key
 from costtrack_service.domain.workspaces.plans import PlanStatus
 from costtrack_service.edge.http_event import Answer, HttpRequest, answer, json_answer, presented_secret
-from costtrack_service.edge.ingest_request import IDEMPOTENCY_KEY_HEADER, parse_body
+from costtrack_service.edge.ingest.ingest_request import IDEMPOTENCY_KEY_HEADER, parse_body
+from costtrack_service.services.event_ingest import IngestService
 
 if TYPE_CHECKING:
-    from costtrack_service.domain.reservations.service import ReservationService
+    from costtrack_service.services.reservations import ReservationService
 
 PATH = "/v1/reservations"
 
@@ -35,7 +35,7 @@ class ReservationRoutes:
     def reservations(self) -> ReservationService:
         with self._lock:
             if self._reservations is None:
-                from costtrack_service.domain.reservations.service import ReservationService
+                from costtrack_service.services.reservations import ReservationService
 
                 ingest = self.service
                 self._reservations = ReservationService(

@@ -1,5 +1,5 @@
 """What the owners' run routes answer (CONTRACT §11), as types for the OpenAPI document, like
-``owner_responses.py`` for the other routes."""
+``responses.py`` for the other routes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from costtrack_service.domain.runs.reports import UnitGrouping
-from costtrack_service.edge.owner_responses import Count, Day, Decimal
+from costtrack_service.edge.owner_api.responses import Count, Day, Decimal
 
 Money = Decimal | None
 

@@ -1,6 +1,6 @@
 """The owners' budgets and alerts routes (README, "Budgets and alerts"): ``/v1/workspace/budgets``,
 ``/v1/workspace/webhooks``, ``/v1/workspace/webhook-deliveries``, on the owners' resolver
-(``edge/workspace.py``), declared like its other routes (``edge/owner_routes.py``)."""
+(``edge/owner_api/app.py``), declared like its other routes (``edge/owner_api/route_declarations.py``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from costtrack_service.domain.budgets.instances import MAX_INSTANCES
-from costtrack_service.edge import owner_responses as shapes
-from costtrack_service.edge.owner_responses import INVALID, WITH_BODY, documented, refused
-from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
+from costtrack_service.edge.owner_api import responses as shapes
+from costtrack_service.edge.owner_api.responses import INVALID, WITH_BODY, documented, refused
+from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
 from costtrack_service.services.budgets import MAX_DELIVERIES, BudgetService
 from costtrack_service.services.requests import BudgetChange, NewBudget, NewWebhook, SecretRotation
 

@@ -25,7 +25,7 @@ from importlib import resources
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.edge.http import request_headers
+from costtrack_service.edge.owner_api.http import request_headers
 
 STATIC_TYPES = {
     ".html": "text/html; charset=utf-8",

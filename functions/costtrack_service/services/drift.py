@@ -4,7 +4,7 @@
 (``domain/reconciliation/drift_override.py``), and the events of the drifted days are priced
 again under it.
 
-The repricing is the backfill's (``pricing_jobs.backfill``) for events already priced: each
+The repricing is the backfill's (``price_refresh.backfill``) for events already priced: each
 event of the model received on a drifted day is priced as ingestion would price it now (the
 new override wins), and when its cost changes it is rewritten through
 ``OperatorStore.reprice_event``, which moves the event and its rollups by the difference in one
@@ -26,13 +26,14 @@ from functools import cache
 from typing import Any, Protocol
 
 from costtrack_service import catalogue
+from costtrack_service.catalogue import reconciliation_view as catalogue_view
+from costtrack_service.domain.errors import invalid
 from costtrack_service.domain.ingest.records import EventRecord, PricingStatus, WarningCode, priced_fields
 from costtrack_service.domain.ingest.source import normalize_provider
 from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.pricing.entries import PricingEntry, format_timestamp, parse_timestamp
 from costtrack_service.domain.pricing.overrides import Override
 from costtrack_service.domain.pricing.pricer import Call, Pricer
-from costtrack_service.domain.reconciliation import catalogue_view
 from costtrack_service.domain.reconciliation.drift_override import (
     bill_rates,
     drift_override,
@@ -41,7 +42,6 @@ from costtrack_service.domain.reconciliation.drift_override import (
 )
 from costtrack_service.domain.store_errors import StoreUnavailable
 from costtrack_service.services.reconciliation import ReconciliationService, ReconciliationStore
-from costtrack_service.services.workspace import invalid
 
 
 class DriftStore(ReconciliationStore, Protocol):

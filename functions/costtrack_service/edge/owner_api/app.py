@@ -6,7 +6,7 @@ and its answers (``owner_responses``), which is what the OpenAPI document says
 (``edge/api_document.py``). A request that fails its types is answered ``400 INVALID_PAYLOAD``
 naming each field (``request_errors``), after the admin token is checked: no token, no details.
 
-The same function serves the dashboard (``edge/dashboard.py``).
+The same function serves the dashboard (``edge/owner_api/dashboard.py``).
 """
 
 from __future__ import annotations
@@ -21,40 +21,34 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
 
-from costtrack_service.domain.runs.anomalies import AnomalySettingsService
-from costtrack_service.domain.runs.reports import RunService
+from costtrack_service.domain.errors import invalid
+from costtrack_service.domain.report_days import DEFAULT_DAYS, MAX_DAYS, MAX_FILTER_CHARS
 from costtrack_service.domain.statements import StatementFormat, StatementGrouping
 from costtrack_service.domain.usage import Grouping
 from costtrack_service.domain.workspaces.keys import ADMIN_TOKEN_PREFIX, KEY_TRANSITIONS
 from costtrack_service.domain.workspaces.plans import WorkspaceState
-from costtrack_service.edge import owner_responses as shapes
-from costtrack_service.edge.dashboard import add_dashboard_routes
-from costtrack_service.edge.http import (
+from costtrack_service.edge.http_event import failure_error, presented_secret, with_decoded_path
+from costtrack_service.edge.owner_api import responses as shapes
+from costtrack_service.edge.owner_api.billing_routes import add_billing_routes
+from costtrack_service.edge.owner_api.budget_routes import add_budget_routes
+from costtrack_service.edge.owner_api.dashboard import add_dashboard_routes
+from costtrack_service.edge.owner_api.http import (
     error_response,
     install_error_handlers,
     json_response,
     request_headers,
 )
-from costtrack_service.edge.http_event import failure_error, presented_secret, with_decoded_path
-from costtrack_service.edge.owner_responses import ADMIN_TOKEN, INVALID, NOT_FOUND, WITH_BODY, documented, refused
-from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
-from costtrack_service.edge.request_errors import read_json_body, refuse_media_type
-from costtrack_service.edge.workspace_billing import add_billing_routes
-from costtrack_service.edge.workspace_budgets import add_budget_routes
-from costtrack_service.edge.workspace_runs import add_run_routes
+from costtrack_service.edge.owner_api.request_errors import read_json_body, refuse_media_type
+from costtrack_service.edge.owner_api.responses import ADMIN_TOKEN, INVALID, NOT_FOUND, WITH_BODY, documented, refused
+from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
+from costtrack_service.edge.owner_api.run_routes import add_run_routes
 from costtrack_service.services.budgets import BudgetService
-from costtrack_service.services.overrides import OverrideService
+from costtrack_service.services.price_overrides import OverrideService
 from costtrack_service.services.reconciliation import ReconciliationService
 from costtrack_service.services.requests import NewKey, NewPriceOverride, OtelAttributes, refusal
-from costtrack_service.services.workspace import (
-    DEFAULT_DAYS,
-    DEFAULT_LIMIT,
-    MAX_DAYS,
-    MAX_FILTER_CHARS,
-    MAX_LIMIT,
-    WorkspaceService,
-    invalid,
-)
+from costtrack_service.services.run_anomalies import AnomalySettingsService
+from costtrack_service.services.runs import RunService
+from costtrack_service.services.workspace import DEFAULT_LIMIT, MAX_LIMIT, WorkspaceService
 
 logger = Logger(service="costtrack-api")
 

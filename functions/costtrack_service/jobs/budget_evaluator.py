@@ -49,7 +49,7 @@ from costtrack_service.domain.budgets.webhooks import (
 from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.domain.runs.anomalies import EVENT_TYPE as RUN_ANOMALY
 from costtrack_service.domain.runs.anomalies import summary as anomaly_summary
-from costtrack_service.jobs.run_anomalies import RunAnomalies
+from costtrack_service.jobs.anomaly_evaluator import RunAnomalies
 from costtrack_service.jobs.webhook_client import post_webhook
 from costtrack_service.store.dynamo import DynamoStore
 

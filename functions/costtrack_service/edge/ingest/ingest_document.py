@@ -18,13 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from costtrack.validation import INTEGER_FIELDS, MAX_SAFE_INTEGER, METADATA_MAX_BYTES, STATUSES, STRING_LIMITS
 from costtrack_service.domain.ingest.batch import MAX_BATCH_BYTES, MAX_BATCH_ITEMS
-from costtrack_service.domain.ingest.events import MAX_BODY_BYTES, MAX_IDEMPOTENCY_KEY_LENGTH
+from costtrack_service.domain.ingest.event_validation import MAX_BODY_BYTES, MAX_IDEMPOTENCY_KEY_LENGTH
 from costtrack_service.domain.ingest.records import WarningCode
 from costtrack_service.domain.ingest.visibility import VisibilityReason
 from costtrack_service.edge.http_event import JSON
-from costtrack_service.edge.otlp import MAX_BODY_BYTES as MAX_OTLP_BYTES
-from costtrack_service.edge.otlp import MAX_USAGE_SPANS, PROTOBUF
-from costtrack_service.edge.owner_responses import Error, answer, refused
+from costtrack_service.edge.ingest.otlp import MAX_BODY_BYTES as MAX_OTLP_BYTES
+from costtrack_service.edge.ingest.otlp import MAX_USAGE_SPANS, PROTOBUF
+from costtrack_service.edge.owner_api.responses import Error, answer, refused
 
 # Not ASCII whitespace only: strings are trimmed before the emptiness check.
 NOT_BLANK = "[^ \\t\\n\\r\\f\\v]"
@@ -200,7 +200,7 @@ def track_event(
         ),
     ] = None,
 ) -> Response[str]:
-    raise NotImplementedError("documentation only: edge/ingest.py answers this route")
+    raise NotImplementedError("documentation only: edge/ingest/ingest_routes.py answers this route")
 
 
 @router.post(
@@ -224,7 +224,7 @@ def track_event(
     },
 )
 def export_traces(traces: Annotated[ExportTraceServiceRequest, Body(media_type=JSON)]) -> Response[str]:
-    raise NotImplementedError("documentation only: edge/ingest.py answers this route")
+    raise NotImplementedError("documentation only: edge/ingest/ingest_routes.py answers this route")
 
 
 class ReservationBudget(BaseModel):
@@ -272,7 +272,7 @@ def reserve(
         Header(alias="Idempotency-Key", description="A retry returns the same reservation."),
     ] = None,
 ) -> Response[str]:
-    raise NotImplementedError("documentation only: edge/reservations.py answers this route")
+    raise NotImplementedError("documentation only: edge/ingest/reservation_routes.py answers this route")
 
 
 @router.delete(
@@ -289,7 +289,7 @@ def reserve(
     },
 )
 def release_reservation(reservation_id: str) -> Response[str]:
-    raise NotImplementedError("documentation only: edge/reservations.py answers this route")
+    raise NotImplementedError("documentation only: edge/ingest/reservation_routes.py answers this route")
 
 
 @router.get(
@@ -301,7 +301,7 @@ def release_reservation(reservation_id: str) -> Response[str]:
     responses={200: {"description": "OpenAPI 3.1", "content": {JSON: {"schema": {"type": "object"}}}}},
 )
 def get_openapi() -> Response[str]:
-    raise NotImplementedError("documentation only: edge/ingest.py answers this route")
+    raise NotImplementedError("documentation only: edge/ingest/ingest_routes.py answers this route")
 
 
 #: The request body's other encoding, which Powertools' Body (one media type) cannot declare.

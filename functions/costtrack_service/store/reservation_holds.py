@@ -3,7 +3,7 @@
 The items are described in ``store/ledgers.py``. A hold lives in its shard item, so reserving
 from one budget is one conditional ``UpdateItem`` (a transaction only when it leases or more
 than one budget applies), and settling is an update of that item inside the event's own
-transaction (``ledger_items.reservation_settlements``: one update per shard item, however many of
+transaction (``ledgers.reservation_settlements``: one update per shard item, however many of
 the transaction's holds are in it). A ledger's creating write (its seed, the
 month's spend before it: ``domain/reservations/seed.py``) is one transaction over the central
 item and every shard.
@@ -17,7 +17,6 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from costtrack_service.domain.reservations.ids import Part, ReservationId
 from costtrack_service.domain.reservations.ledger import (
     LEDGER_SHARDS,
     ZERO,
@@ -29,6 +28,7 @@ from costtrack_service.domain.reservations.ledger import (
     Seed,
     Take,
 )
+from costtrack_service.domain.reservations.reservation_ids import Part, ReservationId
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
 from costtrack_service.store.items import from_item, to_item
 from costtrack_service.store.ledgers import (

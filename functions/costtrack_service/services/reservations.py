@@ -19,12 +19,10 @@ from typing import Any, Protocol
 
 from costtrack_service.domain.budgets.budget import Budget
 from costtrack_service.domain.cache import TTLCache
-from costtrack_service.domain.errors import ApiError, unavailable
-from costtrack_service.domain.ingest.events import invalid_payload
+from costtrack_service.domain.errors import ApiError, invalid, unavailable
 from costtrack_service.domain.pricing.cost import CURRENCY, counts_of, format_decimal
 from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.domain.pricing.pricer import Call, Pricer
-from costtrack_service.domain.reservations.ids import MAX_PARTS, Part, ReservationId, new_entry, parse
 from costtrack_service.domain.reservations.ledger import (
     LEDGER_SHARDS,
     ZERO,
@@ -44,6 +42,7 @@ from costtrack_service.domain.reservations.ledger import (
     shard_of,
 )
 from costtrack_service.domain.reservations.request import Ask, read_ask
+from costtrack_service.domain.reservations.reservation_ids import MAX_PARTS, Part, ReservationId, new_entry, parse
 from costtrack_service.domain.reservations.scope import ledgers_for
 from costtrack_service.domain.reservations.seed import plan_seed, window_spend
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
@@ -139,7 +138,7 @@ class ReservationService:
         amount = self.estimate(key.workspace_id, ask, now)
         ledgers = ledgers_for(self._enforced(key.workspace_id), ask.attribution, now)
         if len(ledgers) > MAX_PARTS:
-            raise invalid_payload("customer_id", f"more than {MAX_PARTS} enforced budgets apply to this call")
+            raise invalid("customer_id", f"more than {MAX_PARTS} enforced budgets apply to this call")
         ws, at = key.workspace_id, int(now.timestamp())
         expires = at + ask.ttl_seconds
         entry = new_entry(ws, idempotency_key)
@@ -188,7 +187,7 @@ class ReservationService:
         call = Call(event.provider, event.model, counts, ask.pricing_metadata)
         priced = self.pricer.price(call, now, self._overrides(workspace_id))
         if not priced.priced:
-            raise invalid_payload(
+            raise invalid(
                 "model", f"no price for {event.provider}/{event.model}: give estimate.amount for this call instead"
             )
         return ceil_money(priced.cost)

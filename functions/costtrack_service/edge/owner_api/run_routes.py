@@ -1,7 +1,7 @@
 """The owners' run routes (README, "Cost per run"): ``/v1/workspace/runs``,
 ``/v1/workspace/runs/{trace_id}``, ``/v1/workspace/sessions/{session_id}`` and
-``/v1/workspace/unit-costs``, on the owners' resolver (``edge/workspace.py``), declared like its
-other routes (``edge/owner_routes.py``)."""
+``/v1/workspace/unit-costs``, on the owners' resolver (``edge/owner_api/app.py``), declared like its
+other routes (``edge/owner_api/route_declarations.py``)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,16 @@ from typing import Annotated, Literal
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
-from costtrack_service.domain.runs.anomalies import AnomalySettingsService
-from costtrack_service.domain.runs.reports import DEFAULT_RUNS, MAX_RUNS, RunService, UnitGrouping
+from costtrack_service.domain.report_days import MAX_FILTER_CHARS
+from costtrack_service.domain.runs.reports import DEFAULT_RUNS, MAX_RUNS, UnitGrouping
 from costtrack_service.domain.runs.totals import RUN, SESSION
-from costtrack_service.edge import run_responses as shapes
-from costtrack_service.edge.owner_responses import INVALID, WITH_BODY, documented, refused
-from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
+from costtrack_service.edge.owner_api import run_responses as shapes
+from costtrack_service.edge.owner_api.responses import INVALID, WITH_BODY, documented, refused
+from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
+from costtrack_service.edge.owner_api.run_params import run_query
 from costtrack_service.services.requests import RunAnomalySettings
-from costtrack_service.services.workspace import MAX_FILTER_CHARS
+from costtrack_service.services.run_anomalies import AnomalySettingsService
+from costtrack_service.services.runs import RunService
 
 DAY = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 First = Annotated[str | None, Query(alias="from", pattern=DAY, description="First UTC day the runs started")]
@@ -65,7 +67,7 @@ def add_run_routes(owners: OwnerRoutes, runs: RunService, anomalies: AnomalySett
         Each run counts on the UTC day of its first event, with its whole total."""
         params = {"from": first, "to": last, "feature": feature, "customer": customer, "sort": sort, "cursor": cursor}
         params |= {"min_cost": min_cost, "min_calls": None if min_calls is None else str(min_calls)}
-        return runs.runs(workspace_id(), {k: v for k, v in params.items() if v is not None}, limit)
+        return runs.runs(workspace_id(), run_query({k: v for k, v in params.items() if v is not None}), limit)
 
     @owners.get(
         "/v1/workspace/runs/<trace_id>",
@@ -92,5 +94,4 @@ def add_run_routes(owners: OwnerRoutes, runs: RunService, anomalies: AnomalySett
         From the cost sketch kept with the rollups (never every event): the percentiles and the
         max are within relative_error of the exact ones, the mean is exact. Runs and sessions
         count on the UTC day they started, with their whole total."""
-        params = {"from": first, "to": last, "by": by}
-        return runs.unit_costs(workspace_id(), {k: v for k, v in params.items() if v is not None})
+        return runs.unit_costs(workspace_id(), by, first, last)

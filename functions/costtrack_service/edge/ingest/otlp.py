@@ -24,13 +24,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.ingest.commit import Outcome
-from costtrack_service.domain.ingest.events import invalid_payload
-from costtrack_service.domain.ingest.service import IngestService
 from costtrack_service.domain.otlp.spans import SpanData, root_names, span_item
 from costtrack_service.edge.http_event import JSON, http_status, presented_secret, too_large, unsupported_media_type
-from costtrack_service.edge.ingest_request import body_too_large, parse_body
+from costtrack_service.edge.ingest.ingest_request import body_too_large, parse_body
+from costtrack_service.services.event_ingest import IngestService
 
 PROTOBUF = "application/x-protobuf"
 #: The largest body taken, after decompression (a gzip bomb stops here, not in memory).
@@ -93,11 +92,11 @@ def _decompressed(headers: Mapping[str, str], body: bytes) -> bytes:
     try:
         data = inflater.decompress(body, MAX_BODY_BYTES + 1)
     except zlib.error:
-        raise invalid_payload("body", "the request body is not valid gzip") from None
+        raise invalid("body", "the request body is not valid gzip") from None
     if len(data) > MAX_BODY_BYTES:
         raise too_large("body", f"the request body must be at most {MAX_BODY_BYTES} bytes decompressed")
     if not inflater.eof:
-        raise invalid_payload("body", "the gzip body is truncated")
+        raise invalid("body", "the gzip body is truncated")
     return data
 
 
@@ -115,7 +114,7 @@ def _decode_protobuf(body: bytes) -> list[SpanData]:
     try:
         request = ExportTraceServiceRequest.FromString(body)
     except (DecodeError, RecursionError):
-        raise invalid_payload("body", "the request body is not a valid OTLP ExportTraceServiceRequest") from None
+        raise invalid("body", "the request body is not a valid OTLP ExportTraceServiceRequest") from None
     spans = []
     for resource_spans in request.resource_spans:
         resource = _proto_attributes(resource_spans.resource.attributes)
@@ -161,7 +160,7 @@ def _decode_json(body: bytes) -> list[SpanData]:
             for span in _list(scope_spans, "spans")
         ]
     except (TypeError, ValueError, binascii.Error) as error:
-        raise invalid_payload("body", f"the request body is not a valid OTLP JSON export: {error}") from None
+        raise invalid("body", f"the request body is not a valid OTLP JSON export: {error}") from None
 
 
 def _object(parent: object, name: str) -> dict[str, Any]:

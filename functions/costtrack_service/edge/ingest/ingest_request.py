@@ -13,15 +13,16 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.ingest.batch import MAX_BATCH_BYTES, Submission, is_batch, submission_of
 from costtrack_service.domain.ingest.commit import Outcome
-from costtrack_service.domain.ingest.events import MAX_BODY_BYTES, invalid_payload
+from costtrack_service.domain.ingest.event_validation import MAX_BODY_BYTES
 from costtrack_service.domain.ingest.jsonlimits import MAX_JSON_DEPTH, too_deep
-from costtrack_service.domain.ingest.service import IngestResult, IngestService
 from costtrack_service.edge.http_event import http_status, presented_secret, too_large
+from costtrack_service.services.event_ingest import IngestResult, IngestService
 
 IDEMPOTENCY_KEY_HEADER = "idempotency-key"
+REPLAYED_HEADER = "Idempotent-Replayed"
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,11 @@ def ingest(service: IngestService, request: IngestRequest) -> IngestResult:
     if submission.batch:
         return replace(result, body={"results": [item_answer(outcome) for outcome in result.outcomes]})
     return result
+
+
+def answer_headers(result: IngestResult) -> dict[str, str]:
+    """A single event's replay is said in a header; a batch says it in each item's answer."""
+    return {REPLAYED_HEADER: "true"} if not result.batch and result.replayed else {}
 
 
 def read_submission(headers: Mapping[str, str], body: bytes) -> Submission:
@@ -66,13 +72,13 @@ def parse_body(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> object:
         # NaN and Infinity are not JSON, whatever Python's json module would accept.
         value = json.loads(text, parse_constant=_reject_constant)
     except UnicodeDecodeError:
-        raise invalid_payload("body", "the request body must be UTF-8 encoded JSON") from None
+        raise invalid("body", "the request body must be UTF-8 encoded JSON") from None
     except RecursionError:
-        raise invalid_payload("body", f"the request body must not nest deeper than {MAX_JSON_DEPTH} levels") from None
+        raise invalid("body", f"the request body must not nest deeper than {MAX_JSON_DEPTH} levels") from None
     except ValueError:
-        raise invalid_payload("body", "the request body is not valid JSON") from None
+        raise invalid("body", "the request body is not valid JSON") from None
     if too_deep(value):
-        raise invalid_payload("body", f"the request body must not nest deeper than {MAX_JSON_DEPTH} levels")
+        raise invalid("body", f"the request body must not nest deeper than {MAX_JSON_DEPTH} levels")
     return value
 
 

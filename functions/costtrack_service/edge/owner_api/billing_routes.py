@@ -1,6 +1,6 @@
 """The owners' reconciliation routes (README, "Reconcile with the provider's bill"):
 ``/v1/workspace/billing-connections`` and ``/v1/workspace/reconciliation``, on the owners'
-resolver (``edge/workspace.py``), declared like its other routes (``edge/owner_routes.py``)."""
+resolver (``edge/owner_api/app.py``), declared like its other routes (``edge/owner_api/route_declarations.py``)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pydantic import BaseModel, Field
 
 from costtrack_service.domain.reconciliation.connections import SECRET_PREFIX, Provider
 from costtrack_service.domain.reconciliation.reconcile import DriftClass
-from costtrack_service.edge import owner_responses as shapes
-from costtrack_service.edge.owner_responses import INVALID, WITH_BODY, Day, documented, refused
-from costtrack_service.edge.owner_routes import Answer, OwnerRoutes
-from costtrack_service.jobs.drift import apply_drift
+from costtrack_service.edge.owner_api import responses as shapes
+from costtrack_service.edge.owner_api.responses import INVALID, WITH_BODY, Day, documented, refused
+from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
+from costtrack_service.services.drift import apply_drift
 from costtrack_service.services.reconciliation import ReconciliationService
 from costtrack_service.services.requests import RequestBody
 

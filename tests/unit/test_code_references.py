@@ -1,0 +1,168 @@
+"""What the service's docstrings and comments say about the code holds: a module they name
+exists, and they tell no history and cite no issue numbers (the README's "How it is built"; the
+git log keeps the story). Checked in the service, its tools, the tests and the benches, since a
+module move leaves every one of them pointing at the old name."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import io
+import re
+import subprocess
+import sys
+import tokenize
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICE = ROOT / "functions" / "costtrack_service"
+SCANNED = [SERVICE, ROOT / "tools" / "costtrack_tools", ROOT / "tests", ROOT / "bench"]
+LAYERS = ("catalogue", "domain", "edge", "handlers", "jobs", "services", "store")
+
+#: ``costtrack_service.store.items`` and ``costtrack_service.store.items.EventItem``.
+DOTTED = re.compile(r"\bcosttrack_service((?:\.\w+)+)")
+#: ``store/items.py``, ``functions/costtrack_service/store/items.py``, ``edge/ingest/``.
+PATH = re.compile(rf"(?<![\w./-])(?:functions/)?(?:costtrack_service/)?((?:{'|'.join(LAYERS)})/[\w/]*?\w+\.py)\b")
+#: A layer-relative dotted name in double backquotes: ``jobs.budget_evaluator.Alerts``.
+QUOTED_DOTTED = re.compile(rf"``((?:{'|'.join(LAYERS)})(?:\.\w+)+)")
+#: ``ledger_items.settle_rejection``: a module named by its file's name and one of its names.
+SHORT_DOTTED = re.compile(r"``([a-z][a-z0-9]*_[a-z0-9_]+)\.(\w+)")
+ISSUE = re.compile(r"\b[Ii]ssues?\s*#?\d+|(?<![\w&/#])#\d{2,}\b")
+
+
+def texts(source: str) -> Iterator[tuple[int, str]]:
+    """(line, text) of each docstring and comment of a module."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                yield first.lineno, first.value.value
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            yield token.start[0], token.string
+
+
+@cache
+def names_defined(path: Path) -> frozenset[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.alias):
+            found.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+    return frozenset(found)
+
+
+def resolves(parts: list[str], base: Path = SERVICE) -> bool:
+    """Whether ``parts`` (below the service package) name a package, a module, or a name in one."""
+    here = base
+    for index, part in enumerate(parts):
+        if (here / part).is_dir():
+            here = here / part
+            continue
+        if (here / f"{part}.py").is_file():
+            rest = parts[index + 1 :]
+            return not rest or rest[0] in names_defined(here / f"{part}.py")
+        init = here / "__init__.py"
+        return here != base and init.is_file() and part in names_defined(init)
+    return True
+
+
+#: Dotted attribute names of the wire formats (OpenTelemetry's, Anthropic's usage), not modules.
+WIRE_NAMES = frozenset({"gen_ai", "cache_creation", "server_tool_use"})
+FILE_SUFFIXES = frozenset({"py", "mjs", "js", "ts", "json", "yaml"})
+
+
+@cache
+def repository_files() -> frozenset[str]:
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return frozenset(Path(line).name for line in listed.splitlines())
+
+
+@cache
+def module_stems() -> frozenset[str]:
+    """Every module and package name of ours (the service, tools, SDK, tests, benches)."""
+    paths = [Path(name) for name in repository_files()]
+    listed = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    folders = {part for line in listed.splitlines() for part in Path(line).parts[:-1]}
+    return frozenset({path.stem for path in paths if path.suffix == ".py"} | folders)
+
+
+def unknown_module(name: str, attribute: str, known_names: frozenset[str]) -> bool:
+    """Whether ``name`` in ``name.attribute`` is no module of ours, of Python or installed, nor a
+    name the module itself uses (``operator_store.x``: a variable); ``name.py``: no such file."""
+    if attribute in FILE_SUFFIXES:
+        return f"{name}.{attribute}" not in repository_files()
+    if name in module_stems() or name in known_names or name in WIRE_NAMES or name in sys.stdlib_module_names:
+        return False
+    try:
+        return importlib.util.find_spec(name) is None
+    except (ImportError, ValueError):
+        return True
+
+
+def stale_references(text: str, known_names: frozenset[str] = frozenset()) -> list[str]:
+    found = [
+        match.group(0)
+        for match in SHORT_DOTTED.finditer(text)
+        if unknown_module(match.group(1), match.group(2), known_names)
+    ]
+    found += [match.group(0) for match in DOTTED.finditer(text) if not resolves(match.group(1).split(".")[1:])]
+    found += [match.group(0) for match in QUOTED_DOTTED.finditer(text) if not resolves(match.group(1).split("."))]
+    found += [match.group(0) for match in PATH.finditer(text) if not (SERVICE / match.group(1)).is_file()]
+    return found
+
+
+def python_files() -> list[Path]:
+    return sorted(path for folder in SCANNED for path in folder.rglob("*.py") if "__pycache__" not in path.parts)
+
+
+def test_docstrings_and_comments_name_modules_that_exist() -> None:
+    offences = []
+    for path in python_files():
+        if path == Path(__file__).resolve():
+            continue  # its own examples are stale on purpose
+        known = names_defined(path)
+        for line, text in texts(path.read_text(encoding="utf-8")):
+            offences += [f"{path.relative_to(ROOT)}:{line}: {name}" for name in stale_references(text, known)]
+    assert offences == []
+
+
+def test_the_check_finds_a_stale_name() -> None:
+    assert stale_references("see ``store/items.py`` and costtrack_service.store.items.event_item_key") == []
+    assert stale_references("kept by ``store/store_items.py``") == ["store/store_items.py"]
+    stale = "costtrack_service.store.ledger_items.Ledger"
+    assert stale_references(stale) == [stale]
+    assert stale_references("costtrack_service.store.items.NoSuchName") == ["costtrack_service.store.items.NoSuchName"]
+    assert stale_references("``jobs.pricing_jobs.sync``") == ["``jobs.pricing_jobs.sync"]
+    assert stale_references("functions/costtrack_service/edge/workspace.py") == [
+        "functions/costtrack_service/edge/workspace.py"
+    ]
+    assert stale_references("as ``ledger_items.settle_rejection`` reads it") == ["``ledger_items.settle_rejection"]
+    assert stale_references("``event_validation.to_usage_event`` and ``json.loads``") == []
+    assert stale_references("``gen_ai.usage.cost`` as ``otlp_node.mjs`` sends it") == []
+    assert stale_references("``no_such_script.mjs``") == ["``no_such_script.mjs"]
+
+
+def test_the_service_cites_no_issue_numbers() -> None:
+    """A docstring says why the code is so; an issue number sends the reader elsewhere for it."""
+    offences = [
+        f"{path.relative_to(ROOT)}:{line}: {match.group(0)}"
+        for path in sorted(SERVICE.rglob("*.py"))
+        for line, text in texts(path.read_text(encoding="utf-8"))
+        for match in ISSUE.finditer(text)
+    ]
+    assert offences == []
+    assert ISSUE.search("(issue 29)") and ISSUE.search("see #123") and not ISSUE.search("&#123; or a/#12")
