@@ -14,9 +14,6 @@ totals and their cost sketch (``totals.py``, ``sketch.py``), never by reading ev
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
@@ -24,6 +21,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, Protocol, get_args
 
 from costtrack.validation import encodes_as_utf8
+from costtrack_service.domain.cursors import decode_cursor, encode_cursor, scope_of
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.pricing.cost import format_decimal
@@ -77,23 +75,17 @@ def after_position(total: RunTotal, after: tuple[Decimal, str] | None) -> bool:
     return total.cost < cost or (total.cost == cost and total.run_id > run_id)
 
 
-def encode_run_cursor(total: RunTotal) -> str:
-    text = json.dumps({"cost": format_decimal(total.cost), "run": total.run_id}, separators=(",", ":"))
-    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+#: The runs list's position, as its cursor carries it: the last run's cost and id.
+_RUN_POSITION = {"cost": re.compile(r"[0-9]{1,40}(\.[0-9]{1,60})?"), "run": RUN_ID}
 
 
-def decode_run_cursor(cursor: str) -> tuple[Decimal, str]:
-    refusal = invalid("cursor", "cursor is not one this API returned")
-    if not cursor.isascii() or len(cursor) > 1024:
-        raise refusal
-    try:
-        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        cost, run_id = Decimal(data["cost"]), data["run"]
-    except (binascii.Error, ValueError, RecursionError, TypeError, KeyError, InvalidOperation):
-        raise refusal from None
-    if not (isinstance(run_id, str) and RUN_ID.fullmatch(run_id) and cost.is_finite() and cost >= 0):
-        raise refusal
-    return cost, run_id
+def encode_run_cursor(scope: str, total: RunTotal) -> str:
+    return encode_cursor(scope, {"cost": format_decimal(total.cost), "run": total.run_id})
+
+
+def decode_run_cursor(cursor: str, scope: str) -> tuple[Decimal, str]:
+    position = decode_cursor(cursor, scope, _RUN_POSITION, required=frozenset(_RUN_POSITION))
+    return Decimal(position["cost"]), position["run"]
 
 
 def _min_cost(text: str | None) -> Decimal | None:
@@ -256,7 +248,6 @@ class RunService:
         sort = params.get("sort") or "cost"
         if sort not in RUN_SORTS:
             raise invalid("sort", f"sort must be one of {', '.join(RUN_SORTS)}")
-        after = decode_run_cursor(params["cursor"]) if params.get("cursor") else None
         min_cost, min_calls = _min_cost(params.get("min_cost")), _min_calls(params.get("min_calls"))
         filters = {}
         for name, attribute in RUN_FILTERS.items():
@@ -265,10 +256,13 @@ class RunService:
                 if len(value) > MAX_FILTER_CHARS or not encodes_as_utf8(value):
                     raise invalid(name, f"{name} must be text of at most {MAX_FILTER_CHARS} characters")
                 filters[attribute] = value
+        chosen = {"from": first_day, "to": last_day, "sort": sort, "min_cost": min_cost, "min_calls": min_calls}
+        scope = scope_of("runs", workspace_id, {**filters, **{name: str(value) for name, value in chosen.items()}})
+        after = decode_run_cursor(params["cursor"], scope) if params.get("cursor") else None
         days = days_of(first_day, last_day)
         found = self.store.top_runs(workspace_id, days, filters, after, limit + 1, min_cost, min_calls)
         page = found[:limit]
-        cursor = encode_run_cursor(page[-1]) if len(found) > limit else None
+        cursor = encode_run_cursor(scope, page[-1]) if len(found) > limit else None
         return {
             "from": first_day,
             "to": last_day,
