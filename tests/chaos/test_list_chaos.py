@@ -34,13 +34,14 @@ def test_the_event_list_pages_to_its_end_while_events_arrive(local_stack: Any) -
         url = str(api.base_url)
         alone = [event_body(next(numbers)) for _ in range(count // 3)]
         batched = [event_body(next(numbers)) for _ in range(count - len(alone))]
-        before = concurrently(url, secret, alone, CLIENTS) + concurrently(url, secret, batched, CLIENTS, batch=20)
+        written = concurrently(url, secret, alone, CLIENTS) + concurrently(url, secret, batched, CLIENTS, batch=20)
 
         def write_more(asked: int) -> None:  # a lone event and a batch between two pages
-            concurrently(url, secret, [event_body(next(numbers))], 1)
-            concurrently(url, secret, [event_body(next(numbers)) for _ in range(5)], 1, batch=5)
+            written.extend(concurrently(url, secret, [event_body(next(numbers))], 1))
+            written.extend(concurrently(url, secret, [event_body(next(numbers)) for _ in range(5)], 1, batch=5))
 
         for limit, filters in (("100", {}), ("37", {}), ("200", {"feature": "f3"})):
+            before = list(written)  # what was written before this listing, the earlier ones' writes too
             matching = [event for event in before if all(event[name] == value for name, value in filters.items())]
             most = len(matching) // int(limit) + 2
             pages = list(
