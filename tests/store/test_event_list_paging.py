@@ -15,7 +15,7 @@ from costtrack_service.domain.ingest.visibility import VISIBLE
 from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.store import pages as page_reads
 from costtrack_service.store.dynamo import DynamoStore
-from tests.store.test_time_pages import DAY, HIDDEN, made, newest_first, written
+from tests.support.page_events import DAY, HIDDEN, made, newest_first, written
 
 #: moto answers a Query in time linear in the table: these walks take about a minute on a loaded host.
 pytestmark = pytest.mark.timeout(300)
