@@ -225,10 +225,11 @@ def test_one_workspace_can_never_reach_another(make_workspace: Callable[..., Wor
     for action in ("deactivate", "reactivate", "revoke"):
         response = mine.post(f"/v1/workspace/keys/{their_key_id}/{action}")
         assert (response.status_code, response.json()["error"]["code"]) == (404, "NOT_FOUND")
-    # A cursor is a position, not a permission: theirs reads nothing of theirs in my workspace.
+    # A cursor is bound to its workspace: theirs is refused in mine, and reads nothing of theirs.
     their_cursor = theirs.get("/v1/workspace/events", limit="1").json()["next_cursor"]
     assert their_cursor
-    assert mine.get("/v1/workspace/events", cursor=their_cursor).json()["events"] == []
+    refused = mine.get("/v1/workspace/events", cursor=their_cursor)
+    assert refused.status_code == 400 and refused.json()["error"]["details"][0]["field"] == "cursor"
     assert theirs.get("/v1/workspace/keys").json()["keys"][0]["state"] == "active"
 
 

@@ -147,7 +147,7 @@ def test_the_most_expensive_runs_come_page_by_page_filtered(store: DynamoStore) 
     customer = runs.runs(workspace_id, run_query({**DAYS, "customer": "c1"}), limit=200)["runs"]
     assert {run["trace_id"] for run in customer} == {f"r{n:02d}" for n in range(40) if n % 3 == 1}
     with pytest.raises(ApiError):
-        decode_run_cursor("bm90IGEgY3Vyc29y")
+        decode_run_cursor("bm90IGEgY3Vyc29y", "scope")
 
 
 def test_unit_costs_are_within_the_stated_error_of_exact_percentiles(store: DynamoStore) -> None:

@@ -6,28 +6,23 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
 
-from costtrack_service.domain.ingest.chunks import Chunk
 from costtrack_service.domain.ingest.records import EventQuery, EventRecord
 from costtrack_service.domain.ingest.time_pages import LONG, decode, page_partition
-from costtrack_service.domain.ingest.visibility import FREE_SOURCE_MISMATCH, VISIBLE, Visibility
-from costtrack_service.domain.workspaces.allowance import Payment
-from costtrack_service.domain.workspaces.plans import Tier, WorkspaceState
+from costtrack_service.domain.ingest.visibility import VISIBLE, Visibility
+from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.domain.workspaces.shards import event_partition
 from costtrack_service.store import events_by_time as page_reads
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.items import event_to_item, from_item, to_item
 from costtrack_service.store.tables import TableNames
-from tests.support.event_records import record
+from tests.support.page_events import DAY, HIDDEN, made, newest_first, written
 
-DAY = "2026-11-20"
-HIDDEN = Visibility(False, FREE_SOURCE_MISMATCH)
 LONG_FEATURE = "f" * 200
 
 
@@ -37,19 +32,6 @@ def store() -> Iterator[DynamoStore]:
         dynamo = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), TableNames.with_prefix("p-"))
         dynamo.ensure_tables()
         yield dynamo
-
-
-def made(workspace_id: str, n: int, at: str, **overrides: Any) -> EventRecord:
-    base = record(workspace_id)
-    event = replace(base.event, feature=overrides.pop("feature", f"f{n % 3}"), trace_id=overrides.pop("trace", None))
-    return record(
-        workspace_id, f"key-{n}", event_id=f"evt_{n:026d}", received_at=at, event=event, fingerprint=str(n), **overrides
-    )
-
-
-def written(store: DynamoStore, workspace: WorkspaceState, records: list[EventRecord], shard: int) -> Any:
-    chunk = Chunk(workspace.workspace_id, DAY[:7], tuple(records), Payment((), workspace), rollup_shard=shard)
-    return store.write_chunk(chunk)
 
 
 def pages_of(store: DynamoStore, workspace_id: str, shard: int) -> list[dict[str, Any]]:
@@ -72,10 +54,6 @@ def listed(store: DynamoStore, workspace_id: str, limit: int, **filters: str) ->
         if after is None:
             return found
     raise AssertionError("the cursor never ended")
-
-
-def newest_first(records: list[EventRecord]) -> list[str]:
-    return [r.event_id for r in sorted(records, key=lambda r: (r.received_at, r.event_id), reverse=True)]
 
 
 def test_the_list_pages_through_visible_events_newest_first_exactly_once(store: DynamoStore) -> None:

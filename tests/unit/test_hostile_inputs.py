@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from costtrack_service.domain.cursors import decode_cursor, encode_cursor, scope_of
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.jsonlimits import MAX_JSON_DEPTH, json_depth
 from costtrack_service.domain.ingest.records import EventQuery
@@ -29,11 +30,10 @@ from costtrack_service.edge.http_event import http_status, json_text
 from costtrack_service.edge.ingest.ingest_request import parse_body
 from costtrack_service.services.event_ingest import EventRecord
 from costtrack_service.services.workspace import (
+    EVENT_POSITION,
     WorkspaceService,
     check_key_id,
     day_range,
-    decode_cursor,
-    encode_cursor,
     event_filters,
 )
 from tests.support.event_records import record
@@ -171,14 +171,28 @@ def test_days_at_the_edges_of_the_calendar() -> None:
     assert day_range({}, TODAY) == ("2026-10-24", "2026-11-22")
 
 
+SCOPE = scope_of("events", "ws_1", {"feature": "chat"})
+PAGE = "2026-11-22T10:00:00.000Z#evt_01M80CZFRAC3QQBMJNNFM1QF0K"
+
+
+def event_cursor(cursor: str, scope: str = SCOPE) -> dict[str, str]:
+    return decode_cursor(cursor, scope, EVENT_POSITION, required=frozenset({"page"}))
+
+
 @pytest.mark.parametrize(
     "cursor",
     [
-        encode_cursor({"received_event": ""}),  # was a 500: empty key strings
-        encode_cursor({"received_event": "x" * 65}),
-        encode_cursor({"received_event": "\ud800"}),
-        encode_cursor({"received_event": "x", "event_key": "k#a"}),  # an old cursor's extra part
-        encode_cursor({"received_event": 1}),  # type: ignore[dict-item]
+        encode_cursor(SCOPE, {"page": PAGE, "received_event": ""}),  # was a 500: empty key strings
+        encode_cursor(SCOPE, {"page": PAGE, "received_event": "x" * 65}),
+        encode_cursor(SCOPE, {"page": PAGE, "received_event": "\ud800"}),
+        encode_cursor(SCOPE, {"page": PAGE, "event_key": "k#a"}),  # a part no position has
+        encode_cursor(SCOPE, {"page": 1}),  # type: ignore[dict-item]
+        encode_cursor(SCOPE, {"received_event": PAGE}),  # no page to read on from
+        encode_cursor(scope_of("events", "ws_2", {"feature": "chat"}), {"page": PAGE}),  # another workspace
+        encode_cursor(scope_of("events", "ws_1", {}), {"page": PAGE}),  # another filter
+        encode_cursor(scope_of("runs", "ws_1", {"feature": "chat"}), {"page": PAGE}),  # another list
+        encode_cursor(SCOPE, {"page": PAGE}).replace("eyJ2IjoxL", "eyJ2IjoyL"),  # another version
+        "eyJyZWNlaXZlZF9ldmVudCI6IngifQ",  # an unversioned position
         "²",
         "a" * 5000,
         "=",
@@ -187,13 +201,13 @@ def test_days_at_the_edges_of_the_calendar() -> None:
 )
 def test_bad_cursors_are_400(cursor: str) -> None:
     with pytest.raises(ApiError) as raised:
-        decode_cursor(cursor)
+        event_cursor(cursor)
     assert raised.value.details[0]["field"] == "cursor"
 
 
 def test_a_cursor_the_api_returned_decodes() -> None:
-    position = {"received_event": "2026-11-22T10:00:00.000Z#evt_01M80CZFRAC3QQBMJNNFM1QF0K"}
-    assert decode_cursor(encode_cursor(position)) == position
+    position = {"received_event": PAGE, "page": PAGE}
+    assert event_cursor(encode_cursor(SCOPE, position)) == position
 
 
 @pytest.mark.parametrize("key_id", ["k" * 1500, "", "key_../x", "key_ x", "key_\u00e9", "key_%00"])

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from costtrack_service.domain.cursors import scope_of
 from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.report_days import day_range
@@ -20,6 +21,7 @@ from costtrack_service.domain.runs.reports import (
     RunReader,
     check_run_id,
     days_of,
+    decode_run_cursor,
     encode_run_cursor,
     listed_run,
     run_answer,
@@ -50,11 +52,15 @@ class RunService:
 
     def runs(self, workspace_id: str, query: RunQuery, limit: int = DEFAULT_RUNS) -> dict[str, Any]:
         first_day, last_day = self.days(query.first, query.last)
-        filters, after, min_cost, min_calls = query.filters, query.after, query.min_cost, query.min_calls
+        filters, min_cost, min_calls = query.filters, query.min_cost, query.min_calls
+        # A cursor holds for the list it came from: these filters and the days they resolved to.
+        chosen = {"from": first_day, "to": last_day, "sort": "cost", "min_cost": min_cost, "min_calls": min_calls}
+        scope = scope_of("runs", workspace_id, {**filters, **{name: str(value) for name, value in chosen.items()}})
+        after = decode_run_cursor(query.cursor, scope) if query.cursor else None
         days = days_of(first_day, last_day)
         found = self.store.top_runs(workspace_id, days, filters, after, limit + 1, min_cost, min_calls)
         page = found[:limit]
-        cursor = encode_run_cursor(page[-1]) if len(found) > limit else None
+        cursor = encode_run_cursor(scope, page[-1]) if len(found) > limit else None
         return {
             "from": first_day,
             "to": last_day,

@@ -11,9 +11,6 @@ arguments. An id that is unknown or belongs elsewhere is simply not found (404),
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -22,6 +19,7 @@ from typing import Any, Protocol
 
 # Valid Unicode (no lone surrogate), as every stored string must be: the event fields' rule.
 from costtrack.validation import encodes_as_utf8
+from costtrack_service.domain.cursors import decode_cursor, encode_cursor, scope_of
 from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.ingest.records import EventQuery, EventRecord
 from costtrack_service.domain.ingest.source import Source
@@ -59,9 +57,11 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 _LIMIT = re.compile(r"[0-9]{1,6}")
 _KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-# Positions in the dashboard index, as next_cursor carries them: visible ASCII, bounded.
-_CURSOR_PARTS = {
+# The event list's position, as next_cursor carries it (``store/owner.py``): the last event given
+# out (``received_at#event_id``) and the time page to read on from; visible ASCII, bounded.
+EVENT_POSITION = {
     "received_event": re.compile(r"[!-~]{1,64}"),
+    "page": re.compile(r"[!-~]{1,128}"),
 }
 #: Query parameter -> stored event attribute, for filtering the event list.
 EVENT_FILTERS = {
@@ -112,27 +112,6 @@ class Caller:
 
     token: KeyRecord
     workspace: WorkspaceState
-
-
-def encode_cursor(position: Mapping[str, str]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(position, separators=(",", ":")).encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> dict[str, str]:
-    refusal = invalid("cursor", "cursor is not one this API returned")
-    if not cursor.isascii() or len(cursor) > 1024:
-        raise refusal
-    try:
-        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (binascii.Error, ValueError, RecursionError):
-        raise refusal from None
-    if not (isinstance(data, dict) and set(data) == set(_CURSOR_PARTS)):
-        raise refusal
-    for name, pattern in _CURSOR_PARTS.items():
-        value = data[name]
-        if not (isinstance(value, str) and pattern.fullmatch(value)):
-            raise refusal
-    return data
 
 
 def event_filters(params: Mapping[str, str]) -> dict[str, str]:
@@ -193,13 +172,16 @@ class WorkspaceService:
         raw_limit = params.get("limit") or str(DEFAULT_LIMIT)
         if not _LIMIT.fullmatch(raw_limit) or not 1 <= int(raw_limit) <= MAX_LIMIT:
             raise invalid("limit", f"limit must be an integer from 1 to {MAX_LIMIT}")
+        filters = event_filters(params)
+        scope = scope_of("events", workspace.workspace_id, filters)
         cursor = params.get("cursor")
-        after = decode_cursor(cursor) if cursor else None
-        query = EventQuery(workspace.workspace_id, int(raw_limit), after, event_filters(params))
-        records, position = self.store.list_visible_events(query)
+        after = decode_cursor(cursor, scope, EVENT_POSITION, required=frozenset({"page"})) if cursor else None
+        records, position = self.store.list_visible_events(
+            EventQuery(workspace.workspace_id, int(raw_limit), after, filters)
+        )
         return {
             "events": [record.to_dict() for record in records],
-            "next_cursor": encode_cursor(position) if position else None,
+            "next_cursor": encode_cursor(scope, position) if position else None,
         }
 
     def statement(self, workspace: WorkspaceState, month: str, params: Mapping[str, str]) -> tuple[Statement, str]:

@@ -137,8 +137,11 @@ class OwnerStore(PageReads, RollupReads):
         """The query's page, newest first, from the workspace's time pages (``store/events_by_time.py``):
         the entries of visible events that match the filters, then those events fetched and
         checked as they are now, and the position to ask the next page ``after`` (None at the
-        end). A rarely matching filter stops after ``MAX_PAGES_READ`` pages with a cursor."""
-        before = (query.after or {}).get("received_event")
+        end): the last position given out (``received_event``, absent before any) and the key of
+        the newest page to read on from (``page``). A rarely matching filter stops after
+        ``MAX_PAGES_READ`` pages with a position to go on from."""
+        after = query.after or {}
+        before = after.get("received_event")
         filters = dict(query.filters)
 
         def wanted(entry: Entry) -> bool:
@@ -150,12 +153,15 @@ class OwnerStore(PageReads, RollupReads):
                 getattr(event, name) == value for name, value in filters.items()
             )
 
-        walk = self.newest_first(query.workspace_id, before, wanted)
+        walk = self.newest_first(query.workspace_id, before, after.get("page"), wanted)
         candidates = iter(walk)
         page = self.fetch_matching(query.workspace_id, candidates, shown, query.limit)
-        if len(page) == query.limit and next(candidates, None) is not None:
-            last = page[-1]
-            return page, {"received_event": f"{last.received_at}#{last.event_id}"}
-        if walk.resume is not None:
-            return page, {"received_event": walk.resume}
-        return page, None
+        if len(page) == query.limit:
+            given: str | None = f"{page[-1].received_at}#{page[-1].event_id}"
+            next(candidates, None)  # whether an entry is left: its page is then one to read on from
+        else:  # every entry the walk yielded was fetched (and shown, or not to be)
+            given = walk.last_yielded or before
+        resume = walk.resume_page(given)
+        if resume is None:
+            return page, None
+        return page, {"page": resume} | ({"received_event": given} if given else {})

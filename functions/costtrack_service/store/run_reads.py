@@ -108,10 +108,12 @@ class RunReads(PageReads):
             found: list[RunTotal] = []
             for item in self.query_items(**arguments):
                 total = total_from_item(item)
+                # the index orders equal costs anyhow: the last cost read is read whole, so the
+                # first ``limit`` by (cost, id) are among what is read, and the cursor skips none
+                if len(found) >= limit and total.cost < found[-1].cost:
+                    break
                 if after_position(total, after):
                     found.append(total)
-                    if len(found) >= limit:
-                        break
             return found
 
         partitions = [partition for day in days for partition in cost_partitions(workspace_id, day)]

@@ -14,16 +14,14 @@ totals and their cost sketch (``totals.py``, ``sketch.py``), never by reading ev
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any, Literal, Protocol, get_args
 
+from costtrack_service.domain.cursors import decode_cursor, encode_cursor
 from costtrack_service.domain.errors import invalid
 from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.pricing.cost import format_decimal
@@ -47,14 +45,14 @@ class RunQuery:
     """The runs list's question, read from a request by the edge: runs that started from
     ``first`` to ``last`` (UTC days; the report days' defaults when absent), with these
     attribute values, costing at least ``min_cost`` or making ``min_calls`` calls, after ``after``
-    (the previous page's last run: its cost and id)."""
+    (the previous page's last run, as the opaque ``cursor`` the last page answered)."""
 
     first: str | None = None
     last: str | None = None
     filters: Mapping[str, str] = field(default_factory=dict)
     min_cost: Decimal | None = None
     min_calls: int | None = None
-    after: tuple[Decimal, str] | None = None
+    cursor: str | None = None
 
 
 class RunReader(Protocol):
@@ -84,23 +82,17 @@ def after_position(total: RunTotal, after: tuple[Decimal, str] | None) -> bool:
     return total.cost < cost or (total.cost == cost and total.run_id > run_id)
 
 
-def encode_run_cursor(total: RunTotal) -> str:
-    text = json.dumps({"cost": format_decimal(total.cost), "run": total.run_id}, separators=(",", ":"))
-    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+#: The runs list's position, as its cursor carries it: the last run's cost and id.
+_RUN_POSITION = {"cost": re.compile(r"[0-9]{1,40}(\.[0-9]{1,60})?"), "run": RUN_ID}
 
 
-def decode_run_cursor(cursor: str) -> tuple[Decimal, str]:
-    refusal = invalid("cursor", "cursor is not one this API returned")
-    if not cursor.isascii() or len(cursor) > 1024:
-        raise refusal
-    try:
-        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        cost, run_id = Decimal(data["cost"]), data["run"]
-    except (binascii.Error, ValueError, RecursionError, TypeError, KeyError, InvalidOperation):
-        raise refusal from None
-    if not (isinstance(run_id, str) and RUN_ID.fullmatch(run_id) and cost.is_finite() and cost >= 0):
-        raise refusal
-    return cost, run_id
+def encode_run_cursor(scope: str, total: RunTotal) -> str:
+    return encode_cursor(scope, {"cost": format_decimal(total.cost), "run": total.run_id})
+
+
+def decode_run_cursor(cursor: str, scope: str) -> tuple[Decimal, str]:
+    position = decode_cursor(cursor, scope, _RUN_POSITION, required=frozenset(_RUN_POSITION))
+    return Decimal(position["cost"]), position["run"]
 
 
 def days_of(first_day: str, last_day: str) -> list[str]:

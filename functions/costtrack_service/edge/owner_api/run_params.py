@@ -8,7 +8,7 @@ from decimal import Decimal, InvalidOperation
 
 from costtrack_service.domain.errors import invalid
 from costtrack_service.domain.report_days import text_filters
-from costtrack_service.domain.runs.reports import RunQuery, decode_run_cursor
+from costtrack_service.domain.runs.reports import RunQuery
 
 RUN_SORTS = ("cost",)
 #: Query parameter -> total attribute, for filtering the runs list.
@@ -25,7 +25,7 @@ def run_query(params: Mapping[str, str]) -> RunQuery:
         filters=text_filters(params, RUN_FILTERS),
         min_cost=_min_cost(params.get("min_cost")),
         min_calls=_min_calls(params.get("min_calls")),
-        after=decode_run_cursor(params["cursor"]) if params.get("cursor") else None,
+        cursor=params.get("cursor") or None,
     )
 
 

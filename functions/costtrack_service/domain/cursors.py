@@ -1,0 +1,68 @@
+"""The owners' API's list cursors: one codec for every paginated route.
+
+A cursor is opaque to clients: URL-safe base64 of a compact JSON object ``{"v": version, "s":
+scope, "p": position}``. The *scope* is a hash of the route, the workspace and the list's
+filters, so a cursor is refused (``INVALID_PAYLOAD`` naming ``cursor``) in another workspace,
+on another route or with other filters instead of silently reading a position that means
+something else there. The *position* is the route's own (where its last page ended); each route
+states the names and patterns its position may hold, and anything else is refused the same way.
+The scope is not a secret: a client who forges one reaches only its own workspace's data.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+
+from costtrack_service.domain.errors import ApiError
+
+#: The cursor format; a cursor of any other version is refused.
+VERSION = 1
+#: The longest cursor accepted (and the longest the routes' query parameter takes).
+MAX_CURSOR_CHARS = 1024
+_MESSAGE = "cursor is not one this API returned for this list"
+
+
+def refusal() -> ApiError:
+    return ApiError("INVALID_PAYLOAD", _MESSAGE, details=[{"field": "cursor", "message": _MESSAGE}])
+
+
+def scope_of(route: str, workspace_id: str, filters: Mapping[str, object]) -> str:
+    """The hash a cursor is bound to: the route, the workspace and the filters (absent and empty
+    filters alike left out)."""
+    kept = {name: value for name, value in filters.items() if value not in (None, "")}
+    text = json.dumps([route, workspace_id, kept], sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()[:12]).decode()
+
+
+def encode_cursor(scope: str, position: Mapping[str, str]) -> str:
+    text = json.dumps({"v": VERSION, "s": scope, "p": dict(position)}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def decode_cursor(
+    cursor: str, scope: str, parts: Mapping[str, re.Pattern[str]], *, required: frozenset[str] = frozenset()
+) -> dict[str, str]:
+    """The position in ``cursor``: only names of ``parts``, each matching its pattern, at least
+    ``required``; refused unless the cursor is of this version and ``scope``."""
+    if not cursor.isascii() or len(cursor) > MAX_CURSOR_CHARS:
+        raise refusal()
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError, RecursionError):
+        raise refusal() from None
+    if not (isinstance(data, dict) and set(data) == {"v", "s", "p"}):
+        raise refusal()
+    version, found, position = data["v"], data["s"], data["p"]
+    if type(version) is not int or version != VERSION or found != scope or not isinstance(position, dict):
+        raise refusal()
+    if not (required <= set(position) <= set(parts)):
+        raise refusal()
+    for name, value in position.items():
+        if not (isinstance(value, str) and parts[name].fullmatch(value)):
+            raise refusal()
+    return position
