@@ -1,4 +1,4 @@
-"""The dashboard's event list paged to its end over many time pages (``store/pages.py``, moto):
+"""The dashboard's event list paged to its end over many time pages (``store/events_by_time.py``, moto):
 more pages in one minute than one read goes through, many events in one millisecond, pages whose
 entries span their minute, and events written while the listing goes on. Every visible event is
 listed once, newest first, the last page ends the list (no cursor), and the number of pages
@@ -13,7 +13,7 @@ import pytest
 from costtrack_service.domain.ingest.records import EventQuery, EventRecord
 from costtrack_service.domain.ingest.visibility import VISIBLE
 from costtrack_service.domain.workspaces.plans import Tier
-from costtrack_service.store import pages as page_reads
+from costtrack_service.store import events_by_time as page_reads
 from costtrack_service.store.dynamo import DynamoStore
 from tests.support.page_events import DAY, HIDDEN, made, newest_first, written
 
