@@ -18,7 +18,7 @@ costtrack fails internally, the call goes on and the failure is reported to the 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple, Union
 
 from costtrack import _instrument_clients as clients
 from costtrack import _instrument_google_aws as google_aws
@@ -57,7 +57,7 @@ def _service(client: Any) -> Optional[str]:
         return None
 
 
-def instrument(client: Any, *, tracker: Any, **defaults: Any) -> Any:
+def instrument(client: Any, *, tracker: Any, stream_usage: Union[bool, str] = "auto", **defaults: Any) -> Any:
     """Track every model call of ``client`` with ``tracker``; returns ``client`` itself.
 
     ``client`` is an ``openai`` client (``OpenAI``, ``AsyncOpenAI``, ``AzureOpenAI``...), an
@@ -66,7 +66,17 @@ def instrument(client: Any, *, tracker: Any, **defaults: Any) -> Any:
     ``defaults`` (``feature``, ``customer_id``, ``customer_name``, ``environment``, ``metadata``,
     and ``provider`` to name an OpenAI-compatible API) go into every event of the client, under
     what ``costtrack.attributes`` sets around a call. Instrumenting a client twice changes nothing.
+
+    ``stream_usage`` decides whether a streamed Chat Completion that does not ask for its usage
+    is sent with ``stream_options={"include_usage": true}`` (the usage chunk is kept from the
+    caller): ``"auto"`` (default) adds it, and when the server answers 400 naming
+    ``stream_options`` (older Azure api-versions, some OpenAI-compatible servers) makes the call
+    once more without it and stops adding it for this client; ``True`` always adds it; ``False``
+    never does. A stream tracked without its usage has zero tokens, ``metadata.usage_missing``,
+    and an ``on_warning`` warning of code ``usage_missing``.
     """
+    if stream_usage not in (True, False, "auto"):
+        raise TypeError("instrument() stream_usage must be True, False or 'auto'")
     unknown = sorted(set(defaults) - set(DEFAULT_FIELDS))
     if unknown:
         raise TypeError(f"instrument() got an unexpected keyword argument {unknown[0]!r}")
@@ -78,7 +88,7 @@ def instrument(client: Any, *, tracker: Any, **defaults: Any) -> Any:
     if found is None:
         raise TypeError(f"costtrack.instrument() does not know {type(client).__module__}.{type(client).__qualname__}")
     provider, apply = found
-    instrumentation = Instrumentation(tracker, provider, defaults)
+    instrumentation = Instrumentation(tracker, provider, defaults, stream_usage)
     apply(instrumentation, client)
     setattr(client, _STATE, instrumentation)
     return client

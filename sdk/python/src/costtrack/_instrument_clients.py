@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
-from costtrack._instrument_core import Call, Instrumentation, raw_response_requested, wrap_call
+from costtrack._instrument_core import USAGE_MISSING, Call, Instrumentation, raw_response_requested, wrap_call
 from costtrack._instrument_streams import Watcher, instrument_stream
 from costtrack._provider_events import Usage, get
 from costtrack._provider_usage import anthropic_usage, openai_fields, openai_usage
@@ -21,7 +21,9 @@ def instrument_openai(instrumentation: Instrumentation, client: Any) -> None:
     responses = getattr(client, "responses", None)
     for method in ("create", "parse"):
         if completions is not None:
-            instrumentation.patch(completions, method, wrap_call(instrumentation, _chat_begin, _chat_finish))
+            instrumentation.patch(
+                completions, method, wrap_call(instrumentation, _chat_begin, _chat_finish, _chat_again)
+            )
         if responses is not None:
             instrumentation.patch(responses, method, wrap_call(instrumentation, _responses_begin, _responses_finish))
 
@@ -37,12 +39,31 @@ def _chat_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) -> Opt
         return Call(instrumentation, kwargs.get("model")), _NOT_STREAMED
     options = kwargs.get("stream_options")
     options = options if isinstance(options, Mapping) else {}
-    hide = False
-    if "include_usage" not in options:  # ask for the usage chunk, and keep it from the caller
+    if "include_usage" not in options and _asks_usage(instrumentation):
+        # ask for the usage chunk, and keep it from the caller
         kwargs["stream_options"] = {**options, "include_usage": True}
-        hide = True
-    expected = bool(kwargs["stream_options"].get("include_usage"))
-    return Call(instrumentation, kwargs.get("model")), (True, hide, expected)
+        return Call(instrumentation, kwargs.get("model")), (True, True, True)
+    return Call(instrumentation, kwargs.get("model")), (True, False, bool(options.get("include_usage")))
+
+
+def _asks_usage(instrumentation: Instrumentation) -> bool:
+    """``instrument(stream_usage=)``: ``True`` asks always, ``False`` never, ``"auto"`` until the
+    server has refused the parameter once."""
+    wanted = instrumentation.stream_usage
+    return wanted is True or (wanted == "auto" and not instrumentation.stream_usage_refused)
+
+
+def _chat_again(instrumentation: Instrumentation, token: Any, error: BaseException, kwargs: Dict[str, Any]) -> Any:
+    """A server that rejects ``stream_options`` (older Azure api-versions, some OpenAI-compatible
+    servers: 400 naming it) that costtrack added (``"auto"``): the call is made once more
+    without it, as the caller wrote it, and this client does not ask again."""
+    if not (isinstance(token, tuple) and token[1]) or instrumentation.stream_usage != "auto":
+        return None
+    if getattr(error, "status_code", None) != 400 or "stream_options" not in str(error):
+        return None
+    instrumentation.stream_usage_refused = True
+    del kwargs["stream_options"]
+    return (True, False, False)
 
 
 def _chat_finish(call: Call, token: Tuple[bool, bool, bool], result: Any) -> Any:
@@ -78,8 +99,14 @@ class _ChatWatcher(Watcher):
 
     def usage(self) -> Optional[Usage]:
         if self._last is None:
-            return (self._model, {}, {})
+            if not self._expected:
+                self.call.warn_usage_missing(_NO_STREAM_USAGE)
+            return (self._model, {}, {USAGE_MISSING: _NO_STREAM_USAGE} if not self._expected else {})
         return openai_usage(self._last, self.call.provider)
+
+
+#: Why a streamed chat completion has no usage: it did not ask (``stream_usage``) for it.
+_NO_STREAM_USAGE = "stream_without_usage"
 
 
 def _responses_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) -> Optional[Tuple[Call, Any]]:

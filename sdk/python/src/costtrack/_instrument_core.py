@@ -22,6 +22,7 @@ from costtrack._provider_events import Usage, provider_event
 
 __all__ = [
     "DEFAULT_FIELDS",
+    "USAGE_MISSING",
     "Call",
     "Claim",
     "Instrumentation",
@@ -36,6 +37,9 @@ logger = logging.getLogger("costtrack")
 
 #: The keyword arguments ``instrument()`` takes as defaults for every event of the client.
 DEFAULT_FIELDS = ("feature", "customer_id", "customer_name", "environment", "metadata", "provider")
+#: The event's ``metadata`` key that says why its counts are missing (a stream that did not ask
+#: for its usage); ``on_warning`` gets a warning of this code too.
+USAGE_MISSING = "usage_missing"
 #: Counts of an event whose call ended before the provider reported usage.
 _NO_USAGE: Dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0}
 _NOT_READ: Usage = (None, _NO_USAGE, {})
@@ -73,8 +77,12 @@ def with_identity(fields: Dict[str, Any], identity: Mapping[str, Any]) -> Dict[s
 class Instrumentation:
     """One instrumented client: its tracker, its defaults, and the undo steps of its patches."""
 
-    def __init__(self, tracker: Any, provider: str, defaults: Mapping[str, Any]) -> None:
+    def __init__(self, tracker: Any, provider: str, defaults: Mapping[str, Any], stream_usage: Any = "auto") -> None:
         self.tracker = tracker
+        #: ``instrument(stream_usage=)``: whether a Chat Completions stream asks for its usage
+        #: (``True``, ``False``, or ``"auto"``: asks, and stops asking after the server refused it).
+        self.stream_usage = stream_usage
+        self.stream_usage_refused = False
         self.provider = defaults.get("provider") or provider
         self.defaults = {name: value for name, value in defaults.items() if name != "provider" and value is not None}
         self.undo: List[Callable[[], None]] = []
@@ -100,6 +108,16 @@ class Instrumentation:
             if isinstance(metadata, Mapping) and "metadata" in context:
                 fields["metadata"] = {**metadata, **context["metadata"]}
         return fields
+
+    def warn(self, code: str, message: str) -> None:
+        """Tell the tracker's ``on_warning`` (a ``Tracker``); another tracker's log gets it."""
+        warn = getattr(self.tracker, "_warn", None)
+        if callable(warn):
+            from costtrack._warnings import TrackerWarning
+
+            warn(TrackerWarning(code, message))
+        else:
+            logger.warning("costtrack: %s: %s", code, message)
 
     def report(self, error: Exception) -> None:
         report = getattr(self.tracker, "_report_error", None)
@@ -184,6 +202,11 @@ class Call:
 
     def fail(self, error: BaseException) -> None:
         self.finish(status_of(error))
+
+    def warn_usage_missing(self, reason: str) -> None:
+        self._instrumentation.warn(
+            USAGE_MISSING, f"a {self._model or 'model'} call was tracked without its usage ({reason}): zero tokens"
+        )
 
     @property
     def model(self) -> Optional[str]:
@@ -280,9 +303,18 @@ def status_of(error: BaseException) -> str:
 
 Begin = Callable[[Instrumentation, Dict[str, Any]], Optional[Tuple[Call, Any]]]
 Finish = Callable[[Call, Any, Any], Any]
+#: ``again(instrumentation, token, error, kwargs)``: the token of one more attempt with
+#: ``kwargs`` as it changed them, after ``error``; ``None``: the error stands.
+Again = Callable[[Instrumentation, Any, BaseException, Dict[str, Any]], Any]
 
 
-def wrap_call(instrumentation: Instrumentation, begin: Begin, finish: Finish) -> Callable[..., Any]:
+def _no_retry(instrumentation: Instrumentation, token: Any, error: BaseException, kwargs: Dict[str, Any]) -> Any:
+    return None
+
+
+def wrap_call(
+    instrumentation: Instrumentation, begin: Begin, finish: Finish, again: Again = _no_retry
+) -> Callable[..., Any]:
     """``make`` for ``Instrumentation.patch``: a wrapper of a method (sync or async) that starts a
     ``Call`` with ``begin(instrumentation, kwargs)`` (``None``: not tracked; else the call and what
     ``finish`` needs, ``kwargs`` possibly changed) and hands the result to ``finish(call, result,
@@ -290,9 +322,16 @@ def wrap_call(instrumentation: Instrumentation, begin: Begin, finish: Finish) ->
 
     def make(original: Callable[..., Any]) -> Callable[..., Any]:
         # One frame between the caller and the client's method: this runs once per model call.
-        async def awaited(call: Call, token: Any, pending: Awaitable[Any]) -> Any:
+        async def awaited(call: Call, token: Any, pending: Awaitable[Any], args: Any, kwargs: Any) -> Any:
             try:
-                result = await pending
+                try:
+                    result = await pending
+                except BaseException as error:
+                    retry = _again(again, instrumentation, token, error, kwargs)
+                    if retry is None:
+                        raise
+                    token = retry
+                    result = await original(*args, **kwargs)
             except BaseException as error:
                 call.fail(error)
                 raise
@@ -312,7 +351,7 @@ def wrap_call(instrumentation: Instrumentation, begin: Begin, finish: Finish) ->
                     started = None
                 if started is None:
                     return await original(*args, **kwargs)
-                return await awaited(started[0], started[1], original(*args, **kwargs))
+                return await awaited(started[0], started[1], original(*args, **kwargs), args, kwargs)
 
             return async_wrapper
 
@@ -326,13 +365,20 @@ def wrap_call(instrumentation: Instrumentation, begin: Begin, finish: Finish) ->
                 return original(*args, **kwargs)
             call, token = started
             try:
-                result = original(*args, **kwargs)
+                try:
+                    result = original(*args, **kwargs)
+                except BaseException as error:
+                    retry = _again(again, instrumentation, token, error, kwargs)
+                    if retry is None:
+                        raise
+                    token = retry
+                    result = original(*args, **kwargs)
             except BaseException as error:
                 call.fail(error)
                 raise
             if type(result) not in _NOT_AWAITABLE and _awaitable(result):
                 # an async method behind a sync decorator (the clients' required_args)
-                return awaited(call, token, result)
+                return awaited(call, token, result, args, kwargs)
             try:
                 return finish(call, token, result)
             except Exception as error:
@@ -342,6 +388,16 @@ def wrap_call(instrumentation: Instrumentation, begin: Begin, finish: Finish) ->
         return wrapper
 
     return make
+
+
+def _again(again: Again, instrumentation: Instrumentation, token: Any, error: BaseException, kwargs: Any) -> Any:
+    if again is _no_retry or not isinstance(error, Exception):
+        return None
+    try:
+        return again(instrumentation, token, error, kwargs)
+    except Exception as failure:
+        instrumentation.report(failure)
+        return None
 
 
 #: The classes of results seen not to be awaitable (``isawaitable`` asks an ABC: costly per call).

@@ -1,0 +1,116 @@
+"""``costtrack.instrument`` in the paths where a call's capture can go wrong, with the real
+clients against the canned provider: a server that refuses ``stream_options``, attribution and
+reservations fixed when the call starts, streams read only to ``finish_reason``, clients made
+from an instrumented one, and the calls of each client that are tracked as their own events."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, List
+
+import pytest
+from canned_provider import Canned, CannedProvider, chat_stream, chat_usage, openai_error
+from instrumented import Recorder
+
+import costtrack
+
+openai = pytest.importorskip("openai")
+
+MODEL = "gpt-5-mini-2025-08-07"
+USAGE = chat_usage(1200, 300, cached=1000, reasoning=200)
+MESSAGES = [{"role": "user", "content": "Capital of France?"}]
+REFUSED = "Unrecognized request argument supplied: stream_options"
+
+
+def client_for(canned: CannedProvider, cls: Any = None) -> Any:
+    return (cls or openai.OpenAI)(base_url=canned.url + "/v1", api_key="test", max_retries=0, timeout=10)
+
+
+def refuses_stream_options(canned: CannedProvider) -> None:
+    """A server that answers 400 to a request naming ``stream_options`` and streams without
+    usage otherwise (older Azure api-versions, several self-hosted servers)."""
+
+    def reply(url: str) -> Canned:
+        if "stream_options" in canned.calls[-1].json:
+            return openai_error(400, REFUSED)
+        return Canned(body=chat_stream(MODEL, USAGE, chunks=3, include_usage=False), content_type="text/event-stream")
+
+    canned.route("POST", "/v1/chat/completions", reply)
+
+
+class Warned(Recorder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.warnings: List[Any] = []
+
+    def _warn(self, warning: Any) -> None:
+        self.warnings.append(warning)
+
+
+def test_a_server_that_refuses_stream_options_streams_as_the_plain_client_does(canned: CannedProvider) -> None:
+    refuses_stream_options(canned)
+    plain = client_for(canned)
+    expected = [
+        chunk.model_dump() for chunk in plain.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True)
+    ]
+    canned.calls.clear()
+    tracker = Warned()
+    client = costtrack.instrument(client_for(canned), tracker=tracker)
+    got = [chunk.model_dump() for chunk in client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True)]
+
+    assert got == expected and len(got) == 3
+    assert ["stream_options" in call.json for call in canned.calls] == [True, False]
+    event = tracker.event
+    assert (event["status"], event["prompt_tokens"], event["completion_tokens"]) == ("success", 0, 0)
+    assert event["metadata"]["usage_missing"] == "stream_without_usage"
+    assert [warning.code for warning in tracker.warnings] == ["usage_missing"]
+
+    # the client has learnt: the next stream goes without it at once
+    canned.calls.clear()
+    list(client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True))
+    assert ["stream_options" in call.json for call in canned.calls] == [False]
+
+
+def test_an_async_client_retries_without_stream_options_too(canned: CannedProvider, recorder: Recorder) -> None:
+    refuses_stream_options(canned)
+
+    async def main() -> List[Any]:
+        client = costtrack.instrument(client_for(canned, openai.AsyncOpenAI), tracker=recorder)
+        stream = await client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True)
+        chunks = [chunk async for chunk in stream]
+        await client.close()
+        return chunks
+
+    assert len(asyncio.run(main())) == 3
+    assert recorder.event["metadata"]["usage_missing"] == "stream_without_usage"
+
+
+def test_stream_usage_false_never_adds_stream_options(canned: CannedProvider, recorder: Recorder) -> None:
+    refuses_stream_options(canned)
+    client = costtrack.instrument(client_for(canned), tracker=recorder, stream_usage=False)
+    assert len(list(client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True))) == 3
+    assert ["stream_options" in call.json for call in canned.calls] == [False]
+    assert recorder.event["metadata"] == {"usage_missing": "stream_without_usage"}
+
+
+def test_stream_usage_true_keeps_asking_and_the_refusal_is_the_callers(
+    canned: CannedProvider, recorder: Recorder
+) -> None:
+    refuses_stream_options(canned)
+    client = costtrack.instrument(client_for(canned), tracker=recorder, stream_usage=True)
+    with pytest.raises(openai.BadRequestError, match="stream_options"):
+        client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True)
+    assert len(canned.calls) == 1 and recorder.event["status"] == "error"
+
+
+def test_another_400_is_not_retried(canned: CannedProvider, recorder: Recorder) -> None:
+    canned.route("POST", "/v1/chat/completions", openai_error(400, "Invalid model"))
+    client = costtrack.instrument(client_for(canned), tracker=recorder)
+    with pytest.raises(openai.BadRequestError):
+        client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True)
+    assert len(canned.calls) == 1 and recorder.event["status"] == "error"
+
+
+def test_stream_usage_is_checked() -> None:
+    with pytest.raises(TypeError, match="stream_usage"):
+        costtrack.instrument(openai.OpenAI(api_key="test"), tracker=Recorder(), stream_usage="yes")
