@@ -114,3 +114,99 @@ def test_another_400_is_not_retried(canned: CannedProvider, recorder: Recorder) 
 def test_stream_usage_is_checked() -> None:
     with pytest.raises(TypeError, match="stream_usage"):
         costtrack.instrument(openai.OpenAI(api_key="test"), tracker=Recorder(), stream_usage="yes")
+
+
+# -- a call's attribution and reservation are fixed when it starts -------------------------------
+
+
+def chat_streams(canned: CannedProvider) -> None:
+    canned.route(
+        "POST",
+        "/v1/chat/completions",
+        Canned(body=chat_stream(MODEL, USAGE, chunks=3), content_type="text/event-stream"),
+    )
+
+
+def test_a_stream_read_after_its_block_is_the_blocks(canned: CannedProvider, recorder: Recorder) -> None:
+    chat_streams(canned)
+    client = costtrack.instrument(client_for(canned), tracker=recorder, feature="chat")
+    with costtrack.attributes(customer_id="cus_A", metadata={"plan": "pro"}):
+        stream = client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True)
+    with costtrack.attributes(customer_id="cus_B", feature="other", metadata={"plan": "free"}):
+        list(stream)
+    event = recorder.event
+    assert (event["customer_id"], event["feature"], event["metadata"]) == ("cus_A", "chat", {"plan": "pro"})
+    assert event["prompt_tokens"] == 1200
+
+
+def test_a_stream_read_on_another_thread_is_its_callers(canned: CannedProvider, recorder: Recorder) -> None:
+    import threading
+
+    chat_streams(canned)
+    client = costtrack.instrument(client_for(canned), tracker=recorder)
+    with costtrack.attributes(customer_id="cus_A"):
+        stream = client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True)
+
+    def read() -> None:
+        with costtrack.attributes(customer_id="cus_B"):
+            list(stream)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    reader.join()
+    assert recorder.event["customer_id"] == "cus_A"
+
+
+def test_an_async_stream_read_in_another_task_is_its_callers(canned: CannedProvider, recorder: Recorder) -> None:
+    chat_streams(canned)
+
+    async def main() -> None:
+        client = costtrack.instrument(client_for(canned, openai.AsyncOpenAI), tracker=recorder)
+        with costtrack.attributes(customer_id="cus_A"):
+            stream = await client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True)
+
+        async def read() -> None:
+            with costtrack.attributes(customer_id="cus_B"):
+                async for _ in stream:
+                    pass
+
+        await asyncio.ensure_future(read())
+        await client.close()
+
+    asyncio.run(main())
+    assert recorder.event["customer_id"] == "cus_A"
+
+
+def test_a_stream_read_after_its_reservation_block_settles_that_reservation(
+    canned: CannedProvider, service: Any, tracker_for: Any
+) -> None:
+    chat_streams(canned)
+    tracker = tracker_for()
+    client = costtrack.instrument(client_for(canned), tracker=tracker)
+    with tracker.reservation(provider="openai", model=MODEL, customer_id="cus_1", amount="0.10") as reservation:
+        stream = client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True)
+    with tracker.reservation(provider="openai", model=MODEL, customer_id="cus_1", amount="0.10") as other:
+        list(stream)
+        tracker.track({"provider": "openai", "model": MODEL, "prompt_tokens": 1, "completion_tokens": 1})
+    assert tracker.flush(5)
+    events = service.tracked()
+    assert [(event["prompt_tokens"], event.get("reservation_id")) for event in events] == [
+        (1200, reservation.reservation_id),
+        (1, other.reservation_id),
+    ]
+    assert service.requests("DELETE", "/") == []  # the first block's hold was not released
+
+
+def test_a_call_refused_for_its_arguments_is_not_tracked_and_leaves_the_reservation(
+    canned: CannedProvider, service: Any, tracker_for: Any
+) -> None:
+    chat_streams(canned)
+    tracker = tracker_for()
+    client = costtrack.instrument(client_for(canned), tracker=tracker)
+    with tracker.reservation(provider="openai", model=MODEL, customer_id="cus_1", amount="0.10") as reservation:
+        with pytest.raises(TypeError):
+            client.chat.completions.create(model=MODEL)  # no messages: the client makes no call
+        list(client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True))
+    assert tracker.flush(5)
+    assert [event.get("reservation_id") for event in service.tracked()] == [reservation.reservation_id]
+    assert canned.calls and len(canned.calls) == 1

@@ -10,12 +10,12 @@ import functools
 import inspect
 import logging
 import time
-from contextvars import ContextVar
+from contextvars import Context, ContextVar, copy_context
 from inspect import isawaitable
 from types import GeneratorType
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
-from costtrack._attributes import current
+from costtrack._attributes import Pending, current, give_back, take_offered
 from costtrack._deferred import Deferred, deferring, make_later
 from costtrack._event import TrackEvent
 from costtrack._provider_events import Usage, provider_event
@@ -142,15 +142,30 @@ class Instrumentation:
 
 
 class Call:
-    """One model call: started when created, tracked once by ``finish`` or ``finish_response``."""
+    """One model call: started when created, tracked once by ``finish`` or ``finish_response``.
 
-    __slots__ = ("_instrumentation", "_model", "_start", "done")
+    What the call is attributed to is fixed when it starts: the context in force then
+    (``costtrack.attributes``, the run, a framework's claim) is the one its event is made in,
+    and the reservation a ``tracker.reservation`` block offers is taken then, however late the
+    call ends and on whichever thread, task or generator its stream is read."""
+
+    __slots__ = ("_context", "_instrumentation", "_model", "_reservation", "_start", "done")
 
     def __init__(self, instrumentation: Instrumentation, model: Any) -> None:
         self._instrumentation = instrumentation
         self._model = model if isinstance(model, str) else None
+        self._context: Context = copy_context()
+        self._reservation: Optional[Pending] = take_offered()
         self._start = time.perf_counter()
         self.done = False
+
+    def discard(self) -> None:
+        """No call was made (the client refused its arguments): nothing is tracked, and the
+        reservation taken goes back to its block."""
+        self.done = True
+        if self._reservation is not None:
+            give_back(self._reservation)
+            self._reservation = None
 
     def finish(self, status: str, usage: Optional[Usage] = None) -> None:
         """Track the call (once) with ``status``, its latency so far and ``usage`` (what a
@@ -158,7 +173,8 @@ class Call:
         if self.done:
             return
         self.done = True
-        self._track(status, time.perf_counter(), None, _NOT_READ if usage is None else usage, None)
+        found = _NOT_READ if usage is None else usage
+        self._context.run(self._track, status, time.perf_counter(), None, found, None)
 
     def finish_response(
         self, status: str, read: Read, response: Any, capture: Optional[Callable[[Any], Any]] = None
@@ -170,7 +186,7 @@ class Call:
         if self.done:
             return
         self.done = True
-        self._track(status, time.perf_counter(), read, response, capture)
+        self._context.run(self._track, status, time.perf_counter(), read, response, capture)
 
     def _track(self, status: str, end: float, read: Optional[Read], found: Any, capture: Any) -> None:
         instrumentation = self._instrumentation
@@ -185,6 +201,8 @@ class Call:
                 # The caller's metadata dicts (or a tracker given each event): made now.
                 usage = found if read is None else read(found, instrumentation.provider)
                 fields = instrumentation.fields(context)
+                if self._reservation is not None:
+                    fields["reservation"] = self._reservation
                 event = _event(instrumentation, self._model, usage, fields, identity, status, self._start, end)
                 instrumentation.tracker.track(event)
                 return
@@ -196,12 +214,33 @@ class Call:
                     found = captured
             later = instrumentation.later
             assert later is not None  # not at_once
-            later(_Deferred(instrumentation, self._model, self._start, end, status, context, identity, read, found))
+            later(
+                _Deferred(
+                    instrumentation,
+                    self._model,
+                    self._start,
+                    end,
+                    status,
+                    context,
+                    identity,
+                    read,
+                    found,
+                    self._reservation,
+                )
+            )
         except Exception as error:  # never into the application
             instrumentation.report(error)
 
     def fail(self, error: BaseException) -> None:
         self.finish(status_of(error))
+
+    def end_with(self, error: BaseException) -> None:
+        """The client's method raised ``error``: a ``TypeError`` is its arguments refused before
+        any request (nothing to track), anything else the call's failure."""
+        if isinstance(error, TypeError):
+            self.discard()
+        else:
+            self.fail(error)
 
     def warn_usage_missing(self, reason: str) -> None:
         self._instrumentation.warn(
@@ -230,7 +269,18 @@ class _Deferred:
     kept: the times, the status, the attribution in force (``costtrack.attributes`` never
     changes a dict it has set) and either the usage read or the response's copied fields."""
 
-    __slots__ = ("_context", "_end", "_found", "_identity", "_instrumentation", "_model", "_read", "_start", "_status")
+    __slots__ = (
+        "_context",
+        "_end",
+        "_found",
+        "_identity",
+        "_instrumentation",
+        "_model",
+        "_read",
+        "_reservation",
+        "_start",
+        "_status",
+    )
 
     def __init__(
         self,
@@ -243,8 +293,10 @@ class _Deferred:
         identity: Optional[Mapping[str, Any]],
         read: Optional[Read],
         found: Any,
+        reservation: Optional[Pending] = None,
     ) -> None:
         self._instrumentation = instrumentation
+        self._reservation = reservation
         self._model = model
         self._start = start
         self._end = end
@@ -260,6 +312,8 @@ class _Deferred:
         try:
             usage = self._found if self._read is None else self._read(self._found, instrumentation.provider)
             fields = instrumentation.fields(self._context)
+            if self._reservation is not None:
+                fields["reservation"] = self._reservation
             identity, status = self._identity, self._status
             return _event(instrumentation, self._model, usage, fields, identity, status, self._start, self._end)
         except Exception as error:
@@ -333,7 +387,7 @@ def wrap_call(
                     token = retry
                     result = await original(*args, **kwargs)
             except BaseException as error:
-                call.fail(error)
+                call.end_with(error)
                 raise
             try:
                 return finish(call, token, result)
@@ -374,7 +428,7 @@ def wrap_call(
                     token = retry
                     result = original(*args, **kwargs)
             except BaseException as error:
-                call.fail(error)
+                call.end_with(error)
                 raise
             if type(result) not in _NOT_AWAITABLE and _awaitable(result):
                 # an async method behind a sync decorator (the clients' required_args)
