@@ -210,3 +210,109 @@ def test_a_call_refused_for_its_arguments_is_not_tracked_and_leaves_the_reservat
     assert tracker.flush(5)
     assert [event.get("reservation_id") for event in service.tracked()] == [reservation.reservation_id]
     assert canned.calls and len(canned.calls) == 1
+
+
+# -- a caller who stops reading at finish_reason ---------------------------------------------------
+
+
+def read_to_finish_reason(stream: Any) -> None:
+    for chunk in stream:
+        if chunk.choices and chunk.choices[0].finish_reason:
+            break
+
+
+def test_a_stream_closed_at_finish_reason_still_gets_its_usage(canned: CannedProvider, recorder: Recorder) -> None:
+    chat_streams(canned)
+    client = costtrack.instrument(client_for(canned), tracker=recorder)
+    with client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True) as stream:
+        read_to_finish_reason(stream)
+    event = recorder.event
+    assert (event["status"], event["prompt_tokens"], event["completion_tokens"]) == ("success", 1200, 300)
+
+
+def test_a_stream_dropped_at_finish_reason_still_gets_its_usage(canned: CannedProvider, recorder: Recorder) -> None:
+    import gc
+
+    chat_streams(canned)
+    client = costtrack.instrument(client_for(canned), tracker=recorder)
+    stream = client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True)
+    read_to_finish_reason(stream)
+    del stream
+    gc.collect()
+    event = recorder.event
+    assert (event["status"], event["prompt_tokens"], event["completion_tokens"]) == ("success", 1200, 300)
+
+
+def test_an_async_stream_closed_at_finish_reason_still_gets_its_usage(
+    canned: CannedProvider, recorder: Recorder
+) -> None:
+    chat_streams(canned)
+
+    async def main() -> None:
+        client = costtrack.instrument(client_for(canned, openai.AsyncOpenAI), tracker=recorder)
+        async with await client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True) as stream:
+            async for chunk in stream:
+                if chunk.choices and chunk.choices[0].finish_reason:
+                    break
+        await client.close()
+
+    asyncio.run(main())
+    event = recorder.event
+    assert (event["status"], event["prompt_tokens"], event["completion_tokens"]) == ("success", 1200, 300)
+
+
+def test_a_stream_closed_before_its_end_is_still_cancelled(canned: CannedProvider, recorder: Recorder) -> None:
+    chat_streams(canned)
+    client = costtrack.instrument(client_for(canned), tracker=recorder)
+    with client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True) as stream:
+        next(iter(stream))
+    assert (recorder.event["status"], recorder.event["prompt_tokens"]) == ("cancelled", 0)
+
+
+# -- a dropped stream ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_automatic_gc() -> Any:
+    import gc
+
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def test_a_dropped_stream_is_tracked_when_dropped_without_a_garbage_collection(
+    canned: CannedProvider, recorder: Recorder, no_automatic_gc: None
+) -> None:
+    import weakref
+
+    chat_streams(canned)
+    client = costtrack.instrument(client_for(canned), tracker=recorder)
+    stream = client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True)
+    next(iter(stream))
+    gone = weakref.ref(stream)
+    del stream
+    assert gone() is None  # no cycle keeps it
+    assert recorder.event["status"] == "cancelled"
+
+
+def test_a_dropped_stream_s_latency_ends_when_it_is_dropped(
+    canned: CannedProvider, recorder: Recorder, no_automatic_gc: None
+) -> None:
+    import time
+
+    chat_streams(canned)
+    client = costtrack.instrument(client_for(canned), tracker=recorder)
+    started = time.perf_counter()
+    stream = client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True)
+    next(iter(stream))
+    del stream
+    took = (time.perf_counter() - started) * 1000
+    time.sleep(0.5)
+    import gc
+
+    gc.collect()
+    assert recorder.event["latency_ms"] <= took + 1

@@ -93,8 +93,11 @@ class _ChatWatcher(Watcher):
             self._last = chunk
             self.complete = True
             return self._hide and not choices
-        if not self._expected and any(get(choice, "finish_reason") for choice in choices or ()):
-            self.complete = True
+        if any(get(choice, "finish_reason") for choice in choices or ()):
+            if self._expected:
+                self.tail = True  # the usage chunk comes next
+            else:
+                self.complete = True
         return False
 
     def usage(self) -> Optional[Usage]:
@@ -264,6 +267,8 @@ class _AnthropicWatcher(Watcher):
             self._start = get(message, "usage")
         elif kind == "message_delta":
             self._delta = get(event, "usage")
+            if get(get(event, "delta"), "stop_reason") is not None:
+                self.complete = True  # its usage is the call's final count
         elif kind == "message_stop":
             self.complete = True
         return False
