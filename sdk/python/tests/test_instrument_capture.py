@@ -316,3 +316,60 @@ def test_a_dropped_stream_s_latency_ends_when_it_is_dropped(
 
     gc.collect()
     assert recorder.event["latency_ms"] <= took + 1
+
+
+# -- clients made from an instrumented client; instrumenting again -------------------------------
+
+
+def completions(canned: CannedProvider) -> None:
+    from canned_provider import chat_completion
+
+    canned.route("POST", "/v1/chat/completions", Canned(body=chat_completion(MODEL, USAGE)))
+
+
+def test_a_client_made_with_with_options_or_copy_is_instrumented_too(
+    canned: CannedProvider, recorder: Recorder
+) -> None:
+    completions(canned)
+    client = costtrack.instrument(client_for(canned), tracker=recorder, feature="chat")
+    quick = client.with_options(timeout=5)
+    copied = client.copy(max_retries=1)
+    nested = quick.with_options(max_retries=2)
+    for made in (quick, copied, nested):
+        made.chat.completions.create(model=MODEL, messages=MESSAGES)
+    assert [(event["feature"], event["prompt_tokens"]) for event in recorder.events] == [("chat", 1200)] * 3
+    assert "create" not in vars(client_for(canned).chat.completions)  # still per instance
+
+    costtrack.uninstrument(client)
+    for made in (client, quick, copied, nested):
+        made.chat.completions.create(model=MODEL, messages=MESSAGES)
+        assert "create" not in vars(made.chat.completions)
+    assert len(recorder.events) == 3
+
+
+def test_an_anthropic_client_made_with_with_options_is_instrumented_too(
+    canned: CannedProvider, recorder: Recorder
+) -> None:
+    anthropic = pytest.importorskip("anthropic")
+    from canned_provider import anthropic_message
+
+    usage = {"input_tokens": 10, "output_tokens": 5}
+    canned.route("POST", "/v1/messages", Canned(body=anthropic_message("claude-sonnet-4-5-20250929", usage)))
+    client = anthropic.Anthropic(base_url=canned.url, api_key="test", max_retries=0)
+    costtrack.instrument(client, tracker=recorder)
+    client.with_options(timeout=5).messages.create(
+        model="claude-sonnet-4-5", max_tokens=10, messages=[{"role": "user", "content": "Hi"}]
+    )
+    assert recorder.event["prompt_tokens"] == 10
+
+
+def test_instrumenting_again_switches_to_the_latest_tracker(canned: CannedProvider, recorder: Recorder) -> None:
+    completions(canned)
+    client = costtrack.instrument(client_for(canned), tracker=recorder, feature="first")
+    child = client.with_options(timeout=5)
+    latest = Recorder()
+    assert costtrack.instrument(client, tracker=latest, feature="second") is client
+    client.chat.completions.create(model=MODEL, messages=MESSAGES)
+    child.chat.completions.create(model=MODEL, messages=MESSAGES)
+    assert recorder.events == []
+    assert [event["feature"] for event in latest.events] == ["second", "second"]

@@ -65,7 +65,10 @@ def instrument(client: Any, *, tracker: Any, stream_usage: Union[bool, str] = "a
     ``AnthropicVertex``...), a ``google.genai.Client``, or a boto3 ``bedrock-runtime`` client.
     ``defaults`` (``feature``, ``customer_id``, ``customer_name``, ``environment``, ``metadata``,
     and ``provider`` to name an OpenAI-compatible API) go into every event of the client, under
-    what ``costtrack.attributes`` sets around a call. Instrumenting a client twice changes nothing.
+    what ``costtrack.attributes`` sets around a call. Instrumenting a client again switches it
+    to the latest ``tracker``, ``defaults`` and ``stream_usage`` (it is never tracked twice).
+    A client made from an instrumented one (``with_options()``, ``copy()``) is instrumented
+    the same way; ``uninstrument`` undoes both.
 
     ``stream_usage`` decides whether a streamed Chat Completion that does not ask for its usage
     is sent with ``stream_options={"include_usage": true}`` (the usage chunk is kept from the
@@ -82,16 +85,47 @@ def instrument(client: Any, *, tracker: Any, stream_usage: Union[bool, str] = "a
         raise TypeError(f"instrument() got an unexpected keyword argument {unknown[0]!r}")
     if not callable(getattr(tracker, "track", None)):
         raise TypeError("instrument() needs tracker=, a costtrack.Tracker")
-    if _STATE in getattr(client, "__dict__", {}):
-        return client
     found = instrumenter_for(client)
     if found is None:
         raise TypeError(f"costtrack.instrument() does not know {type(client).__module__}.{type(client).__qualname__}")
     provider, apply = found
+    instrumented = getattr(client, "__dict__", {}).get(_STATE)
+    if instrumented is not None:
+        instrumented.use(tracker, defaults, stream_usage)
+        for child in list(instrumented.children):
+            instrument(child, tracker=tracker, stream_usage=stream_usage, **defaults)
+        return client
     instrumentation = Instrumentation(tracker, provider, defaults, stream_usage)
     apply(instrumentation, client)
+    for name in _DERIVE:
+        instrumentation.patch(client, name, lambda original: _deriving(instrumentation, original))
     setattr(client, _STATE, instrumentation)
     return client
+
+
+#: The methods of an openai / anthropic client that make another client from it.
+_DERIVE = ("copy", "with_options")
+
+
+def _deriving(instrumentation: Instrumentation, original: Callable[..., Any]) -> Callable[..., Any]:
+    """``copy`` / ``with_options`` of an instrumented client: the client it makes is
+    instrumented with the same tracker and defaults, and ``uninstrument`` of this one undoes it."""
+
+    def derive(*args: Any, **kwargs: Any) -> Any:
+        made = original(*args, **kwargs)
+        try:
+            instrument(
+                made,
+                tracker=instrumentation.tracker,
+                stream_usage=instrumentation.stream_usage,
+                **instrumentation.given,
+            )
+            instrumentation.children.add(made)
+        except Exception as error:
+            instrumentation.report(error)
+        return made
+
+    return derive
 
 
 def uninstrument(client: Any) -> Any:
@@ -100,4 +134,6 @@ def uninstrument(client: Any) -> Any:
     if instrumentation is not None:
         for undo in reversed(instrumentation.undo):
             undo()
+        for child in list(instrumentation.children):
+            uninstrument(child)
     return client

@@ -10,6 +10,7 @@ import functools
 import inspect
 import logging
 import time
+import weakref
 from contextvars import Context, ContextVar, copy_context
 from inspect import isawaitable
 from types import GeneratorType
@@ -78,14 +79,23 @@ class Instrumentation:
     """One instrumented client: its tracker, its defaults, and the undo steps of its patches."""
 
     def __init__(self, tracker: Any, provider: str, defaults: Mapping[str, Any], stream_usage: Any = "auto") -> None:
+        self.found_provider = provider
+        self.stream_usage_refused = False
+        self.undo: List[Callable[[], None]] = []
+        #: The clients made from this one (``with_options``, ``copy``), instrumented alike.
+        self.children: "weakref.WeakSet[Any]" = weakref.WeakSet()
+        self.use(tracker, defaults, stream_usage)
+
+    def use(self, tracker: Any, defaults: Mapping[str, Any], stream_usage: Any = "auto") -> None:
+        """Track with ``tracker`` and ``defaults`` from now on (``instrument()`` again)."""
         self.tracker = tracker
+        #: What ``instrument()`` was given, for the clients made from this one.
+        self.given = dict(defaults)
         #: ``instrument(stream_usage=)``: whether a Chat Completions stream asks for its usage
         #: (``True``, ``False``, or ``"auto"``: asks, and stops asking after the server refused it).
         self.stream_usage = stream_usage
-        self.stream_usage_refused = False
-        self.provider = defaults.get("provider") or provider
+        self.provider = defaults.get("provider") or self.found_provider
         self.defaults = {name: value for name, value in defaults.items() if name != "provider" and value is not None}
-        self.undo: List[Callable[[], None]] = []
         #: A ``Tracker``'s events are made on its delivery thread (``_deferred``); another
         #: tracker (anything with ``track``, a subclass's own ``track``) is given each event.
         self.later: Optional[Callable[[Deferred], None]] = deferring(tracker)
