@@ -373,3 +373,76 @@ def test_instrumenting_again_switches_to_the_latest_tracker(canned: CannedProvid
     child.chat.completions.create(model=MODEL, messages=MESSAGES)
     assert recorder.events == []
     assert [event["feature"] for event in latest.events] == ["second", "second"]
+
+
+# -- calls tracked as their own events -----------------------------------------------------------
+
+CLAUDE = "claude-sonnet-4-5-20250929"
+CLAUDE_USAGE = {
+    "input_tokens": 1000,
+    "output_tokens": 500,
+    "cache_read_input_tokens": 10000,
+    "cache_creation_input_tokens": 2000,
+}
+CLAUDE_REQUEST = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": [{"role": "user", "content": "Hi"}]}
+
+
+def anthropic_client(canned: CannedProvider, cls: Any = None) -> Any:
+    anthropic = pytest.importorskip("anthropic")
+    return (cls or anthropic.Anthropic)(base_url=canned.url, api_key="test", max_retries=0)
+
+
+def test_anthropic_beta_messages_create_and_stream(canned: CannedProvider, recorder: Recorder) -> None:
+    from canned_provider import anthropic_message, anthropic_stream
+
+    canned.route("POST", "/v1/messages", Canned(body=anthropic_message(CLAUDE, CLAUDE_USAGE)))
+    client = costtrack.instrument(anthropic_client(canned), tracker=recorder)
+    client.beta.messages.create(**CLAUDE_REQUEST, betas=["context-1m-2025-08-07"])
+    canned.route(
+        "POST", "/v1/messages", Canned(body=anthropic_stream(CLAUDE, CLAUDE_USAGE), content_type="text/event-stream")
+    )
+    with client.beta.messages.stream(**CLAUDE_REQUEST) as stream:
+        stream.get_final_message()
+    assert [(event["prompt_tokens"], event["cached_input_tokens"], event["status"]) for event in recorder.events] == [
+        (1000, 10000, "success")
+    ] * 2
+
+
+def test_anthropic_beta_tool_runner_calls_are_each_tracked(canned: CannedProvider, recorder: Recorder) -> None:
+    anthropic = pytest.importorskip("anthropic")
+    from anthropic import beta_tool
+    from canned_provider import anthropic_message
+
+    tool_use = {
+        **anthropic_message(CLAUDE, {"input_tokens": 100, "output_tokens": 20}),
+        "content": [{"type": "tool_use", "id": "toolu_01", "name": "capital", "input": {"country": "France"}}],
+        "stop_reason": "tool_use",
+    }
+    final = anthropic_message(CLAUDE, {"input_tokens": 150, "output_tokens": 10})
+    replies = iter([tool_use, final])
+    canned.route("POST", "/v1/messages", lambda url: Canned(body=next(replies)))
+
+    @beta_tool
+    def capital(country: str) -> str:
+        """The capital of a country."""
+        return "Paris"
+
+    client = costtrack.instrument(anthropic_client(canned), tracker=recorder)
+    runner = client.beta.messages.tool_runner(**CLAUDE_REQUEST, tools=[capital])
+    messages = list(runner)
+    assert len(messages) == 2 and isinstance(messages[-1], anthropic.types.beta.BetaMessage)
+    assert [event["prompt_tokens"] for event in recorder.events] == [100, 150]
+
+
+def test_openai_embeddings(canned: CannedProvider, recorder: Recorder) -> None:
+    body = {
+        "object": "list",
+        "data": [{"object": "embedding", "index": 0, "embedding": [0.1, 0.2]}],
+        "model": "text-embedding-3-small",
+        "usage": {"prompt_tokens": 8, "total_tokens": 8},
+    }
+    canned.route("POST", "/v1/embeddings", Canned(body=body))
+    client = costtrack.instrument(client_for(canned), tracker=recorder)
+    client.embeddings.create(model="text-embedding-3-small", input="Paris")
+    event = recorder.event
+    assert (event["model"], event["prompt_tokens"], event["completion_tokens"]) == ("text-embedding-3-small", 8, 0)

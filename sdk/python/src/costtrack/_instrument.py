@@ -104,7 +104,7 @@ def instrument(client: Any, *, tracker: Any, stream_usage: Union[bool, str] = "a
 
 
 #: The methods of an openai / anthropic client that make another client from it.
-_DERIVE = ("copy", "with_options")
+_DERIVE = ("copy", "with_options", "with_middleware")
 
 
 def _deriving(instrumentation: Instrumentation, original: Callable[..., Any]) -> Callable[..., Any]:

@@ -19,6 +19,9 @@ __all__ = ["instrument_anthropic", "instrument_openai"]
 def instrument_openai(instrumentation: Instrumentation, client: Any) -> None:
     completions = getattr(getattr(client, "chat", None), "completions", None)
     responses = getattr(client, "responses", None)
+    embeddings = getattr(client, "embeddings", None)
+    if embeddings is not None:
+        instrumentation.patch(embeddings, "create", wrap_call(instrumentation, _embeddings_begin, _embeddings_finish))
     for method in ("create", "parse"):
         if completions is not None:
             instrumentation.patch(
@@ -112,6 +115,21 @@ class _ChatWatcher(Watcher):
 _NO_STREAM_USAGE = "stream_without_usage"
 
 
+def _embeddings_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) -> Optional[Tuple[Call, Any]]:
+    if kwargs.get("extra_headers") is not None and raw_response_requested(kwargs):
+        return None
+    return Call(instrumentation, kwargs.get("model")), None
+
+
+def _embeddings_finish(call: Call, token: None, result: Any) -> Any:
+    """An embedding has prompt tokens only: its completion is 0."""
+    model, counts, pricing = openai_usage(result, call.provider)
+    if counts.get("completion_tokens") is None and counts.get("prompt_tokens") is not None:
+        counts["completion_tokens"] = 0
+    call.finish("success", (model, counts, pricing))
+    return result
+
+
 def _responses_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) -> Optional[Tuple[Call, Any]]:
     if kwargs.get("extra_headers") is not None and raw_response_requested(kwargs):
         return None
@@ -158,12 +176,13 @@ class _ResponsesWatcher(Watcher):
 
 
 def instrument_anthropic(instrumentation: Instrumentation, client: Any) -> None:
-    messages = getattr(client, "messages", None)
-    if messages is None:
-        return
-    for method in ("create", "parse"):
-        instrumentation.patch(messages, method, wrap_call(instrumentation, _anthropic_begin, _anthropic_finish))
-    instrumentation.patch(messages, "stream", lambda original: _message_stream(instrumentation, original))
+    """``messages`` and ``beta.messages`` (whose tool runner calls ``beta.messages.create``)."""
+    for messages in (getattr(client, "messages", None), getattr(getattr(client, "beta", None), "messages", None)):
+        if messages is None:
+            continue
+        for method in ("create", "parse"):
+            instrumentation.patch(messages, method, wrap_call(instrumentation, _anthropic_begin, _anthropic_finish))
+        instrumentation.patch(messages, "stream", lambda original: _message_stream(instrumentation, original))
 
 
 def _anthropic_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) -> Optional[Tuple[Call, Any]]:
