@@ -446,3 +446,61 @@ def test_openai_embeddings(canned: CannedProvider, recorder: Recorder) -> None:
     client.embeddings.create(model="text-embedding-3-small", input="Paris")
     event = recorder.event
     assert (event["model"], event["prompt_tokens"], event["completion_tokens"]) == ("text-embedding-3-small", 8, 0)
+
+
+def test_with_raw_response_streams_are_tracked(canned: CannedProvider, recorder: Recorder) -> None:
+    chat_streams(canned)
+    client = costtrack.instrument(client_for(canned), tracker=recorder)
+    raw = client.chat.completions.with_raw_response.create(model=MODEL, messages=MESSAGES, stream=True)
+    chunks = list(raw.parse())
+    assert len(chunks) == 3  # the usage chunk costtrack asked for is kept from the caller
+    assert (recorder.event["status"], recorder.event["prompt_tokens"]) == ("success", 1200)
+
+
+def test_with_streaming_response_is_tracked_when_parsed_or_read_as_json(
+    canned: CannedProvider, recorder: Recorder
+) -> None:
+    completions(canned)
+    client = costtrack.instrument(client_for(canned), tracker=recorder)
+    with client.chat.completions.with_streaming_response.create(model=MODEL, messages=MESSAGES) as response:
+        assert response.parse().usage.prompt_tokens == 1200
+    with client.chat.completions.with_streaming_response.create(model=MODEL, messages=MESSAGES) as response:
+        assert response.json()["usage"]["prompt_tokens"] == 1200
+    chat_streams(canned)
+    with client.chat.completions.with_streaming_response.create(
+        model=MODEL, messages=MESSAGES, stream=True
+    ) as response:
+        assert len(list(response.parse())) == 3
+    assert [(event["status"], event["prompt_tokens"]) for event in recorder.events] == [("success", 1200)] * 3
+
+
+def test_with_streaming_response_read_as_lines_is_tracked_without_usage(canned: CannedProvider) -> None:
+    chat_streams(canned)
+    tracker = Warned()
+    client = costtrack.instrument(client_for(canned), tracker=tracker)
+    with client.chat.completions.with_streaming_response.create(
+        model=MODEL, messages=MESSAGES, stream=True
+    ) as response:
+        assert any(line.startswith("data:") for line in response.iter_lines())
+    assert tracker.event["metadata"]["usage_missing"] == "raw_body_not_parsed"
+    assert [warning.code for warning in tracker.warnings] == ["usage_missing"]
+
+
+def test_async_with_streaming_response_and_anthropic_with_raw_response(
+    canned: CannedProvider, recorder: Recorder
+) -> None:
+    from canned_provider import anthropic_message
+
+    completions(canned)
+    canned.route("POST", "/v1/messages", Canned(body=anthropic_message(CLAUDE, CLAUDE_USAGE)))
+
+    async def main() -> None:
+        client = costtrack.instrument(client_for(canned, openai.AsyncOpenAI), tracker=recorder)
+        async with client.chat.completions.with_streaming_response.create(model=MODEL, messages=MESSAGES) as response:
+            await response.parse()
+        await client.close()
+
+    asyncio.run(main())
+    claude = costtrack.instrument(anthropic_client(canned), tracker=recorder)
+    claude.messages.with_raw_response.create(**CLAUDE_REQUEST)
+    assert [event["prompt_tokens"] for event in recorder.events] == [1200, 1000]

@@ -6,7 +6,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
-from costtrack._instrument_core import USAGE_MISSING, Call, Instrumentation, raw_response_requested, wrap_call
+from costtrack._instrument_core import USAGE_MISSING, Call, Instrumentation
+from costtrack._instrument_raw import wrap_call
 from costtrack._instrument_streams import Watcher, instrument_stream
 from costtrack._provider_events import Usage, get
 from costtrack._provider_usage import anthropic_usage, openai_fields, openai_usage
@@ -36,8 +37,6 @@ _NOT_STREAMED = (False, False, False)
 
 
 def _chat_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) -> Optional[Tuple[Call, Any]]:
-    if kwargs.get("extra_headers") is not None and raw_response_requested(kwargs):
-        return None
     if kwargs.get("stream") is not True:
         return Call(instrumentation, kwargs.get("model")), _NOT_STREAMED
     options = kwargs.get("stream_options")
@@ -116,8 +115,6 @@ _NO_STREAM_USAGE = "stream_without_usage"
 
 
 def _embeddings_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) -> Optional[Tuple[Call, Any]]:
-    if kwargs.get("extra_headers") is not None and raw_response_requested(kwargs):
-        return None
     return Call(instrumentation, kwargs.get("model")), None
 
 
@@ -131,8 +128,6 @@ def _embeddings_finish(call: Call, token: None, result: Any) -> Any:
 
 
 def _responses_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) -> Optional[Tuple[Call, Any]]:
-    if kwargs.get("extra_headers") is not None and raw_response_requested(kwargs):
-        return None
     return Call(instrumentation, kwargs.get("model")), kwargs.get("stream") is True
 
 
@@ -186,8 +181,6 @@ def instrument_anthropic(instrumentation: Instrumentation, client: Any) -> None:
 
 
 def _anthropic_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) -> Optional[Tuple[Call, Any]]:
-    if raw_response_requested(kwargs):
-        return None
     return instrumentation.call(kwargs.get("model")), kwargs.get("stream") is True
 
 

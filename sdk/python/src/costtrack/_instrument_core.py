@@ -28,7 +28,6 @@ __all__ = [
     "Claim",
     "Instrumentation",
     "claimed",
-    "raw_response_requested",
     "status_of",
     "with_identity",
     "wrap_call",
@@ -474,14 +473,3 @@ def _awaitable(result: Any) -> bool:
     if not isinstance(result, GeneratorType):  # a generator's flags, not its class, decide
         _NOT_AWAITABLE.add(type(result))
     return False
-
-
-def raw_response_requested(kwargs: Mapping[str, Any]) -> bool:
-    """``with_raw_response`` / ``with_streaming_response`` calls (the Stainless clients' header):
-    their result is the HTTP response, not the parsed one; they are not tracked."""
-    headers = kwargs.get("extra_headers")
-    return (
-        headers is not None
-        and isinstance(headers, Mapping)
-        and any(isinstance(name, str) and name.lower() == "x-stainless-raw-response" for name in headers)
-    )
