@@ -504,3 +504,58 @@ def test_async_with_streaming_response_and_anthropic_with_raw_response(
     claude = costtrack.instrument(anthropic_client(canned), tracker=recorder)
     claude.messages.with_raw_response.create(**CLAUDE_REQUEST)
     assert [event["prompt_tokens"] for event in recorder.events] == [1200, 1000]
+
+
+def background_response(status: str, usage: Any = None) -> Canned:
+    from canned_provider import responses_usage
+
+    return Canned(
+        body={
+            "id": "resp_bg1",
+            "object": "response",
+            "created_at": 1_763_800_000,
+            "status": status,
+            "background": True,
+            "model": "gpt-5-2025-08-07",
+            "output": [],
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": usage and responses_usage(*usage),
+        }
+    )
+
+
+def test_a_background_response_is_tracked_once_when_a_retrieve_sees_it_done(
+    canned: CannedProvider, recorder: Recorder
+) -> None:
+    canned.route("POST", "/v1/responses", background_response("queued"))
+    client = costtrack.instrument(client_for(canned), tracker=recorder)
+    with costtrack.attributes(customer_id="cus_A"):
+        created = client.responses.create(model="gpt-5", input="Write a report", background=True)
+    assert created.status == "queued" and recorder.events == []
+
+    canned.route("GET", "/v1/responses/resp_bg1", background_response("in_progress"))
+    client.responses.retrieve("resp_bg1")
+    assert recorder.events == []
+    canned.route("GET", "/v1/responses/resp_bg1", background_response("completed", (5000, 1500)))
+    with costtrack.attributes(customer_id="cus_B"):
+        client.responses.retrieve("resp_bg1")
+        client.responses.retrieve("resp_bg1")  # seen done again: not tracked again
+    event = recorder.event
+    assert (event["status"], event["prompt_tokens"], event["completion_tokens"]) == ("success", 5000, 1500)
+    assert event["customer_id"] == "cus_A" and event["model"] == "gpt-5-2025-08-07"
+
+
+def test_a_background_response_that_fails_or_is_cancelled(canned: CannedProvider, recorder: Recorder) -> None:
+    canned.route("POST", "/v1/responses", background_response("in_progress"))
+
+    async def main() -> None:
+        client = costtrack.instrument(client_for(canned, openai.AsyncOpenAI), tracker=recorder)
+        await client.responses.create(model="gpt-5", input="Write a report", background=True)
+        canned.route("POST", "/v1/responses/resp_bg1/cancel", background_response("cancelled", (100, 0)))
+        await client.responses.cancel("resp_bg1")
+        await client.close()
+
+    asyncio.run(main())
+    assert (recorder.event["status"], recorder.event["prompt_tokens"]) == ("cancelled", 100)

@@ -30,6 +30,8 @@ def instrument_openai(instrumentation: Instrumentation, client: Any) -> None:
             )
         if responses is not None:
             instrumentation.patch(responses, method, wrap_call(instrumentation, _responses_begin, _responses_finish))
+    if responses is not None:
+        instrument_response_polls(instrumentation, responses)
 
 
 #: ``_chat_begin``'s token for a call that does not stream.
@@ -132,11 +134,92 @@ def _responses_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) -
 
 
 def _responses_finish(call: Call, stream: bool, result: Any) -> Any:
-    if not stream:
-        status = "error" if get(result, "status") == "failed" else "success"
-        call.finish_response(status, openai_usage, result, openai_fields)
-        return result
-    return instrument_stream(result, _ResponsesWatcher(call))
+    if stream:
+        return instrument_stream(result, _ResponsesWatcher(call))
+    status = _RESPONSE_STATUS.get(get(result, "status"))
+    if status is None:  # a background response, not done yet: tracked by the retrieve that sees it done
+        response_id = get(result, "id")
+        if isinstance(response_id, str):
+            _background(call).wait(response_id, call)
+            return result
+        status = "success"
+    call.finish_response(status, openai_usage, result, openai_fields)
+    return result
+
+
+#: A response's status once it is done (``queued`` and ``in_progress`` are not).
+_RESPONSE_STATUS = {"completed": "success", "incomplete": "success", "failed": "error", "cancelled": "cancelled"}
+
+
+class Background:
+    """The background responses (``background=True``) of one client that are not done yet, by
+    id: each is tracked once, with its real usage, by the ``retrieve`` (or ``cancel``) that
+    first sees it done; its call (attribution, reservation, start) is the ``create``'s."""
+
+    #: At most this many waiting at once (the oldest is tracked without usage to make room).
+    LIMIT = 10_000
+
+    def __init__(self) -> None:
+        self.waiting: Dict[str, Call] = {}
+
+    def wait(self, response_id: str, call: Call) -> None:
+        if len(self.waiting) >= self.LIMIT:
+            oldest = next(iter(self.waiting))
+            self.waiting.pop(oldest).finish("success", (None, {}, {USAGE_MISSING: "background_not_retrieved"}))
+        self.waiting[response_id] = call
+
+    def seen(self, result: Any) -> None:
+        status = _RESPONSE_STATUS.get(get(result, "status"))
+        if status is None or not self.waiting:
+            return
+        call = self.waiting.pop(get(result, "id"), None)
+        if call is not None:
+            call.finish_response(status, openai_usage, result, openai_fields)
+
+
+def _background(call: Call) -> Background:
+    return call.instrumentation_state("responses_background", Background)
+
+
+def instrument_response_polls(instrumentation: Instrumentation, responses: Any) -> None:
+    """``retrieve`` and ``cancel`` of ``client.responses``: a background response seen done
+    is tracked (sync or async)."""
+    background = instrumentation.state("responses_background", Background)
+
+    def make(original: Any) -> Any:
+        if inspect.iscoroutinefunction(original):
+
+            async def poll_async(*args: Any, **kwargs: Any) -> Any:
+                result = await original(*args, **kwargs)
+                _seen(instrumentation, background, result)
+                return result
+
+            return poll_async
+
+        def poll(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            if inspect.isawaitable(result):
+                return _seen_later(instrumentation, background, result)
+            _seen(instrumentation, background, result)
+            return result
+
+        return poll
+
+    for method in ("retrieve", "cancel"):
+        instrumentation.patch(responses, method, make)
+
+
+def _seen(instrumentation: Instrumentation, background: Background, result: Any) -> None:
+    try:
+        background.seen(result)
+    except Exception as error:
+        instrumentation.report(error)
+
+
+async def _seen_later(instrumentation: Instrumentation, background: Background, pending: Any) -> Any:
+    result = await pending
+    _seen(instrumentation, background, result)
+    return result
 
 
 _RESPONSES_ENDS = {"response.completed": False, "response.incomplete": False, "response.failed": True}

@@ -81,6 +81,7 @@ class Instrumentation:
         self.found_provider = provider
         self.stream_usage_refused = False
         self.undo: List[Callable[[], None]] = []
+        self.states: Dict[str, Any] = {}
         #: The clients made from this one (``with_options``, ``copy``), instrumented alike.
         self.children: "weakref.WeakSet[Any]" = weakref.WeakSet()
         self.use(tracker, defaults, stream_usage)
@@ -117,6 +118,13 @@ class Instrumentation:
             if isinstance(metadata, Mapping) and "metadata" in context:
                 fields["metadata"] = {**metadata, **context["metadata"]}
         return fields
+
+    def state(self, name: str, make: Callable[[], Any]) -> Any:
+        """Per-client state of one kind (made on first use), kept across ``instrument()`` again."""
+        found = self.states.get(name)
+        if found is None:
+            found = self.states[name] = make()
+        return found
 
     def warn(self, code: str, message: str) -> None:
         """Tell the tracker's ``on_warning`` (a ``Tracker``); another tracker's log gets it."""
@@ -250,6 +258,9 @@ class Call:
             self.discard()
         else:
             self.fail(error)
+
+    def instrumentation_state(self, name: str, make: Callable[[], Any]) -> Any:
+        return self._instrumentation.state(name, make)
 
     def warn_usage_missing(self, reason: str) -> None:
         self._instrumentation.warn(
