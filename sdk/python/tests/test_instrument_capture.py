@@ -559,3 +559,67 @@ def test_a_background_response_that_fails_or_is_cancelled(canned: CannedProvider
 
     asyncio.run(main())
     assert (recorder.event["status"], recorder.event["prompt_tokens"]) == ("cancelled", 100)
+
+
+BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+BEDROCK_PATH = BEDROCK_MODEL.replace(":", "%3A")
+
+
+def bedrock_client(canned: CannedProvider) -> Any:
+    boto3 = pytest.importorskip("boto3")
+    config = pytest.importorskip("botocore.config")
+    return boto3.client(
+        "bedrock-runtime",
+        endpoint_url=canned.url,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+        config=config.Config(retries={"max_attempts": 1, "mode": "standard"}),
+    )
+
+
+def test_bedrock_invoke_model_is_tracked_from_its_count_headers(canned: CannedProvider, recorder: Recorder) -> None:
+    import json
+
+    from canned_provider import anthropic_message
+
+    body = anthropic_message(CLAUDE, {"input_tokens": 1000, "output_tokens": 500})
+    headers = {"x-amzn-bedrock-input-token-count": "1000", "x-amzn-bedrock-output-token-count": "500"}
+    canned.route("POST", f"/model/{BEDROCK_PATH}/invoke", Canned(body=body, headers=headers))
+    client = costtrack.instrument(bedrock_client(canned), tracker=recorder)
+    request = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 100, "messages": CLAUDE_REQUEST["messages"]}
+    response = client.invoke_model(modelId=BEDROCK_MODEL, body=json.dumps(request))
+    assert json.loads(response["body"].read())["usage"]["input_tokens"] == 1000  # the body is left to the caller
+    event = recorder.event
+    assert (event["provider"], event["model"], event["prompt_tokens"], event["completion_tokens"]) == (
+        "bedrock",
+        BEDROCK_MODEL,
+        1000,
+        500,
+    )
+
+
+def test_bedrock_invoke_model_with_response_stream(canned: CannedProvider, recorder: Recorder) -> None:
+    import base64
+    import json
+
+    from canned_provider import event_stream_message
+
+    def chunk(payload: Any) -> bytes:
+        return event_stream_message("chunk", {"bytes": base64.b64encode(json.dumps(payload).encode()).decode()})
+
+    metrics = {"inputTokenCount": 1000, "outputTokenCount": 500, "invocationLatency": 900, "firstByteLatency": 300}
+    body = chunk({"type": "message_start", "message": {"usage": {"input_tokens": 1000}}}) + chunk(
+        {"type": "message_stop", "amazon-bedrock-invocationMetrics": metrics}
+    )
+    canned.route(
+        "POST",
+        f"/model/{BEDROCK_PATH}/invoke-with-response-stream",
+        Canned(body=body, content_type="application/vnd.amazon.eventstream"),
+    )
+    client = costtrack.instrument(bedrock_client(canned), tracker=recorder)
+    request = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 100, "messages": CLAUDE_REQUEST["messages"]}
+    response = client.invoke_model_with_response_stream(modelId=BEDROCK_MODEL, body=json.dumps(request))
+    assert len(list(response["body"])) == 2
+    event = recorder.event
+    assert (event["status"], event["prompt_tokens"], event["completion_tokens"]) == ("success", 1000, 500)

@@ -5,6 +5,7 @@ and ConverseStream, through botocore's event hooks). No provider package is impo
 from __future__ import annotations
 
 import itertools
+import json
 import weakref
 from typing import Any, Dict, Optional, Tuple
 
@@ -12,6 +13,7 @@ from costtrack._instrument_core import Call, Instrumentation, status_of, wrap_ca
 from costtrack._instrument_streams import Close, Watcher, watch_async, watch_sync
 from costtrack._provider_events import Usage, get
 from costtrack._provider_usage import bedrock_usage, gemini_usage
+from costtrack._reserved import as_count
 
 __all__ = ["instrument_bedrock", "instrument_genai"]
 
@@ -70,7 +72,7 @@ class _GeminiWatcher(Watcher):
 
 # -- Amazon Bedrock Runtime (boto3 / botocore) --------------------------------------------------
 
-_OPERATIONS = ("Converse", "ConverseStream")
+_OPERATIONS = ("Converse", "ConverseStream", "InvokeModel", "InvokeModelWithResponseStream")
 _CONTEXT_KEY = "costtrack_call"
 _ids = itertools.count()
 
@@ -119,6 +121,10 @@ def _after_call(
             call.finish("error")
         elif getattr(model, "name", None) == "ConverseStream":
             _instrument_event_stream(get(parsed, "stream"), _BedrockWatcher(call))
+        elif getattr(model, "name", None) == "InvokeModel":
+            call.finish("success", _invoke_usage(getattr(http_response, "headers", None), call.model))
+        elif getattr(model, "name", None) == "InvokeModelWithResponseStream":
+            _instrument_event_stream(get(parsed, "body"), _InvokeWatcher(call))
         else:
             call.finish("success", bedrock_usage(parsed, call.model))
     except Exception as error:
@@ -156,6 +162,57 @@ class _BedrockWatcher(Watcher):
         if self._metadata is None:
             return None
         return bedrock_usage(self._metadata, self.call.model)
+
+
+#: InvokeModel's counts, in its response headers (the body is the model's own JSON, which
+#: costtrack leaves unread for the caller).
+_INVOKE_HEADERS = {
+    "prompt_tokens": "x-amzn-bedrock-input-token-count",
+    "completion_tokens": "x-amzn-bedrock-output-token-count",
+    "cached_input_tokens": "x-amzn-bedrock-cache-read-input-token-count",
+    "cache_write_tokens": "x-amzn-bedrock-cache-write-input-token-count",
+}
+#: InvokeModelWithResponseStream's counts, in the last chunk's ``amazon-bedrock-invocationMetrics``.
+_INVOKE_METRICS = {
+    "prompt_tokens": "inputTokenCount",
+    "completion_tokens": "outputTokenCount",
+    "cached_input_tokens": "cacheReadInputTokenCount",
+    "cache_write_tokens": "cacheWriteInputTokenCount",
+}
+
+
+def _invoke_usage(headers: Any, model: Optional[str]) -> Usage:
+    counts: Dict[str, Any] = {}
+    for name, header in _INVOKE_HEADERS.items():
+        value = headers.get(header) if headers is not None else None
+        counts[name] = int(value) if isinstance(value, str) and value.isdigit() else None
+    return model, counts, {}
+
+
+class _InvokeWatcher(_BedrockWatcher):
+    """InvokeModelWithResponseStream: each event is a ``chunk`` of the model's own JSON; the
+    last one carries ``amazon-bedrock-invocationMetrics`` with the call's counts."""
+
+    __slots__ = ()
+
+    def read(self, event: Any) -> None:
+        chunk = get(get(event, "chunk"), "bytes")
+        if not isinstance(chunk, (bytes, bytearray)) or b"amazon-bedrock-invocationMetrics" not in chunk:
+            return
+        try:
+            metrics = json.loads(chunk).get("amazon-bedrock-invocationMetrics")
+        except (ValueError, AttributeError) as error:
+            self.call.report(error)
+            return
+        if isinstance(metrics, dict):
+            self._metadata = metrics
+            self.complete = True
+
+    def usage(self) -> Optional[Usage]:
+        if self._metadata is None:
+            return None
+        counts = {name: as_count(self._metadata.get(key)) for name, key in _INVOKE_METRICS.items()}
+        return self.call.model, counts, {}
 
 
 class _ParseEvent:
