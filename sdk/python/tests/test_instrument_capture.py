@@ -623,3 +623,60 @@ def test_bedrock_invoke_model_with_response_stream(canned: CannedProvider, recor
     assert len(list(response["body"])) == 2
     event = recorder.event
     assert (event["status"], event["prompt_tokens"], event["completion_tokens"]) == ("success", 1000, 500)
+
+
+GEMINI = "gemini-2.5-flash"
+
+
+def genai_client(canned: CannedProvider) -> Any:
+    genai = pytest.importorskip("google.genai")
+    options = genai.types.HttpOptions(base_url=canned.url, api_version="v1beta", timeout=10_000)
+    return genai.Client(api_key="test", http_options=options)
+
+
+def test_each_model_call_of_automatic_function_calling_is_tracked(canned: CannedProvider, recorder: Recorder) -> None:
+    from canned_provider import gemini_response
+
+    call_tool = {
+        **gemini_response(GEMINI, {"promptTokenCount": 1000, "candidatesTokenCount": 20, "totalTokenCount": 1020}),
+        "candidates": [
+            {
+                "content": {
+                    "parts": [{"functionCall": {"name": "capital", "args": {"country": "France"}}}],
+                    "role": "model",
+                },
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
+    }
+    answer = gemini_response(GEMINI, {"promptTokenCount": 2000, "candidatesTokenCount": 10, "totalTokenCount": 2010})
+    replies = iter([call_tool, answer])
+    canned.route("POST", f"/v1beta/models/{GEMINI}:generateContent", lambda url: Canned(body=next(replies)))
+
+    def capital(country: str) -> str:
+        """The capital of a country."""
+        return "Paris"
+
+    genai = pytest.importorskip("google.genai")
+    client = costtrack.instrument(genai_client(canned), tracker=recorder)
+    config = genai.types.GenerateContentConfig(tools=[capital])
+    response = client.models.generate_content(model=GEMINI, contents="Capital of France?", config=config)
+    assert response.text == "Paris." and len(canned.calls) == 2
+    assert [(event["prompt_tokens"], event["completion_tokens"]) for event in recorder.events] == [
+        (1000, 20),
+        (2000, 10),
+    ]
+
+
+def test_gemini_embed_content_is_tracked(canned: CannedProvider, recorder: Recorder) -> None:
+    body = {"embeddings": [{"values": [0.1, 0.2]}]}
+    canned.route("POST", "/v1beta/models/gemini-embedding-001:batchEmbedContents", Canned(body=body))
+    client = costtrack.instrument(genai_client(canned), tracker=recorder)
+    client.models.embed_content(model="gemini-embedding-001", contents="Paris")
+    event = recorder.event
+    assert (event["model"], event["prompt_tokens"], event["metadata"]) == (
+        "gemini-embedding-001",
+        0,
+        {"usage_missing": "not_reported"},
+    )

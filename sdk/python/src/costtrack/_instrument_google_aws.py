@@ -9,7 +9,7 @@ import json
 import weakref
 from typing import Any, Dict, Optional, Tuple
 
-from costtrack._instrument_core import Call, Instrumentation, status_of, wrap_call
+from costtrack._instrument_core import USAGE_MISSING, Call, Instrumentation, status_of, wrap_call
 from costtrack._instrument_streams import Close, Watcher, watch_async, watch_sync
 from costtrack._provider_events import Usage, get
 from costtrack._provider_usage import bedrock_usage, gemini_usage
@@ -21,11 +21,16 @@ __all__ = ["instrument_bedrock", "instrument_genai"]
 
 
 def instrument_genai(instrumentation: Instrumentation, client: Any) -> None:
+    """Each model call of ``generate_content`` is its own event: automatic function calling (and
+    automatic continuation) makes several inside one ``generate_content``, each through
+    ``_generate_content``, whose usage is its own (the response returned has the last one's)."""
     aio = getattr(client, "aio", None)
     for models in (getattr(client, "models", None), getattr(aio, "models", None)):
         if models is None:
             continue
-        instrumentation.patch(models, "generate_content", wrap_call(instrumentation, _genai_begin, _genai_response))
+        each_call = "_generate_content" if callable(getattr(models, "_generate_content", None)) else "generate_content"
+        instrumentation.patch(models, each_call, wrap_call(instrumentation, _genai_begin, _genai_response))
+        instrumentation.patch(models, "embed_content", wrap_call(instrumentation, _genai_begin, _genai_embedding))
         instrumentation.patch(
             models, "generate_content_stream", wrap_call(instrumentation, _genai_begin, _genai_stream)
         )
@@ -37,6 +42,17 @@ def _genai_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) -> Tu
 
 def _genai_response(call: Call, token: None, response: Any) -> Any:
     call.finish("success", gemini_usage(response))
+    return response
+
+
+def _genai_embedding(call: Call, token: None, response: Any) -> Any:
+    """Vertex AI counts each embedding's tokens (``statistics.token_count``); the Gemini API
+    reports none (tracked without usage: ``metadata.usage_missing``)."""
+    counts = [get(get(embedding, "statistics"), "token_count") for embedding in get(response, "embeddings") or ()]
+    if counts and all(isinstance(count, (int, float)) for count in counts):
+        call.finish("success", (None, {"prompt_tokens": int(sum(counts)), "completion_tokens": 0}, {}))
+    else:
+        call.finish("success", (None, {}, {USAGE_MISSING: "not_reported"}))
     return response
 
 
