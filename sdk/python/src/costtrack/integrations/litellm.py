@@ -27,9 +27,9 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
+from costtrack._conventions import ROUTES
 from costtrack._instrument_core import status_of
 from costtrack._provider_events import Usage, get
-from costtrack._conventions import ROUTES
 from costtrack._provider_usage import openai_usage
 from costtrack.integrations._usage import Run, all_in_usage, instrumentation
 
