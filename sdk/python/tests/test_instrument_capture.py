@@ -135,7 +135,8 @@ def test_a_stream_read_after_its_block_is_the_blocks(canned: CannedProvider, rec
     with costtrack.attributes(customer_id="cus_B", feature="other", metadata={"plan": "free"}):
         list(stream)
     event = recorder.event
-    assert (event["customer_id"], event["feature"], event["metadata"]) == ("cus_A", "chat", {"plan": "pro"})
+    assert (event["customer_id"], event["feature"]) == ("cus_A", "chat")
+    assert event["metadata"] == {"plan": "pro", "usage_convention": "openai"}
     assert event["prompt_tokens"] == 1200
 
 
@@ -680,3 +681,57 @@ def test_gemini_embed_content_is_tracked(canned: CannedProvider, recorder: Recor
         0,
         {"usage_missing": "not_reported"},
     )
+
+
+# -- whose counting convention an event follows ----------------------------------------------------
+
+
+def test_anthropic_vertex_is_priced_by_anthropics_convention(canned: CannedProvider, recorder: Recorder) -> None:
+    """Claude on Vertex AI counts as Anthropic does (the prompt without the cache): the event
+    names provider ``anthropic``, whose rule prices 1,000 input + 10,000 cache read + 2,000
+    cache write + 500 output at 0.0210 (Google's rule would take the cache out of the prompt
+    again: 0.0180 and ``usage_inconsistent``)."""
+    anthropic = pytest.importorskip("anthropic")
+    from canned_provider import anthropic_message
+
+    path = f"/projects/proj/locations/us-east5/publishers/anthropic/models/{CLAUDE}:rawPredict"
+    canned.route("POST", path, Canned(body=anthropic_message(CLAUDE, CLAUDE_USAGE)))
+    client = anthropic.AnthropicVertex(
+        region="us-east5", project_id="proj", access_token="test", base_url=canned.url, max_retries=0
+    )
+    costtrack.instrument(client, tracker=recorder)
+    client.messages.create(**{**CLAUDE_REQUEST, "model": CLAUDE})
+    event = recorder.event
+    assert (event["provider"], event["metadata"]["usage_convention"]) == ("anthropic", "anthropic")
+    counts = [
+        event[name] for name in ("prompt_tokens", "cached_input_tokens", "cache_write_tokens", "completion_tokens")
+    ]
+    assert counts == [1000, 10000, 2000, 500]
+
+
+def test_anthropic_bedrock_follows_anthropics_convention_as_bedrock(canned: CannedProvider, recorder: Recorder) -> None:
+    anthropic = pytest.importorskip("anthropic")
+    from canned_provider import anthropic_message
+
+    canned.route("POST", f"/model/{BEDROCK_MODEL}/invoke", Canned(body=anthropic_message(CLAUDE, CLAUDE_USAGE)))
+    client = anthropic.AnthropicBedrock(
+        base_url=canned.url, aws_region="us-east-1", aws_access_key="test", aws_secret_key="test", max_retries=0
+    )
+    costtrack.instrument(client, tracker=recorder)
+    client.messages.create(**{**CLAUDE_REQUEST, "model": BEDROCK_MODEL})
+    assert (recorder.event["provider"], recorder.event["metadata"]["usage_convention"]) == ("bedrock", "anthropic")
+
+
+def test_an_openai_compatible_provider_follows_its_own_route(canned: CannedProvider, recorder: Recorder) -> None:
+    from canned_provider import chat_completion
+
+    usage = {"prompt_tokens": 1000, "completion_tokens": 50, "completion_tokens_details": {"reasoning_tokens": 200}}
+    canned.route("POST", "/v1/chat/completions", Canned(body=chat_completion("grok-4", usage)))
+    xai = costtrack.instrument(client_for(canned), tracker=recorder, provider="xai")
+    xai.chat.completions.create(model="grok-4", messages=MESSAGES)
+    groq = costtrack.instrument(client_for(canned), tracker=recorder, provider="groq")
+    groq.chat.completions.create(model="grok-4", messages=MESSAGES)
+    assert [(event["provider"], event["completion_tokens"]) for event in recorder.events] == [
+        ("xai", 250),  # xAI's reasoning, counted apart, folded in
+        ("groq", 50),
+    ]

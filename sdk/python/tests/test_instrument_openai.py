@@ -228,7 +228,7 @@ def test_responses_api_sync_and_stream(canned: CannedProvider, recorder: Recorde
     client = costtrack.instrument(client_for(canned), tracker=recorder)
     response = client.responses.create(model="gpt-5", input="Capital of France?")
     as_helper_gives(recorder.event, from_openai(response))
-    assert recorder.event["metadata"] == {"service_tier": "priority"}
+    assert recorder.event["metadata"] == {"service_tier": "priority", "usage_convention": "openai"}
 
     canned.route("POST", "/v1/responses", Canned(body=responses_stream(RESPONSE), content_type="text/event-stream"))
     events = list(client.responses.create(model="gpt-5", input="Capital of France?", stream=True))

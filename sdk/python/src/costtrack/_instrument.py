@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional, Tuple, Union
 
 from costtrack import _instrument_clients as clients
 from costtrack import _instrument_google_aws as google_aws
+from costtrack._conventions import ROUTES
 from costtrack._instrument_core import DEFAULT_FIELDS, Instrumentation
 
 __all__ = ["instrument", "instrumenter_for", "uninstrument"]
@@ -34,19 +35,25 @@ Apply = Callable[[Instrumentation, Any], None]
 
 def instrumenter_for(client: Any) -> Optional[Tuple[str, Apply]]:
     """The provider id and the function that instruments ``client``; ``None`` for a client not known."""
+    found = _route_of(client)
+    return None if found is None else (found[1], found[2])
+
+
+def _route_of(client: Any) -> Optional[Tuple[str, str, Apply]]:
+    """The client's name in spec/usage-conventions.json's routes, its provider and its instrumenter."""
     for cls in type(client).__mro__:
         package = cls.__module__.split(".", 1)[0]
         if package == "openai":
-            return ("azure" if "Azure" in type(client).__name__ else "openai"), clients.instrument_openai
+            name = "AzureOpenAI" if "Azure" in type(client).__name__ else "OpenAI"
+            return name, ROUTES[(name, "chat.completions.create")][0], clients.instrument_openai
         if package == "anthropic":
             name = type(client).__name__
-            return (
-                "bedrock" if "Bedrock" in name else "google" if "Vertex" in name else "anthropic"
-            ), clients.instrument_anthropic
+            name = "AnthropicBedrock" if "Bedrock" in name else "AnthropicVertex" if "Vertex" in name else "Anthropic"
+            return name, ROUTES[(name, "messages.create")][0], clients.instrument_anthropic
         if cls.__module__.startswith("google.genai"):
-            return "google", google_aws.instrument_genai
+            return "genai.Client", ROUTES[("genai.Client", "models.generate_content")][0], google_aws.instrument_genai
         if package == "botocore" and _service(client) == "bedrock-runtime":
-            return "bedrock", google_aws.instrument_bedrock
+            return "bedrock-runtime", ROUTES[("bedrock-runtime", "converse")][0], google_aws.instrument_bedrock
     return None
 
 
@@ -85,17 +92,17 @@ def instrument(client: Any, *, tracker: Any, stream_usage: Union[bool, str] = "a
         raise TypeError(f"instrument() got an unexpected keyword argument {unknown[0]!r}")
     if not callable(getattr(tracker, "track", None)):
         raise TypeError("instrument() needs tracker=, a costtrack.Tracker")
-    found = instrumenter_for(client)
+    found = _route_of(client)
     if found is None:
         raise TypeError(f"costtrack.instrument() does not know {type(client).__module__}.{type(client).__qualname__}")
-    provider, apply = found
+    route, provider, apply = found
     instrumented = getattr(client, "__dict__", {}).get(_STATE)
     if instrumented is not None:
         instrumented.use(tracker, defaults, stream_usage)
         for child in list(instrumented.children):
             instrument(child, tracker=tracker, stream_usage=stream_usage, **defaults)
         return client
-    instrumentation = Instrumentation(tracker, provider, defaults, stream_usage)
+    instrumentation = Instrumentation(tracker, provider, defaults, stream_usage, route)
     apply(instrumentation, client)
     for name in _DERIVE:
         instrumentation.patch(client, name, lambda original: _deriving(instrumentation, original))

@@ -109,7 +109,7 @@ class _ChatWatcher(Watcher):
             if not self._expected:
                 self.call.warn_usage_missing(_NO_STREAM_USAGE)
             return (self._model, {}, {USAGE_MISSING: _NO_STREAM_USAGE} if not self._expected else {})
-        return openai_usage(self._last, self.call.provider)
+        return openai_usage(self._last, self.call.convention)
 
 
 #: Why a streamed chat completion has no usage: it did not ask (``stream_usage``) for it.
@@ -122,7 +122,7 @@ def _embeddings_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) 
 
 def _embeddings_finish(call: Call, token: None, result: Any) -> Any:
     """An embedding has prompt tokens only: its completion is 0."""
-    model, counts, pricing = openai_usage(result, call.provider)
+    model, counts, pricing = openai_usage(result, call.convention)
     if counts.get("completion_tokens") is None and counts.get("prompt_tokens") is not None:
         counts["completion_tokens"] = 0
     call.finish("success", (model, counts, pricing))
@@ -247,7 +247,7 @@ class _ResponsesWatcher(Watcher):
     def usage(self) -> Optional[Usage]:
         if self._response is None:
             return None
-        return openai_usage(self._response, self.call.provider)
+        return openai_usage(self._response, self.call.convention)
 
 
 # -- Anthropic: Messages and message streams (also the Bedrock and Vertex clients of the SDK) ----

@@ -17,6 +17,7 @@ from types import GeneratorType
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from costtrack._attributes import Pending, current, give_back, take_offered
+from costtrack._conventions import ROUTES
 from costtrack._deferred import Deferred, deferring, make_later
 from costtrack._event import TrackEvent
 from costtrack._provider_events import Usage, provider_event
@@ -77,8 +78,12 @@ def with_identity(fields: Dict[str, Any], identity: Mapping[str, Any]) -> Dict[s
 class Instrumentation:
     """One instrumented client: its tracker, its defaults, and the undo steps of its patches."""
 
-    def __init__(self, tracker: Any, provider: str, defaults: Mapping[str, Any], stream_usage: Any = "auto") -> None:
+    def __init__(
+        self, tracker: Any, provider: str, defaults: Mapping[str, Any], stream_usage: Any = "auto", route: str = ""
+    ) -> None:
         self.found_provider = provider
+        #: The client's name in spec/usage-conventions.json's routes.
+        self.route = route
         self.stream_usage_refused = False
         self.undo: List[Callable[[], None]] = []
         self.states: Dict[str, Any] = {}
@@ -95,6 +100,9 @@ class Instrumentation:
         #: (``True``, ``False``, or ``"auto"``: asks, and stops asking after the server refused it).
         self.stream_usage = stream_usage
         self.provider = defaults.get("provider") or self.found_provider
+        #: Whose counting convention the client's usage follows (docs/api-rules.md#cost): its
+        #: route's; an OpenAI-compatible provider named here follows its own route's, or OpenAI's.
+        self.convention = convention_of(self.route, self.provider, self.provider != self.found_provider)
         self.defaults = {name: value for name, value in defaults.items() if name != "provider" and value is not None}
         #: A ``Tracker``'s events are made on its delivery thread (``_deferred``); another
         #: tracker (anything with ``track``, a subclass's own ``track``) is given each event.
@@ -216,7 +224,7 @@ class Call:
                 identity = claim.identity
             if instrumentation.at_once or (context is not None and "metadata" in context):
                 # The caller's metadata dicts (or a tracker given each event): made now.
-                usage = found if read is None else read(found, instrumentation.provider)
+                usage = found if read is None else read(found, instrumentation.convention)
                 fields = instrumentation.fields(context)
                 if self._reservation is not None:
                     fields["reservation"] = self._reservation
@@ -226,7 +234,7 @@ class Call:
             if read is not None:
                 captured = None if capture is None else capture(found)
                 if captured is None:  # what the response says is read now; the event is made later
-                    found, read = read(found, instrumentation.provider), None
+                    found, read = read(found, instrumentation.convention), None
                 else:
                     found = captured
             later = instrumentation.later
@@ -275,6 +283,11 @@ class Call:
     @property
     def provider(self) -> str:
         return self._instrumentation.provider
+
+    @property
+    def convention(self) -> str:
+        """Whose counting convention the call's usage follows (its readers' ``convention``)."""
+        return self._instrumentation.convention
 
     def report(self, error: Exception) -> None:
         self._instrumentation.report(error)
@@ -330,7 +343,7 @@ class _Deferred:
         """The event (``None``: it could not be made; the failure went to ``on_error``)."""
         instrumentation = self._instrumentation
         try:
-            usage = self._found if self._read is None else self._read(self._found, instrumentation.provider)
+            usage = self._found if self._read is None else self._read(self._found, instrumentation.convention)
             fields = instrumentation.fields(self._context)
             if self._reservation is not None:
                 fields["reservation"] = self._reservation
@@ -342,6 +355,22 @@ class _Deferred:
 
     def __call__(self) -> Optional[Tuple[str, bytes]]:
         return make_later(self._instrumentation.tracker, self.build)
+
+
+def convention_of(route: str, provider: str, named: bool) -> str:
+    """The convention of a client's calls (its first route's; ``named``: the provider was
+    given to ``instrument()``, an OpenAI-compatible API)."""
+    if named:
+        found = next((value for key, value in ROUTES.items() if key[0] == f"{route} provider={provider}"), None)
+        return found[1] if found is not None else "openai"
+    return next((value[1] for key, value in ROUTES.items() if key[0] == route), "openai")
+
+
+#: The counts whose meaning the convention decides (an event without them costs the same
+#: under every convention, and says none).
+_CONVENTION_DECIDES = ("cached_input_tokens", "cache_write_tokens", "reasoning_tokens")
+#: The event's ``metadata`` key naming the convention its counts follow.
+USAGE_CONVENTION = "usage_convention"
 
 
 def _event(
@@ -357,6 +386,8 @@ def _event(
     found_model, counts, pricing = usage
     if counts.get("prompt_tokens") is None and counts.get("completion_tokens") is None:
         counts = {**counts, **_NO_USAGE}
+    elif any(counts.get(name) for name in _CONVENTION_DECIDES):
+        pricing = {**pricing, USAGE_CONVENTION: instrumentation.convention}
     if identity is not None:
         with_identity(fields, identity)
     fields["latency_ms"] = int((end - start) * 1000 + 0.5)
