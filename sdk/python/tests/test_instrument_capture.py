@@ -11,6 +11,7 @@ from typing import Any, List
 import pytest
 from canned_provider import Canned, CannedProvider, chat_stream, chat_usage, openai_error
 from instrumented import Recorder
+from test_instrument_google_aws import BEDROCK_MODEL, BEDROCK_PATH, bedrock_client
 
 import costtrack
 
@@ -560,23 +561,6 @@ def test_a_background_response_that_fails_or_is_cancelled(canned: CannedProvider
 
     asyncio.run(main())
     assert (recorder.event["status"], recorder.event["prompt_tokens"]) == ("cancelled", 100)
-
-
-BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-BEDROCK_PATH = BEDROCK_MODEL.replace(":", "%3A")
-
-
-def bedrock_client(canned: CannedProvider) -> Any:
-    boto3 = pytest.importorskip("boto3")
-    config = pytest.importorskip("botocore.config")
-    return boto3.client(
-        "bedrock-runtime",
-        endpoint_url=canned.url,
-        region_name="us-east-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-        config=config.Config(retries={"max_attempts": 1, "mode": "standard"}),
-    )
 
 
 def test_bedrock_invoke_model_is_tracked_from_its_count_headers(canned: CannedProvider, recorder: Recorder) -> None:
