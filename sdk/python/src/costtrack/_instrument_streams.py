@@ -11,7 +11,6 @@ and its ``close`` is shadowed on the instance. Neither keeps a strong reference 
 
 from __future__ import annotations
 
-import copy
 import weakref
 from typing import Any, AsyncIterator, Iterator, Optional
 
@@ -145,7 +144,8 @@ def _detached(stream: Any) -> Any:
     if make is None or not hasattr(stream, "__dict__"):
         return iterator
     try:
-        shadow = copy.copy(stream)
+        shadow = object.__new__(type(stream))  # a shallow copy, without copy's protocol lookups
+        shadow.__dict__.update(vars(stream))
         shadow._iterator = None
         return make(shadow)
     except Exception:
