@@ -1,7 +1,8 @@
 """``with_raw_response`` and ``with_streaming_response`` of the Stainless clients (openai,
 anthropic): the method returns the HTTP response, and the call is tracked from what it parses.
 
-* ``with_raw_response`` (the ``X-Stainless-Raw-Response: raw`` header): the body is read; the
+* ``with_raw_response`` (the ``X-Stainless-Raw-Response: raw`` header, ``true`` in older
+  clients): the body is read; the
   parsed object is made at once (the response caches it, so the caller's ``parse()`` gets the
   very object tracked; a stream is instrumented in place before the caller reads it).
 * ``with_streaming_response`` (``stream``): the body is unread. The call is tracked when the
@@ -26,7 +27,8 @@ _NOT_PARSED = "raw_body_not_parsed"
 
 
 def raw_mode(kwargs: Mapping[str, Any]) -> Optional[str]:
-    """``raw`` / ``stream`` for ``with_raw_response`` / ``with_streaming_response``; else ``None``."""
+    """``stream`` for ``with_streaming_response``, ``raw`` (or ``true``) for
+    ``with_raw_response``; else ``None``."""
     headers = kwargs.get("extra_headers")
     if headers is None or not isinstance(headers, Mapping):
         return None
@@ -62,10 +64,10 @@ def wrap_call(
     def raw_finish(call: Call, token: Any, result: Any) -> Any:
         if type(token) is not _Raw:
             return finish(call, token, result)
-        if token.mode == "raw":
-            finish(call, token.token, result.parse())
-        else:
+        if token.mode == "stream":
             _watch_response(call, token, result, finish)
+        else:  # "raw" ("true" in older clients): the body is read
+            finish(call, token.token, result.parse())
         return result
 
     def raw_again(instrumentation: Instrumentation, token: Any, error: BaseException, kwargs: Dict[str, Any]) -> Any:
