@@ -27,6 +27,8 @@ def render(spec: Dict[str, Any]) -> str:
         "",
         "from typing import Dict, Tuple",
         "",
+        '__all__ = ["CONVENTIONS", "ROUTES"]',
+        "",
         "#: convention -> (prompt_includes_cached, completion_includes_reasoning)",
         "CONVENTIONS: Dict[str, Tuple[bool, bool]] = {",
     ]

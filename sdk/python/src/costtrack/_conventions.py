@@ -4,6 +4,8 @@ do not edit. Whose counting convention each route's usage follows (docs/api-rule
 
 from typing import Dict, Tuple
 
+__all__ = ["CONVENTIONS", "ROUTES"]
+
 #: convention -> (prompt_includes_cached, completion_includes_reasoning)
 CONVENTIONS: Dict[str, Tuple[bool, bool]] = {
     "anthropic": (False, True),
