@@ -81,7 +81,7 @@ class _ChatWatcher(Watcher):
     """The stream is complete at its usage chunk (or, when the caller turned usage off, at a
     ``finish_reason``); the usage-only chunk costtrack asked for is kept from the caller."""
 
-    __slots__ = ("_expected", "_hide", "_last", "_model")
+    __slots__ = ("_chunk", "_expected", "_hide", "_last", "_model")
 
     def __init__(self, call: Call, hide: bool, expected: bool) -> None:
         super().__init__(call)
@@ -89,6 +89,7 @@ class _ChatWatcher(Watcher):
         self._expected = expected
         self._last: Any = None
         self._model: Any = None
+        self._chunk: Any = None
 
     def see(self, chunk: Any) -> bool:
         self._model = get(chunk, "model") or self._model
@@ -97,12 +98,20 @@ class _ChatWatcher(Watcher):
             self._last = chunk
             self.complete = True
             return self._hide and not choices
-        if any(get(choice, "finish_reason") for choice in choices or ()):
-            if self._expected:
-                self.tail = True  # the usage chunk comes next
-            else:
-                self.complete = True
+        self._chunk = chunk
+        if not self._expected and any(get(choice, "finish_reason") for choice in choices or ()):
+            self.complete = True
         return False
+
+    def tail(self) -> bool:
+        """The last chunk read ended the answer; the usage chunk comes next."""
+        chunk = self._chunk
+        return (
+            self._expected
+            and self._last is None
+            and chunk is not None
+            and any(get(choice, "finish_reason") for choice in get(chunk, "choices") or ())
+        )
 
     def usage(self) -> Optional[Usage]:
         if self._last is None:

@@ -24,14 +24,10 @@ class Watcher:
     """What one stream's items say about its call. A provider's watcher overrides ``see`` (and
     sets ``complete`` on the stream's last event) and ``usage``."""
 
-    __slots__ = ("call", "complete", "failed", "tail")
+    __slots__ = ("call", "complete", "failed")
 
     def __init__(self, call: Call) -> None:
         self.call = call
-        #: The answer is over but the usage that the provider sends after it is still to come
-        #: (Chat Completions' usage chunk after ``finish_reason``): a caller who stops reading
-        #: here has not lost it; closing the stream reads it first.
-        self.tail = False
         #: The stream's own end was seen: closing it now loses nothing.
         self.complete = False
         #: The stream said the call failed (an error event that the client does not raise).
@@ -43,6 +39,13 @@ class Watcher:
 
     def usage(self) -> Optional[Usage]:
         return None
+
+    def tail(self) -> bool:
+        """The answer is over but the usage that the provider sends after it is still to come
+        (Chat Completions' usage chunk after ``finish_reason``): a caller who stops reading
+        here has not lost it; closing the stream reads it first. Asked only then, so no chunk
+        pays for it."""
+        return False
 
     def end(self, status: str) -> None:
         if self.call.done:
@@ -75,7 +78,7 @@ _TAIL_ITEMS = 16
 def read_tail(iterator: Iterator[Any], watcher: Watcher, show: bool = True) -> None:
     """The usage that follows the answer's end, read from ``iterator`` before it is closed
     (``show=False``: ``iterator`` is the watched one, which shows the watcher each item)."""
-    if not watcher.tail or watcher.complete:
+    if watcher.complete or not watcher.tail():
         return
     try:
         for count, item in enumerate(iterator):
@@ -88,7 +91,7 @@ def read_tail(iterator: Iterator[Any], watcher: Watcher, show: bool = True) -> N
 
 
 async def aread_tail(iterator: AsyncIterator[Any], watcher: Watcher, show: bool = True) -> None:
-    if not watcher.tail or watcher.complete:
+    if watcher.complete or not watcher.tail():
         return
     count = 0
     try:
@@ -166,7 +169,7 @@ class Close:
     def __call__(self) -> Any:
         stream = self._stream()
         watcher = self._watcher
-        if stream is not None and watcher.tail and not watcher.complete and not watcher.call.done:
+        if stream is not None and not watcher.complete and not watcher.call.done and watcher.tail():
             rest = stream._iterator
             if hasattr(rest, "__anext__"):
                 return self._read_tail_then_close(stream, rest)
