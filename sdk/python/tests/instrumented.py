@@ -5,8 +5,9 @@ not a package: imported by name, like canned_provider.)"""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
+from costtrack._conventions import CONVENTIONS
 from costtrack.validation import validate_event
 
 
@@ -32,9 +33,26 @@ class Recorder:
         return self.events[0]
 
 
+def without_convention(event: Dict[str, Any], convention: Optional[str] = None) -> Dict[str, Any]:
+    """``event`` without ``metadata.usage_convention``, which an instrumented event has only
+    when its counts have cached, cache-write or reasoning tokens (``convention``: the one it
+    must name); a framework hook's events have none."""
+    metadata = dict(event.get("metadata") or {})
+    found = metadata.pop("usage_convention", None)
+    decides = any(event.get(name) for name in ("cached_input_tokens", "cache_write_tokens", "reasoning_tokens"))
+    assert found is None or decides, event
+    assert found is None or found in CONVENTIONS, event
+    assert convention is None or found == convention, event
+    plain = {name: value for name, value in event.items() if name != "metadata"}
+    if metadata:
+        plain["metadata"] = metadata
+    return plain
+
+
 def as_helper_gives(event: Dict[str, Any], expected: Any, status: str = "success") -> None:
     """``event`` is ``expected`` (the provider helper's event for the same response) plus the
-    call's status and a measured latency."""
+    call's status and a measured latency (and the convention its counts follow)."""
+    event = without_convention(event)
     latency = event.get("latency_ms")
     assert isinstance(latency, int) and 0 <= latency < 10_000, event
     assert event == {**validate_event(expected).fields, "status": status, "latency_ms": latency}

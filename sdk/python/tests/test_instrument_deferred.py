@@ -103,7 +103,7 @@ def test_metadata_keeps_the_event_on_the_calling_thread(
     metadata["team"] = "changed later"  # the caller's dict: the event was made before this
     assert made_on == [threading.current_thread().name]
     assert tracker.flush(timeout=10)
-    assert sink.received[0].event["metadata"] == {"team": "search"}
+    assert sink.received[0].event["metadata"] == {"team": "search", "usage_convention": "openai"}
 
 
 def test_made_events_beyond_the_byte_cap_go_back_to_the_front_of_the_queue() -> None:

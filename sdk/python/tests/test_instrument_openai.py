@@ -228,7 +228,7 @@ def test_responses_api_sync_and_stream(canned: CannedProvider, recorder: Recorde
     client = costtrack.instrument(client_for(canned), tracker=recorder)
     response = client.responses.create(model="gpt-5", input="Capital of France?")
     as_helper_gives(recorder.event, from_openai(response))
-    assert recorder.event["metadata"] == {"service_tier": "priority"}
+    assert recorder.event["metadata"] == {"service_tier": "priority", "usage_convention": "openai"}
 
     canned.route("POST", "/v1/responses", Canned(body=responses_stream(RESPONSE), content_type="text/event-stream"))
     events = list(client.responses.create(model="gpt-5", input="Capital of France?", stream=True))
@@ -275,12 +275,13 @@ def test_twice_tracks_once_and_uninstrument_restores(canned: CannedProvider, rec
     assert len(recorder.events) == 2
 
 
-def test_raw_responses_are_passed_through_untracked(canned: CannedProvider, recorder: Recorder) -> None:
+def test_a_raw_response_is_tracked_from_what_it_parses(canned: CannedProvider, recorder: Recorder) -> None:
     canned.route("POST", "/v1/chat/completions", Canned(body=COMPLETION))
     client = costtrack.instrument(client_for(canned), tracker=recorder)
     raw = client.chat.completions.with_raw_response.create(model="gpt-5-mini", messages=MESSAGES)
+    assert raw.headers["content-type"] == "application/json"
     assert raw.parse().usage.prompt_tokens == 1200
-    assert recorder.events == [] and recorder.errors == []
+    as_helper_gives(recorder.event, from_openai(raw.parse()))
 
 
 def test_a_failing_tracker_never_breaks_the_call(canned: CannedProvider) -> None:

@@ -154,3 +154,22 @@ def test_a_failed_call_is_tracked_with_zero_tokens(canned: CannedProvider, recor
         "customer_id": "cus_3",
         "status": "error",
     }
+
+
+def test_xai_reasoning_that_litellm_already_folded_into_the_completion_is_not_added_again(
+    canned: CannedProvider, recorder: Recorder
+) -> None:
+    """xAI counts reasoning apart from ``completion_tokens``; LiteLLM folds it in (OpenAI's
+    convention, which the route's ``usage_convention`` says): it is not added a second time."""
+    usage = {
+        "prompt_tokens": 1000,
+        "completion_tokens": 50,
+        "total_tokens": 1250,
+        "completion_tokens_details": {"reasoning_tokens": 200},
+    }
+    canned.route("POST", "/v1/chat/completions", Canned(body=chat_completion("grok-4", usage)))
+    response = litellm.completion(model="xai/grok-4", messages=ASK, api_base=canned.url + "/v1", api_key="test")
+    assert response.usage.completion_tokens == 250  # LiteLLM folded xAI's reasoning in
+    event = settled(recorder).event
+    assert event["provider"] == "xai"
+    assert event["completion_tokens"] == 250 and "reasoning_tokens" not in event

@@ -269,9 +269,10 @@ def test_a_streamed_run_is_tracked_once_with_its_usage(
     assert len(recorder.events) == 1 and not recorder.errors
     event = recorder.event
     assert event["run_name"] == "Streamed" and re.fullmatch(r"[0-9a-f]{32}", event["trace_id"])
-    # The Agents SDK streams through ``responses.with_streaming_response.create`` (the raw HTTP
-    # response, which an instrumented client leaves alone): the processor's event, either way.
-    as_helper_gives(event, from_openai(TURNS[1], feature="agents", **identity_of(event)))
+    # The Agents SDK streams through ``responses.with_streaming_response.create`` and parses the
+    # stream: an instrumented client tracks it (and the processor leaves it out), else the processor.
+    feature = "instrumented" if instrumented else "agents"
+    as_helper_gives(event, from_openai(TURNS[1], feature=feature, **identity_of(event)))
     assert event["prompt_tokens"] == result.context_wrapper.usage.input_tokens == 1700
 
 

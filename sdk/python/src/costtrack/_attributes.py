@@ -128,6 +128,21 @@ def reservation_offered() -> bool:
     return pending is not None and not pending.taken
 
 
+def take_offered() -> Optional[Pending]:
+    """The reservation offered here, taken by the caller (a model call that starts now and
+    settles it when its event is made, wherever that is); ``None``: none offered, or taken."""
+    pending = _RESERVATION.get()
+    if pending is not None and pending.take():
+        return pending
+    return None
+
+
+def give_back(pending: Pending) -> None:
+    """Undo ``take_offered``: the call was not made, so the block's next event may take it."""
+    with pending._lock:
+        pending.taken = False
+
+
 def current() -> Optional[Dict[str, Any]]:
     """The attribution in force (``None`` outside any ``attributes`` block); not to be changed."""
     return _ATTRIBUTES.get()

@@ -10,23 +10,25 @@ import functools
 import inspect
 import logging
 import time
-from contextvars import ContextVar
+import weakref
+from contextvars import Context, ContextVar, copy_context
 from inspect import isawaitable
 from types import GeneratorType
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
-from costtrack._attributes import current
+from costtrack._attributes import Pending, current, give_back, take_offered
+from costtrack._conventions import ROUTES
 from costtrack._deferred import Deferred, deferring, make_later
 from costtrack._event import TrackEvent
 from costtrack._provider_events import Usage, provider_event
 
 __all__ = [
     "DEFAULT_FIELDS",
+    "USAGE_MISSING",
     "Call",
     "Claim",
     "Instrumentation",
     "claimed",
-    "raw_response_requested",
     "status_of",
     "with_identity",
     "wrap_call",
@@ -36,6 +38,9 @@ logger = logging.getLogger("costtrack")
 
 #: The keyword arguments ``instrument()`` takes as defaults for every event of the client.
 DEFAULT_FIELDS = ("feature", "customer_id", "customer_name", "environment", "metadata", "provider")
+#: The event's ``metadata`` key that says why its counts are missing (a stream that did not ask
+#: for its usage); ``on_warning`` gets a warning of this code too.
+USAGE_MISSING = "usage_missing"
 #: Counts of an event whose call ended before the provider reported usage.
 _NO_USAGE: Dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0}
 _NOT_READ: Usage = (None, _NO_USAGE, {})
@@ -73,11 +78,32 @@ def with_identity(fields: Dict[str, Any], identity: Mapping[str, Any]) -> Dict[s
 class Instrumentation:
     """One instrumented client: its tracker, its defaults, and the undo steps of its patches."""
 
-    def __init__(self, tracker: Any, provider: str, defaults: Mapping[str, Any]) -> None:
-        self.tracker = tracker
-        self.provider = defaults.get("provider") or provider
-        self.defaults = {name: value for name, value in defaults.items() if name != "provider" and value is not None}
+    def __init__(
+        self, tracker: Any, provider: str, defaults: Mapping[str, Any], stream_usage: Any = "auto", route: str = ""
+    ) -> None:
+        self.found_provider = provider
+        #: The client's name in spec/usage-conventions.json's routes.
+        self.route = route
+        self.stream_usage_refused = False
         self.undo: List[Callable[[], None]] = []
+        self.states: Dict[str, Any] = {}
+        #: The clients made from this one (``with_options``, ``copy``), instrumented alike.
+        self.children: "weakref.WeakSet[Any]" = weakref.WeakSet()
+        self.use(tracker, defaults, stream_usage)
+
+    def use(self, tracker: Any, defaults: Mapping[str, Any], stream_usage: Any = "auto") -> None:
+        """Track with ``tracker`` and ``defaults`` from now on (``instrument()`` again)."""
+        self.tracker = tracker
+        #: What ``instrument()`` was given, for the clients made from this one.
+        self.given = dict(defaults)
+        #: ``instrument(stream_usage=)``: whether a Chat Completions stream asks for its usage
+        #: (``True``, ``False``, or ``"auto"``: asks, and stops asking after the server refused it).
+        self.stream_usage = stream_usage
+        self.provider = defaults.get("provider") or self.found_provider
+        #: Whose counting convention the client's usage follows (docs/api-rules.md#cost): its
+        #: route's; an OpenAI-compatible provider named here follows its own route's, or OpenAI's.
+        self.convention = convention_of(self.route, self.provider, self.provider != self.found_provider)
+        self.defaults = {name: value for name, value in defaults.items() if name != "provider" and value is not None}
         #: A ``Tracker``'s events are made on its delivery thread (``_deferred``); another
         #: tracker (anything with ``track``, a subclass's own ``track``) is given each event.
         self.later: Optional[Callable[[Deferred], None]] = deferring(tracker)
@@ -100,6 +126,23 @@ class Instrumentation:
             if isinstance(metadata, Mapping) and "metadata" in context:
                 fields["metadata"] = {**metadata, **context["metadata"]}
         return fields
+
+    def state(self, name: str, make: Callable[[], Any]) -> Any:
+        """Per-client state of one kind (made on first use), kept across ``instrument()`` again."""
+        found = self.states.get(name)
+        if found is None:
+            found = self.states[name] = make()
+        return found
+
+    def warn(self, code: str, message: str) -> None:
+        """Tell the tracker's ``on_warning`` (a ``Tracker``); another tracker's log gets it."""
+        warn = getattr(self.tracker, "_warn", None)
+        if callable(warn):
+            from costtrack._warnings import TrackerWarning
+
+            warn(TrackerWarning(code, message))
+        else:
+            logger.warning("costtrack: %s: %s", code, message)
 
     def report(self, error: Exception) -> None:
         report = getattr(self.tracker, "_report_error", None)
@@ -124,15 +167,30 @@ class Instrumentation:
 
 
 class Call:
-    """One model call: started when created, tracked once by ``finish`` or ``finish_response``."""
+    """One model call: started when created, tracked once by ``finish`` or ``finish_response``.
 
-    __slots__ = ("_instrumentation", "_model", "_start", "done")
+    What the call is attributed to is fixed when it starts: the context in force then
+    (``costtrack.attributes``, the run, a framework's claim) is the one its event is made in,
+    and the reservation a ``tracker.reservation`` block offers is taken then, however late the
+    call ends and on whichever thread, task or generator its stream is read."""
+
+    __slots__ = ("_context", "_instrumentation", "_model", "_reservation", "_start", "done")
 
     def __init__(self, instrumentation: Instrumentation, model: Any) -> None:
         self._instrumentation = instrumentation
         self._model = model if isinstance(model, str) else None
+        self._context: Context = copy_context()
+        self._reservation: Optional[Pending] = take_offered()
         self._start = time.perf_counter()
         self.done = False
+
+    def discard(self) -> None:
+        """No call was made (the client refused its arguments): nothing is tracked, and the
+        reservation taken goes back to its block."""
+        self.done = True
+        if self._reservation is not None:
+            give_back(self._reservation)
+            self._reservation = None
 
     def finish(self, status: str, usage: Optional[Usage] = None) -> None:
         """Track the call (once) with ``status``, its latency so far and ``usage`` (what a
@@ -140,7 +198,8 @@ class Call:
         if self.done:
             return
         self.done = True
-        self._track(status, time.perf_counter(), None, _NOT_READ if usage is None else usage, None)
+        found = _NOT_READ if usage is None else usage
+        self._context.run(self._track, status, time.perf_counter(), None, found, None)
 
     def finish_response(
         self, status: str, read: Read, response: Any, capture: Optional[Callable[[Any], Any]] = None
@@ -152,7 +211,7 @@ class Call:
         if self.done:
             return
         self.done = True
-        self._track(status, time.perf_counter(), read, response, capture)
+        self._context.run(self._track, status, time.perf_counter(), read, response, capture)
 
     def _track(self, status: str, end: float, read: Optional[Read], found: Any, capture: Any) -> None:
         instrumentation = self._instrumentation
@@ -165,25 +224,56 @@ class Call:
                 identity = claim.identity
             if instrumentation.at_once or (context is not None and "metadata" in context):
                 # The caller's metadata dicts (or a tracker given each event): made now.
-                usage = found if read is None else read(found, instrumentation.provider)
+                usage = found if read is None else read(found, instrumentation.convention)
                 fields = instrumentation.fields(context)
+                if self._reservation is not None:
+                    fields["reservation"] = self._reservation
                 event = _event(instrumentation, self._model, usage, fields, identity, status, self._start, end)
                 instrumentation.tracker.track(event)
                 return
             if read is not None:
                 captured = None if capture is None else capture(found)
                 if captured is None:  # what the response says is read now; the event is made later
-                    found, read = read(found, instrumentation.provider), None
+                    found, read = read(found, instrumentation.convention), None
                 else:
                     found = captured
             later = instrumentation.later
             assert later is not None  # not at_once
-            later(_Deferred(instrumentation, self._model, self._start, end, status, context, identity, read, found))
+            later(
+                _Deferred(
+                    instrumentation,
+                    self._model,
+                    self._start,
+                    end,
+                    status,
+                    context,
+                    identity,
+                    read,
+                    found,
+                    self._reservation,
+                )
+            )
         except Exception as error:  # never into the application
             instrumentation.report(error)
 
     def fail(self, error: BaseException) -> None:
         self.finish(status_of(error))
+
+    def end_with(self, error: BaseException) -> None:
+        """The client's method raised ``error``: a ``TypeError`` is its arguments refused before
+        any request (nothing to track), anything else the call's failure."""
+        if isinstance(error, TypeError):
+            self.discard()
+        else:
+            self.fail(error)
+
+    def instrumentation_state(self, name: str, make: Callable[[], Any]) -> Any:
+        return self._instrumentation.state(name, make)
+
+    def warn_usage_missing(self, reason: str) -> None:
+        self._instrumentation.warn(
+            USAGE_MISSING, f"a {self._model or 'model'} call was tracked without its usage ({reason}): zero tokens"
+        )
 
     @property
     def model(self) -> Optional[str]:
@@ -193,6 +283,11 @@ class Call:
     @property
     def provider(self) -> str:
         return self._instrumentation.provider
+
+    @property
+    def convention(self) -> str:
+        """Whose counting convention the call's usage follows (its readers' ``convention``)."""
+        return self._instrumentation.convention
 
     def report(self, error: Exception) -> None:
         self._instrumentation.report(error)
@@ -207,7 +302,18 @@ class _Deferred:
     kept: the times, the status, the attribution in force (``costtrack.attributes`` never
     changes a dict it has set) and either the usage read or the response's copied fields."""
 
-    __slots__ = ("_context", "_end", "_found", "_identity", "_instrumentation", "_model", "_read", "_start", "_status")
+    __slots__ = (
+        "_context",
+        "_end",
+        "_found",
+        "_identity",
+        "_instrumentation",
+        "_model",
+        "_read",
+        "_reservation",
+        "_start",
+        "_status",
+    )
 
     def __init__(
         self,
@@ -220,8 +326,10 @@ class _Deferred:
         identity: Optional[Mapping[str, Any]],
         read: Optional[Read],
         found: Any,
+        reservation: Optional[Pending] = None,
     ) -> None:
         self._instrumentation = instrumentation
+        self._reservation = reservation
         self._model = model
         self._start = start
         self._end = end
@@ -235,8 +343,10 @@ class _Deferred:
         """The event (``None``: it could not be made; the failure went to ``on_error``)."""
         instrumentation = self._instrumentation
         try:
-            usage = self._found if self._read is None else self._read(self._found, instrumentation.provider)
+            usage = self._found if self._read is None else self._read(self._found, instrumentation.convention)
             fields = instrumentation.fields(self._context)
+            if self._reservation is not None:
+                fields["reservation"] = self._reservation
             identity, status = self._identity, self._status
             return _event(instrumentation, self._model, usage, fields, identity, status, self._start, self._end)
         except Exception as error:
@@ -245,6 +355,22 @@ class _Deferred:
 
     def __call__(self) -> Optional[Tuple[str, bytes]]:
         return make_later(self._instrumentation.tracker, self.build)
+
+
+def convention_of(route: str, provider: str, named: bool) -> str:
+    """The convention of a client's calls (its first route's; ``named``: the provider was
+    given to ``instrument()``, an OpenAI-compatible API)."""
+    if named:
+        found = next((value for key, value in ROUTES.items() if key[0] == f"{route} provider={provider}"), None)
+        return found[1] if found is not None else "openai"
+    return next((value[1] for key, value in ROUTES.items() if key[0] == route), "openai")
+
+
+#: The counts whose meaning the convention decides (an event without them costs the same
+#: under every convention, and says none).
+_CONVENTION_DECIDES = ("cached_input_tokens", "cache_write_tokens", "reasoning_tokens")
+#: The event's ``metadata`` key naming the convention its counts follow.
+USAGE_CONVENTION = "usage_convention"
 
 
 def _event(
@@ -260,6 +386,8 @@ def _event(
     found_model, counts, pricing = usage
     if counts.get("prompt_tokens") is None and counts.get("completion_tokens") is None:
         counts = {**counts, **_NO_USAGE}
+    elif any(counts.get(name) for name in _CONVENTION_DECIDES):
+        pricing = {**pricing, USAGE_CONVENTION: instrumentation.convention}
     if identity is not None:
         with_identity(fields, identity)
     fields["latency_ms"] = int((end - start) * 1000 + 0.5)
@@ -280,9 +408,18 @@ def status_of(error: BaseException) -> str:
 
 Begin = Callable[[Instrumentation, Dict[str, Any]], Optional[Tuple[Call, Any]]]
 Finish = Callable[[Call, Any, Any], Any]
+#: ``again(instrumentation, token, error, kwargs)``: the token of one more attempt with
+#: ``kwargs`` as it changed them, after ``error``; ``None``: the error stands.
+Again = Callable[[Instrumentation, Any, BaseException, Dict[str, Any]], Any]
 
 
-def wrap_call(instrumentation: Instrumentation, begin: Begin, finish: Finish) -> Callable[..., Any]:
+def _no_retry(instrumentation: Instrumentation, token: Any, error: BaseException, kwargs: Dict[str, Any]) -> Any:
+    return None
+
+
+def wrap_call(
+    instrumentation: Instrumentation, begin: Begin, finish: Finish, again: Again = _no_retry
+) -> Callable[..., Any]:
     """``make`` for ``Instrumentation.patch``: a wrapper of a method (sync or async) that starts a
     ``Call`` with ``begin(instrumentation, kwargs)`` (``None``: not tracked; else the call and what
     ``finish`` needs, ``kwargs`` possibly changed) and hands the result to ``finish(call, result,
@@ -290,11 +427,18 @@ def wrap_call(instrumentation: Instrumentation, begin: Begin, finish: Finish) ->
 
     def make(original: Callable[..., Any]) -> Callable[..., Any]:
         # One frame between the caller and the client's method: this runs once per model call.
-        async def awaited(call: Call, token: Any, pending: Awaitable[Any]) -> Any:
+        async def awaited(call: Call, token: Any, pending: Awaitable[Any], args: Any, kwargs: Any) -> Any:
             try:
-                result = await pending
+                try:
+                    result = await pending
+                except BaseException as error:
+                    retry = _again(again, instrumentation, token, error, kwargs)
+                    if retry is None:
+                        raise
+                    token = retry
+                    result = await original(*args, **kwargs)
             except BaseException as error:
-                call.fail(error)
+                call.end_with(error)
                 raise
             try:
                 return finish(call, token, result)
@@ -312,7 +456,7 @@ def wrap_call(instrumentation: Instrumentation, begin: Begin, finish: Finish) ->
                     started = None
                 if started is None:
                     return await original(*args, **kwargs)
-                return await awaited(started[0], started[1], original(*args, **kwargs))
+                return await awaited(started[0], started[1], original(*args, **kwargs), args, kwargs)
 
             return async_wrapper
 
@@ -326,13 +470,20 @@ def wrap_call(instrumentation: Instrumentation, begin: Begin, finish: Finish) ->
                 return original(*args, **kwargs)
             call, token = started
             try:
-                result = original(*args, **kwargs)
+                try:
+                    result = original(*args, **kwargs)
+                except BaseException as error:
+                    retry = _again(again, instrumentation, token, error, kwargs)
+                    if retry is None:
+                        raise
+                    token = retry
+                    result = original(*args, **kwargs)
             except BaseException as error:
-                call.fail(error)
+                call.end_with(error)
                 raise
             if type(result) not in _NOT_AWAITABLE and _awaitable(result):
                 # an async method behind a sync decorator (the clients' required_args)
-                return awaited(call, token, result)
+                return awaited(call, token, result, args, kwargs)
             try:
                 return finish(call, token, result)
             except Exception as error:
@@ -342,6 +493,16 @@ def wrap_call(instrumentation: Instrumentation, begin: Begin, finish: Finish) ->
         return wrapper
 
     return make
+
+
+def _again(again: Again, instrumentation: Instrumentation, token: Any, error: BaseException, kwargs: Any) -> Any:
+    if again is _no_retry or not isinstance(error, Exception):
+        return None
+    try:
+        return again(instrumentation, token, error, kwargs)
+    except Exception as failure:
+        instrumentation.report(failure)
+        return None
 
 
 #: The classes of results seen not to be awaitable (``isawaitable`` asks an ABC: costly per call).
@@ -354,14 +515,3 @@ def _awaitable(result: Any) -> bool:
     if not isinstance(result, GeneratorType):  # a generator's flags, not its class, decide
         _NOT_AWAITABLE.add(type(result))
     return False
-
-
-def raw_response_requested(kwargs: Mapping[str, Any]) -> bool:
-    """``with_raw_response`` / ``with_streaming_response`` calls (the Stainless clients' header):
-    their result is the HTTP response, not the parsed one; they are not tracked."""
-    headers = kwargs.get("extra_headers")
-    return (
-        headers is not None
-        and isinstance(headers, Mapping)
-        and any(isinstance(name, str) and name.lower() == "x-stainless-raw-response" for name in headers)
-    )

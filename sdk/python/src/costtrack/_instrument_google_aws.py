@@ -5,13 +5,15 @@ and ConverseStream, through botocore's event hooks). No provider package is impo
 from __future__ import annotations
 
 import itertools
+import json
 import weakref
 from typing import Any, Dict, Optional, Tuple
 
-from costtrack._instrument_core import Call, Instrumentation, status_of, wrap_call
+from costtrack._instrument_core import USAGE_MISSING, Call, Instrumentation, status_of, wrap_call
 from costtrack._instrument_streams import Close, Watcher, watch_async, watch_sync
 from costtrack._provider_events import Usage, get
 from costtrack._provider_usage import bedrock_usage, gemini_usage
+from costtrack._reserved import as_count
 
 __all__ = ["instrument_bedrock", "instrument_genai"]
 
@@ -19,11 +21,16 @@ __all__ = ["instrument_bedrock", "instrument_genai"]
 
 
 def instrument_genai(instrumentation: Instrumentation, client: Any) -> None:
+    """Each model call of ``generate_content`` is its own event: automatic function calling (and
+    automatic continuation) makes several inside one ``generate_content``, each through
+    ``_generate_content``, whose usage is its own (the response returned has the last one's)."""
     aio = getattr(client, "aio", None)
     for models in (getattr(client, "models", None), getattr(aio, "models", None)):
         if models is None:
             continue
-        instrumentation.patch(models, "generate_content", wrap_call(instrumentation, _genai_begin, _genai_response))
+        each_call = "_generate_content" if callable(getattr(models, "_generate_content", None)) else "generate_content"
+        instrumentation.patch(models, each_call, wrap_call(instrumentation, _genai_begin, _genai_response))
+        instrumentation.patch(models, "embed_content", wrap_call(instrumentation, _genai_begin, _genai_embedding))
         instrumentation.patch(
             models, "generate_content_stream", wrap_call(instrumentation, _genai_begin, _genai_stream)
         )
@@ -35,6 +42,17 @@ def _genai_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) -> Tu
 
 def _genai_response(call: Call, token: None, response: Any) -> Any:
     call.finish("success", gemini_usage(response))
+    return response
+
+
+def _genai_embedding(call: Call, token: None, response: Any) -> Any:
+    """Vertex AI counts each embedding's tokens (``statistics.token_count``); the Gemini API
+    reports none (tracked without usage: ``metadata.usage_missing``)."""
+    counts = [get(get(embedding, "statistics"), "token_count") for embedding in get(response, "embeddings") or ()]
+    if counts and all(isinstance(count, (int, float)) for count in counts):
+        call.finish("success", (None, {"prompt_tokens": int(sum(counts)), "completion_tokens": 0}, {}))
+    else:
+        call.finish("success", (None, {}, {USAGE_MISSING: "not_reported"}))
     return response
 
 
@@ -70,7 +88,7 @@ class _GeminiWatcher(Watcher):
 
 # -- Amazon Bedrock Runtime (boto3 / botocore) --------------------------------------------------
 
-_OPERATIONS = ("Converse", "ConverseStream")
+_OPERATIONS = ("Converse", "ConverseStream", "InvokeModel", "InvokeModelWithResponseStream")
 _CONTEXT_KEY = "costtrack_call"
 _ids = itertools.count()
 
@@ -119,6 +137,10 @@ def _after_call(
             call.finish("error")
         elif getattr(model, "name", None) == "ConverseStream":
             _instrument_event_stream(get(parsed, "stream"), _BedrockWatcher(call))
+        elif getattr(model, "name", None) == "InvokeModel":
+            call.finish("success", _invoke_usage(getattr(http_response, "headers", None), call.model))
+        elif getattr(model, "name", None) == "InvokeModelWithResponseStream":
+            _instrument_event_stream(get(parsed, "body"), _InvokeWatcher(call))
         else:
             call.finish("success", bedrock_usage(parsed, call.model))
     except Exception as error:
@@ -156,6 +178,57 @@ class _BedrockWatcher(Watcher):
         if self._metadata is None:
             return None
         return bedrock_usage(self._metadata, self.call.model)
+
+
+#: InvokeModel's counts, in its response headers (the body is the model's own JSON, which
+#: costtrack leaves unread for the caller).
+_INVOKE_HEADERS = {
+    "prompt_tokens": "x-amzn-bedrock-input-token-count",
+    "completion_tokens": "x-amzn-bedrock-output-token-count",
+    "cached_input_tokens": "x-amzn-bedrock-cache-read-input-token-count",
+    "cache_write_tokens": "x-amzn-bedrock-cache-write-input-token-count",
+}
+#: InvokeModelWithResponseStream's counts, in the last chunk's ``amazon-bedrock-invocationMetrics``.
+_INVOKE_METRICS = {
+    "prompt_tokens": "inputTokenCount",
+    "completion_tokens": "outputTokenCount",
+    "cached_input_tokens": "cacheReadInputTokenCount",
+    "cache_write_tokens": "cacheWriteInputTokenCount",
+}
+
+
+def _invoke_usage(headers: Any, model: Optional[str]) -> Usage:
+    counts: Dict[str, Any] = {}
+    for name, header in _INVOKE_HEADERS.items():
+        value = headers.get(header) if headers is not None else None
+        counts[name] = int(value) if isinstance(value, str) and value.isdigit() else None
+    return model, counts, {}
+
+
+class _InvokeWatcher(_BedrockWatcher):
+    """InvokeModelWithResponseStream: each event is a ``chunk`` of the model's own JSON; the
+    last one carries ``amazon-bedrock-invocationMetrics`` with the call's counts."""
+
+    __slots__ = ()
+
+    def read(self, event: Any) -> None:
+        chunk = get(get(event, "chunk"), "bytes")
+        if not isinstance(chunk, (bytes, bytearray)) or b"amazon-bedrock-invocationMetrics" not in chunk:
+            return
+        try:
+            metrics = json.loads(chunk).get("amazon-bedrock-invocationMetrics")
+        except (ValueError, AttributeError) as error:
+            self.call.report(error)
+            return
+        if isinstance(metrics, dict):
+            self._metadata = metrics
+            self.complete = True
+
+    def usage(self) -> Optional[Usage]:
+        if self._metadata is None:
+            return None
+        counts = {name: as_count(self._metadata.get(key)) for name, key in _INVOKE_METRICS.items()}
+        return self.call.model, counts, {}
 
 
 class _ParseEvent:

@@ -40,6 +40,13 @@ class Watcher:
     def usage(self) -> Optional[Usage]:
         return None
 
+    def tail(self) -> bool:
+        """The answer is over but the usage that the provider sends after it is still to come
+        (Chat Completions' usage chunk after ``finish_reason``): a caller who stops reading
+        here has not lost it; closing the stream reads it first. Asked only then, so no chunk
+        pays for it."""
+        return False
+
     def end(self, status: str) -> None:
         if self.call.done:
             return
@@ -62,12 +69,49 @@ class Watcher:
             return False
 
 
+#: How many items past the answer's end closing a stream reads to find its usage (the usage
+#: chunk follows the last ``finish_reason`` at once; the bound keeps a server that goes on
+#: from holding the caller).
+_TAIL_ITEMS = 16
+
+
+def read_tail(iterator: Iterator[Any], watcher: Watcher, show: bool = True) -> None:
+    """The usage that follows the answer's end, read from ``iterator`` before it is closed
+    (``show=False``: ``iterator`` is the watched one, which shows the watcher each item)."""
+    if watcher.complete or not watcher.tail():
+        return
+    try:
+        for count, item in enumerate(iterator):
+            if show:
+                watcher.show(item)
+            if watcher.complete or count >= _TAIL_ITEMS:
+                return
+    except Exception as error:  # the stream broke: what was read stands
+        watcher.call.report(error)
+
+
+async def aread_tail(iterator: AsyncIterator[Any], watcher: Watcher, show: bool = True) -> None:
+    if watcher.complete or not watcher.tail():
+        return
+    count = 0
+    try:
+        async for item in iterator:
+            if show:
+                watcher.show(item)
+            count += 1
+            if watcher.complete or count > _TAIL_ITEMS:
+                return
+    except Exception as error:
+        watcher.call.report(error)
+
+
 def watch_sync(iterator: Iterator[Any], watcher: Watcher) -> Iterator[Any]:
     try:
         for item in iterator:
             if not watcher.show(item):
                 yield item
     except GeneratorExit:
+        read_tail(iterator, watcher)
         watcher.stop()
         raise
     except BaseException as error:
@@ -82,12 +126,33 @@ async def watch_async(iterator: AsyncIterator[Any], watcher: Watcher) -> AsyncIt
             if not watcher.show(item):
                 yield item
     except GeneratorExit:
+        await aread_tail(iterator, watcher)
         watcher.stop()
         raise
     except BaseException as error:
         watcher.end(status_of(error))
         raise
     watcher.end("success")
+
+
+def _detached(stream: Any) -> Any:
+    """The items of a Stainless client's ``stream`` (openai, anthropic), from a generator that
+    does not hold the stream: the class's ``__stream__`` run on a shallow copy of it (the same
+    response, client and decoder). The stream's own generator holds the stream itself (a
+    cycle, which only a garbage collection would end); without it, a dropped stream is
+    finalized at once, while what it reads from is still open. Any other stream: its
+    ``_iterator`` as it is."""
+    iterator = stream._iterator
+    make = getattr(type(stream), "__stream__", None)
+    if make is None or not hasattr(stream, "__dict__"):
+        return iterator
+    try:
+        shadow = object.__new__(type(stream))  # a shallow copy, without copy's protocol lookups
+        shadow.__dict__.update(vars(stream))
+        shadow._iterator = None
+        return make(shadow)
+    except Exception:
+        return iterator
 
 
 class Close:
@@ -102,16 +167,27 @@ class Close:
         self._watcher = watcher
 
     def __call__(self) -> Any:
-        self._watcher.stop()
         stream = self._stream()
+        watcher = self._watcher
+        if stream is not None and not watcher.complete and not watcher.call.done and watcher.tail():
+            rest = stream._iterator
+            if hasattr(rest, "__anext__"):
+                return self._read_tail_then_close(stream, rest)
+            read_tail(rest, watcher, show=False)
+        watcher.stop()
         if stream is None:
             return None
         return type(stream).close(stream)
 
+    async def _read_tail_then_close(self, stream: Any, rest: AsyncIterator[Any]) -> Any:
+        await aread_tail(rest, self._watcher, show=False)
+        self._watcher.stop()
+        return await type(stream).close(stream)
+
 
 def instrument_stream(stream: Any, watcher: Watcher) -> Any:
     """``stream`` (openai / anthropic ``Stream`` or ``AsyncStream``) with its items watched."""
-    iterator = stream._iterator
+    iterator = _detached(stream)
     if hasattr(iterator, "__anext__"):
         stream._iterator = watch_async(iterator, watcher)
     else:

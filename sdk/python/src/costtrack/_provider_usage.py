@@ -67,8 +67,10 @@ def openai_fields(response: Any) -> Optional[Dict[str, Any]]:
     return top
 
 
-def openai_usage(response: Any, provider: str) -> Usage:
-    """Chat Completions (``prompt_tokens``...) or the Responses API (``input_tokens``...)."""
+def openai_usage(response: Any, convention: str) -> Usage:
+    """Chat Completions (``prompt_tokens``...) or the Responses API (``input_tokens``...), whose
+    counts follow ``convention`` (spec/usage-conventions.json: the provider's own for a direct
+    call, ``openai`` for LiteLLM's counts)."""
     usage, model, service_tier = get_each(response, _OPENAI_RESPONSE)
     (
         input_tokens,
@@ -89,7 +91,7 @@ def openai_usage(response: Any, provider: str) -> Usage:
         prompt_details, completion_details = input_details, output_details
     cached, cache_write, input_audio = get_each(prompt_details, _OPENAI_PROMPT_DETAILS)
     reasoning, output_audio = get_each(completion_details, _OPENAI_COMPLETION_DETAILS)
-    if not responses_api and provider in ("xai", "x-ai") and _is_count(reasoning) and _is_count(completion):
+    if not responses_api and convention in ("xai", "x-ai") and _is_count(reasoning) and _is_count(completion):
         # xAI's Chat Completions count reasoning apart from completion_tokens: fold it in,
         # the OpenAI convention, which prices right whichever way the entry reads it.
         completion += reasoning

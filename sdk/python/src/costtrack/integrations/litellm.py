@@ -27,6 +27,7 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
+from costtrack._conventions import ROUTES
 from costtrack._instrument_core import status_of
 from costtrack._provider_events import Usage, get
 from costtrack._provider_usage import openai_usage
@@ -94,7 +95,8 @@ def _identity(kwargs: Mapping[str, Any], response: Any) -> tuple[Optional[str], 
 
 
 def _usage(provider: str, response: Any, model: Optional[str]) -> Usage:
-    found_model, counts, pricing = openai_usage(response, provider)
+    # LiteLLM's counts follow OpenAI's convention whatever the provider (spec/usage-conventions.json)
+    found_model, counts, pricing = openai_usage(response, ROUTES[("litellm", "completion")][1])
     usage = get(response, "usage")
     cache_write = counts.get("cache_write_tokens") or get(usage, "cache_creation_input_tokens")
     reasoning = get(get(usage, "completion_tokens_details"), "reasoning_tokens")
