@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import sys
 from typing import Any, List
 
 import pytest
@@ -302,3 +303,44 @@ def test_instrument_checks_its_arguments(recorder: Recorder) -> None:
         costtrack.instrument(openai.OpenAI(api_key="test"), tracker=recorder, featur="x")
     with pytest.raises(TypeError, match="does not know"):
         costtrack.instrument(object(), tracker=recorder)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="asyncio.wait_for cancels through asyncio.timeout from 3.12")
+def test_async_wait_for_timing_out_is_a_timeout(canned: CannedProvider, recorder: Recorder) -> None:
+    canned.route("POST", "/v1/chat/completions", Canned(body=COMPLETION, delay=1.0))
+
+    async def main() -> None:
+        client = costtrack.instrument(client_for(canned, openai.AsyncOpenAI), tracker=recorder)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(client.chat.completions.create(model="gpt-5-mini", messages=MESSAGES), 0.2)
+        await asyncio.sleep(0)  # the status is decided once the cancellation has left the step
+        await client.close()
+
+    asyncio.run(main())
+    event = recorder.event
+    assert without_latency(event) == failed("openai", "gpt-5-mini", "timeout")
+    assert 150 <= event["latency_ms"] < 1000
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="asyncio.timeout is new in 3.11")
+def test_a_cancel_inside_an_asyncio_timeout_block_is_still_cancelled(
+    canned: CannedProvider, recorder: Recorder
+) -> None:
+    canned.route("POST", "/v1/chat/completions", Canned(body=COMPLETION, delay=1.0))
+
+    async def main() -> None:
+        client = costtrack.instrument(client_for(canned, openai.AsyncOpenAI), tracker=recorder)
+
+        async def within_a_timeout() -> Any:
+            async with asyncio.timeout(5):  # Python 3.11+
+                return await client.chat.completions.create(model="gpt-5-mini", messages=MESSAGES)
+
+        task = asyncio.ensure_future(within_a_timeout())
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await client.close()
+
+    asyncio.run(main())
+    assert without_latency(recorder.event) == failed("openai", "gpt-5-mini", "cancelled")

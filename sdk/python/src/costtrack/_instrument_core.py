@@ -438,7 +438,7 @@ def wrap_call(
                     token = retry
                     result = await original(*args, **kwargs)
             except BaseException as error:
-                call.end_with(error)
+                _end_awaited(call, error)
                 raise
             try:
                 return finish(call, token, result)
@@ -493,6 +493,37 @@ def wrap_call(
         return wrapper
 
     return make
+
+
+def _end_awaited(call: Call, error: BaseException) -> None:
+    """An awaited call that raised ``error``; a cancellation is ``timeout`` when a timeout made it.
+
+    ``asyncio.timeout`` (and ``asyncio.wait_for`` from Python 3.12) cancel the task and, as the
+    cancellation leaves their block, take it back (``Task.uncancel``) and raise ``TimeoutError``
+    instead. Inside the call both look alike, so the status is decided once the cancellation has
+    left the task's current step: a count of cancellations that dropped is a timeout's."""
+    import asyncio  # loaded: this runs in a coroutine
+
+    if type(error) is not asyncio.CancelledError:
+        call.end_with(error)
+        return
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        task = None
+    cancelling = getattr(task, "cancelling", None)  # Python 3.11+
+    if task is None or cancelling is None:
+        call.end_with(error)
+        return
+    count = cancelling()
+
+    def decide() -> None:
+        call.finish("timeout" if cancelling() < count else "cancelled")
+
+    try:
+        task.get_loop().call_soon(decide)
+    except RuntimeError:  # the loop is closing: nothing is left to take the cancellation back
+        call.end_with(error)
 
 
 def _again(again: Again, instrumentation: Instrumentation, token: Any, error: BaseException, kwargs: Any) -> Any:
