@@ -43,7 +43,7 @@ export UV_PYTHON_DOWNLOADS := automatic
 export UV_COMPILE_BYTECODE := 1
 PYTEST := $(ROOT)/scripts/pytest-run
 
-.PHONY: help dev test docs compat test-sdk-compat dist dist-python dist-node catalogue openapi requirements botocore-endpoints lint build bench chaos chromium test-service test-sdk-python test-sdk-python-oldest test-sdk-python-newest test-sdk-node lint-template deps clean
+.PHONY: help dev test docs node-sdk-built compat test-sdk-compat dist dist-python dist-node catalogue openapi requirements botocore-endpoints lint build bench chaos chromium test-service test-sdk-python test-sdk-python-oldest test-sdk-python-newest test-sdk-node lint-template deps clean
 
 help:
 	@echo "make dev    - run the local stack on http://127.0.0.1:3000 (Ctrl-C stops it)"
@@ -158,7 +158,12 @@ lint-template: .venv/.synced $(SAM)
 build: $(SAM)
 	PATH="$(dir $(SERVICE_PYTHON)):$$PATH" UV="$(UV)" "$(SAM)" build --template template.yaml
 
-test-service: deps chromium
+# The Node SDK built once before the service's tests, which run it (e2e, docs): a test worker that
+# built it itself would run npm ci, emptying node_modules under another worker's feet.
+node-sdk-built: sdk/node/node_modules/.package-lock.json
+	cd sdk/node && npm run build --silent
+
+test-service: deps chromium node-sdk-built
 	"$(PYTEST)" .venv/bin/pytest tests -n 2 --dist loadfile -q -p no:cacheprovider
 
 # The oldest and the newest Python the SDK supports, side by side (each target fails on its own:

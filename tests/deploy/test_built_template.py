@@ -163,7 +163,8 @@ def api_calls() -> dict[str, set[str]]:
             service.usage(caller, {"group_by": group_by})
         service.unknown_models(caller, {})
         page = service.events(caller, {"limit": "2"})
-        service.events(caller, {"limit": "2", "cursor": page["next_cursor"], "feature": "f0"})
+        service.events(caller, {"limit": "2", "cursor": page["next_cursor"]})
+        service.events(caller, {"limit": "2", "feature": "f0"})
         key_id = service.keys(caller)["keys"][0]["key_id"]
         service.create_key(caller, {"name": "new"})
         service.change_key(caller, key_id, "deactivate")
