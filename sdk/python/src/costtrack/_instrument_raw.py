@@ -16,8 +16,9 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
-from costtrack import _instrument_core as core
-from costtrack._instrument_core import USAGE_MISSING, Again, Begin, Call, Finish, Instrumentation
+from costtrack import _instrument_wrapper as wrapper
+from costtrack._instrument_core import USAGE_MISSING, Call, Instrumentation
+from costtrack._instrument_wrapper import Again, Begin, Finish
 
 __all__ = ["raw_mode", "wrap_call"]
 
@@ -50,7 +51,7 @@ class _Raw:
 def wrap_call(
     instrumentation: Instrumentation, begin: Begin, finish: Finish, again: Optional[Again] = None
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``core.wrap_call`` for a Stainless resource's method, its raw-response calls included."""
+    """``wrapper.wrap_call`` for a Stainless resource's method, its raw-response calls included."""
 
     def raw_begin(instrumentation: Instrumentation, kwargs: Dict[str, Any]) -> Optional[Tuple[Call, Any]]:
         started = begin(instrumentation, kwargs)
@@ -78,8 +79,8 @@ def wrap_call(
         return None if retried is None else _Raw(token.mode, token.streamed, retried)
 
     if again is None:
-        return core.wrap_call(instrumentation, raw_begin, raw_finish)
-    return core.wrap_call(instrumentation, raw_begin, raw_finish, raw_again)
+        return wrapper.wrap_call(instrumentation, raw_begin, raw_finish)
+    return wrapper.wrap_call(instrumentation, raw_begin, raw_finish, raw_again)
 
 
 def _watch_response(call: Call, token: _Raw, response: Any, finish: Finish) -> None:
