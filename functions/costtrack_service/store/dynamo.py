@@ -7,7 +7,7 @@ The store is split by caller, as each Lambda function's IAM policy in ``template
 * ``store/owner.py``: the owners' API (reports from the rollups, the event list, keys);
 * ``store/operator.py``: operators (tables, workspaces and plans, the price backfill, the export's
   read);
-* ``store/prices.py``, ``store/budget_table.py`` and ``store/billing.py``: prices; budgets and alerts;
+* ``store/prices.py``, ``store/budget_table.py`` and ``store/provider_bills.py``: prices; budgets and alerts;
   provider connections and billed days;
 * ``store/items.py``: item attributes; ``store/client.py``: the client and its error translation.
 
@@ -19,13 +19,13 @@ imports none of the others.
 from __future__ import annotations
 
 from costtrack_service.store.anomaly_settings import RunAnomalyTable
-from costtrack_service.store.billing import BillingTable
 from costtrack_service.store.budget_table import BudgetTable
 from costtrack_service.store.client import dynamodb_client, translate_errors, unavailable_error
 from costtrack_service.store.operator import OperatorStore
 from costtrack_service.store.owner import OwnerStore
 from costtrack_service.store.page_backfill import PageBackfill
 from costtrack_service.store.prices import PriceTable
+from costtrack_service.store.provider_bills import ProviderBillTable
 from costtrack_service.store.reservation_holds import ReservationTable
 from costtrack_service.store.run_reads import RunReads
 
@@ -39,7 +39,7 @@ class DynamoStore(
     BudgetTable,
     RunAnomalyTable,
     ReservationTable,
-    BillingTable,
+    ProviderBillTable,
     RunReads,
     PageBackfill,
 ):

@@ -1,5 +1,6 @@
-"""DynamoDB: the ``billing`` table (mixed into ``DynamoStore``), what the bill importer writes
-and reconciliation reads.
+"""DynamoDB: the providers' bills, kept in the ``billing`` table: a workspace's connections to
+provider accounts and what each provider billed per day, which the bill importer writes and
+reconciliation reads (docs/guides/reconciliation.md).
 
 One partition per workspace, ``w#<workspace>``, holds:
 
@@ -31,7 +32,7 @@ CONNECTION_SET = "connections"
 GAP_THRESHOLD = "s#gap_threshold"
 
 
-class BillingTable(TableAccess):
+class ProviderBillTable(TableAccess):
     # -- connections ----------------------------------------------------------------------
 
     def put_connection(self, state: ConnectionState) -> None:
