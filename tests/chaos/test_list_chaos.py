@@ -25,8 +25,8 @@ FULL = os.environ.get("COSTTRACK_CHAOS") == "full"
 
 @pytest.mark.timeout(3600 if FULL else 600)
 def test_the_event_list_pages_to_its_end_while_events_arrive(local_stack: Any) -> None:
-    workspace = local_stack.store.create_workspace("paging-chaos", tier="paid", included_events=1_000_000)
-    secret, _ = local_stack.store.create_key(workspace.workspace_id)
+    workspace = local_stack.store.workspaces.create_workspace("paging-chaos", tier="paid", included_events=1_000_000)
+    secret, _ = local_stack.store.keys.create_key(workspace.workspace_id)
     count = 3000 if FULL else 300
     numbers = itertools.count()
     with httpx.Client(base_url=local_stack.state["api_url"], timeout=60) as api:

@@ -36,9 +36,9 @@ schema = schemathesis.openapi.from_dict(openapi_document())
 def credentials(local_stack: Any) -> dict[str, str]:
     """A paid workspace with room for every generated event, its ingestion key and admin token."""
     store = local_stack.store
-    workspace = store.create_workspace("fuzz", tier=Tier.PAID, included_events=10**6)
-    key, _ = store.create_key(workspace.workspace_id)
-    token, _ = store.create_key(workspace.workspace_id, name="fuzz", kind=ADMIN)
+    workspace = store.workspaces.create_workspace("fuzz", tier=Tier.PAID, included_events=10**6)
+    key, _ = store.keys.create_key(workspace.workspace_id)
+    token, _ = store.keys.create_key(workspace.workspace_id, name="fuzz", kind=ADMIN)
     return {"ingest": key, "admin": token}
 
 

@@ -33,8 +33,8 @@ def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 @pytest.fixture
 def owner(stack: Any) -> Iterator[Workspace]:
-    workspace = stack.store.create_workspace("paging", tier="paid", included_events=100_000)
-    secret, _ = stack.store.create_key(workspace.workspace_id)
+    workspace = stack.store.workspaces.create_workspace("paging", tier="paid", included_events=100_000)
+    secret, _ = stack.store.keys.create_key(workspace.workspace_id)
     with httpx.Client(base_url=stack.state["api_url"], timeout=60) as api:
         yield Workspace(api, stack, workspace.workspace_id, secret)
 
@@ -63,7 +63,7 @@ def test_an_event_cursor_is_refused_with_other_filters_or_in_another_workspace(o
     cursor = owner.get("/v1/workspace/events", limit="1", feature="f1").json()["next_cursor"]
     assert cursor
     assert owner.get("/v1/workspace/events", limit="1", feature="f1", cursor=cursor).status_code == 200
-    other = stack.store.create_workspace("other", tier="paid", included_events=10)
+    other = stack.store.workspaces.create_workspace("other", tier="paid", included_events=10)
     theirs = Workspace(owner.api, stack, other.workspace_id, owner.key)
     for response in (
         owner.get("/v1/workspace/events", limit="2", cursor=cursor),

@@ -30,9 +30,9 @@ from costtrack_service.domain.budgets.watch import BudgetReader, BudgetWatch
 from costtrack_service.domain.errors import ApiError, unavailable
 from costtrack_service.domain.ids import new_event_id
 from costtrack_service.domain.ingest.batch import Item, Submission
-from costtrack_service.domain.ingest.commit import ChunkStore, Committer, Outcome, plan_inactive
+from costtrack_service.domain.ingest.commit import ChunkStore, ChunkWrites, Committer, Outcome, plan_inactive
 from costtrack_service.domain.ingest.event_validation import to_usage_event
-from costtrack_service.domain.ingest.reads import CachedReads, ReadStore
+from costtrack_service.domain.ingest.reads import CachedReads, KeyReads, ReadStore
 from costtrack_service.domain.ingest.records import (
     EventRecord,
     EventWarning,
@@ -54,9 +54,22 @@ from costtrack_service.domain.workspaces.keys import KeyRecord, hash_secret, inv
 from costtrack_service.domain.workspaces.plans import PlanStatus, WorkspaceState, billing_period
 
 
-class IngestStore(ReadStore, ChunkStore, BudgetReader, HoldFinder, Protocol):
-    """What ingestion needs of the store: its cached reads, its writes, the budgets it watches,
-    the reservation holds its events settle."""
+class IngestEvents(KeyReads, ChunkWrites, Protocol):
+    """Ingestion's own part: the keys and workspaces it reads, the chunks it writes."""
+
+
+class IngestStore(ReadStore, ChunkStore, Protocol):
+    """The parts ingestion uses: its cached reads and its writes, the budgets it watches, the
+    reservation holds its events settle."""
+
+    @property
+    def events(self) -> IngestEvents: ...
+
+    @property
+    def budgets(self) -> BudgetReader: ...
+
+    @property
+    def reservations(self) -> HoldFinder: ...
 
 
 @dataclass(frozen=True)
@@ -106,7 +119,7 @@ class IngestService:
         self.reads = CachedReads(store, self.settings, catalogue.book, monotonic=monotonic)
         self.committer = Committer(store, self.reads, self.settings, sleep=sleep)
         self.pricer = Pricer(self.reads.book, catalogue.registry(), catalogue.flags_for)
-        self.budget_watch = BudgetWatch(store, monotonic=monotonic)
+        self.budget_watch = BudgetWatch(store.budgets, monotonic=monotonic)
 
     # -- the request --------------------------------------------------------------------
 
@@ -258,7 +271,7 @@ class IngestService:
         read per hold, only for events that carry a ``reservation_id``."""
         if not any(record.event.reservation_id for record in records):
             return records, {}
-        return prepare(self.store, workspace_id, records, int(received.timestamp()))
+        return prepare(self.store.reservations, workspace_id, records, int(received.timestamp()))
 
 
 @lru_cache(maxsize=64)

@@ -12,7 +12,7 @@ arguments. An id that is unknown or belongs elsewhere is simply not found (404),
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -30,13 +30,16 @@ from costtrack_service.domain.otlp.spans import (
     parse_attribute_map,
 )
 from costtrack_service.domain.report_days import day_range, text_filters
-from costtrack_service.domain.runs.groups import SketchGroup
-from costtrack_service.domain.statements import Statement, StatementRequestError, check_options, read_statement
+from costtrack_service.domain.statements import (
+    Statement,
+    StatementRequestError,
+    StatementStore,
+    check_options,
+    read_statement,
+)
 from costtrack_service.domain.usage import (
     GROUPINGS,
     UNKNOWN_MODELS,
-    Counts,
-    RollupKey,
     dimensions_for,
     report,
     unknown_models,
@@ -74,19 +77,23 @@ EVENT_FILTERS = {
 }
 
 
-class WorkspaceStore(Protocol):
+class TokenReads(Protocol):
+    """An admin token and its workspace, read as ingestion reads keys."""
+
     def get_key(self, key_hash: str, *, consistent: bool = False) -> KeyRecord | None: ...
 
     def get_workspace(self, workspace_id: str, *, consistent: bool = False) -> WorkspaceState | None: ...
 
-    def query_rollups(
-        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
-    ) -> list[tuple[RollupKey, Counts]]: ...
 
+class EventLister(Protocol):
     def list_visible_events(self, query: EventQuery) -> tuple[list[EventRecord], dict[str, str] | None]: ...
 
+
+class UsageReader(Protocol):
     def usage(self, workspace: WorkspaceState, period: str) -> Usage: ...
 
+
+class KeyManager(Protocol):
     def list_keys(self, workspace_id: str, kind: KeyKind = INGEST) -> list[KeyRecord]: ...
 
     def find_key(self, workspace_id: str, key_id: str) -> KeyRecord | None: ...
@@ -97,9 +104,28 @@ class WorkspaceStore(Protocol):
 
     def change_key_state(self, key_hash: str, action: str) -> KeyRecord: ...
 
+
+class AttributeMaps(Protocol):
     def set_attribute_map(self, workspace_id: str, attribute_map: AttributeMap) -> None: ...
 
-    def sketch_groups(self, workspace_id: str, kind: str, first_day: str, last_day: str) -> list[SketchGroup]: ...
+
+class WorkspaceStore(StatementStore, Protocol):
+    """The parts the owners' API reads and changes for a workspace (a statement's too)."""
+
+    @property
+    def events(self) -> TokenReads: ...
+
+    @property
+    def event_list(self) -> EventLister: ...
+
+    @property
+    def plan_usage(self) -> UsageReader: ...
+
+    @property
+    def keys(self) -> KeyManager: ...
+
+    @property
+    def workspaces(self) -> AttributeMaps: ...
 
 
 def not_found(what: str) -> ApiError:
@@ -135,10 +161,10 @@ class WorkspaceService:
         """The caller of an owners' request, from the admin token it presented (``None``: none
         that can be one)."""
         # Consistent: a revoked token stops working on the very next request.
-        token = self.store.get_key(hash_secret(secret), consistent=True) if secret else None
+        token = self.store.events.get_key(hash_secret(secret), consistent=True) if secret else None
         if token is None or token.kind != ADMIN or token.state is not KeyState.ACTIVE:
             raise ApiError("INVALID_ADMIN_TOKEN", "The admin token is missing, invalid or revoked.")
-        workspace = self.store.get_workspace(token.workspace_id, consistent=True)
+        workspace = self.store.events.get_workspace(token.workspace_id, consistent=True)
         if workspace is None:
             raise ApiError("INVALID_ADMIN_TOKEN", "The admin token is missing, invalid or revoked.")
         return Caller(token, workspace)
@@ -148,14 +174,14 @@ class WorkspaceService:
     def summary(self, workspace: WorkspaceState) -> dict[str, Any]:
         """The plan, this month's allowance and credits."""
         period = billing_period(self._clock())
-        return workspace.to_dict(period, self.store.usage(workspace, period))
+        return workspace.to_dict(period, self.store.plan_usage.usage(workspace, period))
 
     def usage(self, workspace: WorkspaceState, params: Mapping[str, str]) -> dict[str, Any]:
         group_by = params.get("group_by") or "day"
         if group_by not in GROUPINGS:
             raise invalid("group_by", f"group_by must be one of {', '.join(GROUPINGS)}")
         first, last = day_range(params, self._clock().date())
-        rows = self.store.query_rollups(workspace.workspace_id, dimensions_for(group_by), first, last)
+        rows = self.store.rollups.query_rollups(workspace.workspace_id, dimensions_for(group_by), first, last)
         return {
             "workspace_id": workspace.workspace_id,
             "from": first,
@@ -165,7 +191,7 @@ class WorkspaceService:
 
     def unknown_models(self, workspace: WorkspaceState, params: Mapping[str, str]) -> dict[str, Any]:
         first, last = day_range(params, self._clock().date())
-        rows = self.store.query_rollups(workspace.workspace_id, (UNKNOWN_MODELS,), first, last)
+        rows = self.store.rollups.query_rollups(workspace.workspace_id, (UNKNOWN_MODELS,), first, last)
         return {"from": first, "to": last, "models": unknown_models(rows)}
 
     def events(self, workspace: WorkspaceState, params: Mapping[str, str]) -> dict[str, Any]:
@@ -176,7 +202,7 @@ class WorkspaceService:
         scope = scope_of("events", workspace.workspace_id, filters)
         cursor = params.get("cursor")
         after = decode_cursor(cursor, scope, EVENT_POSITION, required=frozenset({"page"})) if cursor else None
-        records, position = self.store.list_visible_events(
+        records, position = self.store.event_list.list_visible_events(
             EventQuery(workspace.workspace_id, int(raw_limit), after, filters)
         )
         return {
@@ -193,7 +219,7 @@ class WorkspaceService:
             raise invalid(exc.field, exc.message) from None
 
     def keys(self, workspace: WorkspaceState) -> dict[str, Any]:
-        return {"keys": [key.to_dict() for key in self.store.list_keys(workspace.workspace_id)]}
+        return {"keys": [key.to_dict() for key in self.store.keys.list_keys(workspace.workspace_id)]}
 
     # -- changes ----------------------------------------------------------------------------
 
@@ -203,7 +229,7 @@ class WorkspaceService:
         bound = self._binding(request.bind)
         if workspace.tier == Tier.FREE and bound is None:
             raise invalid("bind", "a free-plan key must be bound to one provider/model/feature")
-        secret, record = self.store.create_key(workspace.workspace_id, bound=bound, name=request.name)
+        secret, record = self.store.keys.create_key(workspace.workspace_id, bound=bound, name=request.name)
         return {"key": record.to_dict(), "api_key": secret}
 
     @staticmethod
@@ -226,10 +252,10 @@ class WorkspaceService:
     def change_key(self, workspace: WorkspaceState, key_id: str, action: str) -> dict[str, Any]:
         if action not in KEY_TRANSITIONS:
             raise not_found("action")
-        record = self.store.find_key(workspace.workspace_id, check_key_id(key_id))
+        record = self.store.keys.find_key(workspace.workspace_id, check_key_id(key_id))
         if record is None or record.kind != INGEST:
             raise not_found("key")
-        return {"key": self.store.change_key_state(record.key_hash, action).to_dict()}
+        return {"key": self.store.keys.change_key_state(record.key_hash, action).to_dict()}
 
     # -- OpenTelemetry (README, "Send OpenTelemetry") ---------------------------------------
 
@@ -248,5 +274,5 @@ class WorkspaceService:
             attribute_map = parse_attribute_map(attributes)  # type: ignore[arg-type]
         except ValueError as exc:
             raise invalid("attributes", str(exc)) from None
-        self.store.set_attribute_map(workspace.workspace_id, attribute_map)
+        self.store.workspaces.set_attribute_map(workspace.workspace_id, attribute_map)
         return self.otel_attributes(replace(workspace, attribute_map=attribute_map))

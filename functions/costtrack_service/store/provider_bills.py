@@ -24,7 +24,7 @@ from typing import Any
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.reconciliation.connections import Connection, ConnectionState
 from costtrack_service.store.budget_reads import partition_of
-from costtrack_service.store.client import TableAccess
+from costtrack_service.store.client import TablePart
 from costtrack_service.store.items import from_item, to_item
 from costtrack_service.store.tables import ALL_CONNECTIONS
 
@@ -32,7 +32,7 @@ CONNECTION_SET = "connections"
 GAP_THRESHOLD = "s#gap_threshold"
 
 
-class ProviderBillTable(TableAccess):
+class ProviderBillTable(TablePart):
     # -- connections ----------------------------------------------------------------------
 
     def put_connection(self, state: ConnectionState) -> None:
