@@ -43,13 +43,15 @@ from costtrack_service.domain.workspaces.keys import (
 from costtrack_service.domain.workspaces.plans import Charge, PlanStatus, Tier, Usage, WorkspaceState
 from costtrack_service.domain.workspaces.shards import SHARDS, PartitionLayout, partition_key
 from costtrack_tools.memory_ledgers import MemoryLedgers
+from costtrack_tools.memory_write_records import MemoryWriteRecords
 
 
-class MemoryStore(MemoryLedgers):
+class MemoryStore(MemoryLedgers, MemoryWriteRecords):
     """Ingestion's store, and the enforced budgets' ledgers (``memory_ledgers.py``)."""
 
     def __init__(self) -> None:
-        super().__init__()
+        MemoryLedgers.__init__(self)
+        MemoryWriteRecords.__init__(self)
         self.keys: dict[str, KeyRecord] = {}
         self.workspaces: dict[str, WorkspaceState] = {}
         self.pricing: dict[str, list[PricingEntry]] = {}  # by provider

@@ -28,6 +28,7 @@ from costtrack_service.store.page_backfill import PageBackfill
 from costtrack_service.store.prices import PriceTable
 from costtrack_service.store.reservation_holds import ReservationTable
 from costtrack_service.store.run_reads import RunReads
+from costtrack_service.store.write_records import WriteRecordTable
 
 __all__ = ["DynamoStore", "dynamodb_client", "translate_errors", "unavailable_error"]
 
@@ -42,5 +43,6 @@ class DynamoStore(
     BillingTable,
     RunReads,
     PageBackfill,
+    WriteRecordTable,
 ):
     """costtrack's tables, every part (``TableAccess`` makes it: a client and the table names)."""

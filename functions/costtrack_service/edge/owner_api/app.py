@@ -49,6 +49,7 @@ from costtrack_service.services.requests import NewKey, NewPriceOverride, OtelAt
 from costtrack_service.services.run_anomalies import AnomalySettingsService
 from costtrack_service.services.runs import RunService
 from costtrack_service.services.workspace import DEFAULT_LIMIT, MAX_LIMIT, WorkspaceService
+from costtrack_service.services.write_replays import WriteReplayService
 
 logger = Logger(service="costtrack-api")
 
@@ -87,6 +88,7 @@ def build_app(
     # its own, which allows loopback receivers).
     budgets = budgets or BudgetService(service.store)  # type: ignore[arg-type]
     install_error_handlers(app, logger)
+    replays = WriteReplayService(service.store)  # type: ignore[arg-type]
 
     def caller() -> WorkspaceState:
         """The workspace of the request's admin token: the only one its operations act on."""
@@ -140,7 +142,7 @@ def build_app(
             return answer_failure(first)
         return answer_failure(error)
 
-    owners = OwnerRoutes(app, lambda: caller().workspace_id, logger)
+    owners = OwnerRoutes(app, lambda: caller().workspace_id, logger, replays)
 
     @owners.get("/v1/workspace", documented(200, shapes.WorkspaceSummary, "The workspace"))
     def get_workspace() -> Answer:

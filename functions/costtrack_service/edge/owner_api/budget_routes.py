@@ -16,6 +16,8 @@ from costtrack_service.services.budgets import MAX_DELIVERIES, BudgetService
 from costtrack_service.services.requests import BudgetChange, NewBudget, NewWebhook, SecretRotation
 
 NO_BUDGET = refused("No such budget in this workspace", "NOT_FOUND")
+IN_PROGRESS = refused("A request with this Idempotency-Key is still running", "CONFLICT")
+REUSED = refused("The Idempotency-Key was used for another request", "IDEMPOTENCY_KEY_REUSED")
 BudgetId = Annotated[str, Path(description="the budget's id, as the budget list shows it (bud_…)")]
 
 
@@ -27,7 +29,11 @@ def add_budget_routes(owners: OwnerRoutes, budgets: BudgetService) -> None:
         """Budgets with their window, spend and thresholds crossed now"""
         return budgets.list(workspace_id())
 
-    @owners.post("/v1/workspace/budgets", documented(201, shapes.BudgetResult, "The budget", **WITH_BODY))
+    @owners.post(
+        "/v1/workspace/budgets",
+        documented(201, shapes.BudgetResult, "The budget", **WITH_BODY, r409=IN_PROGRESS, r422=REUSED),
+        idempotent=True,
+    )
     def create_budget(new: Annotated[NewBudget, Body()]) -> Answer:
         """Create a budget"""
         return budgets.create(workspace_id(), new.fields())
@@ -71,7 +77,15 @@ def add_budget_routes(owners: OwnerRoutes, budgets: BudgetService) -> None:
 
     @owners.post(
         "/v1/workspace/webhooks",
-        documented(201, shapes.WebhookResult, "The endpoint and its signing secret", **WITH_BODY),
+        documented(
+            201,
+            shapes.WebhookResult,
+            "The endpoint and its signing secret",
+            **WITH_BODY,
+            r409=IN_PROGRESS,
+            r422=REUSED,
+        ),
+        idempotent=True,
     )
     def create_webhook(new: Annotated[NewWebhook, Body()]) -> Answer:
         """Register a webhook (https, public addresses only); its secret is in this answer only"""
