@@ -13,17 +13,20 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.errors import ApiError, invalid
 
 #: The cursor format; a cursor of any other version is refused.
 VERSION = 1
-#: The longest cursor accepted (and the longest the routes' query parameter takes).
-MAX_CURSOR_CHARS = 1024
+#: The longest cursor accepted: room for a position that holds an event field's value (a model
+#: or a customer id of a few hundred characters, each escaped to six in the JSON at worst).
+MAX_CURSOR_CHARS = 4096
 _MESSAGE = "cursor is not one this API returned for this list"
 
 
@@ -66,3 +69,20 @@ def decode_cursor(
         if not (isinstance(value, str) and parts[name].fullmatch(value)):
             raise refusal()
     return position
+
+
+def page_limit(raw: str | None, default: int, most: int) -> int:
+    """A route's ``limit``: ``default`` when absent, else an integer from 1 to ``most``."""
+    text = raw or str(default)
+    if not (text.isascii() and text.isdigit() and len(text) <= 6 and 1 <= int(text) <= most):
+        raise invalid("limit", f"limit must be an integer from 1 to {most}")
+    return int(text)
+
+
+def keyed_page[T](ordered: Sequence[T], key: Callable[[T], Any], after: Any | None, limit: int) -> tuple[list[T], bool]:
+    """The first ``limit`` items of ``ordered`` (ascending and distinct by ``key``) whose key
+    comes after ``after`` (None: from the start), and whether any follow. Where the page starts
+    depends only on ``after``, not on what was listed before: an item added or removed meanwhile
+    moves no other item in or out of the rest of the list."""
+    start = 0 if after is None else bisect.bisect_right(ordered, after, key=key)
+    return list(ordered[start : start + limit]), start + limit < len(ordered)
