@@ -347,3 +347,60 @@ def demo_event(event_id: str) -> dict[str, Any]:
         "cost": "0.001",
         "pricing_status": "priced",
     }
+
+
+@pytest.mark.parametrize(
+    ("cursors", "end"),
+    [
+        (["c1", None], "End of list (4)."),
+        (["c1", "c1"], "Stopped after 4: the server gave the same page cursor twice."),
+    ],
+)
+def test_deliveries_load_more_stops_at_the_end_and_on_a_repeated_cursor(
+    browser: Any, demo: LocalStack, cursors: list[str | None], end: str
+) -> None:
+    """The budgets view's deliveries page like the events list (their pages replaced in the browser)."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems: list[str] = []
+    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    asked: list[str | None] = []
+
+    def answer(route: Any) -> None:
+        cursor = dict(p.split("=", 1) for p in route.request.url.split("?", 1)[1].split("&")).get("cursor")
+        asked.append(cursor)
+        n = len(asked)
+        deliveries = [demo_delivery(f"ntf_{n}{i}") for i in range(2)]
+        route.fulfill(
+            status=200,
+            content_type="application/json",
+            body=json.dumps({"deliveries": deliveries, "next_cursor": cursors[n - 1]}),
+        )
+
+    page.route("**/v1/workspace/webhook-deliveries?*", answer)
+    token = json.dumps(demo.state["workspaces"]["paid"]["admin_token"])
+    page.add_init_script(f"sessionStorage.setItem('costtrack.adminToken', {token})")
+    page.goto(f"{demo.state['api_url']}/dashboard#/budgets")
+    settled(page)
+    more = page.locator("#more-deliveries")
+    while more.is_visible():
+        more.click()
+        page.wait_for_function("() => state.loading === 0")
+        assert len(asked) <= len(cursors), "the list asked past its end"
+    assert text(page, "#deliveries-end") == end
+    assert len(asked) == len(cursors) and count(page, "#deliveries tbody tr") == 2 * len(cursors)
+    assert problems == []
+    page.close()
+
+
+def demo_delivery(notification_id: str) -> dict[str, Any]:
+    return {
+        "notification_id": notification_id,
+        "budget_id": "bud_x",
+        "threshold": 80,
+        "target": "sns",
+        "url": None,
+        "state": "delivered",
+        "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        "next_attempt_at": None,
+        "attempts": [{"at": "2026-11-28T00:00:00.000Z", "status": 200, "error": None}],
+    }
