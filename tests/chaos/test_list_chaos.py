@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import itertools
 import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.support.http_workspace import Workspace
-from tests.support.list_paging import CLIENTS, concurrently, event_body, newest_first, page_through
+from tests.support.list_paging import CLIENTS, concurrently, created_keys, event_body, newest_first, page_through
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
@@ -72,23 +71,13 @@ def test_the_key_list_pages_to_its_end_while_keys_are_created(local_stack: Any) 
     workspace = local_stack.store.create_workspace("keys-chaos", tier="paid", included_events=10)
     secret, _ = local_stack.store.create_key(workspace.workspace_id, name="sender")
     count = 600 if FULL else 60
-    numbers = itertools.count()
     with httpx.Client(base_url=local_stack.state["api_url"], timeout=60) as api:
         owner = Workspace(api, local_stack, workspace.workspace_id, secret)
-
-        def create(_: int) -> dict[str, Any]:
-            response = owner.post("/v1/workspace/keys", {"name": f"key-{next(numbers)}"})
-            assert response.status_code == 201, response.text
-            key: dict[str, Any] = response.json()["key"]
-            return key
-
-        with ThreadPoolExecutor(CLIENTS) as pool:
-            created = list(pool.map(create, range(count)))
+        created = created_keys(owner, count)
         created += owner.get("/v1/workspace/keys", limit="1").json()["keys"]  # the sender
 
         def write_more(asked: int) -> None:  # two keys at once between two pages
-            with ThreadPoolExecutor(2) as pool:
-                created.extend(pool.map(create, range(2)))
+            created.extend(created_keys(owner, 2, clients=2))
 
         for limit in (7, 50, 200):
             before = {key["key_id"] for key in created}

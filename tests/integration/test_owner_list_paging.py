@@ -21,22 +21,15 @@ import pytest
 from costtrack_service.domain.budgets.alerts import Delivery, Notification, notification_id
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.workspaces.plans import Tier
-from tests.conftest import running_stack
 from tests.support.http_workspace import Workspace
-from tests.support.list_paging import CLIENTS, concurrently, event_body, page_through
+from tests.support.list_paging import CLIENTS, concurrently, created_keys, event_body, page_through, paging_stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module", params=["dynamodb-local", "aws-front"])
 def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    if request.param == "dynamodb-local":
-        yield request.getfixturevalue("local_stack")
-        return
-    from costtrack_tools.local.aws_front import AwsRules
-
-    rules = AwsRules(transaction_latency_s=0.01, partition_wcu_per_s=1000)
-    yield from running_stack(tmp_path_factory, "owner-paging-front-", aws_rules=rules)
+    yield from paging_stack(request, tmp_path_factory, "owner-paging-front-")
 
 
 def new_owner(stack: Any, api: httpx.Client, name: str) -> Workspace:
@@ -118,14 +111,7 @@ def first_cursor(owner: Workspace, path: str, **params: str) -> str:
 
 
 def test_keys_created_by_50_clients_list_once_oldest_first(owner: Workspace, stack: Any, api: httpx.Client) -> None:
-    def create(n: int) -> dict[str, Any]:
-        response = owner.post("/v1/workspace/keys", {"name": f"key-{n}"})
-        assert response.status_code == 201, response.text
-        key: dict[str, Any] = response.json()["key"]
-        return key
-
-    with ThreadPoolExecutor(CLIENTS) as pool:
-        created = list(pool.map(create, range(300)))
+    created = created_keys(owner, 300)
     sender = owner.get("/v1/workspace/keys", limit="1").json()["keys"][0]
     assert sender["name"] == "sender"
     everything = [sender, *created]
