@@ -24,9 +24,9 @@ from costtrack_service.domain.errors import ApiError, invalid
 
 #: The cursor format; a cursor of any other version is refused.
 VERSION = 1
-#: The longest cursor accepted: room for a position that holds an event field's value (a model
-#: or a customer id of a few hundred characters, each escaped to six in the JSON at worst).
-MAX_CURSOR_CHARS = 4096
+#: The longest cursor accepted: room for a position that holds an event field's value (a model or
+#: a customer id of a few hundred characters, up to four bytes each in the cursor's UTF-8 JSON).
+MAX_CURSOR_CHARS = 2048
 _MESSAGE = "cursor is not one this API returned for this list"
 
 
@@ -43,8 +43,9 @@ def scope_of(route: str, workspace_id: str, filters: Mapping[str, object]) -> st
 
 
 def encode_cursor(scope: str, position: Mapping[str, str]) -> str:
-    text = json.dumps({"v": VERSION, "s": scope, "p": dict(position)}, separators=(",", ":"))
-    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+    text = json.dumps({"v": VERSION, "s": scope, "p": dict(position)}, separators=(",", ":"), ensure_ascii=False)
+    # A lone surrogate (no valid string holds one) makes bytes that no cursor decodes from.
+    return base64.urlsafe_b64encode(text.encode("utf-8", "surrogatepass")).decode().rstrip("=")
 
 
 def decode_cursor(
