@@ -7,6 +7,11 @@ on another route or with other filters instead of silently reading a position th
 something else there. The *position* is the route's own (where its last page ended); each route
 states the names and patterns its position may hold, and anything else is refused the same way.
 The scope is not a secret: a client who forges one reaches only its own workspace's data.
+
+A list read whole and sorted in memory pages with :func:`keyed_page`: its order ends in a key
+that is distinct per item, and a page starts after the position's key, so it starts where the
+last page ended whatever was added or removed meanwhile (docs, "Dashboard and the key owners'
+API", its pagination).
 """
 
 from __future__ import annotations

@@ -151,7 +151,7 @@ class BudgetService:
 
     def instances(self, workspace_id: str, budget_id: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
         """A template's instances now: spent, held, remaining and share of the amount, a page at a
-        time in the order of ``sort`` (``INSTANCE_ORDERS``)."""
+        time in the order of ``sort`` (``INSTANCE_FIGURES``)."""
         params = params or {}
         order = params.get("sort") or "share"
         if order not in INSTANCE_FIGURES:
