@@ -193,7 +193,15 @@ def key_create(store: DynamoStore, args: argparse.Namespace) -> None:
 
 
 def key_list(store: DynamoStore, args: argparse.Namespace) -> None:
-    data = WorkspaceService(store).keys(_workspace(store, args.workspace))["keys"]
+    service, workspace = WorkspaceService(store), _workspace(store, args.workspace)
+    data: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:  # every key: the list's pages to its end
+        page = service.keys(workspace, {"cursor": cursor} if cursor else {})
+        data += page["keys"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
     rows = [
         (k["key_id"], k["prefix"], k["state"], k["bound"] or "-", k["created_at"], k["last_used_at"] or "never")
         for k in data

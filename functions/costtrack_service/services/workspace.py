@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 # Valid Unicode (no lone surrogate), as every stored string must be: the event fields' rule.
 from costtrack.validation import encodes_as_utf8
-from costtrack_service.domain.cursors import decode_cursor, encode_cursor, scope_of
+from costtrack_service.domain.cursors import decode_cursor, encode_cursor, keyed_page, page_limit, scope_of
 from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.ingest.records import EventQuery, EventRecord
 from costtrack_service.domain.ingest.source import Source
@@ -63,6 +63,13 @@ EVENT_POSITION = {
     "received_event": re.compile(r"[!-~]{1,64}"),
     "page": re.compile(r"[!-~]{1,128}"),
 }
+#: The key list: oldest first (``created_at``, then key id), a key order that writes do not
+#: reorder (a key created while paging comes last); the position is the last key given.
+KEY_POSITION = {"created": re.compile(r"[0-9T:.Z-]{1,40}"), "key": _KEY_ID}
+#: The unknown models: most events first, then by model, counted over the range when each page
+#: is read; the position is the last model given and its count.
+MODEL_POSITION = {"events": re.compile(r"[0-9]{1,18}"), "model": re.compile(r".{1,300}", re.S)}
+MAX_KEYS = MAX_MODELS = 200
 #: Query parameter -> stored event attribute, for filtering the event list.
 EVENT_FILTERS = {
     "feature": "feature",
@@ -119,6 +126,14 @@ def event_filters(params: Mapping[str, str]) -> dict[str, str]:
     return text_filters(params, EVENT_FILTERS)
 
 
+def _key_order(key: KeyRecord) -> tuple[str, str]:
+    return key.created_at, key.key_id
+
+
+def _model_order(line: Mapping[str, Any]) -> tuple[int, str]:
+    return -int(line["events"]), str(line["model"])
+
+
 def check_key_id(key_id: str) -> str:
     if not _KEY_ID.fullmatch(key_id):
         raise invalid("key_id", "key_id must be a key's id, as the key list shows it (key_...)")
@@ -165,8 +180,21 @@ class WorkspaceService:
 
     def unknown_models(self, workspace: WorkspaceState, params: Mapping[str, str]) -> dict[str, Any]:
         first, last = day_range(params, self._clock().date())
+        limit = page_limit(params.get("limit"), MAX_MODELS, MAX_MODELS)
+        # A cursor holds for the days its range resolved to, not for "the last 30 days" of a later day.
+        scope = scope_of("unknown-models", workspace.workspace_id, {"from": first, "to": last})
+        cursor = params.get("cursor")
+        found = decode_cursor(cursor, scope, MODEL_POSITION, required=frozenset(MODEL_POSITION)) if cursor else None
+        after = (-int(found["events"]), found["model"]) if found else None
         rows = self.store.query_rollups(workspace.workspace_id, (UNKNOWN_MODELS,), first, last)
-        return {"from": first, "to": last, "models": unknown_models(rows)}
+        models, more = keyed_page(unknown_models(rows), _model_order, after, limit)
+        position = {"events": str(models[-1]["events"]), "model": models[-1]["model"]} if more else None
+        return {
+            "from": first,
+            "to": last,
+            "models": models,
+            "next_cursor": encode_cursor(scope, position) if position else None,
+        }
 
     def events(self, workspace: WorkspaceState, params: Mapping[str, str]) -> dict[str, Any]:
         raw_limit = params.get("limit") or str(DEFAULT_LIMIT)
@@ -192,8 +220,20 @@ class WorkspaceService:
         except StatementRequestError as exc:
             raise invalid(exc.field, exc.message) from None
 
-    def keys(self, workspace: WorkspaceState) -> dict[str, Any]:
-        return {"keys": [key.to_dict() for key in self.store.list_keys(workspace.workspace_id)]}
+    def keys(self, workspace: WorkspaceState, params: Mapping[str, str] | None = None) -> dict[str, Any]:
+        params = params or {}
+        limit = page_limit(params.get("limit"), MAX_KEYS, MAX_KEYS)
+        scope = scope_of("keys", workspace.workspace_id, {})
+        cursor = params.get("cursor")
+        found = decode_cursor(cursor, scope, KEY_POSITION, required=frozenset(KEY_POSITION)) if cursor else None
+        after = (found["created"], found["key"]) if found else None
+        ordered = sorted(self.store.list_keys(workspace.workspace_id), key=_key_order)
+        keys, more = keyed_page(ordered, _key_order, after, limit)
+        position = {"created": keys[-1].created_at, "key": keys[-1].key_id} if more else None
+        return {
+            "keys": [key.to_dict() for key in keys],
+            "next_cursor": encode_cursor(scope, position) if position else None,
+        }
 
     # -- changes ----------------------------------------------------------------------------
 

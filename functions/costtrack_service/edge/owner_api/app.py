@@ -21,6 +21,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
 
+from costtrack_service.domain.cursors import MAX_CURSOR_CHARS
 from costtrack_service.domain.errors import invalid
 from costtrack_service.domain.report_days import DEFAULT_DAYS, MAX_DAYS, MAX_FILTER_CHARS
 from costtrack_service.domain.statements import StatementFormat, StatementGrouping
@@ -48,7 +49,7 @@ from costtrack_service.services.reconciliation import ReconciliationService
 from costtrack_service.services.requests import NewKey, NewPriceOverride, OtelAttributes, refusal
 from costtrack_service.services.run_anomalies import AnomalySettingsService
 from costtrack_service.services.runs import RunService
-from costtrack_service.services.workspace import DEFAULT_LIMIT, MAX_LIMIT, WorkspaceService
+from costtrack_service.services.workspace import DEFAULT_LIMIT, MAX_KEYS, MAX_LIMIT, MAX_MODELS, WorkspaceService
 from costtrack_service.services.write_replays import WriteReplayService
 
 logger = Logger(service="costtrack-api")
@@ -68,6 +69,7 @@ Last = Annotated[
         description=f"Last UTC day, inclusive (default: today; {MAX_DAYS} days at most)",
     ),
 ]
+Cursor = Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS, description="next_cursor of the previous page")]
 EventFilter = Annotated[
     str | None, Query(max_length=MAX_FILTER_CHARS, description="Only events whose field of this name equals this")
 ]
@@ -169,9 +171,16 @@ def build_app(
         "/v1/workspace/unknown-models",
         documented(200, shapes.UnknownModels, "Models, most frequent first", r400=INVALID),
     )
-    def get_unknown_models(first: First = None, last: Last = None) -> Answer:
-        """Models that came in without a pricing entry (cost 0)"""
-        return service.unknown_models(caller(), given(to=last, **{"from": first}))
+    def get_unknown_models(
+        first: First = None,
+        last: Last = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_MODELS)] = MAX_MODELS,
+        cursor: Cursor = None,
+    ) -> Answer:
+        """Models that came in without a pricing entry (cost 0), a page at a time
+
+        Ties by model; next_cursor is null on the last page."""
+        return service.unknown_models(caller(), given(to=last, limit=str(limit), cursor=cursor, **{"from": first}))
 
     @owners.get("/v1/workspace/events", documented(200, shapes.EventPage, "A page of events", r400=INVALID))
     def list_events(
@@ -233,10 +242,10 @@ def build_app(
             headers={"Cache-Control": "no-store", **disposition},
         )
 
-    @owners.get("/v1/workspace/keys", documented(200, shapes.KeyList, "Keys"))
-    def list_keys() -> Answer:
-        """The workspace's ingestion keys (never the secrets)"""
-        return service.keys(caller())
+    @owners.get("/v1/workspace/keys", documented(200, shapes.KeyList, "Keys, oldest first", r400=INVALID))
+    def list_keys(limit: Annotated[int, Query(ge=1, le=MAX_KEYS)] = MAX_KEYS, cursor: Cursor = None) -> Answer:
+        """The workspace's ingestion keys (never the secrets), oldest first, a page at a time"""
+        return service.keys(caller(), given(limit=str(limit), cursor=cursor))
 
     @owners.post("/v1/workspace/keys", documented(201, shapes.CreatedKey, "The key and its secret", **WITH_BODY))
     def create_key(new: Annotated[NewKey | None, Body()] = None) -> Answer:

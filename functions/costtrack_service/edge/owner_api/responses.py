@@ -110,6 +110,7 @@ class UnknownModels(BaseModel):
     from_: Annotated[str, Field(alias="from")]
     to: str
     models: list[UnknownModel]
+    next_cursor: Annotated[str | None, Field(description="pass as cursor for the next page; null on the last")]
 
 
 class ListedEvent(BaseModel):
@@ -139,6 +140,7 @@ class Key(BaseModel):
 
 class KeyList(BaseModel):
     keys: list[Key]
+    next_cursor: Annotated[str | None, Field(description="pass as cursor for the next page; null on the last")]
 
 
 class KeyResult(BaseModel):
@@ -225,8 +227,10 @@ class BudgetInstances(BaseModel):
     scope: Scope
     amount: Decimal
     enforce: bool
+    sort: Literal["share", "spent", "instance"]
     instances: list[BudgetInstance]
     count: Annotated[int, Field(description="all instances, before limit")]
+    next_cursor: Annotated[str | None, Field(description="pass as cursor for the next page; null on the last")]
 
 
 class BudgetList(BaseModel):
@@ -278,6 +282,7 @@ class Delivery(BaseModel):
 
 class DeliveryList(BaseModel):
     deliveries: list[Delivery]
+    next_cursor: Annotated[str | None, Field(description="pass as cursor for the next page; null on the last")]
 
 
 class StatementLine(BaseModel):
