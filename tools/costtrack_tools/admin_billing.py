@@ -136,9 +136,9 @@ def reconcile(store: Any, args: argparse.Namespace) -> None:
         apply_model_drift(store, args, workspace, params)
         return
     if args.format == "focus":
-        sys.stdout.write(service.focus(workspace, params)[0])
+        sys.stdout.write(service.focus(workspace, args.first or None, args.last or None)[0])
         return
-    data = service.reconciliation(workspace, params)
+    data = service.reconciliation(workspace, args.first or None, args.last or None)
 
     def human() -> str:
         totals = data["totals"]

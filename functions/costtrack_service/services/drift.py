@@ -69,7 +69,7 @@ def apply_drift(
     """Make the override and reprice the drifted days; the override and what the repricing did."""
     request = parse_request(body)
     service = ReconciliationService(store, now)
-    first, last = service.days(request.params)
+    first, last = service.days(request.params.get("from"), request.params.get("to"))
     model = catalogue_view.resolve(request.provider, request.model)
     lines, _, findings = service.compare(workspace_id, first, last)
     found = drifted(findings, request.provider, model)

@@ -123,9 +123,9 @@ class ReconciliationService:
 
     # -- reconciliation -------------------------------------------------------------------
 
-    def days(self, params: dict[str, str]) -> tuple[str, str]:
+    def days(self, first: str | None = None, last: str | None = None) -> tuple[str, str]:
         """``from`` and ``to`` (default: the 30 days up to yesterday; today's bill is not in yet)."""
-        return day_range(params, self.now().astimezone(UTC).date() - timedelta(days=1))
+        return day_range(first, last, self.now().astimezone(UTC).date() - timedelta(days=1))
 
     def compare(
         self, workspace_id: str, first: str, last: str
@@ -139,16 +139,16 @@ class ReconciliationService:
         )
         return lines, imported, findings
 
-    def focus(self, workspace_id: str, params: dict[str, str]) -> tuple[str, str]:
-        """The reconciliation as FOCUS 1.2 CSV (``focus.py``), and a file name for it."""
-        first, last = self.days(params)
+    def focus(self, workspace_id: str, first: str | None = None, last: str | None = None) -> tuple[str, str]:
+        """The reconciliation as FOCUS 1.2 CSV, and a file name for it."""
+        first, last = self.days(first, last)
         _, _, findings = self.compare(workspace_id, first, last)
         return focus.to_csv(findings, workspace_id), f"reconciliation-{workspace_id}-{first}-{last}-focus.csv"
 
-    def reconciliation(self, workspace_id: str, params: dict[str, str]) -> dict[str, Any]:
-        """Billed vs tracked per day × provider × model over ``from``..``to`` (default: the 30
+    def reconciliation(self, workspace_id: str, first: str | None = None, last: str | None = None) -> dict[str, Any]:
+        """Billed vs tracked per day × provider × model over ``first``..``last`` (default: the 30
         days before today; today's bill is not in yet), every gap classified."""
-        first, last = self.days(params)
+        first, last = self.days(first, last)
         _, imported, findings = self.compare(workspace_id, first, last)
         return {
             "from": first,

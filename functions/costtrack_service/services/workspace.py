@@ -1,19 +1,15 @@
-"""The owners' operations on one workspace: its plan and usage, reports, events, statements and
-keys, with their rules stated once (a free-plan key must be bound, only ingestion keys change
-state, one date range for reports).
+"""The owners' operations on one workspace: plan and usage, reports, events, statements, keys.
 
-Every operation takes the workspace explicitly: the HTTP edge (``/v1/workspace/...``) gets it
-from the admin token (:meth:`WorkspaceService.authenticate`), never from the request, so one
-workspace's token can never reach another's data; ``costtrack admin`` gets it from its
-arguments. An id that is unknown or belongs elsewhere is simply not found (404), never
-"forbidden", so ids of other workspaces cannot be probed.
+Each takes the workspace explicitly, from the admin token (:meth:`WorkspaceService.authenticate`)
+or the CLI's arguments, never from the request; an id of another workspace is simply not found
+(404), so ids cannot be probed (docs/api-rules.md#authentication).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -29,9 +25,9 @@ from costtrack_service.domain.otlp.spans import (
     attribute_map_json,
     parse_attribute_map,
 )
-from costtrack_service.domain.report_days import day_range, text_filters
+from costtrack_service.domain.report_days import day_range
 from costtrack_service.domain.runs.groups import SketchGroup
-from costtrack_service.domain.statements import Statement, StatementRequestError, check_options, read_statement
+from costtrack_service.domain.statements import Statement, StatementRequestError, read_statement
 from costtrack_service.domain.usage import (
     GROUPINGS,
     UNKNOWN_MODELS,
@@ -55,23 +51,34 @@ from costtrack_service.services.requests import BIND_CAPS, Binding, NewKey, chec
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
-_LIMIT = re.compile(r"[0-9]{1,6}")
 _KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-# The event list's position, as next_cursor carries it (``store/owner.py``): the last event given
-# out (``received_at#event_id``) and the time page to read on from; visible ASCII, bounded.
+# The event list's position, as next_cursor carries it: the last event given out
+# (``received_at#event_id``) and the time page to read on from; visible ASCII, bounded.
 EVENT_POSITION = {
     "received_event": re.compile(r"[!-~]{1,64}"),
     "page": re.compile(r"[!-~]{1,128}"),
 }
-#: Query parameter -> stored event attribute, for filtering the event list.
-EVENT_FILTERS = {
-    "feature": "feature",
-    "model": "model",
-    "provider": "provider",
-    "environment": "environment",
-    "status": "status",
-    "customer_id": "customer_id",
-}
+
+
+@dataclass(frozen=True)
+class UsageQuery:
+    """The usage report's question: UTC days ``first`` to ``last`` (the report days' defaults
+    when absent), grouped by ``group_by``, with each group's days when ``daily``."""
+
+    first: str | None = None
+    last: str | None = None
+    group_by: str = "day"
+    daily: bool = False
+
+
+@dataclass(frozen=True)
+class EventListQuery:
+    """The event list's question: a page of ``limit`` events with these attribute values, after
+    the position the previous page's opaque ``cursor`` holds."""
+
+    limit: int = DEFAULT_LIMIT
+    cursor: str | None = None
+    filters: Mapping[str, str] = field(default_factory=dict)
 
 
 class WorkspaceStore(Protocol):
@@ -114,11 +121,6 @@ class Caller:
     workspace: WorkspaceState
 
 
-def event_filters(params: Mapping[str, str]) -> dict[str, str]:
-    """The event list's filters (stored attribute -> value), each checked like a parameter."""
-    return text_filters(params, EVENT_FILTERS)
-
-
 def check_key_id(key_id: str) -> str:
     if not _KEY_ID.fullmatch(key_id):
         raise invalid("key_id", "key_id must be a key's id, as the key list shows it (key_...)")
@@ -150,45 +152,43 @@ class WorkspaceService:
         period = billing_period(self._clock())
         return workspace.to_dict(period, self.store.usage(workspace, period))
 
-    def usage(self, workspace: WorkspaceState, params: Mapping[str, str]) -> dict[str, Any]:
-        group_by = params.get("group_by") or "day"
-        if group_by not in GROUPINGS:
+    def usage(self, workspace: WorkspaceState, query: UsageQuery) -> dict[str, Any]:
+        if query.group_by not in GROUPINGS:
             raise invalid("group_by", f"group_by must be one of {', '.join(GROUPINGS)}")
-        first, last = day_range(params, self._clock().date())
-        rows = self.store.query_rollups(workspace.workspace_id, dimensions_for(group_by), first, last)
+        first, last = day_range(query.first, query.last, self._clock().date())
+        rows = self.store.query_rollups(workspace.workspace_id, dimensions_for(query.group_by), first, last)
         return {
             "workspace_id": workspace.workspace_id,
             "from": first,
             "to": last,
-            **report(rows, group_by).to_dict(daily=params.get("daily") == "true"),
+            **report(rows, query.group_by).to_dict(daily=query.daily),
         }
 
-    def unknown_models(self, workspace: WorkspaceState, params: Mapping[str, str]) -> dict[str, Any]:
-        first, last = day_range(params, self._clock().date())
+    def unknown_models(self, workspace: WorkspaceState, first: str | None, last: str | None) -> dict[str, Any]:
+        first, last = day_range(first, last, self._clock().date())
         rows = self.store.query_rollups(workspace.workspace_id, (UNKNOWN_MODELS,), first, last)
         return {"from": first, "to": last, "models": unknown_models(rows)}
 
-    def events(self, workspace: WorkspaceState, params: Mapping[str, str]) -> dict[str, Any]:
-        raw_limit = params.get("limit") or str(DEFAULT_LIMIT)
-        if not _LIMIT.fullmatch(raw_limit) or not 1 <= int(raw_limit) <= MAX_LIMIT:
+    def events(self, workspace: WorkspaceState, query: EventListQuery) -> dict[str, Any]:
+        if not 1 <= query.limit <= MAX_LIMIT:
             raise invalid("limit", f"limit must be an integer from 1 to {MAX_LIMIT}")
-        filters = event_filters(params)
+        filters = dict(query.filters)
         scope = scope_of("events", workspace.workspace_id, filters)
-        cursor = params.get("cursor")
-        after = decode_cursor(cursor, scope, EVENT_POSITION, required=frozenset({"page"})) if cursor else None
+        after = (
+            decode_cursor(query.cursor, scope, EVENT_POSITION, required=frozenset({"page"})) if query.cursor else None
+        )
         records, position = self.store.list_visible_events(
-            EventQuery(workspace.workspace_id, int(raw_limit), after, filters)
+            EventQuery(workspace.workspace_id, query.limit, after, filters)
         )
         return {
             "events": [record.to_dict() for record in records],
             "next_cursor": encode_cursor(scope, position) if position else None,
         }
 
-    def statement(self, workspace: WorkspaceState, month: str, params: Mapping[str, str]) -> tuple[Statement, str]:
-        """The month's statement and the format it was asked for (json or csv)."""
+    def statement(self, workspace: WorkspaceState, month: str, by: str | None = None) -> Statement:
+        """The month's statement by customer (default) or feature."""
         try:
-            _, output = check_options(None, params.get("format"))
-            return read_statement(self.store, workspace, month, params.get("by"), self._clock()), output
+            return read_statement(self.store, workspace, month, by, self._clock())
         except StatementRequestError as exc:
             raise invalid(exc.field, exc.message) from None
 
@@ -231,7 +231,7 @@ class WorkspaceService:
             raise not_found("key")
         return {"key": self.store.change_key_state(record.key_hash, action).to_dict()}
 
-    # -- OpenTelemetry (README, "Send OpenTelemetry") ---------------------------------------
+    # -- OpenTelemetry (docs/guides/opentelemetry.md) ------------------------------------------
 
     def otel_attributes(self, workspace: WorkspaceState) -> dict[str, Any]:
         """Where ``POST /v1/traces`` reads this workspace's event fields from: its own attribute

@@ -38,6 +38,7 @@ from costtrack_service.edge.owner_api.http import (
     json_response,
     request_headers,
 )
+from costtrack_service.edge.owner_api.query_params import EVENT_FILTERS, text_filters
 from costtrack_service.edge.owner_api.request_errors import read_json_body, refuse_media_type
 from costtrack_service.edge.owner_api.responses import ADMIN_TOKEN, INVALID, NOT_FOUND, WITH_BODY, documented, refused
 from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
@@ -48,7 +49,13 @@ from costtrack_service.services.reconciliation import ReconciliationService
 from costtrack_service.services.requests import NewKey, NewPriceOverride, OtelAttributes, refusal
 from costtrack_service.services.run_anomalies import AnomalySettingsService
 from costtrack_service.services.runs import RunService
-from costtrack_service.services.workspace import DEFAULT_LIMIT, MAX_LIMIT, WorkspaceService
+from costtrack_service.services.workspace import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    EventListQuery,
+    UsageQuery,
+    WorkspaceService,
+)
 
 logger = Logger(service="costtrack-api")
 
@@ -70,11 +77,6 @@ Last = Annotated[
 EventFilter = Annotated[
     str | None, Query(max_length=MAX_FILTER_CHARS, description="Only events whose field of this name equals this")
 ]
-
-
-def given(**params: str | None) -> dict[str, str]:
-    """The query parameters the client gave, as the domain reads them."""
-    return {name: value for name, value in params.items() if value is not None}
 
 
 def build_app(
@@ -160,8 +162,7 @@ def build_app(
 
         Grouped by customer, each group has the customer's name (customer_name: the latest an
         event carried, or null)."""
-        params = given(group_by=group_by, to=last, daily="true" if daily else None, **{"from": first})
-        return service.usage(caller(), params)
+        return service.usage(caller(), UsageQuery(first, last, group_by, daily))
 
     @owners.get(
         "/v1/workspace/unknown-models",
@@ -169,7 +170,7 @@ def build_app(
     )
     def get_unknown_models(first: First = None, last: Last = None) -> Answer:
         """Models that came in without a pricing entry (cost 0)"""
-        return service.unknown_models(caller(), given(to=last, **{"from": first}))
+        return service.unknown_models(caller(), first, last)
 
     @owners.get("/v1/workspace/events", documented(200, shapes.EventPage, "A page of events", r400=INVALID))
     def list_events(
@@ -183,17 +184,15 @@ def build_app(
         customer_id: EventFilter = None,
     ) -> Answer:
         """Visible events, newest first (hidden events are never listed)"""
-        params = given(
-            limit=str(limit),
-            cursor=cursor,
-            feature=feature,
-            model=model,
-            provider=provider,
-            environment=environment,
-            status=status,
-            customer_id=customer_id,
-        )
-        return service.events(caller(), params)
+        filters = {
+            "feature": feature,
+            "model": model,
+            "provider": provider,
+            "environment": environment,
+            "status": status,
+            "customer_id": customer_id,
+        }
+        return service.events(caller(), EventListQuery(limit, cursor, text_filters(filters, EVENT_FILTERS)))
 
     @owners.get(
         "/v1/workspace/statements/<month>",
@@ -219,10 +218,10 @@ def build_app(
         hidden (accepted, counted, hidden from the dashboard: a free-plan key's other sources),
         and the total of them all. The current month gives the month so far (complete: false).
         """
-        statement, chosen = service.statement(caller(), month, {"by": by, "format": output})
+        statement = service.statement(caller(), month, by)
         # Named as a file in either format: the dashboard saves it under this name.
-        disposition = {"Content-Disposition": f'attachment; filename="{statement.filename(chosen)}"'}
-        if chosen == "json":
+        disposition = {"Content-Disposition": f'attachment; filename="{statement.filename(output)}"'}
+        if output == "json":
             return json_response(200, statement.to_dict(), disposition)
         return Response(
             status_code=200,

@@ -215,16 +215,15 @@ def add_billing_routes(owners: OwnerRoutes, reconciliation: ReconciliationServic
         Classes: untracked (billed tokens costtrack never saw), price_drift (tokens agree, USD
         does not: the catalogue entry, its rates and the bill's), timing (a day boundary),
         unbilled (tracked, not billed)."""
-        params = {name: value for name, value in (("from", first), ("to", last)) if value is not None}
         if output == "focus":
-            text, filename = reconciliation.focus(workspace_id(), params)
+            text, filename = reconciliation.focus(workspace_id(), first, last)
             return Response(
                 status_code=200,
                 content_type="text/csv; charset=utf-8",
                 body=text,
                 headers={"Cache-Control": "no-store", "Content-Disposition": f'attachment; filename="{filename}"'},
             )
-        return reconciliation.reconciliation(workspace_id(), params)
+        return reconciliation.reconciliation(workspace_id(), first, last)
 
     @owners.post(
         "/v1/workspace/reconciliation/apply-drift",
