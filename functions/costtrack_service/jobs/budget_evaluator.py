@@ -35,7 +35,8 @@ from costtrack_service.domain.budgets.alerts import (
     Endpoint,
     Notification,
 )
-from costtrack_service.domain.budgets.budget import Budget, Status, crossed, episode_name, notification_key
+from costtrack_service.domain.budgets.budget import Budget, crossed
+from costtrack_service.domain.budgets.budget_windows import Status, episode_name, notification_key
 from costtrack_service.domain.budgets.instances import budgets_now
 from costtrack_service.domain.budgets.webhooks import (
     FIRST_RETRY,

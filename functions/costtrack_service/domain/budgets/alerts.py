@@ -12,7 +12,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Literal, get_args
 
-from costtrack_service.domain.budgets.budget import Budget, Window, percent
+from costtrack_service.domain.budgets.budget import Budget, percent
+from costtrack_service.domain.budgets.budget_windows import Window
 from costtrack_service.domain.pricing.cost import CURRENCY, format_decimal
 from costtrack_service.domain.pricing.entries import format_timestamp
 

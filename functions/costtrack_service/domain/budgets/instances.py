@@ -24,16 +24,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
-from costtrack_service.domain.budgets.budget import (
-    Budget,
-    RollupReader,
-    Status,
-    Window,
-    percent,
-    read_rows,
-    spend,
-    window,
-)
+from costtrack_service.domain.budgets.budget import Budget, percent
+from costtrack_service.domain.budgets.budget_windows import RollupReader, Status, Window, read_rows, spend, window
 from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.reservations.ledger import Ledger, LedgerSurvey
 from costtrack_service.domain.usage import Counts, RollupKey

@@ -30,7 +30,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Protocol
 
-from costtrack_service.domain.budgets.budget import Budget, spend, window
+from costtrack_service.domain.budgets.budget import Budget
+from costtrack_service.domain.budgets.budget_windows import spend, window
 from costtrack_service.domain.budgets.instances import instance_spends
 from costtrack_service.domain.reservations.ledger import ZERO, Ledger, LedgerSurvey, Seed
 from costtrack_service.domain.usage import Counts, RollupKey
