@@ -16,7 +16,7 @@
   last request the events that follow wait for more, going as one batch when the interval ends
   or when 100 are waiting; with 20 instances at 50 calls/s each, a batch of about 25 events
   every 500 ms per instance. The Idempotency-Keys group each instance's reservations as the SDKs do
-  (``grp:…``, at most 25 and half a second a group; README "Spend control");
+  (``grp:…``, at most 25 and half a second a group; docs/guides/spend-control.md);
   ``RESERVATIONS_PLAIN_KEYS=1`` sends plain keys instead. (The Node SDK
   sends what queued while its requests were in flight, smaller batches: not modelled here.)
   The first ``WARM_SECONDS`` fill the ledger to that steady state; the next

@@ -1,6 +1,5 @@
 """``costtrack admin billing`` and ``costtrack admin reconcile``: a workspace's provider-account
-connections, a bill import run now, and billed vs tracked (README, "Reconcile with the
-provider's bill").
+connections, a bill import run now, and billed vs tracked (docs/guides/reconciliation.md).
 
 ``billing import`` runs the deployed ``BillImportFunction``'s code (``jobs/bills/imports.py``) here:
 the admin key from Secrets Manager (boto3's usual configuration, including

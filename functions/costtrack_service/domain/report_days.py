@@ -10,8 +10,7 @@ from datetime import date
 from costtrack.validation import encodes_as_utf8
 from costtrack_service.domain.errors import invalid
 
-#: The last 30 UTC days by default, a year and a day at most (README, "Dashboard and the key
-#: owners' API").
+#: The last 30 UTC days by default, a year and a day at most (docs/guides/dashboard.md).
 DEFAULT_DAYS = 30
 MAX_DAYS = 366
 #: Longest value of a text filter (customer ids are at most 256 characters).

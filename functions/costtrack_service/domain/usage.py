@@ -261,7 +261,7 @@ class UsageReport:
         return sum(counts.events for counts in self.hidden.values())
 
     def hidden_notice(self) -> str | None:
-        """The dashboard's troubleshooting hints (README, "Dashboard and the key owners' API"), where they apply."""
+        """The dashboard's troubleshooting hints (docs/guides/dashboard.md), where they apply."""
         if not self.hidden:
             return None
         parts = ", ".join(f"{counts.events} events hidden: {reason}" for reason, counts in sorted(self.hidden.items()))

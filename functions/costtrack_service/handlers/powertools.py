@@ -9,7 +9,7 @@ invocation's X-Ray trace. The template turns tracing on with ``Tracing: Active``
 its ``Tracing`` parameter (``POWERTOOLS_TRACE_DISABLED``); outside Lambda the Tracer is off.
 
 The ingestion function does not use this module: by default its cold start neither starts a
-Tracer nor imports the X-Ray SDK (``handlers/ingest.py``; README, "Operations").
+Tracer nor imports the X-Ray SDK (``handlers/ingest.py``; docs/guides/operations.md).
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ SMALL_ITEM_TRANSACTIONAL_WCU = 2
 
 @dataclass(frozen=True)
 class SimRules:
-    transaction_median_s: float = 0.012  # TransactWriteItems of ~100 items (assumed, see README)
+    transaction_median_s: float = 0.012  # TransactWriteItems of ~100 items (assumed: docs/concepts/scale.md)
     transaction_sigma: float = 0.35  # log-normal spread: p99 about 2.3x the median
     read_median_s: float = 0.004
     conflict_answer_s: float = 0.004  # a cancelled transaction answers quickly

@@ -1,5 +1,5 @@
 """Webhooks: where a workspace's budget alerts may be sent, how they are signed, and when a
-failed delivery is tried again (README, "Budgets and alerts").
+failed delivery is tried again (docs/guides/budgets.md).
 
 * **Signing.** Standard Webhooks (https://www.standardwebhooks.com): ``webhook-id`` (the
   notification's id, so it is signed), ``webhook-timestamp`` (unix seconds) and
@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 
 SIGNATURE_HEADER = "Costtrack-Signature"  # deprecated: sent until LEGACY_SIGNATURE_UNTIL
 #: The service release in which ``Costtrack-Signature`` is last sent, and the date before which
-#: no release drops it (README, "Signatures").
+#: no release drops it (docs/guides/budgets.md).
 LEGACY_SIGNATURE_UNTIL = ("0.2", "2027-06-30")
 SECRET_BYTES = 32
 DEFAULT_OVERLAP = timedelta(hours=24)

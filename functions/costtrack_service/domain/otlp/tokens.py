@@ -3,8 +3,8 @@
 Instrumentations spell usage several ways. Each count is read from the first attribute of its
 list that the span carries (the current semantic conventions first, then the variants that
 predate them), so a span that carries two spellings of one count (``input_tokens`` and
-``prompt_tokens``) is charged for one of them, never both. The README's "Send OpenTelemetry"
-table is this module in prose; a test holds the two equal.
+``prompt_tokens``) is charged for one of them, never both. The table of docs/guides/opentelemetry.md
+is this module in prose; a test holds the two equal.
 
 The conventions count cached and cache-write tokens inside ``gen_ai.usage.input_tokens`` and
 reasoning inside ``gen_ai.usage.output_tokens``. costtrack's fields follow the provider's own

@@ -142,7 +142,7 @@ def sheet_to_json(sheet: PriceSheet) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ReportingFlags:
-    """How a provider reports usage (the README's provider table):
+    """How a provider reports usage (docs/api-rules.md#how-providers-report-usage):
 
     * ``prompt_includes_cached``: OpenAI-style prompts count cached and cache-write tokens
       inside ``prompt_tokens``; Anthropic-style prompts count only the uncached rest.
@@ -154,7 +154,7 @@ class ReportingFlags:
     completion_includes_reasoning: bool = True
 
 
-#: How each provider reports usage (README, "Prices"); every other provider is OpenAI-style.
+#: How each provider reports usage (docs/concepts/pricing.md); every other provider is OpenAI-style.
 PROVIDER_FLAGS = {
     "anthropic": ReportingFlags(prompt_includes_cached=False, completion_includes_reasoning=True),
     "bedrock": ReportingFlags(prompt_includes_cached=False, completion_includes_reasoning=True),

@@ -7,7 +7,7 @@ variants selected by the call's context (``service_tier``, ``processing``, …).
 edited in place: a price change closes the old entry and opens a new one, and every stored event
 keeps the id and prices it was priced with, so history is never re-priced.
 
-Entries come from four places, highest precedence first (README, "Prices"): an operator's
+Entries come from four places, highest precedence first (docs/concepts/pricing.md): an operator's
 entry, a correction of costtrack's own, then the synced or bundled genai-prices data. Workspace
 overrides (``overrides.py``) win over all of them for their workspace.
 """

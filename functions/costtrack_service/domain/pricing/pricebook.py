@@ -1,7 +1,7 @@
 """Finding the price of a call: which model a name means, and which entry prices it when.
 
 A :class:`ProviderBook` holds every entry of one provider, from every source (bundled, synced,
-corrections, operators). Finding the model a name refers to goes, in order (README, "Prices"):
+corrections, operators). Finding the model a name refers to goes, in order (docs/concepts/pricing.md):
 
 1. an exact name: a model id, an alias, or a name a rule claims with ``equals``;
 2. the catalogue's curated match rules, in the catalogue's order;

@@ -278,7 +278,7 @@ def shard_of(key: str) -> int:
 
 #: An Idempotency-Key ``grp:<group>:<rest>`` places its holds by ``<group>`` alone (1 to 64
 #: characters, no ``:``), so that the reservations an app instance makes in one time slice share
-#: shards and the batch that settles them writes few shard items (README, "Spend control").
+#: shards and the batch that settles them writes few shard items (docs/guides/spend-control.md).
 GROUP_PREFIX = "grp:"
 MAX_GROUP_CHARS = 64
 

@@ -1,4 +1,4 @@
-"""Anomalous runs and their ``run_cost_anomaly`` notification (README, "Cost per run").
+"""Anomalous runs and their ``run_cost_anomaly`` notification (docs/guides/runs.md).
 
 * A workspace turns the alert on with its settings (``PUT /v1/workspace/run-anomalies``):
   ``factor`` (default 2) and ``calls`` (default 100). Off until an owner turns it on: receivers

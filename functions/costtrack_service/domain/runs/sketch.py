@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-#: The documented relative error of every percentile (README, "Cost per run").
+#: The documented relative error of every percentile (docs/guides/runs.md).
 RELATIVE_ERROR = 0.01
 GAMMA = (1 + RELATIVE_ERROR) / (1 - RELATIVE_ERROR)
 _LOG_GAMMA = math.log(GAMMA)

@@ -1,4 +1,4 @@
-"""The owners' reconciliation routes (README, "Reconcile with the provider's bill"):
+"""The owners' reconciliation routes (docs/guides/reconciliation.md):
 ``/v1/workspace/billing-connections`` and ``/v1/workspace/reconciliation``, on the owners'
 resolver (``edge/owner_api/app.py``), declared like its other routes (``edge/owner_api/route_declarations.py``)."""
 
