@@ -266,7 +266,7 @@ def test_the_check_finds_a_missing_page_anchor_or_readme_section() -> None:
     assert bad_citations("docs/api-rules.md#no-such-rule") == ["docs/api-rules.md#no-such-rule"]
     assert bad_citations("see docs/guides/no-such-page.md") == ["docs/guides/no-such-page.md"]
     assert bad_citations('(README, "Budgets and alerts")') == ['README, "Budgets and alerts"']
-    assert bad_citations("the README's \"Performance\" table") == ["README's \"Performance\""]
+    assert bad_citations('the README\'s "Performance" table') == ['README\'s "Performance"']
     assert bad_citations('README, "Deploy"') == []
     assert slug("Reconcile with the provider's bill") == "reconcile-with-the-providers-bill"
     assert slug("`track`, `flush` and shutdown") == "track-flush-and-shutdown"
