@@ -287,7 +287,8 @@ def dynamodb_costs() -> dict[str, float]:
             )
             figures[f"ingest_local_ms_per_request{suffix}"] = statistics.median(timings)
             figures[f"events_per_request{suffix}"] = batch
-    # Before batches and shards every event was one transaction through the workspace item.
+    # The baseline a design without batches and shards would have: one transaction per event
+    # through the workspace item.
     figures["hot_item_busy_fraction_at_10k_eps_before"] = TARGET_EPS * TRANSACTION_SECONDS
     return figures
 
