@@ -27,7 +27,14 @@ from typing import Any
 from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.ingest.commit import Outcome
 from costtrack_service.domain.otlp.spans import SpanData, root_names, span_item
-from costtrack_service.edge.http_event import JSON, http_status, presented_secret, too_large, unsupported_media_type
+from costtrack_service.edge.http_event import (
+    JSON,
+    error_headers,
+    http_status,
+    presented_secret,
+    too_large,
+    unsupported_media_type,
+)
 from costtrack_service.edge.ingest.ingest_request import body_too_large, parse_body
 from costtrack_service.services.event_ingest import IngestService
 
@@ -71,7 +78,7 @@ def export(service: IngestService, headers: Mapping[str, str], body: bytes) -> O
             raise too_large("resourceSpans", f"at most {MAX_USAGE_SPANS} spans with usage per request")
         outcomes = tuple(service.accept(key, items)) if items else ()
     except ApiError as error:
-        return OtlpAnswer(http_status(error), reply_as, status_body(reply_as, error), dict(error.headers))
+        return OtlpAnswer(http_status(error), reply_as, status_body(reply_as, error), error_headers(error, None))
     rejected, message = summary(outcomes)
     return OtlpAnswer(200, reply_as, export_response(reply_as, rejected, message), outcomes=outcomes)
 
