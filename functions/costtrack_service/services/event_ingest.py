@@ -48,7 +48,7 @@ class IngestStore(ReadStore, ChunkStore, BudgetReader, HoldFinder, Protocol):
 @dataclass(frozen=True)
 class IngestResult:
     """The answer: ``outcomes`` per item; a single event's ``body`` (a batch's is empty: the edge
-    answers each item with its HTTP status, ``edge/ingest/ingest_request.py``)."""
+    answers each item with its HTTP status)."""
 
     body: dict[str, Any]
     outcomes: tuple[Outcome, ...]

@@ -1,6 +1,6 @@
 """Budget alerts as records: webhook endpoints, the notification of a crossed threshold (an
 outbox entry, claimed once) and its deliveries, one per target (SNS or an endpoint), each with
-its attempts. Plain data and views; ``jobs/budget_evaluator.py`` does the work.
+its attempts. Plain data and views; the scheduled budget evaluator does the work.
 """
 
 from __future__ import annotations

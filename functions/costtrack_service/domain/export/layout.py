@@ -120,7 +120,7 @@ def pieces(by_partition: Iterable[tuple[int, Iterable[EventRecord]]], size: int 
     (received time, then event id), so the same events always give the same
     objects with the same names and bytes (gzip with no timestamp): re-running a day overwrites
     them, and any other object under the day's prefix is left over from an earlier run and is
-    deleted (``jobs/daily_export.py``).
+    deleted by the export job.
 
     Each line is one accepted event as the owners' API lists it (``EventRecord.view``: cost a
     decimal string), plus what the list never needs to say because it shows visible events only:

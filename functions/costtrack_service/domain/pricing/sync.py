@@ -1,6 +1,6 @@
 """What a price sync would change: new models, changed prices, and changes held back.
 
-A sync compares genai-prices' current data file (converted, ``catalogue/convert.py``) with the
+A sync compares genai-prices' current data file (converted by the catalogue) with the
 prices in force now, and only ever *adds* entries:
 
 * a model the catalogue does not know yet gets an entry from the beginning of time, so the

@@ -12,7 +12,7 @@ from decimal import ROUND_CEILING, Decimal
 
 #: Shards per ledger: as many as one survey (central + shards) can read in one TransactGetItems
 #: (100 items), so that a budget reserved from at 1,000/s spreads its writes and its live holds
-#: as thin as an atomic survey allows (``bench/reservations.py``).
+#: as thin as an atomic survey allows (docs/performance.md#reservations).
 LEDGER_SHARDS = 99
 #: Money is counted to the 10th decimal (the event cost's precision, CONTRACT §5).
 QUANTUM = Decimal("1e-10")

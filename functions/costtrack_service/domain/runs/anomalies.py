@@ -7,7 +7,7 @@
   ``factor`` (the p99 of the runs of that feature that started in the last
   :data:`LOOKBACK_DAYS` days, from the cost sketch, within its relative error), or when it made
   at least ``calls`` calls (the dashboard's "Anomalous runs" use the same two tests).
-* The scheduled evaluator (``jobs/anomaly_evaluator.py``) looks at the runs that started today or
+* The scheduled evaluator looks at the runs that started today or
   yesterday (UTC) and claims one notification per run (key ``run#<trace_id>``): a run is
   notified **once**, whichever test it passed first and however long it goes on. The
   notification goes through the budgets' outbox, signing, SNS and retries unchanged.

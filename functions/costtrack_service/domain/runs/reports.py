@@ -2,7 +2,7 @@
 totals and their cost sketch (``totals.py``, ``sketch.py``), never by reading every event:
 
 * ``run`` / ``session``: the total, the calls in ``received_at`` order (the run's events, read
-  by time over the run's window: ``store/run_reads.py``), and how the cost split by model and by step
+  by time over the run's window), and how the cost split by model and by step
   (``parent_id``), or, for a session, by run. The SDK's run marker is not a call: it is not
   listed, its status and latency are the total's.
 * ``runs``: the most expensive runs that started in a date range, filtered by feature and
