@@ -1,4 +1,4 @@
-"""Benchmark of reservations (issue 29): what holding and settling a call's cost costs.
+"""Benchmark of reservations: what holding and settling a call's cost costs.
 
     .venv/bin/python bench/reservations.py
 

@@ -1,4 +1,4 @@
-"""Write units per event with run ids, taken apart (issue 31): what each kind of item and each
+"""Write units per event with run ids, taken apart: what each kind of item and each
 index costs when events carry a ``trace_id`` and a ``session_id``.
 
     .venv/bin/python bench/run_units.py      # or: .venv/bin/python bench/run.py --only run_units

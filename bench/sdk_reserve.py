@@ -1,4 +1,4 @@
-"""Benchmark of the SDKs' reserve call (issue 29): the time ``tracker.reserve(...)`` takes
+"""Benchmark of the SDKs' reserve call: the time ``tracker.reserve(...)`` takes
 against the local stack, beside a bare HTTP round-trip to the same route.
 
     .venv/bin/python bench/sdk_reserve.py
