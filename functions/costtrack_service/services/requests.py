@@ -112,8 +112,7 @@ class SecretRotation(RequestBody):
 
 
 class NewPriceOverride(RequestBody):
-    """A discount or negotiated rates for a provider, or one of its models
-    (docs/api-rules.md#workspace-price-overrides)."""
+    """A provider's (or one model's) negotiated rates or discount (docs/api-rules.md#workspace-price-overrides)."""
 
     provider: Annotated[str, Field(min_length=1, max_length=64)]
     model: Annotated[str | None, Field(max_length=200, description="leave out for the whole provider")] = None
