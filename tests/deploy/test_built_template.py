@@ -163,9 +163,9 @@ def api_calls() -> dict[str, set[str]]:
             service.usage(caller, UsageQuery(group_by=group_by))
         service.unknown_models(caller, None, None)
         page = service.events(caller, EventListQuery(2))
-        service.events(caller, EventListQuery(2, page["next_cursor"]))
+        service.events(caller, EventListQuery(2, page.next_cursor))
         service.events(caller, EventListQuery(2, filters={"feature": "f0"}))
-        key_id = service.keys(caller)["keys"][0]["key_id"]
+        key_id = service.keys(caller)[0].key_id
         service.create_key(caller, {"name": "new"})
         service.change_key(caller, key_id, "deactivate")
         overrides = OverrideService(service.store)

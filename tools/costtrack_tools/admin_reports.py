@@ -13,6 +13,7 @@ from typing import Any
 from costtrack_service.domain.report_days import DEFAULT_DAYS, MAX_DAYS
 from costtrack_service.domain.statements import STATEMENT_GROUPINGS
 from costtrack_service.domain.usage import GROUPINGS
+from costtrack_service.edge.owner_api.workspace_answers import usage_body
 from costtrack_service.services.workspace import UsageQuery, WorkspaceService
 from costtrack_tools.admin_output import amount, emit, find_workspace, money, table
 
@@ -22,7 +23,7 @@ Handler = Callable[[Any, argparse.Namespace], None]
 def usage(store: Any, args: argparse.Namespace) -> None:
     """The owners' usage report, with its range rules (``report_days.day_range``)."""
     found = find_workspace(store, args.workspace)
-    data = WorkspaceService(store).usage(found, UsageQuery(args.from_ or None, args.to or None, args.by))
+    data = usage_body(WorkspaceService(store).usage(found, UsageQuery(args.from_ or None, args.to or None, args.by)))
     first_day, last_day = data["from"], data["to"]
 
     def human() -> str:

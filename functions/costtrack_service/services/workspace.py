@@ -19,12 +19,7 @@ from costtrack_service.domain.cursors import decode_cursor, encode_cursor, scope
 from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.ingest.records import EventQuery, EventRecord
 from costtrack_service.domain.ingest.source import Source
-from costtrack_service.domain.otlp.spans import (
-    DEFAULT_ATTRIBUTES,
-    AttributeMap,
-    attribute_map_json,
-    parse_attribute_map,
-)
+from costtrack_service.domain.otlp.spans import AttributeMap, parse_attribute_map
 from costtrack_service.domain.report_days import day_range
 from costtrack_service.domain.runs.groups import SketchGroup
 from costtrack_service.domain.statements import Statement, StatementRequestError, read_statement
@@ -33,6 +28,7 @@ from costtrack_service.domain.usage import (
     UNKNOWN_MODELS,
     Counts,
     RollupKey,
+    UsageReport,
     dimensions_for,
     report,
     unknown_models,
@@ -79,6 +75,49 @@ class EventListQuery:
     limit: int = DEFAULT_LIMIT
     cursor: str | None = None
     filters: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The workspace's plan and what this billing period used of it."""
+
+    workspace: WorkspaceState
+    period: str
+    used: Usage
+
+
+@dataclass(frozen=True)
+class UsageAnswer:
+    """The usage report over the days the question resolved to."""
+
+    workspace_id: str
+    first: str
+    last: str
+    report: UsageReport
+    daily: bool = False
+
+
+@dataclass(frozen=True)
+class UnknownModels:
+    first: str
+    last: str
+    models: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class EventPage:
+    """A page of visible events, newest first, and the opaque cursor of the next one."""
+
+    events: list[EventRecord]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class CreatedKey:
+    """A new key and its secret, which exists in this answer only."""
+
+    secret: str
+    key: KeyRecord
 
 
 class WorkspaceStore(Protocol):
@@ -147,29 +186,24 @@ class WorkspaceService:
 
     # -- reads ------------------------------------------------------------------------------
 
-    def summary(self, workspace: WorkspaceState) -> dict[str, Any]:
+    def summary(self, workspace: WorkspaceState) -> Summary:
         """The plan, this month's allowance and credits."""
         period = billing_period(self._clock())
-        return workspace.to_dict(period, self.store.usage(workspace, period))
+        return Summary(workspace, period, self.store.usage(workspace, period))
 
-    def usage(self, workspace: WorkspaceState, query: UsageQuery) -> dict[str, Any]:
+    def usage(self, workspace: WorkspaceState, query: UsageQuery) -> UsageAnswer:
         if query.group_by not in GROUPINGS:
             raise invalid("group_by", f"group_by must be one of {', '.join(GROUPINGS)}")
         first, last = day_range(query.first, query.last, self._clock().date())
         rows = self.store.query_rollups(workspace.workspace_id, dimensions_for(query.group_by), first, last)
-        return {
-            "workspace_id": workspace.workspace_id,
-            "from": first,
-            "to": last,
-            **report(rows, query.group_by).to_dict(daily=query.daily),
-        }
+        return UsageAnswer(workspace.workspace_id, first, last, report(rows, query.group_by), query.daily)
 
-    def unknown_models(self, workspace: WorkspaceState, first: str | None, last: str | None) -> dict[str, Any]:
+    def unknown_models(self, workspace: WorkspaceState, first: str | None, last: str | None) -> UnknownModels:
         first, last = day_range(first, last, self._clock().date())
         rows = self.store.query_rollups(workspace.workspace_id, (UNKNOWN_MODELS,), first, last)
-        return {"from": first, "to": last, "models": unknown_models(rows)}
+        return UnknownModels(first, last, unknown_models(rows))
 
-    def events(self, workspace: WorkspaceState, query: EventListQuery) -> dict[str, Any]:
+    def events(self, workspace: WorkspaceState, query: EventListQuery) -> EventPage:
         if not 1 <= query.limit <= MAX_LIMIT:
             raise invalid("limit", f"limit must be an integer from 1 to {MAX_LIMIT}")
         filters = dict(query.filters)
@@ -180,10 +214,7 @@ class WorkspaceService:
         records, position = self.store.list_visible_events(
             EventQuery(workspace.workspace_id, query.limit, after, filters)
         )
-        return {
-            "events": [record.to_dict() for record in records],
-            "next_cursor": encode_cursor(scope, position) if position else None,
-        }
+        return EventPage(records, encode_cursor(scope, position) if position else None)
 
     def statement(self, workspace: WorkspaceState, month: str, by: str | None = None) -> Statement:
         """The month's statement by customer (default) or feature."""
@@ -192,19 +223,19 @@ class WorkspaceService:
         except StatementRequestError as exc:
             raise invalid(exc.field, exc.message) from None
 
-    def keys(self, workspace: WorkspaceState) -> dict[str, Any]:
-        return {"keys": [key.to_dict() for key in self.store.list_keys(workspace.workspace_id)]}
+    def keys(self, workspace: WorkspaceState) -> list[KeyRecord]:
+        return self.store.list_keys(workspace.workspace_id)
 
     # -- changes ----------------------------------------------------------------------------
 
-    def create_key(self, workspace: WorkspaceState, body: NewKey | object) -> dict[str, Any]:
+    def create_key(self, workspace: WorkspaceState, body: NewKey | object) -> CreatedKey:
         """``body``: the API's validated :class:`NewKey`, or the CLI's mapping (checked the same way)."""
         request = checked(NewKey, {} if body is None else body)
         bound = self._binding(request.bind)
         if workspace.tier == Tier.FREE and bound is None:
             raise invalid("bind", "a free-plan key must be bound to one provider/model/feature")
         secret, record = self.store.create_key(workspace.workspace_id, bound=bound, name=request.name)
-        return {"key": record.to_dict(), "api_key": secret}
+        return CreatedKey(secret, record)
 
     @staticmethod
     def _binding(bind: str | Binding | None) -> Source | None:
@@ -223,30 +254,22 @@ class WorkspaceService:
             raise invalid("bind", f"bind's parts must be text of at most these lengths: {caps} characters")
         return source
 
-    def change_key(self, workspace: WorkspaceState, key_id: str, action: str) -> dict[str, Any]:
+    def change_key(self, workspace: WorkspaceState, key_id: str, action: str) -> KeyRecord:
         if action not in KEY_TRANSITIONS:
             raise not_found("action")
         record = self.store.find_key(workspace.workspace_id, check_key_id(key_id))
         if record is None or record.kind != INGEST:
             raise not_found("key")
-        return {"key": self.store.change_key_state(record.key_hash, action).to_dict()}
+        return self.store.change_key_state(record.key_hash, action)
 
     # -- OpenTelemetry (docs/guides/opentelemetry.md) ------------------------------------------
 
-    def otel_attributes(self, workspace: WorkspaceState) -> dict[str, Any]:
-        """Where ``POST /v1/traces`` reads this workspace's event fields from: its own attribute
-        names, tried before the defaults."""
-        return {
-            "workspace_id": workspace.workspace_id,
-            "attributes": attribute_map_json(workspace.attribute_map),
-            "defaults": {target: list(names) for target, names in DEFAULT_ATTRIBUTES.items()},
-        }
-
-    def set_otel_attributes(self, workspace: WorkspaceState, attributes: object) -> dict[str, Any]:
-        """Replace the workspace's attribute map (``{}`` goes back to the defaults alone)."""
+    def set_otel_attributes(self, workspace: WorkspaceState, attributes: object) -> WorkspaceState:
+        """Replace the workspace's attribute map (``{}`` goes back to the defaults alone); the
+        workspace with its new map."""
         try:
             attribute_map = parse_attribute_map(attributes)  # type: ignore[arg-type]
         except ValueError as exc:
             raise invalid("attributes", str(exc)) from None
         self.store.set_attribute_map(workspace.workspace_id, attribute_map)
-        return self.otel_attributes(replace(workspace, attribute_map=attribute_map))
+        return replace(workspace, attribute_map=attribute_map)

@@ -29,6 +29,7 @@ from costtrack_service.domain.workspaces.keys import ADMIN_TOKEN_PREFIX, KEY_TRA
 from costtrack_service.domain.workspaces.plans import WorkspaceState
 from costtrack_service.edge.http_event import failure_error, presented_secret, with_decoded_path
 from costtrack_service.edge.owner_api import responses as shapes
+from costtrack_service.edge.owner_api import workspace_answers as answers
 from costtrack_service.edge.owner_api.billing_routes import add_billing_routes
 from costtrack_service.edge.owner_api.budget_routes import add_budget_routes
 from costtrack_service.edge.owner_api.dashboard import add_dashboard_routes
@@ -147,7 +148,7 @@ def build_app(
     @owners.get("/v1/workspace", documented(200, shapes.WorkspaceSummary, "The workspace"))
     def get_workspace() -> Answer:
         """The plan, this month's included events and credits"""
-        return service.summary(caller())
+        return answers.summary_body(service.summary(caller()))
 
     @owners.get("/v1/workspace/usage", documented(200, shapes.UsageReport, "Usage from daily rollups", r400=INVALID))
     def get_usage(
@@ -162,7 +163,7 @@ def build_app(
 
         Grouped by customer, each group has the customer's name (customer_name: the latest an
         event carried, or null)."""
-        return service.usage(caller(), UsageQuery(first, last, group_by, daily))
+        return answers.usage_body(service.usage(caller(), UsageQuery(first, last, group_by, daily)))
 
     @owners.get(
         "/v1/workspace/unknown-models",
@@ -170,7 +171,7 @@ def build_app(
     )
     def get_unknown_models(first: First = None, last: Last = None) -> Answer:
         """Models that came in without a pricing entry (cost 0)"""
-        return service.unknown_models(caller(), first, last)
+        return answers.unknown_models_body(service.unknown_models(caller(), first, last))
 
     @owners.get("/v1/workspace/events", documented(200, shapes.EventPage, "A page of events", r400=INVALID))
     def list_events(
@@ -192,7 +193,8 @@ def build_app(
             "status": status,
             "customer_id": customer_id,
         }
-        return service.events(caller(), EventListQuery(limit, cursor, text_filters(filters, EVENT_FILTERS)))
+        query = EventListQuery(limit, cursor, text_filters(filters, EVENT_FILTERS))
+        return answers.event_page_body(service.events(caller(), query))
 
     @owners.get(
         "/v1/workspace/statements/<month>",
@@ -233,12 +235,12 @@ def build_app(
     @owners.get("/v1/workspace/keys", documented(200, shapes.KeyList, "Keys"))
     def list_keys() -> Answer:
         """The workspace's ingestion keys (never the secrets)"""
-        return service.keys(caller())
+        return answers.key_list_body(service.keys(caller()))
 
     @owners.post("/v1/workspace/keys", documented(201, shapes.CreatedKey, "The key and its secret", **WITH_BODY))
     def create_key(new: Annotated[NewKey | None, Body()] = None) -> Answer:
         """Create an ingestion key; the secret is in this response only"""
-        return service.create_key(caller(), new)
+        return answers.created_key_body(service.create_key(caller(), new))
 
     @owners.post(
         "/v1/workspace/keys/<key_id>/<action>",
@@ -256,7 +258,7 @@ def build_app(
         action: Annotated[str, Path(description="deactivate, reactivate or revoke", examples=list(KEY_TRANSITIONS))],
     ) -> Answer:
         """Deactivate, reactivate (only from inactive) or revoke (final) a key"""
-        return service.change_key(caller(), key_id, action)
+        return answers.key_body(service.change_key(caller(), key_id, action))
 
     @owners.get("/v1/workspace/price-overrides", documented(200, shapes.OverrideList, "Overrides"))
     def list_price_overrides() -> Answer:
@@ -280,7 +282,7 @@ def build_app(
     )
     def get_otel_attributes() -> Answer:
         """Where POST /v1/traces reads this workspace's event fields from"""
-        return service.otel_attributes(caller())
+        return answers.otel_attributes_body(caller())
 
     @owners.put(
         "/v1/workspace/otel-attributes",
@@ -288,7 +290,7 @@ def build_app(
     )
     def set_otel_attributes(new: Annotated[OtelAttributes, Body()]) -> Answer:
         """Replace the workspace's attribute map (span or resource attribute names read first)"""
-        return service.set_otel_attributes(caller(), new.fields()["attributes"])
+        return answers.otel_attributes_body(service.set_otel_attributes(caller(), new.fields()["attributes"]))
 
     add_budget_routes(owners, budgets)
     add_billing_routes(owners, ReconciliationService(service.store))  # type: ignore[arg-type]
