@@ -26,7 +26,7 @@ from costtrack_service.services.budgets import BudgetService
 from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.price_overrides import OverrideService
 from costtrack_service.services.run_anomalies import AnomalySettingsService
-from costtrack_service.services.workspace import WorkspaceService
+from costtrack_service.services.workspace import EventListQuery, UsageQuery, WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.ingestion import IngestionStore
 from costtrack_service.store.tables import TABLES, TableNames
@@ -160,12 +160,12 @@ def api_calls() -> dict[str, set[str]]:
         caller = service.authenticate(token).workspace
         service.summary(caller)
         for group_by in ("day", "feature", "customer"):
-            service.usage(caller, {"group_by": group_by})
-        service.unknown_models(caller, {})
-        page = service.events(caller, {"limit": "2"})
-        service.events(caller, {"limit": "2", "cursor": page["next_cursor"]})
-        service.events(caller, {"limit": "2", "feature": "f0"})
-        key_id = service.keys(caller)["keys"][0]["key_id"]
+            service.usage(caller, UsageQuery(group_by=group_by))
+        service.unknown_models(caller, None, None)
+        page = service.events(caller, EventListQuery(2))
+        service.events(caller, EventListQuery(2, page.next_cursor))
+        service.events(caller, EventListQuery(2, filters={"feature": "f0"}))
+        key_id = service.keys(caller).keys[0].key_id
         service.create_key(caller, {"name": "new"})
         service.change_key(caller, key_id, "deactivate")
         overrides = OverrideService(service.store)
@@ -203,7 +203,7 @@ def exercise_billing_routes(store: DynamoStore, workspace_id: str) -> None:
     arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:costtrack/billing/openai-AbCdEf"
     billing.connect(workspace_id, {"provider": "openai", "secret_arn": arn})
     billing.connections(workspace_id)
-    billing.reconciliation(workspace_id, {})
+    billing.reconciliation(workspace_id)
     billing.disconnect(workspace_id, "openai")
 
 

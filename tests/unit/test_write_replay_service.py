@@ -78,7 +78,7 @@ def test_a_live_claim_is_in_progress_and_a_lapsed_one_is_taken_over() -> None:
     assert store.claim_write("w1", "k", FIRST, until) is None  # a request that died after claiming
     with pytest.raises(ApiError) as running:
         service.answer("w1", "k", FIRST, made([]))
-    assert running.value.code == "CONFLICT" and running.value.headers == {"Retry-After": "1"}
+    assert running.value.code == "CONFLICT" and running.value.retry_after == 1
     clock.now += timedelta(seconds=CLAIM_SECONDS + 1)
     calls: list[int] = []
     assert not service.answer("w1", "k", FIRST, made(calls)).replayed and calls == [1]

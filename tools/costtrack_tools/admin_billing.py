@@ -1,6 +1,5 @@
 """``costtrack admin billing`` and ``costtrack admin reconcile``: a workspace's provider-account
-connections, a bill import run now, and billed vs tracked (README, "Reconcile with the
-provider's bill").
+connections, a bill import run now, and billed vs tracked (docs/guides/reconciliation.md).
 
 ``billing import`` runs the deployed ``BillImportFunction``'s code (``jobs/bills/imports.py``) here:
 the admin key from Secrets Manager (boto3's usual configuration, including
@@ -136,9 +135,9 @@ def reconcile(store: Any, args: argparse.Namespace) -> None:
         apply_model_drift(store, args, workspace, params)
         return
     if args.format == "focus":
-        sys.stdout.write(service.focus(workspace, params)[0])
+        sys.stdout.write(service.focus(workspace, args.first or None, args.last or None)[0])
         return
-    data = service.reconciliation(workspace, params)
+    data = service.reconciliation(workspace, args.first or None, args.last or None)
 
     def human() -> str:
         totals = data["totals"]

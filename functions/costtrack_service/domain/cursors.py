@@ -78,11 +78,18 @@ def decode_cursor(
 
 
 def page_limit(raw: str | None, default: int, most: int) -> int:
-    """A route's ``limit``: ``default`` when absent, else an integer from 1 to ``most``."""
+    """A route's ``limit`` as text: ``default`` when absent, else an integer from 1 to ``most``."""
     text = raw or str(default)
-    if not (text.isascii() and text.isdigit() and len(text) <= 6 and 1 <= int(text) <= most):
+    if not (text.isascii() and text.isdigit() and len(text) <= 6):
         raise invalid("limit", f"limit must be an integer from 1 to {most}")
-    return int(text)
+    return checked_limit(int(text), most)
+
+
+def checked_limit(limit: int, most: int) -> int:
+    """A page's ``limit``: an integer from 1 to ``most``."""
+    if not 1 <= limit <= most:
+        raise invalid("limit", f"limit must be an integer from 1 to {most}")
+    return limit
 
 
 def keyed_page[T](ordered: Sequence[T], key: Callable[[T], Any], after: Any | None, limit: int) -> tuple[list[T], bool]:

@@ -1,28 +1,6 @@
-"""Usage totals: events, tokens and cost, by day and by feature, model, customer, environment
-or status, read from daily rollups so a chart never reads a workspace's history.
-
-Every accepted event adds its counts to a few rollup rows, in the same write that stores it,
-so the rollups always equal the sum of the accepted events, retries and races included:
-
-* ``total``        one row per day (the day chart, and the totals);
-* ``feature``, ``model``, ``environment``, ``status``, ``customer`` (when given): one row
-  per day and value;
-* ``unknown_model``: one row per day and model that had no pricing entry;
-* ``reported``:      one row per day and model of the events whose provider or exporter
-  reported a cost itself (``pricing/reported.py``): their count, priced ``cost`` and
-  ``reported_cost``; an event without one adds nothing here (and writes no extra row);
-* ``charge``:        one row per day and charge (``included``, ``credit``) for every event,
-  hidden ones too: what a month used of the plan (``Usage``) is read from these;
-* ``hidden``:        instead of all the above, one row per day and reason for an event hidden
-  from the dashboard (a free-plan key's other sources). Hidden events never reach charts or
-  groups; they are counted apart so nobody wonders where they went.
-
-Rows are small and independent, so a workspace with many features or customers never grows
-one item towards DynamoDB's size limit. A row's sort key holds its value only while that value
-is short in UTF-8 bytes: DynamoDB refuses sort keys over 1,024 bytes, and a customer id of 256
-emoji is 1,024 bytes by itself. A longer value goes into the key as its SHA-256 and is kept
-whole in the row's ``value`` attribute, which is what reports show.
-"""
+"""Usage totals (events, tokens, cost) by day and by feature, model, customer, environment or
+status, read from daily rollups written with each event, so a report never reads a
+workspace's history and always equals its accepted events (docs/guides/dashboard.md)."""
 
 from __future__ import annotations
 
@@ -165,7 +143,30 @@ def model_name(provider: str, model: str) -> str:
 
 def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
     """The rollup rows one accepted event adds to, and what it adds to each. ``counts`` carries
-    the event's ``customer_name``, which only the customer row keeps (statements show it)."""
+    the event's ``customer_name``, which only the customer row keeps (statements show it).
+
+    Every accepted event adds its counts to a few rollup rows, in the same write that stores it,
+    so the rollups always equal the sum of the accepted events, retries and races included:
+
+    * ``total``        one row per day (the day chart, and the totals);
+    * ``feature``, ``model``, ``environment``, ``status``, ``customer`` (when given): one row
+      per day and value;
+    * ``unknown_model``: one row per day and model that had no pricing entry;
+    * ``reported``:      one row per day and model of the events whose provider or exporter
+      reported a cost itself (``pricing/reported.py``): their count, priced ``cost`` and
+      ``reported_cost``; an event without one adds nothing here (and writes no extra row);
+    * ``charge``:        one row per day and charge (``included``, ``credit``) for every event,
+      hidden ones too: what a month used of the plan (``Usage``) is read from these;
+    * ``hidden``:        instead of all the above, one row per day and reason for an event hidden
+      from the dashboard (a free-plan key's other sources). Hidden events never reach charts or
+      groups; they are counted apart so nobody wonders where they went.
+
+    Rows are small and independent, so a workspace with many features or customers never grows
+    one item towards DynamoDB's size limit. A row's sort key holds its value only while that value
+    is short in UTF-8 bytes: DynamoDB refuses sort keys over 1,024 bytes, and a customer id of 256
+    emoji is 1,024 bytes by itself. A longer value goes into the key as its SHA-256 and is kept
+    whole in the row's ``value`` attribute, which is what reports show.
+    """
     day = record.received_at[:10]
     unknown = record.pricing_status == PricingStatus.UNKNOWN_MODEL
     event = record.event
@@ -261,7 +262,7 @@ class UsageReport:
         return sum(counts.events for counts in self.hidden.values())
 
     def hidden_notice(self) -> str | None:
-        """The dashboard's troubleshooting hints (README, "Dashboard and the key owners' API"), where they apply."""
+        """The dashboard's troubleshooting hints (docs/guides/dashboard.md), where they apply."""
         if not self.hidden:
             return None
         parts = ", ".join(f"{counts.events} events hidden: {reason}" for reason, counts in sorted(self.hidden.items()))

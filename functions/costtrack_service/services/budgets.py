@@ -14,15 +14,9 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from costtrack_service.domain.budgets.alerts import Delivery, Endpoint
-from costtrack_service.domain.budgets.budget import (
-    Budget,
-    BudgetError,
-    Status,
-    change_budget,
-    crossed,
-    parse_budget,
-    percent,
-)
+from costtrack_service.domain.budgets.budget import Budget, crossed, percent
+from costtrack_service.domain.budgets.budget_fields import BudgetError, change_budget, parse_budget
+from costtrack_service.domain.budgets.budget_windows import Status
 from costtrack_service.domain.budgets.instances import MAX_INSTANCES, Holding, Now, budgets_now, holding, instances
 from costtrack_service.domain.budgets.webhooks import (
     MAX_ENDPOINTS,

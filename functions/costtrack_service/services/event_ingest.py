@@ -1,19 +1,5 @@
-"""Accepting events, one or a batch: the whole decision, independent of HTTP and of DynamoDB.
-
-Order of checks (docs/api-rules.md#order-of-checks, #batches): key (401) → request body (400/413) → plan (403) → each
-item: its payload (400) → idempotency (replay / 422) → allowance (429), spent in request order.
-The edge reads the key and the body (``edge/ingest/ingest_request.py``); this module decides the rest.
-
-Nothing a workspace writes on every event is a single item (``shards.py``, ``allowance.py``),
-so one key and one workspace are not capped by DynamoDB's transaction conflicts:
-
-* the key's state comes from a read at most a second old (docs/api-rules.md#how-fast-changes-take-effect): a revoked or
-  deactivated key is refused from the first request that starts a second after the change;
-* the plan's status is read at most a second old too (``ingest/reads.py``); its allowance is
-  spent from leases, under conditions in the same transaction as the events (``allowance.py``);
-* events are written in as few transactions as DynamoDB allows (``ingest/commit.py``): the
-  events, the allowance shards they spend, and their rollup rows summed per transaction.
-"""
+"""Accepting events, one or a batch: the whole decision, independent of HTTP and of DynamoDB
+(docs/api-rules.md#order-of-checks, docs/concepts/allowance.md)."""
 
 from __future__ import annotations
 
@@ -62,7 +48,7 @@ class IngestStore(ReadStore, ChunkStore, BudgetReader, HoldFinder, Protocol):
 @dataclass(frozen=True)
 class IngestResult:
     """The answer: ``outcomes`` per item; a single event's ``body`` (a batch's is empty: the edge
-    answers each item with its HTTP status, ``edge/ingest/ingest_request.py``)."""
+    answers each item with its HTTP status)."""
 
     body: dict[str, Any]
     outcomes: tuple[Outcome, ...]
@@ -89,7 +75,23 @@ def key_reused() -> ApiError:
 
 class IngestService:
     """Accepts events. One instance per warm function: it owns the read caches (``reads``) and
-    what it last saw of each workspace's allowance shards (``committer``)."""
+    what it last saw of each workspace's allowance shards (``committer``).
+
+    Order of checks (docs/api-rules.md#order-of-checks): key (401) → request body (400/413) →
+    plan (403) → each item: its payload (400) → idempotency (replay / 422) → allowance (429),
+    spent in request order. The edge reads the key and the body; this class decides the rest.
+
+    Nothing a workspace writes on every event is a single item (``shards.py``, ``allowance.py``),
+    so one key and one workspace are not capped by DynamoDB's transaction conflicts:
+
+    * the key's state comes from a read at most a second old
+      (docs/api-rules.md#how-fast-changes-take-effect): a revoked or deactivated key is refused
+      from the first request that starts a second after the change;
+    * the plan's status is read at most a second old too (``ingest/reads.py``); its allowance is
+      spent from leases, under conditions in the same transaction as the events (``allowance.py``);
+    * events are written in as few transactions as DynamoDB allows (``ingest/commit.py``): the
+      events, the allowance shards they spend, and their rollup rows summed per transaction.
+    """
 
     def __init__(
         self,

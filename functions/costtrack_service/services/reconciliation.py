@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from costtrack_service.catalogue import reconciliation_view as catalogue_view
-from costtrack_service.domain.cursors import decode_cursor, encode_cursor, keyed_page, page_limit, scope_of
+from costtrack_service.domain.cursors import checked_limit, decode_cursor, encode_cursor, keyed_page, scope_of
 from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.domain.reconciliation import focus_report as focus
@@ -131,9 +131,9 @@ class ReconciliationService:
 
     # -- reconciliation -------------------------------------------------------------------
 
-    def days(self, params: dict[str, str]) -> tuple[str, str]:
+    def days(self, first: str | None = None, last: str | None = None) -> tuple[str, str]:
         """``from`` and ``to`` (default: the 30 days up to yesterday; today's bill is not in yet)."""
-        return day_range(params, self.now().astimezone(UTC).date() - timedelta(days=1))
+        return day_range(first, last, self.now().astimezone(UTC).date() - timedelta(days=1))
 
     def compare(
         self, workspace_id: str, first: str, last: str
@@ -147,22 +147,28 @@ class ReconciliationService:
         )
         return lines, imported, findings
 
-    def focus(self, workspace_id: str, params: dict[str, str]) -> tuple[str, str]:
-        """The reconciliation as FOCUS 1.2 CSV (``focus.py``), and a file name for it."""
-        first, last = self.days(params)
+    def focus(self, workspace_id: str, first: str | None = None, last: str | None = None) -> tuple[str, str]:
+        """The reconciliation as FOCUS 1.2 CSV, and a file name for it."""
+        first, last = self.days(first, last)
         _, _, findings = self.compare(workspace_id, first, last)
         return focus.to_csv(findings, workspace_id), f"reconciliation-{workspace_id}-{first}-{last}-focus.csv"
 
-    def reconciliation(self, workspace_id: str, params: dict[str, str]) -> dict[str, Any]:
-        """Billed vs tracked per day × provider × model over ``from``..``to`` (default: the 30
+    def reconciliation(
+        self,
+        workspace_id: str,
+        first: str | None = None,
+        last: str | None = None,
+        limit: int = MAX_DAYS,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """Billed vs tracked per day × provider × model over ``first``..``last`` (default: the 30
         days before today; today's bill is not in yet), every gap classified. ``days`` (oldest
         first) and the findings of those days come a page of ``limit`` days at a time, after the
         cursor's day; the totals, the days imported and ``reported`` are the whole range's."""
-        first, last = self.days(params)
-        limit = page_limit(params.get("limit"), MAX_DAYS, MAX_DAYS)
+        first, last = self.days(first, last)
+        limit = checked_limit(limit, MAX_DAYS)
         # A cursor holds for the days its range resolved to, not for "the last 30 days" of a later day.
         scope = scope_of("reconciliation", workspace_id, {"from": first, "to": last})
-        cursor = params.get("cursor")
         after = decode_cursor(cursor, scope, DAY_POSITION, required=frozenset(DAY_POSITION))["day"] if cursor else None
         _, imported, findings = self.compare(workspace_id, first, last)
         days, more = keyed_page(daily(findings), _day, after, limit)

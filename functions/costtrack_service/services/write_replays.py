@@ -46,7 +46,7 @@ class WriteReplayService:
                 return replay
             # The claim lapsed: its request died before answering, so this one writes instead.
             if self.records.claim_write(workspace_id, key, fingerprint, until, lapsed=held) is not None:
-                raise ApiError("CONFLICT", IN_PROGRESS, headers={"Retry-After": "1"})
+                raise ApiError("CONFLICT", IN_PROGRESS, retry_after=1)
         try:
             status, body = write()
         except BaseException:
@@ -63,5 +63,5 @@ class WriteReplayService:
         if held.status is not None and held.body is not None:
             return WriteAnswer(held.status, json.loads(held.body), replayed=True)
         if held.claimed_until > format_timestamp(now):
-            raise ApiError("CONFLICT", IN_PROGRESS, headers={"Retry-After": "1"})
+            raise ApiError("CONFLICT", IN_PROGRESS, retry_after=1)
         return None

@@ -1,32 +1,5 @@
-"""The AWS front's read rules (``aws_front.py`` holds the write rules and the server):
-
-4. Per-partition read throughput: at most ``partition_rcu_per_s`` (AWS: 3,000) read units per
-   second per partition key value ("Partitions and data distribution",
-   https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.Partitions.html;
-   "each partition ... 3,000 read capacity units": "Best practices for designing and using
-   partition keys", https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html),
-   over a sliding second. Units as "DynamoDB read and write operations" counts them
-   (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html#read-operation-consumption):
-   per item read, 1 unit per started 4 KB strongly consistent (an item not found costs the
-   minimum too), half that eventually consistent, twice that in a ``TransactGetItems``; a
-   ``Query`` sums its items' sizes before rounding. A read whose partition has already taken its
-   second's units is refused: ``GetItem`` and ``Query`` with ``ThrottlingException``
-   (``...ReadKeyRangeThroughputExceeded``), ``BatchGetItem`` returns those keys in
-   ``UnprocessedKeys`` (``ThrottlingException`` when none fits), a ``TransactGetItems`` is
-   cancelled with ``ThrottlingError`` for them. Units are charged from the answer, so one read
-   may take a partition past the limit and the next is refused. ``Scan`` is not modelled.
-5. A committed transaction seen item by item: DynamoDB isolates ``TransactWriteItems`` from
-   ``TransactGetItems`` (serializable) but promises plain reads only read-committed, item by
-   item ("Isolation levels for DynamoDB transactions",
-   https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-isolation):
-   a ``GetItem`` then a ``BatchGetItem`` may see one item of a transaction after it and another
-   before it. For ``visibility_window_s`` after a transaction commits, ``GetItem`` and
-   ``BatchGetItem`` (strongly consistent or not, without a projection) see its items as they were
-   before it, until each becomes visible: one by one, the i-th of n (in ``visibility_order``:
-   ``"random"``, ``"request"`` or ``"reversed"``) at ``window * i / n`` after the commit. A plain
-   write of an item ends its stale view; ``TransactGetItems`` and ``Query`` always see the
-   committed items. AWS does not document how long this lasts: the window is the test's choice.
-"""
+"""The AWS front's read rules: per-partition read throughput, and a committed transaction seen
+item by item by plain reads, as AWS allows (docs/concepts/scale.md)."""
 
 from __future__ import annotations
 
@@ -86,7 +59,35 @@ class Snapshot:
 
 class ReadRules:
     """Rules 4 and 5 for one front. ``table`` describes a table by name; ``fetch`` sends one
-    request to DynamoDB Local (operation, payload) and returns its JSON answer."""
+    request to DynamoDB Local (operation, payload) and returns its JSON answer.
+
+    4. Per-partition read throughput: at most ``partition_rcu_per_s`` (AWS: 3,000) read units per
+       second per partition key value ("Partitions and data distribution",
+       https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.Partitions.html;
+       "each partition ... 3,000 read capacity units": "Best practices for designing and using
+       partition keys", https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html),
+       over a sliding second. Units as "DynamoDB read and write operations" counts them
+       (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html#read-operation-consumption):
+       per item read, 1 unit per started 4 KB strongly consistent (an item not found costs the
+       minimum too), half that eventually consistent, twice that in a ``TransactGetItems``; a
+       ``Query`` sums its items' sizes before rounding. A read whose partition has already taken its
+       second's units is refused: ``GetItem`` and ``Query`` with ``ThrottlingException``
+       (``...ReadKeyRangeThroughputExceeded``), ``BatchGetItem`` returns those keys in
+       ``UnprocessedKeys`` (``ThrottlingException`` when none fits), a ``TransactGetItems`` is
+       cancelled with ``ThrottlingError`` for them. Units are charged from the answer, so one read
+       may take a partition past the limit and the next is refused. ``Scan`` is not modelled.
+    5. A committed transaction seen item by item: DynamoDB isolates ``TransactWriteItems`` from
+       ``TransactGetItems`` (serializable) but promises plain reads only read-committed, item by
+       item ("Isolation levels for DynamoDB transactions",
+       https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-isolation):
+       a ``GetItem`` then a ``BatchGetItem`` may see one item of a transaction after it and another
+       before it. For ``visibility_window_s`` after a transaction commits, ``GetItem`` and
+       ``BatchGetItem`` (strongly consistent or not, without a projection) see its items as they were
+       before it, until each becomes visible: one by one, the i-th of n (in ``visibility_order``:
+       ``"random"``, ``"request"`` or ``"reversed"``) at ``window * i / n`` after the commit. A plain
+       write of an item ends its stale view; ``TransactGetItems`` and ``Query`` always see the
+       committed items. AWS does not document how long this lasts: the window is the test's choice.
+    """
 
     def __init__(
         self,

@@ -32,7 +32,7 @@ class PricingStatus(StrEnum):
 
 class WarningCode(StrEnum):
     """Every warning an accepted event can carry (docs/api-rules.md#warnings; ``budget_exceeded``:
-    README, "Budgets and alerts")."""
+    docs/guides/budgets.md)."""
 
     UNKNOWN_MODEL = "unknown_model"
     FREE_SOURCE_MISMATCH = FREE_SOURCE_MISMATCH

@@ -1,6 +1,6 @@
 """Pricing one event: find its model, the entry in force, the prices for its context, the cost.
 
-The reserved ``metadata`` names (README, "Pricing context") carry what the event's own fields
+The reserved ``metadata`` names (docs/api-rules.md#reserved-metadata-names) carry what the event's own fields
 cannot: the service tier, batch processing, one-hour cache writes, audio tokens, web searches.
 Context names pick price variants; counts are genai-prices usage units, part of the event's
 standard counts, so nothing is charged twice.

@@ -30,6 +30,7 @@ from costtrack_service.domain.workspaces.keys import ADMIN_TOKEN_PREFIX, KEY_TRA
 from costtrack_service.domain.workspaces.plans import WorkspaceState
 from costtrack_service.edge.http_event import failure_error, presented_secret, with_decoded_path
 from costtrack_service.edge.owner_api import responses as shapes
+from costtrack_service.edge.owner_api import workspace_answers as answers
 from costtrack_service.edge.owner_api.billing_routes import add_billing_routes
 from costtrack_service.edge.owner_api.budget_routes import add_budget_routes
 from costtrack_service.edge.owner_api.dashboard import add_dashboard_routes
@@ -39,6 +40,7 @@ from costtrack_service.edge.owner_api.http import (
     json_response,
     request_headers,
 )
+from costtrack_service.edge.owner_api.query_params import EVENT_FILTERS, text_filters
 from costtrack_service.edge.owner_api.request_errors import read_json_body, refuse_media_type
 from costtrack_service.edge.owner_api.responses import ADMIN_TOKEN, INVALID, NOT_FOUND, WITH_BODY, documented, refused
 from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
@@ -49,7 +51,15 @@ from costtrack_service.services.reconciliation import ReconciliationService
 from costtrack_service.services.requests import NewKey, NewPriceOverride, OtelAttributes, refusal
 from costtrack_service.services.run_anomalies import AnomalySettingsService
 from costtrack_service.services.runs import RunService
-from costtrack_service.services.workspace import DEFAULT_LIMIT, MAX_KEYS, MAX_LIMIT, MAX_MODELS, WorkspaceService
+from costtrack_service.services.workspace import (
+    DEFAULT_LIMIT,
+    MAX_KEYS,
+    MAX_LIMIT,
+    MAX_MODELS,
+    EventListQuery,
+    UsageQuery,
+    WorkspaceService,
+)
 from costtrack_service.services.write_replays import WriteReplayService
 
 logger = Logger(service="costtrack-api")
@@ -73,11 +83,6 @@ Cursor = Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS, description="n
 EventFilter = Annotated[
     str | None, Query(max_length=MAX_FILTER_CHARS, description="Only events whose field of this name equals this")
 ]
-
-
-def given(**params: str | None) -> dict[str, str]:
-    """The query parameters the client gave, as the domain reads them."""
-    return {name: value for name, value in params.items() if value is not None}
 
 
 def build_app(
@@ -149,7 +154,7 @@ def build_app(
     @owners.get("/v1/workspace", documented(200, shapes.WorkspaceSummary, "The workspace"))
     def get_workspace() -> Answer:
         """The plan, this month's included events and credits"""
-        return service.summary(caller())
+        return answers.summary_body(service.summary(caller()))
 
     @owners.get("/v1/workspace/usage", documented(200, shapes.UsageReport, "Usage from daily rollups", r400=INVALID))
     def get_usage(
@@ -164,8 +169,7 @@ def build_app(
 
         Grouped by customer, each group has the customer's name (customer_name: the latest an
         event carried, or null)."""
-        params = given(group_by=group_by, to=last, daily="true" if daily else None, **{"from": first})
-        return service.usage(caller(), params)
+        return answers.usage_body(service.usage(caller(), UsageQuery(first, last, group_by, daily)))
 
     @owners.get(
         "/v1/workspace/unknown-models",
@@ -180,7 +184,7 @@ def build_app(
         """Models that came in without a pricing entry (cost 0), a page at a time
 
         Ties by model; next_cursor is null on the last page."""
-        return service.unknown_models(caller(), given(to=last, limit=str(limit), cursor=cursor, **{"from": first}))
+        return answers.unknown_models_body(service.unknown_models(caller(), first, last, limit, cursor))
 
     @owners.get("/v1/workspace/events", documented(200, shapes.EventPage, "A page of events", r400=INVALID))
     def list_events(
@@ -194,17 +198,16 @@ def build_app(
         customer_id: EventFilter = None,
     ) -> Answer:
         """Visible events, newest first (hidden events are never listed)"""
-        params = given(
-            limit=str(limit),
-            cursor=cursor,
-            feature=feature,
-            model=model,
-            provider=provider,
-            environment=environment,
-            status=status,
-            customer_id=customer_id,
-        )
-        return service.events(caller(), params)
+        filters = {
+            "feature": feature,
+            "model": model,
+            "provider": provider,
+            "environment": environment,
+            "status": status,
+            "customer_id": customer_id,
+        }
+        query = EventListQuery(limit, cursor, text_filters(filters, EVENT_FILTERS))
+        return answers.event_page_body(service.events(caller(), query))
 
     @owners.get(
         "/v1/workspace/statements/<month>",
@@ -230,10 +233,10 @@ def build_app(
         hidden (accepted, counted, hidden from the dashboard: a free-plan key's other sources),
         and the total of them all. The current month gives the month so far (complete: false).
         """
-        statement, chosen = service.statement(caller(), month, {"by": by, "format": output})
+        statement = service.statement(caller(), month, by)
         # Named as a file in either format: the dashboard saves it under this name.
-        disposition = {"Content-Disposition": f'attachment; filename="{statement.filename(chosen)}"'}
-        if chosen == "json":
+        disposition = {"Content-Disposition": f'attachment; filename="{statement.filename(output)}"'}
+        if output == "json":
             return json_response(200, statement.to_dict(), disposition)
         return Response(
             status_code=200,
@@ -245,12 +248,12 @@ def build_app(
     @owners.get("/v1/workspace/keys", documented(200, shapes.KeyList, "Keys, oldest first", r400=INVALID))
     def list_keys(limit: Annotated[int, Query(ge=1, le=MAX_KEYS)] = MAX_KEYS, cursor: Cursor = None) -> Answer:
         """The workspace's ingestion keys (never the secrets), oldest first, a page at a time"""
-        return service.keys(caller(), given(limit=str(limit), cursor=cursor))
+        return answers.key_list_body(service.keys(caller(), limit, cursor))
 
     @owners.post("/v1/workspace/keys", documented(201, shapes.CreatedKey, "The key and its secret", **WITH_BODY))
     def create_key(new: Annotated[NewKey | None, Body()] = None) -> Answer:
         """Create an ingestion key; the secret is in this response only"""
-        return service.create_key(caller(), new)
+        return answers.created_key_body(service.create_key(caller(), new))
 
     @owners.post(
         "/v1/workspace/keys/<key_id>/<action>",
@@ -268,7 +271,7 @@ def build_app(
         action: Annotated[str, Path(description="deactivate, reactivate or revoke", examples=list(KEY_TRANSITIONS))],
     ) -> Answer:
         """Deactivate, reactivate (only from inactive) or revoke (final) a key"""
-        return service.change_key(caller(), key_id, action)
+        return answers.key_body(service.change_key(caller(), key_id, action))
 
     @owners.get("/v1/workspace/price-overrides", documented(200, shapes.OverrideList, "Overrides"))
     def list_price_overrides() -> Answer:
@@ -292,7 +295,7 @@ def build_app(
     )
     def get_otel_attributes() -> Answer:
         """Where POST /v1/traces reads this workspace's event fields from"""
-        return service.otel_attributes(caller())
+        return answers.otel_attributes_body(caller())
 
     @owners.put(
         "/v1/workspace/otel-attributes",
@@ -300,7 +303,7 @@ def build_app(
     )
     def set_otel_attributes(new: Annotated[OtelAttributes, Body()]) -> Answer:
         """Replace the workspace's attribute map (span or resource attribute names read first)"""
-        return service.set_otel_attributes(caller(), new.fields()["attributes"])
+        return answers.otel_attributes_body(service.set_otel_attributes(caller(), new.fields()["attributes"]))
 
     add_budget_routes(owners, budgets)
     add_billing_routes(owners, ReconciliationService(service.store))  # type: ignore[arg-type]

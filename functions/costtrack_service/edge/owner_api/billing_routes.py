@@ -1,4 +1,4 @@
-"""The owners' reconciliation routes (README, "Reconcile with the provider's bill"):
+"""The owners' reconciliation routes (docs/guides/reconciliation.md):
 ``/v1/workspace/billing-connections`` and ``/v1/workspace/reconciliation``, on the owners'
 resolver (``edge/owner_api/app.py``), declared like its other routes (``edge/owner_api/route_declarations.py``)."""
 
@@ -223,17 +223,15 @@ def add_billing_routes(owners: OwnerRoutes, reconciliation: ReconciliationServic
         does not: the catalogue entry, its rates and the bill's), timing (a day boundary),
         unbilled (tracked, not billed). The days (oldest first) and their findings come limit
         days at a time; next_cursor is null on the last page."""
-        chosen = (("from", first), ("to", last), ("limit", str(limit)), ("cursor", cursor))
-        params = {name: value for name, value in chosen if value is not None}
         if output == "focus":
-            text, filename = reconciliation.focus(workspace_id(), params)
+            text, filename = reconciliation.focus(workspace_id(), first, last)
             return Response(
                 status_code=200,
                 content_type="text/csv; charset=utf-8",
                 body=text,
                 headers={"Cache-Control": "no-store", "Content-Disposition": f'attachment; filename="{filename}"'},
             )
-        return reconciliation.reconciliation(workspace_id(), params)
+        return reconciliation.reconciliation(workspace_id(), first, last, limit, cursor)
 
     @owners.post(
         "/v1/workspace/reconciliation/apply-drift",

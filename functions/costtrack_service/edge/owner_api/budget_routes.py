@@ -1,4 +1,4 @@
-"""The owners' budgets and alerts routes (README, "Budgets and alerts"): ``/v1/workspace/budgets``,
+"""The owners' budgets and alerts routes (docs/guides/budgets.md): ``/v1/workspace/budgets``,
 ``/v1/workspace/webhooks``, ``/v1/workspace/webhook-deliveries``, on the owners' resolver
 (``edge/owner_api/app.py``), declared like its other routes (``edge/owner_api/route_declarations.py``)."""
 

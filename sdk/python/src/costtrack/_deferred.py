@@ -1,5 +1,5 @@
 """``Tracker._track_later``: an instrumented call's event, queued on the calling thread and made
-on a delivery thread (issue 27).
+on a delivery thread.
 
 An instrumented call reads what it needs on the calling thread (the values of the response's
 usage, its model, the attribution in force, the status and the latency: plain values, read
