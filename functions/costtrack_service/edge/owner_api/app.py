@@ -31,6 +31,7 @@ from costtrack_service.edge.http_event import failure_error, presented_secret, w
 from costtrack_service.edge.owner_api import responses as shapes
 from costtrack_service.edge.owner_api.billing_routes import add_billing_routes
 from costtrack_service.edge.owner_api.budget_routes import add_budget_routes
+from costtrack_service.edge.owner_api.customer_routes import add_customer_routes
 from costtrack_service.edge.owner_api.dashboard import add_dashboard_routes
 from costtrack_service.edge.owner_api.http import (
     error_response,
@@ -38,12 +39,15 @@ from costtrack_service.edge.owner_api.http import (
     json_response,
     request_headers,
 )
+from costtrack_service.edge.owner_api.rate_card_routes import add_rate_card_routes
 from costtrack_service.edge.owner_api.request_errors import read_json_body, refuse_media_type
 from costtrack_service.edge.owner_api.responses import ADMIN_TOKEN, INVALID, NOT_FOUND, WITH_BODY, documented, refused
 from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
 from costtrack_service.edge.owner_api.run_routes import add_run_routes
 from costtrack_service.services.budgets import BudgetService
+from costtrack_service.services.customers import CustomerService
 from costtrack_service.services.price_overrides import OverrideService
+from costtrack_service.services.rate_cards import RateCardService
 from costtrack_service.services.reconciliation import ReconciliationService
 from costtrack_service.services.requests import NewKey, NewPriceOverride, OtelAttributes, refusal
 from costtrack_service.services.run_anomalies import AnomalySettingsService
@@ -293,6 +297,8 @@ def build_app(
 
     add_budget_routes(owners, budgets)
     add_billing_routes(owners, ReconciliationService(service.store))  # type: ignore[arg-type]
+    add_rate_card_routes(owners, RateCardService(service.store, service.clock))  # type: ignore[arg-type]
+    add_customer_routes(owners, CustomerService(service.store))  # type: ignore[arg-type]
     add_run_routes(
         owners,
         RunService(service.store, service.clock),  # type: ignore[arg-type]
