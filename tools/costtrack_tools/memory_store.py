@@ -43,10 +43,12 @@ from costtrack_service.domain.workspaces.keys import (
 from costtrack_service.domain.workspaces.plans import Charge, PlanStatus, Tier, Usage, WorkspaceState
 from costtrack_service.domain.workspaces.shards import SHARDS, PartitionLayout, partition_key
 from costtrack_tools.memory_ledgers import MemoryLedgers
+from costtrack_tools.memory_rate_cards import MemoryRateCards
 
 
-class MemoryStore(MemoryLedgers):
-    """Ingestion's store, and the enforced budgets' ledgers (``memory_ledgers.py``)."""
+class MemoryStore(MemoryLedgers, MemoryRateCards):
+    """Ingestion's store, the enforced budgets' ledgers (``memory_ledgers.py``), and the rate
+    cards that charge its events (``costtrack_tools/memory_rate_cards.py``)."""
 
     def __init__(self) -> None:
         super().__init__()

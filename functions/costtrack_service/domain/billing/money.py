@@ -1,4 +1,4 @@
-"""Money and percentages of billing, parsed only from decimal strings (docs/api-rules.md#billing):
+"""Money and percentages of billing, parsed only from decimal strings (docs/api-rules.md#billing-your-customers):
 a JSON number is a binary fraction, never an amount."""
 
 from __future__ import annotations

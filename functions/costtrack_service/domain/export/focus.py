@@ -99,9 +99,12 @@ def charge(
     listed: Decimal,
     tokens: int,
     sku_price_id: str | None,
+    effective: Decimal | None = None,
+    currency: str = "USD",
 ) -> dict[str, str]:
     """The standard columns of one day's token charge: ``billed`` is BilledCost, ContractedCost
-    and EffectiveCost (no discount or commitment applies), ``listed`` ListCost."""
+    and EffectiveCost (no discount or commitment applies) unless ``effective`` says otherwise,
+    ``listed`` ListCost."""
     provider_name, publisher, service = names(provider)
     period_start, period_end = month(day)
     quantity = decimal_text(Decimal(tokens))
@@ -110,7 +113,7 @@ def charge(
         "BilledCost": decimal_text(billed),
         "BillingAccountId": f"{provider}:{workspace_id}",
         "BillingAccountName": workspace_name or workspace_id,
-        "BillingCurrency": "USD",
+        "BillingCurrency": currency,
         "BillingPeriodStart": instant(period_start),
         "BillingPeriodEnd": instant(period_end),
         "ChargeCategory": "Usage",
@@ -122,7 +125,7 @@ def charge(
         "ConsumedQuantity": quantity,
         "ConsumedUnit": UNIT,
         "ContractedCost": decimal_text(billed),
-        "EffectiveCost": decimal_text(billed),
+        "EffectiveCost": decimal_text(billed if effective is None else effective),
         "InvoiceIssuerName": provider_name,
         "ListCost": decimal_text(listed),
         "PricingQuantity": quantity,

@@ -4,7 +4,9 @@ a header row), holding one row per event of the same objects' events, in the sam
 
 One row per event, not per token kind: costtrack prices a call as one charge from one catalogue
 entry (``SkuPriceId``: ``pricing_entry_id``), and its exact cost (``BilledCost`` =
-``EffectiveCost`` = ``ContractedCost`` = ``ListCost``, the stored cost as a decimal string) is
+``EffectiveCost`` = ``ContractedCost`` = ``ListCost``, the stored cost as a decimal string; for an
+event charged to a customer, ``BilledCost`` = ``ListCost`` = ``ContractedCost`` is its charge and
+``EffectiveCost`` its cost, ``x_RateCardVersion`` the rate card that made the charge) is
 not a sum of per-kind amounts the store keeps (tiers, request fees and discounts apply to the
 call), so splitting it would invent an allocation. ``ConsumedQuantity``/``PricingQuantity`` are
 the event's ``total_tokens`` in ``Tokens``; each token kind is its own ``x_`` column
@@ -49,6 +51,7 @@ ATTRIBUTION = (
     ("x_ReasoningTokens", "reasoning_tokens"),
     ("x_PricingStatus", "pricing_status"),
     ("x_DashboardVisible", "dashboard_visible"),
+    ("x_RateCardVersion", "rate_card_version"),
 )
 COLUMNS = (*STANDARD_COLUMNS, *(column for column, _ in ATTRIBUTION))
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -83,7 +86,24 @@ def row(record: EventRecord) -> dict[str, str]:
         "reasoning_tokens": event.reasoning_tokens,
         "pricing_status": record.pricing_status,
         "dashboard_visible": record.visibility.dashboard_visible,
+        "rate_card_version": record.rate_card_version,
     }
+    if record.charge_amount is not None:
+        # A charged event: what the customer is invoiced (BilledCost, at the rate card's list
+        # price: ListCost, ContractedCost) beside what the call cost (EffectiveCost).
+        return focus.charge(
+            provider=provider,
+            model=normalize_name(event.model),
+            day=date.fromisoformat(record.received_at[:10]),
+            workspace_id=record.workspace_id,
+            workspace_name="",
+            billed=record.charge_amount,
+            listed=record.charge_amount,
+            effective=record.cost,
+            currency=record.charge_currency or "USD",
+            tokens=event.total_tokens,
+            sku_price_id=record.pricing_entry_id,
+        ) | {column: _cell(field, fields[field]) for column, field in ATTRIBUTION}
     return focus.charge(
         provider=provider,
         model=normalize_name(event.model),

@@ -75,6 +75,10 @@ class RateCardVersionAnswer(BaseModel):
     created_at: str
 
 
+class RateCardWritten(RateCardVersionAnswer):
+    replayed: bool = Field(description="true: an earlier PUT with the same Idempotency-Key made this version")
+
+
 class RateCardAnswer(BaseModel):
     rate_card_id: str
     name: str = Field(description="the latest version's name")
@@ -108,7 +112,7 @@ def add_rate_card_routes(owners: OwnerRoutes, rate_cards: RateCardService) -> No
         "/v1/workspace/rate-cards/<rate_card_id>",
         documented(
             200,
-            RateCardVersionAnswer,
+            RateCardWritten,
             "The version added (or replayed)",
             **WITH_BODY,
             r409=refused("A version already starts then", "CONFLICT"),
