@@ -212,3 +212,48 @@ def make_other(api: httpx.Client, local_stack: Any, workspace_factory: Any) -> C
         return Owner(api, local_stack, workspace_id, key)
 
     return make
+
+
+def span_body(span_id: str, customer_id: str) -> dict[str, Any]:
+    attributes = {
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.usage.input_tokens": 1200,
+        "gen_ai.usage.output_tokens": 300,
+        "costtrack.customer_id": customer_id,
+    }
+    span = {
+        "traceId": "0af7651916cd43dd8448eb211c80319c",
+        "spanId": span_id,
+        "attributes": [
+            {"key": k, "value": {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}}
+            for k, v in attributes.items()
+        ],
+    }
+    return {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
+
+
+def test_events_batches_and_spans_of_a_customer_with_a_card_are_charged(owner: Owner, local_stack: Any) -> None:
+    """gpt-4o-mini, 1200 in and 300 out: cost 0.00036; a 50% markup charges 0.00054; a failed
+    call too; no customer, or a customer without a card and no default: no charge."""
+    owner.put("/v1/workspace/rate-cards/half", {"name": "Half", "markup_percent": "50"})
+    owner.put("/v1/workspace/customers/acme", {"rate_card_id": "half"})
+    call = {"model": "gpt-4o-mini", "prompt_tokens": 1200, "completion_tokens": 300}
+    single = owner.send(**call, customer_id="acme", status="error").json()
+    assert (single["cost"], single["charge"], single["charge_currency"]) == ("0.00036", "0.00054", "USD")
+    assert "charge" not in owner.send(**call).json()
+    assert "charge" not in owner.send(**call, customer_id="nocard").json()
+    items = [
+        {"idempotency_key": "i1", "event": {"provider": "openai", **call, "customer_id": "acme"}},
+        {"idempotency_key": "i2", "event": {"provider": "openai", **call}},
+    ]
+    results = owner.api.post(
+        "/v1/events", json={"batch": items}, headers={"Authorization": f"Bearer {owner.key}"}
+    ).json()["results"]
+    assert results[0]["charge"] == "0.00054" and "charge" not in results[1]
+    traced = owner.api.post("/v1/traces", json=span_body("b7ad6b7169203331", "acme"), headers={"X-Api-Key": owner.key})
+    assert traced.status_code == 200, traced.text
+    listed = owner.get("/v1/workspace/events", customer_id="acme").json()["events"]
+    assert len(listed) == 3 and {(e["charge"], e["rate_card_version"]) for e in listed} == {("0.00054", "half@1")}
+    usage = owner.get("/v1/workspace/usage", group_by="customer").json()["groups"]
+    assert {g["key"]: g.get("charge") for g in usage} == {"acme": "0.00162", "nocard": None, "(none)": None}
