@@ -88,30 +88,19 @@ def row(record: EventRecord) -> dict[str, str]:
         "dashboard_visible": record.visibility.dashboard_visible,
         "rate_card_version": record.rate_card_version,
     }
-    if record.charge_amount is not None:
-        # A charged event: what the customer is invoiced (BilledCost, at the rate card's list
-        # price: ListCost, ContractedCost) beside what the call cost (EffectiveCost).
-        return focus.charge(
-            provider=provider,
-            model=normalize_name(event.model),
-            day=date.fromisoformat(record.received_at[:10]),
-            workspace_id=record.workspace_id,
-            workspace_name="",
-            billed=record.charge_amount,
-            listed=record.charge_amount,
-            effective=record.cost,
-            currency=record.charge_currency or "USD",
-            tokens=event.total_tokens,
-            sku_price_id=record.pricing_entry_id,
-        ) | {column: _cell(field, fields[field]) for column, field in ATTRIBUTION}
+    # A charged event: what the customer is invoiced (BilledCost, at the rate card's list price:
+    # ListCost, ContractedCost) beside what the call cost (EffectiveCost).
+    charged = record.charge_amount
     return focus.charge(
         provider=provider,
         model=normalize_name(event.model),
         day=date.fromisoformat(record.received_at[:10]),
         workspace_id=record.workspace_id,
         workspace_name="",
-        billed=record.cost,
-        listed=record.cost,
+        billed=record.cost if charged is None else charged,
+        listed=record.cost if charged is None else charged,
+        effective=None if charged is None else record.cost,
+        currency=record.charge_currency or "USD",
         tokens=event.total_tokens,
         sku_price_id=record.pricing_entry_id,
     ) | {column: _cell(field, fields[field]) for column, field in ATTRIBUTION}
