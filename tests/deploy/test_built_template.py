@@ -225,6 +225,9 @@ def exercise_rate_card_routes(store: DynamoStore, workspace_id: str) -> None:
     customers.get(workspace_id, "c")
     customers.put_settings(workspace_id, {"default_rate_card_id": "std"})
     customers.settings(workspace_id)
+    from costtrack_service.services.margins import MarginService
+
+    MarginService(store).margins(workspace_id, {"by": "feature"})
 
 
 def exercise_budget_routes(store: DynamoStore, workspace_id: str) -> None:

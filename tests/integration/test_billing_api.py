@@ -257,3 +257,14 @@ def test_events_batches_and_spans_of_a_customer_with_a_card_are_charged(owner: O
     assert len(listed) == 3 and {(e["charge"], e["rate_card_version"]) for e in listed} == {("0.00054", "half@1")}
     usage = owner.get("/v1/workspace/usage", group_by="customer").json()["groups"]
     assert {g["key"]: g.get("charge") for g in usage} == {"acme": "0.00162", "nocard": None, "(none)": None}
+    margins = owner.get("/v1/workspace/margins", by="customer").json()
+    acme = next(group for group in margins["groups"] if group["key"] == "acme")
+    assert (acme["calls"], acme["cost"], acme["charge"], acme["margin"], acme["margin_percent"]) == (
+        3,
+        "0.00108",
+        "0.00162",
+        "0.00054",
+        "33.33",
+    )
+    refused = owner.get("/v1/workspace/margins", by="environment")
+    assert refused.status_code == 400 and refused.json()["error"]["details"][0]["field"] == "by"

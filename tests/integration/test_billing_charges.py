@@ -21,6 +21,7 @@ from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.pricing.entries import format_timestamp, parse_timestamp
 from costtrack_service.services.customers import CustomerService
 from costtrack_service.services.event_ingest import IngestService
+from costtrack_service.services.margins import MarginService
 from costtrack_service.services.rate_cards import RateCardService
 from costtrack_service.services.workspace import WorkspaceService
 
@@ -250,3 +251,20 @@ def test_every_charge_recomputes_from_the_events_and_the_cards(local_stack: Any,
             Decimal(0),
         )
         assert by_customer[customer] == total, customer
+
+    # Margins read the same rollups: each group's charge is its events' recomputed charges.
+    margins = MarginService(store)
+    for by, field in (("customer", "customer_id"), ("feature", "feature"), ("model", "model")):
+        answer = margins.margins(workspace_id, {"by": by, "from": days[0], "to": days[-1]})
+        for group in answer["groups"]:
+            members = [
+                event_id
+                for event_id, event in sent.items()
+                if (f"{event['provider']}/{event['model']}" if by == "model" else event.get(field)) == group["key"]
+            ]
+            charge = sum((expected[e][0] for e in members if expected[e]), Decimal(0))
+            cost = sum((stored[e].cost for e in members), Decimal(0))
+            assert (Decimal(group["charge"]), Decimal(group["cost"])) == (charge, cost), (by, group["key"])
+            assert Decimal(group["margin"]) == charge - cost and group["calls"] == len(members)
+        total = sum((want[0] for want in expected.values() if want), Decimal(0))
+        assert Decimal(answer["totals"]["charge"]) == total

@@ -31,7 +31,7 @@ from costtrack_service.edge.http_event import failure_error, presented_secret, w
 from costtrack_service.edge.owner_api import responses as shapes
 from costtrack_service.edge.owner_api.billing_routes import add_billing_routes
 from costtrack_service.edge.owner_api.budget_routes import add_budget_routes
-from costtrack_service.edge.owner_api.customer_routes import add_customer_routes
+from costtrack_service.edge.owner_api.customer_routes import add_customer_routes, add_margin_routes
 from costtrack_service.edge.owner_api.dashboard import add_dashboard_routes
 from costtrack_service.edge.owner_api.http import (
     error_response,
@@ -46,6 +46,7 @@ from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRou
 from costtrack_service.edge.owner_api.run_routes import add_run_routes
 from costtrack_service.services.budgets import BudgetService
 from costtrack_service.services.customers import CustomerService
+from costtrack_service.services.margins import MarginService
 from costtrack_service.services.price_overrides import OverrideService
 from costtrack_service.services.rate_cards import RateCardService
 from costtrack_service.services.reconciliation import ReconciliationService
@@ -299,6 +300,7 @@ def build_app(
     add_billing_routes(owners, ReconciliationService(service.store))  # type: ignore[arg-type]
     add_rate_card_routes(owners, RateCardService(service.store, service.clock))  # type: ignore[arg-type]
     add_customer_routes(owners, CustomerService(service.store))  # type: ignore[arg-type]
+    add_margin_routes(owners, MarginService(service.store, service.clock))
     add_run_routes(
         owners,
         RunService(service.store, service.clock),  # type: ignore[arg-type]

@@ -1,22 +1,25 @@
-"""The owners' customer and billing-settings routes (docs/guides/billing.md#customers):
-``/v1/workspace/customers/{id}`` and ``/v1/workspace/billing``, on the owners' resolver
-(``edge/owner_api/app.py``)."""
+"""The owners' customer, billing-settings and margin routes (docs/guides/billing.md#customers):
+``/v1/workspace/customers/{id}``, ``/v1/workspace/billing`` and ``/v1/workspace/margins``, on the
+owners' resolver (``edge/owner_api/app.py``)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel, Field
 
+from costtrack_service.domain.billing.margin_lines import MarginGrouping
 from costtrack_service.edge.owner_api.http import request_headers
 from costtrack_service.edge.owner_api.responses import INVALID, NOT_FOUND, WITH_BODY, documented
 from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
 from costtrack_service.services.customers import CustomerService
+from costtrack_service.services.margins import MarginService
 from costtrack_service.services.requests import RequestBody
 
 CustomerId = Annotated[str, Path(max_length=256, description="the events' customer_id")]
 ExternalId = Annotated[str | None, Field(max_length=255)]
+DAY_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 
 
 class BillingPeriod(RequestBody):
@@ -105,3 +108,40 @@ def add_customer_routes(owners: OwnerRoutes, customers: CustomerService) -> None
     def put_billing_settings(settings: Annotated[SettingsBody, Body()]) -> Answer:
         """Change the billing settings (fields left out keep their value)"""
         return customers.put_settings(workspace_id(), settings.fields(), idempotency_key())
+
+
+class MarginLine(BaseModel):
+    calls: int
+    cost: str
+    charge: str
+    margin: str = Field(description="charge - cost, exact")
+    margin_percent: str | None = Field(description="margin / charge x 100, 2 decimals (null without a charge)")
+
+
+class MarginGroup(MarginLine):
+    key: str
+
+
+class Margins(BaseModel):
+    from_: Annotated[str, Field(alias="from")]
+    to: str
+    by: MarginGrouping
+    groups: list[MarginGroup]
+    totals: MarginLine
+
+
+def add_margin_routes(owners: OwnerRoutes, margins: MarginService) -> None:
+    @owners.get("/v1/workspace/margins", documented(200, Margins, "Margins from the rollups", r400=INVALID))
+    def get_margins(
+        first: Annotated[str | None, Query(alias="from", pattern=DAY_PATTERN, description="First UTC day")] = None,
+        last: Annotated[
+            str | None, Query(alias="to", pattern=DAY_PATTERN, description="Last UTC day, inclusive")
+        ] = None,
+        by: Annotated[MarginGrouping, Query()] = "customer",
+    ) -> Answer:
+        """What each customer, feature or model was charged against what it cost, over days
+
+        Read from the daily rollups (never the events): calls, cost, charge, margin (charge - cost)
+        and margin_percent per group, the largest charge first, and the totals."""
+        params = {name: value for name, value in (("from", first), ("to", last), ("by", by)) if value is not None}
+        return margins.margins(owners.workspace_id(), params)
