@@ -121,6 +121,8 @@ def _reservations_and_runs(names: TableNames, recorder: Any) -> None:
     secret, _ = admin.create_key(workspace.workspace_id)
     budget = Budget("bud_iam", workspace.workspace_id, Decimal("0.05"), scope="customer", scope_value="c", enforce=True)
     admin.put_budget(budget)
+    # The customer "c" is charged: ingestion reads the rate cards and the customer's card.
+    exercise_rate_card_routes(admin, workspace.workspace_id)
     client = recorder.attach(boto3.client("dynamodb", region_name="us-east-1"))
     service = IngestService(IngestionStore(client, names))
     reservations = ReservationService(service.store, service.pricer, service.reads.price_overrides)  # type: ignore[arg-type]
@@ -174,6 +176,7 @@ def api_calls() -> dict[str, set[str]]:
         overrides.delete(caller, set_["override"]["override_id"])
         exercise_budget_routes(service.store, workspace.workspace_id)  # type: ignore[arg-type]
         exercise_billing_routes(service.store, workspace.workspace_id)
+        exercise_rate_card_routes(service.store, workspace.workspace_id)
         exercise_run_routes(service.store, workspace.workspace_id)
     return recorder.calls
 
@@ -205,6 +208,26 @@ def exercise_billing_routes(store: DynamoStore, workspace_id: str) -> None:
     billing.connections(workspace_id)
     billing.reconciliation(workspace_id)
     billing.disconnect(workspace_id, "openai")
+
+
+def exercise_rate_card_routes(store: DynamoStore, workspace_id: str) -> None:
+    """Every rate-card, customer and billing-settings operation of the owners' API, once; the
+    customer "c" on the card "std"."""
+    from costtrack_service.services.customers import CustomerService
+    from costtrack_service.services.rate_cards import RateCardService
+
+    cards = RateCardService(store)
+    cards.put(workspace_id, "std", {"name": "Standard", "markup_percent": "20"}, "k-1")
+    cards.get(workspace_id, "std")
+    cards.list(workspace_id)
+    customers = CustomerService(store)
+    customers.put(workspace_id, "c", {"rate_card_id": "std"})
+    customers.get(workspace_id, "c")
+    customers.put_settings(workspace_id, {"default_rate_card_id": "std"})
+    customers.settings(workspace_id)
+    from costtrack_service.services.margins import MarginService
+
+    MarginService(store).margins(workspace_id, "feature")
 
 
 def exercise_budget_routes(store: DynamoStore, workspace_id: str) -> None:

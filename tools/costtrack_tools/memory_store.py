@@ -43,11 +43,13 @@ from costtrack_service.domain.workspaces.keys import (
 from costtrack_service.domain.workspaces.plans import Charge, PlanStatus, Tier, Usage, WorkspaceState
 from costtrack_service.domain.workspaces.shards import SHARDS, PartitionLayout, partition_key
 from costtrack_tools.memory_ledgers import MemoryLedgers
+from costtrack_tools.memory_rate_cards import MemoryRateCards
 from costtrack_tools.memory_write_records import MemoryWriteRecords
 
 
-class MemoryStore(MemoryLedgers, MemoryWriteRecords):
-    """Ingestion's store, and the enforced budgets' ledgers (``memory_ledgers.py``)."""
+class MemoryStore(MemoryLedgers, MemoryWriteRecords, MemoryRateCards):
+    """Ingestion's store, the enforced budgets' ledgers (``memory_ledgers.py``), the records of
+    owners' writes, and the rate cards that charge its events (``memory_rate_cards.py``)."""
 
     def __init__(self) -> None:
         MemoryLedgers.__init__(self)

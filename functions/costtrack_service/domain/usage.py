@@ -92,6 +92,9 @@ class Counts:
     #: A label, not a count: never compared, and adding a row without one keeps the name.
     #: A ``reported`` row's sum of the cost its events' providers reported (0 on other rows).
     reported_cost: Decimal = field(default_factory=Decimal)
+    #: What the events' customers are charged (docs/api-rules.md#charge): the sum of their exact
+    #: charges, beside their cost, so margins and invoices read rollups, never events.
+    charge: Decimal = field(default_factory=Decimal)
     customer_name: str | None = field(default=None, compare=False)
     customer_name_at: str | None = field(default=None, compare=False)
 
@@ -125,14 +128,17 @@ class Counts:
 
     def to_dict(self) -> dict[str, Any]:
         """What usage reports show of a row (statements show the token split too)."""
-        return {counter: getattr(self, counter) for counter in _REPORTED} | {"cost": format_decimal(self.cost)}
+        shown = {counter: getattr(self, counter) for counter in _REPORTED} | {"cost": format_decimal(self.cost)}
+        if self.charge:  # only workspaces that charge their customers see it
+            shown["charge"] = format_decimal(self.charge)
+        return shown
 
 
 #: What a rollup row adds up, in the order the row's fields are declared: every field of
 #: :class:`Counts` but its label.
 COUNTERS = tuple(counter.name for counter in fields(Counts) if counter.compare)
 #: The counters in dollars; the others are whole numbers.
-_KINDS: dict[str, type[int] | type[Decimal]] = {"cost": Decimal, "reported_cost": Decimal}
+_KINDS: dict[str, type[int] | type[Decimal]] = {"cost": Decimal, "reported_cost": Decimal, "charge": Decimal}
 _REPORTED = ("events", "tokens", "cost", "unknown_model_events")
 
 
@@ -179,6 +185,7 @@ def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
         event.prompt_tokens or 0,
         event.completion_tokens or 0,
         Decimal(0) if reported is None else reported,
+        record.charge_amount or Decimal(0),
         customer_name=event.customer_name if event.customer_id is not None else None,
         customer_name_at=record.received_at
         if event.customer_name is not None and event.customer_id is not None

@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from costtrack_service import catalogue
+from costtrack_service.domain.billing.charging import CardReads, ChargeReadStore, Versions, charge_event, charged_fields
 from costtrack_service.domain.budgets.watch import BudgetReader, BudgetWatch
 from costtrack_service.domain.errors import ApiError, unavailable
 from costtrack_service.domain.ids import new_event_id
@@ -30,6 +31,7 @@ from costtrack_service.domain.ingest.records import (
     unknown_field_warnings,
 )
 from costtrack_service.domain.ingest.settings import IngestSettings
+from costtrack_service.domain.ingest.source import normalize_provider
 from costtrack_service.domain.ingest.visibility import decide
 from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.domain.pricing.pricer import Call, Pricer
@@ -40,9 +42,9 @@ from costtrack_service.domain.workspaces.keys import KeyRecord, hash_secret, inv
 from costtrack_service.domain.workspaces.plans import PlanStatus, WorkspaceState, billing_period
 
 
-class IngestStore(ReadStore, ChunkStore, BudgetReader, HoldFinder, Protocol):
+class IngestStore(ReadStore, ChunkStore, BudgetReader, HoldFinder, ChargeReadStore, Protocol):
     """What ingestion needs of the store: its cached reads, its writes, the budgets it watches,
-    the reservation holds its events settle."""
+    the reservation holds its events settle, the rate cards that charge its customers."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,9 @@ class IngestService:
         self._clock = clock
         self.reads = CachedReads(store, self.settings, catalogue.book, monotonic=monotonic)
         self.committer = Committer(store, self.reads, self.settings, sleep=sleep)
-        self.pricer = Pricer(self.reads.book, catalogue.registry(), catalogue.flags_for)
+        self.registry = catalogue.registry()
+        self.pricer = Pricer(self.reads.book, self.registry, catalogue.flags_for)
+        self.cards = CardReads(store, self.settings.pricing_ttl_seconds, monotonic=monotonic)
         self.budget_watch = BudgetWatch(store, monotonic=monotonic)
 
     # -- the request --------------------------------------------------------------------
@@ -178,11 +182,20 @@ class IngestService:
         firsts: dict[str, int] = {}  # event key -> the item that carries it first
         repeats: list[tuple[int, int, EventRecord]] = []
         new: list[tuple[int, EventRecord]] = []
+        # Each customer's rate card, resolved once for the request (docs/api-rules.md#charge).
+        cards = self.cards.cards_of(
+            key.workspace_id,
+            (
+                customer
+                for item in items
+                if item.event is not None and (customer := item.event.fields.get("customer_id"))
+            ),
+        )
         for index, item in enumerate(items):
             if item.error is not None or item.event is None:
                 outcomes[index] = Outcome(error=item.error)
                 continue
-            record = self._record(key, workspace, item, _item_time(item, received))
+            record = self._record(key, workspace, item, _item_time(item, received), cards)
             first = firsts.setdefault(record.event_key, index)
             if first != index:
                 repeats.append((index, first, record))
@@ -205,7 +218,9 @@ class IngestService:
                 outcomes[index] = earlier
         return [outcome for outcome in outcomes if outcome is not None]
 
-    def _record(self, key: KeyRecord, workspace: WorkspaceState, item: Item, received: datetime) -> EventRecord:
+    def _record(
+        self, key: KeyRecord, workspace: WorkspaceState, item: Item, received: datetime, cards: dict[str, Versions]
+    ) -> EventRecord:
         assert item.event is not None
         event = to_usage_event(item.event)
         warnings = unknown_field_warnings(item.event.unknown_fields)
@@ -216,13 +231,27 @@ class IngestService:
                     "No Idempotency-Key header: a retry of this request would be counted again.",
                 )
             )
-        if is_run_marker(event):  # a run's end (``tracker.run``): not a call, never priced
+        charged = None
+        if is_run_marker(event):  # a run's end (``tracker.run``): not a call, never priced nor charged
             pricing = run_marker_pricing()
         else:
             call = Call(event.provider, event.model, event.counts, event.metadata)
             priced = self.pricer.price(call, received, self.reads.price_overrides(key.workspace_id))
             warnings += pricing_warnings(event, priced)
             pricing = priced_fields(priced)
+            versions = cards.get(event.customer_id) if event.customer_id is not None else None
+            if versions:
+                charged = charge_event(
+                    versions,
+                    provider=event.provider,
+                    model=event.model,
+                    feature=event.feature,
+                    cost=priced.cost,
+                    counts=call.counts,
+                    flags=priced.flags or catalogue.flags_for(normalize_provider(event.provider)),
+                    at=received,
+                    registry=self.registry,
+                )
         visibility = decide(workspace.tier, key.bound, event.source)
         if not visibility.dashboard_visible:
             warnings.append(_hidden_warning(key))
@@ -237,6 +266,7 @@ class IngestService:
             event=event,
             fingerprint=event.fingerprint(),
             **pricing,
+            **charged_fields(charged),
             visibility=visibility,
             warnings=tuple(warnings),
             expires_at=expires_at,

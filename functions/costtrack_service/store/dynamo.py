@@ -26,6 +26,7 @@ from costtrack_service.store.operator import OperatorStore
 from costtrack_service.store.owner import OwnerStore
 from costtrack_service.store.page_backfill import PageBackfill
 from costtrack_service.store.prices import PriceTable
+from costtrack_service.store.rate_card_table import RateCardTable
 from costtrack_service.store.reservation_holds import ReservationTable
 from costtrack_service.store.run_reads import RunReads
 from costtrack_service.store.write_records import WriteRecordTable
@@ -41,6 +42,7 @@ class DynamoStore(
     RunAnomalyTable,
     ReservationTable,
     BillingTable,
+    RateCardTable,
     RunReads,
     PageBackfill,
     WriteRecordTable,

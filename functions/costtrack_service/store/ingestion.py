@@ -5,7 +5,8 @@ imports neither the owners' nor the operators' store.
 * ``PriceTable``: a provider's database-held prices and a workspace's overrides (read);
 * ``BudgetReads``: a workspace's budgets, for the ``budget_exceeded`` warning and reservations;
 * ``ReservationTable``: enforced budgets' ledgers, the holds of reservations (``POST
-  /v1/reservations``) and the holds events settle.
+  /v1/reservations``) and the holds events settle;
+* ``RateCardTable``: the rate cards and customers that charge events (read).
 
 The function's IAM policy in ``template.yaml`` grants what these reads and writes need
 (``tests/deploy`` records the calls through this class).
@@ -16,8 +17,9 @@ from __future__ import annotations
 from costtrack_service.store.budget_reads import BudgetReads
 from costtrack_service.store.ingest_writes import EventStore
 from costtrack_service.store.prices import PriceTable
+from costtrack_service.store.rate_card_table import RateCardTable
 from costtrack_service.store.reservation_holds import ReservationTable
 
 
-class IngestionStore(EventStore, PriceTable, BudgetReads, ReservationTable):
+class IngestionStore(EventStore, PriceTable, BudgetReads, ReservationTable, RateCardTable):
     """What ingestion reads and writes (``TableAccess`` makes it: a client and the table names)."""

@@ -87,14 +87,17 @@ def charge(
     listed: Decimal,
     tokens: int,
     sku_price_id: str | None,
+    effective: Decimal | None = None,
+    currency: str = "USD",
 ) -> dict[str, str]:
     """The standard columns of one day's token charge: ``billed`` is BilledCost, ContractedCost
-    and EffectiveCost (no discount or commitment applies), ``listed`` ListCost.
+    and EffectiveCost (no discount or commitment applies) unless ``effective`` says otherwise (a
+    charge to a customer: ``billed`` the charge, ``effective`` the cost), ``listed`` ListCost.
 
     Every row is a usage charge for language-model tokens (``ChargeCategory`` "Usage",
     ``ChargeFrequency`` "Usage-Based", ``ServiceCategory`` "AI and Machine Learning"), in
     ``ConsumedUnit``/``PricingUnit`` ``Tokens``, over one UTC day (``ChargePeriodStart``/``End``)
-    in its calendar month (``BillingPeriodStart``/``End``), billed in USD to ``provider:workspace``
+    in its calendar month (``BillingPeriodStart``/``End``), billed in ``currency`` to ``provider:workspace``
     (``BillingAccountId``). ``SkuId`` is ``provider/model``; ``SkuPriceId`` the catalogue entry
     that priced it, else the ``SkuId`` again (never null: FOCUS nulls ConsumedQuantity with it).
     ``RegionId`` is null (the providers' bills carry none). costtrack's own figures are custom
@@ -109,7 +112,7 @@ def charge(
         "BilledCost": decimal_text(billed),
         "BillingAccountId": f"{provider}:{workspace_id}",
         "BillingAccountName": workspace_name or workspace_id,
-        "BillingCurrency": "USD",
+        "BillingCurrency": currency,
         "BillingPeriodStart": instant(period_start),
         "BillingPeriodEnd": instant(period_end),
         "ChargeCategory": "Usage",
@@ -121,7 +124,7 @@ def charge(
         "ConsumedQuantity": quantity,
         "ConsumedUnit": UNIT,
         "ContractedCost": decimal_text(billed),
-        "EffectiveCost": decimal_text(billed),
+        "EffectiveCost": decimal_text(billed if effective is None else effective),
         "InvoiceIssuerName": provider_name,
         "ListCost": decimal_text(listed),
         "PricingQuantity": quantity,

@@ -32,6 +32,7 @@ ATTRIBUTION = (
     ("x_ReasoningTokens", "reasoning_tokens"),
     ("x_PricingStatus", "pricing_status"),
     ("x_DashboardVisible", "dashboard_visible"),
+    ("x_RateCardVersion", "rate_card_version"),
 )
 COLUMNS = (*STANDARD_COLUMNS, *(column for column, _ in ATTRIBUTION))
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -82,15 +83,21 @@ def row(record: EventRecord) -> dict[str, str]:
         "reasoning_tokens": event.reasoning_tokens,
         "pricing_status": record.pricing_status,
         "dashboard_visible": record.visibility.dashboard_visible,
+        "rate_card_version": record.rate_card_version,
     }
+    # A charged event: what the customer is invoiced (BilledCost, at the rate card's list price:
+    # ListCost, ContractedCost) beside what the call cost (EffectiveCost).
+    charged = record.charge_amount
     return focus.charge(
         provider=provider,
         model=normalize_name(event.model),
         day=date.fromisoformat(record.received_at[:10]),
         workspace_id=record.workspace_id,
         workspace_name="",
-        billed=record.cost,
-        listed=record.cost,
+        billed=record.cost if charged is None else charged,
+        listed=record.cost if charged is None else charged,
+        effective=None if charged is None else record.cost,
+        currency=record.charge_currency or "USD",
         tokens=event.total_tokens,
         sku_price_id=record.pricing_entry_id,
     ) | {column: _cell(field, fields[field]) for column, field in ATTRIBUTION}

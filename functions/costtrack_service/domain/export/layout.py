@@ -37,6 +37,10 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("pricing_entry_id", "string"),
     ("key_id", "string"),
     ("idempotency_key", "string"),
+    # What the customer is charged (docs/api-rules.md#charge); null when not charged.
+    ("charge", "string"),
+    ("charge_currency", "string"),
+    ("rate_card_version", "string"),
     ("dashboard_visible", "boolean"),
     ("visibility_reason", "string"),
     ("metadata_json", "string"),

@@ -33,6 +33,7 @@ from costtrack_service.edge.owner_api import responses as shapes
 from costtrack_service.edge.owner_api import workspace_answers as answers
 from costtrack_service.edge.owner_api.billing_routes import add_billing_routes
 from costtrack_service.edge.owner_api.budget_routes import add_budget_routes
+from costtrack_service.edge.owner_api.customer_routes import add_customer_routes, add_margin_routes
 from costtrack_service.edge.owner_api.dashboard import add_dashboard_routes
 from costtrack_service.edge.owner_api.http import (
     error_response,
@@ -41,12 +42,16 @@ from costtrack_service.edge.owner_api.http import (
     request_headers,
 )
 from costtrack_service.edge.owner_api.query_params import EVENT_FILTERS, text_filters
+from costtrack_service.edge.owner_api.rate_card_routes import add_rate_card_routes
 from costtrack_service.edge.owner_api.request_errors import read_json_body, refuse_media_type
 from costtrack_service.edge.owner_api.responses import ADMIN_TOKEN, INVALID, NOT_FOUND, WITH_BODY, documented, refused
 from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
 from costtrack_service.edge.owner_api.run_routes import add_run_routes
 from costtrack_service.services.budgets import BudgetService
+from costtrack_service.services.customers import CustomerService
+from costtrack_service.services.margins import MarginService
 from costtrack_service.services.price_overrides import OverrideService
+from costtrack_service.services.rate_cards import RateCardService
 from costtrack_service.services.reconciliation import ReconciliationService
 from costtrack_service.services.requests import NewKey, NewPriceOverride, OtelAttributes, refusal
 from costtrack_service.services.run_anomalies import AnomalySettingsService
@@ -307,6 +312,9 @@ def build_app(
 
     add_budget_routes(owners, budgets)
     add_billing_routes(owners, ReconciliationService(service.store))  # type: ignore[arg-type]
+    add_rate_card_routes(owners, RateCardService(service.store, service.clock))  # type: ignore[arg-type]
+    add_customer_routes(owners, CustomerService(service.store))  # type: ignore[arg-type]
+    add_margin_routes(owners, MarginService(service.store, service.clock))
     add_run_routes(
         owners,
         RunService(service.store, service.clock),  # type: ignore[arg-type]

@@ -119,6 +119,9 @@ class ListedEvent(BaseModel):
     event_id: str
     received_at: str
     cost: str
+    charge: str | None = Field(default=None, description="its customer's charge (a rate card's), when charged")
+    charge_currency: str | None = None
+    rate_card_version: str | None = Field(default=None, description="<rate card>@<version> that charged it")
 
 
 class EventPage(BaseModel):
