@@ -19,7 +19,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from costtrack._fields import WHITESPACE, compact_json, nests_too_deep, utf8_length
-from costtrack._reserved import CONTEXT_NAMES, exceeded_parent
+from costtrack._pricing_metadata import CONTEXT_NAMES, exceeded_parent
 from costtrack._rules import (
     IDENTIFIER_FIELDS,
     IDENTIFIER_PATTERN,
