@@ -19,11 +19,12 @@ from costtrack_service.domain.export.layout import export_line
 from costtrack_service.domain.ingest.batch import submission_of
 from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.pricing.entries import format_timestamp, parse_timestamp
+from costtrack_service.edge.owner_api.workspace_answers import event_page_body, usage_body
 from costtrack_service.services.customers import CustomerService
 from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.margins import MarginService
 from costtrack_service.services.rate_cards import RateCardService
-from costtrack_service.services.workspace import WorkspaceService
+from costtrack_service.services.workspace import EventListQuery, UsageQuery, WorkspaceService
 
 pytestmark = pytest.mark.integration
 
@@ -215,13 +216,13 @@ def test_every_charge_recomputes_from_the_events_and_the_cards(local_stack: Any,
 
     workspace = store.get_workspace(workspace_id, consistent=True)
     listed: dict[str, dict[str, Any]] = {}
-    params = {"limit": "200"}
+    query = EventListQuery(limit=200)
     while True:
-        page = WorkspaceService(store).events(workspace, params)
+        page = event_page_body(WorkspaceService(store).events(workspace, query))
         listed |= {event["event_id"]: event for event in page["events"]}
         if not page.get("next_cursor"):
             break
-        params = {"limit": "200", "cursor": page["next_cursor"]}
+        query = EventListQuery(limit=200, cursor=page["next_cursor"])
     assert set(listed) == set(sent)
 
     for event_id, record in stored.items():
@@ -243,7 +244,7 @@ def test_every_charge_recomputes_from_the_events_and_the_cards(local_stack: Any,
         assert Decimal(row["EffectiveCost"]) == record.cost and row["x_RateCardVersion"] == version
 
     days = sorted({record.received_at[:10] for record in stored.values()})
-    usage = WorkspaceService(store).usage(workspace, {"group_by": "customer", "from": days[0], "to": days[-1]})
+    usage = usage_body(WorkspaceService(store).usage(workspace, UsageQuery(days[0], days[-1], group_by="customer")))
     by_customer = {group["key"]: Decimal(group.get("charge", "0")) for group in usage["groups"]}
     for customer in CUSTOMER_CARDS:
         total = sum(
