@@ -202,7 +202,7 @@ def test_workspaces_do_not_see_each_others_cards(owner: Owner, make_other: Calla
     owner.put("/v1/workspace/rate-cards/mine", CARD)
     other = make_other()
     assert other.get("/v1/workspace/rate-cards/mine").status_code == 404
-    assert other.get("/v1/workspace/rate-cards").json() == {"rate_cards": []}
+    assert other.get("/v1/workspace/rate-cards").json() == {"rate_cards": [], "next_cursor": None}
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """The owners' other paginated lists (keys, unknown models, a template's instances, webhook
-deliveries, the reconciliation's days) written to by many clients at once and paged to their end,
+deliveries, the reconciliation's days, rate cards) written to by many clients at once and paged to their end,
 over real sockets, on DynamoDB Local and through the AWS-rules front: every item once, in the
 list's documented order, a null cursor on the last page, at most ``items / limit + 2`` pages; a
 cursor that is malformed or from another list, workspace or filter is refused naming ``cursor``."""
@@ -292,3 +292,27 @@ def test_the_reconciliations_days_page_oldest_first(owner: Workspace, stack: Any
     other = new_owner(stack, api, "owner-paging-other")
     keys = keys_cursor(owner)
     refuses_hostile_cursors(owner, other, "/v1/workspace/reconciliation", mine, whole, keys)
+
+
+def test_rate_cards_put_by_50_clients_list_once_by_id(owner: Workspace, stack: Any, api: httpx.Client) -> None:
+    card = {"name": "standard", "currency": "USD", "markup_percent": "20"}
+    ids = [f"card-{n:04d}" for n in range(230)]
+
+    def put(card_id: str) -> None:
+        response = owner.api.put(
+            f"/v1/workspace/rate-cards/{card_id}", json=card, headers={"Authorization": f"Bearer {owner.token}"}
+        )
+        assert response.status_code == 200, response.text
+
+    with ThreadPoolExecutor(max_workers=CLIENTS) as pool:
+        list(pool.map(put, ids))
+    for limit in (7, 100):
+        paged_ids(owner, "/v1/workspace/rate-cards", "rate_cards", lambda item: item["rate_card_id"], ids, limit)
+    answer = owner.get("/v1/workspace/rate-cards").json()
+    assert [item["rate_card_id"] for item in answer["rate_cards"]] == ids[:100] and answer["next_cursor"]
+    other = new_owner(stack, api, "owner-paging-cards")
+    cursor = first_cursor(owner, "/v1/workspace/rate-cards")
+    refuses_hostile_cursors(owner, other, "/v1/workspace/rate-cards", cursor, {}, keys_cursor(owner))
+    for limit in ("0", "101", "x"):
+        response = owner.get("/v1/workspace/rate-cards", limit=limit)
+        assert response.status_code == 400 and response.json()["error"]["details"][0]["field"] == "limit"

@@ -13,15 +13,21 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from costtrack_service.domain.billing.rate_card_versions import (
+    RATE_CARD_ID,
     RateCardVersion,
     check_rate_card_id,
     new_version,
     parse_terms,
     version_at,
 )
+from costtrack_service.domain.cursors import checked_limit, decode_cursor, encode_cursor, keyed_page, scope_of
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.event_validation import parse_idempotency_key
 from costtrack_service.services.workspace import not_found
+
+#: A page of the rate-card list: by id, a key order that new cards or versions do not reorder.
+MAX_CARDS = 100
+CARD_POSITION = {"card": RATE_CARD_ID}
 
 
 class RateCardStore(Protocol):
@@ -77,11 +83,19 @@ class RateCardService:
             raise not_found("rate card")
         return _card(rate_card_id, versions, self.clock())
 
-    def list(self, workspace_id: str) -> dict[str, Any]:
+    def list(self, workspace_id: str, limit: int = MAX_CARDS, cursor: str | None = None) -> dict[str, Any]:
+        """The cards by id, a page of ``limit`` after the cursor's card (docs/guides/dashboard.md, the paged lists)."""
+        limit = checked_limit(limit, MAX_CARDS)
+        scope = scope_of("rate-cards", workspace_id, {})
+        after = (
+            decode_cursor(cursor, scope, CARD_POSITION, required=frozenset(CARD_POSITION))["card"] if cursor else None
+        )
         now = self.clock()
-        cards = self.store.rate_cards(workspace_id)
+        cards = sorted(self.store.rate_cards(workspace_id).items())
+        page, more = keyed_page(cards, lambda card: card[0], after, limit)
         return {
-            "rate_cards": [_card(card_id, versions, now, summary=True) for card_id, versions in sorted(cards.items())]
+            "rate_cards": [_card(card_id, versions, now, summary=True) for card_id, versions in page],
+            "next_cursor": encode_cursor(scope, {"card": page[-1][0]}) if more else None,
         }
 
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel, Field
 
+from costtrack_service.domain.cursors import MAX_CURSOR_CHARS
 from costtrack_service.edge.owner_api.http import json_response, request_headers
 from costtrack_service.edge.owner_api.responses import INVALID, NOT_FOUND, WITH_BODY, documented, refused
 from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
-from costtrack_service.services.rate_cards import RateCardService
+from costtrack_service.services.rate_cards import MAX_CARDS, RateCardService
 from costtrack_service.services.requests import RequestBody
 
 DecimalText = Annotated[str, Field(max_length=40, description="an exact decimal string (never a JSON number)")]
@@ -90,15 +91,21 @@ class RateCardAnswer(BaseModel):
 
 class RateCardList(BaseModel):
     rate_cards: list[RateCardAnswer]
+    next_cursor: str | None = Field(description="the next page's cursor; null on the last page")
 
 
 def add_rate_card_routes(owners: OwnerRoutes, rate_cards: RateCardService) -> None:
     workspace_id = owners.workspace_id
 
-    @owners.get("/v1/workspace/rate-cards", documented(200, RateCardList, "Rate cards"))
-    def list_rate_cards() -> Answer:
-        """The workspace's rate cards, each with the version in force now"""
-        return rate_cards.list(workspace_id())
+    @owners.get("/v1/workspace/rate-cards", documented(200, RateCardList, "Rate cards", r400=INVALID))
+    def list_rate_cards(
+        limit: Annotated[int, Query(ge=1, le=MAX_CARDS)] = MAX_CARDS,
+        cursor: Annotated[
+            str | None, Query(max_length=MAX_CURSOR_CHARS, description="next_cursor of the previous page")
+        ] = None,
+    ) -> Answer:
+        """The workspace's rate cards by id, each with the version in force now, a page at a time"""
+        return rate_cards.list(workspace_id(), limit, cursor)
 
     @owners.get(
         "/v1/workspace/rate-cards/<rate_card_id>",
