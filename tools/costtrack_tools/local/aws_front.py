@@ -8,6 +8,7 @@ import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,9 @@ from costtrack_tools.local.aws_front_reads import READS, ReadRules, Window
 from costtrack_tools.local.item_size import Partition, Table, Write, item_write
 from costtrack_tools.local.loopback import ServedInBackground
 
-__all__ = ["CONFLICT_MESSAGE", "INDEX_THROTTLED", "TABLE_THROTTLED", "THROTTLING", "AwsFront", "AwsRules"]
+__all__ = [
+    "CONFLICT_MESSAGE", "INDEX_THROTTLED", "TABLE_THROTTLED", "THROTTLING", "AwsFront", "AwsRules", "SteppedClock",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,23 @@ class AwsRules:
     #: A speed knob, not an AWS rule: each request to DynamoDB Local first waits this long, one
     #: at a time (``Upstream``), a slower DynamoDB Local (``bench/sim_front.py --delay-ms``).
     upstream_delay_s: float = 0.0
+    #: The time the throughput windows and the stale views are counted in; a test that must not
+    #: depend on the machine's speed passes a clock it moves itself (:class:`SteppedClock`).
+    clock: Callable[[], float] = time.monotonic
+
+
+class SteppedClock:
+    """A clock that stands still until :meth:`advance` moves it: the front's windows then fill
+    and slide exactly as a test says, however slow the machine."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
 
 
 _Charged = list[tuple[Window, list[float]]]
@@ -136,7 +156,7 @@ class AwsFront(ServedInBackground):
         rules = self.rules
         self._reads = ReadRules(
             rules.partition_rcu_per_s, rules.visibility_window_s, rules.visibility_order, self._table, self._fetch,
-            rules.seed,
+            rules.seed, rules.clock,
         )  # fmt: skip
         server = FrontServer(("127.0.0.1", port), FrontHandler)
         server.front = self
@@ -236,7 +256,7 @@ class AwsFront(ServedInBackground):
         it overflows; else, or with ``partial`` for the others, hold the items (``hold``
         "transaction" or "single") and charge the units (charged). Returns (conflicts,
         throttled, charged)."""
-        now = time.monotonic()
+        now = self.rules.clock()
         with self._lock:
             single = self._single_held if hold in ("transaction", "get") else {}
             conflicts = [

@@ -97,7 +97,9 @@ class ReadRules:
         table: Callable[[str], Table],
         fetch: Callable[[str, dict[str, Any]], dict[str, Any]],
         seed: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self._clock = clock
         self.rcu_per_s, self.window_s, self.order = rcu_per_s, window_s, order
         self._table, self._fetch = table, fetch
         self._random = random.Random(seed)
@@ -143,7 +145,7 @@ class ReadRules:
         elif self.order == "random":
             with self._lock:
                 self._random.shuffle(items)
-        now, count = time.monotonic(), len(items)
+        now, count = self._clock(), len(items)
         with self._lock:
             for position, item in enumerate(items, start=1):
                 self._stale[item] = (snapshot.before[item], now + self.window_s * position / count)
@@ -170,7 +172,7 @@ class ReadRules:
         return window is not None and window.current(now) >= self.rcu_per_s
 
     def _charge(self, charges: list[tuple[Partition, float]]) -> None:
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             for partition, units in charges:
                 window = self._windows.setdefault(partition, Window())
@@ -196,7 +198,7 @@ class ReadRules:
 
     def _GetItem(self, request: dict[str, Any], forward: Forward) -> Response:
         table, key = self._table(request["TableName"]), request["Key"]
-        partition, now = self._partition(table, key), time.monotonic()
+        partition, now = self._partition(table, key), self._clock()
         plain = not (request.get("ProjectionExpression") or request.get("AttributesToGet"))
         with self._lock:
             if self._full(partition, now):
@@ -213,7 +215,7 @@ class ReadRules:
         return response
 
     def _BatchGetItem(self, request: dict[str, Any], forward: Forward) -> Response:
-        now = time.monotonic()
+        now = self._clock()
         kept: dict[str, Any] = {}
         unprocessed: dict[str, Any] = {}
         stale: dict[str, tuple[str, dict[str, Any] | None]] = {}  # item -> (table, before)
@@ -279,7 +281,7 @@ class ReadRules:
         value = _hash_value(request, hash_key)
         partition: Partition = (table.name, index, canonical(value))
         with self._lock:
-            if value is not None and self._full(partition, time.monotonic()):
+            if value is not None and self._full(partition, self._clock()):
                 return self._refused(table, index)
         response = forward()
         if response[0] == 200 and value is not None:
@@ -290,7 +292,7 @@ class ReadRules:
     def _TransactGetItems(self, request: dict[str, Any], forward: Forward) -> Response:
         gets = [action["Get"] for action in request["TransactItems"]]
         partitions = [self._partition(self._table(get["TableName"]), get["Key"]) for get in gets]
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             full = [position for position, partition in enumerate(partitions) if self._full(partition, now)]
             if full:
