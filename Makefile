@@ -163,8 +163,10 @@ build: $(SAM)
 node-sdk-built: sdk/node/node_modules/.package-lock.json
 	cd sdk/node && npm run build --silent
 
+# The slowest tests are printed so that the suite's time (the aim is 15 minutes for `make test`) is
+# spent knowingly.
 test-service: deps chromium node-sdk-built
-	"$(PYTEST)" .venv/bin/pytest tests -n 2 --dist loadfile -q -p no:cacheprovider
+	"$(PYTEST)" .venv/bin/pytest tests -n 2 --dist loadfile -q -p no:cacheprovider --durations=30
 
 # The oldest and the newest Python the SDK supports, side by side (each target fails on its own:
 # a loop over both would report only the last one's status).

@@ -1,22 +1,6 @@
 """Benchmark of the daily export's reads: what exporting one day costs as the history grows.
 
-    .venv/bin/python bench/export_reads.py
-
-One paid workspace on DynamoDB Local gets ``EVENTS_PER_DAY`` events on each of ``HISTORY_DAYS``
-days, written by the real ingestion (its clock set to each day); then one day is exported by the
-real ``Exporter`` into a local folder, once with 1 day of history stored and once with 30. The
-DynamoDB items each export reads are counted from the answers (a Query's ``ScannedCount``: the
-time pages, read before any filter; a ``BatchGetItem``'s items: the events), and their read units
-by AWS's rule (a Query's items summed, each ``BatchGetItem`` item on its own, 1 unit per started
-4 KB, halved for eventually consistent reads). Beside it, the same day read
-the way the export read it before (a Query of every stored event of each partition, filtered by
-time), which grows with the history.
-
-The cost per million exported events adds AWS list prices (us-east-1): DynamoDB read request
-units, S3 PUTs (one object per 50,000 lines of a partition), and the export function's duration
-(arm64, 1,024 MB: template.yaml's ExportFunction) as measured here on DynamoDB Local.
-
-Prints a table and, on the last line, one JSON object.
+.venv/bin/python bench/export_reads.py
 """
 
 from __future__ import annotations
@@ -73,6 +57,23 @@ class Reads:
 
 
 def main() -> None:
+    """One paid workspace on DynamoDB Local gets ``EVENTS_PER_DAY`` events on each of ``HISTORY_DAYS``
+    days, written by the real ingestion (its clock set to each day); then one day is exported by the
+    real ``Exporter`` into a local folder, once with 1 day of history stored and once with 30. The
+    DynamoDB items each export reads are counted from the answers (a Query's ``ScannedCount``: the
+    time pages, read before any filter; a ``BatchGetItem``'s items: the events), and their read units
+    by AWS's rule (a Query's items summed, each ``BatchGetItem`` item on its own, 1 unit per started
+    4 KB, halved for eventually consistent reads). Beside it, the same day read
+    the way the export read it before (a Query of every stored event of each partition, filtered by
+    time), which grows with the history.
+
+    The cost per million exported events adds AWS list prices (us-east-1): DynamoDB read request
+    units, S3 PUTs (one object per 50,000 lines of a partition), and the export function's duration
+    (arm64, 1,024 MB: template.yaml's ExportFunction) as measured here on DynamoDB Local.
+
+    Prints a table and, on the last line, one JSON object.
+    """
+
     sys.path.insert(0, str(ROOT / "functions"))
     from costtrack_service.domain.export.layout import day_bounds
     from costtrack_service.domain.workspaces.plans import Tier

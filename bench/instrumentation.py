@@ -1,31 +1,8 @@
 """The CPU that instrumenting an OpenAI client adds to each call, on the calling thread:
-``costtrack.instrument()`` beside Langfuse's OpenAI drop-in (``langfuse.openai``) and
-OpenLLMetry's OpenAI instrumentation (``opentelemetry-instrumentation-openai``).
+``costtrack.instrument()`` beside Langfuse's and OpenLLMetry's OpenAI instrumentations
+(docs/performance.md#instrumenting-a-client).
 
-    .venv/bin/python bench/instrumentation.py [--rounds N]      # or: bench/run.py --only instrumentation
-
-The model calls never leave the process: the ``openai`` client's ``http_client`` is an
-``httpx.MockTransport`` that answers Chat Completions with a documented response, or with a
-100-chunk stream (plus the usage chunk when the request asks for it, as OpenAI does), so no
-socket or server scheduling is in the figures. costtrack's tracker delivers its events to a
-canned service on 127.0.0.1 (a subprocess answering batches as the service does), flushed
-every few rounds, outside the measured time; Langfuse and OpenLLMetry export to an exporter that
-drops the spans.
-
-Each variant runs in its own process (Langfuse and OpenLLMetry patch the ``openai`` classes
-process-wide), and within it, round after round, the instrumented client, the bare one and a
-control (a second bare client, or the same bare one again) are called in turn, call by call, in
-an order drawn anew for each triple, with the garbage collector off during a round:
-``costtrack``, an instrumented client beside two bare ones; ``langfuse`` and ``openllmetry``,
-their wrapt wrappers of ``Completions.create`` swapped for the method they wrap before each bare
-call (Langfuse's stream iteration hooks stay on for all, so its streaming figure is if anything
-low). Each call's calling-thread CPU (``time.thread_time_ns``) is counted, all of it; a round's
-figure is (instrumented - bare) per call, and the control's (control - bare) is the A/A row:
-what the host's noise alone makes of two identical clients. Reported: the median over rounds
-and its spread (interquartile range), the control's, the bare call's own CPU, and Langfuse's and
-OpenLLMetry's figures as ratios
-to costtrack's. Prints a table, then one JSON object on the last line; figures are never asserted.
-"""
+    .venv/bin/python bench/instrumentation.py [--rounds N]      # or: bench/run.py --only instrumentation"""
 
 from __future__ import annotations
 
@@ -320,6 +297,29 @@ def versions() -> str:
 
 
 def main() -> None:
+    """The model calls never leave the process: the ``openai`` client's ``http_client`` is an
+    ``httpx.MockTransport`` that answers Chat Completions with a documented response, or with a
+    100-chunk stream (plus the usage chunk when the request asks for it, as OpenAI does), so no
+    socket or server scheduling is in the figures. costtrack's tracker delivers its events to a
+    canned service on 127.0.0.1 (a subprocess answering batches as the service does), flushed
+    every few rounds, outside the measured time; Langfuse and OpenLLMetry export to an exporter that
+    drops the spans.
+
+    Each variant runs in its own process (Langfuse and OpenLLMetry patch the ``openai`` classes
+    process-wide), and within it, round after round, the instrumented client, the bare one and a
+    control (a second bare client, or the same bare one again) are called in turn, call by call, in
+    an order drawn anew for each triple, with the garbage collector off during a round:
+    ``costtrack``, an instrumented client beside two bare ones; ``langfuse`` and ``openllmetry``,
+    their wrapt wrappers of ``Completions.create`` swapped for the method they wrap before each bare
+    call (Langfuse's stream iteration hooks stay on for all, so its streaming figure is if anything
+    low). Each call's calling-thread CPU (``time.thread_time_ns``) is counted, all of it; a round's
+    figure is (instrumented - bare) per call, and the control's (control - bare) is the A/A row:
+    what the host's noise alone makes of two identical clients. Reported: the median over rounds
+    and its spread (interquartile range), the control's, the bare call's own CPU, and Langfuse's and
+    OpenLLMetry's figures as ratios
+    to costtrack's. Prints a table, then one JSON object on the last line; figures are never asserted.
+    """
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)

@@ -1,19 +1,6 @@
 """Benchmark of the costtrack Python SDK, beside posthog's capture() measured in the same run.
 
-    /work/main/.venv/bin/python bench/python_sdk.py
-
-Measures, against a local sink (a small HTTP server in a subprocess, on a free 127.0.0.1 port,
-so it does not compete with the measured process for the GIL):
-
-- the cost of one ``Tracker.track()`` call (median, p99), and of one posthog ``capture()``
-  with the same payload, both clients delivering to the sink in the background meanwhile;
-- delivery throughput: events per second from the first ``track()`` to the end of ``flush()``,
-  sent as batches (docs/api-rules.md#batches) to a sink that answers each with one result per event, as
-  the service does; and how many events a request carried on average;
-- peak memory with 10,000 events queued (the service never answers, so they stay queued).
-
-Prints a table, then one JSON object on the last line. Nothing leaves this machine: posthog is
-pointed at the sink with its own ``host`` option.
+/work/main/.venv/bin/python bench/python_sdk.py
 """
 
 from __future__ import annotations
@@ -193,6 +180,20 @@ def measure_queue_memory() -> float:
 
 
 def main() -> None:
+    """Measures, against a local sink (a small HTTP server in a subprocess, on a free 127.0.0.1 port,
+    so it does not compete with the measured process for the GIL):
+
+    - the cost of one ``Tracker.track()`` call (median, p99), and of one posthog ``capture()``
+      with the same payload, both clients delivering to the sink in the background meanwhile;
+    - delivery throughput: events per second from the first ``track()`` to the end of ``flush()``,
+      sent as batches (docs/api-rules.md#batches) to a sink that answers each with one result per event, as
+      the service does; and how many events a request carried on average;
+    - peak memory with 10,000 events queued (the service never answers, so they stay queued).
+
+    Prints a table, then one JSON object on the last line. Nothing leaves this machine: posthog is
+    pointed at the sink with its own ``host`` option.
+    """
+
     import posthog
 
     import costtrack

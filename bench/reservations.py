@@ -1,41 +1,7 @@
-"""Benchmark of reservations (issue 29): what holding and settling a call's cost costs.
+"""Benchmark of reservations: what holding and settling a call's cost costs, in handler CPU and
+in DynamoDB write units per item at a steady 1,000 reservations/s (docs/performance.md#reservations).
 
-    .venv/bin/python bench/reservations.py
-
-- Reservation handler CPU per reservation, excluding I/O: the real Lambda handler in front of
-  the in-memory store (which keeps the same ledgers, ``memory_ledgers.py``), one enforced budget
-  with room for every reservation; thread CPU time, median and p99.
-- A steady state on DynamoDB Local, in virtual time (the services' clocks): one enforced budget
-  reserved from at 1,000 reservations/s (one every millisecond, each with its own
-  Idempotency-Key, token-count estimates) by ``INSTANCES`` app instances in turn, each call's
-  event (its real cost, below the hold) settling its reservation when the call ends, after a
-  duration drawn uniformly from 0.5 to 3.5 s (a chat completion; 2 s on average, so about 2,000
-  holds are live at once). The events arrive as the Python SDK delivers them (its defaults,
-  read from ``costtrack._options`` and ``costtrack._wire``): each instance's ended calls are
-  queued, a lone event goes at once, and within the flush interval (500 ms) of the instance's
-  last request the events that follow wait for more, going as one batch when the interval ends
-  or when 100 are waiting; with 20 instances at 50 calls/s each, a batch of about 25 events
-  every 500 ms per instance. The Idempotency-Keys group each instance's reservations as the SDKs do
-  (``grp:…``, at most 25 and half a second a group; README "Spend control");
-  ``RESERVATIONS_PLAIN_KEYS=1`` sends plain keys instead. (The Node SDK
-  sends what queued while its requests were in flight, smaller batches: not modelled here.)
-  The first ``WARM_SECONDS`` fill the ledger to that steady state; the next
-  ``MEASURED_SECONDS`` are measured:
-
-  - write units per reserve and per settled event by AWS's documented rules, each write sized
-    when it happens (the larger of the item before and after it, 1 unit per started KB, doubled
-    in a transaction); the event's own items are not counted;
-  - each ledger item's writes per second (reserves, settles, leases, gathers, seeds) and, for
-    the busiest item, three figures: ``..._busy_fraction_at_1k_rps`` (every
-    write × 10 ms, ``service.TRANSACTION_SECONDS``); ``..._wcu_share_at_1k_rps``, its write units
-    per second over the 1,000 WCU/s one partition (and so one item) takes; and
-    ``..._transaction_busy_at_1k_rps``, the transactions a second that write it × 10 ms, the time
-    a transaction holds an item against conflicting writes (a plain ``UpdateItem`` does not hold
-    it); and the transactions a second on the busiest and on the average shard;
-  - the batches' count and mean size, the shards' live holds and item sizes at the end.
-
-Prints a table and, on the last line, one JSON object.
-"""
+    .venv/bin/python bench/reservations.py"""
 
 from __future__ import annotations
 
@@ -302,6 +268,41 @@ def _ledger(body: dict[str, Any]) -> bool:
 
 
 def main() -> None:
+    """- Reservation handler CPU per reservation, excluding I/O: the real Lambda handler in front of
+      the in-memory store (which keeps the same ledgers, ``memory_ledgers.py``), one enforced budget
+      with room for every reservation; thread CPU time, median and p99.
+    - A steady state on DynamoDB Local, in virtual time (the services' clocks): one enforced budget
+      reserved from at 1,000 reservations/s (one every millisecond, each with its own
+      Idempotency-Key, token-count estimates) by ``INSTANCES`` app instances in turn, each call's
+      event (its real cost, below the hold) settling its reservation when the call ends, after a
+      duration drawn uniformly from 0.5 to 3.5 s (a chat completion; 2 s on average, so about 2,000
+      holds are live at once). The events arrive as the Python SDK delivers them (its defaults,
+      read from ``costtrack._options`` and ``costtrack._wire``): each instance's ended calls are
+      queued, a lone event goes at once, and within the flush interval (500 ms) of the instance's
+      last request the events that follow wait for more, going as one batch when the interval ends
+      or when 100 are waiting; with 20 instances at 50 calls/s each, a batch of about 25 events
+      every 500 ms per instance. The Idempotency-Keys group each instance's reservations as the SDKs do
+      (``grp:…``, at most 25 and half a second a group; docs/guides/spend-control.md);
+      ``RESERVATIONS_PLAIN_KEYS=1`` sends plain keys instead. (The Node SDK
+      sends what queued while its requests were in flight, smaller batches: not modelled here.)
+      The first ``WARM_SECONDS`` fill the ledger to that steady state; the next
+      ``MEASURED_SECONDS`` are measured:
+
+      - write units per reserve and per settled event by AWS's documented rules, each write sized
+        when it happens (the larger of the item before and after it, 1 unit per started KB, doubled
+        in a transaction); the event's own items are not counted;
+      - each ledger item's writes per second (reserves, settles, leases, gathers, seeds) and, for
+        the busiest item, three figures: ``..._busy_fraction_at_1k_rps`` (every
+        write × 10 ms, ``service.TRANSACTION_SECONDS``); ``..._wcu_share_at_1k_rps``, its write units
+        per second over the 1,000 WCU/s one partition (and so one item) takes; and
+        ``..._transaction_busy_at_1k_rps``, the transactions a second that write it × 10 ms, the time
+        a transaction holds an item against conflicting writes (a plain ``UpdateItem`` does not hold
+        it); and the transactions a second on the busiest and on the average shard;
+      - the batches' count and mean size, the shards' live holds and item sizes at the end.
+
+    Prints a table and, on the last line, one JSON object.
+    """
+
     started = time.monotonic()
     figures = {**handler_cpu(), **dynamodb_costs()}
     for name, value in figures.items():

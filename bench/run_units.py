@@ -1,23 +1,7 @@
-"""Write units per event with run ids, taken apart (issue 31): what each kind of item and each
+"""Write units per event with run ids, taken apart: what each kind of item and each
 index costs when events carry a ``trace_id`` and a ``session_id``.
 
     .venv/bin/python bench/run_units.py      # or: .venv/bin/python bench/run.py --only run_units
-
-The same replay as ``service.py``'s ``_with_ids`` figures (10,000 events of one workspace in
-batches of 100, each batch holding 25 calls of each of 4 runs and their 4 sessions, a run lasting
-4 batches) through the real store on DynamoDB Local, with the write units computed by AWS's
-documented rules from the real item sizes (``service._write_units``), split by what was written:
-
-- ``events`` (the events, their time pages, and their ``unpriced`` index entries),
-  ``allowance``, ``workspaces``, the daily ``rollups`` rows;
-- the run and session **totals** (one item per run, ``store/run_totals.py``) and their
-  ``runs_by_cost`` index entries; the cost **sketch** rows.
-
-``index_key_moves``: a write that changes an index's key attributes costs that index a delete and
-a put (AWS's GSI guide); the shared calculator counts the put only, so the moves are counted here
-and added to ``wcu_per_event_with_run_ids`` (a total's ``runs_by_cost`` key holds its cost).
-
-Prints a table and, on the last line, one JSON object.
 """
 
 from __future__ import annotations
@@ -127,6 +111,23 @@ def measure() -> dict[str, float]:
 
 
 def main() -> None:
+    """The same replay as ``service.py``'s ``_with_ids`` figures (10,000 events of one workspace in
+    batches of 100, each batch holding 25 calls of each of 4 runs and their 4 sessions, a run lasting
+    4 batches) through the real store on DynamoDB Local, with the write units computed by AWS's
+    documented rules from the real item sizes (``service._write_units``), split by what was written:
+
+    - ``events`` (the events, their time pages, and their ``unpriced`` index entries),
+      ``allowance``, ``workspaces``, the daily ``rollups`` rows;
+    - the run and session **totals** (one item per run, ``store/run_totals.py``) and their
+      ``runs_by_cost`` index entries; the cost **sketch** rows.
+
+    ``index_key_moves``: a write that changes an index's key attributes costs that index a delete and
+    a put (AWS's GSI guide); the shared calculator counts the put only, so the moves are counted here
+    and added to ``wcu_per_event_with_run_ids`` (a total's ``runs_by_cost`` key holds its cost).
+
+    Prints a table and, on the last line, one JSON object.
+    """
+
     sys.path.insert(0, str(ROOT / "functions"))
     sys.path.insert(0, str(ROOT / "bench"))
     figures = measure()

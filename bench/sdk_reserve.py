@@ -1,21 +1,7 @@
-"""Benchmark of the SDKs' reserve call (issue 29): the time ``tracker.reserve(...)`` takes
+"""Benchmark of the SDKs' reserve call: the time ``tracker.reserve(...)`` takes
 against the local stack, beside a bare HTTP round-trip to the same route.
 
     .venv/bin/python bench/sdk_reserve.py
-
-Starts the local stack (``make dev``'s: DynamoDB Local, the tables and the HTTP front running
-the real handlers in their containers) on free 127.0.0.1 ports in a temporary folder, gives a
-fresh paid workspace an enforced budget with room for every reservation, then measures:
-
-- Python: ``tracker.reserve(...)`` (the SDK's own keep-alive connection), alternating call by
-  call with a bare ``httpx`` POST of the same body to ``/v1/reservations`` on a keep-alive
-  ``httpx.Client``, so both see the same stack and load;
-- Node: ``await tracker.reserve(...)`` alternating with a bare ``fetch`` (``bench/node_reserve.mjs``,
-  a child process; needs ``cd sdk/node && npm ci && npm run build``).
-
-Each side: ``WARMUP`` calls, then ``CALLS`` timed ones; p50 and p99 in milliseconds, and the
-SDK's share (its p50 minus the bare p50). Every call must be allowed (an unallowed answer stops
-the run). Prints a table, then one JSON object on the last line.
 """
 
 from __future__ import annotations
@@ -123,6 +109,21 @@ def summary(language: str, sdk: list[float], bare: list[float]) -> dict[str, flo
 
 
 def main() -> None:
+    """Starts the local stack (``make dev``'s: DynamoDB Local, the tables and the HTTP front running
+    the real handlers in their containers) on free 127.0.0.1 ports in a temporary folder, gives a
+    fresh paid workspace an enforced budget with room for every reservation, then measures:
+
+    - Python: ``tracker.reserve(...)`` (the SDK's own keep-alive connection), alternating call by
+      call with a bare ``httpx`` POST of the same body to ``/v1/reservations`` on a keep-alive
+      ``httpx.Client``, so both see the same stack and load;
+    - Node: ``await tracker.reserve(...)`` alternating with a bare ``fetch`` (``bench/node_reserve.mjs``,
+      a child process; needs ``cd sdk/node && npm ci && npm run build``).
+
+    Each side: ``WARMUP`` calls, then ``CALLS`` timed ones; p50 and p99 in milliseconds, and the
+    SDK's share (its p50 minus the bare p50). Every call must be allowed (an unallowed answer stops
+    the run). Prints a table, then one JSON object on the last line.
+    """
+
     from costtrack_service.domain.budgets.budget import Budget
     from costtrack_service.domain.workspaces.plans import Tier
     from costtrack_tools.local.stack import LocalStack

@@ -1,25 +1,6 @@
 """Benchmark of the ingestion service: what one accepted event costs.
 
-    .venv/bin/python bench/service.py
-
-- Handler CPU per accepted event (and per OTLP span: ``otlp_traces.py``), excluding I/O: the
-  real Lambda handler (Powertools resolver, logging and metrics on) in front of an in-memory
-  store behind the same interface; thread CPU time, median and p99.
-- CPU of the DynamoDB side per batched event (item mapping, botocore serialization and
-  signing), which the handler figure leaves out, with a canned reply instead of the network.
-- DynamoDB round trips and write units per accepted event on a warm function, on DynamoDB Local:
-  calls counted with botocore event hooks. DynamoDB Local reports one capacity figure per table
-  in a transaction, whatever the number of items, so the write units are computed by AWS's
-  documented rules from the real item sizes: a transactional write costs 2 WCU per item per
-  started KB, and each global secondary index the item enters 1 more per started KB of the
-  projected item (``ddb_wcu_per_event`` is the sum; ``ddb_table_wcu_per_event`` and
-  ``ddb_index_wcu_per_event`` the split).
-- Cold import of each handler module in a fresh process, as a ratio to ``import boto3``.
-- AWS list-price cost per million accepted events (HTTP API, Lambda arm64 at the template's
-  memory and the measured duration, DynamoDB on-demand), beside Langfuse Cloud's published
-  overage price, with the arithmetic printed.
-
-Prints a table and, on the last line, one JSON object.
+.venv/bin/python bench/service.py
 """
 
 from __future__ import annotations
@@ -287,7 +268,8 @@ def dynamodb_costs() -> dict[str, float]:
             )
             figures[f"ingest_local_ms_per_request{suffix}"] = statistics.median(timings)
             figures[f"events_per_request{suffix}"] = batch
-    # Before batches and shards every event was one transaction through the workspace item.
+    # The baseline a design without batches and shards would have: one transaction per event
+    # through the workspace item.
     figures["hot_item_busy_fraction_at_10k_eps_before"] = TARGET_EPS * TRANSACTION_SECONDS
     return figures
 
@@ -352,6 +334,26 @@ def _sender(service: Any, key: str, batch: int, request: Any, runs: int = 0) -> 
 
 
 def main() -> None:
+    """- Handler CPU per accepted event (and per OTLP span: ``otlp_traces.py``), excluding I/O: the
+      real Lambda handler (Powertools resolver, logging and metrics on) in front of an in-memory
+      store behind the same interface; thread CPU time, median and p99.
+    - CPU of the DynamoDB side per batched event (item mapping, botocore serialization and
+      signing), which the handler figure leaves out, with a canned reply instead of the network.
+    - DynamoDB round trips and write units per accepted event on a warm function, on DynamoDB Local:
+      calls counted with botocore event hooks. DynamoDB Local reports one capacity figure per table
+      in a transaction, whatever the number of items, so the write units are computed by AWS's
+      documented rules from the real item sizes: a transactional write costs 2 WCU per item per
+      started KB, and each global secondary index the item enters 1 more per started KB of the
+      projected item (``ddb_wcu_per_event`` is the sum; ``ddb_table_wcu_per_event`` and
+      ``ddb_index_wcu_per_event`` the split).
+    - Cold import of each handler module in a fresh process, as a ratio to ``import boto3``.
+    - AWS list-price cost per million accepted events (HTTP API, Lambda arm64 at the template's
+      memory and the measured duration, DynamoDB on-demand), beside Langfuse Cloud's published
+      overage price, with the arithmetic printed.
+
+    Prints a table and, on the last line, one JSON object.
+    """
+
     sys.path.insert(0, str(ROOT / "functions"))
     figures: dict[str, float] = {}
     figures.update(handler_cpu())

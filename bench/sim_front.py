@@ -1,25 +1,6 @@
-"""The simulator checked against the AWS front (``costtrack_tools.sim.front_check``): the same
-closed-loop workload (``SHAPE``: 8 functions, each sending 10 batches of 50 events one after
-another, allowance 2,500) through the real store on DynamoDB Local behind ``AwsFront``, then
-through the simulator driven by what the front measured in that run (transaction holds, the
-client's time around them, cancelled answers, surveys, peeks, each request's time outside the
-store), for ``SEEDS`` seeds; at several front speeds: DynamoDB Local as this host runs it, and
-slowed by the front's speed knob (``AwsRules.upstream_delay_s``: each request to DynamoDB Local
-first waits ``--delay-ms``, one request at a time).
-
-Per speed, the agreement: the largest relative difference, simulation (mean of the seeds) against
-the front, of the accepted, refused and conflict counts (conflicts: cancelled transactions plus
-surveys that met a write), with ``--runs`` front runs at a speed pooled (their counts summed on
-both sides: one front run's conflicts vary by about as much as the seeds'). ``sim_front_agreement``
-is the largest over the speeds run, ``sim_front_agreement_worst_seed`` the largest for a single
-seed against a single front run; per speed ``sim_front_delay_<ms>_ms_*`` (counts: its last run);
-the side-by-side counts (``sim_front_<count>_front``/``_sim``) are the first run's.
-
-    .venv/bin/python bench/sim_front.py [--delay-ms 0 20 50] [--runs 1]
-
-Alone, it also writes its figures (the last run's at each speed) into ``bench/results.json``,
-keeping the rest.
-"""
+"""The simulator checked against the AWS front: the same closed-loop workload through the real
+store on DynamoDB Local behind ``AwsFront`` and through the simulator, at several front speeds,
+so the simulation's figures can be trusted where the front cannot reach (docs/concepts/scale.md)."""
 
 from __future__ import annotations
 
@@ -111,6 +92,20 @@ def at_speeds(delays_ms: tuple[float, ...] = DELAYS_MS, runs: int = 1) -> tuple[
 
 
 def main() -> None:
+    """Per speed, the agreement: the largest relative difference, simulation (mean of the seeds) against
+    the front, of the accepted, refused and conflict counts (conflicts: cancelled transactions plus
+    surveys that met a write), with ``--runs`` front runs at a speed pooled (their counts summed on
+    both sides: one front run's conflicts vary by about as much as the seeds'). ``sim_front_agreement``
+    is the largest over the speeds run, ``sim_front_agreement_worst_seed`` the largest for a single
+    seed against a single front run; per speed ``sim_front_delay_<ms>_ms_*`` (counts: its last run);
+    the side-by-side counts (``sim_front_<count>_front``/``_sim``) are the first run's.
+
+        .venv/bin/python bench/sim_front.py [--delay-ms 0 20 50] [--runs 1]
+
+    Alone, it also writes its figures (the last run's at each speed) into ``bench/results.json``,
+    keeping the rest.
+    """
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--delay-ms", type=float, nargs="+", default=list(DELAYS_MS), help="front speeds to run")
     parser.add_argument("--runs", type=int, default=1, help="front runs at each speed")

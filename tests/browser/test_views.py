@@ -288,19 +288,38 @@ def test_the_menu_works_with_the_keyboard(browser: Any, demo: LocalStack) -> Non
     page.close()
 
 
+#: A list with "Load more": its view, the route its pages come from, its items' field, a maker
+#: of one item, its button, its foot and its table.
+PAGED_LISTS = {
+    "events": ("#/events", "events", "events", lambda n: demo_event(n), "#more-events", "#events-end", "#events"),
+    "deliveries": (
+        "#/budgets",
+        "webhook-deliveries",
+        "deliveries",
+        lambda n: demo_delivery(n),
+        "#more-deliveries",
+        "#deliveries-end",
+        "#deliveries",
+    ),
+}
+
+
 @pytest.mark.parametrize(
-    ("cursors", "end"),
+    ("listed", "cursors", "end"),
     [
-        (["c1", None], "End of list (4)."),
-        (["c1", "c1"], "Stopped after 4: the server gave the same page cursor twice."),
-        (["c1", "c2", "c1"], "Stopped after 6: the server gave the same page cursor twice."),
+        ("events", ["c1", None], "End of list (4)."),
+        ("events", ["c1", "c1"], "Stopped after 4: the server gave the same page cursor twice."),
+        ("events", ["c1", "c2", "c1"], "Stopped after 6: the server gave the same page cursor twice."),
+        ("deliveries", ["c1", None], "End of list (4)."),
+        ("deliveries", ["c1", "c1"], "Stopped after 4: the server gave the same page cursor twice."),
     ],
 )
 def test_load_more_stops_at_the_end_and_on_a_repeated_cursor(
-    browser: Any, demo: LocalStack, cursors: list[str | None], end: str
+    browser: Any, demo: LocalStack, listed: str, cursors: list[str | None], end: str
 ) -> None:
     """The server's pages are replaced in the browser (Playwright's routing) so that it can say
     what a real one should never say: the same cursor twice."""
+    view, route_name, field, item, button, foot, table = PAGED_LISTS[listed]
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     problems: list[str] = []
     page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
@@ -310,24 +329,23 @@ def test_load_more_stops_at_the_end_and_on_a_repeated_cursor(
         cursor = dict(p.split("=", 1) for p in route.request.url.split("?", 1)[1].split("&")).get("cursor")
         asked.append(cursor)
         n = len(asked)
-        events = [demo_event(f"e{n}-{i}") for i in range(2)]
-        body: dict[str, Any] = {"events": events}
+        body: dict[str, Any] = {field: [item(f"e{n}-{i}") for i in range(2)]}
         if cursors[n - 1] is not None:
             body["next_cursor"] = cursors[n - 1]  # else absent: as null, the end
         route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
 
-    page.route("**/v1/workspace/events?*", answer)
+    page.route(f"**/v1/workspace/{route_name}?*", answer)
     token = json.dumps(demo.state["workspaces"]["paid"]["admin_token"])
     page.add_init_script(f"sessionStorage.setItem('costtrack.adminToken', {token})")
-    page.goto(f"{demo.state['api_url']}/dashboard#/events")
+    page.goto(f"{demo.state['api_url']}/dashboard{view}")
     settled(page)
-    more = page.get_by_role("button", name="Load more")
+    more = page.locator(button)
     while more.is_visible():
         more.click()
         page.wait_for_function("() => state.loading === 0")
         assert len(asked) <= len(cursors), "the list asked past its end"
-    assert text(page, "#events-end") == end
-    assert len(asked) == len(cursors) and count(page, "#events tbody tr") == 2 * len(cursors)
+    assert text(page, foot) == end
+    assert len(asked) == len(cursors) and count(page, f"{table} tbody tr") == 2 * len(cursors)
     assert problems == []
     page.close()
 
@@ -346,4 +364,18 @@ def demo_event(event_id: str) -> dict[str, Any]:
         "total_tokens": 10,
         "cost": "0.001",
         "pricing_status": "priced",
+    }
+
+
+def demo_delivery(notification_id: str) -> dict[str, Any]:
+    return {
+        "notification_id": notification_id,
+        "budget_id": "bud_x",
+        "threshold": 80,
+        "target": "sns",
+        "url": None,
+        "state": "delivered",
+        "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        "next_attempt_at": None,
+        "attempts": [{"at": "2026-11-28T00:00:00.000Z", "status": 200, "error": None}],
     }

@@ -404,7 +404,8 @@ def test_injected_transaction_conflicts(local_stack: Any, workspace_factory: Any
         try:
             ingest(service, request)
         except ApiError as error:
-            return http_status(error), {"code": error.code, **error.headers}
+            retry_after = {"Retry-After": str(error.retry_after)} if error.retry_after is not None else {}
+            return http_status(error), {"code": error.code, **retry_after}
         return 200, {}
 
     with ThreadPoolExecutor(max_workers=8) as pool:

@@ -26,7 +26,7 @@ from costtrack_service.services.budgets import BudgetService
 from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.price_overrides import OverrideService
 from costtrack_service.services.run_anomalies import AnomalySettingsService
-from costtrack_service.services.workspace import WorkspaceService
+from costtrack_service.services.workspace import EventListQuery, UsageQuery, WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_service.store.ingestion import IngestionStore
 from costtrack_service.store.tables import TABLES, TableNames
@@ -121,6 +121,8 @@ def _reservations_and_runs(names: TableNames, recorder: Any) -> None:
     secret, _ = admin.keys.create_key(workspace.workspace_id)
     budget = Budget("bud_iam", workspace.workspace_id, Decimal("0.05"), scope="customer", scope_value="c", enforce=True)
     admin.budgets.put_budget(budget)
+    # The customer "c" is charged: ingestion reads the rate cards and the customer's card.
+    exercise_rate_card_routes(admin, workspace.workspace_id)
     client = recorder.attach(boto3.client("dynamodb", region_name="us-east-1"))
     service = IngestService(IngestionStore(client, names))
     reservations = ReservationService(service.store, service.pricer, service.reads.price_overrides)  # type: ignore[arg-type]
@@ -160,12 +162,12 @@ def api_calls() -> dict[str, set[str]]:
         caller = service.authenticate(token).workspace
         service.summary(caller)
         for group_by in ("day", "feature", "customer"):
-            service.usage(caller, {"group_by": group_by})
-        service.unknown_models(caller, {})
-        page = service.events(caller, {"limit": "2"})
-        service.events(caller, {"limit": "2", "cursor": page["next_cursor"]})
-        service.events(caller, {"limit": "2", "feature": "f0"})
-        key_id = service.keys(caller)["keys"][0]["key_id"]
+            service.usage(caller, UsageQuery(group_by=group_by))
+        service.unknown_models(caller, None, None)
+        page = service.events(caller, EventListQuery(2))
+        service.events(caller, EventListQuery(2, page.next_cursor))
+        service.events(caller, EventListQuery(2, filters={"feature": "f0"}))
+        key_id = service.keys(caller).keys[0].key_id
         service.create_key(caller, {"name": "new"})
         service.change_key(caller, key_id, "deactivate")
         overrides = OverrideService(service.store)
@@ -174,6 +176,7 @@ def api_calls() -> dict[str, set[str]]:
         overrides.delete(caller, set_["override"]["override_id"])
         exercise_budget_routes(service.store, workspace.workspace_id)  # type: ignore[arg-type]
         exercise_billing_routes(service.store, workspace.workspace_id)
+        exercise_rate_card_routes(service.store, workspace.workspace_id)
         exercise_run_routes(service.store, workspace.workspace_id)
     return recorder.calls
 
@@ -203,8 +206,28 @@ def exercise_billing_routes(store: DynamoStore, workspace_id: str) -> None:
     arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:costtrack/billing/openai-AbCdEf"
     billing.connect(workspace_id, {"provider": "openai", "secret_arn": arn})
     billing.connections(workspace_id)
-    billing.reconciliation(workspace_id, {})
+    billing.reconciliation(workspace_id)
     billing.disconnect(workspace_id, "openai")
+
+
+def exercise_rate_card_routes(store: DynamoStore, workspace_id: str) -> None:
+    """Every rate-card, customer and billing-settings operation of the owners' API, once; the
+    customer "c" on the card "std"."""
+    from costtrack_service.services.customers import CustomerService
+    from costtrack_service.services.rate_cards import RateCardService
+
+    cards = RateCardService(store)
+    cards.put(workspace_id, "std", {"name": "Standard", "markup_percent": "20"}, "k-1")
+    cards.get(workspace_id, "std")
+    cards.list(workspace_id)
+    customers = CustomerService(store)
+    customers.put(workspace_id, "c", {"rate_card_id": "std"})
+    customers.get(workspace_id, "c")
+    customers.put_settings(workspace_id, {"default_rate_card_id": "std"})
+    customers.settings(workspace_id)
+    from costtrack_service.services.margins import MarginService
+
+    MarginService(store).margins(workspace_id, "feature")
 
 
 def exercise_budget_routes(store: DynamoStore, workspace_id: str) -> None:

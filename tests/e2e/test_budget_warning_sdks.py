@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from costtrack import Tracker
-from costtrack_service.domain.budgets.budget import parse_budget
+from costtrack_service.domain.budgets.budget_fields import parse_budget
 from costtrack_service.jobs.budget_evaluator import Alerts, AlertSettings
 from costtrack_tools.local.stack import LOCAL_WEBHOOKS
 from tests.conftest import built_node_sdk

@@ -9,6 +9,7 @@ Fast settings in ``make test``; ``make chaos`` (``COSTTRACK_CHAOS=full``) runs m
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import quote
 
@@ -61,3 +62,54 @@ def test_key_ids_are_answered_or_named(local_stack: Any, token: str, key_id: str
     assert response.status_code in (400, 404), (path, response.status_code, response.text[:300])
     if response.status_code == 400:
         assert response.json()["error"]["details"][0]["field"] == "key_id"
+
+
+#: JSON values of every kind, for the billing bodies' fields (money as numbers, nested junk).
+json_values = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(10**20), max_value=10**20),
+        st.floats(allow_nan=False, allow_infinity=False),
+        edgy_text,
+        st.sampled_from(["20", "-100", "-100.0001", "0.0001", "1e3", "2027-01-01T00:00:00Z", "gpt-5*", "*", "USD"]),
+    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=12), inner, max_size=3)),
+    max_leaves=8,
+)
+RULE_FIELDS = ["provider", "model", "feature", "markup_percent", "unit_prices"]
+CARD_FIELDS = ["name", "currency", "markup_percent", "minimum_per_call", "rules", "effective_from"]
+CUSTOMER_FIELDS = ["name", "rate_card_id", "billing", "external_ids", "credits_enforced"]
+
+
+@SETTINGS
+@given(
+    path=st.sampled_from(["/v1/workspace/rate-cards/{id}", "/v1/workspace/customers/{id}", "/v1/workspace/billing"]),
+    ident=st.one_of(edgy_text, st.sampled_from(["std", "acme", "a.b-c_d"])),
+    body=st.one_of(
+        json_values,
+        st.fixed_dictionaries(
+            {"name": st.just("n"), "markup_percent": st.just("10")},
+            optional={
+                name: json_values
+                for name in {*CARD_FIELDS, *CUSTOMER_FIELDS, "default_rate_card_id"} - {"name", "markup_percent"}
+            },
+        ),
+        st.fixed_dictionaries(
+            {"name": st.just("n"), "markup_percent": st.just("10")},
+            optional={"rules": st.lists(st.dictionaries(st.sampled_from(RULE_FIELDS), json_values), max_size=3)},
+        ),
+    ),
+)
+def test_billing_writes_are_answered_or_named(local_stack: Any, token: str, path: str, ident: str, body: Any) -> None:
+    """Rate cards, customers and settings: any body, any id, 200 or a 4xx naming something."""
+    url = path.replace("{id}", quote(ident.encode("utf-8", "surrogatepass"), safe=""))
+    with httpx.Client(base_url=local_stack.state["api_url"], timeout=60) as client:
+        response = client.put(
+            url,
+            content=json.dumps(body),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
+    assert response.status_code in (200, 400, 404, 405, 409), (url, body, response.status_code, response.text[:300])
+    if response.status_code == 400:
+        assert response.json()["error"]["details"][0]["field"], (url, body)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from costtrack_tools.local.aws_front import CONFLICT_MESSAGE, TABLE_THROTTLED, AwsFront, AwsRules
+from costtrack_tools.local.aws_front import CONFLICT_MESSAGE, TABLE_THROTTLED, AwsFront, AwsRules, SteppedClock
 from costtrack_tools.local.aws_front_reads import read_units
 from costtrack_tools.local.dynamodb import LocalDynamo
 from costtrack_tools.local.item_size import item_size
@@ -51,6 +51,10 @@ def test_read_units_follow_the_documented_rules() -> None:
     assert read_units(4097, consistent=True, transactional=True) == 4
 
 
+STEPPED = SteppedClock()
+
+
+@pytest.mark.parametrize("front", [AwsRules(clock=STEPPED)], indirect=True)
 def test_reads_beyond_3000_units_per_second_from_one_partition_key_are_throttled(front: AwsFront) -> None:
     dynamodb = client(front.url)
     table = make_table(dynamodb, sort_key=True)
@@ -61,17 +65,15 @@ def test_reads_beyond_3000_units_per_second_from_one_partition_key_are_throttled
     hot, cool = {"pk": {"S": "hot"}, "sk": {"S": "a"}}, {"pk": {"S": "cool"}, "sk": {"S": "a"}}
     units = read_units(item_size({**hot, "blob": blob}), consistent=True)
     assert units == 96
-    started, reads, refused = time.monotonic(), 0, None
-    while refused is None and reads < 200:
+    reads, refused = 0, None
+    while refused is None and reads < 200:  # the clock stands still: every read is in one second
         try:
             dynamodb.get_item(TableName=table, Key=hot, ConsistentRead=True)
             reads += 1
         except Exception as exc:  # the first refusal ends the loop
             refused = exc
-    elapsed = time.monotonic() - started
     assert refused is not None, "reads of 96 units, one after another, must be throttled"
-    if elapsed < 1.0:  # all within the window: the read that passes 3,000 units is the last
-        assert reads == -(-3000 // units)
+    assert reads == -(-3000 // units)  # the read that passes 3,000 units is the last
     response = refused.response  # type: ignore[attr-defined]
     assert response["Error"]["Code"] == "ThrottlingException"
     assert response["Error"]["Message"] == TABLE_THROTTLED
@@ -93,7 +95,7 @@ def test_reads_beyond_3000_units_per_second_from_one_partition_key_are_throttled
     )
     assert query["Error"]["Code"] == "ThrottlingException"
     assert dynamodb.get_item(TableName=table, Key=cool)["Item"]["sk"]["S"] == "a"  # other partitions read on
-    time.sleep(1.05)  # the window slides
+    STEPPED.advance(1.05)  # the window slides
     assert dynamodb.get_item(TableName=table, Key=hot, ConsistentRead=True)["Item"]["sk"]["S"] == "a"
     stats = front.stats()
     assert stats["read_throttled"] == 3 and stats["read_throttled_keys"] == 1
@@ -119,7 +121,12 @@ def two_item_transaction(dynamodb: Any, table: str, tag: str) -> None:
     )
 
 
-@pytest.mark.parametrize("front", [AwsRules(visibility_window_s=1.6, visibility_order="request")], indirect=True)
+VISIBLE_IN_ORDER = SteppedClock()
+
+
+@pytest.mark.parametrize(
+    "front", [AwsRules(visibility_window_s=1.6, visibility_order="request", clock=VISIBLE_IN_ORDER)], indirect=True
+)
 def test_plain_reads_see_a_committed_transaction_item_by_item_and_transact_get_sees_it_whole(
     front: AwsFront,
 ) -> None:
@@ -127,7 +134,7 @@ def test_plain_reads_see_a_committed_transaction_item_by_item_and_transact_get_s
     table = make_table(dynamodb)
     dynamodb.put_item(TableName=table, Item={"pk": {"S": "first"}, "v": {"S": "old"}})
     two_item_transaction(dynamodb, table, "new")
-    committed = time.monotonic()  # at most this; the first item is visible 0.8 s after the commit
+    # the first item is visible 0.8 s after the commit, the second 1.6 s after it
     # straight after the commit: plain reads, consistent or not, see neither item yet ...
     assert value(dynamodb, table, "first", ConsistentRead=True) == "old"
     assert value(dynamodb, table, "second", ConsistentRead=True) is None  # it did not exist before
@@ -137,11 +144,10 @@ def test_plain_reads_see_a_committed_transaction_item_by_item_and_transact_get_s
     )
     assert [answer["Item"]["v"]["S"] for answer in whole["Responses"]] == ["new", "new"]
     # halfway through the window the first item (in request order) is visible, the second is not
-    time.sleep(max(0.0, committed + 0.9 - time.monotonic()))
+    VISIBLE_IN_ORDER.advance(0.9)
     batch = dynamodb.batch_get_item(
         RequestItems={table: {"Keys": [{"pk": {"S": "first"}}, {"pk": {"S": "second"}}], "ConsistentRead": True}}
     )
-    assert time.monotonic() - committed < 1.5, "the machine was too slow to see the window"
     assert {item["pk"]["S"]: item["v"]["S"] for item in batch["Responses"][table]} == {"first": "new"}
     # a plain write ends the item's stale view at once
     dynamodb.put_item(TableName=table, Item={"pk": {"S": "second"}, "v": {"S": "written"}})
@@ -149,16 +155,19 @@ def test_plain_reads_see_a_committed_transaction_item_by_item_and_transact_get_s
     assert front.stats()["stale_reads"] == 3
 
 
-@pytest.mark.parametrize("front", [AwsRules(visibility_window_s=0.8, visibility_order="reversed")], indirect=True)
+VISIBLE_REVERSED = SteppedClock()
+
+
+@pytest.mark.parametrize(
+    "front", [AwsRules(visibility_window_s=0.8, visibility_order="reversed", clock=VISIBLE_REVERSED)], indirect=True
+)
 def test_after_the_window_plain_reads_see_the_transaction_and_the_order_is_the_rules(front: AwsFront) -> None:
     dynamodb = client(front.url)
     table = make_table(dynamodb)
     two_item_transaction(dynamodb, table, "new")
-    committed = time.monotonic()
-    time.sleep(0.55)  # reversed: the last item of the request becomes visible first (at 0.4 s)
+    VISIBLE_REVERSED.advance(0.55)  # reversed: the last item of the request becomes visible first (at 0.4 s)
     assert (value(dynamodb, table, "first"), value(dynamodb, table, "second")) == (None, "new")
-    assert time.monotonic() - committed < 0.8, "the machine was too slow to see the window"
-    time.sleep(max(0.0, committed + 0.85 - time.monotonic()))
+    VISIBLE_REVERSED.advance(0.3)
     assert (value(dynamodb, table, "first"), value(dynamodb, table, "second")) == ("new", "new")
 
 

@@ -108,6 +108,7 @@ class World:
         """Each documented route with a parameter: its parameters (made afresh per call) and body."""
         month = datetime.now(UTC).strftime("%Y-%m")
         same = self.template
+        card, customer = self.rate_card(), self.customer()
         return {
             ("GET", "/v1/workspace/statements/{month}"): (lambda: {"month": month}, None),
             ("POST", "/v1/workspace/keys/{key_id}/{action}"): (
@@ -127,7 +128,27 @@ class World:
             ("GET", "/v1/workspace/runs/{trace_id}"): (lambda: {"trace_id": RUN_ID}, None),
             ("GET", "/v1/workspace/sessions/{session_id}"): (lambda: {"session_id": RUN_ID}, None),
             ("DELETE", "/v1/reservations/{reservation_id}"): (lambda: {"reservation_id": self.reservation()}, None),
+            ("GET", "/v1/workspace/rate-cards/{rate_card_id}"): (lambda: {"rate_card_id": card}, None),
+            ("PUT", "/v1/workspace/rate-cards/{rate_card_id}"): (
+                lambda: {"rate_card_id": f"rc.{uuid.uuid4().hex[:8]}"},
+                {"name": "Standard", "markup_percent": "20"},
+            ),
+            ("GET", "/v1/workspace/customers/{customer_id}"): (lambda: {"customer_id": customer}, None),
+            ("PUT", "/v1/workspace/customers/{customer_id}"): (
+                lambda: {"customer_id": f"cu:{uuid.uuid4().hex[:8]}"},
+                {"name": "Acme"},
+            ),
         }
+
+    def rate_card(self) -> str:
+        answer = self.owner.call("PUT", "/v1/workspace/rate-cards/rc.1-x_y", json={"name": "A", "markup_percent": "5"})
+        assert answer.status_code == 200, answer.text
+        return "rc.1-x_y"
+
+    def customer(self) -> str:
+        answer = self.owner.call("PUT", "/v1/workspace/customers/cu:1.x-y_z", json={"name": "Acme"})
+        assert answer.status_code == 200, answer.text
+        return "cu:1.x-y_z"
 
     def ask(self, method: str, template: str, params: dict[str, str], spelling: str, body: Any) -> httpx.Response:
         path = template

@@ -1,9 +1,11 @@
 """Every write that takes an ``Idempotency-Key`` answers a retry from its record before any limit
-(CONTRACT §2, §4, §10): one table of routes, each run through the same steps on the local stack.
+(CONTRACT §2, §4, §10, §12): one table of routes, ingestion's and the owners', each run through
+the same steps on the local stack.
 
 1. the first call is accepted;
 2. a call whose answer a 503 hid (the service committed it, the client saw ``503``), and other
-   calls, until the route's limit refuses one (the plan's allowance, an enforced budget);
+   calls, until the route's limit refuses one (the plan's allowance, an enforced budget, the
+   workspace's number of budgets or webhooks);
 3. the first call again: its stored answer, ``replayed``, although the limit refuses new calls;
 4. the same key with another body: ``422 IDEMPOTENCY_KEY_REUSED``, not the limit's refusal;
 5. the call the 503 hid, again: the answer the service gave it and the client never saw.
@@ -21,8 +23,11 @@ from typing import Any
 import httpx
 import pytest
 
+from costtrack_service.edge.api_document import openapi_document
 from costtrack_service.edge.ingest.ingest_routes import served_openapi_document
+from costtrack_service.services.budgets import MAX_BUDGETS
 from tests.conftest import GPT5_EVENT, month_usage
+from tests.support.budget_owner import Owner
 from tests.support.fault_proxy import FaultProxy
 from tests.support.reservation_shop import Shop
 
@@ -34,6 +39,9 @@ class Route:
 
     operation: tuple[str, str]
     limit: str  # the code that refuses a new call at the limit
+    limit_status = 429
+    #: How many other calls reach the limit, at most.
+    calls_to_limit = 10
 
     def send(self, client: httpx.Client, key: str, other: bool = False) -> httpx.Response:
         raise NotImplementedError
@@ -125,24 +133,77 @@ class Reservation(Route):
         assert Decimal(line["remaining"]) == Decimal("0.03") - accepted * Decimal("0.01"), standing.text
 
 
+class OwnerWrite(Route):
+    """An owners' write: its answer is its whole body, a replay says so in its header only."""
+
+    limit = "INVALID_PAYLOAD"
+    limit_status = 400
+
+    def __init__(self, local_stack: Any, api: httpx.Client) -> None:
+        self.owner = Owner(local_stack, api)
+
+    def post(self, client: httpx.Client, key: str, body: dict[str, Any]) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self.owner.token}", "Idempotency-Key": key}
+        return client.post(self.operation[1], json=body, headers=headers)
+
+    def answer(self, response: httpx.Response) -> dict[str, Any]:
+        body: dict[str, Any] = response.json()
+        return body
+
+    def replayed(self, response: httpx.Response) -> bool:
+        return response.headers.get("Idempotent-Replayed") == "true"
+
+    def outcome(self, response: httpx.Response) -> tuple[int, str | None]:
+        status, code = super().outcome(response)
+        return (200 if status == 201 else status), code
+
+
+class BudgetCreation(OwnerWrite):
+    operation = ("POST", "/v1/workspace/budgets")
+    calls_to_limit = MAX_BUDGETS
+
+    def send(self, client: httpx.Client, key: str, other: bool = False) -> httpx.Response:
+        return self.post(client, key, {"name": key[:40], "amount": "2" if other else "1"})
+
+    def check_counted(self, accepted: int) -> None:
+        budgets = self.owner.call("GET", "/v1/workspace/budgets").json()["budgets"]
+        assert len(budgets) == accepted
+
+
+class WebhookCreation(OwnerWrite):
+    operation = ("POST", "/v1/workspace/webhooks")
+
+    def send(self, client: httpx.Client, key: str, other: bool = False) -> httpx.Response:
+        url = f"http://127.0.0.1:9/{'other' if other else 'hooks'}"
+        return self.post(client, key, {"url": url, "description": key[:40]})
+
+    def check_counted(self, accepted: int) -> None:
+        endpoints = self.owner.call("GET", "/v1/workspace/webhooks").json()["webhooks"]
+        assert len(endpoints) == accepted
+
+
 ROUTES: dict[str, Callable[[Any, httpx.Client, Any], Route]] = {
     "event": lambda stack, api, factory: SingleEvent(stack, factory),
     "batch item": lambda stack, api, factory: BatchItem(stack, factory),
     "reservation": lambda stack, api, factory: Reservation(stack, api),
+    "budget creation": lambda stack, api, factory: BudgetCreation(stack, api),
+    "webhook creation": lambda stack, api, factory: WebhookCreation(stack, api),
 }
 
 
 def test_every_route_that_takes_an_idempotency_key_is_in_the_table() -> None:
     documented = {
         (method.upper(), path)
-        for path, operations in served_openapi_document()["paths"].items()
+        for document in (served_openapi_document(), openapi_document())
+        for path, operations in document["paths"].items()
         for method, operation in operations.items()
         if any(
             parameter.get("in") == "header" and parameter["name"].lower() == "idempotency-key"
             for parameter in operation.get("parameters", [])
         )
     }
-    assert documented == {route.operation for route in (SingleEvent, BatchItem, Reservation)}
+    tabled = (SingleEvent, BatchItem, Reservation, BudgetCreation, WebhookCreation)
+    assert documented == {route.operation for route in tabled}
 
 
 @pytest.mark.parametrize("name", sorted(ROUTES))
@@ -160,12 +221,12 @@ def test_a_retry_is_answered_from_its_record_before_any_limit(
     [hidden] = proxy.answers
     assert route.outcome(hidden) == (200, None), hidden.text  # committed, though the client saw a 503
     accepted = 2
-    for _ in range(10):
+    for _ in range(route.calls_to_limit):
         other = route.send(api, str(uuid.uuid4()))
         if route.outcome(other) != (200, None):
             break
         accepted += 1
-    assert route.outcome(other) == (429, route.limit), other.text
+    assert route.outcome(other) == (route.limit_status, route.limit), other.text
 
     retry = route.send(api, first_key)
     assert route.outcome(retry) == (200, None), retry.text
@@ -178,3 +239,24 @@ def test_a_retry_is_answered_from_its_record_before_any_limit(
     assert route.outcome(after_503) == (200, None), after_503.text
     assert route.replayed(after_503) and route.answer(after_503) == route.answer(hidden)
     route.check_counted(accepted)
+
+
+@pytest.mark.parametrize("name", ["budget creation", "webhook creation"])
+def test_concurrent_sends_of_one_owner_write_create_one_thing(name: str, local_stack: Any, api: httpx.Client) -> None:
+    """Ten sends of one key at once: one write; every other send is its replay or ``409`` (the
+    first still running, retried after ``Retry-After``), never a second budget or webhook."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    route = ROUTES[name](local_stack, api, None)
+    key = f"burst-{uuid.uuid4()}"
+    with ThreadPoolExecutor(10) as pool:
+        answers = list(pool.map(lambda _: route.send(api, key), range(10)))
+    made = [answer for answer in answers if answer.status_code == 201 and not route.replayed(answer)]
+    assert len(made) == 1, [answer.text for answer in answers]
+    for answer in answers:
+        assert answer.status_code in (201, 409), answer.text
+        if answer.status_code == 201:
+            assert route.answer(answer) == route.answer(made[0])
+        else:
+            assert answer.headers.get("Retry-After") == "1"
+    route.check_counted(1)

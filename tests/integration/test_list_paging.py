@@ -13,22 +13,15 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import running_stack
 from tests.support.http_workspace import Workspace
-from tests.support.list_paging import CLIENTS, concurrently, event_body, newest_first, page_through
+from tests.support.list_paging import CLIENTS, concurrently, event_body, newest_first, page_through, paging_stack
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module", params=["dynamodb-local", "aws-front"])
 def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    if request.param == "dynamodb-local":
-        yield request.getfixturevalue("local_stack")
-        return
-    from costtrack_tools.local.aws_front import AwsRules
-
-    rules = AwsRules(transaction_latency_s=0.01, partition_wcu_per_s=1000)
-    yield from running_stack(tmp_path_factory, "paging-front-", aws_rules=rules)
+    yield from paging_stack(request, tmp_path_factory, "paging-front-")
 
 
 @pytest.fixture

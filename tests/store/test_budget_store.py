@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from costtrack_service.domain.budgets.alerts import DELIVERED, PENDING, Attempt, Delivery, Endpoint, Notification
-from costtrack_service.domain.budgets.budget import Budget, change_budget, parse_budget, window
+from costtrack_service.domain.budgets.budget import Budget
+from costtrack_service.domain.budgets.budget_fields import change_budget, parse_budget
+from costtrack_service.domain.budgets.budget_windows import window
 from costtrack_service.domain.pricing.entries import parse_timestamp
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.domain.budgets.budget import Budget, window
+from costtrack_service.domain.budgets.budget import Budget
+from costtrack_service.domain.budgets.budget_windows import window
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.reservations.ledger import LEDGER_SHARDS, Ledger
 from costtrack_service.domain.reservations.seed import plan_seed

@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 
+from tests.support.http_workspace import Workspace
+
 #: Concurrent clients, as the issue's scenario runs them.
 CLIENTS = 50
 
@@ -88,3 +90,30 @@ def newest_first(events: list[dict[str, Any]]) -> list[str]:
     """Event ids in the event list's documented order: newest first, then by id (descending)."""
     ordered = sorted(events, key=lambda event: (event["received_at"], event["event_id"]), reverse=True)
     return [event["event_id"] for event in ordered]
+
+
+def created_keys(owner: Workspace, count: int, clients: int = CLIENTS) -> list[dict[str, Any]]:
+    """``count`` ingestion keys created by ``clients`` owners' clients at once (many in one
+    millisecond); the keys as their answers show them."""
+
+    def create(n: int) -> dict[str, Any]:
+        response = owner.post("/v1/workspace/keys", {"name": f"key-{n}"})
+        assert response.status_code == 201, response.text
+        key: dict[str, Any] = response.json()["key"]
+        return key
+
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        return list(pool.map(create, range(count)))
+
+
+def paging_stack(request: Any, tmp_path_factory: Any, table_prefix: str) -> Iterator[Any]:
+    """The stack a list's paging test runs on, by the fixture's parameter: DynamoDB Local, or
+    the AWS-rules front (its transactions' latency, its partitions' write throughput)."""
+    if request.param == "dynamodb-local":
+        yield request.getfixturevalue("local_stack")
+        return
+    from costtrack_tools.local.aws_front import AwsRules
+    from tests.conftest import running_stack
+
+    rules = AwsRules(transaction_latency_s=0.01, partition_wcu_per_s=1000)
+    yield from running_stack(tmp_path_factory, table_prefix, aws_rules=rules)

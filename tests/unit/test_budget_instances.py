@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from costtrack_service.domain.budgets.budget import Budget, notification_key, window
+from costtrack_service.domain.budgets.budget import Budget
+from costtrack_service.domain.budgets.budget_windows import notification_key, window
 from costtrack_service.domain.budgets.instances import Holding, budgets_now, holding, instances
 from costtrack_service.domain.reservations.ledger import Hold, Ledger, LedgerSurvey, ShardState
 from costtrack_service.domain.usage import Counts, RollupKey

@@ -13,20 +13,9 @@ from typing import Any, get_args
 
 import pytest
 
-from costtrack_service.domain.budgets.budget import (
-    PERIODS,
-    SCOPES,
-    Budget,
-    BudgetError,
-    Period,
-    Scope,
-    change_budget,
-    crossed,
-    notification_key,
-    parse_budget,
-    spend,
-    window,
-)
+from costtrack_service.domain.budgets.budget import PERIODS, SCOPES, Budget, Period, Scope, crossed
+from costtrack_service.domain.budgets.budget_fields import BudgetError, change_budget, parse_budget
+from costtrack_service.domain.budgets.budget_windows import notification_key, spend, window
 from costtrack_service.domain.budgets.webhooks import (
     MAX_ATTEMPTS,
     UrlPolicy,

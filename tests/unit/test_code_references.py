@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 import tokenize
+import unicodedata
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -166,3 +167,118 @@ def test_the_service_cites_no_issue_numbers() -> None:
     ]
     assert offences == []
     assert ISSUE.search("(issue 29)") and ISSUE.search("see #123") and not ISSUE.search("&#123; or a/#12")
+
+
+# -- citations of the documentation --------------------------------------------------------------
+
+#: Where code explains itself by citing the documentation: the service, its tools, both SDKs'
+#: sources, the benches and the build scripts.
+CITING = [
+    SERVICE,
+    ROOT / "tools" / "costtrack_tools",
+    ROOT / "sdk" / "python" / "src",
+    ROOT / "sdk" / "node" / "src",
+    ROOT / "bench",
+    ROOT / "scripts",
+]
+DOCS = ROOT / "docs"
+#: ``docs/api-rules.md#errors``, ``docs/guides/budgets.md``: a page of the site and an anchor in it.
+DOCS_CITATION = re.compile(r"(?<![\w/.-])docs/([\w/.-]+?\.md)(?:#([\w-]+))?")
+#: ``README, "Prices"``, ``the README's "Performance" table``, ``README "Spend control"``.
+README_CITATION = re.compile(r"\bREADME(?:'s)?,?\s+\"([^\"\n]*)\"?")
+#: Comments of TypeScript and JavaScript: ``// …`` and ``/* … */``.
+SCRIPT_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+FENCE = re.compile(r"^(```|~~~)")
+
+
+def slug(heading: str) -> str:
+    """A heading's anchor as MkDocs' ``toc`` extension makes it (Python-Markdown's ``slugify``)."""
+    text = unicodedata.normalize("NFKD", heading).encode("ascii", "ignore").decode("ascii")
+    text = re.sub(r"[^\w\s-]", "", text).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def headings(path: Path) -> list[str]:
+    """The Markdown headings of a page, code blocks aside (a shell comment is no heading)."""
+    found, in_code = [], False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if FENCE.match(line.strip()):
+            in_code = not in_code
+        elif not in_code and (match := re.match(r"#{1,6}\s+(.+?)\s*#*$", line)):
+            found.append(re.sub(r"`([^`]*)`", r"\1", match.group(1)))
+    return found
+
+
+@cache
+def anchors(page: Path) -> frozenset[str]:
+    return frozenset(slug(heading) for heading in headings(page))
+
+
+@cache
+def readme_sections() -> frozenset[str]:
+    return frozenset(headings(ROOT / "README.md"))
+
+
+def bad_citations(text: str) -> list[str]:
+    """The documentation ``text`` cites that does not exist: a page, an anchor in it, or a
+    README section (the README is short; its topics are pages of the site)."""
+    found = []
+    for match in DOCS_CITATION.finditer(text):
+        page = DOCS / match.group(1)
+        if not page.is_file() or (match.group(2) and match.group(2) not in anchors(page)):
+            found.append(match.group(0))
+    found += [match.group(0) for match in README_CITATION.finditer(text) if match.group(1) not in readme_sections()]
+    return found
+
+
+def commented_files() -> list[Path]:
+    suffixes = {".py", ".ts", ".js", ".mjs"}
+    return sorted(
+        path
+        for folder in CITING
+        for path in folder.rglob("*")
+        if path.suffix in suffixes and not {"__pycache__", "node_modules", "dist"} & set(path.parts)
+    )
+
+
+def comments(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, text) of each docstring and comment of a Python, TypeScript or JavaScript file."""
+    source = path.read_text(encoding="utf-8")
+    if path.suffix == ".py":
+        yield from texts(source)
+        return
+    for match in SCRIPT_COMMENT.finditer(source):
+        yield source.count("\n", 0, match.start()) + 1, match.group(0)
+
+
+def test_docstrings_and_comments_cite_documentation_that_exists() -> None:
+    offences = [
+        f"{path.relative_to(ROOT)}:{line}: {cited}"
+        for path in commented_files()
+        for line, text in comments(path)
+        for cited in bad_citations(text)
+    ]
+    assert offences == []
+
+
+def test_the_check_finds_a_missing_page_anchor_or_readme_section() -> None:
+    assert bad_citations("(docs/api-rules.md#errors; docs/guides/budgets.md)") == []
+    assert bad_citations("docs/api-rules.md#no-such-rule") == ["docs/api-rules.md#no-such-rule"]
+    assert bad_citations("see docs/guides/no-such-page.md") == ["docs/guides/no-such-page.md"]
+    assert bad_citations('(README, "Budgets and alerts")') == ['README, "Budgets and alerts"']
+    assert bad_citations('the README\'s "Performance" table') == ['README\'s "Performance"']
+    assert bad_citations('README, "Deploy"') == []
+    assert slug("Reconcile with the provider's bill") == "reconcile-with-the-providers-bill"
+    assert slug("`track`, `flush` and shutdown") == "track-flush-and-shutdown"
+
+
+def test_the_sdks_tools_benches_and_scripts_cite_no_issue_numbers() -> None:
+    """The SDKs' sources are read by their users, and the rest by whoever changes it: an issue
+    number sends either to a tracker for what the comment should say."""
+    offences = [
+        f"{path.relative_to(ROOT)}:{line}: {match.group(0)}"
+        for path in commented_files()
+        for line, text in comments(path)
+        for match in ISSUE.finditer(text)
+    ]
+    assert offences == []

@@ -228,3 +228,39 @@ def test_no_two_modules_share_a_file_name() -> None:
         if path.name != "__init__.py":
             names.setdefault(path.name, []).append(str(path.relative_to(PACKAGES["costtrack_service"])))
     assert {name: paths for name, paths in names.items() if len(paths) > 1} == {}
+
+
+#: Headers of the service's HTTP answers: the edge's to set, from what a use case returns.
+HTTP_HEADERS = ("retry-after", "content-disposition", "cache-control", "idempotent-replayed", "x-request-id")
+
+
+def http_leaks(path: Path, layer_name: str) -> list[str]:
+    """What in a module of ``layer_name`` belongs to the edge: an HTTP answer's header, or (in the
+    domain) a function that takes a request's raw query parameters."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.lower() in HTTP_HEADERS:
+            found.append(f"{path.name}:{node.lineno}: header {node.value}")
+        if layer_name == "domain" and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found += [f"{path.name}:{node.lineno}: {node.name}(params)" for a in node.args.args if a.arg == "params"]
+    return found
+
+
+def test_requests_and_answers_are_the_edges() -> None:
+    """The edge reads the query string into a typed question and says an answer in HTTP; the
+    use cases and the rules below never see either (docs/concepts/architecture.md)."""
+    root = PACKAGES["costtrack_service"]
+    found = [
+        leak
+        for layer_name in ("services", "domain")
+        for path in sorted((root / layer_name).rglob("*.py"))
+        for leak in http_leaks(path, layer_name)
+    ]
+    assert found == []
+
+
+def test_the_http_rule_finds_a_header_and_raw_parameters(tmp_path: Path) -> None:
+    module = tmp_path / "rule.py"
+    module.write_text('def days(params, today):\n    return {"Retry-After": "1"}\n')
+    assert sorted(http_leaks(module, "domain")) == ["rule.py:1: days(params)", "rule.py:2: header Retry-After"]
+    assert http_leaks(module, "services") == ["rule.py:2: header Retry-After"]

@@ -22,7 +22,7 @@ from costtrack_service.domain.ingest.settings import IngestSettings
 from costtrack_service.domain.pricing.entries import parse_entry
 from costtrack_service.domain.workspaces.keys import KeyState
 from costtrack_service.domain.workspaces.plans import Tier, Usage, WorkspaceState
-from costtrack_service.edge.http_event import http_status
+from costtrack_service.edge.http_event import error_headers, http_status
 from costtrack_service.edge.ingest.ingest_request import answer_headers
 from costtrack_service.services.event_ingest import IngestResult
 from costtrack_tools.memory_store import MemoryStore
@@ -510,7 +510,7 @@ def test_persistent_conflicts_become_503_with_retry_after() -> None:
     harness = Harness(ConflictingStore(conflicts=100))
     key = harness.key(harness.workspace())
     error = harness.error(key)
-    assert (error.code, http_status(error), error.headers) == ("UNAVAILABLE", 503, {"Retry-After": "1"})
+    assert (error.code, http_status(error), error_headers(error, None)) == ("UNAVAILABLE", 503, {"Retry-After": "1"})
     assert harness.store.writes == 0
 
 

@@ -22,6 +22,7 @@ from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.store_errors import StoreError, StoreUnavailable
 from costtrack_service.domain.workspaces.keys import ADMIN, KEY_TRANSITIONS, KeyRecord
 from costtrack_service.domain.workspaces.plans import PlanStatus, Tier, WorkspaceState, billing_period
+from costtrack_service.edge.owner_api.workspace_answers import key_list_body
 from costtrack_service.services.workspace import WorkspaceService
 from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
 from costtrack_service.store.tables import TABLES, TableNames
@@ -182,7 +183,7 @@ def key_create(store: DynamoStore, args: argparse.Namespace) -> None:
     workspace = _workspace(store, args.workspace)
     body = {name: getattr(args, name) for name in ("name", "bind") if getattr(args, name)}
     created = WorkspaceService(store).create_key(workspace, body)
-    data, secret = {**created["key"], "api_key": created["api_key"]}, created["api_key"]
+    data, secret = {**created.key.to_dict(), "api_key": created.secret}, created.secret
     emit(
         args,
         data,
@@ -195,7 +196,15 @@ def key_create(store: DynamoStore, args: argparse.Namespace) -> None:
 
 
 def key_list(store: DynamoStore, args: argparse.Namespace) -> None:
-    data = WorkspaceService(store).keys(_workspace(store, args.workspace))["keys"]
+    service, workspace = WorkspaceService(store), _workspace(store, args.workspace)
+    data: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:  # every key: the list's pages to its end
+        page = key_list_body(service.keys(workspace, cursor=cursor))
+        data += page["keys"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
     rows = [
         (k["key_id"], k["prefix"], k["state"], k["bound"] or "-", k["created_at"], k["last_used_at"] or "never")
         for k in data
@@ -209,7 +218,7 @@ def key_change(store: DynamoStore, args: argparse.Namespace) -> None:
     if workspace is None:
         raise missing
     try:
-        data = WorkspaceService(store).change_key(workspace, args.key_id, args.action)["key"]
+        data = WorkspaceService(store).change_key(workspace, args.key_id, args.action).to_dict()
     except ApiError as exc:
         if exc.code == "NOT_FOUND":
             raise missing from None

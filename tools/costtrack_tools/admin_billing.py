@@ -1,6 +1,5 @@
 """``costtrack admin billing`` and ``costtrack admin reconcile``: a workspace's provider-account
-connections, a bill import run now, and billed vs tracked (README, "Reconcile with the
-provider's bill").
+connections, a bill import run now, and billed vs tracked (docs/guides/reconciliation.md).
 
 ``billing import`` runs the deployed ``BillImportFunction``'s code (``jobs/bills/imports.py``) here:
 the admin key from Secrets Manager (boto3's usual configuration, including
@@ -31,6 +30,7 @@ from costtrack_service.jobs.daily_export import DirectoryWriter
 from costtrack_service.services.drift import apply_drift
 from costtrack_service.services.reconciliation import ReconciliationService
 from costtrack_tools.admin_output import AdminError, emit, find_workspace
+from costtrack_tools.admin_rate_cards import add_rate_card_parsers
 from costtrack_tools.local.secrets import LocalSecrets, NoCostExplorer
 from costtrack_tools.local.stack import DEFAULT_STATE_FILE
 
@@ -136,9 +136,9 @@ def reconcile(store: Any, args: argparse.Namespace) -> None:
         apply_model_drift(store, args, workspace, params)
         return
     if args.format == "focus":
-        sys.stdout.write(service.focus(workspace, params)[0])
+        sys.stdout.write(service.focus(workspace, args.first or None, args.last or None)[0])
         return
-    data = service.reconciliation(workspace, params)
+    data = service.reconciliation(workspace, args.first or None, args.last or None)
 
     def human() -> str:
         totals = data["totals"]
@@ -201,6 +201,7 @@ def add_billing_parsers(groups: Any, command: Callable[[Any, str, Handler, str],
     run.add_argument(
         "--raw-to", default=str(DEFAULT_BILLS_DIR), metavar="DIR", help=f"raw pages (default {DEFAULT_BILLS_DIR})"
     )
+    add_rate_card_parsers(billing, command)
     recon = command(groups, "reconcile", reconcile, "billed vs tracked per day and model, every gap classified")
     recon.add_argument("workspace")
     recon.add_argument(

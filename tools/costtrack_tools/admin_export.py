@@ -4,7 +4,7 @@ The same ``Exporter`` as the deployed ``ExportFunction`` (``costtrack_service.jo
 :class:`DirectoryWriter` in place of the S3 writer, so the folder holds exactly the objects the
 bucket would (``events/workspace_id=…/day=…/part-pp-nnnn.json.gz``, the same bytes), and a
 re-run replaces a day as it does in S3. DuckDB (or anything that reads Hive-partitioned JSON
-Lines) queries the folder as Athena queries the bucket (README, "Daily export").
+Lines) queries the folder as Athena queries the bucket (docs/guides/export.md#daily-export-to-s3-queried-with-athena).
 ``--format focus`` writes the same events in FOCUS 1.2 columns instead (``focus/workspace_id=…/
 day=…/part-pp-nnnn.csv.gz``, the deployed export's FOCUS objects), ``--format both`` both.
 """

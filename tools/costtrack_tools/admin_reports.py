@@ -13,7 +13,8 @@ from typing import Any
 from costtrack_service.domain.report_days import DEFAULT_DAYS, MAX_DAYS
 from costtrack_service.domain.statements import STATEMENT_GROUPINGS
 from costtrack_service.domain.usage import GROUPINGS
-from costtrack_service.services.workspace import WorkspaceService
+from costtrack_service.edge.owner_api.workspace_answers import usage_body
+from costtrack_service.services.workspace import UsageQuery, WorkspaceService
 from costtrack_tools.admin_output import amount, emit, find_workspace, money, table
 
 Handler = Callable[[Any, argparse.Namespace], None]
@@ -22,8 +23,7 @@ Handler = Callable[[Any, argparse.Namespace], None]
 def usage(store: Any, args: argparse.Namespace) -> None:
     """The owners' usage report, with its range rules (``report_days.day_range``)."""
     found = find_workspace(store, args.workspace)
-    params = {"from": args.from_ or "", "to": args.to or "", "group_by": args.by}
-    data = WorkspaceService(store).usage(found, params)
+    data = usage_body(WorkspaceService(store).usage(found, UsageQuery(args.from_ or None, args.to or None, args.by)))
     first_day, last_day = data["from"], data["to"]
 
     def human() -> str:
@@ -53,7 +53,7 @@ def previous_month(today: date) -> str:
 def statements(store: Any, args: argparse.Namespace) -> None:
     found = find_workspace(store, args.workspace)
     month = args.month or previous_month(datetime.now(UTC).date())
-    made, _ = WorkspaceService(store).statement(found, month, {"by": args.by})
+    made = WorkspaceService(store).statement(found, month, args.by)
     if args.csv:
         print(made.to_csv(), end="")
         return

@@ -1,24 +1,6 @@
-"""Events that happened in the past, accepted through ingestion's own code (the operator's side).
-
-``POST /v1/events`` stamps every event with the instant it arrives: a client cannot say "this
-call was last Tuesday". An operator importing history (the local stack's demo month, events
-kept while costtrack was down) needs that, and nothing else different. So an import goes through
-the very path the ingestion function runs, in process and with the operator's store access:
-
-* each item is read and validated by ``batch.submission_of`` (a ``{"batch": [...]}`` body of at
-  most 100 items, each with its ``idempotency_key``), as the handler reads a request;
-* each item carries its own ``received_at``, as OTLP spans carry their end time, and
-  ``IngestService.accept`` prices, checks idempotency, spends the allowance and writes the
-  events with their rollups in the same transactions as for a live request. Like a span's time,
-  an item's time counts only within the batch's billing month, so batches never mix months and
-  each month's allowance pays for its own events; the price is the one in force at that time.
-  (A month the workspace's plan has moved past has no included events left to lease: its
-  events are paid from credits, as a late OTLP span of that month would be.)
-
-Nothing is written into a table directly: budgets, statements, the dashboard and the export see
-imported events exactly as they see live ones. Re-running an import replays (idempotency keys),
-so it never counts an event twice.
-"""
+"""Events that happened in the past, accepted through ingestion's own code: ``POST /v1/events``
+stamps every event with its arrival, and an operator importing history needs that one
+difference and nothing else (docs/guides/operate.md)."""
 
 from __future__ import annotations
 
@@ -84,6 +66,21 @@ def import_batch(service: IngestService, api_key: str, batch: Sequence[PastEvent
 
 
 def import_events(service: IngestService, api_key: str, events: Iterable[PastEvent]) -> ImportResult:
+    """* each item is read and validated by ``batch.submission_of`` (a ``{"batch": [...]}`` body of at
+      most 100 items, each with its ``idempotency_key``), as the handler reads a request;
+    * each item carries its own ``received_at``, as OTLP spans carry their end time, and
+      ``IngestService.accept`` prices, checks idempotency, spends the allowance and writes the
+      events with their rollups in the same transactions as for a live request. Like a span's time,
+      an item's time counts only within the batch's billing month, so batches never mix months and
+      each month's allowance pays for its own events; the price is the one in force at that time.
+      (A month the workspace's plan has moved past has no included events left to lease: its
+      events are paid from credits, as a late OTLP span of that month would be.)
+
+    Nothing is written into a table directly: budgets, statements, the dashboard and the export see
+    imported events exactly as they see live ones. Re-running an import replays (idempotency keys),
+    so it never counts an event twice.
+    """
+
     result = ImportResult()
     for batch in batches(events):
         import_batch(service, api_key, batch, result)

@@ -45,13 +45,17 @@ from costtrack_service.domain.workspaces.keys import (
 from costtrack_service.domain.workspaces.plans import Charge, PlanStatus, Tier, Usage, WorkspaceState
 from costtrack_service.domain.workspaces.shards import SHARDS, PartitionLayout, partition_key
 from costtrack_tools.memory_ledgers import MemoryLedgers
+from costtrack_tools.memory_rate_cards import MemoryRateCards
+from costtrack_tools.memory_write_records import MemoryWriteRecords
 
 
-class MemoryStore(MemoryLedgers):
-    """Ingestion's store, and the enforced budgets' ledgers (``memory_ledgers.py``)."""
+class MemoryStore(MemoryLedgers, MemoryWriteRecords, MemoryRateCards):
+    """Ingestion's store, the enforced budgets' ledgers (``memory_ledgers.py``), the records of
+    owners' writes, and the rate cards that charge its events (``memory_rate_cards.py``)."""
 
     def __init__(self) -> None:
-        super().__init__()
+        MemoryLedgers.__init__(self)
+        MemoryWriteRecords.__init__(self)
         self.stored_keys: dict[str, KeyRecord] = {}
         self.stored_workspaces: dict[str, WorkspaceState] = {}
         self.pricing: dict[str, list[PricingEntry]] = {}  # by provider
@@ -112,6 +116,14 @@ class MemoryStore(MemoryLedgers):
 
     @property
     def repricing(self) -> Self:
+        return self
+
+    @property
+    def billing(self) -> Self:
+        return self
+
+    @property
+    def write_records(self) -> Self:
         return self
 
     # -- set-up ---------------------------------------------------------------------------

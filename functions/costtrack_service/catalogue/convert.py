@@ -20,7 +20,7 @@ from typing import Any
 from costtrack_service.domain.pricing.cost import UnitRegistry, format_decimal
 from costtrack_service.domain.pricing.entries import parse_model_prices
 
-#: genai-prices provider ids that costtrack spells differently (the README's provider table).
+#: genai-prices provider ids that costtrack spells differently (docs/api-rules.md#provider-ids).
 PROVIDER_IDS = {"aws": "bedrock", "x-ai": "xai"}
 
 

@@ -262,7 +262,13 @@ async function loadSettings() {
 const ACTIONS = { active: ["deactivate", "revoke"], inactive: ["reactivate", "revoke"], revoked: [] };
 
 async function loadKeys() {
-  const { keys } = await api("/v1/workspace/keys");
+  // Every key: the list's pages to its end (a workspace has few; a page holds 200).
+  const pager = new Pager(
+    (cursor) => api(`/v1/workspace/keys${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""}`),
+    "next_cursor",
+  );
+  const keys = [];
+  while (!pager.ended) keys.push(...(await pager.next()).keys);
   const body = $("keys").tBodies[0];
   body.replaceChildren();
   for (const key of keys) {

@@ -4,20 +4,37 @@
 
 const PERIOD_NAMES = { month: "calendar month", rolling_7d: "rolling 7 days", rolling_30d: "rolling 30 days" };
 const budgetNames = new Map();  // budget_id -> what the panel calls it (deliveries name budgets)
+const deliveryList = { pager: null, shown: 0 };  // the deliveries' pages, newest first
 
 async function loadBudgets() {
+  const pager = new Pager((cursor) => {
+    const params = new URLSearchParams({ limit: "25" });
+    if (cursor) params.set("cursor", cursor);
+    return api(`/v1/workspace/webhook-deliveries?${params}`);
+  }, "next_cursor");
   const [budgets, webhooks, deliveries] = await Promise.all([
     api("/v1/workspace/budgets"),
     api("/v1/workspace/webhooks"),
-    api("/v1/workspace/webhook-deliveries?limit=25"),
+    pager.next(),
   ]);
   budgetNames.clear();
   for (const budget of budgets.budgets) budgetNames.set(budget.budget_id, budgetName(budget));
   renderBudgets(budgets.budgets);
   renderWebhooks(webhooks.webhooks);
+  deliveryList.pager = pager;
+  deliveryList.shown = 0;
+  emptiedBody("deliveries");
   renderDeliveries(deliveries.deliveries);
   return budgets.budgets;
 }
+
+async function loadMoreDeliveries() {
+  const pager = deliveryList.pager;
+  const page = await pager.next();
+  if (page && pager === deliveryList.pager) renderDeliveries(page.deliveries);
+}
+
+$("more-deliveries").addEventListener("click", () => loading(loadMoreDeliveries).catch(failed));
 
 // The panel's tables are redrawn whole on each load.
 function emptiedBody(tableId) {
@@ -191,8 +208,9 @@ $("new-webhook").addEventListener("submit", async (event) => {
   }
 });
 
+// A page of deliveries, added below those shown.
 function renderDeliveries(deliveries) {
-  const body = emptiedBody("deliveries");
+  const body = $("deliveries").tBodies[0];
   for (const delivery of deliveries) {
     const last = delivery.attempts[delivery.attempts.length - 1];
     const outcome = last ? (last.error || `HTTP ${last.status}`) : "not attempted yet";
@@ -209,7 +227,9 @@ function renderDeliveries(deliveries) {
     );
     body.append(row);
   }
-  $("deliveries-empty").hidden = deliveries.length > 0;
+  deliveryList.shown += deliveries.length;
+  $("deliveries-empty").hidden = deliveryList.shown > 0;
+  showListEnd("more-deliveries", "deliveries-end", deliveryList.pager, deliveryList.shown);
 }
 
 // -- the burn-down: spend so far against the limit over the budget's window -----------------

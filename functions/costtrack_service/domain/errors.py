@@ -36,13 +36,14 @@ class ApiError(Exception):
         message: str,
         *,
         details: Sequence[Mapping[str, str]] = (),
-        headers: Mapping[str, str] | None = None,
+        retry_after: int | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.details = list(details)
-        self.headers = dict(headers or {})
+        #: Seconds the client is asked to wait before retrying (the edge says it in HTTP).
+        self.retry_after = retry_after
 
     def body(self, request_id: str | None) -> dict[str, Any]:
         error: dict[str, Any] = {"code": self.code, "message": self.message}
@@ -65,5 +66,5 @@ def unavailable() -> ApiError:
     return ApiError(
         "UNAVAILABLE",
         "The service is busy; retry with the same Idempotency-Key.",
-        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        retry_after=RETRY_AFTER_SECONDS,
     )

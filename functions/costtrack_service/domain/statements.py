@@ -1,24 +1,6 @@
-"""Monthly statements: what a workspace's calendar month (UTC) cost, per customer or per feature,
-in JSON or CSV, for finance to bill from.
-
-A statement is read from the same rollup rows and built by the same :func:`usage.report` as
-``costtrack admin usage``, ``GET /v1/workspace/usage`` and the dashboard, so it equals them to
-the last decimal by construction. Its lines, in order:
-
-* one per customer id (``kind`` ``customer``, with the name the customer's events of the latest
-  day carried: within a day, any one of that day's names)
-  or per feature (``kind`` ``feature``), sorted by that id or feature;
-* by customer, one ``no_customer`` line: the visible events sent without a customer id (what
-  ``admin usage`` shows as ``(none)``);
-* one ``hidden`` line per reason (``free_source_mismatch``): events a free-plan key accepted
-  and counted but hides from the dashboard. ``admin usage`` shows them apart from its totals,
-  and rollups do not attribute them to customers or features, so they are never inside a
-  customer's or a feature's line; they are in the statement's total, because they were
-  accepted and used the plan like any other event;
-* the ``total``: the sum of the lines above (``admin usage``'s totals plus its hidden counts).
-
-Money is a ``Decimal`` rendered as an exact decimal string, never a float.
-"""
+"""Monthly statements: a workspace's calendar month (UTC) per customer or feature, for finance
+to bill from, built from the same rollups and report as usage, so they agree to the last
+decimal (docs/guides/export.md#monthly-statements)."""
 
 from __future__ import annotations
 
@@ -36,7 +18,7 @@ from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.domain.runs.groups import SketchGroup, merged
 from costtrack_service.domain.runs.sketch import Histogram
 from costtrack_service.domain.runs.totals import RUN, SESSION
-from costtrack_service.domain.usage import Counts, RollupKey, dimensions_for, report
+from costtrack_service.domain.usage import Counts, RollupKey, RollupReader, dimensions_for, report
 from costtrack_service.domain.workspaces.plans import WorkspaceState
 
 #: What a statement can be per.
@@ -229,7 +211,26 @@ def build_statement(
 ) -> Statement:
     """A statement from the month's rollup rows of ``dimensions_for(by)`` (the usage report's),
     with the runs and sessions that started in the month per customer (None: no customer) or
-    feature (``units``)."""
+    feature (``units``).
+
+    A statement is read from the same rollup rows and built by the same :func:`usage.report` as
+    ``costtrack admin usage``, ``GET /v1/workspace/usage`` and the dashboard, so it equals them to
+    the last decimal by construction. Its lines, in order:
+
+    * one per customer id (``kind`` ``customer``, with the name the customer's events of the latest
+      day carried: within a day, any one of that day's names)
+      or per feature (``kind`` ``feature``), sorted by that id or feature;
+    * by customer, one ``no_customer`` line: the visible events sent without a customer id (what
+      ``admin usage`` shows as ``(none)``);
+    * one ``hidden`` line per reason (``free_source_mismatch``): events a free-plan key accepted
+      and counted but hides from the dashboard. ``admin usage`` shows them apart from its totals,
+      and rollups do not attribute them to customers or features, so they are never inside a
+      customer's or a feature's line; they are in the statement's total, because they were
+      accepted and used the plan like any other event;
+    * the ``total``: the sum of the lines above (``admin usage``'s totals plus its hidden counts).
+
+    Money is a ``Decimal`` rendered as an exact decimal string, never a float.
+    """
     units = units or {}
     usage = report(rows, by)
     lines = [Line(by, key, counts, units.get(key, RunCosts())) for key, counts in sorted(usage.groups.items())]
@@ -247,12 +248,6 @@ def build_statement(
         sum((unit.session_cost for unit in units.values()), Decimal(0)),
     )
     return Statement(workspace_id, workspace_name, month, by, generated_at, tuple(lines), total, every)
-
-
-class RollupReader(Protocol):
-    def query_rollups(
-        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
-    ) -> list[tuple[RollupKey, Counts]]: ...
 
 
 class SketchReader(Protocol):

@@ -1,7 +1,7 @@
 """What the store raises when it cannot do what was asked: its own errors, not HTTP ones.
 
 The store knows tables and conditions, not status codes; the HTTP edge maps these to the
-contract's error body (``edge/owner_api/http.py``) and ``costtrack admin`` prints their message.
+contract's error body (docs/api-rules.md#errors) and ``costtrack admin`` prints their message.
 """
 
 from __future__ import annotations

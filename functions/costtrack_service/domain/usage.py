@@ -1,28 +1,6 @@
-"""Usage totals: events, tokens and cost, by day and by feature, model, customer, environment
-or status, read from daily rollups so a chart never reads a workspace's history.
-
-Every accepted event adds its counts to a few rollup rows, in the same write that stores it,
-so the rollups always equal the sum of the accepted events, retries and races included:
-
-* ``total``        one row per day (the day chart, and the totals);
-* ``feature``, ``model``, ``environment``, ``status``, ``customer`` (when given): one row
-  per day and value;
-* ``unknown_model``: one row per day and model that had no pricing entry;
-* ``reported``:      one row per day and model of the events whose provider or exporter
-  reported a cost itself (``pricing/reported.py``): their count, priced ``cost`` and
-  ``reported_cost``; an event without one adds nothing here (and writes no extra row);
-* ``charge``:        one row per day and charge (``included``, ``credit``) for every event,
-  hidden ones too: what a month used of the plan (``Usage``) is read from these;
-* ``hidden``:        instead of all the above, one row per day and reason for an event hidden
-  from the dashboard (a free-plan key's other sources). Hidden events never reach charts or
-  groups; they are counted apart so nobody wonders where they went.
-
-Rows are small and independent, so a workspace with many features or customers never grows
-one item towards DynamoDB's size limit. A row's sort key holds its value only while that value
-is short in UTF-8 bytes: DynamoDB refuses sort keys over 1,024 bytes, and a customer id of 256
-emoji is 1,024 bytes by itself. A longer value goes into the key as its SHA-256 and is kept
-whole in the row's ``value`` attribute, which is what reports show.
-"""
+"""Usage totals (events, tokens, cost) by day and by feature, model, customer, environment or
+status, read from daily rollups written with each event, so a report never reads a
+workspace's history and always equals its accepted events (docs/guides/dashboard.md)."""
 
 from __future__ import annotations
 
@@ -31,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, Literal, NamedTuple, get_args
+from typing import Any, Literal, NamedTuple, Protocol, get_args
 
 from costtrack_service.domain.ingest.records import EventRecord, PricingStatus
 from costtrack_service.domain.ingest.source import normalize_name, normalize_provider
@@ -114,6 +92,9 @@ class Counts:
     #: A label, not a count: never compared, and adding a row without one keeps the name.
     #: A ``reported`` row's sum of the cost its events' providers reported (0 on other rows).
     reported_cost: Decimal = field(default_factory=Decimal)
+    #: What the events' customers are charged (docs/api-rules.md#charge): the sum of their exact
+    #: charges, beside their cost, so margins and invoices read rollups, never events.
+    charge: Decimal = field(default_factory=Decimal)
     customer_name: str | None = field(default=None, compare=False)
     customer_name_at: str | None = field(default=None, compare=False)
 
@@ -147,14 +128,17 @@ class Counts:
 
     def to_dict(self) -> dict[str, Any]:
         """What usage reports show of a row (statements show the token split too)."""
-        return {counter: getattr(self, counter) for counter in _REPORTED} | {"cost": format_decimal(self.cost)}
+        shown = {counter: getattr(self, counter) for counter in _REPORTED} | {"cost": format_decimal(self.cost)}
+        if self.charge:  # only workspaces that charge their customers see it
+            shown["charge"] = format_decimal(self.charge)
+        return shown
 
 
 #: What a rollup row adds up, in the order the row's fields are declared: every field of
 #: :class:`Counts` but its label.
 COUNTERS = tuple(counter.name for counter in fields(Counts) if counter.compare)
 #: The counters in dollars; the others are whole numbers.
-_KINDS: dict[str, type[int] | type[Decimal]] = {"cost": Decimal, "reported_cost": Decimal}
+_KINDS: dict[str, type[int] | type[Decimal]] = {"cost": Decimal, "reported_cost": Decimal, "charge": Decimal}
 _REPORTED = ("events", "tokens", "cost", "unknown_model_events")
 
 
@@ -165,7 +149,30 @@ def model_name(provider: str, model: str) -> str:
 
 def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
     """The rollup rows one accepted event adds to, and what it adds to each. ``counts`` carries
-    the event's ``customer_name``, which only the customer row keeps (statements show it)."""
+    the event's ``customer_name``, which only the customer row keeps (statements show it).
+
+    Every accepted event adds its counts to a few rollup rows, in the same write that stores it,
+    so the rollups always equal the sum of the accepted events, retries and races included:
+
+    * ``total``        one row per day (the day chart, and the totals);
+    * ``feature``, ``model``, ``environment``, ``status``, ``customer`` (when given): one row
+      per day and value;
+    * ``unknown_model``: one row per day and model that had no pricing entry;
+    * ``reported``:      one row per day and model of the events whose provider or exporter
+      reported a cost itself (``pricing/reported.py``): their count, priced ``cost`` and
+      ``reported_cost``; an event without one adds nothing here (and writes no extra row);
+    * ``charge``:        one row per day and charge (``included``, ``credit``) for every event,
+      hidden ones too: what a month used of the plan (``Usage``) is read from these;
+    * ``hidden``:        instead of all the above, one row per day and reason for an event hidden
+      from the dashboard (a free-plan key's other sources). Hidden events never reach charts or
+      groups; they are counted apart so nobody wonders where they went.
+
+    Rows are small and independent, so a workspace with many features or customers never grows
+    one item towards DynamoDB's size limit. A row's sort key holds its value only while that value
+    is short in UTF-8 bytes: DynamoDB refuses sort keys over 1,024 bytes, and a customer id of 256
+    emoji is 1,024 bytes by itself. A longer value goes into the key as its SHA-256 and is kept
+    whole in the row's ``value`` attribute, which is what reports show.
+    """
     day = record.received_at[:10]
     unknown = record.pricing_status == PricingStatus.UNKNOWN_MODEL
     event = record.event
@@ -178,6 +185,7 @@ def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
         event.prompt_tokens or 0,
         event.completion_tokens or 0,
         Decimal(0) if reported is None else reported,
+        record.charge_amount or Decimal(0),
         customer_name=event.customer_name if event.customer_id is not None else None,
         customer_name_at=record.received_at
         if event.customer_name is not None and event.customer_id is not None
@@ -261,7 +269,7 @@ class UsageReport:
         return sum(counts.events for counts in self.hidden.values())
 
     def hidden_notice(self) -> str | None:
-        """The dashboard's troubleshooting hints (README, "Dashboard and the key owners' API"), where they apply."""
+        """The dashboard's troubleshooting hints (docs/guides/dashboard.md), where they apply."""
         if not self.hidden:
             return None
         parts = ", ".join(f"{counts.events} events hidden: {reason}" for reason, counts in sorted(self.hidden.items()))
@@ -378,3 +386,11 @@ def month_usage(rows: Iterable[tuple[RollupKey, Counts]]) -> tuple[int, int]:
         if key.dimension == CHARGE and key.value in used:
             used[key.value] += counts.events
     return used[Charge.INCLUDED.value], used[Charge.CREDIT.value]
+
+
+class RollupReader(Protocol):
+    """The daily rollups, read by day range and dimensions (the store's rollup part)."""
+
+    def query_rollups(
+        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
+    ) -> list[tuple[RollupKey, Counts]]: ...

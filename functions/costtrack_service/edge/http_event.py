@@ -171,7 +171,9 @@ def json_answer(status: int, body: Mapping[str, Any], headers: Mapping[str, str]
 
 
 def error_headers(error: ApiError, request_id: str | None) -> dict[str, str]:
-    return {**error.headers, **({"X-Request-Id": request_id} if request_id else {})}
+    """An error's HTTP headers: when to retry, and the request's id."""
+    retry = {"Retry-After": str(error.retry_after)} if error.retry_after is not None else {}
+    return {**retry, **({"X-Request-Id": request_id} if request_id else {})}
 
 
 def error_answer(error: ApiError, request_id: str | None) -> Answer:

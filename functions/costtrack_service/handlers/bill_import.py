@@ -1,15 +1,5 @@
-"""Lambda entry point of the daily bill import (EventBridge Scheduler, once a day after the
-providers' UTC day is over): every connection's days due, their raw pages to
-``COSTTRACK_BILLS_BUCKET``, the billed days to the ``billing`` table (``jobs/bills/imports.py``).
-Invoked with ``{"workspace_ids": [...]}`` it imports those workspaces' connections only.
-
-The function may read the secrets under ``costtrack/billing/`` and call Cost Explorer's
-``GetCostAndUsage``, nothing else of AWS but its table and bucket (``template.yaml``).
-
-Metrics per run: ``BillConnections``, ``BillImports``, ``BillImportsFailed`` (the template
-alarms on it) and ``BilledDays``; one ``bill import`` log line with the same figures and each
-connection's outcome (a failure's reason never holds a key).
-"""
+"""Lambda entry point of the daily bill import, once a day after the providers' UTC day is over
+(docs/guides/reconciliation.md)."""
 
 from __future__ import annotations
 
@@ -51,6 +41,17 @@ def imports() -> BillImports:
 
 
 def run(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Every connection's days due: raw pages to ``COSTTRACK_BILLS_BUCKET``, billed days to the
+    ``billing`` table; with ``{"workspace_ids": [...]}``, those workspaces' connections only.
+
+    The function may read the secrets under ``costtrack/billing/`` and call Cost Explorer's
+    ``GetCostAndUsage``, nothing else of AWS but its table and bucket (``template.yaml``).
+
+    Metrics per run: ``BillConnections``, ``BillImports``, ``BillImportsFailed`` (the template
+    alarms on it) and ``BilledDays``; one ``bill import`` log line with the same figures and each
+    connection's outcome (a failure's reason never holds a key).
+    """
+
     event = event if isinstance(event, dict) else {}
     ids = event.get("workspace_ids")
     if ids is not None and not (isinstance(ids, list) and all(isinstance(item, str) for item in ids)):

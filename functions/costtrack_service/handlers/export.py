@@ -1,15 +1,5 @@
-"""Lambda entry point of the daily export (EventBridge Scheduler, after midnight UTC).
-
-A scheduled run exports yesterday (UTC). Invoked with ``{"day": "YYYY-MM-DD"}`` it exports
-(again) that day, replacing what an earlier run wrote for it; ``"workspace_ids": [...]``
-narrows a run to some workspaces. Writes to ``COSTTRACK_EXPORT_BUCKET`` under
-``COSTTRACK_EXPORT_PREFIX`` (default ``events/``) as JSON Lines, and the same events in FOCUS 1.2
-columns under ``COSTTRACK_EXPORT_FOCUS_PREFIX`` (default ``focus/``; ``off``: none).
-
-Metrics per run: ``ExportedEvents``, ``ExportedObjects``, ``ExportedBytes``,
-``ExportDeletedObjects`` and ``ExportCompleted`` (1, only once the day is written: the template
-alarms when a day passes without it); one ``export`` log line with the same figures.
-"""
+"""Lambda entry point of the daily export, after midnight UTC
+(docs/guides/export.md#daily-export-to-s3-queried-with-athena)."""
 
 from __future__ import annotations
 
@@ -56,7 +46,18 @@ class CountingWriter:
 
 def run(event: object, exporter: Exporter, now: datetime) -> dict[str, Any]:
     """Export the day the event names (default yesterday); a bad event is an error, so the
-    invocation fails and the caller sees why."""
+    invocation fails and the caller sees why.
+
+    A scheduled run exports yesterday (UTC). Invoked with ``{"day": "YYYY-MM-DD"}`` it exports
+    (again) that day, replacing what an earlier run wrote for it; ``"workspace_ids": [...]``
+    narrows a run to some workspaces. Writes to ``COSTTRACK_EXPORT_BUCKET`` under
+    ``COSTTRACK_EXPORT_PREFIX`` (default ``events/``) as JSON Lines, and the same events in FOCUS 1.2
+    columns under ``COSTTRACK_EXPORT_FOCUS_PREFIX`` (default ``focus/``; ``off``: none).
+
+    Metrics per run: ``ExportedEvents``, ``ExportedObjects``, ``ExportedBytes``,
+    ``ExportDeletedObjects`` and ``ExportCompleted`` (1, only once the day is written: the template
+    alarms when a day passes without it); one ``export`` log line with the same figures.
+    """
     event = event if isinstance(event, dict) else {}
     day = parse_day(event["day"]) if event.get("day") is not None else yesterday(now)
     ids = event.get("workspace_ids")

@@ -6,7 +6,7 @@ Tracing: with the template's ``Tracing`` on (``Active``), Lambda traces every in
 init in X-Ray without any code here. The X-Ray SDK (Powertools' Tracer, botocore patched, so each
 DynamoDB call is a subsegment) is imported only when ``COSTTRACK_INGEST_TRACE_AWS_CALLS`` is
 ``true`` (the template's ``IngestTraceAwsCalls``): its import costs the cold start more than the
-5 % this function's init is allowed to grow (README, "Operations").
+5 % this function's init is allowed to grow (docs/guides/operations.md).
 """
 
 import os

@@ -1,16 +1,5 @@
-"""Powertools for the functions that are not on the ingestion hot path: the owners' API and the
-three scheduled jobs (price sync, budget alerts, export).
-
-Each gets a Logger (JSON lines with the Lambda context: request id, cold start, function name,
-plus the job's own fields), Metrics (CloudWatch embedded metric format, namespace
-``POWERTOOLS_METRICS_NAMESPACE``, dimension ``service``; a ``ColdStart`` metric per cold start)
-and a Tracer that patches botocore, so each DynamoDB, S3 and SNS call is a subsegment of the
-invocation's X-Ray trace. The template turns tracing on with ``Tracing: Active`` and off with
-its ``Tracing`` parameter (``POWERTOOLS_TRACE_DISABLED``); outside Lambda the Tracer is off.
-
-The ingestion function does not use this module: by default its cold start neither starts a
-Tracer nor imports the X-Ray SDK (``handlers/ingest.py``; README, "Operations").
-"""
+"""Powertools for the functions off the ingestion hot path (the owners' API and the scheduled
+jobs): logs, metrics and traces (docs/guides/operations.md)."""
 
 from __future__ import annotations
 
@@ -34,7 +23,18 @@ def namespace() -> str:
 
 class Powertools:
     """One function's Logger, Metrics and Tracer, all named after its service (the template's
-    ``POWERTOOLS_SERVICE_NAME``, which the alarms' metric dimensions name too)."""
+    ``POWERTOOLS_SERVICE_NAME``, which the alarms' metric dimensions name too).
+
+    Each gets a Logger (JSON lines with the Lambda context: request id, cold start, function name,
+    plus the job's own fields), Metrics (CloudWatch embedded metric format, namespace
+    ``POWERTOOLS_METRICS_NAMESPACE``, dimension ``service``; a ``ColdStart`` metric per cold start)
+    and a Tracer that patches botocore, so each DynamoDB, S3 and SNS call is a subsegment of the
+    invocation's X-Ray trace. The template turns tracing on with ``Tracing: Active`` and off with
+    its ``Tracing`` parameter (``POWERTOOLS_TRACE_DISABLED``); outside Lambda the Tracer is off.
+
+    The ingestion function does not use this module: by default its cold start neither starts a
+    Tracer nor imports the X-Ray SDK (``handlers/ingest.py``; docs/guides/operations.md).
+    """
 
     def __init__(self, service: str) -> None:
         self.service = service

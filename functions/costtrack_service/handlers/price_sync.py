@@ -1,18 +1,6 @@
-"""Lambda entry point of the scheduled price sync (EventBridge Scheduler, daily by default).
-
-Fetches the pinned genai-prices release (the PyPI wheel of the version ``pyproject.toml`` pins,
-checked against the SHA-256 ``make catalogue`` recorded), or the file an operator set in the
-stack's ``PriceSyncSource`` with its ``PriceSyncSha256`` (``COSTTRACK_PRICE_SOURCE``,
-``COSTTRACK_PRICE_SHA256``: one without the other is refused), adds new prices as
-effective-dated entries, holds back changes that look wrong, and backfills unpriced events.
-The stack's ``PriceSyncEnabled`` parameter turns the schedule off for closed networks; an
-operator then runs ``costtrack admin pricing sync --from FILE``.
-
-Every applied change is a log line (``price applied``) and every held-back one a warning
-(``price held back``); the run's figures are metrics (``PricesAdded``, ``PricesChanged``,
-``PricesHeldBack``, ``EventsBackfilled``, ``BackfillCostNanoUSD``, ``PriceSyncFailed``), and the
-template alarms on held-back changes and on failed runs.
-"""
+"""Lambda entry point of the scheduled price sync (daily by default): new prices become
+effective-dated entries, suspicious changes are held back, unpriced events are backfilled
+(docs/guides/operations.md)."""
 
 from __future__ import annotations
 
@@ -30,6 +18,20 @@ logger = tools.logger
 
 
 def run(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Fetches the pinned genai-prices release (the PyPI wheel of the version ``pyproject.toml`` pins,
+    checked against the SHA-256 ``make catalogue`` recorded), or the file an operator set in the
+    stack's ``PriceSyncSource`` with its ``PriceSyncSha256`` (``COSTTRACK_PRICE_SOURCE``,
+    ``COSTTRACK_PRICE_SHA256``: one without the other is refused), adds new prices as
+    effective-dated entries, holds back changes that look wrong, and backfills unpriced events.
+    The stack's ``PriceSyncEnabled`` parameter turns the schedule off for closed networks; an
+    operator then runs ``costtrack admin pricing sync --from FILE``.
+
+    Every applied change is a log line (``price applied``) and every held-back one a warning
+    (``price held back``); the run's figures are metrics (``PricesAdded``, ``PricesChanged``,
+    ``PricesHeldBack``, ``EventsBackfilled``, ``BackfillCostNanoUSD``, ``PriceSyncFailed``), and the
+    template alarms on held-back changes and on failed runs.
+    """
+
     source, sha256 = configured_source(os.environ)
     try:
         if not sha256:

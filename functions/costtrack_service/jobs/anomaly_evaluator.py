@@ -1,24 +1,5 @@
-"""The ``run_cost_anomaly`` evaluator: part of the scheduled budget evaluator's run
-(``jobs.budget_evaluator.Alerts.run``, every minute), before the dispatcher, which delivers its
-notifications like a budget's (signed webhooks, SNS, retries).
-
-Why here and not at ingestion: ingestion would need each feature's p99 on every batch (the
-sketch rows of 30 days, read from every rollup shard) and a claim in, or after, the event's
-transaction; the evaluator reads them once a minute per workspace that turned the alert on,
-and ingestion stays as it is. Per workspace and minute it reads:
-
-* the run sketch rows of the last 30 days (one Query per rollup shard): each feature's p99;
-* per feature, the runs that started today or yesterday and cost more than p99 x factor: a
-  key condition on the ``runs_by_cost`` index (``cost >= limit``), so only those runs are read;
-* the runs that started today or yesterday with at least ``calls`` calls: the same index with
-  a filter, which reads the two days' run items (about 1 read unit per 8 runs, eventually
-  consistent);
-* the run notifications already claimed (keys only), so a notified run is not claimed again.
-
-A run is claimed once (``run#<trace_id>``, a conditional write with its deliveries, as budgets
-claim a threshold): repeated or concurrent evaluators notify it once. A run is looked at while
-it started today or yesterday (UTC): a run that becomes anomalous later is not notified.
-"""
+"""The ``run_cost_anomaly`` evaluator, run with the budget evaluator each minute rather than at
+ingestion, so ingestion reads no sketches and claims nothing for it (docs/guides/runs.md)."""
 
 from __future__ import annotations
 
@@ -46,6 +27,24 @@ MAX_CANDIDATES = 1000
 
 
 class RunAnomalies:
+    """Why here and not at ingestion: ingestion would need each feature's p99 on every batch (the
+    sketch rows of 30 days, read from every rollup shard) and a claim in, or after, the event's
+    transaction; the evaluator reads them once a minute per workspace that turned the alert on,
+    and ingestion stays as it is. Per workspace and minute it reads:
+
+    * the run sketch rows of the last 30 days (one Query per rollup shard): each feature's p99;
+    * per feature, the runs that started today or yesterday and cost more than p99 x factor: a
+      key condition on the ``runs_by_cost`` index (``cost >= limit``), so only those runs are read;
+    * the runs that started today or yesterday with at least ``calls`` calls: the same index with
+      a filter, which reads the two days' run items (about 1 read unit per 8 runs, eventually
+      consistent);
+    * the run notifications already claimed (keys only), so a notified run is not claimed again.
+
+    A run is claimed once (``run#<trace_id>``, a conditional write with its deliveries, as budgets
+    claim a threshold): repeated or concurrent evaluators notify it once. A run is looked at while
+    it started today or yesterday (UTC): a run that becomes anomalous later is not notified.
+    """
+
     def __init__(self, store: Any, with_sns: bool, clock: Callable[[], datetime]) -> None:
         self.store = store
         self.with_sns = with_sns

@@ -1,18 +1,6 @@
-"""The budget evaluator and the alert dispatcher (a scheduled function, every minute; also
-``costtrack admin budgets evaluate`` and the local stack).
-
-``evaluate`` reads every budget's spend from the rollups (a template's per instance: each value
-of its dimension, ``domain/budgets/instances.py``), and for each threshold reached claims
-its notification: a conditional write, with the notification's deliveries in the same
-transaction, so whatever runs at once or again, one claim wins and the others change nothing.
-It also marks budgets past 100% for the ingestion warning, and re-arms a rolling budget's
-threshold once the spend fell back below it.
-
-``dispatch`` attempts the deliveries that are due: each is leased first (a conditional write),
-so two dispatchers never send the same attempt; the attempt is recorded with its time, the
-receiver's status or the error, and a failed one is due again after the backoff
-(``domain/budgets/webhooks.py``) until the last attempt.
-"""
+"""The budget evaluator and the alert dispatcher, every minute: a threshold's notification is
+claimed by a conditional write so it exists once, and each delivery is leased so it is sent
+once (docs/guides/budgets.md)."""
 
 from __future__ import annotations
 
@@ -35,7 +23,8 @@ from costtrack_service.domain.budgets.alerts import (
     Endpoint,
     Notification,
 )
-from costtrack_service.domain.budgets.budget import Budget, Status, crossed, episode_name, notification_key
+from costtrack_service.domain.budgets.budget import Budget, crossed
+from costtrack_service.domain.budgets.budget_windows import Status, episode_name, notification_key
 from costtrack_service.domain.budgets.instances import budgets_now
 from costtrack_service.domain.budgets.webhooks import (
     FIRST_RETRY,
@@ -76,6 +65,19 @@ class AlertSettings:
 
 
 class Alerts:
+    """``evaluate`` reads every budget's spend from the rollups (a template's per instance: each value
+    of its dimension, ``domain/budgets/instances.py``), and for each threshold reached claims
+    its notification: a conditional write, with the notification's deliveries in the same
+    transaction, so whatever runs at once or again, one claim wins and the others change nothing.
+    It also marks budgets past 100% for the ingestion warning, and re-arms a rolling budget's
+    threshold once the spend fell back below it.
+
+    ``dispatch`` attempts the deliveries that are due: each is leased first (a conditional write),
+    so two dispatchers never send the same attempt; the attempt is recorded with its time, the
+    receiver's status or the error, and a failed one is due again after the backoff
+    (``domain/budgets/webhooks.py``) until the last attempt.
+    """
+
     def __init__(
         self,
         store: DynamoStore,

@@ -1,22 +1,6 @@
-"""The daily export: every workspace's accepted events of one UTC day, as gzip-compressed JSON
-Lines under Hive-style ``workspace_id=…/day=…/`` prefixes (``domain/export/layout.py`` decides names and
-lines; this reads DynamoDB and hands the objects to a writer), and the same events in FOCUS 1.2
-columns as gzip CSV under their own prefix (``domain/export/focus_rows.py``). A run reads each day's
-events once and writes every output of each piece of them.
-
-Writers: :class:`S3Writer` (the deployed function: an S3 bucket) and :class:`DirectoryWriter`
-(``costtrack admin export``: a local folder, the object keys as relative paths). Both get the
-same keys and bytes from the same code, so a local export is what the bucket would hold.
-
-Idempotent: a run writes deterministic object names and bytes, then deletes every other object
-under each exported day's prefix (per output) (what an earlier run wrote and this one did not), so re-running
-a day replaces it. Readers may briefly see a mix during a re-run; the day's final state is
-exactly the events stored for it.
-
-Events are read with ``iter_day_events``: the day's time pages (``domain/ingest/time_pages.py``), then
-the events they list, so a day's export reads that day's events and none of the rest of the
-history (``make bench``: ``export_items_read_per_exported_event``).
-"""
+"""The daily export: each workspace's accepted events of one UTC day as JSON Lines and FOCUS
+CSV, to S3 or a local folder from the same code, idempotent so a day can be run again
+(docs/guides/export.md#daily-export-to-s3-queried-with-athena)."""
 
 from __future__ import annotations
 
@@ -180,7 +164,21 @@ class DirectoryWriter:
 
 class Exporter:
     """Exports days through ``writer``: as JSON Lines under ``prefix`` (the default), or as the
-    ``outputs`` given (``json_lines``, ``focus``, both)."""
+    ``outputs`` given (``json_lines``, ``focus``, both).
+
+    Writers: :class:`S3Writer` (the deployed function: an S3 bucket) and :class:`DirectoryWriter`
+    (``costtrack admin export``: a local folder, the object keys as relative paths). Both get the
+    same keys and bytes from the same code, so a local export is what the bucket would hold.
+
+    Idempotent: a run writes deterministic object names and bytes, then deletes every other object
+    under each exported day's prefix (per output) (what an earlier run wrote and this one did not), so re-running
+    a day replaces it. Readers may briefly see a mix during a re-run; the day's final state is
+    exactly the events stored for it.
+
+    Events are read with ``iter_day_events``: the day's time pages (``domain/ingest/time_pages.py``), then
+    the events they list, so a day's export reads that day's events and none of the rest of the
+    history (``make bench``: ``export_items_read_per_exported_event``).
+    """
 
     def __init__(
         self,

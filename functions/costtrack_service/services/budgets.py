@@ -14,16 +14,9 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from costtrack_service.domain.budgets.alerts import Delivery, Endpoint
-from costtrack_service.domain.budgets.budget import (
-    Budget,
-    BudgetError,
-    RollupReader,
-    Status,
-    change_budget,
-    crossed,
-    parse_budget,
-    percent,
-)
+from costtrack_service.domain.budgets.budget import Budget, crossed, percent
+from costtrack_service.domain.budgets.budget_fields import BudgetError, change_budget, parse_budget
+from costtrack_service.domain.budgets.budget_windows import Status
 from costtrack_service.domain.budgets.instances import (
     MAX_INSTANCES,
     Holding,
@@ -40,19 +33,61 @@ from costtrack_service.domain.budgets.webhooks import (
     check_url,
     new_webhook_secret,
 )
+from costtrack_service.domain.cursors import decode_cursor, encode_cursor, keyed_page, page_limit, refusal, scope_of
 from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.ids import random_token
 from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.pricing.entries import format_timestamp
+from costtrack_service.domain.usage import RollupReader
 from costtrack_service.services.requests import NewWebhook, SecretRotation, checked
 from costtrack_service.services.workspace import not_found
 
 MAX_BUDGETS = 100
+DEFAULT_DELIVERIES = 50
 MAX_DELIVERIES = 200
 #: A template's instances in a budget's line (the rest: ``/instances``).
 TOP_INSTANCES = 3
-INSTANCE_SORTS = ("share", "spent")
+DEFAULT_INSTANCES = 20
 _ID = re.compile(r"[A-Za-z0-9_]{1,64}")
+#: The orders of a template's instances: by a figure, largest first, then by instance (distinct,
+#: so a page ends on a position); or by instance alone. ``share`` and ``spent`` rank the figures
+#: as each page reads them: an instance whose spend moves while a client pages may move across
+#: the cursor (listed twice or not at all). ``instance`` is a key order that spend does not
+#: change: paged under writes, every instance there before the first page is listed once.
+INSTANCE_FIGURES: dict[str, Callable[[Holding], Decimal] | None] = {
+    "share": lambda line: line.share,
+    "spent": lambda line: line.spent,
+    "instance": None,
+}
+INSTANCE_SORTS = tuple(INSTANCE_FIGURES)
+#: An instance page's position: the last instance given and its figure in the page's order.
+INSTANCE_POSITION = {
+    "by": re.compile(r"-?[0-9]{1,40}(\.[0-9]{1,60})?(E[+-]?[0-9]{1,4})?"),
+    "instance": re.compile(r".{1,300}", re.S),
+}
+#: A delivery page's position: the last delivery given (created_at, its key).
+DELIVERY_POSITION = {"created": re.compile(r"[0-9T:.Z-]{1,40}"), "delivery": re.compile(r"d#[!-~]{1,600}")}
+
+
+def instance_order(order: str) -> Callable[[Holding], tuple[Any, ...]]:
+    figure = INSTANCE_FIGURES[order]
+    if figure is None:
+        return lambda line: (line.instance or "",)
+    return lambda line: (-figure(line), line.instance or "")
+
+
+def instance_position(order: str, line: Holding) -> dict[str, str]:
+    figure = INSTANCE_FIGURES[order]
+    return {"instance": line.instance or "", **({"by": str(figure(line))} if figure else {})}
+
+
+def after_instance(order: str, position: Mapping[str, str]) -> tuple[Any, ...]:
+    """The order's key of the position's instance (a cursor of a figure order holds the figure)."""
+    if INSTANCE_FIGURES[order] is None:
+        return (position["instance"],)
+    if "by" not in position:
+        raise refusal()
+    return (-Decimal(position["by"]), position["instance"])
 
 
 class BudgetRecords(Protocol):
@@ -76,7 +111,9 @@ class BudgetRecords(Protocol):
 
     def delete_endpoint(self, workspace_id: str, endpoint_id: str) -> bool: ...
 
-    def list_deliveries(self, workspace_id: str, limit: int = 100) -> list[Delivery]: ...
+    def list_deliveries(
+        self, workspace_id: str, limit: int = 100, before: tuple[str, str] | None = None
+    ) -> list[Delivery]: ...
 
 
 class BudgetStore(Protocol):
@@ -124,31 +161,35 @@ class BudgetService:
         return {"budget": self._one(self._budget(workspace_id, budget_id))}
 
     def instances(self, workspace_id: str, budget_id: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """A template's instances now: spent, held, remaining and share of the amount, the largest
-        share (or ``sort=spent``: the most spent) first."""
+        """A template's instances now: spent, held, remaining and share of the amount, a page at a
+        time in the order of ``sort`` (``INSTANCE_FIGURES``)."""
         params = params or {}
         order = params.get("sort") or "share"
-        if order not in INSTANCE_SORTS:
+        if order not in INSTANCE_FIGURES:
             raise invalid("sort", f"sort must be one of {', '.join(INSTANCE_SORTS)}")
-        raw = params.get("limit") or "20"
-        if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_INSTANCES:
-            raise invalid("limit", f"limit must be an integer from 1 to {MAX_INSTANCES}")
+        limit = page_limit(params.get("limit"), DEFAULT_INSTANCES, MAX_INSTANCES)
         budget = self._budget(workspace_id, budget_id)
         if not budget.template:
             raise invalid("budget_id", "only a template (scope_value *) has instances")
+        scope = scope_of("budget-instances", workspace_id, {"budget": budget_id, "sort": order})
+        cursor = params.get("cursor")
+        found = decode_cursor(cursor, scope, INSTANCE_POSITION, required=frozenset({"instance"})) if cursor else None
         now = self._clock()
         budgets = [other for other in self.store.budgets.list_budgets(workspace_id) if other.budget_id != budget_id]
         state = budgets_now(self.store.rollups, workspace_id, [budget, *budgets], now)
-        found = instances(self.store.reservations, state.instances[budget_id], now)
-        if order == "spent":
-            found.sort(key=lambda line: (-line.spent, line.instance or ""))
+        key = instance_order(order)
+        ordered = sorted(instances(self.store.reservations, state.instances[budget_id], now), key=key)
+        page, more = keyed_page(ordered, key, after_instance(order, found) if found else None, limit)
+        position = instance_position(order, page[-1]) if more else None
         return {
             "budget_id": budget_id,
             "scope": budget.scope,
             "amount": format_decimal(budget.amount),
             "enforce": budget.enforce,
-            "instances": [line.to_dict() for line in found[: int(raw)]],
-            "count": len(found),
+            "sort": order,
+            "instances": [line.to_dict() for line in page],
+            "count": len(ordered),
+            "next_cursor": encode_cursor(scope, position) if position else None,
         }
 
     def _line(self, status: Status, state: Now, now: datetime) -> dict[str, Any]:
@@ -257,12 +298,25 @@ class BudgetService:
         return {"deleted": endpoint_id}
 
     def deliveries(self, workspace_id: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """The latest deliveries, newest first, each with its attempts."""
-        raw = (params or {}).get("limit") or "50"
-        if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_DELIVERIES:
-            raise invalid("limit", f"limit must be an integer from 1 to {MAX_DELIVERIES}")
-        deliveries = self.store.budgets.list_deliveries(workspace_id, limit=int(raw))
-        return {"deliveries": [delivery.to_dict() for delivery in deliveries]}
+        """The deliveries, newest first (then by delivery key, descending), each with its
+        attempts, a page at a time: a delivery made while paging is newer than the cursor, so
+        it is on no later page, and none made before is skipped or repeated."""
+        params = params or {}
+        limit = page_limit(params.get("limit"), DEFAULT_DELIVERIES, MAX_DELIVERIES)
+        scope = scope_of("webhook-deliveries", workspace_id, {})
+        cursor = params.get("cursor")
+        found = (
+            decode_cursor(cursor, scope, DELIVERY_POSITION, required=frozenset(DELIVERY_POSITION)) if cursor else None
+        )
+        after = (found["created"], found["delivery"]) if found else None
+        deliveries = self.store.budgets.list_deliveries(workspace_id, limit=limit + 1, before=after)
+        page = deliveries[:limit]
+        last = page[-1] if len(deliveries) > limit else None
+        position = {"created": last.created_at, "delivery": last.item_key} if last else None
+        return {
+            "deliveries": [delivery.to_dict() for delivery in page],
+            "next_cursor": encode_cursor(scope, position) if position else None,
+        }
 
     def _now(self) -> str:
         return format_timestamp(self._clock())

@@ -1,20 +1,6 @@
-"""Drift → override in one step (``POST /v1/workspace/reconciliation/apply-drift``,
-``costtrack admin reconcile WS --apply-drift MODEL``): the model's price-drift findings over
-``from``..``to`` become a workspace override with the rates the bill implies
-(``domain/reconciliation/drift_override.py``), and the events of the drifted days are priced
-again under it.
-
-The repricing is the backfill's (``price_refresh.backfill``) for events already priced: each
-event of the model received on a drifted day is priced as ingestion would price it now (the
-new override wins), and when its cost changes it is rewritten through
-``Repricing.reprice_event``, which moves the event and its rollups by the difference in one
-transaction conditional on the stored cost still being the one read, so the rollups stay equal
-to the stored costs; an event another repricing changed meanwhile is read again and priced
-from what it is now. Every rewritten event records the
-override that priced it (``pricing_override_id``) and when (``priced_at``): the audit trail,
-beside the override's ``source`` (the bill's provider, days and imports). Running it again
-changes nothing (every event already has the override's cost).
-"""
+"""Drift to override in one step: a model's price-drift findings become a workspace override
+at the rates the bill implies, and the drifted days are priced again under it
+(docs/guides/reconciliation.md)."""
 
 from __future__ import annotations
 
@@ -88,10 +74,22 @@ def apply_drift(
     body: object,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> dict[str, Any]:
-    """Make the override and reprice the drifted days; the override and what the repricing did."""
+    """Make the override and reprice the drifted days; the override and what the repricing did.
+
+    The repricing is the backfill's (``price_refresh.backfill``) for events already priced: each
+    event of the model received on a drifted day is priced as ingestion would price it now (the
+    new override wins), and when its cost changes it is rewritten through
+    ``OperatorStore.reprice_event``, which moves the event and its rollups by the difference in one
+    transaction conditional on the stored cost still being the one read, so the rollups stay equal
+    to the stored costs; an event another repricing changed meanwhile is read again and priced
+    from what it is now. Every rewritten event records the
+    override that priced it (``pricing_override_id``) and when (``priced_at``): the audit trail,
+    beside the override's ``source`` (the bill's provider, days and imports). Running it again
+    changes nothing (every event already has the override's cost).
+    """
     request = parse_request(body)
     service = ReconciliationService(store, now)
-    first, last = service.days(request.params)
+    first, last = service.days(request.params.get("from"), request.params.get("to"))
     model = catalogue_view.resolve(request.provider, request.model)
     lines, _, findings = service.compare(workspace_id, first, last)
     found = drifted(findings, request.provider, model)

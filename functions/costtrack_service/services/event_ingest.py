@@ -1,19 +1,5 @@
-"""Accepting events, one or a batch: the whole decision, independent of HTTP and of DynamoDB.
-
-Order of checks (docs/api-rules.md#order-of-checks, #batches): key (401) → request body (400/413) → plan (403) → each
-item: its payload (400) → idempotency (replay / 422) → allowance (429), spent in request order.
-The edge reads the key and the body (``edge/ingest/ingest_request.py``); this module decides the rest.
-
-Nothing a workspace writes on every event is a single item (``shards.py``, ``allowance.py``),
-so one key and one workspace are not capped by DynamoDB's transaction conflicts:
-
-* the key's state comes from a read at most a second old (docs/api-rules.md#how-fast-changes-take-effect): a revoked or
-  deactivated key is refused from the first request that starts a second after the change;
-* the plan's status is read at most a second old too (``ingest/reads.py``); its allowance is
-  spent from leases, under conditions in the same transaction as the events (``allowance.py``);
-* events are written in as few transactions as DynamoDB allows (``ingest/commit.py``): the
-  events, the allowance shards they spend, and their rollup rows summed per transaction.
-"""
+"""Accepting events, one or a batch: the whole decision, independent of HTTP and of DynamoDB
+(docs/api-rules.md#order-of-checks, docs/concepts/allowance.md)."""
 
 from __future__ import annotations
 
@@ -26,6 +12,7 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from costtrack_service import catalogue
+from costtrack_service.domain.billing.charging import CardReads, ChargeReadStore, Versions, charge_event, charged_fields
 from costtrack_service.domain.budgets.watch import BudgetReader, BudgetWatch
 from costtrack_service.domain.errors import ApiError, unavailable
 from costtrack_service.domain.ids import new_event_id
@@ -44,6 +31,7 @@ from costtrack_service.domain.ingest.records import (
     unknown_field_warnings,
 )
 from costtrack_service.domain.ingest.settings import IngestSettings
+from costtrack_service.domain.ingest.source import normalize_provider
 from costtrack_service.domain.ingest.visibility import decide
 from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.domain.pricing.pricer import Call, Pricer
@@ -60,7 +48,7 @@ class IngestEvents(KeyReads, ChunkWrites, Protocol):
 
 class IngestStore(ReadStore, ChunkStore, Protocol):
     """The parts ingestion uses: its cached reads and its writes, the budgets it watches, the
-    reservation holds its events settle."""
+    reservation holds its events settle, the rate cards that charge its customers."""
 
     @property
     def events(self) -> IngestEvents: ...
@@ -71,11 +59,14 @@ class IngestStore(ReadStore, ChunkStore, Protocol):
     @property
     def reservations(self) -> HoldFinder: ...
 
+    @property
+    def billing(self) -> ChargeReadStore: ...
+
 
 @dataclass(frozen=True)
 class IngestResult:
     """The answer: ``outcomes`` per item; a single event's ``body`` (a batch's is empty: the edge
-    answers each item with its HTTP status, ``edge/ingest/ingest_request.py``)."""
+    answers each item with its HTTP status)."""
 
     body: dict[str, Any]
     outcomes: tuple[Outcome, ...]
@@ -102,7 +93,23 @@ def key_reused() -> ApiError:
 
 class IngestService:
     """Accepts events. One instance per warm function: it owns the read caches (``reads``) and
-    what it last saw of each workspace's allowance shards (``committer``)."""
+    what it last saw of each workspace's allowance shards (``committer``).
+
+    Order of checks (docs/api-rules.md#order-of-checks): key (401) → request body (400/413) →
+    plan (403) → each item: its payload (400) → idempotency (replay / 422) → allowance (429),
+    spent in request order. The edge reads the key and the body; this class decides the rest.
+
+    Nothing a workspace writes on every event is a single item (``shards.py``, ``allowance.py``),
+    so one key and one workspace are not capped by DynamoDB's transaction conflicts:
+
+    * the key's state comes from a read at most a second old
+      (docs/api-rules.md#how-fast-changes-take-effect): a revoked or deactivated key is refused
+      from the first request that starts a second after the change;
+    * the plan's status is read at most a second old too (``ingest/reads.py``); its allowance is
+      spent from leases, under conditions in the same transaction as the events (``allowance.py``);
+    * events are written in as few transactions as DynamoDB allows (``ingest/commit.py``): the
+      events, the allowance shards they spend, and their rollup rows summed per transaction.
+    """
 
     def __init__(
         self,
@@ -118,7 +125,9 @@ class IngestService:
         self._clock = clock
         self.reads = CachedReads(store, self.settings, catalogue.book, monotonic=monotonic)
         self.committer = Committer(store, self.reads, self.settings, sleep=sleep)
-        self.pricer = Pricer(self.reads.book, catalogue.registry(), catalogue.flags_for)
+        self.registry = catalogue.registry()
+        self.pricer = Pricer(self.reads.book, self.registry, catalogue.flags_for)
+        self.cards = CardReads(store.billing, self.settings.pricing_ttl_seconds, monotonic=monotonic)
         self.budget_watch = BudgetWatch(store.budgets, monotonic=monotonic)
 
     # -- the request --------------------------------------------------------------------
@@ -189,11 +198,20 @@ class IngestService:
         firsts: dict[str, int] = {}  # event key -> the item that carries it first
         repeats: list[tuple[int, int, EventRecord]] = []
         new: list[tuple[int, EventRecord]] = []
+        # Each customer's rate card, resolved once for the request (docs/api-rules.md#charge).
+        cards = self.cards.cards_of(
+            key.workspace_id,
+            (
+                customer
+                for item in items
+                if item.event is not None and (customer := item.event.fields.get("customer_id"))
+            ),
+        )
         for index, item in enumerate(items):
             if item.error is not None or item.event is None:
                 outcomes[index] = Outcome(error=item.error)
                 continue
-            record = self._record(key, workspace, item, _item_time(item, received))
+            record = self._record(key, workspace, item, _item_time(item, received), cards)
             first = firsts.setdefault(record.event_key, index)
             if first != index:
                 repeats.append((index, first, record))
@@ -216,7 +234,9 @@ class IngestService:
                 outcomes[index] = earlier
         return [outcome for outcome in outcomes if outcome is not None]
 
-    def _record(self, key: KeyRecord, workspace: WorkspaceState, item: Item, received: datetime) -> EventRecord:
+    def _record(
+        self, key: KeyRecord, workspace: WorkspaceState, item: Item, received: datetime, cards: dict[str, Versions]
+    ) -> EventRecord:
         assert item.event is not None
         event = to_usage_event(item.event)
         warnings = unknown_field_warnings(item.event.unknown_fields)
@@ -227,13 +247,27 @@ class IngestService:
                     "No Idempotency-Key header: a retry of this request would be counted again.",
                 )
             )
-        if is_run_marker(event):  # a run's end (``tracker.run``): not a call, never priced
+        charged = None
+        if is_run_marker(event):  # a run's end (``tracker.run``): not a call, never priced nor charged
             pricing = run_marker_pricing()
         else:
             call = Call(event.provider, event.model, event.counts, event.metadata)
             priced = self.pricer.price(call, received, self.reads.price_overrides(key.workspace_id))
             warnings += pricing_warnings(event, priced)
             pricing = priced_fields(priced)
+            versions = cards.get(event.customer_id) if event.customer_id is not None else None
+            if versions:
+                charged = charge_event(
+                    versions,
+                    provider=event.provider,
+                    model=event.model,
+                    feature=event.feature,
+                    cost=priced.cost,
+                    counts=call.counts,
+                    flags=priced.flags or catalogue.flags_for(normalize_provider(event.provider)),
+                    at=received,
+                    registry=self.registry,
+                )
         visibility = decide(workspace.tier, key.bound, event.source)
         if not visibility.dashboard_visible:
             warnings.append(_hidden_warning(key))
@@ -248,6 +282,7 @@ class IngestService:
             event=event,
             fingerprint=event.fingerprint(),
             **pricing,
+            **charged_fields(charged),
             visibility=visibility,
             warnings=tuple(warnings),
             expires_at=expires_at,

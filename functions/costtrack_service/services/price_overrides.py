@@ -1,4 +1,4 @@
-"""A workspace's price overrides (README, "Workspace overrides"), for the owners' API
+"""A workspace's price overrides (docs/api-rules.md#workspace-price-overrides), for the owners' API
 (``/v1/workspace/price-overrides``) and ``costtrack admin pricing override``.
 
 The workspace is given explicitly, as for every owners' operation (``workspace.py``): the

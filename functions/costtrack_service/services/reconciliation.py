@@ -9,12 +9,14 @@ beside costtrack's price of the same events (``reported.py``), over every day of
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Protocol
 
 from costtrack_service.catalogue import reconciliation_view as catalogue_view
+from costtrack_service.domain.cursors import checked_limit, decode_cursor, encode_cursor, keyed_page, scope_of
 from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.domain.reconciliation import focus_report as focus
@@ -23,11 +25,17 @@ from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.reconciliation.connections import PROVIDERS, Connection, ConnectionState
 from costtrack_service.domain.reconciliation.gap_alert import parse_threshold, threshold_answer
 from costtrack_service.domain.reconciliation.reconcile import Finding, Tracked, cents, reconcile, totals
-from costtrack_service.domain.report_days import day_range
-from costtrack_service.domain.usage import Counts, RollupKey
+from costtrack_service.domain.report_days import MAX_DAYS, day_range
+from costtrack_service.domain.usage import Counts, RollupKey, RollupReader
 from costtrack_service.services.workspace import not_found
 
 MODEL = "model"
+#: A page of the reconciliation's days ends on its last day (a key order: days are distinct).
+DAY_POSITION = {"day": re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")}
+
+
+def _day(row: dict[str, str]) -> str:
+    return row["day"]
 
 
 class ProviderBills(Protocol):
@@ -46,12 +54,6 @@ class ProviderBills(Protocol):
     def get_gap_threshold(self, workspace_id: str) -> Decimal | None: ...
 
     def put_gap_threshold(self, workspace_id: str, threshold: Decimal | None) -> None: ...
-
-
-class RollupReader(Protocol):
-    def query_rollups(
-        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
-    ) -> list[tuple[RollupKey, Counts]]: ...
 
 
 class ReconciliationStore(Protocol):
@@ -137,9 +139,9 @@ class ReconciliationService:
 
     # -- reconciliation -------------------------------------------------------------------
 
-    def days(self, params: dict[str, str]) -> tuple[str, str]:
+    def days(self, first: str | None = None, last: str | None = None) -> tuple[str, str]:
         """``from`` and ``to`` (default: the 30 days up to yesterday; today's bill is not in yet)."""
-        return day_range(params, self.now().astimezone(UTC).date() - timedelta(days=1))
+        return day_range(first, last, self.now().astimezone(UTC).date() - timedelta(days=1))
 
     def compare(
         self, workspace_id: str, first: str, last: str
@@ -153,17 +155,32 @@ class ReconciliationService:
         )
         return lines, imported, findings
 
-    def focus(self, workspace_id: str, params: dict[str, str]) -> tuple[str, str]:
-        """The reconciliation as FOCUS 1.2 CSV (``focus.py``), and a file name for it."""
-        first, last = self.days(params)
+    def focus(self, workspace_id: str, first: str | None = None, last: str | None = None) -> tuple[str, str]:
+        """The reconciliation as FOCUS 1.2 CSV, and a file name for it."""
+        first, last = self.days(first, last)
         _, _, findings = self.compare(workspace_id, first, last)
         return focus.to_csv(findings, workspace_id), f"reconciliation-{workspace_id}-{first}-{last}-focus.csv"
 
-    def reconciliation(self, workspace_id: str, params: dict[str, str]) -> dict[str, Any]:
-        """Billed vs tracked per day × provider × model over ``from``..``to`` (default: the 30
-        days before today; today's bill is not in yet), every gap classified."""
-        first, last = self.days(params)
+    def reconciliation(
+        self,
+        workspace_id: str,
+        first: str | None = None,
+        last: str | None = None,
+        limit: int = MAX_DAYS,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """Billed vs tracked per day × provider × model over ``first``..``last`` (default: the 30
+        days before today; today's bill is not in yet), every gap classified. ``days`` (oldest
+        first) and the findings of those days come a page of ``limit`` days at a time, after the
+        cursor's day; the totals, the days imported and ``reported`` are the whole range's."""
+        first, last = self.days(first, last)
+        limit = checked_limit(limit, MAX_DAYS)
+        # A cursor holds for the days its range resolved to, not for "the last 30 days" of a later day.
+        scope = scope_of("reconciliation", workspace_id, {"from": first, "to": last})
+        after = decode_cursor(cursor, scope, DAY_POSITION, required=frozenset(DAY_POSITION))["day"] if cursor else None
         _, imported, findings = self.compare(workspace_id, first, last)
+        days, more = keyed_page(daily(findings), _day, after, limit)
+        shown = {row["day"] for row in days}
         return {
             "from": first,
             "to": last,
@@ -171,11 +188,12 @@ class ReconciliationService:
             "connections": [state.to_dict() for state in self.store.provider_bills.list_connections(workspace_id)],
             "days_imported": sorted({day for day, _ in imported}),
             "totals": totals(findings),
-            "days": daily(findings),
-            "findings": [finding.to_dict() for finding in findings if finding.classes],
+            "days": days,
+            "findings": [finding.to_dict() for finding in findings if finding.classes and finding.day in shown],
             "models": len(findings),
             "reported": reported.by_model(
                 self.store.rollups.query_rollups(workspace_id, (reported.REPORTED,), first, last),
                 catalogue_view.resolve,
             ),
+            "next_cursor": encode_cursor(scope, {"day": days[-1]["day"]}) if more else None,
         }

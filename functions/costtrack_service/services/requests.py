@@ -47,7 +47,7 @@ class RequestBody(BaseModel):
 
 
 class Binding(RequestBody):
-    """The one source a free-plan key may report (README, "Plans")."""
+    """The one source a free-plan key may report (docs/api-rules.md#free-plan-visibility)."""
 
     provider: Annotated[str, Field(min_length=1, max_length=BIND_CAPS["provider"])]
     model: Annotated[str, Field(min_length=1, max_length=BIND_CAPS["model"])]
@@ -112,7 +112,7 @@ class SecretRotation(RequestBody):
 
 
 class NewPriceOverride(RequestBody):
-    """A discount or negotiated rates for a provider, or one of its models (README, "Workspace overrides")."""
+    """A provider's (or one model's) negotiated rates or discount (docs/api-rules.md#workspace-price-overrides)."""
 
     provider: Annotated[str, Field(min_length=1, max_length=64)]
     model: Annotated[str | None, Field(max_length=200, description="leave out for the whole provider")] = None
@@ -132,7 +132,7 @@ AttributeName = Annotated[str, Field(min_length=1, max_length=MAX_ATTRIBUTE_NAME
 
 
 class OtelAttributes(RequestBody):
-    """Where ``POST /v1/traces`` reads event fields from (README, "Send OpenTelemetry")."""
+    """Where ``POST /v1/traces`` reads event fields from (docs/guides/opentelemetry.md)."""
 
     attributes: Annotated[
         dict[str, AttributeName | Annotated[list[AttributeName], Field(min_length=1, max_length=MAX_MAP_NAMES)]],
@@ -208,7 +208,7 @@ def checked[Body: RequestBody](model: type[Body], body: object) -> Body:
 
 
 class RunAnomalySettings(RequestBody):
-    """The ``run_cost_anomaly`` alert's settings (README, "Cost per run"); fields left out keep their value."""
+    """The ``run_cost_anomaly`` alert's settings (docs/guides/runs.md); fields left out keep their value."""
 
     enabled: Annotated[bool | None, Field(description="whether anomalous runs are notified (off at first)")] = None
     factor: Annotated[

@@ -45,8 +45,9 @@ from costtrack_service.domain.reservations.ledger import (
 from costtrack_service.domain.reservations.request import Ask, read_ask
 from costtrack_service.domain.reservations.reservation_ids import MAX_PARTS, Part, ReservationId, new_entry, parse
 from costtrack_service.domain.reservations.scope import ledgers_for
-from costtrack_service.domain.reservations.seed import RollupReader, plan_seed, window_spend
+from costtrack_service.domain.reservations.seed import plan_seed, window_spend
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
+from costtrack_service.domain.usage import RollupReader
 from costtrack_service.domain.workspaces.keys import KeyRecord
 from costtrack_service.domain.workspaces.shards import ShardCycle
 

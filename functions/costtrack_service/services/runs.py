@@ -47,8 +47,7 @@ class RunService:
 
     def days(self, first: str | None, last: str | None) -> tuple[str, str]:
         """The report days' rule: the last 30 days by default."""
-        given = {name: day for name, day in (("from", first), ("to", last)) if day}
-        return day_range(given, self._clock().date())
+        return day_range(first, last, self._clock().date())
 
     def run(self, workspace_id: str, kind: str, run_id: str) -> dict[str, Any]:
         total = self.store.runs.get_total(workspace_id, kind, check_run_id(kind, run_id))

@@ -217,9 +217,16 @@ class BudgetTable(BudgetReads):
         )
         return done
 
-    def list_deliveries(self, workspace_id: str, limit: int = 100) -> list[Delivery]:
+    def list_deliveries(
+        self, workspace_id: str, limit: int = 100, before: tuple[str, str] | None = None
+    ) -> list[Delivery]:
+        """The newest ``limit`` deliveries (by ``created_at``, then key) older than ``before``.
+        Their keys are not in time order, so the workspace's deliveries (kept for
+        ``RETENTION_DAYS``) are all read and sorted."""
         deliveries = [_delivery(item) for item in self._items(workspace_id, "d#")]
         deliveries.sort(key=lambda d: (d.created_at, d.item_key), reverse=True)
+        if before is not None:
+            deliveries = [d for d in deliveries if (d.created_at, d.item_key) < before]
         return deliveries[:limit]
 
     # -- plumbing -------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from costtrack_service.store.owner import EventList, KeyTable, PlanUsage
 from costtrack_service.store.page_backfill import PageBackfill
 from costtrack_service.store.prices import PriceTable
 from costtrack_service.store.provider_bills import ProviderBillTable
+from costtrack_service.store.rate_card_table import RateCardTable
 from costtrack_service.store.repricing import Repricing
 from costtrack_service.store.reservation_holds import ReservationTable
 from costtrack_service.store.rollups import RollupReads
@@ -31,6 +32,7 @@ from costtrack_service.store.table_setup import TableSetup
 from costtrack_service.store.tables import TableNames
 from costtrack_service.store.workspace_plans import WorkspacePlans
 from costtrack_service.store.workspace_shards import WorkspaceShards
+from costtrack_service.store.write_records import WriteRecordTable
 
 if TYPE_CHECKING:
     from typing import Self
@@ -62,6 +64,9 @@ class DynamoStore:
         self.runs = RunReads(access, self.pages)
         self.anomaly_settings = RunAnomalyTable(access)
         self.provider_bills = ProviderBillTable(access)
+        self.write_records = WriteRecordTable(access)
+        # billing the workspace's customers
+        self.billing = RateCardTable(access)
         # operators' and the scheduled functions'
         self.table_setup = TableSetup(access)
         self.workspace_shards = WorkspaceShards(access, self.events)

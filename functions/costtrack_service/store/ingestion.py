@@ -1,6 +1,6 @@
 """The ingestion function's store: only the parts ``IngestService`` and ``ReservationService``
-use, so that its cold start imports none of the others and its IAM policy grants exactly what
-they call (docs/concepts/architecture.md).
+use (the rate cards among them, which charge events), so that its cold start imports none of the
+others and its IAM policy grants exactly what they call (docs/concepts/architecture.md).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from costtrack_service.store.budget_reads import BudgetReads
 from costtrack_service.store.client import TableAccess
 from costtrack_service.store.ingest_writes import EventStore
 from costtrack_service.store.prices import PriceTable
+from costtrack_service.store.rate_card_table import RateCardTable
 from costtrack_service.store.reservation_holds import ReservationTable
 from costtrack_service.store.rollups import RollupReads
 from costtrack_service.store.run_totals import RunTable
@@ -36,6 +37,7 @@ class IngestionStore:
         self.prices = PriceTable(access)
         self.budgets = BudgetReads(access)
         self.reservations = ReservationTable(access)
+        self.billing = RateCardTable(access)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Self:

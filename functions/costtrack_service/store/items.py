@@ -181,7 +181,11 @@ def event_to_item(record: EventRecord, partition: str | None = None) -> dict[str
         "dashboard_visible": record.visibility.dashboard_visible,
         "visibility_reason": record.visibility.reason,
         "warnings": json.dumps([warning.to_dict() for warning in record.warnings], separators=(",", ":")),
-        "charge": record.charge.value,
+        "charge": record.charge.value,  # how the allowance paid for it (included or credit)
+        # What the customer is charged: ``charge`` names the allowance's payment above.
+        "charge_amount": record.charge_amount,
+        "charge_currency": record.charge_currency,
+        "rate_card_version": record.rate_card_version,
         EXPIRES_AT: record.expires_at,
     }
     if record.pricing_status == PricingStatus.UNKNOWN_MODEL:
@@ -232,5 +236,8 @@ def event_from_item(item: Mapping[str, Any]) -> EventRecord:
         pricing_match=item.get("pricing_match"),
         pricing_override_id=item.get("pricing_override_id"),
         priced_at=item.get("priced_at"),
+        charge_amount=None if item.get("charge_amount") is None else Decimal(item["charge_amount"]),
+        charge_currency=item.get("charge_currency"),
+        rate_card_version=item.get("rate_card_version"),
         partition=item.get("partition"),
     )

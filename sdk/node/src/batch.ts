@@ -12,10 +12,10 @@ const ENVELOPE_BYTES = BATCH_OPEN.length + BATCH_CLOSE.length;
 // Past this many consumed slots at the head, the array is rebuilt (so it does not grow forever).
 const COMPACT_AFTER = 1024;
 
-/** One tracked event: its idempotency key and its serialized wire body. */
+/** One tracked event: its idempotency key and its batch item (batchItem()). */
 export interface QueuedEvent {
   readonly key: string;
-  readonly body: string;
+  readonly item: string;
   /** Order of arrival, so a flush waits exactly for the events queued before it. */
   readonly seq: number;
 }
@@ -27,8 +27,13 @@ export interface Batch {
   attempts: number;
 }
 
-function item(event: QueuedEvent): string {
-  return '{"idempotency_key":' + JSON.stringify(event.key) + ',"event":' + event.body + "}";
+export const ITEM_OPEN = '{"idempotency_key":';
+export const ITEM_EVENT = ',"event":';
+export const ITEM_CLOSE = "}";
+
+/** An event's batch item: its key and its wire body. */
+export function batchItem(key: string, body: string): string {
+  return ITEM_OPEN + JSON.stringify(key) + ITEM_EVENT + body + ITEM_CLOSE;
 }
 
 /** Events waiting for their first attempt, oldest first. */
@@ -63,7 +68,7 @@ export class EventQueue {
     while (events.length < MAX_BATCH_EVENTS && this.#head < this.#items.length) {
       const event = this.#items[this.#head];
       if (event === undefined) break;
-      const part = item(event);
+      const part = event.item;
       // The byte count is UTF-8, as the service measures it; +1 for the separating comma.
       const size = Buffer.byteLength(part) + (events.length > 0 ? 1 : 0);
       if (events.length > 0 && bytes + size > MAX_BATCH_BYTES) break;

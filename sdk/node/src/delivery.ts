@@ -83,10 +83,10 @@ export class Delivery {
     return this.#queue.length + this.#batched;
   }
 
-  /** False when the queue is full or delivery has stopped: the caller drops the event. */
-  enqueue(key: string, body: string): boolean {
+  /** Queues an event's batch item (batchItem()). False when the queue is full or delivery has stopped: the caller drops the event. */
+  enqueue(key: string, item: string): boolean {
     if (this.#stopped || this.size >= this.#options.maxQueueSize) return false;
-    this.#queue.push({ key, body, seq: ++this.#seq });
+    this.#queue.push({ key, item, seq: ++this.#seq });
     if (!this.#pumpScheduled) {
       this.#pumpScheduled = true;
       // Next turn of the event loop, so track() returns before any request work starts, and

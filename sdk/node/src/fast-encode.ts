@@ -11,9 +11,10 @@
 // byte for byte (test/fast-encode.test.mjs holds the two equal), so the wire does not depend on
 // the path taken. The Python SDK does the same in costtrack/_fast_encode.py.
 
+import { ITEM_CLOSE, ITEM_EVENT, ITEM_OPEN } from "./batch.js";
 import { IDENTIFIER, METADATA_MAX_BYTES, METADATA_MAX_DEPTH, PRICING_CONTEXT_MAX, PRICING_CONTEXT_NAMES, PRICING_COUNT_PARENTS, RULES, STATUSES, FEATURE_MAX } from "./rules.js";
 
-/** What track() sends: the body, and the top-level names it ignored (in the order given). */
+/** What track() sends: the body (the whole batch item, given the key), and the top-level names it ignored (in the order given). */
 export interface EncodedEvent {
   readonly body: string;
   readonly unknownFields: readonly string[];
@@ -190,21 +191,23 @@ function metadataJson(value: unknown): string | undefined {
 
 /**
  * The event's request body, `defaultEnvironment` filled in when it names none, and the names it
- * ignored; undefined when checkEvent() must decide. Never throws.
+ * ignored; undefined when checkEvent() must decide. Never throws. With `idempotencyKey`, the body
+ * is the event's whole batch item (batchItem()), made flat once with it: the batch then joins
+ * the items as they are.
  */
-export function encodeEvent(raw: unknown, defaultEnvironment: string): EncodedEvent | undefined {
+export function encodeEvent(raw: unknown, defaultEnvironment: string, idempotencyKey?: string): EncodedEvent | undefined {
   try {
     if (typeof raw !== "object" || raw === null || Object.getPrototypeOf(raw) !== Object.prototype) return undefined;
-    return encode(raw as Record<string, unknown>, defaultEnvironment);
+    return encode(raw as Record<string, unknown>, defaultEnvironment, idempotencyKey);
   } catch {
     return undefined;
   }
 }
 
-function encode(raw: Record<string, unknown>, defaultEnvironment: string): EncodedEvent | undefined {
+function encode(raw: Record<string, unknown>, defaultEnvironment: string, idempotencyKey: string | undefined): EncodedEvent | undefined {
   // Each accepted field as `"wire":value`, in the order given (no separator to slice off: a
   // slice copies, and the body is copied once, when it is complete).
-  let body = "{";
+  let body = idempotencyKey === undefined ? "{" : ITEM_OPEN + JSON.stringify(idempotencyKey) + ITEM_EVENT + "{";
   let first = true;
   let unknownFields: string[] | undefined;
   let hasProvider = false;
@@ -274,5 +277,5 @@ function encode(raw: Record<string, unknown>, defaultEnvironment: string): Encod
     body += ',"environment":' + quoted;
   }
   if (metadata !== undefined) body += ',"metadata":' + metadata;
-  return { body: flat(body + "}"), unknownFields: unknownFields ?? NO_NAMES };
+  return { body: flat(body + (idempotencyKey === undefined ? "}" : "}" + ITEM_CLOSE)), unknownFields: unknownFields ?? NO_NAMES };
 }

@@ -4,7 +4,7 @@
 // usage does, so it is read through fromVercelAI's rules: the provider conventions are undone in
 // one place. Nothing of `@langchain/core` is imported: LangChain takes a handler's methods as
 // they are (an object without a `name` is wrapped with `BaseCallbackHandler.fromMethods`).
-// LangChain's run ids name the run (issue 27): a model run inside a chain, tool or retriever run
+// LangChain's run ids name the run: a model run inside a chain, tool or retriever run
 // gets the outermost run's id as `traceId` and its parent run's id as `parentId`, unless
 // withAttributes() or tracker.run() set them; a model run on its own gets neither.
 

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 
+import { batchItem } from "./batch.js";
 import { Delivery, MAX_TIMER_MS } from "./delivery.js";
 import { activeAttributes, unclaimReservation, withContext } from "./context.js";
 import { ConfigurationError } from "./errors.js";
@@ -219,9 +220,11 @@ export class Tracker {
       // Inside withAttributes(): its fields are the defaults of the event's.
       const context = activeAttributes();
       if (context !== undefined) options = withContext(options, context);
-      // The common plain, valid event in one pass; anything else, errors included, through the
-      // full check, which reports exactly what is wrong.
-      let event: EncodedEvent | undefined = encodeEvent(options, settings.environment);
+      // One key per event, created now and sent unchanged on every retry.
+      const key = randomUUID();
+      // The common plain, valid event in one pass, written as its batch item; anything else,
+      // errors included, through the full check, which reports exactly what is wrong.
+      let event: EncodedEvent | undefined = encodeEvent(options, settings.environment, key);
       if (event === undefined) {
         const checked = checkEvent(options, settings.environment);
         if (checked.error !== undefined) {
@@ -230,10 +233,8 @@ export class Tracker {
           safeCall(this.#onError, checked.error);
           return;
         }
-        event = checked;
+        event = { body: batchItem(key, checked.body), unknownFields: checked.unknownFields };
       }
-      // One key per event, created now and sent unchanged on every retry.
-      const key = randomUUID();
       if (event.unknownFields.length > 0) this.#reportIgnored(event.unknownFields, key);
       if (!settings.delivery.enqueue(key, event.body)) {
         unclaimReservation(options);

@@ -1,5 +1,13 @@
 // One HTTP attempt and how its answer is read: the request itself, the backoff before a retry,
 // and the small parsers delivery needs. No queueing here (see delivery.ts).
+//
+// Requests go through node:http and node:https with the SDK's own keep-alive agents, not fetch:
+// fetch turns every body into a web stream and every answer into another, which took two to
+// three times the CPU of a plain request per batch (docs/performance.md). The SDK's agents are
+// its own, so the application's global agent or dispatcher settings are neither used nor changed.
+
+import * as http from "node:http";
+import * as https from "node:https";
 
 const BACKOFF_BASE_MS = 250;
 const BACKOFF_CAP_MS = 8000;
@@ -74,6 +82,52 @@ export function post(
   return send("POST", url, headers, body, timeoutMs, controller);
 }
 
+// Kept-alive sockets, one pool per protocol. The agent unrefs an idle socket, so a pooled
+// connection never keeps the process alive.
+const AGENTS = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+
+interface Answer {
+  readonly status: number;
+  readonly text: string;
+  readonly retryAfter: string | null;
+}
+
+/** One exchange on a pooled socket: the status, the whole body as text and `Retry-After`. */
+function exchange(method: string, url: URL, headers: Readonly<Record<string, string>>, body: string | undefined, signal: AbortSignal): Promise<Answer & { readonly reused: boolean }> {
+  return new Promise((resolve, reject) => {
+    const secure = url.protocol === "https:";
+    const options: http.RequestOptions = {
+      method,
+      headers: body === undefined ? headers : { ...headers, "content-length": String(Buffer.byteLength(body)) },
+      agent: secure ? AGENTS.https : AGENTS.http,
+      signal,
+    };
+    const request = (secure ? https : http).request(url, options, (response) => {
+      const chunks: Buffer[] = [];
+      response.on("data", (chunk: Buffer) => chunks.push(chunk));
+      response.on("error", reject);
+      response.on("aborted", () => reject(new Error("the connection closed before the answer was complete")));
+      response.on("end", () => {
+        const retryAfter = response.headers["retry-after"];
+        resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8"), retryAfter: retryAfter ?? null, reused: request.reusedSocket });
+      });
+    });
+    request.on("error", (err: Error & { reused?: boolean }) => {
+      err.reused = request.reusedSocket;
+      reject(err);
+    });
+    request.end(body);
+  });
+}
+
+// A kept-alive socket the server closed while it was idle fails the next request before it
+// reaches the service: that request is sent once more, at once, on a new socket. (Safe in any
+// case: every event of a batch keeps its idempotency key.)
+function staleSocket(err: unknown): boolean {
+  const code = isRecord(err) ? err["code"] : undefined;
+  return isRecord(err) && err["reused"] === true && (code === "ECONNRESET" || code === "EPIPE" || code === "ECONNREFUSED");
+}
+
 /** One request of any method (`DELETE` has no body), answered as `post()` answers. */
 export async function send(
   method: string,
@@ -91,25 +145,16 @@ export async function send(
   // A request must not keep the process alive past its own attempt (see delivery.ts).
   timer.unref();
   try {
-    // Node's fetch keeps connections alive by default (undici pools them per origin), and
-    // lets idle pooled sockets not hold the process open.
-    const response = await fetch(url, {
-      method,
-      headers,
-      ...(body === undefined ? {} : { body }),
-      signal: controller.signal,
-      // A redirect would turn a POST into a GET elsewhere; report it instead.
-      redirect: "manual",
-    });
-    // Read the body under the same timeout: it carries the results, and reading it releases
-    // the connection back to the pool.
-    const text = await response.text();
-    return {
-      kind: "response",
-      status: response.status,
-      body: parseBody(text),
-      retryAfterMs: parseRetryAfter(response.headers.get("retry-after")),
-    };
+    const target = new URL(url);
+    let answer: Answer;
+    try {
+      answer = await exchange(method, target, headers, body, controller.signal);
+    } catch (err) {
+      if (!staleSocket(err) || controller.signal.aborted) throw err;
+      answer = await exchange(method, target, headers, body, controller.signal);
+    }
+    // The body was read under the same timeout: it carries the results.
+    return { kind: "response", status: answer.status, body: parseBody(answer.text), retryAfterMs: parseRetryAfter(answer.retryAfter) };
   } catch (err) {
     return { kind: "failure", reason: timedOut ? `no response within ${timeoutMs} ms` : describeFailure(err) };
   } finally {

@@ -1,7 +1,10 @@
 // Batches (docs/api-rules.md#batches): how queued events are cut into requests, and how a batch answer
 // reaches the callbacks, against a real local HTTP server.
 import assert from "node:assert/strict";
+import http from "node:http";
 import { describe, test } from "node:test";
+
+import { Tracker } from "costtrack";
 
 import { accepted, errorBody, keysOf, nextTurn, perEvent, sentEvents, trackerFixtures, waitFor } from "./helpers.mjs";
 
@@ -200,4 +203,42 @@ describe("batches", () => {
     assert.deepEqual(warnings, []);
     assert.deepEqual(tracker.stats(), { queued: 0, sent: 250, retried: 0, dropped: 0, failed: 0 });
   });
+});
+
+test("a kept-alive connection the service closed while idle: the batch goes again at once on a new one, no retry", async () => {
+  // The second request on a connection finds it closed (as when a service drops an idle
+  // connection just as the request is sent): the socket is destroyed without an answer.
+  const served = new WeakMap();
+  let connections = 0;
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (chunk) => chunks.push(chunk));
+    req.on("end", () => {
+      if (served.get(req.socket)) {
+        req.socket.destroy();
+        return;
+      }
+      served.set(req.socket, true);
+      const items = JSON.parse(Buffer.concat(chunks).toString("utf8")).batch;
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ results: items.map(() => ({ status: 200, ...accepted() })) }));
+    });
+  });
+  server.on("connection", () => connections++);
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const warnings = [];
+  const tracker = new Tracker({ apiKey: "k", baseUrl: `http://127.0.0.1:${server.address().port}`, onWarning: (w) => warnings.push(w) });
+  try {
+    tracker.track(EVENT);
+    assert.equal(await tracker.flush(5000), true);
+    tracker.track(EVENT);
+    assert.equal(await tracker.flush(5000), true);
+    assert.deepEqual(warnings, []);
+    assert.deepEqual(tracker.stats(), { queued: 0, sent: 2, retried: 0, dropped: 0, failed: 0 });
+    assert.equal(connections, 2);
+  } finally {
+    await tracker.shutdown(1000);
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
 });

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 
+import { batchItem } from "../dist/esm/batch.js";
 import { encodeEvent } from "../dist/esm/fast-encode.js";
 import { METADATA_MAX_DEPTH, PRICING_CONTEXT_NAMES, PRICING_COUNT_PARENTS, WIRE_NAMES, checkEvent } from "../dist/esm/validation.js";
 
@@ -16,6 +17,8 @@ const toNode = (event) =>
   typeof event !== "object" || event === null || Array.isArray(event)
     ? event
     : Object.fromEntries(Object.entries(event).map(([k, v]) => [NODE_NAMES.get(k) ?? k, v]));
+
+const KEY = "3b241101-e2bb-4255-8caf-4136c566a962";
 
 /** Asserts the two paths agree on `event`; returns whether the fast path accepted it. */
 function agree(event, environment, label) {
@@ -28,6 +31,10 @@ function agree(event, environment, label) {
   assert.equal(full.error, undefined, `${label}: the fast path accepted what checkEvent refuses (${full.error?.message})`);
   assert.equal(fast.body, full.body, label);
   assert.deepEqual([...fast.unknownFields], [...full.unknownFields], label);
+  // Given the key, the same pass writes the whole batch item, as batchItem() writes it.
+  const item = encodeEvent(event, environment, KEY);
+  assert.equal(item?.body, batchItem(KEY, full.body), label);
+  assert.deepEqual([...item.unknownFields], [...full.unknownFields], label);
   return true;
 }
 

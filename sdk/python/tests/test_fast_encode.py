@@ -144,3 +144,27 @@ def test_the_one_pass_takes_plain_events_and_leaves_the_rest(extra: Dict[str, An
 def test_not_a_dict_is_left_to_the_full_check() -> None:
     assert encode_event(OrderedDict(BASE), ENVIRONMENT, KEY) is None
     assert encode_event([("provider", "openai")], ENVIRONMENT, KEY) is None
+
+
+def test_a_text_written_once_is_the_same_text_again_and_only_for_its_own_field() -> None:
+    first = assert_agrees({**BASE, "feature": "chat", "customer_id": "cus_1"})
+    again = assert_agrees({**BASE, "feature": "chat", "customer_id": "cus_1"})
+    assert first == again
+    swapped = assert_agrees({**BASE, "feature": "cus_1", "customer_id": "chat"})
+    assert swapped is not None and b'"feature":"cus_1"' in swapped[0] and b'"customer_id":"chat"' in swapped[0]
+    # A value the full check would trim or refuse is never taken from what was written before.
+    assert assert_agrees({**BASE, "feature": " chat "}) == assert_agrees({**BASE, "feature": "chat"})
+    assert encode_event({**BASE, "provider": ""}, ENVIRONMENT, KEY) is None
+
+
+def test_an_empty_environment_is_each_trackers_own() -> None:
+    event = {**BASE, "environment": ""}
+    for environment in ("staging", "production", "staging"):
+        encoded = encode_event(event, environment, KEY)
+        assert encoded is not None and f'"environment":"{environment}"'.encode() in encoded[0]
+
+
+def test_a_field_with_ever_new_values_is_still_written_exactly() -> None:
+    for number in range(1_000):
+        assert_agrees({**BASE, "customer_id": f"cus_{number}", "feature": "chat"})
+    assert_agrees({**BASE, "customer_id": "cus_0", "feature": "chat"})

@@ -21,6 +21,7 @@ from canned_provider import (
     chat_completion,
     chat_stream,
     chat_usage,
+    openai_error,
 )
 from instrumented import Recorder, without_latency
 
@@ -173,3 +174,128 @@ def test_xai_reasoning_that_litellm_already_folded_into_the_completion_is_not_ad
     event = settled(recorder).event
     assert event["provider"] == "xai"
     assert event["completion_tokens"] == 250 and "reasoning_tokens" not in event
+
+
+# -- LiteLLM beside zero-code capture (``costtrack.instrument``) ---------------------------------
+# LiteLLM makes an OpenAI request through an ``openai`` client, the caller's own when given one
+# (``client=``, as apps with their own HTTP settings do): an instrumented client under a tracked
+# LiteLLM is still one event per call, and LiteLLM's answers and errors are its own.
+
+
+def openai_client(canned: CannedProvider, asynchronous: bool = False) -> Any:
+    from openai import AsyncOpenAI, OpenAI
+
+    return (AsyncOpenAI if asynchronous else OpenAI)(api_key="test", base_url=canned.url + "/v1", max_retries=0)
+
+
+def instrumented_openai(canned: CannedProvider, tracker: Any, asynchronous: bool = False) -> Any:
+    return costtrack.instrument(openai_client(canned, asynchronous), tracker=tracker)
+
+
+def answer(response: Any) -> Any:
+    """What the caller reads of a LiteLLM response (its own ids and timings left out)."""
+    dumped = response.model_dump()
+    return {name: dumped.get(name) for name in ("model", "object", "choices", "usage")}
+
+
+def test_completion_through_an_instrumented_client_is_one_event(
+    canned: CannedProvider, recorder: Recorder, logger: Any
+) -> None:
+    """LiteLLM sends a chat completion through the client's low-level ``post`` (not
+    ``chat.completions.create``): the logger's event is the call's one event."""
+    body = chat_completion(MODEL, OPENAI_USAGE)
+    canned.route("POST", "/v1/chat/completions", Canned(body=body))
+    plain = litellm.completion(**openai_call(canned), client=openai_client(canned))
+    settled(recorder)
+    recorder.events.clear()
+    client = instrumented_openai(canned, recorder)
+    with costtrack.attributes(customer_id="cus_42"):
+        response = litellm.completion(**openai_call(canned), client=client)
+    assert answer(response) == answer(plain)  # LiteLLM's answer is the same through the instrumented client
+    assert len(canned.calls) == 2  # one request each: nothing retried or doubled
+    event = settled(recorder).event
+    assert event["provider"] == "openai" and event["model"] == "gpt-5-mini"
+    assert event["prompt_tokens"] == 1200 and event["completion_tokens"] == 300
+    assert event["cached_input_tokens"] == 1000 and event["customer_id"] == "cus_42"
+    assert event["status"] == "success"
+
+
+EMBEDDING = {
+    "object": "list",
+    "data": [{"object": "embedding", "index": 0, "embedding": [0.25, -0.5]}],
+    "model": "text-embedding-3-small",
+    "usage": {"prompt_tokens": 8, "total_tokens": 8},
+}
+
+
+def test_an_embedding_through_an_instrumented_client_is_one_event(
+    canned: CannedProvider, recorder: Recorder, logger: Any
+) -> None:
+    """An embedding through the client given: one event, the logger's (LiteLLM posts through
+    the client's low-level ``post``, as for chat completions), with no completion tokens."""
+    canned.route("POST", "/v1/embeddings", Canned(body=EMBEDDING))
+    call = {"model": "openai/text-embedding-3-small", "input": ["Paris"], "api_base": canned.url + "/v1"}
+    plain = litellm.embedding(**call, api_key="test", client=openai_client(canned))
+    settled(recorder)
+    recorder.events.clear()
+    with costtrack.attributes(customer_id="cus_5"):
+        response = litellm.embedding(**call, api_key="test", client=instrumented_openai(canned, recorder))
+    assert response.data[0]["embedding"] == plain.data[0]["embedding"] == [0.25, -0.5]
+    event = settled(recorder).event
+    assert event["provider"] == "openai" and event["model"] == "text-embedding-3-small"
+    assert event["prompt_tokens"] == 8 and event["completion_tokens"] == 0
+    assert event["customer_id"] == "cus_5" and event["status"] == "success"
+    assert len(canned.calls) == 2
+
+
+def test_acompletion_through_an_instrumented_async_client_is_one_event(
+    canned: CannedProvider, recorder: Recorder, logger: Any
+) -> None:
+    body = chat_completion(MODEL, OPENAI_USAGE)
+    canned.route("POST", "/v1/chat/completions", Canned(body=body))
+
+    async def main() -> Any:
+        client = instrumented_openai(canned, recorder, asynchronous=True)
+        with costtrack.attributes(customer_id="cus_7"):
+            response = await litellm.acompletion(**openai_call(canned), client=client)
+        await asyncio.sleep(0.3)  # LiteLLM's async hooks run as tasks of the loop, after the call
+        return response
+
+    response = asyncio.run(main())
+    assert response.choices[0].message.content == "Paris."
+    event = settled(recorder).event
+    assert event["provider"] == "openai" and event["prompt_tokens"] == 1200 and event["completion_tokens"] == 300
+    assert event["customer_id"] == "cus_7" and event["status"] == "success"
+
+
+def test_a_stream_through_an_instrumented_client_is_one_event(
+    canned: CannedProvider, recorder: Recorder, logger: Any
+) -> None:
+    canned.route(
+        "POST", "/v1/chat/completions", Canned(body=chat_stream(MODEL, OPENAI_USAGE), content_type="text/event-stream")
+    )
+    client = instrumented_openai(canned, recorder)
+    with costtrack.attributes(customer_id="cus_9"):
+        stream = litellm.completion(
+            **openai_call(canned, stream=True, stream_options={"include_usage": True}), client=client
+        )
+        chunks = list(stream)
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices) == "w0 w1 "
+    event = settled(recorder).event
+    assert event["prompt_tokens"] == 1200 and event["completion_tokens"] == 300
+    assert event["customer_id"] == "cus_9" and event["status"] == "success"
+
+
+def test_a_failure_through_an_instrumented_client_raises_litellms_error_and_is_one_event(
+    canned: CannedProvider, recorder: Recorder, logger: Any
+) -> None:
+    canned.route("POST", "/v1/chat/completions", openai_error(500))
+    with pytest.raises(litellm.exceptions.InternalServerError) as plain:
+        litellm.completion(**openai_call(canned), client=openai_client(canned))
+    settled(recorder)
+    recorder.events.clear()
+    with pytest.raises(litellm.exceptions.InternalServerError) as raised:
+        litellm.completion(**openai_call(canned), client=instrumented_openai(canned, recorder))
+    assert raised.value.status_code == plain.value.status_code == 500
+    event = settled(recorder).event
+    assert event["status"] == "error" and event["prompt_tokens"] == 0 and event["provider"] == "openai"

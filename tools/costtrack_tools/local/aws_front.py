@@ -1,56 +1,6 @@
-"""A DynamoDB that conflicts and throttles like AWS, for tests: an HTTP front for DynamoDB Local.
-
-DynamoDB Local runs one transaction at a time, so it never shows the transaction conflicts and
-per-partition limits that AWS enforces. :class:`AwsFront` listens on 127.0.0.1, speaks
-DynamoDB's JSON 1.0 protocol (``X-Amz-Target: DynamoDB_20120810.<Operation>`` and a JSON body),
-forwards every request unchanged (DynamoDB Local checks no signature) and passes the answer back,
-after applying these rules of AWS's (configured by :class:`AwsRules`):
-
-1. Transactions take time: a ``TransactWriteItems`` holds its items (table + primary key of each
-   Put, Update, Delete and ConditionCheck) from its arrival until DynamoDB Local has answered
-   and ``transaction_latency_s`` has passed.
-2. Conflicts ("Transaction conflict handling in DynamoDB",
-   https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-conflict-handling):
-   a ``TransactWriteItems`` or ``TransactGetItems`` that touches an item held by a transaction
-   in flight is cancelled (``TransactionCanceledException`` with one ``CancellationReasons``
-   entry per item, in request order: ``TransactionConflict`` or ``None``, as the
-   TransactWriteItems API reference lists them,
-   https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html#API_TransactWriteItems_Errors);
-   a ``PutItem``, ``UpdateItem``, ``DeleteItem`` or ``BatchWriteItem`` writing a held item gets
-   ``TransactionConflictException``. A single write holds its items until DynamoDB Local has
-   answered and ``write_latency_s`` has passed, and a ``TransactWriteItems`` or
-   ``TransactGetItems`` touching one of them is cancelled with ``TransactionConflict`` (the
-   guide: "an item within a TransactGetItems request is part of an ongoing ... PutItem,
-   UpdateItem, or DeleteItem request"; the TransactWriteItems reference rejects a transaction
-   when "an ongoing operation is in the process of updating the same item"). Single writes
-   never conflict with each other.
-3. Per-partition write throughput: at most ``partition_wcu_per_s`` (AWS: 1,000) write units per
-   second per partition key value ("Best practices for designing and using partition keys",
-   https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html;
-   "Partitions and data distribution",
-   https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.Partitions.html;
-   "Burst and adaptive capacity",
-   https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/burst-adaptive-capacity.html;
-   on demand too: "each individual partition is limited to 1,000 write units per second",
-   https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/warm-throughput-scenarios.html),
-   counted over a sliding one-second window, for the base table and for each global secondary
-   index the item enters (under the index's partition key value; 1 unit per started KB of the
-   projected item: "Write capacity units" in
-   https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.ThroughputConsiderations.Writes).
-   Item sizes and units follow ``local.item_size``. Beyond the limit a single write gets
-   ``ThrottlingException`` with AWS's on-demand message ("Throughput exceeds the current
-   capacity of your table or index ..."), a transaction is cancelled with ``ThrottlingError``
-   for the items over the limit, and ``BatchWriteItem`` returns those items in
-   ``UnprocessedItems`` (``ThrottlingException`` when none fits), as its API reference says.
-   Units count only for requests that are forwarded and that DynamoDB Local accepts.
-
-4. and 5. Per-partition read throughput, and a committed transaction seen item by item by plain
-   reads for a configurable window: ``aws_front_reads.py``.
-
-Not modelled: burst capacity (AWS may briefly allow more), the table-level and account limits,
-on-demand ramp-up (the simulation in ``costtrack_tools.sim`` models it), ``Scan`` units, LSIs,
-and the index entries an update or delete removes (the front never sees the old item).
-"""
+"""A DynamoDB that conflicts and throttles like AWS, for tests: an HTTP front for DynamoDB Local,
+which runs one transaction at a time and so never shows AWS's transaction conflicts and
+per-partition limits (docs/concepts/scale.md)."""
 
 from __future__ import annotations
 
@@ -58,6 +8,7 @@ import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,7 +31,9 @@ from costtrack_tools.local.aws_front_reads import READS, ReadRules, Window
 from costtrack_tools.local.item_size import Partition, Table, Write, item_write
 from costtrack_tools.local.loopback import ServedInBackground
 
-__all__ = ["CONFLICT_MESSAGE", "INDEX_THROTTLED", "TABLE_THROTTLED", "THROTTLING", "AwsFront", "AwsRules"]
+__all__ = [
+    "CONFLICT_MESSAGE", "INDEX_THROTTLED", "TABLE_THROTTLED", "THROTTLING", "AwsFront", "AwsRules", "SteppedClock",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -88,7 +41,59 @@ class AwsRules:
     """What the front enforces: how long a transaction holds its items after DynamoDB Local
     answered it, the write and read units one partition key value may take per second, and for
     how long (and in which order) plain reads may see a committed transaction's items as they
-    were before it (0: never; ``aws_front_reads.py``)."""
+    were before it (0: never; ``aws_front_reads.py``).
+
+    DynamoDB Local runs one transaction at a time, so it never shows the transaction conflicts and
+    per-partition limits that AWS enforces. :class:`AwsFront` listens on 127.0.0.1, speaks
+    DynamoDB's JSON 1.0 protocol (``X-Amz-Target: DynamoDB_20120810.<Operation>`` and a JSON body),
+    forwards every request unchanged (DynamoDB Local checks no signature) and passes the answer back,
+    after applying these rules of AWS's (configured by :class:`AwsRules`):
+
+    1. Transactions take time: a ``TransactWriteItems`` holds its items (table + primary key of each
+       Put, Update, Delete and ConditionCheck) from its arrival until DynamoDB Local has answered
+       and ``transaction_latency_s`` has passed.
+    2. Conflicts ("Transaction conflict handling in DynamoDB",
+       https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-conflict-handling):
+       a ``TransactWriteItems`` or ``TransactGetItems`` that touches an item held by a transaction
+       in flight is cancelled (``TransactionCanceledException`` with one ``CancellationReasons``
+       entry per item, in request order: ``TransactionConflict`` or ``None``, as the
+       TransactWriteItems API reference lists them,
+       https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html#API_TransactWriteItems_Errors);
+       a ``PutItem``, ``UpdateItem``, ``DeleteItem`` or ``BatchWriteItem`` writing a held item gets
+       ``TransactionConflictException``. A single write holds its items until DynamoDB Local has
+       answered and ``write_latency_s`` has passed, and a ``TransactWriteItems`` or
+       ``TransactGetItems`` touching one of them is cancelled with ``TransactionConflict`` (the
+       guide: "an item within a TransactGetItems request is part of an ongoing ... PutItem,
+       UpdateItem, or DeleteItem request"; the TransactWriteItems reference rejects a transaction
+       when "an ongoing operation is in the process of updating the same item"). Single writes
+       never conflict with each other.
+    3. Per-partition write throughput: at most ``partition_wcu_per_s`` (AWS: 1,000) write units per
+       second per partition key value ("Best practices for designing and using partition keys",
+       https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html;
+       "Partitions and data distribution",
+       https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.Partitions.html;
+       "Burst and adaptive capacity",
+       https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/burst-adaptive-capacity.html;
+       on demand too: "each individual partition is limited to 1,000 write units per second",
+       https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/warm-throughput-scenarios.html),
+       counted over a sliding one-second window, for the base table and for each global secondary
+       index the item enters (under the index's partition key value; 1 unit per started KB of the
+       projected item: "Write capacity units" in
+       https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.ThroughputConsiderations.Writes).
+       Item sizes and units follow ``local.item_size``. Beyond the limit a single write gets
+       ``ThrottlingException`` with AWS's on-demand message ("Throughput exceeds the current
+       capacity of your table or index ..."), a transaction is cancelled with ``ThrottlingError``
+       for the items over the limit, and ``BatchWriteItem`` returns those items in
+       ``UnprocessedItems`` (``ThrottlingException`` when none fits), as its API reference says.
+       Units count only for requests that are forwarded and that DynamoDB Local accepts.
+
+    4. and 5. Per-partition read throughput, and a committed transaction seen item by item by plain
+       reads for a configurable window: ``aws_front_reads.py``.
+
+    Not modelled: burst capacity (AWS may briefly allow more), the table-level and account limits,
+    on-demand ramp-up (the simulation in ``costtrack_tools.sim`` models it), ``Scan`` units, LSIs,
+    and the index entries an update or delete removes (the front never sees the old item).
+    """
 
     transaction_latency_s: float = 0.01
     write_latency_s: float = 0.0
@@ -100,6 +105,23 @@ class AwsRules:
     #: A speed knob, not an AWS rule: each request to DynamoDB Local first waits this long, one
     #: at a time (``Upstream``), a slower DynamoDB Local (``bench/sim_front.py --delay-ms``).
     upstream_delay_s: float = 0.0
+    #: The time the throughput windows and the stale views are counted in; a test that must not
+    #: depend on the machine's speed passes a clock it moves itself (:class:`SteppedClock`).
+    clock: Callable[[], float] = time.monotonic
+
+
+class SteppedClock:
+    """A clock that stands still until :meth:`advance` moves it: the front's windows then fill
+    and slide exactly as a test says, however slow the machine."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
 
 
 _Charged = list[tuple[Window, list[float]]]
@@ -134,7 +156,7 @@ class AwsFront(ServedInBackground):
         rules = self.rules
         self._reads = ReadRules(
             rules.partition_rcu_per_s, rules.visibility_window_s, rules.visibility_order, self._table, self._fetch,
-            rules.seed,
+            rules.seed, rules.clock,
         )  # fmt: skip
         server = FrontServer(("127.0.0.1", port), FrontHandler)
         server.front = self
@@ -234,7 +256,7 @@ class AwsFront(ServedInBackground):
         it overflows; else, or with ``partial`` for the others, hold the items (``hold``
         "transaction" or "single") and charge the units (charged). Returns (conflicts,
         throttled, charged)."""
-        now = time.monotonic()
+        now = self.rules.clock()
         with self._lock:
             single = self._single_held if hold in ("transaction", "get") else {}
             conflicts = [

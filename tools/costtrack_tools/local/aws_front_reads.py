@@ -1,32 +1,5 @@
-"""The AWS front's read rules (``aws_front.py`` holds the write rules and the server):
-
-4. Per-partition read throughput: at most ``partition_rcu_per_s`` (AWS: 3,000) read units per
-   second per partition key value ("Partitions and data distribution",
-   https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.Partitions.html;
-   "each partition ... 3,000 read capacity units": "Best practices for designing and using
-   partition keys", https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html),
-   over a sliding second. Units as "DynamoDB read and write operations" counts them
-   (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html#read-operation-consumption):
-   per item read, 1 unit per started 4 KB strongly consistent (an item not found costs the
-   minimum too), half that eventually consistent, twice that in a ``TransactGetItems``; a
-   ``Query`` sums its items' sizes before rounding. A read whose partition has already taken its
-   second's units is refused: ``GetItem`` and ``Query`` with ``ThrottlingException``
-   (``...ReadKeyRangeThroughputExceeded``), ``BatchGetItem`` returns those keys in
-   ``UnprocessedKeys`` (``ThrottlingException`` when none fits), a ``TransactGetItems`` is
-   cancelled with ``ThrottlingError`` for them. Units are charged from the answer, so one read
-   may take a partition past the limit and the next is refused. ``Scan`` is not modelled.
-5. A committed transaction seen item by item: DynamoDB isolates ``TransactWriteItems`` from
-   ``TransactGetItems`` (serializable) but promises plain reads only read-committed, item by
-   item ("Isolation levels for DynamoDB transactions",
-   https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-isolation):
-   a ``GetItem`` then a ``BatchGetItem`` may see one item of a transaction after it and another
-   before it. For ``visibility_window_s`` after a transaction commits, ``GetItem`` and
-   ``BatchGetItem`` (strongly consistent or not, without a projection) see its items as they were
-   before it, until each becomes visible: one by one, the i-th of n (in ``visibility_order``:
-   ``"random"``, ``"request"`` or ``"reversed"``) at ``window * i / n`` after the commit. A plain
-   write of an item ends its stale view; ``TransactGetItems`` and ``Query`` always see the
-   committed items. AWS does not document how long this lasts: the window is the test's choice.
-"""
+"""The AWS front's read rules: per-partition read throughput, and a committed transaction seen
+item by item by plain reads, as AWS allows (docs/concepts/scale.md)."""
 
 from __future__ import annotations
 
@@ -86,7 +59,35 @@ class Snapshot:
 
 class ReadRules:
     """Rules 4 and 5 for one front. ``table`` describes a table by name; ``fetch`` sends one
-    request to DynamoDB Local (operation, payload) and returns its JSON answer."""
+    request to DynamoDB Local (operation, payload) and returns its JSON answer.
+
+    4. Per-partition read throughput: at most ``partition_rcu_per_s`` (AWS: 3,000) read units per
+       second per partition key value ("Partitions and data distribution",
+       https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.Partitions.html;
+       "each partition ... 3,000 read capacity units": "Best practices for designing and using
+       partition keys", https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html),
+       over a sliding second. Units as "DynamoDB read and write operations" counts them
+       (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html#read-operation-consumption):
+       per item read, 1 unit per started 4 KB strongly consistent (an item not found costs the
+       minimum too), half that eventually consistent, twice that in a ``TransactGetItems``; a
+       ``Query`` sums its items' sizes before rounding. A read whose partition has already taken its
+       second's units is refused: ``GetItem`` and ``Query`` with ``ThrottlingException``
+       (``...ReadKeyRangeThroughputExceeded``), ``BatchGetItem`` returns those keys in
+       ``UnprocessedKeys`` (``ThrottlingException`` when none fits), a ``TransactGetItems`` is
+       cancelled with ``ThrottlingError`` for them. Units are charged from the answer, so one read
+       may take a partition past the limit and the next is refused. ``Scan`` is not modelled.
+    5. A committed transaction seen item by item: DynamoDB isolates ``TransactWriteItems`` from
+       ``TransactGetItems`` (serializable) but promises plain reads only read-committed, item by
+       item ("Isolation levels for DynamoDB transactions",
+       https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-isolation):
+       a ``GetItem`` then a ``BatchGetItem`` may see one item of a transaction after it and another
+       before it. For ``visibility_window_s`` after a transaction commits, ``GetItem`` and
+       ``BatchGetItem`` (strongly consistent or not, without a projection) see its items as they were
+       before it, until each becomes visible: one by one, the i-th of n (in ``visibility_order``:
+       ``"random"``, ``"request"`` or ``"reversed"``) at ``window * i / n`` after the commit. A plain
+       write of an item ends its stale view; ``TransactGetItems`` and ``Query`` always see the
+       committed items. AWS does not document how long this lasts: the window is the test's choice.
+    """
 
     def __init__(
         self,
@@ -96,7 +97,9 @@ class ReadRules:
         table: Callable[[str], Table],
         fetch: Callable[[str, dict[str, Any]], dict[str, Any]],
         seed: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self._clock = clock
         self.rcu_per_s, self.window_s, self.order = rcu_per_s, window_s, order
         self._table, self._fetch = table, fetch
         self._random = random.Random(seed)
@@ -142,7 +145,7 @@ class ReadRules:
         elif self.order == "random":
             with self._lock:
                 self._random.shuffle(items)
-        now, count = time.monotonic(), len(items)
+        now, count = self._clock(), len(items)
         with self._lock:
             for position, item in enumerate(items, start=1):
                 self._stale[item] = (snapshot.before[item], now + self.window_s * position / count)
@@ -169,7 +172,7 @@ class ReadRules:
         return window is not None and window.current(now) >= self.rcu_per_s
 
     def _charge(self, charges: list[tuple[Partition, float]]) -> None:
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             for partition, units in charges:
                 window = self._windows.setdefault(partition, Window())
@@ -195,7 +198,7 @@ class ReadRules:
 
     def _GetItem(self, request: dict[str, Any], forward: Forward) -> Response:
         table, key = self._table(request["TableName"]), request["Key"]
-        partition, now = self._partition(table, key), time.monotonic()
+        partition, now = self._partition(table, key), self._clock()
         plain = not (request.get("ProjectionExpression") or request.get("AttributesToGet"))
         with self._lock:
             if self._full(partition, now):
@@ -212,7 +215,7 @@ class ReadRules:
         return response
 
     def _BatchGetItem(self, request: dict[str, Any], forward: Forward) -> Response:
-        now = time.monotonic()
+        now = self._clock()
         kept: dict[str, Any] = {}
         unprocessed: dict[str, Any] = {}
         stale: dict[str, tuple[str, dict[str, Any] | None]] = {}  # item -> (table, before)
@@ -278,7 +281,7 @@ class ReadRules:
         value = _hash_value(request, hash_key)
         partition: Partition = (table.name, index, canonical(value))
         with self._lock:
-            if value is not None and self._full(partition, time.monotonic()):
+            if value is not None and self._full(partition, self._clock()):
                 return self._refused(table, index)
         response = forward()
         if response[0] == 200 and value is not None:
@@ -289,7 +292,7 @@ class ReadRules:
     def _TransactGetItems(self, request: dict[str, Any], forward: Forward) -> Response:
         gets = [action["Get"] for action in request["TransactItems"]]
         partitions = [self._partition(self._table(get["TableName"]), get["Key"]) for get in gets]
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             full = [position for position, partition in enumerate(partitions) if self._full(partition, now)]
             if full:

@@ -24,7 +24,8 @@ from datetime import datetime, timedelta
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from costtrack_service.domain.budgets.budget import Budget, Period, statuses
+from costtrack_service.domain.budgets.budget import Budget, Period
+from costtrack_service.domain.budgets.budget_windows import statuses
 from costtrack_service.domain.budgets.webhooks import UrlPolicy
 from costtrack_service.services.budgets import BudgetService
 from costtrack_service.services.event_ingest import IngestService

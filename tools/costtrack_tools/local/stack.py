@@ -1,21 +1,5 @@
-"""The whole local stack in one object: DynamoDB, the tables, demo data and the HTTP front.
-
-``costtrack dev`` runs it until Ctrl-C; the tests start one per session on free ports. (Its
-containers are spawned processes, so a script that starts a LocalStack needs the usual
-``if __name__ == "__main__":`` guard.) What it seeds is written to a state file
-(``.costtrack/dev.json``) so that tests, examples and people can find the URL and the keys:
-
-    {"api_url": ..., "dashboard_url": ..., "dynamodb_endpoint": ..., "engine": ..., "table_prefix": ...,
-     "workspaces": {"paid": {"workspace_id", "api_key", "admin_token"}, "free": {..., "bound": {...}},
-                    "quota": {..., "allowance": 5}, "plan_inactive": {...}},
-     "keys": {"inactive": {"workspace_id", "api_key"}, "revoked": {...}},
-     "demo": {"events", "unpriced_model", "override_id", "budget_id", "endpoint_id"}}
-
-``demo_history`` (``costtrack dev`` without ``--empty``) gives the paid workspace a month of
-history, a price override, a budget past 80 % and a webhook endpoint on a receiver the stack runs
-(``local.demo``, ``local.demo_receiver``); the alert is delivered before ``start`` returns. The
-tests' stacks start without it (the default), so their counts start from nothing.
-"""
+"""The whole local stack in one object: DynamoDB, the tables, demo data and the HTTP front, for
+``costtrack dev`` and the tests (docs/getting-started.md)."""
 
 from __future__ import annotations
 
@@ -165,6 +149,23 @@ def api_handler(config: Mapping[str, str]) -> Any:
 
 @dataclass
 class LocalStack:
+    """``costtrack dev`` runs it until Ctrl-C; the tests start one per session on free ports. (Its
+    containers are spawned processes, so a script that starts a LocalStack needs the usual
+    ``if __name__ == "__main__":`` guard.) What it seeds is written to a state file
+    (``.costtrack/dev.json``) so that tests, examples and people can find the URL and the keys:
+
+        {"api_url": ..., "dashboard_url": ..., "dynamodb_endpoint": ..., "engine": ..., "table_prefix": ...,
+         "workspaces": {"paid": {"workspace_id", "api_key", "admin_token"}, "free": {..., "bound": {...}},
+                        "quota": {..., "allowance": 5}, "plan_inactive": {...}},
+         "keys": {"inactive": {"workspace_id", "api_key"}, "revoked": {...}},
+         "demo": {"events", "unpriced_model", "override_id", "budget_id", "endpoint_id"}}
+
+    ``demo_history`` (``costtrack dev`` without ``--empty``) gives the paid workspace a month of
+    history, a price override, a budget past 80 % and a webhook endpoint on a receiver the stack runs
+    (``local.demo``, ``local.demo_receiver``); the alert is delivered before ``start`` returns. The
+    tests' stacks start without it (the default), so their counts start from nothing.
+    """
+
     port: int = 3000
     state_file: Path | None = DEFAULT_STATE_FILE
     persist_dir: Path | None = None

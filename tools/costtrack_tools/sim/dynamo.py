@@ -1,23 +1,5 @@
-"""The simulated DynamoDB: ``MemoryStore``'s chunk write, survey and reads (the conditions of
-``store/ingest_writes.py``) behind the AWS front's rules, on the virtual clock.
-
-* Transactions take time (``SimRules.transaction_median_s``: a log-normal draw) and hold their
-  items meanwhile: a transaction or an allowance survey (``TransactGetItems``, which holds
-  nothing itself) touching a held item is cancelled with ``TransactionConflict``
-  (``ChunkRejected(conflict=True)``, ``SurveyConflict``), as the front does
-  (``local/aws_front.py``, rules 1 and 2).
-* Per partition key value, at most ``partition_wcu_per_s`` write units (1,000 on AWS) and
-  ``partition_rcu_per_s`` read units (3,000) per second of virtual time (whole-second buckets;
-  the front uses a sliding window), per table and index; beyond it the
-  transaction is cancelled with ``ThrottlingError`` (the store raises ``StoreUnavailable``: a 503).
-* On-demand capacity per table and index: ``table_initial_wcu_per_s`` (AWS: about 4,000 for a
-  new table; ``None``: warm, no table limit), raised to twice the highest second seen at least
-  ``ramp_delay_s`` earlier (AWS: "up to double your previous peak" within 30 minutes).
-* Write units by AWS's rules (``local.item_size``): 2 per started KB of each item in a
-  transaction, from the real event items (``items.event_to_item``) and the transaction's
-  real time pages (``time_pages.page_items``, in their page partitions). Allowance shards, the
-  workspace item and rollup rows are taken as under 1 KB.
-"""
+"""The simulated DynamoDB: the in-memory store's chunk write, survey and reads behind the AWS
+front's rules, on the virtual clock, so a day at scale runs in seconds (docs/concepts/scale.md)."""
 
 from __future__ import annotations
 
@@ -44,7 +26,25 @@ SMALL_ITEM_TRANSACTIONAL_WCU = 2
 
 @dataclass(frozen=True)
 class SimRules:
-    transaction_median_s: float = 0.012  # TransactWriteItems of ~100 items (assumed, see README)
+    """* Transactions take time (``SimRules.transaction_median_s``: a log-normal draw) and hold their
+      items meanwhile: a transaction or an allowance survey (``TransactGetItems``, which holds
+      nothing itself) touching a held item is cancelled with ``TransactionConflict``
+      (``ChunkRejected(conflict=True)``, ``SurveyConflict``), as the front does
+      (``local/aws_front.py``, rules 1 and 2).
+    * Per partition key value, at most ``partition_wcu_per_s`` write units (1,000 on AWS) and
+      ``partition_rcu_per_s`` read units (3,000) per second of virtual time (whole-second buckets;
+      the front uses a sliding window), per table and index; beyond it the
+      transaction is cancelled with ``ThrottlingError`` (the store raises ``StoreUnavailable``: a 503).
+    * On-demand capacity per table and index: ``table_initial_wcu_per_s`` (AWS: about 4,000 for a
+      new table; ``None``: warm, no table limit), raised to twice the highest second seen at least
+      ``ramp_delay_s`` earlier (AWS: "up to double your previous peak" within 30 minutes).
+    * Write units by AWS's rules (``local.item_size``): 2 per started KB of each item in a
+      transaction, from the real event items (``items.event_to_item``) and the transaction's
+      real time pages (``time_pages.page_items``, in their page partitions). Allowance shards, the
+      workspace item and rollup rows are taken as under 1 KB.
+    """
+
+    transaction_median_s: float = 0.012  # TransactWriteItems of ~100 items (assumed: docs/concepts/scale.md)
     transaction_sigma: float = 0.35  # log-normal spread: p99 about 2.3x the median
     read_median_s: float = 0.004
     conflict_answer_s: float = 0.004  # a cancelled transaction answers quickly

@@ -1,3 +1,2 @@
-"""Budgets and their alerts: a budget and its scope (``budget.py``), what each budget or template
-instance has spent and holds (``instances.py``), the ``budget_exceeded`` warning on ingestion
-(``watch.py``), alert notifications (``alerts.py``) and webhook endpoints (``webhooks.py``)."""
+"""Budgets and their alerts: the budget, its windows and spend, the ``budget_exceeded`` warning
+and signed webhook deliveries (docs/guides/budgets.md)."""

@@ -1,6 +1,6 @@
 """Budget alerts as records: webhook endpoints, the notification of a crossed threshold (an
 outbox entry, claimed once) and its deliveries, one per target (SNS or an endpoint), each with
-its attempts. Plain data and views; ``jobs/budget_evaluator.py`` does the work.
+its attempts. Plain data and views; the scheduled budget evaluator does the work.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Literal, get_args
 
-from costtrack_service.domain.budgets.budget import Budget, Window, percent
+from costtrack_service.domain.budgets.budget import Budget, percent
+from costtrack_service.domain.budgets.budget_windows import Window
 from costtrack_service.domain.pricing.cost import CURRENCY, format_decimal
 from costtrack_service.domain.pricing.entries import format_timestamp
 

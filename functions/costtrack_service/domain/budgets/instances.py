@@ -1,20 +1,6 @@
-"""What a budget, or each instance of a template, has ``spent``, ``held`` and ``remaining`` now
-(CONTRACT §10), for the owners' API, ``costtrack admin budgets`` and the dashboard.
-
-* An enforced budget counts like its reservations do (``reservations/ledger.py``): spent and held
-  from its ledger for the current month, read plainly (a display, not a decision), so that the
-  owners see the numbers a reservation's answer shows; before its ledger is seeded (its first
-  reservation of the month, ``reservations/seed.py``), spent from the rollups.
-* Any other budget holds nothing: spent is its spend in the window from the rollups (the alerts'
-  number), held ``0``, remaining the amount less spent.
-* A template's instances are the values of its dimension with spend in the window (the rollups),
-  less the values a specific budget of the same scope overrides; an enforced template's ledgers
-  are read for at most ``MAX_INSTANCES`` of them, the ones that spent most (a value that has only
-  holds and no event yet this month does not show).
-
-``remaining`` is never below zero (events without a reservation can take a budget past its
-amount); ``share`` is ``(spent + held)`` in percent of the amount.
-"""
+"""What a budget, or each instance of a template, has spent, held and has remaining now, for
+the owners' API, ``costtrack admin budgets`` and the dashboard, counted as its reservations
+and alerts count it (docs/guides/budgets.md)."""
 
 from __future__ import annotations
 
@@ -24,19 +10,11 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
-from costtrack_service.domain.budgets.budget import (
-    Budget,
-    RollupReader,
-    Status,
-    Window,
-    percent,
-    read_rows,
-    spend,
-    window,
-)
+from costtrack_service.domain.budgets.budget import Budget, percent
+from costtrack_service.domain.budgets.budget_windows import Status, Window, read_rows, spend, window
 from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.reservations.ledger import Ledger, LedgerSurvey
-from costtrack_service.domain.usage import Counts, RollupKey
+from costtrack_service.domain.usage import Counts, RollupKey, RollupReader
 
 ZERO = Decimal(0)
 #: The instances of one template whose ledgers are read (those with most spend first).
@@ -127,7 +105,22 @@ def budgets_now(store: RollupReader, workspace_id: str, budgets: list[Budget], n
 def holding(
     store: LedgerReader, budget: Budget, span: Window, spent: Decimal, now: datetime, instance: str | None = None
 ) -> Holding:
-    """``budget`` (or its ``instance``) now: from its ledger when enforced, else from ``spent``."""
+    """``budget`` (or its ``instance``) now: from its ledger when enforced, else from ``spent``.
+
+    * An enforced budget counts like its reservations do (``reservations/ledger.py``): spent and held
+      from its ledger for the current month, read plainly (a display, not a decision), so that the
+      owners see the numbers a reservation's answer shows; before its ledger is seeded (its first
+      reservation of the month, ``reservations/seed.py``), spent from the rollups.
+    * Any other budget holds nothing: spent is its spend in the window from the rollups (the alerts'
+      number), held ``0``, remaining the amount less spent.
+    * A template's instances are the values of its dimension with spend in the window (the rollups),
+      less the values a specific budget of the same scope overrides; an enforced template's ledgers
+      are read for at most ``MAX_INSTANCES`` of them, the ones that spent most (a value that has only
+      holds and no event yet this month does not show).
+
+    ``remaining`` is never below zero (events without a reservation can take a budget past its
+    amount); ``share`` is ``(spent + held)`` in percent of the amount.
+    """
     if not budget.enforce:
         return Holding(budget.amount, spent, ZERO, instance)
     ledger = Ledger(budget.budget_id, budget.name, budget.amount, instance, span.first_day.isoformat()[:7])

@@ -1,4 +1,4 @@
-"""The ``budget_exceeded`` warning on accepted events (README, "Budgets and alerts").
+"""The ``budget_exceeded`` warning on accepted events (docs/guides/budgets.md).
 
 The evaluator marks a budget past 100% for the events received until its window can next fall
 (``exceeded_from``/``exceeded_until``). The ingestion function reads a workspace's budgets

@@ -1,23 +1,5 @@
-"""Webhooks: where a workspace's budget alerts may be sent, how they are signed, and when a
-failed delivery is tried again (README, "Budgets and alerts").
-
-* **Signing.** Standard Webhooks (https://www.standardwebhooks.com): ``webhook-id`` (the
-  notification's id, so it is signed), ``webhook-timestamp`` (unix seconds) and
-  ``webhook-signature: v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">``, keyed with the
-  base64-decoded bytes of the endpoint's ``whsec_…`` secret, so any Standard Webhooks library
-  (and both SDKs' ``verify_webhook``) verifies a delivery. While a secret rotates (an overlap
-  window), each delivery is signed with the new and the old secret, space-separated, as the
-  specification allows. Until :data:`LEGACY_SIGNATURE_UNTIL` the older scheme is sent too:
-  ``Costtrack-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`` keyed with the
-  secret's text (one ``v1=`` per secret). Each attempt is signed afresh.
-* **Where to.** ``https`` only (``http`` only to a loopback address in the local stack). The
-  host is resolved and *every* address must be public: no private, loopback, link-local
-  (169.254.169.254 is the instance metadata service), multicast or reserved ranges. Checked at
-  registration and again at every delivery, which then connects to the address it checked,
-  so a DNS answer changed in between (rebinding) cannot steer a delivery inside.
-* **Retries.** Up to :data:`MAX_ATTEMPTS` attempts, the delay growing fourfold from a minute
-  and capped at eight hours: about 22 hours from the first attempt to the last.
-"""
+"""Where a workspace's alerts may be sent, how each delivery is signed (Standard Webhooks, so any
+of its libraries verifies one) and when a failed one is tried again (docs/guides/budgets.md)."""
 
 from __future__ import annotations
 
@@ -35,7 +17,7 @@ from urllib.parse import urlsplit
 
 SIGNATURE_HEADER = "Costtrack-Signature"  # deprecated: sent until LEGACY_SIGNATURE_UNTIL
 #: The service release in which ``Costtrack-Signature`` is last sent, and the date before which
-#: no release drops it (README, "Signatures").
+#: no release drops it (docs/guides/budgets.md).
 LEGACY_SIGNATURE_UNTIL = ("0.2", "2027-06-30")
 SECRET_BYTES = 32
 DEFAULT_OVERLAP = timedelta(hours=24)
@@ -93,7 +75,13 @@ def signature_header(secret: str, timestamp: int, body: bytes) -> str:
 def signed_headers(signing_secrets: Sequence[str], msg_id: str, timestamp: int, body: bytes) -> dict[str, str]:
     """The headers that sign one attempt: Standard Webhooks' three, with one ``v1,`` entry per
     secret (the current one first, then the one being rotated out), and the deprecated
-    ``Costtrack-Signature`` with one ``v1=`` per secret, in the same order."""
+    ``Costtrack-Signature`` with one ``v1=`` per secret, in the same order.
+
+    ``webhook-id`` is the notification's id, so it is signed; ``webhook-signature`` is
+    ``v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`` keyed with the base64-decoded bytes
+    of the ``whsec_…`` secret. Until :data:`LEGACY_SIGNATURE_UNTIL`, ``Costtrack-Signature:
+    t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`` keyed with the secret's text. Each
+    attempt is signed afresh."""
     if not signing_secrets:
         raise ValueError("no secret to sign with")
     legacy = ",".join(f"v1={legacy_signature(secret, timestamp, body)}" for secret in signing_secrets)
@@ -106,7 +94,9 @@ def signed_headers(signing_secrets: Sequence[str], msg_id: str, timestamp: int, 
 
 
 def retry_delay(attempts_made: int) -> timedelta | None:
-    """How long to wait after ``attempts_made`` failed attempts; None: give up."""
+    """How long to wait after ``attempts_made`` failed attempts; None: give up. The delay grows
+    fourfold from a minute, capped at eight hours: about 22 hours from the first attempt to the
+    last."""
     if attempts_made >= MAX_ATTEMPTS:
         return None
     delay: timedelta = FIRST_RETRY * BACKOFF_FACTOR ** (attempts_made - 1)
@@ -157,7 +147,13 @@ class Target:
 
 
 def check_url(url: object, policy: UrlPolicy) -> Target:
-    """The URL checked and resolved now; raises WebhookRefused naming ``url``."""
+    """The URL checked and resolved now; raises WebhookRefused naming ``url``.
+
+    ``https`` only (``http`` only to a loopback address in the local stack), and *every* address
+    the host resolves to must be public: no private, loopback, link-local (169.254.169.254 is the
+    instance metadata service), multicast or reserved range. Checked at registration and again
+    at every delivery, which connects to the address it checked, so a DNS answer changed in
+    between (rebinding) cannot steer a delivery inside."""
     if not isinstance(url, str) or not url or len(url) > MAX_URL_CHARS or not url.isascii() or not url.isprintable():
         raise WebhookRefused(f"url: a webhook URL is an https URL of at most {MAX_URL_CHARS} ASCII characters")
     try:

@@ -1,18 +1,6 @@
-"""The FinOps Open Cost and Usage Specification's columns (FOCUS 1.2, the Cost and Usage
-dataset, ratified 2025): the one place costtrack maps a charge to them, for the reconciliation's
-CSV (``reconciliation/focus.py``: one row per day × provider × model compared with the bill) and
-the daily export's FOCUS objects (``export/focus_rows.py``: one row per event).
-
-Every row is a usage charge for language-model tokens (``ChargeCategory`` "Usage",
-``ChargeFrequency`` "Usage-Based", ``ServiceCategory`` "AI and Machine Learning"), in
-``ConsumedUnit``/``PricingUnit`` ``Tokens``, over one UTC day (``ChargePeriodStart``/``End``)
-in its calendar month (``BillingPeriodStart``/``End``), billed in USD to ``provider:workspace``
-(``BillingAccountId``). ``SkuId`` is ``provider/model``; ``SkuPriceId`` the catalogue entry
-that priced it, else the ``SkuId`` again (never null: FOCUS nulls ConsumedQuantity with it).
-``RegionId`` is null (the providers' bills carry none). costtrack's own figures are custom
-columns, prefixed ``x_`` as FOCUS requires. Decimals are plain strings (no exponent),
-date-times ISO 8601 UTC with ``Z``; a null is an empty field.
-"""
+"""The one place a charge is mapped to FOCUS 1.2 columns (the FinOps Cost and Usage dataset),
+for the reconciliation's CSV and the daily export's FOCUS objects, so both read alike
+(docs/guides/export.md#daily-export-to-s3-queried-with-athena)."""
 
 from __future__ import annotations
 
@@ -99,9 +87,23 @@ def charge(
     listed: Decimal,
     tokens: int,
     sku_price_id: str | None,
+    effective: Decimal | None = None,
+    currency: str = "USD",
 ) -> dict[str, str]:
     """The standard columns of one day's token charge: ``billed`` is BilledCost, ContractedCost
-    and EffectiveCost (no discount or commitment applies), ``listed`` ListCost."""
+    and EffectiveCost (no discount or commitment applies) unless ``effective`` says otherwise (a
+    charge to a customer: ``billed`` the charge, ``effective`` the cost), ``listed`` ListCost.
+
+    Every row is a usage charge for language-model tokens (``ChargeCategory`` "Usage",
+    ``ChargeFrequency`` "Usage-Based", ``ServiceCategory`` "AI and Machine Learning"), in
+    ``ConsumedUnit``/``PricingUnit`` ``Tokens``, over one UTC day (``ChargePeriodStart``/``End``)
+    in its calendar month (``BillingPeriodStart``/``End``), billed in ``currency`` to ``provider:workspace``
+    (``BillingAccountId``). ``SkuId`` is ``provider/model``; ``SkuPriceId`` the catalogue entry
+    that priced it, else the ``SkuId`` again (never null: FOCUS nulls ConsumedQuantity with it).
+    ``RegionId`` is null (the providers' bills carry none). costtrack's own figures are custom
+    columns, prefixed ``x_`` as FOCUS requires. Decimals are plain strings (no exponent),
+    date-times ISO 8601 UTC with ``Z``; a null is an empty field.
+    """
     provider_name, publisher, service = names(provider)
     period_start, period_end = month(day)
     quantity = decimal_text(Decimal(tokens))
@@ -110,7 +112,7 @@ def charge(
         "BilledCost": decimal_text(billed),
         "BillingAccountId": f"{provider}:{workspace_id}",
         "BillingAccountName": workspace_name or workspace_id,
-        "BillingCurrency": "USD",
+        "BillingCurrency": currency,
         "BillingPeriodStart": instant(period_start),
         "BillingPeriodEnd": instant(period_end),
         "ChargeCategory": "Usage",
@@ -122,7 +124,7 @@ def charge(
         "ConsumedQuantity": quantity,
         "ConsumedUnit": UNIT,
         "ContractedCost": decimal_text(billed),
-        "EffectiveCost": decimal_text(billed),
+        "EffectiveCost": decimal_text(billed if effective is None else effective),
         "InvoiceIssuerName": provider_name,
         "ListCost": decimal_text(listed),
         "PricingQuantity": quantity,

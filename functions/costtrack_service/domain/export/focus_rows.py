@@ -1,22 +1,5 @@
-"""The daily export in FOCUS 1.2 columns (``domain/export/focus.py`` maps the charge): each object of
-the JSON export has a twin under the FOCUS prefix, ``part-pp-nnnn.csv.gz`` (gzip CSV, RFC 4180,
-a header row), holding one row per event of the same objects' events, in the same order.
-
-One row per event, not per token kind: costtrack prices a call as one charge from one catalogue
-entry (``SkuPriceId``: ``pricing_entry_id``), and its exact cost (``BilledCost`` =
-``EffectiveCost`` = ``ContractedCost`` = ``ListCost``, the stored cost as a decimal string) is
-not a sum of per-kind amounts the store keeps (tiers, request fees and discounts apply to the
-call), so splitting it would invent an allocation. ``ConsumedQuantity``/``PricingQuantity`` are
-the event's ``total_tokens`` in ``Tokens``; each token kind is its own ``x_`` column
-(``x_InputTokens`` … ``x_ReasoningTokens``, the counts as the client reported them). The
-charge period is the event's UTC day. costtrack's attribution is in ``x_`` columns: feature,
-customer, environment, status, pricing status, and whether the dashboard shows it. Every
-accepted event is a row (hidden ones too, as the JSON export has them), but a run's end
-marker, which is not a call (``runs/totals.py``).
-
-Attribution is the client's text: a cell a spreadsheet would run as a formula gets a leading
-``'`` (OWASP's advice, as statements do); the JSON export has every value exactly.
-"""
+"""The daily export's FOCUS 1.2 twin of each JSON object: one CSV row per event, in the same
+order, for tools that read FOCUS (docs/guides/export.md#daily-export-to-s3-queried-with-athena)."""
 
 from __future__ import annotations
 
@@ -49,6 +32,7 @@ ATTRIBUTION = (
     ("x_ReasoningTokens", "reasoning_tokens"),
     ("x_PricingStatus", "pricing_status"),
     ("x_DashboardVisible", "dashboard_visible"),
+    ("x_RateCardVersion", "rate_card_version"),
 )
 COLUMNS = (*STANDARD_COLUMNS, *(column for column, _ in ATTRIBUTION))
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -65,7 +49,23 @@ def _cell(name: str, value: Any) -> str:
 
 
 def row(record: EventRecord) -> dict[str, str]:
-    """One event's FOCUS row."""
+    """One event's FOCUS row.
+
+    One row per event, not per token kind: costtrack prices a call as one charge from one catalogue
+    entry (``SkuPriceId``: ``pricing_entry_id``), and its exact cost (``BilledCost`` =
+    ``EffectiveCost`` = ``ContractedCost`` = ``ListCost``, the stored cost as a decimal string) is
+    not a sum of per-kind amounts the store keeps (tiers, request fees and discounts apply to the
+    call), so splitting it would invent an allocation. ``ConsumedQuantity``/``PricingQuantity`` are
+    the event's ``total_tokens`` in ``Tokens``; each token kind is its own ``x_`` column
+    (``x_InputTokens`` … ``x_ReasoningTokens``, the counts as the client reported them). The
+    charge period is the event's UTC day. costtrack's attribution is in ``x_`` columns: feature,
+    customer, environment, status, pricing status, and whether the dashboard shows it. Every
+    accepted event is a row (hidden ones too, as the JSON export has them), but a run's end
+    marker, which is not a call (``runs/totals.py``).
+
+    Attribution is the client's text: a cell a spreadsheet would run as a formula gets a leading
+    ``'`` (OWASP's advice, as statements do); the JSON export has every value exactly.
+    """
     event = record.event
     provider = normalize_provider(event.provider)
     fields: dict[str, Any] = {
@@ -83,15 +83,21 @@ def row(record: EventRecord) -> dict[str, str]:
         "reasoning_tokens": event.reasoning_tokens,
         "pricing_status": record.pricing_status,
         "dashboard_visible": record.visibility.dashboard_visible,
+        "rate_card_version": record.rate_card_version,
     }
+    # A charged event: what the customer is invoiced (BilledCost, at the rate card's list price:
+    # ListCost, ContractedCost) beside what the call cost (EffectiveCost).
+    charged = record.charge_amount
     return focus.charge(
         provider=provider,
         model=normalize_name(event.model),
         day=date.fromisoformat(record.received_at[:10]),
         workspace_id=record.workspace_id,
         workspace_name="",
-        billed=record.cost,
-        listed=record.cost,
+        billed=record.cost if charged is None else charged,
+        listed=record.cost if charged is None else charged,
+        effective=None if charged is None else record.cost,
+        currency=record.charge_currency or "USD",
         tokens=event.total_tokens,
         sku_price_id=record.pricing_entry_id,
     ) | {column: _cell(field, fields[field]) for column, field in ATTRIBUTION}

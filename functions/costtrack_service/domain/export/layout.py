@@ -1,26 +1,6 @@
-"""The daily export's rules (no AWS here): where a workspace's day goes in S3, what each line
-holds, and how lines are cut into objects.
-
-Layout, Hive-style so Athena (and any Hive-aware engine) reads the partitions from the keys::
-
-    {prefix}workspace_id={workspace_id}/day={YYYY-MM-DD}/part-{pp}-{nnnn}.json.gz
-
-and, in FOCUS 1.2 columns (``export/focus_rows.py``), the same events in the same pieces as
-``focus/workspace_id=…/day=…/part-{pp}-{nnnn}.csv.gz``.
-
-``pp`` is the events-table partition the events were read from and ``nnnn`` the count of
-:data:`LINES_PER_OBJECT` lines within it. A partition's events are read in time order
-(received time, then event id), so the same events always give the same
-objects with the same names and bytes (gzip with no timestamp): re-running a day overwrites
-them, and any other object under the day's prefix is left over from an earlier run and is
-deleted (``jobs/daily_export.py``).
-
-Each line is one accepted event as the owners' API lists it (``EventRecord.view``: cost a
-decimal string), plus what the list never needs to say because it shows visible events only:
-``dashboard_visible`` and ``visibility_reason`` (the export has every accepted event, hidden
-ones too, as ``admin usage`` and statements count them), and ``metadata_json``, the metadata
-object as compact JSON text, which SQL engines read as one string column.
-"""
+"""The daily export's rules, no AWS: where a workspace's day goes (Hive-style keys that Athena
+reads as partitions), what each line holds, and how lines are cut into objects, so the same
+events always give the same objects (docs/guides/export.md#daily-export-to-s3-queried-with-athena)."""
 
 from __future__ import annotations
 
@@ -57,6 +37,10 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("pricing_entry_id", "string"),
     ("key_id", "string"),
     ("idempotency_key", "string"),
+    # What the customer is charged (docs/api-rules.md#charge); null when not charged.
+    ("charge", "string"),
+    ("charge_currency", "string"),
+    ("rate_card_version", "string"),
     ("dashboard_visible", "boolean"),
     ("visibility_reason", "string"),
     ("metadata_json", "string"),
@@ -126,7 +110,28 @@ class Piece:
 
 
 def pieces(by_partition: Iterable[tuple[int, Iterable[EventRecord]]], size: int = LINES_PER_OBJECT) -> Iterator[Piece]:
-    """Cut each partition's events, in the order read, into pieces of at most ``size``."""
+    """Cut each partition's events, in the order read, into pieces of at most ``size``.
+
+    Layout, Hive-style so Athena (and any Hive-aware engine) reads the partitions from the keys::
+
+        {prefix}workspace_id={workspace_id}/day={YYYY-MM-DD}/part-{pp}-{nnnn}.json.gz
+
+    and, in FOCUS 1.2 columns (``export/focus_rows.py``), the same events in the same pieces as
+    ``focus/workspace_id=…/day=…/part-{pp}-{nnnn}.csv.gz``.
+
+    ``pp`` is the events-table partition the events were read from and ``nnnn`` the count of
+    :data:`LINES_PER_OBJECT` lines within it. A partition's events are read in time order
+    (received time, then event id), so the same events always give the same
+    objects with the same names and bytes (gzip with no timestamp): re-running a day overwrites
+    them, and any other object under the day's prefix is left over from an earlier run and is
+    deleted by the export job.
+
+    Each line is one accepted event as the owners' API lists it (``EventRecord.view``: cost a
+    decimal string), plus what the list never needs to say because it shows visible events only:
+    ``dashboard_visible`` and ``visibility_reason`` (the export has every accepted event, hidden
+    ones too, as ``admin usage`` and statements count them), and ``metadata_json``, the metadata
+    object as compact JSON text, which SQL engines read as one string column.
+    """
     for partition, records in by_partition:
         batch: list[EventRecord] = []
         number = 0

@@ -1,5 +1,5 @@
 """What ``POST /v1/events`` carries: one event, or a batch of them (docs/api-rules.md#batches), read
-from the body's JSON value (``edge/ingest/ingest_request.py`` parses the bytes).
+from the body's JSON value (the edge parses the bytes).
 
 A batch is ``{"batch": [{"idempotency_key": "…", "event": {…}}, …]}``: 1 to 100 items, at most
 1 MiB. What is wrong with the request as a whole (its size, its shape, an ``Idempotency-Key``

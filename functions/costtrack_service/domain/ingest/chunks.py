@@ -1,8 +1,6 @@
-"""One transaction of a batch: its events, how it pays, and how many events fit in one.
-
-The ingestion service (``ingest/service.py``) cuts a request's events into chunks; the store writes
-each chunk as one ``TransactWriteItems`` (``store/ingest_writes.py``) and answers with what failed.
-"""
+"""One transaction of a batch: its events, how it pays, and how many events fit in one. The
+ingestion service cuts a request's events into chunks; the store writes each as one
+``TransactWriteItems`` and answers with what failed (docs/concepts/allowance.md)."""
 
 from __future__ import annotations
 

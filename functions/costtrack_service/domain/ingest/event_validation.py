@@ -2,8 +2,7 @@
 
 Field validation itself is ``costtrack.validation``, shared with the Python SDK; this module adds
 what only the service does: check an idempotency key, resolve the feature, the environment and
-the total, and fingerprint the event for idempotency. Reading the body's bytes is the edge's
-(``edge/ingest/ingest_request.py``).
+the total, and fingerprint the event for idempotency. Reading the body's bytes is the edge's.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ class PricingStatus(StrEnum):
 
 class WarningCode(StrEnum):
     """Every warning an accepted event can carry (docs/api-rules.md#warnings; ``budget_exceeded``:
-    README, "Budgets and alerts")."""
+    docs/guides/budgets.md)."""
 
     UNKNOWN_MODEL = "unknown_model"
     FREE_SOURCE_MISMATCH = FREE_SOURCE_MISMATCH
@@ -102,6 +102,11 @@ class EventRecord:
     pricing_match: str | None = None  # how the model name found the entry (exact, alias, rule, …)
     pricing_override_id: str | None = None  # the workspace override that priced it, if any
     priced_at: str | None = None  # set when a backfill priced an event that came in unpriced
+    #: What the workspace charges its customer for it (docs/api-rules.md#charge): exact, never
+    #: rounded; None when it is not charged (no customer, or no rate card applies).
+    charge_amount: Decimal | None = None
+    charge_currency: str | None = None
+    rate_card_version: str | None = None  # ``<rate card>@<version>`` that made the charge
     #: The events-table partition it was read from (None until stored): after a workspace's
     #: partitions grow, not always the one its key hashes to under the first count.
     partition: str | None = field(default=None, compare=False)
@@ -124,7 +129,16 @@ class EventRecord:
             "pricing_entry_id": self.pricing_entry_id,
             "key_id": self.key_id,
             "idempotency_key": self.idempotency_key,
+            **self._charge_fields(rate_card_version=True),
         }
+
+    def _charge_fields(self, *, rate_card_version: bool = False) -> dict[str, Any]:
+        if self.charge_amount is None:
+            return {}
+        fields = {"charge": format_decimal(self.charge_amount), "charge_currency": self.charge_currency}
+        if rate_card_version:
+            fields["rate_card_version"] = self.rate_card_version
+        return fields
 
     def answer(self, *, replayed: bool) -> dict[str, Any]:
         """The accepted-event body (docs/api-rules.md#responses); a replay returns the same body."""
@@ -140,6 +154,7 @@ class EventRecord:
             "currency": self.currency,
             "pricing_status": self.pricing_status,
             "pricing_entry_id": self.pricing_entry_id,
+            **self._charge_fields(),
             "dashboard_visible": self.visibility.dashboard_visible,
             "visibility_reason": self.visibility.reason,
             "warnings": [warning.to_dict() for warning in self.warnings],

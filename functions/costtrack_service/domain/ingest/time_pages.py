@@ -1,36 +1,6 @@
-"""Time pages: a workspace's events by time, one item per ingestion transaction instead of one
-index entry per event.
-
-The readers by time (the dashboard's newest visible events, the daily export, a run's calls)
-read pages rather than a global secondary index: a GSI write costs at least one write unit per
-item, a whole unit of every event's cost. Each ingestion transaction
-(``chunks.Chunk``, written by ``store.ingest_writes.EventStore.write_chunk``) also puts one **page**
-item in the events table listing the events it puts: the cost of "by time" is one item per
-transaction (2 write units per started KB of the page, shared by its ~100 events), and it is
-written in the same transaction as the events, so no event is stored without its entry and no
-entry lists an event that was not stored (a cancelled transaction writes neither).
-
-* **Key.** Partition ``<workspace>#t#<NN>``, ``NN`` the chunk's rollup shard: transactions are
-  spread over the shards in turn (``shards.ShardCycle``) and the shard count is sized for the
-  workspace's transaction rate (``shards.sized_for``), so no page partition key takes more than
-  a few hundred write units a second. It cannot meet an event's partition (``<workspace>#NN``).
-  Sort key ``<latest received_at>#<event id of its first entry>``: unique (an event is stored by
-  one transaction only) and ordered by time.
-* **Minute groups.** An item may carry its own ``received_at`` (an OTLP span's end time, anywhere
-  in the request's month), so a transaction writes one page per received minute among its events:
-  every entry of a page is in the minute of the page's sort key and at or before it. A reader of
-  ``[since, until)`` reads the pages keyed from ``since`` to the minute after ``until``; a reader
-  newest-first knows every unread page's entries are at or before the page's key.
-* **Entries.** Per event: ``received_at``, event id (the order and the cursor), event key and
-  event partition (to ``BatchGetItem`` it), the visible flag, ``trace_id`` and ``session_id``
-  (a run's calls) and the dashboard list's filter attributes. The entries are JSON, compressed
-  with zlib (a chunk's entries share times, id prefixes and attribute values: a 100-event page
-  is a few hundred bytes to a few KB). A value longer than ``MAX_KEPT_CHARS`` is kept as
-  ``LONG``: readers fetch the event and check it.
-
-Entries say where to look, never what to show: readers fetch each event and check its current
-item (visibility, attributes), so nothing stale is shown.
-"""
+"""Time pages: a workspace's events by time, one item per ingestion transaction instead of an
+index entry per event (a GSI costs a write unit per event), written in the events' own
+transaction so no event lacks its entry (docs/concepts/allowance.md)."""
 
 from __future__ import annotations
 
@@ -108,7 +78,38 @@ def page_items(
     workspace_id: str, shard: int, records: Sequence[EventRecord], partitions: Sequence[int]
 ) -> list[dict[str, Any]]:
     """The page items of one transaction's events (each with the index of its event partition),
-    as ``items.to_item`` takes them."""
+    as ``items.to_item`` takes them.
+
+    The readers by time (the dashboard's newest visible events, the daily export, a run's calls)
+    read pages rather than a global secondary index: a GSI write costs at least one write unit per
+    item, a whole unit of every event's cost. Each ingestion transaction
+    (``chunks.Chunk``, written by ``store.ingest_writes.EventStore.write_chunk``) also puts one **page**
+    item in the events table listing the events it puts: the cost of "by time" is one item per
+    transaction (2 write units per started KB of the page, shared by its ~100 events), and it is
+    written in the same transaction as the events, so no event is stored without its entry and no
+    entry lists an event that was not stored (a cancelled transaction writes neither).
+
+    * **Key.** Partition ``<workspace>#t#<NN>``, ``NN`` the chunk's rollup shard: transactions are
+      spread over the shards in turn (``shards.ShardCycle``) and the shard count is sized for the
+      workspace's transaction rate (``shards.sized_for``), so no page partition key takes more than
+      a few hundred write units a second. It cannot meet an event's partition (``<workspace>#NN``).
+      Sort key ``<latest received_at>#<event id of its first entry>``: unique (an event is stored by
+      one transaction only) and ordered by time.
+    * **Minute groups.** An item may carry its own ``received_at`` (an OTLP span's end time, anywhere
+      in the request's month), so a transaction writes one page per received minute among its events:
+      every entry of a page is in the minute of the page's sort key and at or before it. A reader of
+      ``[since, until)`` reads the pages keyed from ``since`` to the minute after ``until``; a reader
+      newest-first knows every unread page's entries are at or before the page's key.
+    * **Entries.** Per event: ``received_at``, event id (the order and the cursor), event key and
+      event partition (to ``BatchGetItem`` it), the visible flag, ``trace_id`` and ``session_id``
+      (a run's calls) and the dashboard list's filter attributes. The entries are JSON, compressed
+      with zlib (a chunk's entries share times, id prefixes and attribute values: a 100-event page
+      is a few hundred bytes to a few KB). A value longer than ``MAX_KEPT_CHARS`` is kept as
+      ``LONG``: readers fetch the event and check it.
+
+    Entries say where to look, never what to show: readers fetch each event and check its current
+    item (visibility, attributes), so nothing stale is shown.
+    """
     groups: dict[str, list[Entry]] = {}
     expiry: dict[str, int] = {}
     for record, partition in zip(records, partitions, strict=True):

@@ -1,24 +1,6 @@
-"""Token counts of an OpenTelemetry GenAI span, in costtrack's event fields.
-
-Instrumentations spell usage several ways. Each count is read from the first attribute of its
-list that the span carries (the current semantic conventions first, then the variants that
-predate them), so a span that carries two spellings of one count (``input_tokens`` and
-``prompt_tokens``) is charged for one of them, never both. The README's "Send OpenTelemetry"
-table is this module in prose; a test holds the two equal.
-
-The conventions count cached and cache-write tokens inside ``gen_ai.usage.input_tokens`` and
-reasoning inside ``gen_ai.usage.output_tokens``. costtrack's fields follow the provider's own
-report (``ReportingFlags``), so the span's totals are turned into the provider's way here:
-
-* prompt-includes-cache providers (OpenAI, …): ``prompt_tokens`` = input;
-  the others (Anthropic, Bedrock): ``prompt_tokens`` = input − cache read − cache write;
-* completion-includes-reasoning providers: ``completion_tokens`` = output; the others (Gemini,
-  xAI): ``completion_tokens`` = output − reasoning.
-
-A source that reported the provider's raw counts instead (an input smaller than the cache
-counts it should contain; an output smaller than its reasoning) is read as exactly that, so
-nothing it reported is lost or counted twice.
-"""
+"""Token counts of an OpenTelemetry GenAI span in costtrack's event fields: instrumentations
+spell usage several ways, and each count is charged once, the provider's way
+(docs/guides/opentelemetry.md)."""
 
 from __future__ import annotations
 
@@ -121,7 +103,27 @@ class SpanTokens:
 
 def read_tokens(attributes: Mapping[str, object]) -> SpanTokens | None:
     """The span's usage, or None when it reports none. Raises UsageError for a count that is
-    not a non-negative integer."""
+    not a non-negative integer.
+
+    Instrumentations spell usage several ways. Each count is read from the first attribute of its
+    list that the span carries (the current semantic conventions first, then the variants that
+    predate them), so a span that carries two spellings of one count (``input_tokens`` and
+    ``prompt_tokens``) is charged for one of them, never both. The table of docs/guides/opentelemetry.md
+    is this module in prose; a test holds the two equal.
+
+    The conventions count cached and cache-write tokens inside ``gen_ai.usage.input_tokens`` and
+    reasoning inside ``gen_ai.usage.output_tokens``. costtrack's fields follow the provider's own
+    report (``ReportingFlags``), so the span's totals are turned into the provider's way here:
+
+    * prompt-includes-cache providers (OpenAI, …): ``prompt_tokens`` = input;
+      the others (Anthropic, Bedrock): ``prompt_tokens`` = input − cache read − cache write;
+    * completion-includes-reasoning providers: ``completion_tokens`` = output; the others (Gemini,
+      xAI): ``completion_tokens`` = output − reasoning.
+
+    A source that reported the provider's raw counts instead (an input smaller than the cache
+    counts it should contain; an output smaller than its reasoning) is read as exactly that, so
+    nothing it reported is lost or counted twice.
+    """
     if USAGE_ATTRIBUTES.isdisjoint(attributes):
         return None
     counts = {field: _first_count(attributes, names) for field, names in TOKEN_ATTRIBUTES.items()}

@@ -1,19 +1,5 @@
-"""The cost of one model call, exact, in Decimal: genai-prices' unit model, data-driven.
-
-Usage and prices are both keyed by *units* (genai-prices' registry, bundled with the
-catalogue): ``input_tokens`` priced by ``input_mtok`` per 1,000,000, ``cache_read_tokens`` by
-``cache_read_mtok``, ``web_searches`` by ``web_searches_kcount`` per 1,000, and so on. A unit's
-dimensions say what it is part of: ``cache_audio_read_tokens`` (input, tokens, audio,
-cache_read) is part of ``input_tokens``, ``cache_read_tokens`` and ``input_audio_tokens``. Each
-token is charged once, at the most specific price the model has for it: every priced unit is
-charged for its own count minus what its priced descendants already charged (inclusion and
-exclusion over the dimension lattice). A unit the model has no price for is simply part of its
-nearest priced ancestor.
-
-Providers report usage in two different ways (see ``ReportingFlags``), so the event's fields
-are turned into units here, never assumed: a client that passes reasoning tokens the provider
-already counted in its output is never charged twice.
-"""
+"""The cost of one model call, exact, in Decimal: genai-prices' unit model, data-driven, so
+each token is charged once at the most specific price the model has (docs/concepts/pricing.md)."""
 
 from __future__ import annotations
 
@@ -142,7 +128,7 @@ def sheet_to_json(sheet: PriceSheet) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ReportingFlags:
-    """How a provider reports usage (the README's provider table):
+    """How a provider reports usage (docs/api-rules.md#how-providers-report-usage):
 
     * ``prompt_includes_cached``: OpenAI-style prompts count cached and cache-write tokens
       inside ``prompt_tokens``; Anthropic-style prompts count only the uncached rest.
@@ -154,7 +140,7 @@ class ReportingFlags:
     completion_includes_reasoning: bool = True
 
 
-#: How each provider reports usage (README, "Prices"); every other provider is OpenAI-style.
+#: How each provider reports usage (docs/concepts/pricing.md); every other provider is OpenAI-style.
 PROVIDER_FLAGS = {
     "anthropic": ReportingFlags(prompt_includes_cached=False, completion_includes_reasoning=True),
     "bedrock": ReportingFlags(prompt_includes_cached=False, completion_includes_reasoning=True),
@@ -268,6 +254,21 @@ def _terms(registry: UnitRegistry, sheet: tuple[tuple[str, Price], ...]) -> tupl
 
 
 def quote(sheet: PriceSheet, units: Mapping[str, int], registry: UnitRegistry) -> Quote:
+    """Usage and prices are both keyed by *units* (genai-prices' registry, bundled with the
+    catalogue): ``input_tokens`` priced by ``input_mtok`` per 1,000,000, ``cache_read_tokens`` by
+    ``cache_read_mtok``, ``web_searches`` by ``web_searches_kcount`` per 1,000, and so on. A unit's
+    dimensions say what it is part of: ``cache_audio_read_tokens`` (input, tokens, audio,
+    cache_read) is part of ``input_tokens``, ``cache_read_tokens`` and ``input_audio_tokens``. Each
+    token is charged once, at the most specific price the model has for it: every priced unit is
+    charged for its own count minus what its priced descendants already charged (inclusion and
+    exclusion over the dimension lattice). A unit the model has no price for is simply part of its
+    nearest priced ancestor.
+
+    Providers report usage in two different ways (see ``ReportingFlags``), so the event's fields
+    are turned into units here, never assumed: a client that passes reasoning tokens the provider
+    already counted in its output is never charged twice.
+    """
+
     input_tokens = units.get("input_tokens", 0)
     leaves: dict[str, int] = {}
     inconsistent = False

@@ -1,16 +1,5 @@
-"""Pricing entries: what a model costs, from when, and from which source.
-
-An entry prices one catalogue model of one provider for a period: ``effective_from`` inclusive
-to ``effective_to`` exclusive. Inside the period, its prices are genai-prices' own structure:
-price sets that start on a date or hold in a daily UTC window (DeepSeek's off-peak hours), and
-variants selected by the call's context (``service_tier``, ``processing``, …). Entries are never
-edited in place: a price change closes the old entry and opens a new one, and every stored event
-keeps the id and prices it was priced with, so history is never re-priced.
-
-Entries come from four places, highest precedence first (README, "Prices"): an operator's
-entry, a correction of costtrack's own, then the synced or bundled genai-prices data. Workspace
-overrides (``overrides.py``) win over all of them for their workspace.
-"""
+"""Pricing entries: what a model costs, from when, and from which source, so a price change
+never re-prices history (docs/concepts/pricing.md)."""
 
 from __future__ import annotations
 
@@ -211,6 +200,18 @@ def rates_to_prices(rates: Mapping[str, object]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class PricingEntry:
+    """An entry prices one catalogue model of one provider for a period: ``effective_from`` inclusive
+    to ``effective_to`` exclusive. Inside the period, its prices are genai-prices' own structure:
+    price sets that start on a date or hold in a daily UTC window (DeepSeek's off-peak hours), and
+    variants selected by the call's context (``service_tier``, ``processing``, …). Entries are never
+    edited in place: a price change closes the old entry and opens a new one, and every stored event
+    keeps the id and prices it was priced with, so history is never re-priced.
+
+    Entries come from four places, highest precedence first (docs/concepts/pricing.md): an operator's
+    entry, a correction of costtrack's own, then the synced or bundled genai-prices data. Workspace
+    overrides (``overrides.py``) win over all of them for their workspace.
+    """
+
     entry_id: str
     provider: str
     model: str

@@ -1,4 +1,4 @@
-"""Workspace price overrides: negotiated rates or a percentage discount (README, "Prices").
+"""Workspace price overrides: negotiated rates or a percentage discount (docs/concepts/pricing.md).
 
 An override belongs to one workspace and covers one provider (``model`` None) or one model of
 it, for a period (``effective_from`` inclusive to ``effective_to`` exclusive). It gives either

@@ -1,19 +1,5 @@
-"""Finding the price of a call: which model a name means, and which entry prices it when.
-
-A :class:`ProviderBook` holds every entry of one provider, from every source (bundled, synced,
-corrections, operators). Finding the model a name refers to goes, in order (README, "Prices"):
-
-1. an exact name: a model id, an alias, or a name a rule claims with ``equals``;
-2. the catalogue's curated match rules, in the catalogue's order;
-3. the same two with a compact snapshot date written with dashes (``-20251211`` →
-   ``-2025-12-11``);
-4. the models of the providers this one falls back to (Azure serves OpenAI's models, Vertex
-   Anthropic's), as genai-prices states them.
-
-Nothing looser: a name no rule claims is ``unknown_model``. Among the model's entries in force
-at the call's time, the highest :class:`Origin` rank wins, then the latest start; a retired
-entry in force means the model is not priced then.
-"""
+"""Finding the price of a call: which model a name means and which entry prices it when
+(docs/concepts/pricing.md)."""
 
 from __future__ import annotations
 
@@ -47,6 +33,21 @@ class Found:
 
 
 class ProviderBook:
+    """A :class:`ProviderBook` holds every entry of one provider, from every source (bundled, synced,
+    corrections, operators). Finding the model a name refers to goes, in order (docs/concepts/pricing.md):
+
+    1. an exact name: a model id, an alias, or a name a rule claims with ``equals``;
+    2. the catalogue's curated match rules, in the catalogue's order;
+    3. the same two with a compact snapshot date written with dashes (``-20251211`` →
+       ``-2025-12-11``);
+    4. the models of the providers this one falls back to (Azure serves OpenAI's models, Vertex
+       Anthropic's), as genai-prices states them.
+
+    Nothing looser: a name no rule claims is ``unknown_model``. Among the model's entries in force
+    at the call's time, the highest :class:`Origin` rank wins, then the latest start; a retired
+    entry in force means the model is not priced then.
+    """
+
     def __init__(self, provider: str, entries: Iterable[PricingEntry], fallback: tuple[str, ...] = ()) -> None:
         self.provider = provider
         self.fallback = fallback

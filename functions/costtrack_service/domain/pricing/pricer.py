@@ -1,6 +1,6 @@
 """Pricing one event: find its model, the entry in force, the prices for its context, the cost.
 
-The reserved ``metadata`` names (README, "Pricing context") carry what the event's own fields
+The reserved ``metadata`` names (docs/api-rules.md#reserved-metadata-names) carry what the event's own fields
 cannot: the service tier, batch processing, one-hour cache writes, audio tokens, web searches.
 Context names pick price variants; counts are genai-prices usage units, part of the event's
 standard counts, so nothing is charged twice.
@@ -42,6 +42,9 @@ class Priced:
     tier_start: int | None = None
     usage_inconsistent: bool = False
     override: Override | None = None
+    #: How the provider counted the call's tokens (what its cost's split used; a charge by unit
+    #: prices splits them alike); None when unpriced.
+    flags: ReportingFlags | None = None
 
     @property
     def priced(self) -> bool:
@@ -112,13 +115,15 @@ class Pricer:
         if resolved.override_sheet is not None:
             q = quote(resolved.override_sheet, units, self._registry)
             entry, kind, override = resolved.entry, resolved.kind, resolved.override
-            return Priced(q.cost, entry, kind, q.applied, q.tier_start, q.usage_inconsistent, override)
+            return Priced(q.cost, entry, kind, q.applied, q.tier_start, q.usage_inconsistent, override, resolved.flags)
         if resolved.entry is None or resolved.sheet is None:
             return UNPRICED
         q = quote(resolved.sheet, _billed_units(resolved.entry, units), self._registry)
         override = resolved.override
         cost = scale(q.cost, override.factor) if override is not None else q.cost
-        return Priced(cost, resolved.entry, resolved.kind, q.applied, q.tier_start, q.usage_inconsistent, override)
+        return Priced(
+            cost, resolved.entry, resolved.kind, q.applied, q.tier_start, q.usage_inconsistent, override, resolved.flags
+        )
 
     def _resolved(self, call: Call, at: datetime, overrides: Iterable[Override], backfill: bool) -> _Resolved:
         """Everything but the counts, remembered for the same name, moment, context and

@@ -1,17 +1,5 @@
-"""What a price sync would change: new models, changed prices, and changes held back.
-
-A sync compares genai-prices' current data file (converted, ``catalogue/convert.py``) with the
-prices in force now, and only ever *adds* entries:
-
-* a model the catalogue does not know yet gets an entry from the beginning of time, so the
-  events that came in for it unpriced can be priced (backfill);
-* a model whose prices changed gets a new entry from now on; events already stored keep the
-  price they were given, and calls before now keep pricing at the old entry;
-* a change that looks wrong is held back and reported, never applied: a price that moves more
-  than tenfold either way, a price that disappears, or a model whose prices do not parse.
-
-Operators' entries and corrections outrank synced ones, so a sync never overrides them.
-"""
+"""What a price sync would change: new models, changed prices, and changes held back for an
+operator because they look wrong (docs/concepts/pricing.md)."""
 
 from __future__ import annotations
 
@@ -77,7 +65,20 @@ def plan_sync(
     now: datetime,
     version: str,
 ) -> SyncPlan:
-    """The changes that bring the prices in force at ``now`` up to the data file's."""
+    """The changes that bring the prices in force at ``now`` up to the data file's.
+
+    A sync compares genai-prices' current data file (converted by the catalogue) with the
+    prices in force now, and only ever *adds* entries:
+
+    * a model the catalogue does not know yet gets an entry from the beginning of time, so the
+      events that came in for it unpriced can be priced (backfill);
+    * a model whose prices changed gets a new entry from now on; events already stored keep the
+      price they were given, and calls before now keep pricing at the old entry;
+    * a change that looks wrong is held back and reported, never applied: a price that moves more
+      than tenfold either way, a price that disappears, or a model whose prices do not parse.
+
+    Operators' entries and corrections outrank synced ones, so a sync never overrides them.
+    """
     plan = SyncPlan(version=version)
     for problem in problems:
         provider, _, rest = problem.partition("/")

@@ -1,6 +1,6 @@
-"""A price-drift finding turned into a workspace override (README, "Reconcile with the provider's
-bill"): the rates the bill implies for a model over the days it drifted, with the bill as the
-override's source.
+"""A price-drift finding turned into a workspace override (docs/guides/reconciliation.md): the
+rates the bill implies for a model over the days it drifted, with the bill as the override's
+source.
 
 The rates are the bill's USD per 1M tokens of each kind it billed, summed over the drifted days
 (one rate for the whole run of days, not the last day's); a kind the bill does not carry (no

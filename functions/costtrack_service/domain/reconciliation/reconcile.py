@@ -1,17 +1,5 @@
-"""Billed against tracked, per day × provider × model, every gap classified.
-
-* ``untracked``: the bill has more tokens than costtrack saw (calls that bypass costtrack).
-  Their USD is the bill's own USD for the share of each kind's tokens costtrack did not see.
-* ``price_drift``: what remains once untracked usage is taken out: tokens agree, USD does not.
-  The finding names the catalogue entry, the rates it applied and the rates the bill implies.
-* ``timing``: a day with more tracked than billed next to one with more billed than tracked,
-  whose two-day sums agree (an event counted on the provider's other day).
-* ``unbilled``: tracked and not billed (a free tier, a wrong provider name, another account).
-
-Tracked figures come from the daily model rollups (their ``input_tokens`` are prompt tokens as
-clients reported them: with cached input for OpenAI-style providers, without for Anthropic
-and Bedrock, so the billed side is summed the same way).
-"""
+"""Billed against tracked, per day × provider × model, every gap classified, so an owner sees
+why the bill and costtrack differ (docs/guides/reconciliation.md)."""
 
 from __future__ import annotations
 
@@ -140,7 +128,20 @@ def compare(
     includes_cached: bool,
     settings: Settings,
 ) -> Finding:
-    """One day × model, before the timing pass."""
+    """One day × model, before the timing pass.
+
+    * ``untracked``: the bill has more tokens than costtrack saw (calls that bypass costtrack).
+      Their USD is the bill's own USD for the share of each kind's tokens costtrack did not see.
+    * ``price_drift``: what remains once untracked usage is taken out: tokens agree, USD does not.
+      The finding names the catalogue entry, the rates it applied and the rates the bill implies.
+    * ``timing``: a day with more tracked than billed next to one with more billed than tracked,
+      whose two-day sums agree (an event counted on the provider's other day).
+    * ``unbilled``: tracked and not billed (a free tier, a wrong provider name, another account).
+
+    Tracked figures come from the daily model rollups (their ``input_tokens`` are prompt tokens as
+    clients reported them: with cached input for OpenAI-style providers, without for Anthropic
+    and Bedrock, so the billed side is summed the same way).
+    """
     assert line is not None or tracked is not None
     day, provider, model = line.key if line is not None else ("", "", "")
     finding = Finding(day, provider, model)

@@ -1,6 +1,2 @@
-"""Spend control before the call (CONTRACT §10): reservations against enforced budgets.
-
-``request`` reads ``POST /v1/reservations``; ``scope`` finds the enforced budget instances a
-call falls under; ``ledger`` keeps each instance's money in leased shards (the allowance's
-design); ``service`` reserves and releases; ``settle`` settles a reservation with its event.
-"""
+"""Spend control before the call: reservations against enforced budgets, held in leased ledger
+shards and settled by the call's event (docs/guides/spend-control.md)."""

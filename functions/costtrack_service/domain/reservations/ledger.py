@@ -1,38 +1,6 @@
-"""An enforced budget's money without a hot item: the allowance's design (``allowance.py``) for
-a budget instance's month.
-
-A *ledger* is one enforced budget instance (a budget, or one value of a template) in one
-calendar month. Its *central* item records how much of the amount has been ``leased`` into its
-``LEDGER_SHARDS`` shards; each shard holds ``available`` money, the ``held`` total, what was
-``spent`` through it, and the holds themselves (one attribute per reservation: its amount and
-expiry). A reservation takes its hold from one shard under the condition that the shard holds
-enough, leasing from the central item in the same transaction when it does not (the central
-item's condition: ``leased`` never exceeds the amount). Settling releases the hold and spends
-the real cost in the event's own transaction; expiry and release return the hold.
-
-Why it is exact (the allowance's argument, with money): money moves from the central item only
-under its condition and leaves a shard only under the shard's, so ``spent + held`` of reserved
-calls never exceeds ``leased`` ≤ amount. A reservation is refused only after a *survey*: the
-central item and every shard read as one ``TransactGetItems`` snapshot; when the snapshot shows
-enough in total but no single shard (with a lease) can hold it, the service first gathers the
-shards' money into one (``Gather``), so nothing is refused while enough remains.
-
-Events that settle no reservation spend in the shards too (``debit.py``), unconditionally, so a
-shard's ``available`` may fall below zero (a *debt*). Money stays conserved (leased = Σ available
-+ held + spent over the shards), surveys count it signed (a reservation is refused when spent +
-held, reserved or not, leaves too little), a gather moves debts to the shard that pays them, and
-a lease into a shard in debt pays its debt first. Between surveys, a warm function plans as if
-the debts it last saw were paid from the unleased money, and leases only after a survey at most
-a second old (``service.py``): such spend counts within a second, and always before a refusal.
-
-A ledger counts the month's spend from before it existed: its creating write (``Seed``, after
-a survey) leases and spends in one shard what the daily rollups show spent this month less what
-its shards already spent, and no lease is taken from a ledger before that (``seed.py``).
-
-Expired holds are returned lazily, at survey time: a hold only matters to a reservation that
-cannot find money, and that reservation surveys before it refuses, so the survey is exactly when
-an expired hold must come back (no scheduled job, no writes for holds nobody needs).
-"""
+"""An enforced budget's money for one month without a hot item: the allowance's design with
+money, so that spent + held never exceeds the amount and no reservation is refused while
+enough remains (docs/guides/spend-control.md, docs/concepts/allowance.md)."""
 
 from __future__ import annotations
 
@@ -44,7 +12,7 @@ from decimal import ROUND_CEILING, Decimal
 
 #: Shards per ledger: as many as one survey (central + shards) can read in one TransactGetItems
 #: (100 items), so that a budget reserved from at 1,000/s spreads its writes and its live holds
-#: as thin as an atomic survey allows (``bench/reservations.py``).
+#: as thin as an atomic survey allows (docs/performance.md#reservations).
 LEDGER_SHARDS = 99
 #: Money is counted to the 10th decimal (the event cost's precision, CONTRACT §5).
 QUANTUM = Decimal("1e-10")
@@ -58,7 +26,40 @@ def ledger_ref(budget_id: str, instance: str | None) -> str:
 
 @dataclass(frozen=True)
 class Ledger:
-    """One enforced budget instance's month: where its money lives."""
+    """One enforced budget instance's month: where its money lives.
+
+    A *ledger* is one enforced budget instance (a budget, or one value of a template) in one
+    calendar month. Its *central* item records how much of the amount has been ``leased`` into its
+    ``LEDGER_SHARDS`` shards; each shard holds ``available`` money, the ``held`` total, what was
+    ``spent`` through it, and the holds themselves (one attribute per reservation: its amount and
+    expiry). A reservation takes its hold from one shard under the condition that the shard holds
+    enough, leasing from the central item in the same transaction when it does not (the central
+    item's condition: ``leased`` never exceeds the amount). Settling releases the hold and spends
+    the real cost in the event's own transaction; expiry and release return the hold.
+
+    Why it is exact (the allowance's argument, with money): money moves from the central item only
+    under its condition and leaves a shard only under the shard's, so ``spent + held`` of reserved
+    calls never exceeds ``leased`` ≤ amount. A reservation is refused only after a *survey*: the
+    central item and every shard read as one ``TransactGetItems`` snapshot; when the snapshot shows
+    enough in total but no single shard (with a lease) can hold it, the service first gathers the
+    shards' money into one (``Gather``), so nothing is refused while enough remains.
+
+    Events that settle no reservation spend in the shards too (``debit.py``), unconditionally, so a
+    shard's ``available`` may fall below zero (a *debt*). Money stays conserved (leased = Σ available
+    + held + spent over the shards), surveys count it signed (a reservation is refused when spent +
+    held, reserved or not, leaves too little), a gather moves debts to the shard that pays them, and
+    a lease into a shard in debt pays its debt first. Between surveys, a warm function plans as if
+    the debts it last saw were paid from the unleased money, and leases only after a survey at most
+    a second old (the reservation service): such spend counts within a second, and always before a refusal.
+
+    A ledger counts the month's spend from before it existed: its creating write (``Seed``, after
+    a survey) leases and spends in one shard what the daily rollups show spent this month less what
+    its shards already spent, and no lease is taken from a ledger before that (``seed.py``).
+
+    Expired holds are returned lazily, at survey time: a hold only matters to a reservation that
+    cannot find money, and that reservation surveys before it refuses, so the survey is exactly when
+    an expired hold must come back (no scheduled job, no writes for holds nobody needs).
+    """
 
     budget_id: str
     name: str | None
@@ -278,7 +279,7 @@ def shard_of(key: str) -> int:
 
 #: An Idempotency-Key ``grp:<group>:<rest>`` places its holds by ``<group>`` alone (1 to 64
 #: characters, no ``:``), so that the reservations an app instance makes in one time slice share
-#: shards and the batch that settles them writes few shard items (README, "Spend control").
+#: shards and the batch that settles them writes few shard items (docs/guides/spend-control.md).
 GROUP_PREFIX = "grp:"
 MAX_GROUP_CHARS = 64
 

@@ -1,16 +1,5 @@
 """``POST /v1/reservations``: the request body as types, and what the service reads of it
-(CONTRACT §10, docs/api-rules.md#reservations).
-
-The attribution (``provider``, ``model``, ``feature``, ``customer_id``, ``customer_name``,
-``environment``, ``metadata``) follows the event's rules exactly: it is validated by the same
-``costtrack.validation`` and resolved by the same defaults, so a reservation and the event that
-settles it attribute alike. Unknown top-level names are ignored with an ``unknown_field``
-warning, as on events. ``estimate`` is closed: a typo there would change the hold, so any other
-name is ``INVALID_PAYLOAD`` naming it (``estimate.max_output_token``). Money is a decimal string;
-a JSON number for ``amount`` is refused.
-
-Plain Python (pydantic, loaded on the first reservation: the event path never imports it).
-"""
+(docs/api-rules.md#reservations)."""
 
 from __future__ import annotations
 
@@ -98,7 +87,18 @@ class Ask:
 
 
 def read_ask(body: object) -> Ask:
-    """The request, or ``INVALID_PAYLOAD`` naming the first offending field."""
+    """The request, or ``INVALID_PAYLOAD`` naming the first offending field.
+
+    The attribution (``provider``, ``model``, ``feature``, ``customer_id``, ``customer_name``,
+    ``environment``, ``metadata``) follows the event's rules exactly: it is validated by the same
+    ``costtrack.validation`` and resolved by the same defaults, so a reservation and the event that
+    settles it attribute alike. Unknown top-level names are ignored with an ``unknown_field``
+    warning, as on events. ``estimate`` is closed: a typo there would change the hold, so any other
+    name is ``INVALID_PAYLOAD`` naming it (``estimate.max_output_token``). Money is a decimal string;
+    a JSON number for ``amount`` is refused.
+
+    Plain Python (pydantic, loaded on the first reservation: the event path never imports it).
+    """
     if not isinstance(body, dict):
         raise invalid("body", "the request body must be a JSON object")
     try:

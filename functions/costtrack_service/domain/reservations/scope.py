@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from costtrack_service.domain.budgets.budget import Budget, window
+from costtrack_service.domain.budgets.budget import Budget
+from costtrack_service.domain.budgets.budget_windows import window
 from costtrack_service.domain.ingest.event_validation import UsageEvent
 from costtrack_service.domain.reservations.ledger import Ledger
 

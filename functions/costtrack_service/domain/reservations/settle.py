@@ -1,27 +1,6 @@
-"""Settling a reservation with the event that reports the call (CONTRACT §10).
-
-Before a request's events are written, each event that carries a ``reservation_id`` has its
-holds read (consistently); a live hold becomes a :class:`Settle`, which the event's own
-transaction carries (``ledgers.reservation_settlements``): the hold is released and
-the event's real cost spent, on the condition that the hold is still there. So an event and its
-settle happen together or not at all, and a hold is settled at most once:
-
-* a hold already gone before its expiry (settled, or released) → ``reservation_settled``: the
-  event is accepted and charged, nothing is settled again;
-* an id that names no hold (never issued, from another workspace, malformed) or an expired one →
-  ``reservation_unknown``: the event is accepted and charged, the hold (if any) returns at expiry;
-* two events of one request naming the same reservation: the first settles it, the second is
-  ``reservation_settled``; two concurrent requests: one transaction's condition fails and that
-  event is written again without the settle, with ``reservation_settled``.
-
-A transaction's settles of holds in one shard item are one update of that item (``settle_groups``:
-one write, and one transaction holding the item, however many of its events settle there), each
-hold on its own condition; when that update's condition fails, the item as it was tells which
-holds were gone, and only their events go again without their settle.
-
-An id with no budget part (no enforced budget applied when it was made) held nothing: it
-settles silently.
-"""
+"""Settling a reservation with the event that reports the call, in the event's own
+transaction, so the event and its settle happen together or not at all and a hold is settled
+at most once (docs/guides/spend-control.md)."""
 
 from __future__ import annotations
 
@@ -43,7 +22,30 @@ MAX_HOLDS_PER_ITEM = 25
 
 @dataclass(frozen=True)
 class Settle:
-    """Release ``holds`` and spend ``cost`` in each, in the event's transaction."""
+    """Release ``holds`` and spend ``cost`` in each, in the event's transaction.
+
+    Before a request's events are written, each event that carries a ``reservation_id`` has its
+    holds read (consistently); a live hold becomes a :class:`Settle`, which the event's own
+    transaction carries (``ledgers.reservation_settlements``): the hold is released and
+    the event's real cost spent, on the condition that the hold is still there. So an event and its
+    settle happen together or not at all, and a hold is settled at most once:
+
+    * a hold already gone before its expiry (settled, or released) → ``reservation_settled``: the
+      event is accepted and charged, nothing is settled again;
+    * an id that names no hold (never issued, from another workspace, malformed) or an expired one →
+      ``reservation_unknown``: the event is accepted and charged, the hold (if any) returns at expiry;
+    * two events of one request naming the same reservation: the first settles it, the second is
+      ``reservation_settled``; two concurrent requests: one transaction's condition fails and that
+      event is written again without the settle, with ``reservation_settled``.
+
+    A transaction's settles of holds in one shard item are one update of that item (``settle_groups``:
+    one write, and one transaction holding the item, however many of its events settle there), each
+    hold on its own condition; when that update's condition fails, the item as it was tells which
+    holds were gone, and only their events go again without their settle.
+
+    An id with no budget part (no enforced budget applied when it was made) held nothing: it
+    settles silently.
+    """
 
     event_key: str
     reservation: ReservationId

@@ -1,17 +1,5 @@
-"""Anomalous runs and their ``run_cost_anomaly`` notification (README, "Cost per run").
-
-* A workspace turns the alert on with its settings (``PUT /v1/workspace/run-anomalies``):
-  ``factor`` (default 2) and ``calls`` (default 100). Off until an owner turns it on: receivers
-  registered for budget alerts never see a new kind of payload they did not ask for.
-* A run is **anomalous** when its cost is above its feature's p99 cost per run times
-  ``factor`` (the p99 of the runs of that feature that started in the last
-  :data:`LOOKBACK_DAYS` days, from the cost sketch, within its relative error), or when it made
-  at least ``calls`` calls (the dashboard's "Anomalous runs" use the same two tests).
-* The scheduled evaluator (``jobs/anomaly_evaluator.py``) looks at the runs that started today or
-  yesterday (UTC) and claims one notification per run (key ``run#<trace_id>``): a run is
-  notified **once**, whichever test it passed first and however long it goes on. The
-  notification goes through the budgets' outbox, signing, SNS and retries unchanged.
-"""
+"""Anomalous runs and their ``run_cost_anomaly`` notification: which runs cost more than their
+feature's usual, and the settings that say so (docs/guides/runs.md)."""
 
 from __future__ import annotations
 
@@ -96,6 +84,19 @@ def cost_limit(p99: Decimal | None, settings: AnomalySettings) -> Decimal | None
 
 
 def reasons(total: RunTotal, limit: Decimal | None, settings: AnomalySettings) -> list[str]:
+    """* A workspace turns the alert on with its settings (``PUT /v1/workspace/run-anomalies``):
+      ``factor`` (default 2) and ``calls`` (default 100). Off until an owner turns it on: receivers
+      registered for budget alerts never see a new kind of payload they did not ask for.
+    * A run is **anomalous** when its cost is above its feature's p99 cost per run times
+      ``factor`` (the p99 of the runs of that feature that started in the last
+      :data:`LOOKBACK_DAYS` days, from the cost sketch, within its relative error), or when it made
+      at least ``calls`` calls (the dashboard's "Anomalous runs" use the same two tests).
+    * The scheduled evaluator looks at the runs that started today or
+      yesterday (UTC) and claims one notification per run (key ``run#<trace_id>``): a run is
+      notified **once**, whichever test it passed first and however long it goes on. The
+      notification goes through the budgets' outbox, signing, SNS and retries unchanged.
+    """
+
     found = []
     if limit is not None and total.cost > limit:
         found.append(COST)

@@ -1,16 +1,5 @@
-"""The owners' questions about runs and sessions (CONTRACT §11), answered from the per-run
-totals and their cost sketch (``totals.py``, ``sketch.py``), never by reading every event:
-
-* ``run`` / ``session``: the total, the calls in ``received_at`` order (the run's events, read
-  by time over the run's window: ``store/run_reads.py``), and how the cost split by model and by step
-  (``parent_id``), or, for a session, by run. The SDK's run marker is not a call: it is not
-  listed, its status and latency are the total's.
-* ``runs``: the most expensive runs that started in a date range, filtered by feature and
-  customer, a page at a time (the cursor is the last run's cost and id).
-* ``unit_costs``: per feature, customer or run name, the runs and sessions that started in the
-  range and their cost at p50, p90, p99 and max (each within ``RELATIVE_ERROR`` of the exact
-  value) and the mean (exact: the sketch keeps the sum).
-"""
+"""The owners' questions about runs and sessions, answered from the per-run totals and their
+cost sketch, never by reading every event (docs/guides/runs.md)."""
 
 from __future__ import annotations
 
@@ -144,7 +133,13 @@ def _split(calls: Iterable[EventRecord], name: str, key: Any) -> list[dict[str, 
 
 
 def run_answer(total: RunTotal, records: Sequence[EventRecord], more: bool) -> dict[str, Any]:
-    """``GET /v1/workspace/runs/{trace_id}`` (or ``sessions/{session_id}``)."""
+    """``GET /v1/workspace/runs/{trace_id}`` (or ``sessions/{session_id}``).
+
+    The total, the calls in ``received_at`` order (the run's events, read by time over the
+    run's window), and how the cost split by model and by step (``parent_id``), or, for a
+    session, by run. The SDK's run marker is not a call: it is not listed, its status and
+    latency are the total's.
+    """
     calls = [record for record in records if not is_run_marker(record.event)]
     answer: dict[str, Any] = {
         "trace_id" if total.kind == RUN else "session_id": total.run_id,

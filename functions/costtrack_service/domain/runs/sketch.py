@@ -1,19 +1,6 @@
-"""The cost-per-run sketch: a fixed-bucket logarithmic histogram (the DDSketch mapping).
-
-A cost ``x > 0`` falls in bucket ``i = ceil(log(x) / log(gamma))`` with
-``gamma = (1 + a) / (1 - a)``, i.e. ``gamma^(i-1) < x <= gamma^i``; the bucket's value
-``2 * gamma^i / (gamma + 1)`` is within a relative error ``a`` of every cost in it. A zero cost
-has a bucket of its own (value 0, exact). Percentiles read the bucket that holds the exact
-percentile's run, so each is within ``a`` of the exact value (rank ``q * (n - 1)``, rounded
-down: the lower of the two middle runs for p50 of an even count).
-
-Mergeable (add the counts) and subtractable: a run whose total grows leaves its old bucket (-1)
-and enters its new one (+1) in the same transaction that changes its total, so each run is
-counted exactly once, at its current total (``totals.histogram_moves``).
-
-Stored rows hold ``BLOCK`` adjacent buckets each, so a row stays small (a transactional update
-costs 2 write units per started KB of the row) and a run that grows usually moves inside one.
-"""
+"""The cost-per-run sketch: a fixed-bucket logarithmic histogram (the DDSketch mapping),
+mergeable and subtractable, so percentiles come from small rows within a known relative error
+(docs/guides/runs.md)."""
 
 from __future__ import annotations
 
@@ -22,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-#: The documented relative error of every percentile (README, "Cost per run").
+#: The documented relative error of every percentile (docs/guides/runs.md).
 RELATIVE_ERROR = 0.01
 GAMMA = (1 + RELATIVE_ERROR) / (1 - RELATIVE_ERROR)
 _LOG_GAMMA = math.log(GAMMA)
@@ -85,7 +72,22 @@ def _order(bucket: Bucket) -> float:
 
 @dataclass
 class Histogram:
-    """Counts by bucket, and the exact sum of the costs counted (for the mean)."""
+    """Counts by bucket, and the exact sum of the costs counted (for the mean).
+
+    A cost ``x > 0`` falls in bucket ``i = ceil(log(x) / log(gamma))`` with
+    ``gamma = (1 + a) / (1 - a)``, i.e. ``gamma^(i-1) < x <= gamma^i``; the bucket's value
+    ``2 * gamma^i / (gamma + 1)`` is within a relative error ``a`` of every cost in it. A zero cost
+    has a bucket of its own (value 0, exact). Percentiles read the bucket that holds the exact
+    percentile's run, so each is within ``a`` of the exact value (rank ``q * (n - 1)``, rounded
+    down: the lower of the two middle runs for p50 of an even count).
+
+    Mergeable (add the counts) and subtractable: a run whose total grows leaves its old bucket (-1)
+    and enters its new one (+1) in the same transaction that changes its total, so each run is
+    counted exactly once, at its current total (``totals.histogram_moves``).
+
+    Stored rows hold ``BLOCK`` adjacent buckets each, so a row stays small (a transactional update
+    costs 2 write units per started KB of the row) and a run that grows usually moves inside one.
+    """
 
     counts: dict[Bucket, int] = field(default_factory=dict)
     total: Decimal = Decimal(0)

@@ -1,18 +1,6 @@
 """A run's (or a session's) total, folded from its events as they arrive, and how the cost
-sketch moves when the total changes.
-
-* A **run** is the events with one ``trace_id``; a **session** those with one ``session_id``.
-* The SDK's ``tracker.run(...)`` ends a run with a **marker** event (provider ``costtrack``,
-  model ``run``, no token counts): it is never priced (cost 0, no ``unknown_model`` warning), is
-  not a call, and gives the run its ``status`` and ``latency_ms`` (and its name, which wins).
-  Without a marker the status is the latest call's (by ``received_at``), and ``failed_calls``
-  counts the calls that did not succeed.
-* The run's feature and customer are the first known ones (a later ``unknown`` feature or
-  absent customer never replaces them); its name the first one sent, unless a marker names it.
-* The run counts in the sketch rows of the **day it started** (``first_at``, UTC), with its
-  whole total, however long it lasts: a run spanning midnight (or a month end) counts once, on
-  its first day. An event earlier than the first one moves the run to that day.
-"""
+sketch moves when the total changes, so run reports never read every event
+(docs/guides/runs.md)."""
 
 from __future__ import annotations
 
@@ -103,7 +91,20 @@ class RunTotal:
 
 
 def fold(total: RunTotal | None, kind: str, run_id: str, records: Iterable[EventRecord]) -> RunTotal | None:
-    """``total`` with ``records`` added (their order does not matter: a batch's events)."""
+    """``total`` with ``records`` added (their order does not matter: a batch's events).
+
+    * A **run** is the events with one ``trace_id``; a **session** those with one ``session_id``.
+    * The SDK's ``tracker.run(...)`` ends a run with a **marker** event (provider ``costtrack``,
+      model ``run``, no token counts): it is never priced (cost 0, no ``unknown_model`` warning), is
+      not a call, and gives the run its ``status`` and ``latency_ms`` (and its name, which wins).
+      Without a marker the status is the latest call's (by ``received_at``), and ``failed_calls``
+      counts the calls that did not succeed.
+    * The run's feature and customer are the first known ones (a later ``unknown`` feature or
+      absent customer never replaces them); its name the first one sent, unless a marker names it.
+    * The run counts in the sketch rows of the **day it started** (``first_at``, UTC), with its
+      whole total, however long it lasts: a run spanning midnight (or a month end) counts once, on
+      its first day. An event earlier than the first one moves the run to that day.
+    """
     for record in records:
         total = _add(total, kind, run_id, record)
     return total

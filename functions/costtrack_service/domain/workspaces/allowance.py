@@ -1,38 +1,6 @@
-"""Paying for events without a hot item: the allowance held in leases on shards.
-
-The plan (included events per month, a balance of credits) lives in the workspace item, the
-*central* item. Writing it on every event would cap a workspace at one transaction per
-transaction latency, so events are paid from ``SHARDS`` allowance shards per kind (included
-events of a month; credits), and the central item is written only to *lease* allowance into a
-shard: a write that takes ``lease`` events from the central item adds them to a shard's
-``available``. Each event write spends from one shard, in turn, under the condition that the
-shard holds enough, and leases in the same transaction when it does not.
-
-Why this is exact:
-
-* **Never exceeded.** Allowance moves from the central item to a shard only under the central
-  item's condition (plan active, month, ``included_leased`` at most ``included_events`` minus the
-  lease; credits at least the lease), and leaves a shard only under the shard's condition
-  (``available`` at least what is spent), each in the same transaction as the events it pays for.
-  So the events accepted never outnumber the allowance leased, which never exceeds the plan.
-* **Nothing refused while allowance is left.** A write that finds its shard short learns the
-  shard's balance from the cancellation (``ALL_OLD``) and leases or moves on. An event is refused
-  only after a *survey*: the central item and every shard read as one atomic snapshot (one
-  ``TransactGetItems``), so a lease is seen whole, taken from the central item and given to its
-  shards, or not at all. (Separate consistent reads are not enough on AWS: a plain read may see a
-  committed transaction's items one by one, the central item after a lease and its shards
-  before it.) What the snapshot shows is all there is; what the survey finds is spent before
-  anything is refused.
-* **Included before credits.** A credit is spent only when a survey in this function showed
-  no included event left, in the central item or any shard, for the month; the central item is
-  re-read within a second, so an operator who raises the plan is honoured within one.
-
-A lease is at most ``LEASE_EVENTS`` (and about a thirty-second of what is left, so a small plan is
-spread over the shards rather than parked in one), and the write that leases into its own shard
-also leases into every shard it knows to be empty: a cold workspace writes its central item once
-for all its shards, and at 10,000 events/s the central item is written about once every
-three seconds.
-"""
+"""Paying for events without a hot item: the plan's allowance is leased into shards and each
+event spends from one, under conditions in its own transaction, so a workspace is never capped
+by one item's write rate and never exceeds its plan (docs/concepts/allowance.md)."""
 
 from __future__ import annotations
 
@@ -139,7 +107,41 @@ def plan_payment(
     other shards known to hold allowance. ``surveyed``: ``balances`` and ``central`` come from a
     survey made in this request, so whatever they do not show is not there. ``refill``: a lease
     may also fill the other shards known to be empty (off once a write of this request met a
-    write in flight: a transaction of 33 items meets nearly every other one)."""
+    write in flight: a transaction of 33 items meets nearly every other one).
+
+    The plan (included events per month, a balance of credits) lives in the workspace item, the
+    *central* item. Writing it on every event would cap a workspace at one transaction per
+    transaction latency, so events are paid from ``SHARDS`` allowance shards per kind (included
+    events of a month; credits), and the central item is written only to *lease* allowance into a
+    shard: a write that takes ``lease`` events from the central item adds them to a shard's
+    ``available``. Each event write spends from one shard, in turn, under the condition that the
+    shard holds enough, and leases in the same transaction when it does not.
+
+    Why this is exact:
+
+    * **Never exceeded.** Allowance moves from the central item to a shard only under the central
+      item's condition (plan active, month, ``included_leased`` at most ``included_events`` minus the
+      lease; credits at least the lease), and leaves a shard only under the shard's condition
+      (``available`` at least what is spent), each in the same transaction as the events it pays for.
+      So the events accepted never outnumber the allowance leased, which never exceeds the plan.
+    * **Nothing refused while allowance is left.** A write that finds its shard short learns the
+      shard's balance from the cancellation (``ALL_OLD``) and leases or moves on. An event is refused
+      only after a *survey*: the central item and every shard read as one atomic snapshot (one
+      ``TransactGetItems``), so a lease is seen whole, taken from the central item and given to its
+      shards, or not at all. (Separate consistent reads are not enough on AWS: a plain read may see a
+      committed transaction's items one by one, the central item after a lease and its shards
+      before it.) What the snapshot shows is all there is; what the survey finds is spent before
+      anything is refused.
+    * **Included before credits.** A credit is spent only when a survey in this function showed
+      no included event left, in the central item or any shard, for the month; the central item is
+      re-read within a second, so an operator who raises the plan is honoured within one.
+
+    A lease is at most ``LEASE_EVENTS`` (and about a thirty-second of what is left, so a small plan is
+    spread over the shards rather than parked in one), and the write that leases into its own shard
+    also leases into every shard it knows to be empty: a cold workspace writes its central item once
+    for all its shards, and at 10,000 events/s the central item is written about once every
+    three seconds.
+    """
     spends: list[Spend] = []
     wanted = count
     central_used = False  # one transaction may hold one operation on the central item

@@ -1,24 +1,6 @@
-"""Where a workspace's writes land, so that no item and no partition key is hot.
-
-DynamoDB cancels a transaction that touches an item another transaction holds ("Transaction
-conflict handling in DynamoDB", developer guide) and serves at most 1,000 write units per second
-per partition ("Partitions and data distribution"; "Burst and adaptive capacity"). Everything
-one workspace writes on every event is therefore spread:
-
-* events go to ``EVENT_PARTITIONS`` partition keys by a hash of their event key (a retry finds
-  its original, the backfill index is spread the same way): 10,000 events/s at 2 write units
-  each is 625 units/s per partition; their time pages (``time_pages.py``) go one per
-  transaction to the transaction's rollup shard's page partition;
-* allowance shards and rollup rows are written in ``SHARDS`` copies; each write picks one, in
-  turn, so a shard item sees one write in ``SHARDS``. Readers add the copies up.
-
-The counts are a workspace's (``PartitionLayout``, on its item): an operator grows the event
-partitions (by doubling) and the rollup shards for the expected rate. An event key is unique only
-within its partition, so for ``IDEMPOTENCY_WINDOW_S`` after a doubling the event's transaction
-also checks the key is free in its partition under the earlier count (``event_targets``).
-Allowance shards stay ``SHARDS`` a kind: the survey reads them all in one ``TransactGetItems``
-(at most 100 items).
-"""
+"""Where a workspace's writes land, so that no item and no partition key is hot: DynamoDB
+cancels transactions that meet on an item and caps a partition's write rate
+(docs/concepts/allowance.md, docs/concepts/scale.md)."""
 
 from __future__ import annotations
 
@@ -87,7 +69,27 @@ class PartitionChange:
 class PartitionLayout:
     """Where a workspace's events and rollups go: its event partition counts over time (each a
     doubling of the one before) and its rollup shard count. Readers fan out over the largest
-    count: the partitions of a smaller count are its first ones."""
+    count: the partitions of a smaller count are its first ones.
+
+    DynamoDB cancels a transaction that touches an item another transaction holds ("Transaction
+    conflict handling in DynamoDB", developer guide) and serves at most 1,000 write units per second
+    per partition ("Partitions and data distribution"; "Burst and adaptive capacity"). Everything
+    one workspace writes on every event is therefore spread:
+
+    * events go to ``EVENT_PARTITIONS`` partition keys by a hash of their event key (a retry finds
+      its original, the backfill index is spread the same way): 10,000 events/s at 2 write units
+      each is 625 units/s per partition; their time pages (``time_pages.py``) go one per
+      transaction to the transaction's rollup shard's page partition;
+    * allowance shards and rollup rows are written in ``SHARDS`` copies; each write picks one, in
+      turn, so a shard item sees one write in ``SHARDS``. Readers add the copies up.
+
+    The counts are a workspace's (``PartitionLayout``, on its item): an operator grows the event
+    partitions (by doubling) and the rollup shards for the expected rate. An event key is unique only
+    within its partition, so for ``IDEMPOTENCY_WINDOW_S`` after a doubling the event's transaction
+    also checks the key is free in its partition under the earlier count (``event_targets``).
+    Allowance shards stay ``SHARDS`` a kind: the survey reads them all in one ``TransactGetItems``
+    (at most 100 items).
+    """
 
     changes: tuple[PartitionChange, ...] = ()
     rollup_shards: int = SHARDS

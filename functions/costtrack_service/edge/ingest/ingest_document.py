@@ -101,6 +101,15 @@ class AcceptedEvent(Strict):
     currency: Literal["USD"]
     pricing_status: Literal["priced", "unknown_model"]
     pricing_entry_id: str | None
+    charge: Annotated[
+        str | None,
+        Field(
+            pattern="^[0-9]+(\\.[0-9]+)?$",
+            description="What the workspace charges its customer for it (its rate card), exact; "
+            "absent when the event is not charged.",
+        ),
+    ] = None
+    charge_currency: Annotated[str | None, Field(description="The rate card's currency, with charge.")] = None
     dashboard_visible: bool
     visibility_reason: VisibilityReason | None
     warnings: list[Warning]

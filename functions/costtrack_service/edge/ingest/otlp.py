@@ -1,17 +1,5 @@
-"""``POST /v1/traces``: OTLP/HTTP trace exports, read as usage events.
-
-The wire is the OTLP/HTTP specification's: an ``ExportTraceServiceRequest`` as protobuf
-(``application/x-protobuf``) or as OTLP JSON (``application/json``: hex ids, lowerCamelCase
-names, 64-bit integers as strings), optionally gzip-compressed. The answer is an
-``ExportTraceServiceResponse`` in the request's encoding: full success, or a partial success
-that counts the rejected spans and says why (warnings are counted there too, with
-``rejected_spans`` 0). Failures of the whole request answer a ``google.rpc.Status``: 400 for
-bodies that cannot be read, 401/403 for keys and plans, 413 for bodies too large, 415 for an
-encoding we do not take, and the retryable 503 (with ``Retry-After``) only when the store is
-unavailable, so an exporter's retry is a replay.
-
-The protobuf modules are imported on the first protobuf request, never at cold start.
-"""
+"""``POST /v1/traces``: OTLP/HTTP trace exports (protobuf or JSON) read as usage events, so an
+OpenTelemetry setup sends costs without an SDK (docs/guides/opentelemetry.md)."""
 
 from __future__ import annotations
 
@@ -27,7 +15,14 @@ from typing import Any
 from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.ingest.commit import Outcome
 from costtrack_service.domain.otlp.spans import SpanData, root_names, span_item
-from costtrack_service.edge.http_event import JSON, http_status, presented_secret, too_large, unsupported_media_type
+from costtrack_service.edge.http_event import (
+    JSON,
+    error_headers,
+    http_status,
+    presented_secret,
+    too_large,
+    unsupported_media_type,
+)
 from costtrack_service.edge.ingest.ingest_request import body_too_large, parse_body
 from costtrack_service.services.event_ingest import IngestService
 
@@ -50,7 +45,20 @@ class OtlpAnswer:
 
 
 def export(service: IngestService, headers: Mapping[str, str], body: bytes) -> OtlpAnswer:
-    """The whole request: key → body → plan → each span, answered as OTLP/HTTP says."""
+    """The whole request: key → body → plan → each span, answered as OTLP/HTTP says.
+
+    The wire is the OTLP/HTTP specification's: an ``ExportTraceServiceRequest`` as protobuf
+    (``application/x-protobuf``) or as OTLP JSON (``application/json``: hex ids, lowerCamelCase
+    names, 64-bit integers as strings), optionally gzip-compressed. The answer is an
+    ``ExportTraceServiceResponse`` in the request's encoding: full success, or a partial success
+    that counts the rejected spans and says why (warnings are counted there too, with
+    ``rejected_spans`` 0). Failures of the whole request answer a ``google.rpc.Status``: 400 for
+    bodies that cannot be read, 401/403 for keys and plans, 413 for bodies too large, 415 for an
+    encoding we do not take, and the retryable 503 (with ``Retry-After``) only when the store is
+    unavailable, so an exporter's retry is a replay.
+
+    The protobuf modules are imported on the first protobuf request, never at cold start.
+    """
     media = _media_type(headers)
     reply_as = media if media in (PROTOBUF, JSON) else JSON
     try:
@@ -71,7 +79,7 @@ def export(service: IngestService, headers: Mapping[str, str], body: bytes) -> O
             raise too_large("resourceSpans", f"at most {MAX_USAGE_SPANS} spans with usage per request")
         outcomes = tuple(service.accept(key, items)) if items else ()
     except ApiError as error:
-        return OtlpAnswer(http_status(error), reply_as, status_body(reply_as, error), dict(error.headers))
+        return OtlpAnswer(http_status(error), reply_as, status_body(reply_as, error), error_headers(error, None))
     rejected, message = summary(outcomes)
     return OtlpAnswer(200, reply_as, export_response(reply_as, rejected, message), outcomes=outcomes)
 

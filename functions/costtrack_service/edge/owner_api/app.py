@@ -12,7 +12,7 @@ The same function serves the dashboard (``edge/owner_api/dashboard.py``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol, cast
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
@@ -21,7 +21,9 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
 
+from costtrack_service.domain.cursors import MAX_CURSOR_CHARS
 from costtrack_service.domain.errors import invalid
+from costtrack_service.domain.recorded_writes import WriteRecords
 from costtrack_service.domain.report_days import DEFAULT_DAYS, MAX_DAYS, MAX_FILTER_CHARS
 from costtrack_service.domain.statements import StatementFormat, StatementGrouping
 from costtrack_service.domain.usage import Grouping
@@ -29,8 +31,10 @@ from costtrack_service.domain.workspaces.keys import ADMIN_TOKEN_PREFIX, KEY_TRA
 from costtrack_service.domain.workspaces.plans import WorkspaceState
 from costtrack_service.edge.http_event import failure_error, presented_secret, with_decoded_path
 from costtrack_service.edge.owner_api import responses as shapes
+from costtrack_service.edge.owner_api import workspace_answers as answers
 from costtrack_service.edge.owner_api.billing_routes import add_billing_routes
 from costtrack_service.edge.owner_api.budget_routes import add_budget_routes
+from costtrack_service.edge.owner_api.customer_routes import add_customer_routes, add_margin_routes
 from costtrack_service.edge.owner_api.dashboard import add_dashboard_routes
 from costtrack_service.edge.owner_api.http import (
     error_response,
@@ -38,17 +42,31 @@ from costtrack_service.edge.owner_api.http import (
     json_response,
     request_headers,
 )
+from costtrack_service.edge.owner_api.query_params import EVENT_FILTERS, text_filters
+from costtrack_service.edge.owner_api.rate_card_routes import add_rate_card_routes
 from costtrack_service.edge.owner_api.request_errors import read_json_body, refuse_media_type
 from costtrack_service.edge.owner_api.responses import ADMIN_TOKEN, INVALID, NOT_FOUND, WITH_BODY, documented, refused
 from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
 from costtrack_service.edge.owner_api.run_routes import add_run_routes
-from costtrack_service.services.budgets import BudgetService
-from costtrack_service.services.price_overrides import OverrideService
-from costtrack_service.services.reconciliation import ReconciliationService
+from costtrack_service.services.budgets import BudgetService, BudgetStore
+from costtrack_service.services.customers import CustomerRecords, CustomerService, CustomerStore
+from costtrack_service.services.margins import MarginService, MarginStore
+from costtrack_service.services.price_overrides import OverrideService, OverrideStore
+from costtrack_service.services.rate_cards import RateCardRecords, RateCardService, RateCardStore
+from costtrack_service.services.reconciliation import ReconciliationService, ReconciliationStore
 from costtrack_service.services.requests import NewKey, NewPriceOverride, OtelAttributes, refusal
-from costtrack_service.services.run_anomalies import AnomalySettingsService
-from costtrack_service.services.runs import RunService
-from costtrack_service.services.workspace import DEFAULT_LIMIT, MAX_LIMIT, WorkspaceService
+from costtrack_service.services.run_anomalies import AnomalySettingsService, AnomalyStore
+from costtrack_service.services.runs import RunService, RunStore
+from costtrack_service.services.workspace import (
+    DEFAULT_LIMIT,
+    MAX_KEYS,
+    MAX_LIMIT,
+    MAX_MODELS,
+    EventListQuery,
+    UsageQuery,
+    WorkspaceService,
+)
+from costtrack_service.services.write_replays import WriteReplayService
 
 logger = Logger(service="costtrack-api")
 
@@ -67,14 +85,34 @@ Last = Annotated[
         description=f"Last UTC day, inclusive (default: today; {MAX_DAYS} days at most)",
     ),
 ]
+Cursor = Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS, description="next_cursor of the previous page")]
 EventFilter = Annotated[
     str | None, Query(max_length=MAX_FILTER_CHARS, description="Only events whose field of this name equals this")
 ]
 
 
-def given(**params: str | None) -> dict[str, str]:
-    """The query parameters the client gave, as the domain reads them."""
-    return {name: value for name, value in params.items() if value is not None}
+class BillingRecords(CustomerRecords, RateCardRecords, Protocol):
+    """The billing table's part: rate cards, customers and billing settings."""
+
+
+class OwnerApiStore(
+    BudgetStore,
+    CustomerStore,
+    MarginStore,
+    OverrideStore,
+    RateCardStore,
+    ReconciliationStore,
+    AnomalyStore,
+    RunStore,
+    Protocol,
+):
+    """Every part the owners' API's services use: the composed store has them all."""
+
+    @property
+    def billing(self) -> BillingRecords: ...
+
+    @property
+    def write_records(self) -> WriteRecords: ...
 
 
 def build_app(
@@ -82,11 +120,13 @@ def build_app(
 ) -> APIGatewayHttpResolver:
     """The owners' API and the dashboard (``local``: the local stack's, see ``add_dashboard_routes``)."""
     app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=read_json_body)
-    overrides = OverrideService(service.store)  # type: ignore[arg-type]
+    store = cast(OwnerApiStore, service.store)  # the workspace service's store is the whole one
+    overrides = OverrideService(store)
     # A deployed stack's webhooks may point only at public addresses (the local stack passes
     # its own, which allows loopback receivers).
-    budgets = budgets or BudgetService(service.store)  # type: ignore[arg-type]
+    budgets = budgets or BudgetService(store)
     install_error_handlers(app, logger)
+    replays = WriteReplayService(store.write_records)
 
     def caller() -> WorkspaceState:
         """The workspace of the request's admin token: the only one its operations act on."""
@@ -140,12 +180,12 @@ def build_app(
             return answer_failure(first)
         return answer_failure(error)
 
-    owners = OwnerRoutes(app, lambda: caller().workspace_id, logger)
+    owners = OwnerRoutes(app, lambda: caller().workspace_id, logger, replays)
 
     @owners.get("/v1/workspace", documented(200, shapes.WorkspaceSummary, "The workspace"))
     def get_workspace() -> Answer:
         """The plan, this month's included events and credits"""
-        return service.summary(caller())
+        return answers.summary_body(service.summary(caller()))
 
     @owners.get("/v1/workspace/usage", documented(200, shapes.UsageReport, "Usage from daily rollups", r400=INVALID))
     def get_usage(
@@ -160,16 +200,22 @@ def build_app(
 
         Grouped by customer, each group has the customer's name (customer_name: the latest an
         event carried, or null)."""
-        params = given(group_by=group_by, to=last, daily="true" if daily else None, **{"from": first})
-        return service.usage(caller(), params)
+        return answers.usage_body(service.usage(caller(), UsageQuery(first, last, group_by, daily)))
 
     @owners.get(
         "/v1/workspace/unknown-models",
         documented(200, shapes.UnknownModels, "Models, most frequent first", r400=INVALID),
     )
-    def get_unknown_models(first: First = None, last: Last = None) -> Answer:
-        """Models that came in without a pricing entry (cost 0)"""
-        return service.unknown_models(caller(), given(to=last, **{"from": first}))
+    def get_unknown_models(
+        first: First = None,
+        last: Last = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_MODELS)] = MAX_MODELS,
+        cursor: Cursor = None,
+    ) -> Answer:
+        """Models that came in without a pricing entry (cost 0), a page at a time
+
+        Ties by model; next_cursor is null on the last page."""
+        return answers.unknown_models_body(service.unknown_models(caller(), first, last, limit, cursor))
 
     @owners.get("/v1/workspace/events", documented(200, shapes.EventPage, "A page of events", r400=INVALID))
     def list_events(
@@ -183,17 +229,16 @@ def build_app(
         customer_id: EventFilter = None,
     ) -> Answer:
         """Visible events, newest first (hidden events are never listed)"""
-        params = given(
-            limit=str(limit),
-            cursor=cursor,
-            feature=feature,
-            model=model,
-            provider=provider,
-            environment=environment,
-            status=status,
-            customer_id=customer_id,
-        )
-        return service.events(caller(), params)
+        filters = {
+            "feature": feature,
+            "model": model,
+            "provider": provider,
+            "environment": environment,
+            "status": status,
+            "customer_id": customer_id,
+        }
+        query = EventListQuery(limit, cursor, text_filters(filters, EVENT_FILTERS))
+        return answers.event_page_body(service.events(caller(), query))
 
     @owners.get(
         "/v1/workspace/statements/<month>",
@@ -219,10 +264,10 @@ def build_app(
         hidden (accepted, counted, hidden from the dashboard: a free-plan key's other sources),
         and the total of them all. The current month gives the month so far (complete: false).
         """
-        statement, chosen = service.statement(caller(), month, {"by": by, "format": output})
+        statement = service.statement(caller(), month, by)
         # Named as a file in either format: the dashboard saves it under this name.
-        disposition = {"Content-Disposition": f'attachment; filename="{statement.filename(chosen)}"'}
-        if chosen == "json":
+        disposition = {"Content-Disposition": f'attachment; filename="{statement.filename(output)}"'}
+        if output == "json":
             return json_response(200, statement.to_dict(), disposition)
         return Response(
             status_code=200,
@@ -231,15 +276,15 @@ def build_app(
             headers={"Cache-Control": "no-store", **disposition},
         )
 
-    @owners.get("/v1/workspace/keys", documented(200, shapes.KeyList, "Keys"))
-    def list_keys() -> Answer:
-        """The workspace's ingestion keys (never the secrets)"""
-        return service.keys(caller())
+    @owners.get("/v1/workspace/keys", documented(200, shapes.KeyList, "Keys, oldest first", r400=INVALID))
+    def list_keys(limit: Annotated[int, Query(ge=1, le=MAX_KEYS)] = MAX_KEYS, cursor: Cursor = None) -> Answer:
+        """The workspace's ingestion keys (never the secrets), oldest first, a page at a time"""
+        return answers.key_list_body(service.keys(caller(), limit, cursor))
 
     @owners.post("/v1/workspace/keys", documented(201, shapes.CreatedKey, "The key and its secret", **WITH_BODY))
     def create_key(new: Annotated[NewKey | None, Body()] = None) -> Answer:
         """Create an ingestion key; the secret is in this response only"""
-        return service.create_key(caller(), new)
+        return answers.created_key_body(service.create_key(caller(), new))
 
     @owners.post(
         "/v1/workspace/keys/<key_id>/<action>",
@@ -257,7 +302,7 @@ def build_app(
         action: Annotated[str, Path(description="deactivate, reactivate or revoke", examples=list(KEY_TRANSITIONS))],
     ) -> Answer:
         """Deactivate, reactivate (only from inactive) or revoke (final) a key"""
-        return service.change_key(caller(), key_id, action)
+        return answers.key_body(service.change_key(caller(), key_id, action))
 
     @owners.get("/v1/workspace/price-overrides", documented(200, shapes.OverrideList, "Overrides"))
     def list_price_overrides() -> Answer:
@@ -281,7 +326,7 @@ def build_app(
     )
     def get_otel_attributes() -> Answer:
         """Where POST /v1/traces reads this workspace's event fields from"""
-        return service.otel_attributes(caller())
+        return answers.otel_attributes_body(caller())
 
     @owners.put(
         "/v1/workspace/otel-attributes",
@@ -289,14 +334,17 @@ def build_app(
     )
     def set_otel_attributes(new: Annotated[OtelAttributes, Body()]) -> Answer:
         """Replace the workspace's attribute map (span or resource attribute names read first)"""
-        return service.set_otel_attributes(caller(), new.fields()["attributes"])
+        return answers.otel_attributes_body(service.set_otel_attributes(caller(), new.fields()["attributes"]))
 
     add_budget_routes(owners, budgets)
-    add_billing_routes(owners, ReconciliationService(service.store))  # type: ignore[arg-type]
+    add_billing_routes(owners, ReconciliationService(store))
+    add_rate_card_routes(owners, RateCardService(store, service.clock))
+    add_customer_routes(owners, CustomerService(store))
+    add_margin_routes(owners, MarginService(store, service.clock))
     add_run_routes(
         owners,
-        RunService(service.store, service.clock),  # type: ignore[arg-type]
-        AnomalySettingsService(service.store),  # type: ignore[arg-type]
+        RunService(store, service.clock),
+        AnomalySettingsService(store),
     )
 
     add_dashboard_routes(app, local)

@@ -1,4 +1,4 @@
-"""The owners' reconciliation routes (README, "Reconcile with the provider's bill"):
+"""The owners' reconciliation routes (docs/guides/reconciliation.md):
 ``/v1/workspace/billing-connections`` and ``/v1/workspace/reconciliation``, on the owners'
 resolver (``edge/owner_api/app.py``), declared like its other routes (``edge/owner_api/route_declarations.py``)."""
 
@@ -10,8 +10,10 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel, Field
 
+from costtrack_service.domain.cursors import MAX_CURSOR_CHARS
 from costtrack_service.domain.reconciliation.connections import SECRET_PREFIX, Provider
 from costtrack_service.domain.reconciliation.reconcile import DriftClass
+from costtrack_service.domain.report_days import MAX_DAYS
 from costtrack_service.edge.owner_api import responses as shapes
 from costtrack_service.edge.owner_api.responses import INVALID, WITH_BODY, Day, documented, refused
 from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
@@ -128,6 +130,7 @@ class Reconciliation(BaseModel):
         description="by model, over every day of the range: provider-reported vs priced cost, "
         "the largest difference first"
     )
+    next_cursor: Annotated[str | None, Field(description="pass as cursor for the next page; null on the last")]
 
 
 class GapThreshold(RequestBody):
@@ -209,22 +212,26 @@ def add_billing_routes(owners: OwnerRoutes, reconciliation: ReconciliationServic
             Query(alias="to", pattern=DAY_PATTERN, description="Last UTC day, inclusive (default: yesterday)"),
         ] = None,
         output: Annotated[Literal["json", "focus"], Query(alias="format")] = "json",
+        limit: Annotated[int, Query(ge=1, le=MAX_DAYS, description="days per page (JSON)")] = MAX_DAYS,
+        cursor: Annotated[
+            str | None, Query(max_length=MAX_CURSOR_CHARS, description="next_cursor of the previous page")
+        ] = None,
     ) -> Answer:
         """The providers' bills against what costtrack tracked, per day and model, every gap classified
 
         Classes: untracked (billed tokens costtrack never saw), price_drift (tokens agree, USD
         does not: the catalogue entry, its rates and the bill's), timing (a day boundary),
-        unbilled (tracked, not billed)."""
-        params = {name: value for name, value in (("from", first), ("to", last)) if value is not None}
+        unbilled (tracked, not billed). The days (oldest first) and their findings come limit
+        days at a time; next_cursor is null on the last page."""
         if output == "focus":
-            text, filename = reconciliation.focus(workspace_id(), params)
+            text, filename = reconciliation.focus(workspace_id(), first, last)
             return Response(
                 status_code=200,
                 content_type="text/csv; charset=utf-8",
                 body=text,
                 headers={"Cache-Control": "no-store", "Content-Disposition": f'attachment; filename="{filename}"'},
             )
-        return reconciliation.reconciliation(workspace_id(), params)
+        return reconciliation.reconciliation(workspace_id(), first, last, limit, cursor)
 
     @owners.post(
         "/v1/workspace/reconciliation/apply-drift",

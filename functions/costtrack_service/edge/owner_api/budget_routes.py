@@ -1,4 +1,4 @@
-"""The owners' budgets and alerts routes (README, "Budgets and alerts"): ``/v1/workspace/budgets``,
+"""The owners' budgets and alerts routes (docs/guides/budgets.md): ``/v1/workspace/budgets``,
 ``/v1/workspace/webhooks``, ``/v1/workspace/webhook-deliveries``, on the owners' resolver
 (``edge/owner_api/app.py``), declared like its other routes (``edge/owner_api/route_declarations.py``)."""
 
@@ -9,14 +9,24 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from costtrack_service.domain.budgets.instances import MAX_INSTANCES
+from costtrack_service.domain.cursors import MAX_CURSOR_CHARS
 from costtrack_service.edge.owner_api import responses as shapes
 from costtrack_service.edge.owner_api.responses import INVALID, WITH_BODY, documented, refused
 from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
-from costtrack_service.services.budgets import MAX_DELIVERIES, BudgetService
+from costtrack_service.services.budgets import (
+    DEFAULT_DELIVERIES,
+    DEFAULT_INSTANCES,
+    INSTANCE_SORTS,
+    MAX_DELIVERIES,
+    BudgetService,
+)
 from costtrack_service.services.requests import BudgetChange, NewBudget, NewWebhook, SecretRotation
 
 NO_BUDGET = refused("No such budget in this workspace", "NOT_FOUND")
+IN_PROGRESS = refused("A request with this Idempotency-Key is still running", "CONFLICT")
+REUSED = refused("The Idempotency-Key was used for another request", "IDEMPOTENCY_KEY_REUSED")
 BudgetId = Annotated[str, Path(description="the budget's id, as the budget list shows it (bud_…)")]
+Cursor = Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS, description="next_cursor of the previous page")]
 
 
 def add_budget_routes(owners: OwnerRoutes, budgets: BudgetService) -> None:
@@ -27,7 +37,11 @@ def add_budget_routes(owners: OwnerRoutes, budgets: BudgetService) -> None:
         """Budgets with their window, spend and thresholds crossed now"""
         return budgets.list(workspace_id())
 
-    @owners.post("/v1/workspace/budgets", documented(201, shapes.BudgetResult, "The budget", **WITH_BODY))
+    @owners.post(
+        "/v1/workspace/budgets",
+        documented(201, shapes.BudgetResult, "The budget", **WITH_BODY, r409=IN_PROGRESS, r422=REUSED),
+        idempotent=True,
+    )
     def create_budget(new: Annotated[NewBudget, Body()]) -> Answer:
         """Create a budget"""
         return budgets.create(workspace_id(), new.fields())
@@ -38,11 +52,22 @@ def add_budget_routes(owners: OwnerRoutes, budgets: BudgetService) -> None:
     )
     def list_budget_instances(
         budget_id: BudgetId,
-        sort: Annotated[str, Query(description="share (spent + held of the amount, default) or spent")] = "share",
-        limit: Annotated[int, Query(ge=1, le=MAX_INSTANCES)] = 20,
+        sort: Annotated[
+            str,
+            Query(
+                description="share (spent + held of the amount, largest first; the default), spent (most first)"
+                " or instance (by value: the order to page through while spend changes)",
+                examples=list(INSTANCE_SORTS),
+            ),
+        ] = "share",
+        limit: Annotated[int, Query(ge=1, le=MAX_INSTANCES)] = DEFAULT_INSTANCES,
+        cursor: Cursor = None,
     ) -> Answer:
-        """A template's instances (e.g. each customer): spent, held, remaining and share, top first"""
-        return budgets.instances(workspace_id(), budget_id, {"sort": sort, "limit": str(limit)})
+        """A template's instances (e.g. each customer): spent, held, remaining and share, top first, a page at a time
+
+        Ties (and sort=instance) by instance; next_cursor is null on the last page."""
+        params = {"sort": sort, "limit": str(limit), **({"cursor": cursor} if cursor else {})}
+        return budgets.instances(workspace_id(), budget_id, params)
 
     @owners.patch(
         "/v1/workspace/budgets/<budget_id>",
@@ -71,7 +96,15 @@ def add_budget_routes(owners: OwnerRoutes, budgets: BudgetService) -> None:
 
     @owners.post(
         "/v1/workspace/webhooks",
-        documented(201, shapes.WebhookResult, "The endpoint and its signing secret", **WITH_BODY),
+        documented(
+            201,
+            shapes.WebhookResult,
+            "The endpoint and its signing secret",
+            **WITH_BODY,
+            r409=IN_PROGRESS,
+            r422=REUSED,
+        ),
+        idempotent=True,
     )
     def create_webhook(new: Annotated[NewWebhook, Body()]) -> Answer:
         """Register a webhook (https, public addresses only); its secret is in this answer only"""
@@ -103,6 +136,8 @@ def add_budget_routes(owners: OwnerRoutes, budgets: BudgetService) -> None:
         return budgets.delete_endpoint(workspace_id(), endpoint_id)
 
     @owners.get("/v1/workspace/webhook-deliveries", documented(200, shapes.DeliveryList, "Deliveries", r400=INVALID))
-    def list_webhook_deliveries(limit: Annotated[int, Query(ge=1, le=MAX_DELIVERIES)] = 50) -> Answer:
-        """The latest alert deliveries (SNS and webhooks), newest first, with their attempts"""
-        return budgets.deliveries(workspace_id(), {"limit": str(limit)})
+    def list_webhook_deliveries(
+        limit: Annotated[int, Query(ge=1, le=MAX_DELIVERIES)] = DEFAULT_DELIVERIES, cursor: Cursor = None
+    ) -> Answer:
+        """The alert deliveries (SNS and webhooks), newest first, with their attempts, a page at a time"""
+        return budgets.deliveries(workspace_id(), {"limit": str(limit), **({"cursor": cursor} if cursor else {})})

@@ -1,17 +1,5 @@
-"""The dashboard: static HTML, CSS and JavaScript from this package, served by the owners' API
-function with a strict Content-Security-Policy (no inline script or style, no third-party
-origin).
-
-Assets are cached by content: ``index.html`` names each of them with ``?v=`` and the first 16
-hex digits of its SHA-256, and an asset asked for with its current version is answered
-``Cache-Control: immutable`` for a year; anything else (``index.html`` itself, an old or missing
-version) is ``no-cache``. Every answer has an ``ETag`` and ``If-None-Match`` gets a 304.
-
-The charting library, uPlot, is vendored next to the page (``uPlot.iife.min.js``,
-``uPlot.min.css`` and its ``uPlot.LICENSE``): committed, not copied at build time, so that
-``sam build`` from any checkout packages the same bytes without running npm, and
-tests/unit/test_dashboard_assets.py holds them equal to the npm package pinned in package.json.
-"""
+"""The dashboard: static files from this package, served by the owners' API function under a
+strict Content-Security-Policy (docs/guides/dashboard.md)."""
 
 from __future__ import annotations
 
@@ -94,7 +82,18 @@ def page(local: bool) -> Asset:
 
 def add_dashboard_routes(app: APIGatewayHttpResolver, local: bool = False) -> None:
     """``/`` (a redirect), ``/dashboard`` and its files; outside the OpenAPI document. ``local``:
-    the local stack's, whose sign-in page says where ``make dev`` wrote the demo tokens."""
+    the local stack's, whose sign-in page says where ``make dev`` wrote the demo tokens.
+
+    Assets are cached by content: ``index.html`` names each of them with ``?v=`` and the first 16
+    hex digits of its SHA-256, and an asset asked for with its current version is answered
+    ``Cache-Control: immutable`` for a year; anything else (``index.html`` itself, an old or missing
+    version) is ``no-cache``. Every answer has an ``ETag`` and ``If-None-Match`` gets a 304.
+
+    The charting library, uPlot, is vendored next to the page (``uPlot.iife.min.js``,
+    ``uPlot.min.css`` and its ``uPlot.LICENSE``): committed, not copied at build time, so that
+    ``sam build`` from any checkout packages the same bytes without running npm, and
+    tests/unit/test_dashboard_assets.py holds them equal to the npm package pinned in package.json.
+    """
 
     @app.get("/", include_in_schema=False, enable_validation=False)
     def get_root() -> Response[str]:

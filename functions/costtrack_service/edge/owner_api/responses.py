@@ -110,6 +110,7 @@ class UnknownModels(BaseModel):
     from_: Annotated[str, Field(alias="from")]
     to: str
     models: list[UnknownModel]
+    next_cursor: Annotated[str | None, Field(description="pass as cursor for the next page; null on the last")]
 
 
 class ListedEvent(BaseModel):
@@ -118,6 +119,9 @@ class ListedEvent(BaseModel):
     event_id: str
     received_at: str
     cost: str
+    charge: str | None = Field(default=None, description="its customer's charge (a rate card's), when charged")
+    charge_currency: str | None = None
+    rate_card_version: str | None = Field(default=None, description="<rate card>@<version> that charged it")
 
 
 class EventPage(BaseModel):
@@ -139,6 +143,7 @@ class Key(BaseModel):
 
 class KeyList(BaseModel):
     keys: list[Key]
+    next_cursor: Annotated[str | None, Field(description="pass as cursor for the next page; null on the last")]
 
 
 class KeyResult(BaseModel):
@@ -225,8 +230,10 @@ class BudgetInstances(BaseModel):
     scope: Scope
     amount: Decimal
     enforce: bool
+    sort: Literal["share", "spent", "instance"]
     instances: list[BudgetInstance]
     count: Annotated[int, Field(description="all instances, before limit")]
+    next_cursor: Annotated[str | None, Field(description="pass as cursor for the next page; null on the last")]
 
 
 class BudgetList(BaseModel):
@@ -278,6 +285,7 @@ class Delivery(BaseModel):
 
 class DeliveryList(BaseModel):
     deliveries: list[Delivery]
+    next_cursor: Annotated[str | None, Field(description="pass as cursor for the next page; null on the last")]
 
 
 class StatementLine(BaseModel):

@@ -9,6 +9,8 @@ from its name (``list_keys`` → ``listKeys``), its summary (and description) fr
 and its result sent as JSON with the status its answer documents, so the document and the
 answer cannot disagree. Every change that succeeds (any method but GET) is logged here, with the
 workspace and the route's path parameters, never its body or answer (a new key's secret is in it).
+A route declared ``idempotent`` takes an ``Idempotency-Key`` header: its retries are answered
+from the record of the first request (docs: Concepts › Idempotency).
 """
 
 from __future__ import annotations
@@ -17,12 +19,16 @@ import functools
 import inspect
 import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.openapi.params import Header
 
+from costtrack_service.domain.ingest.event_validation import MAX_IDEMPOTENCY_KEY_LENGTH
+from costtrack_service.domain.recorded_writes import request_fingerprint
 from costtrack_service.edge.owner_api.http import json_response
 from costtrack_service.edge.owner_api.responses import ADMIN_TOKEN, Answers
+from costtrack_service.services.write_replays import WriteReplayService
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
@@ -31,6 +37,20 @@ if TYPE_CHECKING:
 #: (a statement as CSV).
 Answer = Mapping[str, Any] | Response[str]
 Route = Callable[..., Answer]
+
+#: CONTRACT §4's key: 1 to 255 visible ASCII characters.
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=MAX_IDEMPOTENCY_KEY_LENGTH,
+        pattern="^[!-~]+$",
+        description="A retry with the same key and body gets the first answer (Idempotent-Replayed: true); "
+        "the same key with another body is 422 IDEMPOTENCY_KEY_REUSED.",
+    ),
+]
+IDEMPOTENCY_PARAMETER = "idempotency_key"
 
 
 def operation_id(name: str) -> str:
@@ -47,14 +67,21 @@ def summary_and_description(route: Route) -> tuple[str, str | None]:
 
 
 class OwnerRoutes:
-    def __init__(self, app: APIGatewayHttpResolver, workspace_id: Callable[[], str], logger: Logger) -> None:
+    def __init__(
+        self,
+        app: APIGatewayHttpResolver,
+        workspace_id: Callable[[], str],
+        logger: Logger,
+        replays: WriteReplayService | None = None,
+    ) -> None:
         self.app = app
+        self.replays = replays
         #: The request's workspace: the admin token's (it authenticated the request), the only
         #: one a route may act on.
         self.workspace_id = workspace_id
         self._logger = logger
 
-    def route(self, method: str, path: str, answers: Answers) -> Callable[[Route], Route]:
+    def route(self, method: str, path: str, answers: Answers, *, idempotent: bool = False) -> Callable[[Route], Route]:
         path_names = re.findall(r"<(\w+)>", path)
 
         def register(route: Route) -> Route:
@@ -62,6 +89,9 @@ class OwnerRoutes:
 
             @functools.wraps(route)
             def respond(**params: Any) -> Response[str]:
+                key = params.pop(IDEMPOTENCY_PARAMETER, None)
+                if key is not None and self.replays is not None:
+                    return self._replayable(method, path, path_names, answers, key, route, params)
                 answer = route(**params)
                 if method != "GET":
                     where = {name: params[name] for name in path_names}
@@ -75,7 +105,16 @@ class OwnerRoutes:
             # in the function's own module; this one's are resolved here, where the route's
             # module is known (its __globals__).
             signature = inspect.signature(route, eval_str=True)
-            respond.__signature__ = signature.replace(return_annotation=Response[str])  # type: ignore[attr-defined]
+            parameters = list(signature.parameters.values())
+            if idempotent:
+                parameters.append(
+                    inspect.Parameter(
+                        IDEMPOTENCY_PARAMETER, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=IdempotencyKey
+                    )
+                )
+            respond.__signature__ = signature.replace(  # type: ignore[attr-defined]
+                parameters=parameters, return_annotation=Response[str]
+            )
             summary, description = summary_and_description(route)
             self.app.route(
                 path,
@@ -89,6 +128,35 @@ class OwnerRoutes:
             return route
 
         return register
+
+    def _replayable(
+        self,
+        method: str,
+        path: str,
+        path_names: list[str],
+        answers: Answers,
+        key: str,
+        route: Route,
+        params: dict[str, Any],
+    ) -> Response[str]:
+        """The route's answer through the record of its key: run once, replayed after."""
+        event = self.app.current_event
+        body = event.json_body if event.body else None
+        where = {name: str(params[name]) for name in path_names}
+        fingerprint = request_fingerprint(method, path, where, body)
+        operation = operation_id(route.__name__)
+
+        def write() -> tuple[int, Mapping[str, Any]]:
+            answer = route(**params)
+            assert not isinstance(answer, Response), "an idempotent route answers JSON"
+            self._logger.info(
+                "workspace changed", extra={"operation": operation, "workspace_id": self.workspace_id(), **where}
+            )
+            return answers.status, answer
+
+        assert self.replays is not None
+        result = self.replays.answer(self.workspace_id(), key, fingerprint, write)
+        return json_response(result.status, result.body, {"Idempotent-Replayed": "true"} if result.replayed else None)
 
     get = functools.partialmethod(route, "GET")
     post = functools.partialmethod(route, "POST")

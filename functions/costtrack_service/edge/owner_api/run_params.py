@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 
 from costtrack_service.domain.errors import invalid
-from costtrack_service.domain.report_days import text_filters
 from costtrack_service.domain.runs.reports import RunQuery
+from costtrack_service.edge.owner_api.query_params import text_filters
 
 RUN_SORTS = ("cost",)
 #: Query parameter -> total attribute, for filtering the runs list.

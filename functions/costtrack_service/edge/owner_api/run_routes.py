@@ -1,4 +1,4 @@
-"""The owners' run routes (README, "Cost per run"): ``/v1/workspace/runs``,
+"""The owners' run routes (docs/guides/runs.md): ``/v1/workspace/runs``,
 ``/v1/workspace/runs/{trace_id}``, ``/v1/workspace/sessions/{session_id}`` and
 ``/v1/workspace/unit-costs``, on the owners' resolver (``edge/owner_api/app.py``), declared like its
 other routes (``edge/owner_api/route_declarations.py``)."""

@@ -22,8 +22,9 @@ def alert_gaps(store: Any, workspace_id: str, provider: str, days: tuple[date, d
     endpoints = store.budgets.list_endpoints(workspace_id)
     if not endpoints:
         return 0
-    params = {"from": days[0].isoformat(), "to": days[1].isoformat()}
-    answer = ReconciliationService(store, now=lambda: now).reconciliation(workspace_id, params)
+    answer = ReconciliationService(store, now=lambda: now).reconciliation(
+        workspace_id, days[0].isoformat(), days[1].isoformat()
+    )
     claimed = 0
     for notification in gap_notifications(workspace_id, provider, answer["findings"], threshold, now):
         deliveries = [notification.first_delivery(endpoint.endpoint_id, endpoint.url) for endpoint in endpoints]

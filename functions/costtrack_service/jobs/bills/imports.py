@@ -1,19 +1,5 @@
-"""The daily bill import (``handlers/bill_import.py``, ``costtrack admin billing import``): for
-every connection, the days due (new days and the provider's revision window,
-``domain/reconciliation/connections.py``), imported by ``jobs/bills/connection.py``; the raw pages
-kept as one gzip JSON object per import (``bills/workspace_id=…/provider=…/…``), then each day
-replaced in the ``billing`` table, then the connection's state.
-
-Why S3 for the raw pages and not a table: a month's first import is hundreds of KB of pages
-(DynamoDB items stop at 400 KB), and S3 keeps them for $0.023 per GB-month and one PUT
-($0.005 per 1,000) per import, where DynamoDB would charge $0.25 per GB-month and a write unit
-per KB. The billed lines themselves are small (a few hundred bytes per model and day) and are
-read by every reconciliation, so they go to the table.
-
-A failed import (the secret unreadable, the provider refusing, a page not of the documented
-shape) writes nothing of its days; the connection records the one-line reason and the next run
-tries the same days again.
-"""
+"""The daily bill import: each connection's due days fetched, the raw pages kept in S3 and the
+billed lines in the ``billing`` table (docs/guides/reconciliation.md)."""
 
 from __future__ import annotations
 
@@ -81,6 +67,17 @@ def raw_body(state: ConnectionState, days: tuple[date, date], imported_at: str, 
 
 
 class BillImports:
+    """Why S3 for the raw pages and not a table: a month's first import is hundreds of KB of pages
+    (DynamoDB items stop at 400 KB), and S3 keeps them for $0.023 per GB-month and one PUT
+    ($0.005 per 1,000) per import, where DynamoDB would charge $0.25 per GB-month and a write unit
+    per KB. The billed lines themselves are small (a few hundred bytes per model and day) and are
+    read by every reconciliation, so they go to the table.
+
+    A failed import (the secret unreadable, the provider refusing, a page not of the documented
+    shape) writes nothing of its days; the connection records the one-line reason and the next run
+    tries the same days again.
+    """
+
     def __init__(
         self,
         store: BillingStore,

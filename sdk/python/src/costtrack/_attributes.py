@@ -40,6 +40,9 @@ class Pending:
 
 
 _RESERVATION: ContextVar[Optional[Pending]] = ContextVar("costtrack_reservation", default=None)
+#: The variables themselves, for code that reads them in a context it holds (``Context.get``).
+ATTRIBUTES = _ATTRIBUTES
+RESERVATION = _RESERVATION
 
 
 @contextlib.contextmanager

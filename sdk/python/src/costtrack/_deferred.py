@@ -1,5 +1,5 @@
 """``Tracker._track_later``: an instrumented call's event, queued on the calling thread and made
-on a delivery thread (issue 27).
+on a delivery thread.
 
 An instrumented call reads what it needs on the calling thread (the values of the response's
 usage, its model, the attribution in force, the status and the latency: plain values, read
@@ -12,9 +12,9 @@ serializes what ``capture()`` queued. The calling thread pays for a queue entry 
 What the application sees is the same as with ``track()``: the event is counted ``queued``,
 ``flush()`` waits for it, ``max_queue_size`` and shutdown apply. One difference: an event that
 turns out invalid (an attribution field over its limit...) is reported to ``on_error`` from the
-delivery thread, and counted ``invalid`` as well as ``queued``. Inside a
-``tracker.reservation`` block the event is made at once (the block's reservation is taken on
-the calling thread, as ``track()`` takes it).
+delivery thread, and counted ``invalid`` as well as ``queued``. The reservation of a
+``tracker.reservation`` block is the call's own, taken when the call starts; the caller makes
+the event at once where a reservation is still offered for ``track()`` to take.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import functools
 import logging
 from typing import Any, Callable, Optional, Protocol, Sequence, Tuple
 
-from costtrack import _attributes
 from costtrack._event import TrackEvent
 from costtrack._fast_encode import encode_event
 from costtrack._keys import new_idempotency_key
@@ -64,11 +63,6 @@ def track_later(tracker: Any, deferred: Deferred) -> None:
     try:
         if tracker._closed:
             tracker._drop_after_shutdown()
-            return
-        if _attributes.reservation_offered():  # the event takes the block's reservation: made now
-            event = deferred.build()
-            if event is not None:
-                tracker.track(event)
             return
         outcome = tracker._queue.put_later(deferred)
         if outcome is not QUEUED:

@@ -16,7 +16,7 @@ from costtrack._fields import (
     check_metadata,
     check_string,
 )
-from costtrack._reserved import check_reserved_names
+from costtrack._pricing_metadata import check_reserved_names
 from costtrack._rules import IDENTIFIER_FIELDS, INTEGER_FIELDS, STATUSES, STRING_LIMITS
 
 __all__ = ["check_event", "validate_event"]

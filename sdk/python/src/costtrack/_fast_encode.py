@@ -19,7 +19,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from costtrack._fields import WHITESPACE, compact_json, nests_too_deep, utf8_length
-from costtrack._reserved import CONTEXT_NAMES, exceeded_parent
+from costtrack._pricing_metadata import CONTEXT_NAMES, exceeded_parent
 from costtrack._rules import (
     IDENTIFIER_FIELDS,
     IDENTIFIER_PATTERN,
@@ -37,16 +37,24 @@ __all__ = ["encode_event"]
 
 _quote = json.encoder.encode_basestring  # json.dumps(ensure_ascii=False) for one string
 
-# Each field's rule, read in one lookup: (kind, the quoted name with its colon, the string limits).
+# Each field's rule, read in one lookup: (kind, the quoted name with its colon, the string
+# limits, and for a text field the parts it wrote, by value).
 _INTEGER, _STRING, _STATUS, _METADATA, _IDENTIFIER = 1, 2, 3, 4, 5
-_Rule = Tuple[int, str, int, bool, bool]
+_Rule = Tuple[int, str, int, bool, bool, Dict[str, str]]
 _RULES: Dict[str, _Rule] = {
-    **{name: (_INTEGER, f'"{name}":', 0, False, False) for name in INTEGER_FIELDS},
-    **{name: (_STRING, f'"{name}":', *limits) for name, limits in STRING_LIMITS.items()},
-    **{name: (_IDENTIFIER, f'"{name}":', 0, False, False) for name in IDENTIFIER_FIELDS},
-    "status": (_STATUS, '"status":', 0, False, False),
-    "metadata": (_METADATA, '"metadata":', 0, False, False),
+    **{name: (_INTEGER, f'"{name}":', 0, False, False, {}) for name in INTEGER_FIELDS},
+    **{name: (_STRING, f'"{name}":', *limits, {}) for name, limits in STRING_LIMITS.items()},
+    **{name: (_IDENTIFIER, f'"{name}":', 0, False, False, {}) for name in IDENTIFIER_FIELDS},
+    "status": (_STATUS, '"status":', 0, False, False, {}),
+    "metadata": (_METADATA, '"metadata":', 0, False, False, {}),
 }
+# A process sends the same few providers, models, features, environments and customers over and
+# over: a text field's part (``"model":"gpt-5"``) is written once per value and looked up after,
+# for a value taken as it is (nothing trimmed, not empty). At most this many values per field; a
+# field with more starts over.
+_TEXT_PARTS_MAX = 256
+# Metadata names with rules of their own.
+_CHECKED_NAMES = frozenset(("feature", *CONTEXT_NAMES, *PRICING_COUNT_PARENTS))
 _REQUIRED = sum(1 for _, required, _ in STRING_LIMITS.values() if required)
 _ENVIRONMENT = _RULES["environment"][1]
 _NON_EMPTY = frozenset(_RULES[name][1] for name in NON_EMPTY_STRINGS)
@@ -95,19 +103,16 @@ def _encode(raw: Dict[object, object], environment: str) -> Optional[Tuple[str, 
         elif kind is _STRING:
             if type(value) is not str:
                 return None
-            text = value.strip(WHITESPACE) if rule[4] else value
-            if len(text) > rule[2]:
-                return None
-            if rule[3]:
-                if not text:
+            part = rule[5].get(value)
+            if part is None:
+                part = _text_part(rule, value, environment)
+                if part is None:
                     return None
+            if rule[3]:
                 required += 1
             elif rule[1] is _ENVIRONMENT:
                 environment_given = True
-                text = text or environment  # an empty one is the tracker's
-            elif not text and rule[1] in _NON_EMPTY:
-                return None
-            parts.append(rule[1] + _quote(text))
+            parts.append(part)
         elif kind is _IDENTIFIER:
             if type(value) is not str or _IDENTIFIER_TEXT.fullmatch(value) is None:
                 return None
@@ -124,31 +129,50 @@ def _encode(raw: Dict[object, object], environment: str) -> Optional[Tuple[str, 
             if text is None:
                 return None
             parts.append('"metadata":' + text)
-    if required != _REQUIRED or (metadata is not None and not _reserved_names_fit(metadata, raw)):
+    if required != _REQUIRED:
+        return None
+    # Checked after the loop, as check_event does: a count's parents may come after metadata.
+    if metadata is not None and not _CHECKED_NAMES.isdisjoint(metadata) and not _names_fit(metadata, raw):
         return None
     if not environment_given:
         parts.append(_ENVIRONMENT + _quote(environment))
     return ",".join(parts), unknown
 
 
-def _metadata_json(metadata: Dict[object, object]) -> Optional[str]:
-    """``metadata``'s compact JSON, when it is within every limit and its names and values are
-    plain enough for this path (one walk over its items)."""
-    containers = False
-    for name, value in metadata.items():
-        if type(value) not in _SCALARS:  # a container, or a subclass of anything
-            containers = True
-        if name == "feature" and isinstance(value, str) and len(value.strip(WHITESPACE)) > _FEATURE_MAX:
-            return None  # metadata.feature can become the event's feature: it obeys its cap
-    if containers and nests_too_deep(metadata):
+def _text_part(rule: _Rule, value: str, environment: str) -> Optional[str]:
+    """A text field's part, or ``None`` when ``check_event`` must decide; remembered when the
+    value is taken as it is."""
+    text = value.strip(WHITESPACE) if rule[4] else value
+    if len(text) > rule[2]:
         return None
+    if not text:
+        if rule[3] or rule[1] in _NON_EMPTY:
+            return None
+        if rule[1] is _ENVIRONMENT:
+            return _ENVIRONMENT + _quote(environment)  # an empty one is the tracker's
+    part = rule[1] + _quote(text)
+    if text is value:  # an exact str comes back as itself from strip() when nothing is stripped
+        parts = rule[5]
+        if len(parts) >= _TEXT_PARTS_MAX:
+            parts.clear()
+        parts[value] = part
+    return part
+
+
+def _metadata_json(metadata: Dict[object, object]) -> Optional[str]:
+    """``metadata``'s compact JSON, when it nests and measures within the limits."""
+    for value in metadata.values():
+        if type(value) not in _SCALARS:  # a container, or a subclass of anything
+            if nests_too_deep(metadata):
+                return None
+            break
     text = compact_json(metadata)  # what it cannot serialize raises: check_event reports it
     return text if utf8_length(text) <= METADATA_MAX_BYTES else None
 
 
-def _reserved_names_fit(metadata: Dict[object, object], event: Dict[object, object]) -> bool:
-    """Whether the reserved names in ``metadata`` are valid (checked after the loop, like
-    ``check_event`` does: a count's parents may come after ``metadata``)."""
+def _names_fit(metadata: Dict[object, object], event: Dict[object, object]) -> bool:
+    """Whether the names in ``metadata`` with rules of their own keep them: the reserved names,
+    and ``feature``, which can become the event's feature and so obeys its cap."""
     for name, value in metadata.items():
         if name in CONTEXT_NAMES:
             if type(value) is not str or len(value) > PRICING_CONTEXT_MAX_CHARS:
@@ -158,4 +182,6 @@ def _reserved_names_fit(metadata: Dict[object, object], event: Dict[object, obje
                 return False
             if exceeded_parent(name, value, metadata, event) is not None:  # type: ignore[arg-type]
                 return False
+        elif name == "feature" and isinstance(value, str) and len(value.strip(WHITESPACE)) > _FEATURE_MAX:
+            return False
     return True

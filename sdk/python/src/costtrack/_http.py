@@ -7,7 +7,7 @@ versions we do not choose. A dependency of ours could clash with theirs, and imp
 what broke them: an ``import httpx`` on a delivery thread while the application's threads
 looked ``httpx`` up in ``sys.modules`` and met it half-initialised. One blocking keep-alive
 connection per consumer thread needs nothing httpx adds (no HTTP/2, no pools, no async), as
-the Node SDK needs nothing beyond ``fetch``. The README's "Performance" table has the figures.
+the Node SDK needs nothing beyond ``fetch``. docs/performance.md#the-sdks has the figures.
 
 Everything this module imports, it imports when it is imported itself, and ``_delivery``
 imports it at its top: so a ``Tracker`` is built, on the application's thread, with every

@@ -13,7 +13,7 @@ import weakref
 from contextvars import Context, ContextVar, copy_context
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from costtrack._attributes import Pending, current, give_back, take_offered
+from costtrack._attributes import ATTRIBUTES, RESERVATION, Pending, current, give_back, take_offered
 from costtrack._conventions import ROUTES
 from costtrack._deferred import Deferred, deferring, make_later
 from costtrack._event import TrackEvent
@@ -168,9 +168,31 @@ class Call:
     What the call is attributed to is fixed when it starts: the context in force then
     (``costtrack.attributes``, the run, a framework's claim) is the one its event is made in,
     and the reservation a ``tracker.reservation`` block offers is taken then, however late the
-    call ends and on whichever thread, task or generator its stream is read."""
+    call ends and on whichever thread, task or generator its stream is read.
 
-    __slots__ = ("_context", "_instrumentation", "_model", "_reservation", "_start", "done")
+    The call is also what a ``Tracker`` queues for its delivery thread (``_deferred.Deferred``):
+    the calling thread keeps the status, the end and what the response says, and ``build``
+    makes the event there (one object per call, no copy of the context's values)."""
+
+    __slots__ = (
+        "_capture",
+        "_context",
+        "_end",
+        "_found",
+        "_identity",
+        "_instrumentation",
+        "_model",
+        "_read",
+        "_reservation",
+        "_start",
+        "_status",
+        "done",
+    )
+    _end: float
+    _status: str
+    _read: Optional[Read]
+    _found: Any
+    _identity: Optional[Mapping[str, Any]]
 
     def __init__(self, instrumentation: Instrumentation, model: Any) -> None:
         self._instrumentation = instrumentation
@@ -194,8 +216,11 @@ class Call:
         if self.done:
             return
         self.done = True
-        found = _NOT_READ if usage is None else usage
-        self._context.run(self._track, status, time.perf_counter(), None, found, None)
+        self._end = time.perf_counter()
+        self._status = status
+        self._read = None
+        self._found = _NOT_READ if usage is None else usage
+        self._track(None)
 
     def finish_response(
         self, status: str, read: Read, response: Any, capture: Optional[Callable[[Any], Any]] = None
@@ -207,50 +232,77 @@ class Call:
         if self.done:
             return
         self.done = True
-        self._context.run(self._track, status, time.perf_counter(), read, response, capture)
+        self._end = time.perf_counter()
+        self._status = status
+        self._read = read
+        self._found = response
+        self._track(capture)
 
-    def _track(self, status: str, end: float, read: Optional[Read], found: Any, capture: Any) -> None:
+    def _track(self, capture: Optional[Callable[[Any], Any]]) -> None:
         instrumentation = self._instrumentation
         try:
-            context = current()
-            claim = claimed.get()
-            identity = None
+            context = self._context
+            attributes = context.get(ATTRIBUTES)
+            claim = context.get(claimed)
+            self._identity = None
             if claim is not None:  # a framework hook around the call: this event is the one tracked
                 claim.tracked = True
-                identity = claim.identity
-            if instrumentation.at_once or (context is not None and "metadata" in context):
-                # The caller's metadata dicts (or a tracker given each event): made now.
-                usage = found if read is None else read(found, instrumentation.convention)
-                fields = instrumentation.fields(context)
-                if self._reservation is not None:
-                    fields["reservation"] = self._reservation
-                event = _event(instrumentation, self._model, usage, fields, identity, status, self._start, end)
-                instrumentation.tracker.track(event)
+                self._identity = claim.identity
+            offered = context.get(RESERVATION)
+            if (
+                instrumentation.at_once
+                or (attributes is not None and "metadata" in attributes)
+                or (offered is not None and not offered.taken)
+            ):
+                # The caller's metadata dicts, a tracker given each event, or a reservation
+                # offered where the call started and not taken (one given back): made now, in
+                # the context the call started in (``track`` reads it).
+                self._read, self._found = None, self._usage()
+                context.run(self._track_now)
                 return
-            if read is not None:
-                captured = None if capture is None else capture(found)
+            read = self._read
+            if read is not None and capture is not None:
+                captured = capture(self._found)
                 if captured is None:  # what the response says is read now; the event is made later
-                    found, read = read(found, instrumentation.convention), None
+                    self._found, self._read = read(self._found, instrumentation.convention), None
                 else:
-                    found = captured
+                    self._found = captured
+            elif read is not None:
+                self._found, self._read = read(self._found, instrumentation.convention), None
             later = instrumentation.later
             assert later is not None  # not at_once
-            later(
-                _Deferred(
-                    instrumentation,
-                    self._model,
-                    self._start,
-                    end,
-                    status,
-                    context,
-                    identity,
-                    read,
-                    found,
-                    self._reservation,
-                )
-            )
+            later(self)
         except Exception as error:  # never into the application
             instrumentation.report(error)
+
+    def _track_now(self) -> None:
+        event = self.build()
+        if event is not None:
+            self._instrumentation.tracker.track(event)
+
+    def _usage(self) -> Usage:
+        read = self._read
+        return self._found if read is None else read(self._found, self._instrumentation.convention)
+
+    def build(self) -> Optional[TrackEvent]:
+        """The event (``None``: it could not be made; the failure went to ``on_error``): on a
+        delivery thread from what the calling thread kept (the attribution in force at the
+        start: ``costtrack.attributes`` never changes a dict it has set)."""
+        instrumentation = self._instrumentation
+        try:
+            usage = self._usage()
+            fields = instrumentation.fields(self._context.get(ATTRIBUTES))
+            if self._reservation is not None:
+                fields["reservation"] = self._reservation
+            return _event(
+                instrumentation, self._model, usage, fields, self._identity, self._status, self._start, self._end
+            )
+        except Exception as error:
+            instrumentation.report(error)
+            return None
+
+    def __call__(self) -> Optional[Tuple[str, bytes]]:
+        return make_later(self._instrumentation.tracker, self.build)
 
     def fail(self, error: BaseException) -> None:
         self.finish(status_of(error))
@@ -291,66 +343,6 @@ class Call:
 
 #: What a reader makes of a response: ``read(response, provider)``.
 Read = Callable[[Any, str], Usage]
-
-
-class _Deferred:
-    """A call's event, made on a delivery thread (``_deferred``) from what the calling thread
-    kept: the times, the status, the attribution in force (``costtrack.attributes`` never
-    changes a dict it has set) and either the usage read or the response's copied fields."""
-
-    __slots__ = (
-        "_context",
-        "_end",
-        "_found",
-        "_identity",
-        "_instrumentation",
-        "_model",
-        "_read",
-        "_reservation",
-        "_start",
-        "_status",
-    )
-
-    def __init__(
-        self,
-        instrumentation: Instrumentation,
-        model: Optional[str],
-        start: float,
-        end: float,
-        status: str,
-        context: Optional[Mapping[str, Any]],
-        identity: Optional[Mapping[str, Any]],
-        read: Optional[Read],
-        found: Any,
-        reservation: Optional[Pending] = None,
-    ) -> None:
-        self._instrumentation = instrumentation
-        self._reservation = reservation
-        self._model = model
-        self._start = start
-        self._end = end
-        self._status = status
-        self._context = context
-        self._identity = identity
-        self._read = read
-        self._found = found
-
-    def build(self) -> Optional[TrackEvent]:
-        """The event (``None``: it could not be made; the failure went to ``on_error``)."""
-        instrumentation = self._instrumentation
-        try:
-            usage = self._found if self._read is None else self._read(self._found, instrumentation.convention)
-            fields = instrumentation.fields(self._context)
-            if self._reservation is not None:
-                fields["reservation"] = self._reservation
-            identity, status = self._identity, self._status
-            return _event(instrumentation, self._model, usage, fields, identity, status, self._start, self._end)
-        except Exception as error:
-            instrumentation.report(error)
-            return None
-
-    def __call__(self) -> Optional[Tuple[str, bytes]]:
-        return make_later(self._instrumentation.tracker, self.build)
 
 
 def convention_of(route: str, provider: str, named: bool) -> str:

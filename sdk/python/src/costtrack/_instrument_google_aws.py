@@ -12,9 +12,9 @@ from typing import Any, Dict, Optional, Tuple
 from costtrack._instrument_core import USAGE_MISSING, Call, Instrumentation, status_of
 from costtrack._instrument_streams import Close, Watcher, watch_async, watch_sync
 from costtrack._instrument_wrapper import wrap_call
+from costtrack._pricing_metadata import as_count
 from costtrack._provider_events import Usage, get
 from costtrack._provider_usage import bedrock_usage, gemini_usage
-from costtrack._reserved import as_count
 
 __all__ = ["instrument_bedrock", "instrument_genai"]
 

@@ -20,7 +20,7 @@ DEFAULT_ENVIRONMENT = "production"
 DEFAULT_TIMEOUT_MS = 5000
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_MAX_QUEUE_SIZE = 10_000
-#: After a request, what is queued waits this long for more before a partial batch goes (issue 27).
+#: After a request, what is queued waits this long for more before a partial batch goes.
 DEFAULT_FLUSH_INTERVAL_MS = 500
 
 USER_AGENT = f"costtrack-python/{__version__}"

@@ -10,7 +10,7 @@ from collections.abc import Mapping as AbcMapping
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Tuple, TypedDict
 
 from costtrack._event import EventStatus, TrackEvent
-from costtrack._reserved import as_count, exceeded_parent
+from costtrack._pricing_metadata import as_count, exceeded_parent
 from costtrack._rules import MAX_SAFE_INTEGER, PRICING_CONTEXT_MAX_CHARS, PRICING_COUNT_PARENTS
 
 __all__ = [

@@ -9,8 +9,8 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
+from costtrack._pricing_metadata import as_count
 from costtrack._provider_events import Usage, fields_of, get, get_each, header, items, read_counts
-from costtrack._reserved import as_count
 
 __all__ = ["anthropic_usage", "bedrock_usage", "gemini_usage", "openai_fields", "openai_usage"]
 

@@ -11,7 +11,7 @@ events do not start on their own. Batches already under way keep retrying; once 
 under way, one batch goes as a probe after ``PROBE_DELAY_S``, and a good answer resumes normal
 sending. A failing service is not hammered by every queued event at once.
 
-It also decides when a partial batch may go (``flush_interval``, issue 27): a lone event goes at
+It also decides when a partial batch may go (``flush_interval``): a lone event goes at
 once, but within ``flush_interval`` of the last request the events that follow wait for more,
 until a batch is full, the interval is over, ``flush()`` asks for them or the queue is closed.
 A consumer waiting out the interval is not woken by each ``put()`` (only by the one that fills a
@@ -57,7 +57,7 @@ class QueuedEvent:
     """One event on its way. Its batch item is serialized at ``track()`` time, so every attempt
     sends the very same bytes under the very same key (the service replays, never recounts).
 
-    An instrumented call's event is made later (``later``, issue 27): what the call read is
+    An instrumented call's event is made later (``later``): what the call read is
     captured on the calling thread, and the consumer that takes it makes its key and item
     (``Delivery``, before the first attempt), once; from then on it is like any other."""
 

@@ -27,8 +27,8 @@ from costtrack._options import (
 )
 from costtrack._queue import CLOSED, FULL, QUEUED, START_CONSUMER, EventQueue
 from costtrack._reporting import DropCounter, IgnoredFields, Stats, call_back, deadline, ignored_names, truthy
-from costtrack._reserve_client import Reserver, ReserveSettings
-from costtrack._reserving import Reserving, read_on_unavailable
+from costtrack._reservation_http import Reserver, ReserveSettings
+from costtrack._tracker_reservations import TrackerReservations, read_on_unavailable
 from costtrack._warnings import AFTER_SHUTDOWN, QUEUE_FULL, TrackerWarning
 from costtrack._wire import encode_item
 from costtrack.validation import EventValidationError, FieldError, check_event
@@ -43,7 +43,7 @@ CONTEXT_EXIT_TIMEOUT_S = 10.0
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
-class Tracker(Reserving):
+class Tracker(TrackerReservations):
     """Sends one usage event per language-model call to costtrack, in the background.
 
     >>> tracker = Tracker(api_key=os.environ["COSTTRACK_API_KEY"])
@@ -73,8 +73,8 @@ class Tracker(Reserving):
         on_unavailable: What ``reserve()`` answers when the service cannot (network, 5xx,
             timeout): ``"allow"`` (default) or ``"deny"``; each call may override it.
 
-    Spend control before the call: ``reserve()``, ``areserve()``, ``reservation()``; runs:
-    ``run()`` (``costtrack._reserving``).
+    Spend control before the call: ``reserve()``, ``areserve()``, ``reservation()``
+    (``costtrack._tracker_reservations``); runs: ``run()``.
     """
 
     _delivery: Delivery  # set when the options are usable (``_active``)
@@ -239,6 +239,16 @@ class Tracker(Reserving):
         """
         counts = self._stats.snapshot()
         return {"queued": self._queue.last_seq, "pending": self._queue.outstanding(), **counts}
+
+    def run(self, name: str, session_id: Optional[str] = None, trace_id: Optional[str] = None) -> Any:
+        """``with tracker.run("answer-ticket") as run:`` (or ``async with``): a run of calls
+        (``costtrack._runs.Run``). Every event inside carries ``run.trace_id`` (new: 32 hex
+        digits) and ``run_name``; ``run.step(name)`` sets ``parent_id``. When the block ends,
+        one run marker event (``provider="costtrack"``, ``model="run"``) records its status
+        (``success``, or ``error`` / ``cancelled`` / ``timeout`` from the exception) and latency."""
+        from costtrack._runs import Run  # on first use, on the caller's thread
+
+        return Run(self, name, session_id, trace_id)
 
     def lambda_handler(self, handler: Handler) -> Handler:
         """Decorator for an AWS Lambda handler: flushes before it returns or raises (``flush_after``)."""

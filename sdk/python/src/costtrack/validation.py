@@ -7,7 +7,7 @@ The rules are docs/api-rules.md#event-fields (and #reserved-metadata-names for t
 must all agree on.
 
 The names are defined in private modules by responsibility (``_rules``: the limits as data;
-``_fields``: one field's checks and the errors; ``_reserved``: the reserved ``metadata`` names;
+``_fields``: one field's checks and the errors; ``_pricing_metadata``: the reserved ``metadata`` names;
 ``_event_check``: the whole event) and imported from here, where users and the service import
 them. Standard library only, so the service can use it without pulling in the HTTP client.
 """

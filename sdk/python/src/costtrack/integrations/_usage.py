@@ -10,8 +10,8 @@ import time
 from typing import Any, Dict, Mapping, Optional
 
 from costtrack._instrument_core import DEFAULT_FIELDS, Instrumentation, with_identity
+from costtrack._pricing_metadata import as_count
 from costtrack._provider_events import Usage, provider_event
-from costtrack._reserved import as_count
 
 __all__ = ["Run", "all_in_usage", "instrumentation", "run_identity"]
 

@@ -13,7 +13,7 @@ Bedrock prompts exclude the cache and its Gemini completion excludes reasoning, 
 taken out (``costtrack.integrations._usage``): no token is charged twice. Without
 ``usage_metadata`` (an LLM rather than a chat model), ``llm_output["token_usage"]`` is read as given.
 
-LangChain's run ids name the run (issue 27): for a model run inside another run (a chain, a tool,
+LangChain's run ids name the run: for a model run inside another run (a chain, a tool,
 a retriever), the id of the outermost run the handler saw is the event's ``trace_id`` and the
 model run's parent run id its ``parent_id``, unless ``costtrack.attributes`` or ``tracker.run``
 set them. A model run on its own gets neither: it is a call, not a run.

@@ -1,6 +1,8 @@
-"""The ``Tracker`` methods for spend control before the call (CONTRACT §10) and for runs (§11):
-``reserve``, ``areserve``, ``reservation`` (a context manager) and ``run``. A mixin of
-``Tracker``, kept apart so that each module stays small; ``_tracker`` builds the ``Reserver``."""
+"""Spend control before the call (CONTRACT §10), the ``Tracker``'s half that asks the service
+and waits for it: ``reserve``, ``areserve`` and the ``reservation`` block, the ``on_unavailable``
+policy, and the release of a hold no event took. A base class of ``Tracker``, which sets its
+attributes and builds its ``Reserver``; it shares no path with ``track()`` and delivery, which
+never wait for the network."""
 
 from __future__ import annotations
 
@@ -20,11 +22,11 @@ from costtrack._reservation import (
     read_answer,
     reservation_body,
 )
-from costtrack._reserve_client import Reserver
+from costtrack._reservation_http import Reserver
 from costtrack._warnings import ConfigurationError, TrackerWarning
 from costtrack.validation import EventValidationError
 
-__all__ = ["RESERVATION_UNAVAILABLE", "ReservationScope", "Reserving"]
+__all__ = ["RESERVATION_UNAVAILABLE", "ReservationScope", "TrackerReservations", "read_on_unavailable"]
 
 logger = logging.getLogger("costtrack")
 
@@ -36,8 +38,8 @@ Amount = Union[str, Decimal, int, None]
 _Prepared = Union[Reservation, Tuple[bytes, str, float, str]]
 
 
-class Reserving:
-    """Reservations and runs on a ``Tracker`` (which sets these attributes)."""
+class TrackerReservations:
+    """Reservations on a ``Tracker`` (which sets these attributes)."""
 
     _active: bool
     _closed: bool
@@ -129,16 +131,6 @@ class Reserving:
         carries ``r.reservation_id`` and settles it. When the block ends and no event took it,
         with or without an exception, the hold is released in the background."""
         return ReservationScope(self, arguments)
-
-    def run(self, name: str, session_id: Optional[str] = None, trace_id: Optional[str] = None) -> Any:
-        """``with tracker.run("answer-ticket") as run:`` (or ``async with``): a run of calls
-        (``costtrack._runs.Run``). Every event inside carries ``run.trace_id`` (new: 32 hex
-        digits) and ``run_name``; ``run.step(name)`` sets ``parent_id``. When the block ends,
-        one run marker event (``provider="costtrack"``, ``model="run"``) records its status
-        (``success``, or ``error`` / ``cancelled`` / ``timeout`` from the exception) and latency."""
-        from costtrack._runs import Run  # on first use, on the caller's thread
-
-        return Run(self, name, session_id, trace_id)
 
     # -- inside ------------------------------------------------------------------------------
 
@@ -246,7 +238,7 @@ def _describe(answer: Answer) -> str:
 class ReservationScope:
     """``tracker.reservation(...)``'s context manager (sync and async)."""
 
-    def __init__(self, tracker: Reserving, arguments: Dict[str, Any]) -> None:
+    def __init__(self, tracker: TrackerReservations, arguments: Dict[str, Any]) -> None:
         self._tracker = tracker
         self._arguments = arguments
         self._pending: Optional[_attributes.Pending] = None
