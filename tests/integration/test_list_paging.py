@@ -14,12 +14,20 @@ import httpx
 import pytest
 
 from tests.support.http_workspace import Workspace
-from tests.support.list_paging import CLIENTS, concurrently, event_body, newest_first, page_through, paging_stack
+from tests.support.list_paging import (
+    CLIENTS,
+    PAGING_STACKS,
+    concurrently,
+    event_body,
+    newest_first,
+    page_through,
+    paging_stack,
+)
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module", params=["dynamodb-local", "aws-front"])
+@pytest.fixture(scope="module", params=PAGING_STACKS)
 def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     yield from paging_stack(request, tmp_path_factory, "paging-front-")
 

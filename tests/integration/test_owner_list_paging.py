@@ -22,12 +22,20 @@ from costtrack_service.domain.budgets.alerts import Delivery, Notification, noti
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.workspaces.plans import Tier
 from tests.support.http_workspace import Workspace
-from tests.support.list_paging import CLIENTS, concurrently, created_keys, event_body, page_through, paging_stack
+from tests.support.list_paging import (
+    CLIENTS,
+    PAGING_STACKS,
+    concurrently,
+    created_keys,
+    event_body,
+    page_through,
+    paging_stack,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 
-@pytest.fixture(scope="module", params=["dynamodb-local", "aws-front"])
+@pytest.fixture(scope="module", params=PAGING_STACKS)
 def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     yield from paging_stack(request, tmp_path_factory, "owner-paging-front-")
 
