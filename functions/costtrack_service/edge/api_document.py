@@ -49,7 +49,7 @@ def _without_powertools_422(document: dict[str, Any]) -> None:
 def openapi_document() -> dict[str, Any]:
     # routes only: nothing is called, so the store is an empty stand-in with the parts' names
     store = SimpleNamespace(write_records=None)
-    app = build_app(WorkspaceService(store=store))  # type: ignore[arg-type]
+    app = build_app(WorkspaceService(store=store))
     app.include_router(router)
     document: dict[str, Any] = json.loads(
         app.get_openapi_json_schema(
