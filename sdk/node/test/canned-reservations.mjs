@@ -5,7 +5,10 @@
 // event with `reservation_id` settles it (the real cost is spent), a second settle warns
 // `reservation_settled`, an unknown or expired id warns `reservation_unknown`. Time is `clock.now`,
 // which a test can move forward to expire holds.
-import { startServer } from "./helpers.mjs";
+import { afterEach } from "node:test";
+
+import { Tracker } from "costtrack";
+import { collector, startServer } from "./helpers.mjs";
 
 const SCALE = 10n ** 10n;
 
@@ -137,4 +140,24 @@ export function requestsOf(requests, kind) {
   if (kind === "reserve") return requests.filter((r) => r.method === "POST" && r.url === "/v1/reservations");
   if (kind === "release") return requests.filter((r) => r.method === "DELETE");
   return requests.filter((r) => r.url === "/v1/events");
+}
+
+/**
+ * For a test file: `cleanup` (functions run after each test, last first) and
+ * `setup(serviceOptions, trackerOptions)`, which starts a canned service and a tracker sending to
+ * it, both closed after the test.
+ */
+export function serviceFixtures() {
+  const cleanup = [];
+  afterEach(async () => {
+    while (cleanup.length) await cleanup.pop()();
+  });
+  async function setup(serviceOptions = {}, trackerOptions = {}) {
+    const service = await startCannedService(serviceOptions);
+    const seen = collector();
+    const tracker = new Tracker({ apiKey: "ct_test", baseUrl: service.url, ...seen, ...trackerOptions });
+    cleanup.push(() => service.close(), () => tracker.shutdown(100));
+    return { service, tracker, ...seen };
+  }
+  return { cleanup, setup };
 }
