@@ -5,10 +5,7 @@
 // event with `reservation_id` settles it (the real cost is spent), a second settle warns
 // `reservation_settled`, an unknown or expired id warns `reservation_unknown`. Time is `clock.now`,
 // which a test can move forward to expire holds.
-import { afterEach } from "node:test";
-
-import { Tracker } from "costtrack";
-import { collector, startServer } from "./helpers.mjs";
+import { startServer, trackerFixtures } from "./helpers.mjs";
 
 const SCALE = 10n ** 10n;
 
@@ -148,16 +145,12 @@ export function requestsOf(requests, kind) {
  * it, both closed after the test.
  */
 export function serviceFixtures() {
-  const cleanup = [];
-  afterEach(async () => {
-    while (cleanup.length) await cleanup.pop()();
-  });
-  async function setup(serviceOptions = {}, trackerOptions = {}) {
-    const service = await startCannedService(serviceOptions);
-    const seen = collector();
-    const tracker = new Tracker({ apiKey: "ct_test", baseUrl: service.url, ...seen, ...trackerOptions });
-    cleanup.push(() => service.close(), () => tracker.shutdown(100));
-    return { service, tracker, ...seen };
-  }
-  return { cleanup, setup };
+  const { cleanup, setup } = trackerFixtures(startCannedService);
+  return {
+    cleanup,
+    async setup(serviceOptions = {}, trackerOptions = {}) {
+      const { server, ...rest } = await setup(serviceOptions, trackerOptions);
+      return { service: server, ...rest };
+    },
+  };
 }
