@@ -16,11 +16,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from python_sdk import batch_answer
+from python_sdk import serve_sink
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = ("costtrack", "langfuse", "openllmetry")
@@ -47,27 +46,8 @@ def canned() -> Any:
 
 
 def serve() -> None:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True
-
-        def do_POST(self) -> None:
-            request = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            # costtrack's batches answered as the service does; Langfuse's own API accepted, ignored
-            body = batch_answer(request) if self.path.startswith("/v1/events") else b"{}"
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    print(server.server_address[1], flush=True)
-    server.serve_forever()
+    """Langfuse's own API is accepted and ignored."""
+    serve_sink(b"{}")
 
 
 # -- a worker (one per variant, each in its own process) -----------------------------------------

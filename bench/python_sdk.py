@@ -48,8 +48,13 @@ def batch_answer(body: bytes) -> bytes:
     return json.dumps({"results": results}).encode()
 
 
-def serve_sink() -> None:
-    posthog_ok = json.dumps({"status": 1}).encode()
+#: What PostHog's capture endpoint answers.
+POSTHOG_OK = json.dumps({"status": 1}).encode()
+
+
+def serve_sink(other_answer: bytes = POSTHOG_OK) -> None:
+    """costtrack's batches answered as the service does, any other POST with ``other_answer``;
+    prints its port, then serves until killed."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -59,7 +64,7 @@ def serve_sink() -> None:
 
         def do_POST(self) -> None:
             request = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            body = batch_answer(request) if self.path.startswith("/v1/events") else posthog_ok
+            body = batch_answer(request) if self.path.startswith("/v1/events") else other_answer
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -124,6 +125,18 @@ def running_stack(tmp_path_factory: pytest.TempPathFactory, table_prefix: str, *
         yield stack
     finally:
         stack.stop()
+
+
+def start_dev(state_file: Path, *options: str) -> subprocess.Popen[str]:
+    """``costtrack dev`` on a free port with ``options``, writing ``state_file``; its output is
+    captured as text, unbuffered (stop it with SIGINT, as Ctrl-C does)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "costtrack_tools.cli", "dev", "--port", "0", *options, "--state-file", str(state_file)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
 
 
 def wait_for_state(path: Path, process: subprocess.Popen[Any], timeout: float = 90) -> dict[str, Any]:

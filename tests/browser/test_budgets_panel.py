@@ -13,7 +13,7 @@ import pytest
 from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.jobs.budget_evaluator import Alerts, AlertSettings
 from costtrack_tools.local.stack import LOCAL_WEBHOOKS
-from tests.support.browser import ARTIFACTS
+from tests.support.browser import ARTIFACTS, open_dashboard
 from tests.support.budget_owner import GPT5
 from tests.support.webhook_receiver import Receiver
 
@@ -43,14 +43,8 @@ def test_budgets_panel(
         headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": f"panel-{workspace_id}-{n}"}
         assert api.post("/v1/events", json=GPT5, headers=headers).status_code == 200
 
-    page = browser.new_page(viewport={"width": 1280, "height": 2200})
-    problems: list[str] = []
-    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: problems.append(str(error)))
-    page.on("dialog", lambda dialog: dialog.accept())
-    page.goto(f"{local_stack.state['api_url']}/dashboard#/budgets")
-    page.get_by_label("Admin token").fill(token)
-    page.get_by_role("button", name="Open dashboard").click()
+    url = local_stack.state["api_url"]
+    page, problems = open_dashboard(browser, url, token, "#/budgets", height=2200, accept_dialogs=True)
 
     panel = page.locator("#budgets-card")
     panel.get_by_text("No budgets yet.").wait_for()

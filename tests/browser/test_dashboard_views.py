@@ -18,7 +18,7 @@ import pytest
 from costtrack_service.domain.ingest.batch import submission_of
 from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.services.event_ingest import IngestService
-from tests.support.browser import ARTIFACTS
+from tests.support.browser import ARTIFACTS, open_dashboard
 
 pytestmark = pytest.mark.integration
 
@@ -54,16 +54,9 @@ def history(local_stack: Any, workspace_factory: Any, api: httpx.Client) -> dict
     return {"workspace_id": workspace_id, "token": token, "key": key}
 
 
-def open_dashboard(
-    browser: Any, url: str, token: str, width: int = 1280, view: str = "#/overview"
-) -> tuple[Any, list[str]]:
-    page = browser.new_page(viewport={"width": width, "height": 900})
-    problems: list[str] = []
-    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: problems.append(str(error)))
-    page.goto(f"{url}/dashboard{view}")
-    page.get_by_label("Admin token").fill(token)
-    page.get_by_role("button", name="Open dashboard").click()
+def opened(browser: Any, url: str, token: str, width: int = 1280, view: str = "#/overview") -> tuple[Any, list[str]]:
+    """The dashboard at ``view``, its charts drawn."""
+    page, problems = open_dashboard(browser, url, token, view, width=width)
     settled(page)
     return page, problems
 
@@ -76,7 +69,7 @@ def settled(page: Any) -> None:
 
 
 def test_charts_names_and_money(browser: Any, local_stack: Any, history: dict[str, Any]) -> None:
-    page, problems = open_dashboard(browser, local_stack.state["api_url"], history["token"])
+    page, problems = opened(browser, local_stack.state["api_url"], history["token"])
     customers = page.locator("#top-customer li")
     assert customers.first.locator(".bar-name").inner_text() == "Acme Corp"
     assert customers.first.locator(".bar-detail").inner_text() == "cus_42"
@@ -138,7 +131,7 @@ def test_charts_names_and_money(browser: Any, local_stack: Any, history: dict[st
 
 
 def test_event_filters_and_csv(browser: Any, local_stack: Any, history: dict[str, Any]) -> None:
-    page, problems = open_dashboard(browser, local_stack.state["api_url"], history["token"], view="#/events")
+    page, problems = opened(browser, local_stack.state["api_url"], history["token"], view="#/events")
     rows = page.locator("#events tbody tr")
     assert rows.count() == len(EVENTS) + 1  # and the old one
     assert "Acme Corp" in page.locator("#events").inner_text()
@@ -193,7 +186,7 @@ def test_layout_never_scrolls_sideways(browser: Any, local_stack: Any, history: 
     page.screenshot(path=str(ARTIFACTS / f"sign-in-{width}.png"), full_page=True)
     page.close()
 
-    page, problems = open_dashboard(browser, local_stack.state["api_url"], history["token"], width)
+    page, problems = opened(browser, local_stack.state["api_url"], history["token"], width)
     page.locator("#chart .uplot canvas").wait_for()
     assert page.evaluate(overflow) == 0, f"the page is wider than {width} px"
     chart = page.locator("#chart").bounding_box()

@@ -13,22 +13,15 @@ import pytest
 
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.workspaces.keys import ADMIN
-from tests.support.browser import ARTIFACTS
+from tests.support.browser import ARTIFACTS, open_dashboard
 
 pytestmark = pytest.mark.integration
 
 ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:costtrack/billing/openai-AbCdEf"
 
 
-def open_dashboard(browser: Any, url: str, token: str) -> tuple[Any, list[str]]:
-    page = browser.new_page(viewport={"width": 1280, "height": 2600})
-    problems: list[str] = []
-    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: problems.append(str(error)))
-    page.goto(f"{url}/dashboard#/reconciliation")
-    page.get_by_label("Admin token").fill(token)
-    page.get_by_role("button", name="Open dashboard").click()
-    return page, problems
+def open_reconciliation(browser: Any, url: str, token: str) -> tuple[Any, list[str]]:
+    return open_dashboard(browser, url, token, "#/reconciliation", height=2600)
 
 
 def test_reconciliation_view(
@@ -41,7 +34,7 @@ def test_reconciliation_view(
     token, _ = local_stack.store.keys.create_key(workspace_id, name="browser", kind=ADMIN)
     url = local_stack.state["api_url"]
 
-    page, problems = open_dashboard(browser, url, token)
+    page, problems = open_reconciliation(browser, url, token)
     page.locator("#recon-none").filter(has_text="No provider account is connected").wait_for()
     assert page.locator("#recon-body").is_hidden()
     page.close()
@@ -66,7 +59,7 @@ def test_reconciliation_view(
         workspace_id, "openai", (before, yesterday), lines, imported_at="t", raw_object="k"
     )
 
-    page, problems = open_dashboard(browser, url, token)
+    page, problems = open_reconciliation(browser, url, token)
     summary = page.locator("#recon-summary")
     summary.filter(has_text="billed $4.40").wait_for()
     assert "tracked $0.00" in summary.inner_text() and "2 days imported from openai" in summary.inner_text()
@@ -120,7 +113,7 @@ def test_reported_cost_is_listed_without_a_bill(
         answer = api.post("/v1/events", json=event, headers={**headers, "Idempotency-Key": f"reported-{number}"})
         assert answer.status_code == 200, answer.text
 
-    page, problems = open_dashboard(browser, url=local_stack.state["api_url"], token=token)
+    page, problems = open_reconciliation(browser, url=local_stack.state["api_url"], token=token)
     page.locator("#recon-none").filter(has_text="No provider account is connected").wait_for()
     items = page.locator("#recon-reported-models li")
     items.first.wait_for()

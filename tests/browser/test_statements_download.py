@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 # The browser and the seeded free workspace (3 visible events, 1 hidden) of the dashboard test.
-from tests.support.browser import ARTIFACTS
+from tests.support.browser import ARTIFACTS, open_dashboard
 
 pytestmark = pytest.mark.integration
 
@@ -28,13 +28,8 @@ def test_statements_download_as_csv_and_json(
     seeded: dict[str, Any],
     api: httpx.Client,
 ) -> None:
-    page = browser.new_page(accept_downloads=True, viewport={"width": 1280, "height": 1600})
-    problems: list[str] = []
-    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: problems.append(str(error)))
-    page.goto(f"{local_stack.state['api_url']}/dashboard#/customers")
-    page.get_by_label("Admin token").fill(seeded["token"])
-    page.get_by_role("button", name="Open dashboard").click()
+    url = local_stack.state["api_url"]
+    page, problems = open_dashboard(browser, url, seeded["token"], "#/customers", height=1600, accept_downloads=True)
 
     card = page.locator("#statements-card")
     card.wait_for()

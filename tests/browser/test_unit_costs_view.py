@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from costtrack_service.domain.workspaces.keys import ADMIN
+from tests.support.browser import open_dashboard
 
 pytestmark = pytest.mark.integration
 
@@ -50,13 +51,7 @@ def test_unit_costs_view_shows_the_distribution_and_opens_a_run(
     units = api.get("/v1/workspace/unit-costs", headers=headers).json()
     [group] = units["groups"]
 
-    page = browser.new_page(viewport={"width": 1280, "height": 2400})
-    problems: list[str] = []
-    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: problems.append(str(error)))
-    page.goto(f"{local_stack.state['api_url']}/dashboard#/runs")
-    page.get_by_label("Admin token").fill(token)
-    page.get_by_role("button", name="Open dashboard").click()
+    page, problems = open_dashboard(browser, local_stack.state["api_url"], token, "#/runs", height=2400)
 
     card = page.locator("#units-card")
     card.locator("#units-percentiles").filter(has_text="7 runs").wait_for()

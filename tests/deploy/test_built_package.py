@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.built import BUILD
+from tests.support.built import BUILD, PYTHON_FUNCTIONS
 
 #: What every function ships: the rules, the store, the edge, the entry points, the bundled
 #: prices and the dashboard's files.
@@ -41,31 +41,14 @@ def python_functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def test_every_python_function_is_built(built: dict[str, Any]) -> None:
     functions = python_functions(built)
-    assert {
-        "IngestFunction",
-        "ApiFunction",
-        "PriceSyncFunction",
-        "BudgetAlertsFunction",
-        "ExportFunction",
-        "BillImportFunction",
-    } <= set(functions)
+    assert set(PYTHON_FUNCTIONS) <= set(functions)
     for name, properties in functions.items():
         module = properties["Handler"].rpartition(".")[0]
         assert properties["CodeUri"] == name
         assert (BUILD / name / Path(*module.split("."))).with_suffix(".py").is_file(), name
 
 
-@pytest.mark.parametrize(
-    "function",
-    [
-        "IngestFunction",
-        "ApiFunction",
-        "PriceSyncFunction",
-        "BudgetAlertsFunction",
-        "ExportFunction",
-        "BillImportFunction",
-    ],
-)
+@pytest.mark.parametrize("function", PYTHON_FUNCTIONS)
 def test_a_built_function_holds_only_runtime_code(built: dict[str, Any], function: str) -> None:
     root = BUILD / function
     package = root / "costtrack_service"
@@ -79,17 +62,7 @@ def test_a_built_function_holds_only_runtime_code(built: dict[str, Any], functio
     assert not (root / "conftest.py").exists()
 
 
-@pytest.mark.parametrize(
-    "function",
-    [
-        "IngestFunction",
-        "ApiFunction",
-        "PriceSyncFunction",
-        "BudgetAlertsFunction",
-        "ExportFunction",
-        "BillImportFunction",
-    ],
-)
+@pytest.mark.parametrize("function", PYTHON_FUNCTIONS)
 def test_a_built_function_ships_its_bytecode(built: dict[str, Any], function: str) -> None:
     """Lambda cannot write beside the package: without bytecode it compiles every module on each
     cold start (functions/Makefile). The bytecode is Python 3.13's, unchecked against the source."""

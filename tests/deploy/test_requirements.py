@@ -14,16 +14,8 @@ import pytest
 
 from scripts.generate_requirements import EXPORTS, RUNTIME_PACKAGES, exported
 from tests.conftest import ROOT
-from tests.support.built import BUILD
+from tests.support.built import BUILD, PYTHON_FUNCTIONS
 
-FUNCTIONS = [
-    "IngestFunction",
-    "ApiFunction",
-    "PriceSyncFunction",
-    "BudgetAlertsFunction",
-    "ExportFunction",
-    "BillImportFunction",
-]
 PIN = re.compile(r"^([A-Za-z0-9_.-]+)==([^ ;\\]+)", re.MULTILINE)
 
 
@@ -82,7 +74,7 @@ def test_the_powertools_layer_is_the_locked_powertools_the_tests_ran(built: dict
     layer = built["Resources"]["PowertoolsLayer"]
     assert layer["Condition"] == "UsePinnedPowertools"
     layers = built["Globals"]["Function"]["Layers"] if "Globals" in built else None
-    for name in FUNCTIONS:
+    for name in PYTHON_FUNCTIONS:
         function_layers = layers or built["Resources"][name]["Properties"]["Layers"]
         assert {"Fn::If": ["UsePinnedPowertools", {"Ref": "PowertoolsLayer"}, {"Ref": "PowertoolsLayerArn"}]} in (
             function_layers
@@ -93,7 +85,7 @@ def test_the_built_layer_holds_exactly_the_locked_versions(built: dict[str, Any]
     assert installed(BUILD / "PowertoolsLayer" / "python") == pins(EXPORTS["powertools-layer"])
 
 
-@pytest.mark.parametrize("function", FUNCTIONS)
+@pytest.mark.parametrize("function", PYTHON_FUNCTIONS)
 def test_a_built_function_holds_exactly_its_locked_versions(built: dict[str, Any], function: str) -> None:
     path = ROOT / "functions" / "requirements" / f"{function}.txt"
     expected = pins(str(path.relative_to(ROOT))) if path.exists() else {}

@@ -29,7 +29,7 @@ from tests.docs.blocks import Block, MarkerError, parse_blocks
 from tests.docs.runners import DocsWorkspace, Outcome
 from tests.docs.site import written_pages
 from tests.e2e.canned_openai import canned
-from tests.reconciliation.canned_billing import Bill, serve
+from tests.reconciliation.canned_billing import Bill, serve, sonnet_day
 
 pytestmark = pytest.mark.integration
 
@@ -82,16 +82,7 @@ def canned_bill(today: date) -> Bill:
             "usd": {"input": "1.25", "output": "2.00"},
         }
     }
-    bill.anthropic[yesterday] = {
-        "claude-sonnet-4-5-20250929": {
-            "input": 500_000,
-            "write_5m": 0,
-            "write_1h": 0,
-            "cache_read": 0,
-            "output": 50_000,
-            "cents": {"uncached_input_tokens": "150", "output_tokens": "75"},
-        }
-    }
+    bill.anthropic[yesterday] = sonnet_day()
     return bill
 
 

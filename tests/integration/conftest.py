@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
@@ -12,9 +12,21 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from tests.support.budget_owner import Owner
+from tests.support.http_workspace import Workspace
 from tests.support.webhook_receiver import Receiver
 
 BUCKET = "costtrack-export-test"
+
+
+@pytest.fixture
+def make_workspace(api: httpx.Client, local_stack: Any, workspace_factory: Any) -> Callable[..., Workspace]:
+    """A new workspace (``workspace_factory``'s options) and its key, on the local stack's API."""
+
+    def make(**options: Any) -> Workspace:
+        workspace_id, key = workspace_factory(**options)
+        return Workspace(api, local_stack, workspace_id, key)
+
+    return make
 
 
 @pytest.fixture(scope="module")

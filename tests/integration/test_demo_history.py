@@ -7,10 +7,7 @@ twice with --persist."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -24,7 +21,7 @@ import pytest
 from costtrack_tools.local.demo import CUSTOMERS, DAYS, UNPRICED, demo_events, events_per_day
 from costtrack_tools.local.demo_runs import ANOMALOUS, FAILING, RUNS, demo_runs, trace_id
 from costtrack_tools.local.stack import LocalStack
-from tests.conftest import wait_for_state
+from tests.conftest import start_dev, wait_for_state
 
 pytestmark = pytest.mark.integration
 
@@ -161,14 +158,7 @@ def test_the_tests_stacks_start_without_history(local_stack: Any) -> None:
 
 def test_costtrack_dev_empty_has_no_history(tmp_path: Path) -> None:
     state_file = tmp_path / "dev.json"
-    command = [sys.executable, "-m", "costtrack_tools.cli", "dev", "--port", "0", "--empty", "--quiet"]
-    process = subprocess.Popen(
-        [*command, "--state-file", str(state_file)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    process = start_dev(state_file, "--empty", "--quiet")
     try:
         state = wait_for_state(state_file, process)
         assert "demo" not in state

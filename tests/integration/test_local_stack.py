@@ -3,18 +3,15 @@ restarts, and the moto fallback for machines without Java."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
 from costtrack_tools.local.stack import LocalStack
-from tests.conftest import GPT5_EVENT, wait_for_state
+from tests.conftest import GPT5_EVENT, start_dev, wait_for_state
 
 pytestmark = pytest.mark.integration
 
@@ -38,13 +35,7 @@ def port_open(url: str) -> bool:
 
 def test_costtrack_dev_serves_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
     state_file = tmp_path / "dev.json"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "costtrack_tools.cli", "dev", "--port", "0", "--state-file", str(state_file)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    process = start_dev(state_file)
     try:
         state = wait_for_state(state_file, process)
         assert oct(state_file.stat().st_mode & 0o777) == "0o600"  # it holds keys

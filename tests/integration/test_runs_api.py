@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.support.http_workspace import Workspace
@@ -17,15 +16,6 @@ from tests.support.http_workspace import Workspace
 pytestmark = pytest.mark.integration
 
 TODAY = datetime.now(UTC).strftime("%Y-%m-%d")
-
-
-@pytest.fixture
-def make_workspace(api: httpx.Client, local_stack: Any, workspace_factory: Any) -> Callable[..., Workspace]:
-    def make(**options: Any) -> Workspace:
-        workspace_id, key = workspace_factory(**options)
-        return Workspace(api, local_stack, workspace_id, key)
-
-    return make
 
 
 def test_runs_sessions_and_unit_costs_over_http(make_workspace: Callable[..., Workspace]) -> None:

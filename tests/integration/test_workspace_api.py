@@ -22,15 +22,6 @@ pytestmark = pytest.mark.integration
 TODAY = datetime.now(UTC).strftime("%Y-%m-%d")
 
 
-@pytest.fixture
-def make_workspace(api: httpx.Client, local_stack: Any, workspace_factory: Any) -> Callable[..., Workspace]:
-    def make(**options: Any) -> Workspace:
-        workspace_id, key = workspace_factory(**options)
-        return Workspace(api, local_stack, workspace_id, key)
-
-    return make
-
-
 def test_summary_shows_plan_and_allowance(make_workspace: Callable[..., Workspace]) -> None:
     ws = make_workspace(included=10, credits=3)
     ws.send(feature="chat")

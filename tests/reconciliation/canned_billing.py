@@ -39,6 +39,20 @@ class Bill:
         self.limited: set[str] = set()
 
 
+def sonnet_day() -> dict[str, dict[str, Any]]:
+    """One day of Anthropic's bill: Claude Sonnet 4.5, 500k input and 50k output tokens, $2.25."""
+    return {
+        "claude-sonnet-4-5-20250929": {
+            "input": 500_000,
+            "write_5m": 0,
+            "write_1h": 0,
+            "cache_read": 0,
+            "output": 50_000,
+            "cents": {"uncached_input_tokens": "150", "output_tokens": "75"},
+        }
+    }
+
+
 def _days(start: datetime, end: datetime) -> list[str]:
     days, day = [], start
     while day < end:

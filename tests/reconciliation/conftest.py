@@ -21,20 +21,26 @@ from tests.conftest import moto_tables
 from tests.support.owner_api import owner_call
 
 
-@pytest.fixture
-def api() -> Iterator[tuple[Any, DynamoStore, str]]:
+def owner_api(prefix: str, calls: list[dict[str, Any]]) -> Iterator[tuple[Any, DynamoStore, str]]:
+    """A paid workspace on moto (tables ``prefix-…``) that has ingested ``calls``; its owners'
+    API as a callable, the store, and its id."""
     with mock_aws():
-        store = moto_tables("recon-")
+        store = moto_tables(f"{prefix}-")
         workspace = store.workspaces.create_workspace("w", tier=Tier.PAID, included_events=100)
         secret, _ = store.keys.create_key(workspace.workspace_id)
         token, _ = store.keys.create_key(workspace.workspace_id, kind="admin")
-        body = {"provider": "openai", "model": "gpt-4o-mini", "prompt_tokens": 1000, "completion_tokens": 100}
-        ingest(IngestService(store), IngestRequest({"authorization": f"Bearer {secret}"}, json.dumps(body).encode()))
+        for body in calls:
+            request = IngestRequest({"authorization": f"Bearer {secret}"}, json.dumps(body).encode())
+            assert ingest(IngestService(store), request).outcomes[0].error is None
         handler = create_handler(WorkspaceService(store))
+        yield owner_call(handler, token, prefix), store, workspace.workspace_id
 
-        call = owner_call(handler, token, "recon")
 
-        yield call, store, workspace.workspace_id
+@pytest.fixture
+def api() -> Iterator[tuple[Any, DynamoStore, str]]:
+    yield from owner_api(
+        "recon", [{"provider": "openai", "model": "gpt-4o-mini", "prompt_tokens": 1000, "completion_tokens": 100}]
+    )
 
 
 CALLS = [  # gpt-4o-mini under two names (alias and dated), and one other model that is right
@@ -46,17 +52,8 @@ CALLS = [  # gpt-4o-mini under two names (alias and dated), and one other model 
 
 @pytest.fixture
 def drift_api() -> Iterator[tuple[Any, DynamoStore, str]]:
-    with mock_aws():
-        store = moto_tables("drift-")
-        workspace = store.workspaces.create_workspace("w", tier=Tier.PAID, included_events=100)
-        secret, _ = store.keys.create_key(workspace.workspace_id)
-        token, _ = store.keys.create_key(workspace.workspace_id, kind="admin")
-        for model, prompt, completion in CALLS:
-            body = {"provider": "openai", "model": model, "prompt_tokens": prompt, "completion_tokens": completion}
-            request = IngestRequest({"authorization": f"Bearer {secret}"}, json.dumps(body).encode())
-            assert ingest(IngestService(store), request).outcomes[0].error is None
-        handler = create_handler(WorkspaceService(store))
-
-        call = owner_call(handler, token, "drift")
-
-        yield call, store, workspace.workspace_id
+    calls = [
+        {"provider": "openai", "model": model, "prompt_tokens": prompt, "completion_tokens": completion}
+        for model, prompt, completion in CALLS
+    ]
+    yield from owner_api("drift", calls)

@@ -24,7 +24,7 @@ from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.admin_output import AdminError
 from costtrack_tools.cli import build_parser
 from tests.conftest import moto_tables
-from tests.reconciliation.canned_billing import ANTHROPIC_KEY, OPENAI_KEY, Bill, serve
+from tests.reconciliation.canned_billing import ANTHROPIC_KEY, OPENAI_KEY, Bill, serve, sonnet_day
 
 
 @pytest.fixture
@@ -123,16 +123,7 @@ def test_the_local_stack_keeps_keys_in_its_secrets_file(
     run(store, capsys, "billing", "connect", ws, "bedrock")
     yesterday = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
     bill = Bill()
-    bill.anthropic[yesterday] = {
-        "claude-sonnet-4-5-20250929": {
-            "input": 500_000,
-            "write_5m": 0,
-            "write_1h": 0,
-            "cache_read": 0,
-            "output": 50_000,
-            "cents": {"uncached_input_tokens": "150", "output_tokens": "75"},
-        }
-    }
+    bill.anthropic[yesterday] = sonnet_day()
     monkeypatch.delenv("AWS_ENDPOINT_URL_COST_EXPLORER", raising=False)
     with serve(bill) as url:
         monkeypatch.setenv("COSTTRACK_ANTHROPIC_ADMIN_URL", url)

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.batch import Item
@@ -26,19 +23,9 @@ from costtrack_service.edge.owner_api.run_params import run_query
 from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.runs import RunService
 from costtrack_service.store.dynamo import DynamoStore
-from costtrack_service.store.tables import TableNames
 
 AT = datetime(2026, 11, 22, 23, 59, 58, tzinfo=UTC)
 DAYS = {"from": "2026-11-22", "to": "2026-11-23"}
-
-
-@pytest.fixture
-def store() -> Iterator[DynamoStore]:
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        dynamo = DynamoStore(client, TableNames.with_prefix("t-"))
-        dynamo.table_setup.ensure_tables()
-        yield dynamo
 
 
 def landed(store: DynamoStore, events: list[tuple[dict[str, Any], datetime]]) -> tuple[str, list[Any]]:

@@ -4,14 +4,9 @@ changed after the batch read it cancels the transaction, and the retry reads it 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
-
-import boto3
-import pytest
-from moto import mock_aws
 
 from costtrack_service import catalogue
 from costtrack_service.domain.ingest.batch import Item
@@ -23,18 +18,8 @@ from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.jobs.price_refresh import backfill
 from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.store.dynamo import DynamoStore
-from costtrack_service.store.tables import TableNames
 
 AT = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def store() -> Iterator[DynamoStore]:
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        dynamo = DynamoStore(client, TableNames.with_prefix("t-"))
-        dynamo.table_setup.ensure_tables()
-        yield dynamo
 
 
 def call(trace: str, **fields: Any) -> dict[str, Any]:

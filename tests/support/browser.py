@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,3 +31,29 @@ def chromium() -> str:
     if not path:
         pytest.fail("Chromium is not installed: `make test` installs Debian's chromium package")
     return path
+
+
+def open_dashboard(
+    browser: Any,
+    url: str,
+    token: str,
+    view: str = "#/overview",
+    *,
+    width: int = 1280,
+    height: int = 900,
+    accept_dialogs: bool = False,
+    **options: Any,
+) -> tuple[Any, list[str]]:
+    """A new page of the dashboard at ``view``, opened with the admin ``token``, and the list
+    its console errors and script errors go to (a test expects it empty). ``options``: the
+    page's own (``accept_downloads``)."""
+    page = browser.new_page(viewport={"width": width, "height": height}, **options)
+    problems: list[str] = []
+    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    if accept_dialogs:
+        page.on("dialog", lambda dialog: dialog.accept())
+    page.goto(f"{url}/dashboard{view}")
+    page.get_by_label("Admin token").fill(token)
+    page.get_by_role("button", name="Open dashboard").click()
+    return page, problems

@@ -12,6 +12,15 @@ from typing import Any
 from tests.conftest import ROOT
 
 BUILD = ROOT / ".aws-sam" / "build"
+#: The Python functions of the template, each built into its own folder of ``BUILD``.
+PYTHON_FUNCTIONS = (
+    "IngestFunction",
+    "ApiFunction",
+    "PriceSyncFunction",
+    "BudgetAlertsFunction",
+    "ExportFunction",
+    "BillImportFunction",
+)
 SAM = ROOT / ".costtrack" / "tools" / "sam" / "bin" / "sam"
 SOURCES = [ROOT / "template.yaml", ROOT / "functions", ROOT / "sdk" / "python" / "src", ROOT / "sdk" / "node" / "src"]
 

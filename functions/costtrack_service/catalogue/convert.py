@@ -3,10 +3,10 @@
 The data file (the one genai-prices' own ``UpdatePrices`` fetches) is a JSON list of providers,
 each with its models: ``id``, a ``match`` rule, ``prices`` (one set of prices, or a list of
 conditional sets) and optional ``price_variants``. costtrack keeps that structure as it is
-(``domain/pricing/entries.py`` evaluates it) and changes only what is costtrack's: provider ids (``aws`` is
+(:class:`PricingEntry` evaluates it) and changes only what is costtrack's: provider ids (``aws`` is
 ``bedrock`` here), decimals as strings, and the descriptive fields it does not use.
 
-Used twice: by ``scripts/generate_catalogue.py`` for the bundled catalogue, and by the price
+Used twice: by ``make catalogue`` for the bundled catalogue, and by the price
 sync on a deployed stack. Both go through :func:`convert`, so they cannot disagree.
 """
 

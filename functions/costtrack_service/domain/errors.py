@@ -1,5 +1,5 @@
 """The API's error codes (docs/api-rules.md#responses) and the refusal that carries one. The HTTP
-status each code is answered with is the edge's (``edge/http_event.ERROR_STATUS``)."""
+status each code is answered with is the edge's (``edge.http_event.ERROR_STATUS``)."""
 
 from __future__ import annotations
 

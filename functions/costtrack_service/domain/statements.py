@@ -81,7 +81,7 @@ def check_options(by: str | None, output: str | None) -> tuple[str, str]:
 @dataclass(frozen=True)
 class RunCosts:
     """A line's runs and sessions that started in the month (with their whole totals), and
-    what they cost: the sums of their totals (``runs/reports.py`` reads the same rows)."""
+    what they cost: the sums of their totals (:func:`unit_cost_groups` reads the same rows)."""
 
     runs: int = 0
     run_cost: Decimal = Decimal(0)

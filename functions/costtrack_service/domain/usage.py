@@ -159,7 +159,7 @@ def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
       per day and value;
     * ``unknown_model``: one row per day and model that had no pricing entry;
     * ``reported``:      one row per day and model of the events whose provider or exporter
-      reported a cost itself (``pricing/reported.py``): their count, priced ``cost`` and
+      reported a cost itself (:func:`reported_cost`): their count, priced ``cost`` and
       ``reported_cost``; an event without one adds nothing here (and writes no extra row);
     * ``charge``:        one row per day and charge (``included``, ``credit``) for every event,
       hidden ones too: what a month used of the plan (``Usage``) is read from these;

@@ -6,8 +6,8 @@ into HTTP.
 Why not Powertools' resolver here: importing any part of ``aws_lambda_powertools.event_handler``
 loads every resolver it has (AppSync with asyncio, Bedrock agents, VPC Lattice, OpenAPI), about a
 third of ``import boto3`` again, and the ingestion function has three fixed routes
-(``edge/ingest/ingest_routes.py``). The owners' API, with thirty routes, validation and an OpenAPI document,
-uses the resolver (``edge/owner_api/http.py``), on these same helpers.
+(``edge.ingest.ingest_routes``). The owners' API, with thirty routes, validation and an OpenAPI
+document, uses the resolver (``edge.owner_api.http``), on these same helpers.
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 Init allocates a few hundred thousand objects that live as long as the container (botocore's
 service and endpoint models, the price catalogue's index, Powertools' logger) and leaves almost
 nothing to collect, yet the garbage collector walks them again and again while they are built:
-a tenth of the ingestion function's cold start (``bench/cold_imports.py``). So init runs with
+a tenth of the ingestion function's cold start (docs/performance.md#the-service). So init runs with
 the collector paused, and what it built is then frozen (``gc.freeze``): moved out of the
 generations, it is never walked again by the collections of warm requests either. The
-request-serving functions use it (``handlers/ingest.py``, ``handlers/api.py``).
+request-serving functions use it (the ingestion function and the owners' API).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ class Powertools:
     its ``Tracing`` parameter (``POWERTOOLS_TRACE_DISABLED``); outside Lambda the Tracer is off.
 
     The ingestion function does not use this module: by default its cold start neither starts a
-    Tracer nor imports the X-Ray SDK (``handlers/ingest.py``; docs/guides/operations.md).
+    Tracer nor imports the X-Ray SDK (the ingestion handler; docs/guides/operations.md).
     """
 
     def __init__(self, service: str) -> None:

@@ -66,7 +66,7 @@ class AlertSettings:
 
 class Alerts:
     """``evaluate`` reads every budget's spend from the rollups (a template's per instance: each value
-    of its dimension, ``domain/budgets/instances.py``), and for each threshold reached claims
+    of its dimension, :func:`instance_spends`), and for each threshold reached claims
     its notification: a conditional write, with the notification's deliveries in the same
     transaction, so whatever runs at once or again, one claim wins and the others change nothing.
     It also marks budgets past 100% for the ingestion warning, and re-arms a rolling budget's
@@ -75,7 +75,7 @@ class Alerts:
     ``dispatch`` attempts the deliveries that are due: each is leased first (a conditional write),
     so two dispatchers never send the same attempt; the attempt is recorded with its time, the
     receiver's status or the error, and a failed one is due again after the backoff
-    (``domain/budgets/webhooks.py``) until the last attempt.
+    (:func:`next_attempt_at`) until the last attempt.
     """
 
     def __init__(

@@ -175,7 +175,7 @@ class Exporter:
     a day replaces it. Readers may briefly see a mix during a re-run; the day's final state is
     exactly the events stored for it.
 
-    Events are read with ``iter_day_events``: the day's time pages (``domain/ingest/time_pages.py``), then
+    Events are read with ``iter_day_events``: the day's time pages (docs/concepts/allowance.md), then
     the events they list, so a day's export reads that day's events and none of the rest of the
     history (``make bench``: ``export_items_read_per_exported_event``).
     """

@@ -3,7 +3,7 @@
 ``sync`` fetches the pinned genai-prices release (``pinned_release``: the PyPI wheel of the version
 ``pyproject.toml`` pins, refused unless its SHA-256 is the one ``make catalogue`` recorded) or an
 operator's data file, converts and checks it, adds the entries the
-plan calls for (``domain/pricing/sync.py``), remembers what it did, and backfills. ``backfill``
+plan calls for (:func:`plan_sync`), remembers what it did, and backfills. ``backfill``
 prices, once each, the events that came in before their model had a price.
 """
 

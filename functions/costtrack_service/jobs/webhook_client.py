@@ -1,4 +1,4 @@
-"""One webhook POST, to the address that was checked (``domain/budgets/webhooks.py``).
+"""One webhook POST, to the address that was checked (:func:`check_url`).
 
 urllib3 (it comes with botocore, so the Lambda runtime has it) connects to the checked IP
 address itself while TLS still verifies the certificate for the URL's host name (SNI and

@@ -150,7 +150,7 @@ class BudgetService:
 
     def list(self, workspace_id: str) -> dict[str, Any]:
         """Each budget with its window and spend now (from the rollups, like the dashboard), and
-        its ``spent``, ``held`` and ``remaining`` (``domain/budgets/instances.py``)."""
+        its ``spent``, ``held`` and ``remaining`` (:func:`instance_spends`)."""
         budgets = self.store.budgets.list_budgets(workspace_id)
         now = self._clock()
         state = budgets_now(self.store.rollups, workspace_id, budgets, now)

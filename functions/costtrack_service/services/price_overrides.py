@@ -1,7 +1,7 @@
 """A workspace's price overrides (docs/api-rules.md#workspace-price-overrides), for the owners' API
 (``/v1/workspace/price-overrides``) and ``costtrack admin pricing override``.
 
-The workspace is given explicitly, as for every owners' operation (``workspace.py``): the
+The workspace is given explicitly, as for every owners' operation (:class:`WorkspaceService`): the
 admin token's for the API, never the request's; the command line's for the CLI.
 """
 

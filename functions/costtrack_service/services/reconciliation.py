@@ -5,7 +5,7 @@ billing``. The workspace is given explicitly, as for every owners' operation.
 The tracked side is the daily ``model`` rollups (visible events: what the dashboard shows),
 limited to the days each provider's bill has been imported for, so a day not imported yet is
 never reported as "unbilled". Costs that providers reported themselves are listed by model
-beside costtrack's price of the same events (``reported.py``), over every day of the range."""
+beside costtrack's price of the same events (:func:`reported_cost`), over every day of the range."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A workspace's run-anomaly settings, for ``/v1/workspace/run-anomalies`` and ``costtrack admin
-runs anomalies`` (the rule is the domain's: ``domain/runs/anomalies.py``)."""
+runs anomalies`` (the rule is the domain's: :class:`AnomalySettings`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The owners' questions about runs and sessions (CONTRACT §11), for the owners' API and
-``costtrack admin runs``: the domain's run reports (``domain/runs/reports.py``) over what the
+``costtrack admin runs``: the domain's run reports (:func:`run_answer`, :func:`unit_cost_groups`) over what the
 store reads."""
 
 from __future__ import annotations

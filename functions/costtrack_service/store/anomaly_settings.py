@@ -1,4 +1,4 @@
-"""DynamoDB: a workspace's run-anomaly settings (``domain/runs/anomalies.py``), one item in its
+"""DynamoDB: a workspace's run-anomaly settings (:class:`AnomalySettings`), one item in its
 ``budgets`` partition beside its budgets and webhooks (docs/guides/runs.md).
 
 ``s#run_anomalies``: the settings as JSON. While they are on, ``budget_set`` =

@@ -3,7 +3,7 @@
 ``boto3.dynamodb.types`` is the usual tool, but importing any part of boto3 runs
 ``boto3/__init__``, which loads ``s3transfer`` and boto3's resource machinery: about half the
 ingestion function's cold import, for two small functions. The store talks to botocore's
-low-level client (``store/client.py``) and maps values here, with boto3's rules: numbers are
+low-level client (:func:`dynamodb_client`) and maps values here, with boto3's rules: numbers are
 exact within DynamoDB's 38 digits (anything else is refused, never rounded), floats are refused
 (money is Decimal), sets become string, number or binary sets. Reading uses Powertools' own
 deserializer (the Powertools layer ships in every function), which follows boto3's except that

@@ -1,4 +1,4 @@
-"""DynamoDB: the reads of the ``budgets`` table (``store/budget_table.py`` describes its items).
+"""DynamoDB: the reads of the ``budgets`` table (:class:`BudgetTable` describes its items).
 
 A part of its own because the ingestion function reads a workspace's budgets (for the
 ``budget_exceeded`` warning, docs/guides/budgets.md) and nothing else of the table: its store

@@ -4,7 +4,7 @@ failures.
 Every call of the store's client, whatever method makes it (pages and waiters included), has
 its failures translated in one place, :func:`unavailable_error`: throttling, capacity and
 DynamoDB's own outages become :class:`StoreUnavailable`, which every route answers with ``503``
-and ``Retry-After`` (``edge/owner_api/http.py``) and ``costtrack admin`` reports in one line.
+and ``Retry-After`` (docs/api-rules.md#errors) and ``costtrack admin`` reports in one line.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class _DynamoDBLoader(Loader):
     """botocore's data loader, for a session that makes DynamoDB clients only.
 
     Two steps of the stock loader took half of the time it takes to create a client, together
-    about a third of ``import boto3`` (``bench/cold_imports.py``): listing every
+    about a third of ``import boto3`` (docs/performance.md#the-service): listing every
     service botocore knows, a folder each (about 400 ``listdir`` and 2,700 ``stat`` calls), to
     check the name, and reading ``endpoints.json``, 1.2 MB of every service's regions. The name
     is known here, and the endpoint data is botocore's own cut down to DynamoDB's entries

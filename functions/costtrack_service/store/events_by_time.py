@@ -1,4 +1,4 @@
-"""DynamoDB: reading events by time through their time pages (``domain/ingest/time_pages.py``),
+"""DynamoDB: reading events by time through their time pages (docs/concepts/allowance.md),
 the part the dashboard's event list, the daily export and a run's calls read through.
 
 A reader queries the page partitions of the workspace (one per rollup shard; the count only

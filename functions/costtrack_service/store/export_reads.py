@@ -24,7 +24,7 @@ class ExportReads(TablePart):
 
     def iter_day_events(self, workspace_id: str, since: str, until: str) -> Iterator[EventRecord]:
         """Stored events of a workspace, visible or not, received in ``[since, until)``, found
-        through its time pages (``store/events_by_time.py``): the range's pages (about one per 100 events),
+        through its time pages (:class:`PageReads`): the range's pages (about one per 100 events),
         then the events themselves, so the reads are the range's events and never the rest of
         the history. Partition by partition, each in time order. For the daily export, a day
         after: eventually consistent reads (half the units). The range's entries are held in

@@ -148,7 +148,7 @@ class EventList(TablePart):
         self.pages = pages
 
     def list_visible_events(self, query: EventQuery) -> tuple[list[EventRecord], dict[str, str] | None]:
-        """The query's page, newest first, from the workspace's time pages (``store/events_by_time.py``):
+        """The query's page, newest first, from the workspace's time pages (:class:`NewestFirst`):
         the entries of visible events that match the filters, then those events fetched and
         checked as they are now, and the position to ask the next page ``after`` (None at the
         end): the last position given out (``received_event``, absent before any) and the key of

@@ -1,4 +1,4 @@
-"""Time pages for events that have none (``domain/ingest/time_pages.py``): an operator's
+"""Time pages for events that have none (docs/concepts/allowance.md): an operator's
 one-off, ``costtrack admin workspace pages WS --before TIME`` (docs/guides/operate.md).
 
 An event without a page is not found by the dashboard's list, the export or a run's calls.

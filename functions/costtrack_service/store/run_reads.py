@@ -3,7 +3,7 @@
 * A total is one ``GetItem`` (``run_totals.run_partition``).
 * A run's (or session's) calls are found **without an index of their own**: the total knows
   the run's first and last ``received_at``, and the workspace's time pages
-  (``domain/ingest/time_pages.py``) list every event by time with its ``trace_id`` and ``session_id``,
+  (docs/concepts/allowance.md) list every event by time with its ``trace_id`` and ``session_id``,
   so the calls are the window's pages (a Query per page partition, about one page per 100
   events) and then a ``BatchGetItem`` of the run's own events. An index keyed by trace id would
   cost every event with an id one more index write (1 write unit per started KB of what it

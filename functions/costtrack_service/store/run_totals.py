@@ -8,7 +8,7 @@ in the rollups table beside the daily rollups.
 * A run's item also enters the sparse ``runs_by_cost`` index (``cost_partition`` =
   ``<workspace>#<first day>#<0..7>``, sort key ``cost``): the most expensive runs of a day are a
   Query, spread over 8 keys so that one busy day is not one hot index key.
-* Sketch rows (``sketch.py``) are rollup rows (``rc#<kind>#<day>#<group>#<block>``) in the
+* Sketch rows (:class:`Histogram`) are rollup rows (``rc#<kind>#<day>#<group>#<block>``) in the
   chunk's rollup shard: added to (``ADD``), shards summed by readers like every rollup.
 """
 

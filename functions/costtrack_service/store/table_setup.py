@@ -1,4 +1,4 @@
-"""DynamoDB: the tables made from their specs (``store/tables.py``), for the local stack and
+"""DynamoDB: the tables made from their specs (:class:`TableSpec`), for the local stack and
 ``costtrack admin`` (docs/guides/operate.md); a deployed stack's are CloudFormation's."""
 
 from __future__ import annotations

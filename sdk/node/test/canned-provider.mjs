@@ -5,8 +5,10 @@
 // `…-strict` answers 400 to a Chat Completions request with `stream_options` (and no usage chunk),
 // `…-hang` never answers (for timeouts), `…-slow` streams two chunks and then waits (for
 // cancelling midway); anything else answers at once.
+import assert from "node:assert/strict";
 import http from "node:http";
 
+import { checkEvent } from "../dist/esm/validation.js";
 import { chatUsage, anthropicUsage, modalities } from "./usage-fixtures.mjs";
 
 const CREATED = 1763000000;
@@ -381,4 +383,14 @@ export function bedrockSettings(url) {
 export function recorder() {
   const events = [];
   return { events, track: (event) => events.push(event) };
+}
+
+/** A recorder's one event, valid, with a latency and `status`; returned without its latency. */
+export function onlyEvent(tracker, status = "success") {
+  assert.equal(tracker.events.length, 1, JSON.stringify(tracker.events));
+  const [{ latencyMs, ...event }] = tracker.events;
+  assert.equal(event.status, status);
+  assert.ok(Number.isSafeInteger(latencyMs) && latencyMs >= 0);
+  assert.equal(checkEvent(tracker.events[0]).error, undefined);
+  return event;
 }

@@ -5,7 +5,7 @@
 // event with `reservation_id` settles it (the real cost is spent), a second settle warns
 // `reservation_settled`, an unknown or expired id warns `reservation_unknown`. Time is `clock.now`,
 // which a test can move forward to expire holds.
-import { startServer } from "./helpers.mjs";
+import { startServer, trackerFixtures } from "./helpers.mjs";
 
 const SCALE = 10n ** 10n;
 
@@ -137,4 +137,20 @@ export function requestsOf(requests, kind) {
   if (kind === "reserve") return requests.filter((r) => r.method === "POST" && r.url === "/v1/reservations");
   if (kind === "release") return requests.filter((r) => r.method === "DELETE");
   return requests.filter((r) => r.url === "/v1/events");
+}
+
+/**
+ * For a test file: `cleanup` (functions run after each test, last first) and
+ * `setup(serviceOptions, trackerOptions)`, which starts a canned service and a tracker sending to
+ * it, both closed after the test.
+ */
+export function serviceFixtures() {
+  const { cleanup, setup } = trackerFixtures(startCannedService);
+  return {
+    cleanup,
+    async setup(serviceOptions = {}, trackerOptions = {}) {
+      const { server, ...rest } = await setup(serviceOptions, trackerOptions);
+      return { service: server, ...rest };
+    },
+  };
 }

@@ -16,8 +16,7 @@ import { createOpenAI as createOpenAI5 } from "ai-sdk-openai-v2";
 
 import { fromAnthropic, fromGemini, fromOpenAI, fromVercelAI, withAttributes } from "costtrack";
 import { costtrackMiddleware } from "costtrack/ai-sdk";
-import { checkEvent } from "../dist/esm/validation.js";
-import { CHAT, GEMINI, MESSAGE, recorder, startProvider } from "./canned-provider.mjs";
+import { CHAT, GEMINI, MESSAGE, onlyEvent, recorder, startProvider } from "./canned-provider.mjs";
 
 let provider;
 before(async () => {
@@ -27,16 +26,6 @@ after(() => provider.close());
 
 const withoutTotal = ({ totalTokens: _t, ...rest }) => rest;
 const succeeded = (event) => ({ ...withoutTotal(event), status: "success" });
-
-/** The one event tracked, valid, with a latency; returned without its latency. */
-function only(tracker, status = "success") {
-  assert.equal(tracker.events.length, 1, JSON.stringify(tracker.events));
-  const [{ latencyMs, ...event }] = tracker.events;
-  assert.equal(event.status, status);
-  assert.ok(Number.isSafeInteger(latencyMs) && latencyMs >= 0);
-  assert.equal(checkEvent(tracker.events[0]).error, undefined);
-  return event;
-}
 
 async function tracked(tracker, n = 1) {
   for (let i = 0; i < 200 && tracker.events.length < n; i++) await new Promise((r) => setTimeout(r, 5));
@@ -55,17 +44,17 @@ for (const [name, ai, openai, anthropic] of [
       const tracker = recorder();
       const result = await ai.generateText({ model: wrap(gpt("gpt-4o-mini"), tracker, { feature: "chat" }), prompt: "Say hello", maxRetries: 0 });
       assert.equal(result.text, "Hello!");
-      assert.deepEqual(only(tracker), { ...succeeded(fromOpenAI(CHAT)), feature: "chat" });
+      assert.deepEqual(onlyEvent(tracker), { ...succeeded(fromOpenAI(CHAT)), feature: "chat" });
     });
 
     test("generateText, Anthropic: the cache the AI SDK counts in the input is taken out again", async () => {
       const tracker = recorder();
       const result = await ai.generateText({ model: wrap(claude("claude-sonnet-4-5"), tracker), prompt: "Say hello", maxRetries: 0 });
       assert.equal(result.text, "Hello!");
-      assert.deepEqual(only(tracker), succeeded(fromAnthropic(MESSAGE)));
+      assert.deepEqual(onlyEvent(tracker), succeeded(fromAnthropic(MESSAGE)));
       // The same as fromVercelAI on the result: one place for the AI SDK's conventions.
       const { metadata: _m, ...counts } = fromVercelAI(result);
-      const { metadata: _n, status: _s, ...tracked_ } = only(tracker);
+      const { metadata: _n, status: _s, ...tracked_ } = onlyEvent(tracker);
       assert.deepEqual(tracked_, counts);
     });
 
@@ -78,7 +67,7 @@ for (const [name, ai, openai, anthropic] of [
       });
       assert.equal(text, "w0 w1 w2 ");
       await tracked(tracker);
-      assert.deepEqual(only(tracker), { provider: "openai", model: "gpt-4o-mini-2024-07-18", promptTokens: 50, completionTokens: 3, customerId: "cus_42", status: "success" });
+      assert.deepEqual(onlyEvent(tracker), { provider: "openai", model: "gpt-4o-mini-2024-07-18", promptTokens: 50, completionTokens: 3, customerId: "cus_42", status: "success" });
     });
 
     test("streamText, Anthropic: the stream's usage", async () => {
@@ -86,7 +75,7 @@ for (const [name, ai, openai, anthropic] of [
       const stream = ai.streamText({ model: wrap(claude("claude-sonnet-4-5"), tracker), prompt: "Say hello", maxRetries: 0 });
       assert.equal(await stream.text, "Hello!");
       await tracked(tracker);
-      const event = only(tracker);
+      const event = onlyEvent(tracker);
       const expected = succeeded(fromAnthropic(MESSAGE));
       assert.deepEqual([event.promptTokens, event.completionTokens, event.cachedInputTokens, event.cacheWriteTokens], [expected.promptTokens, expected.completionTokens, expected.cachedInputTokens, expected.cacheWriteTokens]);
     });
@@ -101,19 +90,19 @@ for (const [name, ai, openai, anthropic] of [
         // AI SDK 5 rethrows the abort; 7 ends the stream
       }
       await tracked(tracker);
-      assert.deepEqual(only(tracker, "cancelled"), { provider: "openai", model: "gpt-4o-mini-slow", promptTokens: 0, completionTokens: 0, status: "cancelled" });
+      assert.deepEqual(onlyEvent(tracker, "cancelled"), { provider: "openai", model: "gpt-4o-mini-slow", promptTokens: 0, completionTokens: 0, status: "cancelled" });
     });
 
     test("an HTTP error: the AI SDK's own error, tracked with zero tokens", async () => {
       const tracker = recorder();
       await assert.rejects(ai.generateText({ model: wrap(gpt("gpt-4o-mini-fail"), tracker), prompt: "Say hello", maxRetries: 0 }), (error) => error.statusCode === 429);
-      assert.deepEqual(only(tracker, "error"), { provider: "openai", model: "gpt-4o-mini-fail", promptTokens: 0, completionTokens: 0, status: "error" });
+      assert.deepEqual(onlyEvent(tracker, "error"), { provider: "openai", model: "gpt-4o-mini-fail", promptTokens: 0, completionTokens: 0, status: "error" });
     });
 
     test("a timeout", async () => {
       const tracker = recorder();
       await assert.rejects(ai.generateText({ model: wrap(claude("claude-sonnet-4-5-hang"), tracker), prompt: "Say hello", maxRetries: 0, abortSignal: AbortSignal.timeout(100) }));
-      assert.equal(only(tracker, "timeout").model, "claude-sonnet-4-5-hang");
+      assert.equal(onlyEvent(tracker, "timeout").model, "claude-sonnet-4-5-hang");
     });
   });
 }
@@ -123,7 +112,7 @@ test("AI SDK 7, Google: the thoughts the AI SDK counts in the output go back to 
   const google = createGoogleGenerativeAI({ apiKey: "test-key", baseURL: `${provider.url}/v1beta` });
   const model = ai7.wrapLanguageModel({ model: google("gemini-2.5-flash"), middleware: costtrackMiddleware({ tracker }) });
   await ai7.generateText({ model, prompt: "Say hello", maxRetries: 0 });
-  assert.deepEqual(only(tracker), succeeded(fromGemini(GEMINI)));
+  assert.deepEqual(onlyEvent(tracker), succeeded(fromGemini(GEMINI)));
 });
 
 test("costtrackMiddleware needs a tracker", () => {

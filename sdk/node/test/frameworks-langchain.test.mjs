@@ -15,7 +15,7 @@ import { z } from "zod";
 import { fromAnthropic, fromGemini, withAttributes } from "costtrack";
 import { CosttrackCallbackHandler, fromLangChain } from "costtrack/langchain";
 import { checkEvent } from "../dist/esm/validation.js";
-import { GEMINI, MESSAGE, recorder } from "./canned-provider.mjs";
+import { GEMINI, MESSAGE, onlyEvent, recorder } from "./canned-provider.mjs";
 
 const withoutTotal = ({ totalTokens: _t, ...rest }) => rest;
 
@@ -67,14 +67,6 @@ class CannedChat extends BaseChatModel {
   }
 }
 
-function only(tracker, status = "success") {
-  assert.equal(tracker.events.length, 1, JSON.stringify(tracker.events));
-  const [{ latencyMs, ...event }] = tracker.events;
-  assert.equal(event.status, status);
-  assert.ok(Number.isSafeInteger(latencyMs) && latencyMs >= 0);
-  assert.equal(checkEvent(tracker.events[0]).error, undefined);
-  return event;
-}
 
 const claude = (options = {}) => new CannedChat({ reply: ANTHROPIC_REPLY, provider: "anthropic", model: "claude-sonnet-4-5", ...options });
 
@@ -84,14 +76,14 @@ describe("LangChain callback handler", () => {
     const message = await claude().invoke("Say hello", { callbacks: [new CosttrackCallbackHandler({ tracker, feature: "chat" })] });
     assert.equal(message.content, "Hello!");
     // Tracked before invoke returned (the handler is awaited).
-    assert.deepEqual(only(tracker), { ...withoutTotal(fromAnthropic(MESSAGE)), feature: "chat", status: "success" });
+    assert.deepEqual(onlyEvent(tracker), { ...withoutTotal(fromAnthropic(MESSAGE)), feature: "chat", status: "success" });
   });
 
   test("Gemini: output_tokens counts the thoughts, which go back to reasoningTokens", async () => {
     const tracker = recorder();
     const model = new CannedChat({ reply: GEMINI_REPLY, provider: "google_genai", model: "gemini-2.5-flash", callbacks: [new CosttrackCallbackHandler({ tracker })] });
     await model.invoke("Say hello");
-    assert.deepEqual(only(tracker), { ...withoutTotal(fromGemini(GEMINI)), status: "success" });
+    assert.deepEqual(onlyEvent(tracker), { ...withoutTotal(fromGemini(GEMINI)), status: "success" });
   });
 
   test("stream: tracked once when it ends, with the aggregated usage", async () => {
@@ -99,7 +91,7 @@ describe("LangChain callback handler", () => {
     let text = "";
     for await (const chunk of await claude().stream("Say hello", { callbacks: [new CosttrackCallbackHandler({ tracker })] })) text += chunk.content;
     assert.equal(text, "Hello!");
-    assert.deepEqual(only(tracker), { ...withoutTotal(fromAnthropic(MESSAGE)), status: "success" });
+    assert.deepEqual(onlyEvent(tracker), { ...withoutTotal(fromAnthropic(MESSAGE)), status: "success" });
   });
 
   test("a chain: every model run inside, with the attributes in force when it started", async () => {
@@ -161,7 +153,7 @@ describe("LangChain callback handler", () => {
     ]) {
       const tracker = recorder();
       await assert.rejects(claude({ error }).invoke("Say hello", { callbacks: [new CosttrackCallbackHandler({ tracker })] }), (e) => e === error);
-      assert.deepEqual(only(tracker, status), { provider: "anthropic", model: "claude-sonnet-4-5", promptTokens: 0, completionTokens: 0, status });
+      assert.deepEqual(onlyEvent(tracker, status), { provider: "anthropic", model: "claude-sonnet-4-5", promptTokens: 0, completionTokens: 0, status });
     }
   });
 
@@ -170,7 +162,7 @@ describe("LangChain callback handler", () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 30);
     await assert.rejects(claude({ delayMs: 2000 }).invoke("Say hello", { signal: controller.signal, callbacks: [new CosttrackCallbackHandler({ tracker })] }));
-    assert.equal(only(tracker, "cancelled").promptTokens, 0);
+    assert.equal(onlyEvent(tracker, "cancelled").promptTokens, 0);
   });
 
   test("fromLangChain reads an AIMessage or an LLMResult; the handler needs a tracker", () => {

@@ -134,15 +134,16 @@ export function nextTurn() {
 
 /**
  * For a test file: `cleanup` (functions run after each test, last first) and `setup(respond,
- * options)`, which starts a sink and a tracker sending to it, both closed after the test.
+ * options)`, which starts a sink (or what `start(respond)` starts) and a tracker sending to it,
+ * both closed after the test.
  */
-export function trackerFixtures() {
+export function trackerFixtures(start = startServer) {
   const cleanup = [];
   afterEach(async () => {
     while (cleanup.length) await cleanup.pop()();
   });
   async function setup(respond, options = {}) {
-    const server = await startServer(respond);
+    const server = await start(respond);
     const seen = collector();
     const tracker = new Tracker({ apiKey: "ct_test", baseUrl: server.url, ...seen, ...options });
     cleanup.push(() => server.close(), () => tracker.shutdown(100));

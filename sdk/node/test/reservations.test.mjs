@@ -2,10 +2,10 @@
 // the wire bytes, allowed and refused answers, expiry, onUnavailable, timeouts and retries.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { afterEach, describe, test } from "node:test";
+import { describe, test } from "node:test";
 
 import { EventValidationError, Tracker, withAttributes } from "costtrack";
-import { requestsOf, startCannedService } from "./canned-reservations.mjs";
+import { requestsOf, serviceFixtures } from "./canned-reservations.mjs";
 import { closedPort, collector, sentEvents, startServer } from "./helpers.mjs";
 
 const VERSION = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
@@ -14,18 +14,7 @@ const UUID = /^grp:[0-9a-f]{12}\.[0-9]+:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89
 const CALL = { provider: "openai", model: "gpt-5", customerId: "cus_1" };
 const TOKENS = { ...CALL, estimate: { promptTokens: 1000, maxOutputTokens: 500 } };
 
-const cleanup = [];
-afterEach(async () => {
-  while (cleanup.length) await cleanup.pop()();
-});
-
-async function setup(serviceOptions = {}, trackerOptions = {}) {
-  const service = await startCannedService(serviceOptions);
-  const seen = collector();
-  const tracker = new Tracker({ apiKey: "ct_test", baseUrl: service.url, ...seen, ...trackerOptions });
-  cleanup.push(() => service.close(), () => tracker.shutdown(100));
-  return { service, tracker, ...seen };
-}
+const { cleanup, setup } = serviceFixtures();
 
 describe("wire", () => {
   test("reservations made together share a group of at most 25 (their holds share a ledger shard)", async () => {

@@ -2,14 +2,14 @@
 // calls inside; tracker.run() generates the trace id and ends with the run marker event; steps
 // set parentId; nested and concurrent runs keep their own context.
 import assert from "node:assert/strict";
-import { after, afterEach, before, test } from "node:test";
+import { after, before, test } from "node:test";
 
 import OpenAI from "openai";
 
-import { EventValidationError, Tracker, currentAttributes, instrument, withAttributes, withReservation } from "costtrack";
+import { EventValidationError, currentAttributes, instrument, withAttributes, withReservation } from "costtrack";
 import { startProvider } from "./canned-provider.mjs";
-import { requestsOf, startCannedService } from "./canned-reservations.mjs";
-import { collector, sentEvents } from "./helpers.mjs";
+import { requestsOf, serviceFixtures } from "./canned-reservations.mjs";
+import { sentEvents } from "./helpers.mjs";
 
 const EVENT = { provider: "openai", model: "gpt-5", promptTokens: 10, completionTokens: 5 };
 const HEX32 = /^[0-9a-f]{32}$/;
@@ -20,16 +20,10 @@ before(async () => {
 });
 after(() => provider.close());
 
-const cleanup = [];
-afterEach(async () => {
-  while (cleanup.length) await cleanup.pop()();
-});
+const fixtures = serviceFixtures();
 
 async function setup(trackerOptions = {}) {
-  const service = await startCannedService();
-  const seen = collector();
-  const tracker = new Tracker({ apiKey: "ct_test", baseUrl: service.url, ...seen, ...trackerOptions });
-  cleanup.push(() => service.close(), () => tracker.shutdown(100));
+  const { service, tracker, ...seen } = await fixtures.setup({}, trackerOptions);
   const events = async () => {
     assert.equal(await tracker.flush(), true);
     return sentEvents(requestsOf(service.requests, "events")).map((e) => e.event);

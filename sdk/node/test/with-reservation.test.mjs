@@ -1,14 +1,14 @@
 // withReservation(): refused calls are not made, the first event tracked inside settles the hold
 // (track(), provider helpers, instrumented clients), and a block that ends without one releases it.
 import assert from "node:assert/strict";
-import { after, afterEach, before, test } from "node:test";
+import { after, before, test } from "node:test";
 
 import OpenAI from "openai";
 
-import { BudgetExceededError, Tracker, fromOpenAI, instrument, withReservation } from "costtrack";
+import { BudgetExceededError, fromOpenAI, instrument, withReservation } from "costtrack";
 import { CHAT, startProvider } from "./canned-provider.mjs";
-import { requestsOf, startCannedService } from "./canned-reservations.mjs";
-import { collector, sentEvents } from "./helpers.mjs";
+import { requestsOf, serviceFixtures } from "./canned-reservations.mjs";
+import { sentEvents } from "./helpers.mjs";
 
 const CALL = { provider: "openai", model: "gpt-4o-mini", customerId: "cus_1" };
 const RESERVE = { ...CALL, estimate: { amount: "0.01" } };
@@ -20,18 +20,7 @@ before(async () => {
 });
 after(() => provider.close());
 
-const cleanup = [];
-afterEach(async () => {
-  while (cleanup.length) await cleanup.pop()();
-});
-
-async function setup(serviceOptions = {}, trackerOptions = {}) {
-  const service = await startCannedService(serviceOptions);
-  const seen = collector();
-  const tracker = new Tracker({ apiKey: "ct_test", baseUrl: service.url, ...seen, ...trackerOptions });
-  cleanup.push(() => service.close(), () => tracker.shutdown(100));
-  return { service, tracker, ...seen };
-}
+const { setup } = serviceFixtures();
 
 const reservationIds = (service) => sentEvents(requestsOf(service.requests, "events")).map((e) => e.event.reservation_id);
 

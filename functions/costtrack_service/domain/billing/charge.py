@@ -3,7 +3,7 @@
 
 * markup: ``cost × (1 + markup_percent / 100)``;
 * unit prices: the call's tokens at those prices, split by the provider's counting convention
-  exactly as its cost is (``pricing/cost.py``: cached input, reasoning), plus ``per_call``;
+  exactly as its cost is (:func:`quote`: cached input, reasoning), plus ``per_call``;
 * then at least ``minimum_per_call``.
 """
 

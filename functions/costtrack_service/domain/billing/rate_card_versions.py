@@ -38,7 +38,7 @@ MAX_VERSIONS = 1000
 CARD_FIELDS = frozenset({"name", "currency", "markup_percent", "minimum_per_call", "rules", "effective_from"})
 RULE_FIELDS = frozenset({"provider", "model", "feature", "markup_percent", "unit_prices"})
 UNIT_PRICE_FIELDS = ("input_per_mtok", "output_per_mtok", "cached_input_per_mtok", "reasoning_per_mtok", "per_call")
-#: The unit prices by genai-prices price key (``domain/pricing/cost.py``), per million tokens.
+#: The unit prices by genai-prices price key (:class:`UnitRegistry`), per million tokens.
 PRICE_KEYS = {
     "input_per_mtok": "input_mtok",
     "output_per_mtok": "output_mtok",
@@ -87,7 +87,7 @@ class Rule:
     unit_prices: UnitPrices | None = None
 
     def matches(self, provider: str, model: str, feature: str) -> bool:
-        """``provider`` and ``model`` normalized (``ingest/source.py``), ``feature`` as stored."""
+        """``provider`` and ``model`` normalized (:class:`Source`), ``feature`` as stored."""
         if self.provider is not None and self.provider != provider:
             return False
         if self.feature is not None and self.feature != feature:

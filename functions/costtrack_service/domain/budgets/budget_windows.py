@@ -62,7 +62,7 @@ def episode_name(budget: Budget, threshold: int, instance: str | None) -> str:
 
 def spend(budget: Budget, span: Window, rows: Iterable[tuple[RollupKey, Counts]]) -> Decimal:
     """The budget's spend in ``span`` from rollup rows (any other rows are ignored; a template's
-    instances: ``budgets/instances.py``)."""
+    instances: :func:`instance_spends`)."""
     first, last = span.first_day.isoformat(), span.last_day.isoformat()
     total = Decimal(0)
     for key, counts in rows:
@@ -96,7 +96,7 @@ class Status:
 
 def statuses(store: RollupReader, workspace_id: str, budgets: list[Budget], now: datetime) -> list[Status]:
     """Each budget's spend now: one rollup read per dimension over the widest window needed
-    (a template's own spend is 0: its instances are in ``budgets/instances.py``)."""
+    (a template's own spend is 0: :func:`instance_spends` counts its instances)."""
     spans = {budget.budget_id: window(budget, now) for budget in budgets}
     rows = read_rows(store, workspace_id, budgets, spans)
     return [Status(budget, spans[budget.budget_id], spend(budget, spans[budget.budget_id], rows)) for budget in budgets]

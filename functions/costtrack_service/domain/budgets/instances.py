@@ -107,10 +107,10 @@ def holding(
 ) -> Holding:
     """``budget`` (or its ``instance``) now: from its ledger when enforced, else from ``spent``.
 
-    * An enforced budget counts like its reservations do (``reservations/ledger.py``): spent and held
+    * An enforced budget counts like its reservations do (:class:`Ledger`): spent and held
       from its ledger for the current month, read plainly (a display, not a decision), so that the
       owners see the numbers a reservation's answer shows; before its ledger is seeded (its first
-      reservation of the month, ``reservations/seed.py``), spent from the rollups.
+      reservation of the month, :func:`plan_seed`), spent from the rollups.
     * Any other budget holds nothing: spent is its spend in the window from the rollups (the alerts'
       number), held ``0``, remaining the amount less spent.
     * A template's instances are the values of its dimension with spend in the window (the rollups),
@@ -127,7 +127,7 @@ def holding(
     survey = store.read_ledger(budget.workspace_id, ledger)
     ledger_spent, held, _ = survey.totals(budget.amount, int(now.timestamp()))
     # A ledger not seeded yet (no reservation this month) has counted only the events since it
-    # was enforced: the rollups' spend is the window's (``reservations/seed.py``).
+    # was enforced: the rollups' spend is the window's (the ledger's seed).
     return Holding(budget.amount, ledger_spent if survey.seeded else spent, max(held, ZERO), instance)
 
 

@@ -53,7 +53,7 @@ class BudgetWatch:
         self, workspace_id: str, event: UsageEvent, visibility: Visibility, received: datetime
     ) -> tuple[Ledger, ...]:
         """The enforced budget instances an event spends in when it settles no reservation
-        (``reservations/debit.py``); hidden events count towards none, as for the alerts."""
+        (its :class:`Debit`); hidden events count towards none, as for the alerts."""
         if not visibility.dashboard_visible:
             return ()
         budgets = self._enforced.get(workspace_id)

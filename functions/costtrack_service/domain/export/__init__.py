@@ -1,2 +1,2 @@
-"""The daily export's rules: where a day goes and what each line holds (``layout.py``), and the
-same day in FOCUS 1.2 columns (``focus.py`` maps a charge, ``focus_rows.py`` writes the rows)."""
+"""The daily export's rules: where a day goes and what each line holds (the layout), and the
+same day in FOCUS 1.2 columns (one mapping of a charge, then one row per event)."""

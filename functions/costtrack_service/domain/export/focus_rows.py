@@ -61,7 +61,7 @@ def row(record: EventRecord) -> dict[str, str]:
     charge period is the event's UTC day. costtrack's attribution is in ``x_`` columns: feature,
     customer, environment, status, pricing status, and whether the dashboard shows it. Every
     accepted event is a row (hidden ones too, as the JSON export has them), but a run's end
-    marker, which is not a call (``runs/totals.py``).
+    marker, which is not a call (:func:`is_run_marker`).
 
     Attribution is the client's text: a cell a spreadsheet would run as a formula gets a leading
     ``'`` (OWASP's advice, as statements do); the JSON export has every value exactly.

@@ -19,7 +19,7 @@ from costtrack_service.domain.ingest.records import EventRecord
 #: Lines per object: a bounded piece of memory in the function, and objects of a few MB.
 LINES_PER_OBJECT = 50_000
 DEFAULT_PREFIX = "events/"
-#: Where the same objects go in FOCUS columns (``export/focus_rows.py``), ``part-pp-nnnn.csv.gz``.
+#: Where the same objects go in FOCUS columns (one CSV row per event), ``part-pp-nnnn.csv.gz``.
 FOCUS_PREFIX = "focus/"
 JSON_SUFFIX = ".json.gz"
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -116,7 +116,7 @@ def pieces(by_partition: Iterable[tuple[int, Iterable[EventRecord]]], size: int 
 
         {prefix}workspace_id={workspace_id}/day={YYYY-MM-DD}/part-{pp}-{nnnn}.json.gz
 
-    and, in FOCUS 1.2 columns (``export/focus_rows.py``), the same events in the same pieces as
+    and, in FOCUS 1.2 columns (one CSV row per event), the same events in the same pieces as
     ``focus/workspace_id=…/day=…/part-{pp}-{nnnn}.csv.gz``.
 
     ``pp`` is the events-table partition the events were read from and ``nnnn`` the count of

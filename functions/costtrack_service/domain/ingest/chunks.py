@@ -37,11 +37,11 @@ class Chunk:
     records: tuple[EventRecord, ...]
     payment: Payment
     rollup_shard: int
-    #: The reservations its events settle, written last in the transaction (``settle.py``).
+    #: The reservations its events settle, written last in the transaction (:class:`Settle`).
     settles: tuple[Settle, ...] = ()
-    #: What its events that settle nothing spend in enforced budgets (``reservations/debit.py``).
+    #: What its events that settle nothing spend in enforced budgets (:class:`Debit`).
     debits: tuple[Debit, ...] = ()
-    runs: RunChanges = field(default_factory=RunChanges)  # its runs' and sessions' totals (``runs/totals.py``)
+    runs: RunChanges = field(default_factory=RunChanges)  # its runs' and sessions' totals (:class:`RunChanges`)
 
     @cached_property
     def rollups(self) -> dict[RollupKey, Counts]:
@@ -81,7 +81,7 @@ def fitting(
     (summed per transaction: events that share a day and values share rows), their runs' items,
     the enforced budget ledgers they spend in (one item per ledger), the ledger shard items their
     settles write (one update per item however many of the transaction's holds it releases, up to
-    ``MAX_HOLDS_PER_ITEM``), their time pages (one per received minute, ``time_pages.py``) and,
+    ``MAX_HOLDS_PER_ITEM``), their time pages (one per received minute, :func:`page_items`) and,
     after the partitions grew, each event's checks of its other partitions."""
     rows: set[RollupKey] = set()
     runs: set[tuple[str, str]] = set()

@@ -1,7 +1,7 @@
 """Storing a request's new events, in request order, each paid from the plan's allowance or
 refused: as few transactions as DynamoDB allows (100 items each), each putting its events
 unless their idempotency keys are taken, spending (and leasing) allowance under conditions
-(``allowance.py``), and adding the rollup deltas.
+(:func:`plan_payment`), and adding the rollup deltas.
 
 When a transaction is cancelled the store says why, and this decides: a replay (the key was
 taken), a short shard or a changed plan (plan the payment again when what this function knows

@@ -18,7 +18,7 @@ from costtrack_service.domain.ingest.visibility import FREE_SOURCE_MISMATCH, Vis
 from costtrack_service.domain.pricing.cost import CURRENCY, format_decimal
 from costtrack_service.domain.pricing.pricer import Priced
 
-# Re-exported: ingestion and its tests name it here; it is a store error (``store_errors.py``).
+# Re-exported: ingestion and its tests name it here; it is a store error (``domain.store_errors``).
 from costtrack_service.domain.store_errors import StoreUnavailable as StoreUnavailable
 from costtrack_service.domain.workspaces.plans import Charge
 
@@ -195,7 +195,7 @@ def priced_fields(priced: Priced) -> dict[str, Any]:
 
 
 def run_marker_pricing() -> dict[str, Any]:
-    """A run's end marker (``tracker.run``; ``runs/totals.py``): a genuine zero, not an unknown
+    """A run's end marker (``tracker.run``; :func:`is_run_marker`): a genuine zero, not an unknown
     model, so never waiting for a price and never warned about."""
     return {
         "cost": Decimal(0),

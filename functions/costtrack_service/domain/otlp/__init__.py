@@ -1,2 +1,2 @@
-"""OpenTelemetry GenAI spans as usage events: a span's fields (``spans.py``) and its token counts
-(``tokens.py``)."""
+"""OpenTelemetry GenAI spans as usage events: a span's fields (:class:`SpanData`) and its token counts
+(:class:`SpanTokens`)."""

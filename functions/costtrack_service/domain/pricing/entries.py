@@ -209,7 +209,7 @@ class PricingEntry:
 
     Entries come from four places, highest precedence first (docs/concepts/pricing.md): an operator's
     entry, a correction of costtrack's own, then the synced or bundled genai-prices data. Workspace
-    overrides (``overrides.py``) win over all of them for their workspace.
+    overrides (:class:`Override`) win over all of them for their workspace.
     """
 
     entry_id: str

@@ -40,7 +40,7 @@ class Override:
     prices: Mapping[str, str] | None = None  # genai-prices price keys, from the given rates
     note: str | None = None
     #: Where the rates came from when costtrack made the override (a provider's bill:
-    #: ``domain/reconciliation/drift_override.py``); None for an owner's own.
+    #: a price-drift finding, docs/guides/reconciliation.md); None for an owner's own.
     source: Mapping[str, Any] | None = None
 
     def in_force_at(self, at: datetime) -> bool:

@@ -2,7 +2,7 @@
 (read by both SDKs' ``from_openai`` / ``fromOpenAI``) or an OTLP span's ``gen_ai.usage.cost`` /
 ``operation.cost``, kept in the event's ``metadata.reported_cost``. costtrack prices every event
 itself; this figure is only compared with that price, per day × provider × model, in the
-``reported`` rollup rows (``usage.py``) that the reconciliation lists by model.
+``reported`` rollup rows (:func:`rollup_rows`) that the reconciliation lists by model.
 
 The metadata is the client's, so the figure is read defensively: a decimal string or a JSON
 number, finite, not negative, below a billion dollars and with at most 20 decimal places (so

@@ -1,4 +1,4 @@
-"""The reconciliation in FOCUS 1.2 columns (``domain/export/focus.py`` maps the charge), so FinOps
+"""The reconciliation in FOCUS 1.2 columns (the export's one FOCUS mapping of a charge), so FinOps
 tools read costtrack beside the cloud bill: one row per day × provider × model compared.
 
 ``BilledCost``/``EffectiveCost``/``ContractedCost`` are what the provider billed, ``ListCost``

@@ -1,7 +1,7 @@
 """The ``reconciliation_gap`` webhook event: after an import, a day whose unexplained gap
 (untracked usage + price drift, in USD) passes the workspace's threshold is notified once per
 day and provider, through the budget alerts' deliveries (same signing, same retries:
-``domain/budgets/webhooks.py``, ``jobs.budget_evaluator.Alerts.dispatch``). No AWS import here."""
+docs/guides/budgets.md, ``jobs.budget_evaluator.Alerts.dispatch``). No AWS import here."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Reported vs priced cost, by model: what providers and exporters said a call cost
 (``metadata.reported_cost``: OpenRouter's ``usage.cost``, an OTLP span's ``gen_ai.usage.cost``)
 beside what costtrack priced the same events at, from the daily ``reported`` rollup rows
-(``domain/usage.py``) over the reconciliation's days. Only events that reported a cost are in
+(:func:`rollup_rows`) over the reconciliation's days. Only events that reported a cost are in
 these rows, so both sums cover the same events; figures are exact decimal strings."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ unconditional update per ledger per transaction, into one shard, which takes the
 shard's ``available`` (it may go below zero: a *debt*) and adds it to its ``spent``. The event is
 never refused for it: only reserved calls are held to the limit. A debt counts at once in every
 survey's totals (so a reservation that must survey sees the money gone) and is paid from the
-ledger's other money at the next gather or lease into that shard (``ledger.py``).
+ledger's other money at the next gather or lease into that shard (:class:`Gather`, :class:`Take`).
 """
 
 from __future__ import annotations

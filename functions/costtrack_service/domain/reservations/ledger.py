@@ -44,7 +44,7 @@ class Ledger:
     enough in total but no single shard (with a lease) can hold it, the service first gathers the
     shards' money into one (``Gather``), so nothing is refused while enough remains.
 
-    Events that settle no reservation spend in the shards too (``debit.py``), unconditionally, so a
+    Events that settle no reservation spend in the shards too (:class:`Debit`), unconditionally, so a
     shard's ``available`` may fall below zero (a *debt*). Money stays conserved (leased = Σ available
     + held + spent over the shards), surveys count it signed (a reservation is refused when spent +
     held, reserved or not, leaves too little), a gather moves debts to the shard that pays them, and
@@ -54,7 +54,7 @@ class Ledger:
 
     A ledger counts the month's spend from before it existed: its creating write (``Seed``, after
     a survey) leases and spends in one shard what the daily rollups show spent this month less what
-    its shards already spent, and no lease is taken from a ledger before that (``seed.py``).
+    its shards already spent, and no lease is taken from a ledger before that (:func:`plan_seed`).
 
     Expired holds are returned lazily, at survey time: a hold only matters to a reservation that
     cannot find money, and that reservation surveys before it refuses, so the survey is exactly when
@@ -94,7 +94,7 @@ class LedgerSurvey:
 
     leased: Decimal
     shards: Mapping[int, ShardState]
-    #: Whether the month's spend before the ledger was counted into it (``seed.py``); a ledger
+    #: Whether the month's spend before the ledger was counted into it (:func:`plan_seed`); a ledger
     #: lends nothing before it is.
     seeded: bool = False
 
@@ -169,7 +169,7 @@ class Known:
 
     def signed(self, shard: int) -> Decimal:
         """The shard's ``available`` as last seen, below zero when events without a
-        reservation spent more there than it held (``debit.py``)."""
+        reservation spent more there than it held (:class:`Debit`)."""
         return self.available.get(shard, ZERO)
 
 
@@ -218,7 +218,7 @@ def after_survey(
 ) -> Take | Gather | None:
     """What a surveyed ledger can do: a take, a gather first, or None (refused: not enough).
 
-    The snapshot's money is counted signed: a shard in debt (``debit.py``) takes what events
+    The snapshot's money is counted signed: a shard in debt (:class:`Debit`) takes what events
     without a reservation spent from the total, so a reservation is refused when spent + held
     (reserved or not) leaves less than ``hold``. Debts and expired holds are settled by a gather
     before any take: the target shard pays the debts, so after it no shard is below zero."""

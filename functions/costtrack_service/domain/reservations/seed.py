@@ -30,7 +30,7 @@ def plan_seed(ledger: Ledger, survey: LedgerSurvey, window_spent: Decimal, shard
 
     An enforced budget's ledger is created for a month when a reservation first needs it, which may
     be weeks into the month, or the owner may turn ``enforce`` on mid-month: the events before it
-    debited nothing (``debit.py``). So the ledger's creating write (:class:`~.ledger.Seed`) counts,
+    debited nothing (:class:`Debit`). So the ledger's creating write (:class:`~.ledger.Seed`) counts,
     as leased into one shard and spent there, the *seed*:
 
         seed = the window's spend from the daily rollups − Σ the shards' ``spent``

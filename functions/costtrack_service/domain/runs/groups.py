@@ -1,5 +1,5 @@
 """Sketch rows as read (their rollup shards added up), and merged per group: what
-``reports.py`` (unit costs) and ``statements.py`` (cost per run on a statement) share."""
+the run reports (unit costs) and the statements (cost per run on a statement) share."""
 
 from __future__ import annotations
 

@@ -1,3 +1,2 @@
-"""A workspace: its plan and the allowance decision (``plans.py``), its ingestion keys
-(``keys.py``), the allowance held in leases on shards (``allowance.py``) and where its writes
-land (``shards.py``)."""
+"""A workspace: its plan and the allowance decision, its ingestion keys, the allowance held in leases on shards
+(docs/concepts/allowance.md) and where its writes land (:class:`PartitionLayout`)."""

@@ -5,8 +5,8 @@ month (UTC) and, for paid plans, a balance of pay-per-event credits. Each accept
 uses an included event; when those are gone a paid plan uses a credit; when neither is left the
 event is refused with QUOTA_EXCEEDED.
 
-How an event is paid without a hot item is ``allowance.py``; what an owner sees of the plan and
-its use is :meth:`WorkspaceState.view`.
+How an event is paid without a hot item is :func:`plan_payment` (docs/concepts/allowance.md);
+what an owner sees of the plan and its use is :meth:`WorkspaceState.view`.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def billing_period(at: datetime) -> str:
 class WorkspaceState:
     """A workspace and its plan, as its (central) item holds them: ``included_leased`` counts the
     included events of ``usage_period`` handed to allowance shards, ``credits`` the credits not
-    handed out yet (see ``allowance.py``)."""
+    handed out yet (see :func:`plan_payment`)."""
 
     workspace_id: str
     name: str
@@ -62,7 +62,7 @@ class WorkspaceState:
     #: Where ``POST /v1/traces`` reads event fields from: field → span/resource attribute names
     #: tried before the defaults (``otlp.spans.AttributeMap``).
     attribute_map: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    #: Its event partitions over time and rollup shards, as an operator sized them (``shards.py``).
+    #: Its event partitions over time and rollup shards, as an operator sized them.
     partitions: PartitionLayout = field(default_factory=PartitionLayout)
 
     def included_leased_in(self, period: str) -> int:

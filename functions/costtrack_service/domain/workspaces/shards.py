@@ -78,7 +78,7 @@ class PartitionLayout:
 
     * events go to ``EVENT_PARTITIONS`` partition keys by a hash of their event key (a retry finds
       its original, the backfill index is spread the same way): 10,000 events/s at 2 write units
-      each is 625 units/s per partition; their time pages (``time_pages.py``) go one per
+      each is 625 units/s per partition; their time pages (:func:`page_items`) go one per
       transaction to the transaction's rollup shard's page partition;
     * allowance shards and rollup rows are written in ``SHARDS`` copies; each write picks one, in
       turn, so a shard item sees one write in ``SHARDS``. Readers add the copies up.

@@ -1,7 +1,7 @@
 """The ingestion function's routes as the OpenAPI document describes them: ``POST /v1/events``
 (one event or a batch), ``POST /v1/traces`` (OTLP/HTTP) and ``GET /v1/openapi.json``.
 
-Build time only (``make openapi``, through ``edge/api_document.py``): the ingestion function
+Build time only (``make openapi``, through :func:`openapi_document`): the ingestion function
 reads requests itself and serves the generated file, so its cold start never imports pydantic or
 this. The event's types are derived from the one field definition (``costtrack.validation``)
 and the domain's limits, never copied.

@@ -5,7 +5,7 @@ line per request and count each event. Keys and metadata are never logged.
 
 Cold start: only what ``POST /v1/events`` needs is imported with this module. The OTLP decoder
 loads on the first ``POST /v1/traces``; the OpenAPI document is a file generated at build time
-(``make openapi``), read on the first ``GET /v1/openapi.json`` (``tests/unit/test_cold_imports.py``).
+(``make openapi``), read on the first ``GET /v1/openapi.json`` (docs/performance.md#the-service).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ logger = Logger(service="costtrack-ingest")
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 Route = Callable[[HttpRequest], Answer]
 
-#: The OpenAPI document ``make openapi`` generates from ``edge/api_document.py``, in this package.
+#: The OpenAPI document ``make openapi`` generates (:func:`openapi_document`), in this package.
 OPENAPI_FILE = "openapi.json"
 
 

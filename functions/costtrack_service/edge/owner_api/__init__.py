@@ -1,1 +1,1 @@
-"""The owners' API and dashboard on Powertools' resolver (``handlers/api.py``)."""
+"""The owners' API and dashboard on Powertools' resolver (``handlers.api``)."""

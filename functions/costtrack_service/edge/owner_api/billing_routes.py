@@ -1,6 +1,6 @@
 """The owners' reconciliation routes (docs/guides/reconciliation.md):
 ``/v1/workspace/billing-connections`` and ``/v1/workspace/reconciliation``, on the owners'
-resolver (``edge/owner_api/app.py``), declared like its other routes (``edge/owner_api/route_declarations.py``)."""
+resolver (:func:`build_app`), declared like its other routes (:class:`OwnerRoutes`)."""
 
 from __future__ import annotations
 

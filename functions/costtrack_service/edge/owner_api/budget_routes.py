@@ -1,6 +1,6 @@
 """The owners' budgets and alerts routes (docs/guides/budgets.md): ``/v1/workspace/budgets``,
 ``/v1/workspace/webhooks``, ``/v1/workspace/webhook-deliveries``, on the owners' resolver
-(``edge/owner_api/app.py``), declared like its other routes (``edge/owner_api/route_declarations.py``)."""
+(:func:`build_app`), declared like its other routes (:class:`OwnerRoutes`)."""
 
 from __future__ import annotations
 

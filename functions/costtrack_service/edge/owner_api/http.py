@@ -1,5 +1,5 @@
 """The owners' API on Powertools' resolver: JSON responses, the error body, and domain and store
-failures turned into HTTP, all by the helpers of ``edge/http_event.py`` that the ingestion
+failures turned into HTTP, all by the helpers of ``edge.http_event`` that the ingestion
 function uses without the resolver."""
 
 from __future__ import annotations

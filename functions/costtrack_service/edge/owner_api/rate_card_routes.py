@@ -1,6 +1,6 @@
 """The owners' rate-card routes (docs/guides/billing.md#rate-cards): ``/v1/workspace/rate-cards``,
-on the owners' resolver (``edge/owner_api/app.py``), declared like its other routes
-(``edge/owner_api/route_declarations.py``)."""
+on the owners' resolver (:func:`build_app`), declared like its other routes
+(:class:`OwnerRoutes`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """How an owners' route is declared, said once for every route of the owners' API
-(``edge/owner_api/app.py``, ``edge/owner_api/budget_routes.py``).
+(:func:`build_app`, the budget routes).
 
 A route is a function of its typed query, path and body parameters (Powertools validates them)
 that returns its answer's JSON body. :class:`OwnerRoutes` registers it on the resolver with what

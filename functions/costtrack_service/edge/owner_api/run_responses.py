@@ -1,5 +1,5 @@
 """What the owners' run routes answer (CONTRACT §11), as types for the OpenAPI document, like
-``responses.py`` for the other routes."""
+``edge.owner_api.responses`` for the other routes."""
 
 from __future__ import annotations
 

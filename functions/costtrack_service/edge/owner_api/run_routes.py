@@ -1,7 +1,7 @@
 """The owners' run routes (docs/guides/runs.md): ``/v1/workspace/runs``,
 ``/v1/workspace/runs/{trace_id}``, ``/v1/workspace/sessions/{session_id}`` and
-``/v1/workspace/unit-costs``, on the owners' resolver (``edge/owner_api/app.py``), declared like its
-other routes (``edge/owner_api/route_declarations.py``)."""
+``/v1/workspace/unit-costs``, on the owners' resolver (:func:`build_app`), declared like its
+other routes (:class:`OwnerRoutes`)."""
 
 from __future__ import annotations
 

@@ -1,3 +1,3 @@
 """Importing the providers' bills, one connection at a time: its admin key, the days due, the
-provider's pages (``pages.py``) read by its importer (``openai.py``, ``anthropic.py``,
-``bedrock.py``), the catalogue view reconciliation needs, and the gap alerts after an import."""
+provider's pages read by its importer (OpenAI's, Anthropic's,
+Bedrock's), the catalogue view reconciliation needs, and the gap alerts after an import."""
