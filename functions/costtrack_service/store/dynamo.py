@@ -18,10 +18,13 @@ imports none of the others.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from costtrack_service.store.anomaly_settings import RunAnomalyTable
 from costtrack_service.store.billing import BillingTable
 from costtrack_service.store.budget_table import BudgetTable
 from costtrack_service.store.client import dynamodb_client, translate_errors, unavailable_error
+from costtrack_service.store.invoice_table import InvoiceTable
 from costtrack_service.store.operator import OperatorStore
 from costtrack_service.store.owner import OwnerStore
 from costtrack_service.store.page_backfill import PageBackfill
@@ -30,6 +33,11 @@ from costtrack_service.store.rate_card_table import RateCardTable
 from costtrack_service.store.reservation_holds import ReservationTable
 from costtrack_service.store.run_reads import RunReads
 from costtrack_service.store.write_records import WriteRecordTable
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
+    from costtrack_service.store.tables import TableNames
 
 __all__ = ["DynamoStore", "dynamodb_client", "translate_errors", "unavailable_error"]
 
@@ -48,3 +56,7 @@ class DynamoStore(
     WriteRecordTable,
 ):
     """costtrack's tables, every part (``TableAccess`` makes it: a client and the table names)."""
+
+    def __init__(self, client: DynamoDBClient, tables: TableNames) -> None:
+        super().__init__(client, tables)
+        self.invoices = InvoiceTable(client, tables)

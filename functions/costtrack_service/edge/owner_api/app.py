@@ -41,6 +41,7 @@ from costtrack_service.edge.owner_api.http import (
     json_response,
     request_headers,
 )
+from costtrack_service.edge.owner_api.invoice_routes import add_invoice_routes
 from costtrack_service.edge.owner_api.query_params import EVENT_FILTERS, text_filters
 from costtrack_service.edge.owner_api.rate_card_routes import add_rate_card_routes
 from costtrack_service.edge.owner_api.request_errors import read_json_body, refuse_media_type
@@ -49,6 +50,7 @@ from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRou
 from costtrack_service.edge.owner_api.run_routes import add_run_routes
 from costtrack_service.services.budgets import BudgetService
 from costtrack_service.services.customers import CustomerService
+from costtrack_service.services.invoices import InvoiceService
 from costtrack_service.services.margins import MarginService
 from costtrack_service.services.price_overrides import OverrideService
 from costtrack_service.services.rate_cards import RateCardService
@@ -315,6 +317,7 @@ def build_app(
     add_rate_card_routes(owners, RateCardService(service.store, service.clock))  # type: ignore[arg-type]
     add_customer_routes(owners, CustomerService(service.store))  # type: ignore[arg-type]
     add_margin_routes(owners, MarginService(service.store, service.clock))
+    add_invoice_routes(owners, InvoiceService(service.store, service.clock))  # type: ignore[arg-type]
     add_run_routes(
         owners,
         RunService(service.store, service.clock),  # type: ignore[arg-type]
