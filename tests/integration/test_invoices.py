@@ -11,6 +11,7 @@ import io
 import random
 from collections import defaultdict
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
@@ -23,10 +24,14 @@ from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.batch import submission_of
 from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.ingest.source import normalize_name, normalize_provider
+from costtrack_service.domain.store_errors import StoreUnavailable
 from costtrack_service.services.customers import CustomerService
 from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.invoices import InvoiceService
 from costtrack_service.services.rate_cards import RateCardService
+from costtrack_service.store.dynamo import DynamoStore
+from costtrack_tools.local.aws_front import AwsFront, AwsRules
+from tests.support.aws_front import THREADS, client
 from tests.support.http_workspace import Workspace
 
 pytestmark = pytest.mark.integration
@@ -254,3 +259,35 @@ def test_invoices_over_http(api: httpx.Client, local_stack: Any, workspace_facto
         assert bad.status_code == 400, (params, bad.text)
         assert field in bad.text
     assert owner.get(path, format="pdf").status_code == 400
+
+
+def test_racing_finalizers_never_skip_nor_reuse_a_number(local_stack: Any, workspace_factory: Any) -> None:
+    """Threads finalize eight customers' invoices, each invoice by three of them at once, through
+    the AWS-rules front (overlapping transactions conflict there as on AWS): the numbers are 1 to
+    8, one per invoice, whoever won."""
+    billing = Billing(local_stack, workspace_factory, anchor_day=1)
+    rng = random.Random(12)
+    ended = period_of(billing.now.date(), 1).previous()
+    customers = [f"c{n:02d}" for n in range(8)]
+    billing.send(moment(ended, rng, billing.now), [random_event(rng, customer) for customer in customers * 2])
+    with AwsFront(local_stack.dynamo.endpoint, AwsRules(transaction_latency_s=0.02)) as front:
+        store = DynamoStore(client(front.url), local_stack.store.tables)
+        service = InvoiceService(store, clock=lambda: billing.now)
+
+        def finalize(customer: str) -> tuple[str, int]:
+            for _ in range(20):
+                try:
+                    return customer, service.finalize(billing.workspace_id, billing.id_of(ended, customer))["number"]
+                except StoreUnavailable:  # a 503: the caller retries
+                    continue
+            raise AssertionError("still busy")
+
+        with ThreadPoolExecutor(THREADS) as pool:
+            results = list(pool.map(finalize, customers * 3))
+        raced = front.stats()
+    numbers: dict[str, set[int]] = defaultdict(set)
+    for customer, number in results:
+        numbers[customer].add(number)
+    assert all(len(found) == 1 for found in numbers.values()), numbers
+    assert sorted(found.pop() for found in numbers.values()) == list(range(1, 9))
+    assert raced["transactions"] > raced["transactions_committed"], "the finalizers raced"
