@@ -48,6 +48,7 @@ def test_every_python_function_is_built(built: dict[str, Any]) -> None:
         "BudgetAlertsFunction",
         "ExportFunction",
         "BillImportFunction",
+        "InvoiceFinalizerFunction",
     } <= set(functions)
     for name, properties in functions.items():
         module = properties["Handler"].rpartition(".")[0]
@@ -64,6 +65,7 @@ def test_every_python_function_is_built(built: dict[str, Any]) -> None:
         "BudgetAlertsFunction",
         "ExportFunction",
         "BillImportFunction",
+        "InvoiceFinalizerFunction",
     ],
 )
 def test_a_built_function_holds_only_runtime_code(built: dict[str, Any], function: str) -> None:
@@ -88,6 +90,7 @@ def test_a_built_function_holds_only_runtime_code(built: dict[str, Any], functio
         "BudgetAlertsFunction",
         "ExportFunction",
         "BillImportFunction",
+        "InvoiceFinalizerFunction",
     ],
 )
 def test_a_built_function_ships_its_bytecode(built: dict[str, Any], function: str) -> None:

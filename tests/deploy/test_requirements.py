@@ -23,6 +23,7 @@ FUNCTIONS = [
     "BudgetAlertsFunction",
     "ExportFunction",
     "BillImportFunction",
+    "InvoiceFinalizerFunction",
 ]
 PIN = re.compile(r"^([A-Za-z0-9_.-]+)==([^ ;\\]+)", re.MULTILINE)
 

@@ -25,6 +25,7 @@ from costtrack_service.domain.ingest.batch import submission_of
 from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.ingest.source import normalize_name, normalize_provider
 from costtrack_service.domain.store_errors import StoreUnavailable
+from costtrack_service.jobs.invoice_finalizer import InvoiceFinalizer
 from costtrack_service.services.customers import CustomerService
 from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.invoices import InvoiceService
@@ -202,15 +203,14 @@ def test_the_scheduled_finalizer_finalizes_ended_periods_after_their_grace(
     ended = current.previous()
     billing.send(moment(ended, rng, billing.now), [random_event(rng, "acme") for _ in range(10)])
     billing.send(moment(current, rng, billing.now), [random_event(rng, "acme") for _ in range(10)])
-    at_end = InvoiceService(billing.store, clock=lambda: ended.final_at(2) - timedelta(seconds=1))
-    at_end.finalize_due()  # other workspaces' invoices may be due; this one's is not yet
+    InvoiceFinalizer(billing.store, clock=lambda: ended.final_at(2) - timedelta(seconds=1)).run([billing.workspace_id])
     assert billing.store.invoices.finalized(billing.workspace_id, "acme", ended.start) is None
-    after = InvoiceService(billing.store, clock=lambda: ended.final_at(2))
-    after.finalize_due()
+    after = InvoiceFinalizer(billing.store, clock=lambda: ended.final_at(2))
+    assert after.run([billing.workspace_id]) == {"workspaces": 1, "customers": 1, "finalized": 1}
     final = billing.store.invoices.finalized(billing.workspace_id, "acme", ended.start)
     assert final is not None and final.document["status"] == "finalized"
     assert billing.store.invoices.finalized(billing.workspace_id, "acme", current.start) is None
-    after.finalize_due()  # again: nothing changes
+    assert after.run([billing.workspace_id])["finalized"] == 0  # again: nothing changes
     again = billing.store.invoices.finalized(billing.workspace_id, "acme", ended.start)
     assert again is not None and again.text == final.text
 

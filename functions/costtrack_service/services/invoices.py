@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
 from costtrack_service.domain.billing.customer_billing import BillingSettings, Customer, check_customer_id
@@ -44,14 +44,12 @@ from costtrack_service.domain.billing.rate_card_versions import DEFAULT_CURRENCY
 from costtrack_service.domain.cursors import checked_limit, decode_cursor, encode_cursor, keyed_page, scope_of
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.pricing.entries import format_timestamp
-from costtrack_service.domain.usage import CUSTOMER, Counts, RollupKey
+from costtrack_service.domain.usage import Counts, RollupKey
 
 MAX_INVOICES = 100
 #: How many finalized invoices before a draft it corrects (a year of monthly periods): an event
 #: older than that, imported late, stays in its period's rollups and reports but on no invoice.
 MAX_CORRECTED_PERIODS = 12
-#: How far back the finalizer looks for customers with charges: two periods and their grace.
-FINALIZER_LOOKBACK_DAYS = 70
 _POSITION = {"before": re.compile(r"[0-9]{1,7}")}
 
 
@@ -167,30 +165,23 @@ class InvoiceService:
             raise ApiError("CONFLICT", message, details=[{"field": "period", "message": message}])
         return self._finalize(workspace_id, customer_id, period, terms, now).document
 
-    def finalize_due(self) -> dict[str, int]:
-        """The scheduled run: every customer's invoice whose period ended ``grace_hours`` ago
-        and that has lines, in every workspace that bills (the last two periods, so a missed run
-        is caught up)."""
-        now = self.clock()
-        counts = {"workspaces": 0, "customers": 0, "finalized": 0}
-        for workspace_id in self.store.invoices.billing_workspaces():
-            counts["workspaces"] += 1
-            for customer_id in self._charged_customers(workspace_id, now.date()):
-                counts["customers"] += 1
-                terms = self.terms(workspace_id, customer_id)
-                latest = period_of(now.date(), terms.anchor_day).previous()
-                for period in (latest.previous(), latest):
-                    if now < period.final_at(terms.grace_hours):
-                        continue
-                    if self.store.invoices.finalized(workspace_id, customer_id, period.start) is not None:
-                        continue
-                    _, sums = self._draft(
-                        workspace_id, customer_id, period, terms, self._finalized(workspace_id, customer_id)
-                    )
-                    if sums.usage or sums.corrections:
-                        self._finalize(workspace_id, customer_id, period, terms, now)
-                        counts["finalized"] += 1
-        return counts
+    def finalize_if_due(self, workspace_id: str, customer_id: str, now: datetime) -> int:
+        """The scheduled finalizer's step for one customer: each of its last two ended periods
+        (so a missed run is caught up) whose ``grace_hours`` have passed, not final yet, and with
+        lines to bill is finalized. Returns how many were."""
+        terms = self.terms(workspace_id, customer_id)
+        latest = period_of(now.date(), terms.anchor_day).previous()
+        finalized = 0
+        for period in (latest.previous(), latest):
+            if now < period.final_at(terms.grace_hours):
+                continue
+            if self.store.invoices.finalized(workspace_id, customer_id, period.start) is not None:
+                continue
+            _, sums = self._draft(workspace_id, customer_id, period, terms, self._finalized(workspace_id, customer_id))
+            if sums.usage or sums.corrections:
+                self._finalize(workspace_id, customer_id, period, terms, now)
+                finalized += 1
+        return finalized
 
     def _finalize(
         self, workspace_id: str, customer_id: str, period: Period, terms: Terms, now: datetime
@@ -202,11 +193,6 @@ class InvoiceService:
             return FinalInvoice(customer_id, period.start, number, invoice_text(document), sums)
 
         return self.store.invoices.finalize(workspace_id, customer_id, period.start, make)
-
-    def _charged_customers(self, workspace_id: str, today: date) -> list[str]:
-        first = (today - timedelta(days=FINALIZER_LOOKBACK_DAYS)).isoformat()
-        rows = self.store.query_rollups(workspace_id, (CUSTOMER,), first, today.isoformat())
-        return sorted({key.value for key, counts in rows if counts.charge})
 
     # -- drafts ---------------------------------------------------------------------------
 
