@@ -24,11 +24,13 @@ from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.batch import submission_of
 from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.ingest.source import normalize_name, normalize_provider
+from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.store_errors import StoreUnavailable
 from costtrack_service.jobs.invoice_finalizer import InvoiceFinalizer
 from costtrack_service.services.customers import CustomerService
 from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.invoices import InvoiceService
+from costtrack_service.services.margins import MarginService
 from costtrack_service.services.rate_cards import RateCardService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.local.aws_front import AwsFront, AwsRules
@@ -291,3 +293,34 @@ def test_racing_finalizers_never_skip_nor_reuse_a_number(local_stack: Any, works
     assert all(len(found) == 1 for found in numbers.values()), numbers
     assert sorted(found.pop() for found in numbers.values()) == list(range(1, 9))
     assert raced["transactions"] > raced["transactions_committed"], "the finalizers raced"
+
+
+def test_margins_against_the_provider_bill_on_the_days_one_was_imported(
+    local_stack: Any, workspace_factory: Any
+) -> None:
+    billing = Billing(local_stack, workspace_factory)
+    rng = random.Random(5)
+    day = billing.now.date() - timedelta(days=2)
+    at = datetime(day.year, day.month, day.day, 12, tzinfo=UTC)
+    openai = [random_event(rng, "acme") | {"provider": "openai", "model": "gpt-4o-mini"} for _ in range(20)]
+    records = billing.send(at, openai)
+    billing.send(at, [random_event(rng, "acme") | {"provider": "anthropic", "model": "claude-sonnet-4-5"}])
+    margins = MarginService(billing.store, clock=lambda: billing.now)
+    first = (day - timedelta(days=1)).isoformat()
+    before = margins.margins(billing.workspace_id, "model", first, day.isoformat())
+    assert "billed_cost" not in before["totals"], "no bill imported: no billed figures"
+
+    bill = BilledLine(day.isoformat(), "openai", "gpt-4o-mini-2024-07-18", {"input": 1}, {"input": Decimal("1.234")})
+    billing.store.put_billed_days(billing.workspace_id, "openai", (day, day), [bill], imported_at="t", raw_object="k")
+    charge = sum((record.charge_amount or Decimal(0) for record in records), Decimal(0))
+    for by in ("model", "customer"):
+        answer = margins.margins(billing.workspace_id, by, first, day.isoformat())
+        assert answer["totals"]["billed_cost"] == "1.234", by
+        assert Decimal(answer["totals"]["billed_margin"]) == charge - Decimal("1.234"), "anthropic: no bill, left out"
+    groups = {
+        group["key"]: group
+        for group in margins.margins(billing.workspace_id, "model", first, day.isoformat())["groups"]
+    }
+    assert groups["openai/gpt-4o-mini"]["billed_cost"] == "1.234"
+    assert Decimal(groups["openai/gpt-4o-mini"]["billed_margin"]) == charge - Decimal("1.234")
+    assert "billed_cost" not in groups["anthropic/claude-sonnet-4-5"]

@@ -316,7 +316,7 @@ def build_app(
     add_billing_routes(owners, ReconciliationService(service.store))  # type: ignore[arg-type]
     add_rate_card_routes(owners, RateCardService(service.store, service.clock))  # type: ignore[arg-type]
     add_customer_routes(owners, CustomerService(service.store))  # type: ignore[arg-type]
-    add_margin_routes(owners, MarginService(service.store, service.clock))
+    add_margin_routes(owners, MarginService(service.store, service.clock))  # type: ignore[arg-type]
     add_invoice_routes(owners, InvoiceService(service.store, service.clock))  # type: ignore[arg-type]
     add_run_routes(
         owners,
