@@ -80,7 +80,7 @@ SERVICES = {
     "BudgetAlertsFunction": "costtrack_service.handlers.budget_alerts",
     "ExportFunction": "costtrack_service.handlers.export",
     "BillImportFunction": "costtrack_service.handlers.bill_import",
-    "InvoiceFinalizerFunction": "costtrack_service.handlers.invoice_finalizer",
+    "InvoiceFinalizerFunction": "costtrack_service.handlers.finalize_invoices",
 }
 
 

@@ -20,16 +20,7 @@ from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
 from costtrack_service.domain.billing.customer_billing import BillingSettings, Customer, check_customer_id
-from costtrack_service.domain.billing.invoice_periods import (
-    Period,
-    invoice_id,
-    parse_invoice_id,
-    period_of,
-    period_starting,
-    unknown_invoice,
-)
-from costtrack_service.domain.billing.invoice_rows import invoice_dimension
-from costtrack_service.domain.billing.invoices import (
+from costtrack_service.domain.billing.invoice_lines import (
     FinalInvoice,
     InvoiceSums,
     Lines,
@@ -40,6 +31,15 @@ from costtrack_service.domain.billing.invoices import (
     invoice_totals,
     lines_from_rows,
 )
+from costtrack_service.domain.billing.invoice_periods import (
+    Period,
+    invoice_id,
+    parse_invoice_id,
+    period_of,
+    period_starting,
+    unknown_invoice,
+)
+from costtrack_service.domain.billing.invoice_rows import invoice_dimension
 from costtrack_service.domain.billing.rate_card_versions import DEFAULT_CURRENCY, RateCardVersion
 from costtrack_service.domain.cursors import checked_limit, decode_cursor, encode_cursor, keyed_page, scope_of
 from costtrack_service.domain.errors import ApiError
