@@ -177,6 +177,7 @@ def api_calls() -> dict[str, set[str]]:
         exercise_budget_routes(service.store, workspace.workspace_id)  # type: ignore[arg-type]
         exercise_billing_routes(service.store, workspace.workspace_id)
         exercise_rate_card_routes(service.store, workspace.workspace_id)
+        exercise_invoice_routes(service.store, workspace.workspace_id)
         exercise_run_routes(service.store, workspace.workspace_id)
     return recorder.calls
 
@@ -228,6 +229,19 @@ def exercise_rate_card_routes(store: DynamoStore, workspace_id: str) -> None:
     from costtrack_service.services.margins import MarginService
 
     MarginService(store).margins(workspace_id, "feature")
+
+
+def exercise_invoice_routes(store: DynamoStore, workspace_id: str) -> None:
+    """Every invoice operation of the owners' API, once: the customer "c"'s list, its open
+    draft, and the previous period finalized (the counter and the invoice in one transaction)."""
+    from costtrack_service.domain.billing.invoice_periods import invoice_id, period_of
+    from costtrack_service.services.invoices import InvoiceService
+
+    invoices = InvoiceService(store)  # type: ignore[arg-type]
+    invoices.invoices_of(workspace_id, "c")
+    current = period_of(datetime.now(UTC).date(), 1)
+    invoices.get(workspace_id, invoice_id(workspace_id, "c", current.start))
+    invoices.finalize(workspace_id, invoice_id(workspace_id, "c", current.previous().start))
 
 
 def exercise_budget_routes(store: DynamoStore, workspace_id: str) -> None:
@@ -417,6 +431,37 @@ def test_bill_import_policy_grants_exactly_what_the_code_uses(
     built: dict[str, Any], bill_import_calls: dict[str, set[str]]
 ) -> None:
     assert dict(granted(built["Resources"]["BillImportFunction"])) == dict(bill_import_calls)
+
+
+@pytest.fixture(scope="module")
+def invoice_finalizer_calls() -> dict[str, set[str]]:
+    """What the invoice finalizer really does: a workspace whose customer "c" was charged this
+    period, finalized by the hourly round (every workspace that bills) a period later."""
+    from costtrack_service.domain.billing.invoice_periods import period_of
+    from costtrack_service.jobs.invoice_finalizer import InvoiceFinalizer
+    from costtrack_service.services.customers import CustomerService
+    from costtrack_service.services.rate_cards import RateCardService
+
+    names = TableNames.with_prefix("iam-invoices-")
+    recorder = CallRecorder(names)
+    with mock_aws():
+        admin, workspace, secret = paid_workspace(names, included_events=10)
+        RateCardService(admin).put(workspace.workspace_id, "std", {"name": "S", "markup_percent": "20"})
+        CustomerService(admin).put(workspace.workspace_id, "c", {"rate_card_id": "std"})
+        body = json.dumps({"provider": "openai", "model": "gpt-4o", "customer_id": "c", "prompt_tokens": 10}).encode()
+        ingest(IngestService(admin), IngestRequest({"authorization": f"Bearer {secret}"}, body))
+        final_at = period_of(datetime.now(UTC).date(), 1).final_at(1)
+        store = DynamoStore(recorder.attach(boto3.client("dynamodb", region_name="us-east-1")), names)
+        assert InvoiceFinalizer(store, clock=lambda: final_at).run()["finalized"] == 1
+    return recorder.calls
+
+
+def test_invoice_finalizer_policy_grants_exactly_what_the_code_uses(
+    built: dict[str, Any], invoice_finalizer_calls: dict[str, set[str]]
+) -> None:
+    function = built["Resources"]["InvoiceFinalizerFunction"]
+    assert dict(granted(function)) == dict(invoice_finalizer_calls)
+    assert function["Properties"]["Events"]["Hourly"]["Type"] == "ScheduleV2"
 
 
 def test_no_function_has_managed_or_wildcard_policies(built: dict[str, Any]) -> None:

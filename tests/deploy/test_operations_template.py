@@ -80,6 +80,7 @@ SERVICES = {
     "BudgetAlertsFunction": "costtrack_service.handlers.budget_alerts",
     "ExportFunction": "costtrack_service.handlers.export",
     "BillImportFunction": "costtrack_service.handlers.bill_import",
+    "InvoiceFinalizerFunction": "costtrack_service.handlers.finalize_invoices",
 }
 
 
@@ -90,6 +91,7 @@ SERVICES = {
         ("BudgetAlertsFunction", "DeliveriesFailed"),
         ("ExportFunction", "ExportCompleted"),
         ("BillImportFunction", "BillImportsFailed"),
+        ("InvoiceFinalizerFunction", "InvoicesFailed"),
     ],
 )
 def test_what_needs_a_person_is_alarmed_on_the_metric_the_handler_emits(

@@ -26,6 +26,7 @@ ROUTES = {
     "/v1/workspace/usage": ["from", "to", "group_by"],
     "/v1/workspace/unknown-models": ["from", "to"],
     "/v1/workspace/events": ["limit", "cursor", "feature", "model", "provider", "environment", "status", "customer_id"],
+    "/v1/workspace/customers/acme/invoices": ["limit", "cursor"],
 }
 
 
@@ -62,6 +63,25 @@ def test_key_ids_are_answered_or_named(local_stack: Any, token: str, key_id: str
     assert response.status_code in (400, 404), (path, response.status_code, response.text[:300])
     if response.status_code == 400:
         assert response.json()["error"]["details"][0]["field"] == "key_id"
+
+
+@SETTINGS
+@given(
+    invoice_id=st.one_of(
+        edgy_text,
+        st.from_regex(r"in_[0-9]{8}_[0-9a-f]{12}_[A-Za-z0-9_-]{0,40}", fullmatch=True),
+    ),
+    action=st.sampled_from(["", "?format=csv", "?format=html", "/finalize"]),
+)
+def test_invoice_ids_are_answered_or_named(local_stack: Any, token: str, invoice_id: str, action: str) -> None:
+    """Any invoice id, read or finalized: 404 (no such invoice here) or a 400 naming it, never a 5xx."""
+    path = f"/v1/workspace/invoices/{quote(invoice_id.encode('utf-8', 'surrogatepass'), safe='')}{action}"
+    with httpx.Client(base_url=local_stack.state["api_url"], timeout=60) as client:
+        send = client.post if action == "/finalize" else client.get
+        response = send(path, headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code in (400, 404, 405), (path, response.status_code, response.text[:300])
+    if response.status_code == 400:
+        assert response.json()["error"]["details"][0]["field"] == "invoice_id", (path, response.text[:300])
 
 
 #: JSON values of every kind, for the billing bodies' fields (money as numbers, nested junk).

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal, localcontext
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -25,6 +25,7 @@ from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.margins import MarginService
 from costtrack_service.services.rate_cards import RateCardService
 from costtrack_service.services.workspace import EventListQuery, UsageQuery, WorkspaceService
+from tests.support.rate_card_recompute import FLAGS, charge_by_card, version_in_force
 
 pytestmark = pytest.mark.integration
 
@@ -101,8 +102,6 @@ MODELS = [
     ("google", "gemini-2.5-pro"),
     ("google", "gemini-2.5-flash"),
 ]
-#: CONTRACT §6's flags, written out here: (prompt_includes_cached, completion_includes_reasoning).
-FLAGS = {"openai": (True, True), "anthropic": (False, True), "google": (True, False)}
 
 
 def random_event(rng: random.Random) -> dict[str, Any]:
@@ -124,18 +123,6 @@ def random_event(rng: random.Random) -> dict[str, Any]:
     return event
 
 
-def matches(rule: Mapping[str, Any], provider: str, model: str, feature: str) -> bool:
-    wanted_provider = {"gemini": "google"}.get(rule.get("provider", ""), rule.get("provider"))
-    if wanted_provider is not None and wanted_provider != provider:
-        return False
-    if "feature" in rule and rule["feature"] != feature:
-        return False
-    pattern = rule.get("model")
-    if pattern is None:
-        return True
-    return model.startswith(pattern[:-1]) if pattern.endswith("*") else model == pattern
-
-
 def expected_charge(
     event: Mapping[str, Any], cost: Decimal, at: datetime, start: datetime
 ) -> tuple[Decimal, str] | None:
@@ -144,34 +131,8 @@ def expected_charge(
         return None
     card = CUSTOMER_CARDS[customer] or "alpha"
     versions = [(start + timedelta(hours=hours), n + 1, body) for n, (hours, body) in enumerate(CARDS[card])]
-    started = [version for version in versions if version[0] <= at]
-    _, number, body = started[-1] if started else versions[0]
-    provider, model, feature = event["provider"], event["model"], event["feature"]
-    rule = next((rule for rule in body.get("rules", []) if matches(rule, provider, model, feature)), None)
-    with localcontext() as exact:
-        exact.prec = 80
-        if rule is not None and "unit_prices" in rule:
-            prices = {name: Decimal(value) for name, value in rule["unit_prices"].items()}
-            includes_cached, includes_reasoning = FLAGS[provider]
-            prompt, cached = event["prompt_tokens"], event["cached_input_tokens"]
-            completion, reasoning = event["completion_tokens"], event["reasoning_tokens"]
-            every_input = prompt if includes_cached else prompt + cached
-            every_output = completion if includes_reasoning else completion + reasoning
-            if "cached_input_per_mtok" in prices:
-                every_input -= cached
-            if "reasoning_per_mtok" in prices:
-                every_output -= reasoning
-            amount = (
-                every_input * prices["input_per_mtok"]
-                + cached * prices.get("cached_input_per_mtok", 0)
-                + every_output * prices["output_per_mtok"]
-                + reasoning * prices.get("reasoning_per_mtok", 0)
-            ) / 1_000_000 + prices.get("per_call", 0)
-        else:
-            markup = Decimal(rule["markup_percent"] if rule is not None else body["markup_percent"])
-            amount = cost + cost * markup / 100
-    minimum = Decimal(body.get("minimum_per_call", "0"))
-    return max(amount, minimum), f"{card}@{number}"
+    number, body = version_in_force(versions, at)
+    return charge_by_card(body, event, cost), f"{card}@{number}"
 
 
 def test_every_charge_recomputes_from_the_events_and_the_cards(local_stack: Any, workspace_factory: Any) -> None:

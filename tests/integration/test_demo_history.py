@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from costtrack_tools.local.demo import CUSTOMERS, DAYS, UNPRICED, demo_events, events_per_day
+from costtrack_tools.local.demo_billing import BILLED, LATE_EVENTS
 from costtrack_tools.local.demo_runs import ANOMALOUS, FAILING, RUNS, demo_runs, trace_id
 from costtrack_tools.local.stack import LocalStack
 from tests.conftest import start_dev, wait_for_state
@@ -127,6 +128,28 @@ def test_the_demo_has_runs_sessions_and_a_bill_to_reconcile(demo_stack: LocalSta
     assert [c["provider"] for c in bill["connections"]] == ["openai"] and len(bill["days_imported"]) >= DAYS - 2
     assert [(m["model"], m["gap_usd"]) for m in bill["totals"]["worst_models"]] == [("gpt-5", "0.90")]
     assert Decimal("0.85") <= Decimal(bill["totals"]["untracked_usd"]) <= Decimal("0.90")
+
+
+def test_the_demo_bills_two_customers_with_a_finalized_invoice_and_a_correction(demo_stack: LocalStack) -> None:
+    cards = owners(demo_stack, "/v1/workspace/rate-cards")["rate_cards"]
+    assert [card["rate_card_id"] for card in cards] == ["premium", "standard"]
+    for customer, card in BILLED.items():
+        assert owners(demo_stack, f"/v1/workspace/customers/{customer}")["rate_card_id"] == card
+        listed = owners(demo_stack, f"/v1/workspace/customers/{customer}/invoices")["invoices"]
+        assert listed and Decimal(listed[-1]["total"]) > 0, customer
+    demo = demo_stack.state["demo"]
+    final = owners(demo_stack, f"/v1/workspace/invoices/{demo['finalized_invoice_id']}")
+    assert final["status"] == "finalized" and final["number"] == 1 and final["customer_id"] == "cus_acme"
+    assert {line["kind"] for line in final["lines"]} == {"usage"}
+    open_invoice = owners(demo_stack, f"/v1/workspace/invoices/{demo['open_invoice_id']}")
+    corrections = [line for line in open_invoice["lines"] if line["kind"] == "correction"]
+    assert corrections and {line["corrects_invoice_id"] for line in corrections} == {final["invoice_id"]}
+    assert sum(line["calls"] for line in corrections) == LATE_EVENTS
+    margins = owners(
+        demo_stack, "/v1/workspace/margins", **{"from": str(datetime.now(UTC).date() - timedelta(days=DAYS))}
+    )
+    charged = {group["key"] for group in margins["groups"] if Decimal(group["charge"]) > 0}
+    assert charged == set(BILLED)
 
 
 def test_its_budget_is_past_80_percent_and_the_alerts_were_delivered(demo_stack: LocalStack) -> None:

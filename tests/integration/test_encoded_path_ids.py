@@ -15,6 +15,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from costtrack_service.domain.billing.invoice_periods import invoice_id, period_of
 from costtrack_service.edge.ingest.ingest_routes import served_openapi_document
 from tests.support.budget_owner import Owner
 from tests.support.webhook_receiver import Receiver
@@ -138,7 +139,18 @@ class World:
                 lambda: {"customer_id": f"cu:{uuid.uuid4().hex[:8]}"},
                 {"name": "Acme"},
             ),
+            ("GET", "/v1/workspace/customers/{customer_id}/invoices"): (lambda: {"customer_id": customer}, None),
+            ("GET", "/v1/workspace/invoices/{invoice_id}"): (lambda: {"invoice_id": self.invoice(customer)}, None),
+            ("POST", "/v1/workspace/invoices/{invoice_id}/finalize"): (
+                lambda: {"invoice_id": self.invoice(f"cu:{uuid.uuid4().hex[:8]}", ended=True)},
+                None,
+            ),
         }
+
+    def invoice(self, customer: str, ended: bool = False) -> str:
+        """The customer's open invoice, or its last ended one (finalized on request, even empty)."""
+        period = period_of(datetime.now(UTC).date(), 1)
+        return invoice_id(self.owner.workspace_id, customer, (period.previous() if ended else period).start)
 
     def rate_card(self) -> str:
         answer = self.owner.call("PUT", "/v1/workspace/rate-cards/rc.1-x_y", json={"name": "A", "markup_percent": "5"})

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 import httpx
 import pytest
 
+from costtrack_service.domain.billing.invoice_periods import invoice_id, period_of
 from costtrack_service.edge.api_document import openapi_document
 from costtrack_service.edge.ingest.ingest_routes import served_openapi_document
 from costtrack_service.services.budgets import MAX_BUDGETS
@@ -182,12 +184,44 @@ class WebhookCreation(OwnerWrite):
         assert len(endpoints) == accepted
 
 
+class InvoiceFinalize(OwnerWrite):
+    """Each new key finalizes the next customer's ended invoice (an empty one is finalized on
+    request too); once they are all final, the next finalizes an open period: 409 naming it."""
+
+    operation = ("POST", "/v1/workspace/invoices/{invoice_id}/finalize")
+    limit = "CONFLICT"
+    limit_status = 409
+    calls_to_limit = 4  # three more customers, then the open period
+
+    def __init__(self, local_stack: Any, api: httpx.Client) -> None:
+        super().__init__(local_stack, api)
+        self.store = local_stack.store
+        self.period = period_of(datetime.now(UTC).date(), 1)
+        self.customers = [f"c{n}" for n in range(5)]
+        self.paths: dict[str, str] = {}
+
+    def send(self, client: httpx.Client, key: str, other: bool = False) -> httpx.Response:
+        if key not in self.paths:
+            customer = self.customers[len(self.paths)] if len(self.paths) < len(self.customers) else "c0"
+            period = self.period.previous() if len(self.paths) < len(self.customers) else self.period
+            self.paths[key] = invoice_id(self.owner.workspace_id, customer, period.start)
+        invoice = self.paths[key] if not other else invoice_id(self.owner.workspace_id, "c4", self.period.start)
+        headers = {"Authorization": f"Bearer {self.owner.token}", "Idempotency-Key": key}
+        return client.post(f"/v1/workspace/invoices/{invoice}/finalize", headers=headers)
+
+    def check_counted(self, accepted: int) -> None:
+        ended = self.period.previous().start
+        finals = [self.store.invoices.finalized(self.owner.workspace_id, c, ended) for c in self.customers]
+        assert sorted(final.number for final in finals if final is not None) == list(range(1, accepted + 1))
+
+
 ROUTES: dict[str, Callable[[Any, httpx.Client, Any], Route]] = {
     "event": lambda stack, api, factory: SingleEvent(stack, factory),
     "batch item": lambda stack, api, factory: BatchItem(stack, factory),
     "reservation": lambda stack, api, factory: Reservation(stack, api),
     "budget creation": lambda stack, api, factory: BudgetCreation(stack, api),
     "webhook creation": lambda stack, api, factory: WebhookCreation(stack, api),
+    "invoice finalize": lambda stack, api, factory: InvoiceFinalize(stack, api),
 }
 
 
@@ -202,7 +236,7 @@ def test_every_route_that_takes_an_idempotency_key_is_in_the_table() -> None:
             for parameter in operation.get("parameters", [])
         )
     }
-    tabled = (SingleEvent, BatchItem, Reservation, BudgetCreation, WebhookCreation)
+    tabled = (SingleEvent, BatchItem, Reservation, BudgetCreation, WebhookCreation, InvoiceFinalize)
     assert documented == {route.operation for route in tabled}
 
 

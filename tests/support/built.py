@@ -20,6 +20,7 @@ PYTHON_FUNCTIONS = (
     "BudgetAlertsFunction",
     "ExportFunction",
     "BillImportFunction",
+    "InvoiceFinalizerFunction",
 )
 SAM = ROOT / ".costtrack" / "tools" / "sam" / "bin" / "sam"
 SOURCES = [ROOT / "template.yaml", ROOT / "functions", ROOT / "sdk" / "python" / "src", ROOT / "sdk" / "node" / "src"]

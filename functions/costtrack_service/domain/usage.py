@@ -11,6 +11,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple, Protocol, get_args
 
+from costtrack_service.domain.billing.invoice_rows import invoice_dimension, line_value
 from costtrack_service.domain.ingest.records import EventRecord, PricingStatus
 from costtrack_service.domain.ingest.source import normalize_name, normalize_provider
 from costtrack_service.domain.pricing.cost import CURRENCY, format_decimal
@@ -163,6 +164,9 @@ def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
       ``reported_cost``; an event without one adds nothing here (and writes no extra row);
     * ``charge``:        one row per day and charge (``included``, ``credit``) for every event,
       hidden ones too: what a month used of the plan (``Usage``) is read from these;
+    * ``invoice.<customer digest>``: one row per day and provider, model and feature for every
+      event charged to a customer, hidden ones too (``billing/invoice_rows.py``): its invoice's
+      lines are read from these;
     * ``hidden``:        instead of all the above, one row per day and reason for an event hidden
       from the dashboard (a free-plan key's other sources). Hidden events never reach charts or
       groups; they are counted apart so nobody wonders where they went.
@@ -192,8 +196,12 @@ def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
         else None,
     )
     charge = RollupKey(CHARGE, day, record.charge.value)
+    billed: tuple[RollupKey, ...] = ()
+    if record.charge_amount is not None and event.customer_id is not None:
+        line = line_value(normalize_provider(event.provider), normalize_name(event.model), event.feature)
+        billed = (RollupKey(invoice_dimension(event.customer_id), day, line),)
     if not record.visibility.dashboard_visible:
-        return (RollupKey(HIDDEN, day, record.visibility.reason or HIDDEN), charge), counts
+        return (RollupKey(HIDDEN, day, record.visibility.reason or HIDDEN), charge, *billed), counts
     model = model_name(event.provider, event.model)
     keys = [
         RollupKey(TOTAL, day),
@@ -209,6 +217,7 @@ def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
     if reported is not None:
         keys.append(RollupKey(REPORTED, day, model))
     keys.append(charge)
+    keys += billed
     return tuple(keys), counts
 
 

@@ -1,4 +1,5 @@
-"""Margins for the owners' API (``GET /v1/workspace/margins``; docs/api-rules.md#margins)."""
+"""Margins for the owners' API (``GET /v1/workspace/margins``; docs/api-rules.md#margins): from
+the rollups, and against the provider's bill on the days one was imported."""
 
 from __future__ import annotations
 
@@ -6,19 +7,32 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from costtrack_service.catalogue import reconciliation_view as catalogue_view
+from costtrack_service.domain.billing.billed_margins import billed_margins, with_billed
 from costtrack_service.domain.billing.margin_lines import margins
 from costtrack_service.domain.errors import invalid
+from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.report_days import day_range
 from costtrack_service.domain.usage import RollupReader, dimensions_for, report
 
 BY = ("customer", "feature", "model")
+MODEL = "model"
+
+
+class BilledLines(Protocol):
+    def billed_lines(
+        self, workspace_id: str, first_day: str, last_day: str
+    ) -> tuple[list[BilledLine], set[tuple[str, str]]]: ...
 
 
 class MarginStore(Protocol):
-    """The part margins read: the daily rollups."""
+    """The parts margins read: the daily rollups and the imported provider bills."""
 
     @property
     def rollups(self) -> RollupReader: ...
+
+    @property
+    def provider_bills(self) -> BilledLines: ...
 
 
 class MarginService:
@@ -33,4 +47,15 @@ class MarginService:
             raise invalid("by", f"by must be one of {', '.join(BY)}")
         first, last = day_range(first, last, self.clock().date())
         rows = self.store.rollups.query_rollups(workspace_id, dimensions_for(by), first, last)
-        return {"from": first, "to": last, **margins(report(rows, by))}
+        answer = {"from": first, "to": last, **margins(report(rows, by))}
+        lines, imported = self.store.provider_bills.billed_lines(workspace_id, first, last)
+        if not imported:
+            return answer
+        model_rows = rows if by == MODEL else self.store.rollups.query_rollups(workspace_id, (MODEL,), first, last)
+        totals, groups = billed_margins(
+            lines,
+            imported,
+            [(key, counts) for key, counts in model_rows if key.dimension == MODEL],
+            catalogue_view.resolve,
+        )
+        return with_billed(answer, totals, groups if by == MODEL else {})

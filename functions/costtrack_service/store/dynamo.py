@@ -18,6 +18,7 @@ from costtrack_service.store.client import TableAccess, dynamodb_client, transla
 from costtrack_service.store.events_by_time import PageReads
 from costtrack_service.store.export_reads import ExportReads
 from costtrack_service.store.ingest_writes import EventStore
+from costtrack_service.store.invoice_table import InvoiceTable
 from costtrack_service.store.owner import EventList, KeyTable, PlanUsage
 from costtrack_service.store.page_backfill import PageBackfill
 from costtrack_service.store.prices import PriceTable
@@ -67,6 +68,7 @@ class DynamoStore:
         self.write_records = WriteRecordTable(access)
         # billing the workspace's customers
         self.billing = RateCardTable(access)
+        self.invoices = InvoiceTable(access)
         # operators' and the scheduled functions'
         self.table_setup = TableSetup(access)
         self.workspace_shards = WorkspaceShards(access, self.events)

@@ -5,7 +5,9 @@ same events, tokens and costs every run (their instants are offsets back from th
 totals over the whole history are the same whatever the day). Several features, named customers,
 eight models of four providers (openai, anthropic, google, bedrock) and one self-hosted model no
 catalogue prices (``vllm``: it shows as unpriced), production and staging, a few failed calls;
-and a support agent's runs and sessions with an imported OpenAI bill (``local.demo_runs``).
+and a support agent's runs and sessions with an imported OpenAI bill (``local.demo_runs``);
+two customers on two rate cards, one finalized invoice with a correction on the next
+(``local.demo_billing``).
 
 Everything goes through the service's own code: the events through ingestion
 (``costtrack_tools.event_import``: validation, pricing at the event's time, allowance, rollups),
@@ -32,6 +34,7 @@ from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.price_overrides import OverrideService
 from costtrack_service.store.dynamo import DynamoStore
 from costtrack_tools.event_import import ImportResult, PastEvent, import_events
+from costtrack_tools.local.demo_billing import finalize_ended, held_back, set_up_billing
 from costtrack_tools.local.demo_runs import demo_runs, import_bill
 
 SEED = 26
@@ -161,10 +164,12 @@ class DemoHistory:
     override_id: str
     budget_id: str
     endpoint_id: str
+    invoices: dict[str, str]
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "events": self.events.accepted + self.events.replayed,
+            **self.invoices,
             "unpriced_model": f"{UNPRICED.provider}/{UNPRICED.model}",
             "override_id": self.override_id,
             "budget_id": self.budget_id,
@@ -192,8 +197,15 @@ def seed_history(store: DynamoStore, workspace_id: str, api_key: str, endpoint_i
     assert workspace is not None
     begins = (start - OVERRIDE_LEAD).replace(hour=0, minute=0, second=0, microsecond=0)
     override = OverrideService(store).set(workspace, {**OVERRIDE, "effective_from": begins.strftime("%Y-%m-%d")})
+    set_up_billing(store, workspace_id, start, DAYS)
     history = sorted(demo_events(start) + demo_runs(start), key=lambda event: event.received_at)
-    imported = import_events(IngestService(store), api_key, history)
+    on_time, late = held_back(history, start)
+    imported = import_events(IngestService(store), api_key, on_time)
+    invoices = finalize_ended(store, workspace_id, start)
+    corrections = import_events(IngestService(store), api_key, late)
+    imported.accepted += corrections.accepted
+    imported.replayed += corrections.replayed
+    imported.refused += corrections.refused
     if imported.refused:
         raise RuntimeError(f"demo history: {len(imported.refused)} events refused, e.g. {imported.refused[0]}")
 
@@ -204,4 +216,4 @@ def seed_history(store: DynamoStore, workspace_id: str, api_key: str, endpoint_i
     body = {"name": BUDGET_NAME, "amount": str(amount), "period": PERIOD}
     budget = BudgetService(store).create(workspace_id, body)["budget"]
     import_bill(store, workspace_id, start)
-    return DemoHistory(imported, override["override"]["override_id"], budget["budget_id"], endpoint_id)
+    return DemoHistory(imported, override["override"]["override_id"], budget["budget_id"], endpoint_id, invoices)

@@ -307,12 +307,20 @@ class LocalStack:
         assert self.store is not None
         return Alerts(self.store, local_alert_settings()).run()
 
+    def run_invoice_finalizer(self) -> dict[str, Any]:
+        """The invoice finalizer once, as the deployed hourly schedule runs it."""
+        from costtrack_service.jobs.invoice_finalizer import InvoiceFinalizer
+
+        assert self.store is not None
+        return InvoiceFinalizer(self.store).run()
+
     def _alerts_loop(self, interval: float) -> None:
         while not self._alerts_stop.wait(interval):
-            try:
-                self.run_alerts()
-            except Exception as exc:  # keep the loop alive; the next run tries again
-                print(f"costtrack dev: budget alerts failed: {exc}", file=sys.stderr)
+            for job, run in (("budget alerts", self.run_alerts), ("invoice finalizer", self.run_invoice_finalizer)):
+                try:
+                    run()
+                except Exception as exc:  # keep the loop alive; the next run tries again
+                    print(f"costtrack dev: {job} failed: {exc}", file=sys.stderr)
 
     def _read_state(self) -> dict[str, Any] | None:
         if self.persist_dir is None or self.state_file is None or not self.state_file.is_file():

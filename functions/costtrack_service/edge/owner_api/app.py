@@ -42,6 +42,7 @@ from costtrack_service.edge.owner_api.http import (
     json_response,
     request_headers,
 )
+from costtrack_service.edge.owner_api.invoice_routes import add_invoice_routes
 from costtrack_service.edge.owner_api.query_params import EVENT_FILTERS, text_filters
 from costtrack_service.edge.owner_api.rate_card_routes import add_rate_card_routes
 from costtrack_service.edge.owner_api.request_errors import read_json_body, refuse_media_type
@@ -50,10 +51,11 @@ from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRou
 from costtrack_service.edge.owner_api.run_routes import add_run_routes
 from costtrack_service.services.budgets import BudgetService, BudgetStore
 from costtrack_service.services.customers import CustomerRecords, CustomerService, CustomerStore
+from costtrack_service.services.invoices import InvoiceService, InvoiceStore
 from costtrack_service.services.margins import MarginService, MarginStore
 from costtrack_service.services.price_overrides import OverrideService, OverrideStore
 from costtrack_service.services.rate_cards import RateCardRecords, RateCardService, RateCardStore
-from costtrack_service.services.reconciliation import ReconciliationService, ReconciliationStore
+from costtrack_service.services.reconciliation import ProviderBills, ReconciliationService, ReconciliationStore
 from costtrack_service.services.requests import NewKey, NewPriceOverride, OtelAttributes, refusal
 from costtrack_service.services.run_anomalies import AnomalySettingsService, AnomalyStore
 from costtrack_service.services.runs import RunService, RunStore
@@ -98,6 +100,7 @@ class BillingRecords(CustomerRecords, RateCardRecords, Protocol):
 class OwnerApiStore(
     BudgetStore,
     CustomerStore,
+    InvoiceStore,
     MarginStore,
     OverrideStore,
     RateCardStore,
@@ -110,6 +113,9 @@ class OwnerApiStore(
 
     @property
     def billing(self) -> BillingRecords: ...
+
+    @property
+    def provider_bills(self) -> ProviderBills: ...
 
     @property
     def write_records(self) -> WriteRecords: ...
@@ -341,6 +347,7 @@ def build_app(
     add_rate_card_routes(owners, RateCardService(store, service.clock))
     add_customer_routes(owners, CustomerService(store))
     add_margin_routes(owners, MarginService(store, service.clock))
+    add_invoice_routes(owners, InvoiceService(store, service.clock))
     add_run_routes(
         owners,
         RunService(store, service.clock),

@@ -116,6 +116,12 @@ class MarginLine(BaseModel):
     charge: str
     margin: str = Field(description="charge - cost, exact")
     margin_percent: str | None = Field(description="margin / charge x 100, 2 decimals (null without a charge)")
+    billed_cost: str | None = Field(
+        None, description="where a provider bill was imported for those days: what the provider billed (USD)"
+    )
+    billed_margin: str | None = Field(
+        None, description="charge - billed_cost over the days and providers a bill covers (totals and models only)"
+    )
 
 
 class MarginGroup(MarginLine):
