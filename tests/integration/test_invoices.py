@@ -252,7 +252,9 @@ def test_margins_against_the_provider_bill_on_the_days_one_was_imported(
     assert "billed_cost" not in before["totals"], "no bill imported: no billed figures"
 
     bill = BilledLine(day.isoformat(), "openai", "gpt-4o-mini-2024-07-18", {"input": 1}, {"input": Decimal("1.234")})
-    billing.store.provider_bills.put_billed_days(billing.workspace_id, "openai", (day, day), [bill], imported_at="t", raw_object="k")
+    billing.store.provider_bills.put_billed_days(
+        billing.workspace_id, "openai", (day, day), [bill], imported_at="t", raw_object="k"
+    )
     charge = sum((record.charge_amount or Decimal(0) for record in records), Decimal(0))
     for by in ("model", "customer"):
         answer = margins.margins(billing.workspace_id, by, first, day.isoformat())
