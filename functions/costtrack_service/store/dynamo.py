@@ -18,6 +18,14 @@ imports none of the others.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from costtrack_service.store.credit_table import CreditTable
+from costtrack_service.store.tables import TableNames
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
 from costtrack_service.store.anomaly_settings import RunAnomalyTable
 from costtrack_service.store.billing import BillingTable
 from costtrack_service.store.budget_table import BudgetTable
@@ -48,3 +56,8 @@ class DynamoStore(
     WriteRecordTable,
 ):
     """costtrack's tables, every part (``TableAccess`` makes it: a client and the table names)."""
+
+    def __init__(self, client: DynamoDBClient, tables: TableNames) -> None:
+        super().__init__(client, tables)
+        #: Customers' credit grants and their ledgers' totals (``store/credit_table.py``).
+        self.credits = CreditTable(self.client, tables)

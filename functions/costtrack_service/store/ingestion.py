@@ -14,6 +14,14 @@ The function's IAM policy in ``template.yaml`` grants what these reads and write
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from costtrack_service.store.credit_table import CreditTable
+from costtrack_service.store.tables import TableNames
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
 from costtrack_service.store.budget_reads import BudgetReads
 from costtrack_service.store.ingest_writes import EventStore
 from costtrack_service.store.prices import PriceTable
@@ -23,3 +31,8 @@ from costtrack_service.store.reservation_holds import ReservationTable
 
 class IngestionStore(EventStore, PriceTable, BudgetReads, ReservationTable, RateCardTable):
     """What ingestion reads and writes (``TableAccess`` makes it: a client and the table names)."""
+
+    def __init__(self, client: DynamoDBClient, tables: TableNames) -> None:
+        super().__init__(client, tables)
+        #: Customers' credit grants and their ledgers' totals (``store/credit_table.py``).
+        self.credits = CreditTable(self.client, tables)

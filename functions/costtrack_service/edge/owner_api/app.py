@@ -33,6 +33,7 @@ from costtrack_service.edge.owner_api import responses as shapes
 from costtrack_service.edge.owner_api import workspace_answers as answers
 from costtrack_service.edge.owner_api.billing_routes import add_billing_routes
 from costtrack_service.edge.owner_api.budget_routes import add_budget_routes
+from costtrack_service.edge.owner_api.credit_routes import add_credit_routes
 from costtrack_service.edge.owner_api.customer_routes import add_customer_routes, add_margin_routes
 from costtrack_service.edge.owner_api.dashboard import add_dashboard_routes
 from costtrack_service.edge.owner_api.http import (
@@ -48,6 +49,7 @@ from costtrack_service.edge.owner_api.responses import ADMIN_TOKEN, INVALID, NOT
 from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
 from costtrack_service.edge.owner_api.run_routes import add_run_routes
 from costtrack_service.services.budgets import BudgetService
+from costtrack_service.services.credits import CreditService
 from costtrack_service.services.customers import CustomerService
 from costtrack_service.services.margins import MarginService
 from costtrack_service.services.price_overrides import OverrideService
@@ -314,6 +316,8 @@ def build_app(
     add_billing_routes(owners, ReconciliationService(service.store))  # type: ignore[arg-type]
     add_rate_card_routes(owners, RateCardService(service.store, service.clock))  # type: ignore[arg-type]
     add_customer_routes(owners, CustomerService(service.store))  # type: ignore[arg-type]
+    # Made per request: the document is built without a store (``service.store`` None).
+    add_credit_routes(owners, lambda: CreditService(service.store.credits, service.clock))  # type: ignore[attr-defined]
     add_margin_routes(owners, MarginService(service.store, service.clock))
     add_run_routes(
         owners,
