@@ -79,8 +79,8 @@ def event(customer: str, rng: random.Random, n: int) -> dict[str, Any]:
             "model": "gpt-4o-mini",
             "feature": "chat",
             "customer_id": customer,
-            "input_tokens": rng.randrange(0, 20_000),
-            "output_tokens": rng.randrange(0, 4_000),
+            "prompt_tokens": rng.randrange(0, 20_000),
+            "completion_tokens": rng.randrange(0, 4_000),
         },
     }
 

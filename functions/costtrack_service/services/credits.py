@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
+from costtrack_service import catalogue
+from costtrack_service.domain.billing.charging import CardReads, charge_event
 from costtrack_service.domain.billing.credit_ledger import credit_ledger
 from costtrack_service.domain.billing.credits import (
     Balance,
@@ -27,11 +30,16 @@ from costtrack_service.domain.billing.credits import (
     shares_of,
     to_close,
 )
-from costtrack_service.domain.billing.customer_billing import check_customer_id
+from costtrack_service.domain.billing.customer_billing import Customer, check_customer_id
+from costtrack_service.domain.cache import TTLCache
 from costtrack_service.domain.cursors import checked_limit, decode_cursor, encode_cursor, keyed_page, scope_of
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ids import new_grant_id
-from costtrack_service.domain.reservations.ledger import LEDGER_SHARDS, ZERO, Ledger, ShardState
+from costtrack_service.domain.ingest.source import normalize_provider
+from costtrack_service.domain.pricing.cost import Counts, UnitRegistry, counts_of, format_decimal
+from costtrack_service.domain.pricing.pricer import Call, Pricer
+from costtrack_service.domain.reservations.ledger import LEDGER_SHARDS, ZERO, Ledger, ShardState, ceil_money
+from costtrack_service.domain.reservations.request import Ask
 from costtrack_service.services.workspace import not_found
 
 MAX_GRANTS_PAGE = 100
@@ -168,3 +176,101 @@ class CreditService:
         for grant, used in closing:
             self.store.close_grant(workspace_id, customer_id, grant, used, ledger, forfeit_shard(grant.grant_id))
         return self.store.grants(workspace_id, customer_id), totals
+
+
+def credits_exhausted(remaining: Decimal) -> ApiError:
+    """``429 CREDITS_EXHAUSTED``: the customer's credits cannot cover the call's charge."""
+    left = format_decimal(max(remaining, ZERO))
+    message = f"the customer's credits have {left} USD left, less than this call may be charged"
+    return ApiError(
+        "CREDITS_EXHAUSTED",
+        "Not enough credits left for this call.",
+        details=[{"field": "customer_id", "remaining": left, "message": message}],
+    )
+
+
+class CustomerReader(Protocol):
+    def get_customer(self, workspace_id: str, customer_id: str) -> Customer | None: ...
+
+
+#: A customer's ``credits_enforced`` and grants are re-read at most this often (a top-up and a
+#: change of the flag hold within a second); an expiry is seen at once (``CreditCheck.ledger``).
+CREDITS_TTL_SECONDS = 1.0
+
+
+class CreditCheck:
+    """What a reservation needs of a customer's credits (CONTRACT §12): whether they are
+    enforced, their ledger, and the call's charge to hold there. One per warm function."""
+
+    def __init__(
+        self,
+        credits: CreditService,
+        customers: CustomerReader,
+        cards: CardReads,
+        pricer: Pricer,
+        overrides: Callable[[str], Any],
+        registry: UnitRegistry,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.credits = credits
+        self.customers = customers
+        self.cards = cards
+        self.pricer = pricer
+        self.overrides = overrides
+        self.registry = registry
+        self._enforced: TTLCache[tuple[str, str], bool] = TTLCache(max_entries=65536, clock=monotonic)
+        self._grants: TTLCache[tuple[str, str], list[Grant]] = TTLCache(max_entries=65536, clock=monotonic)
+
+    def ledger(self, workspace_id: str, customer_id: str | None, now: datetime) -> Ledger | None:
+        """The customer's credit ledger when its credits are enforced (else None); raises
+        ``CREDITS_EXHAUSTED`` for an enforced customer without any grant."""
+        if customer_id is None or not self._is_enforced(workspace_id, customer_id):
+            return None
+        key = (workspace_id, customer_id)
+        cached = self._grants.get(key)
+        grants = cached.value if cached is not None else None
+        if grants is None or any(grant.closed_used is None and grant.expired(now) for grant in grants):
+            grants, _ = self.credits.close_expired(workspace_id, customer_id, now)
+            self._grants.put(key, grants, CREDITS_TTL_SECONDS)
+        if not any(grant.voided_at is None and not grant.expired(now) for grant in grants):
+            raise credits_exhausted(ZERO)
+        return credit_ledger(customer_id, grants)
+
+    def charge(self, workspace_id: str, ask: Ask, cost: Decimal, at: datetime) -> Decimal:
+        """The charge to hold: the worst-case cost through the customer's rate card, at least its
+        ``minimum_per_call``; an ``amount`` estimate is a cost (no tokens: a unit-price rule
+        charges its ``per_call``). Zero when no card charges the customer."""
+        event = ask.attribution
+        customer = event.customer_id
+        versions = self.cards.cards_of(workspace_id, [customer]).get(customer) if customer else None
+        if not versions:
+            return ZERO
+        counts = Counts()
+        flags = catalogue.flags_for(normalize_provider(event.provider))
+        if ask.amount is None:
+            counts = counts_of(ask.prompt_tokens, ask.max_output_tokens, None, None, None, ask.pricing_metadata)
+            call = Call(event.provider, event.model, counts, ask.pricing_metadata)
+            flags = self.pricer.price(call, at, self.overrides(workspace_id)).flags or flags
+        charged = charge_event(
+            versions,
+            provider=event.provider,
+            model=event.model,
+            feature=event.feature,
+            cost=cost,
+            counts=counts,
+            flags=flags,
+            at=at,
+            registry=self.registry,
+        )
+        return ceil_money(charged.amount) if charged is not None else ZERO
+
+    def _is_enforced(self, workspace_id: str, customer_id: str) -> bool:
+        key = (workspace_id, customer_id)
+        cached = self._enforced.get(key)
+        if cached is not None:
+            return cached.value
+        customer = self.customers.get_customer(workspace_id, customer_id)
+        enforced = customer is not None and customer.credits_enforced
+        self._enforced.put(key, enforced, CREDITS_TTL_SECONDS)
+        return enforced

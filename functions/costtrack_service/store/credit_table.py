@@ -76,7 +76,10 @@ class CreditTable(TableAccess):
                     "Update": {
                         "TableName": self.tables.allowance,
                         "Key": to_item({"shard_key": ledger_key(workspace_id, ledger.ref, ledger.month, None)}),
-                        "UpdateExpression": "SET seed = if_not_exists(seed, :z), budget_id = :b, instance = :i",
+                        "UpdateExpression": (
+                            "SET seed = if_not_exists(seed, :z), leased = if_not_exists(leased, :z), "
+                            "budget_id = :b, instance = :i"
+                        ),
                         "ExpressionAttributeValues": to_item({":z": ZERO, ":b": ledger.budget_id, ":i": customer_id}),
                     }
                 },
