@@ -100,9 +100,8 @@ def test_a_reservation_refused_for_credits_says_so(
     refused = tracker.reserve(**CALL, amount="0.30")
     assert refused.allowed is False and refused.unavailable is False and refused.status == 429
     assert refused.refusal == "CREDITS_EXHAUSTED" and refused.credits_remaining == Decimal("0.25")
-    with pytest.raises(costtrack.BudgetExceeded, match="credits"):
-        with tracker.reservation(**CALL, amount="0.30"):
-            pass
+    with pytest.raises(costtrack.BudgetExceeded, match="credits"), tracker.reservation(**CALL, amount="0.30"):
+        pass
     assert tracker.reserve(**CALL, amount="0.20").allowed
     assert collected.warnings == [] and collected.errors == []
 
