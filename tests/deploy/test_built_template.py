@@ -155,20 +155,28 @@ def _reservations_and_runs(names: TableNames, recorder: Any) -> None:
 
 
 def exercise_credits(
-    store: DynamoStore, workspace_id: str, customer_id: str, *, enforced: bool = False, amount: str = "0.0000001"
+    store: DynamoStore,
+    workspace_id: str,
+    customer_id: str,
+    *,
+    enforced: bool = False,
+    amount: str = "0.0000001",
+    expired: bool = True,
 ) -> str:
-    """A customer on the card "std" (made by ``exercise_rate_card_routes``) with credits: one grant
-    that expired (written as it was made then) and one that is good."""
+    """A customer on the card "std" (made by ``exercise_rate_card_routes``) with credits: a grant
+    that is good and (``expired``) one that expired (written as it was made then)."""
     from costtrack_service.domain.billing.credit_ledger import credit_ledger
     from costtrack_service.domain.billing.credits import Grant
     from costtrack_service.services.customers import CustomerService
 
     CustomerService(store).put(workspace_id, customer_id, {"rate_card_id": "std", "credits_enforced": enforced})
     past = datetime.now(UTC) - timedelta(days=2)
-    expired = Grant("cg_01KB0000000000000000000000", Decimal("1"), past, past + timedelta(days=1))
+    old = Grant("cg_01KB0000000000000000000000", Decimal("1"), past, past + timedelta(days=1))
     good = Grant("cg_01KB0000000000000000000001", Decimal(amount), past)
-    store.credits.put_grant(workspace_id, customer_id, expired, credit_ledger(customer_id, [expired]))
-    store.credits.put_grant(workspace_id, customer_id, good, credit_ledger(customer_id, [expired, good]))
+    grants = [old, good] if expired else [good]
+    for made in range(len(grants)):
+        grant = grants[made]
+        store.credits.put_grant(workspace_id, customer_id, grant, credit_ledger(customer_id, grants[: made + 1]))
     return customer_id
 
 
@@ -330,7 +338,7 @@ def budget_alerts_calls() -> dict[str, set[str]]:
         AnomalySettingsService(admin).change(workspace.workspace_id, {"enabled": True})
         # credits_low: a customer charged past its credits, another with a grant that expired.
         exercise_rate_card_routes(admin, workspace.workspace_id)
-        charged = exercise_credits(admin, workspace.workspace_id, "c")
+        charged = exercise_credits(admin, workspace.workspace_id, "c", expired=False)
         exercise_credits(admin, workspace.workspace_id, "old")
         body = json.dumps({"provider": "openai", "model": "gpt-5", "prompt_tokens": 1000, "customer_id": charged})
         secret, _ = admin.create_key(workspace.workspace_id)
