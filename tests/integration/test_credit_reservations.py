@@ -123,3 +123,16 @@ def test_concurrent_reservations_hold_exactly_the_credits(aws_stack: Any) -> Non
         assert allowed == 30, "each holds a charge of 0.01: 0.30 holds exactly 30"
         balance = shop.balance("acme")
         assert (balance["held"], balance["remaining"]) == ("0.3", "0")
+
+
+def test_a_retry_finds_its_reservation_whatever_the_credits_left(shop: CreditShop) -> None:
+    shop.customer("retry", enforced=True, grant="0.04")
+    first = shop.reserve("rk-1", customer_id="retry", estimate={"amount": "0.02"})
+    assert first.status_code == 200, first.text
+    again = shop.reserve("rk-1", customer_id="retry", estimate={"amount": "0.02"})  # the credits are all held now
+    assert again.status_code == 200 and again.headers.get("Idempotent-Replayed") == "true", again.text
+    assert again.json()["reservation_id"] == first.json()["reservation_id"]
+    assert (again.json()["held"], again.json()["credits"]["charge"]) == ("0.02", "0.04")
+    other = shop.reserve("rk-1", customer_id="retry", estimate={"amount": "0.01"})
+    assert other.status_code == 422, other.text
+    assert shop.balance("retry")["held"] == "0.04"

@@ -9,7 +9,6 @@ old for a customer whose credits are enforced, so a closing follows an expiry by
 
 from __future__ import annotations
 
-import hashlib
 import re
 import time
 from collections.abc import Callable
@@ -38,7 +37,7 @@ from costtrack_service.domain.ids import new_grant_id
 from costtrack_service.domain.ingest.source import normalize_provider
 from costtrack_service.domain.pricing.cost import Counts, UnitRegistry, counts_of, format_decimal
 from costtrack_service.domain.pricing.pricer import Call, Pricer
-from costtrack_service.domain.reservations.ledger import LEDGER_SHARDS, ZERO, Ledger, ShardState, ceil_money
+from costtrack_service.domain.reservations.ledger import ZERO, Ledger, ShardState, ceil_money, shard_of
 from costtrack_service.domain.reservations.request import Ask
 from costtrack_service.services.workspace import not_found
 
@@ -81,11 +80,6 @@ def totals_of(shards: dict[int, ShardState], now: datetime) -> Totals:
         ZERO,
     )
     return Totals(used, held)
-
-
-def forfeit_shard(grant_id: str) -> int:
-    """The shard a grant's unused part leaves from (stable: a retried closing picks the same)."""
-    return int(hashlib.sha256(grant_id.encode()).hexdigest()[:8], 16) % LEDGER_SHARDS
 
 
 def grant_in_use() -> ApiError:
@@ -155,7 +149,7 @@ class CreditService:
         grant = share.grant
         now = self.clock()
         ledger = credit_ledger(customer_id, [s.grant for s in balance.shares])
-        if not self.store.close_grant(workspace_id, customer_id, grant, ZERO, ledger, forfeit_shard(grant_id), now):
+        if not self.store.close_grant(workspace_id, customer_id, grant, ZERO, ledger, shard_of(grant_id), now):
             raise grant_in_use()
         voided = GrantShare(replace(grant, closed_used=ZERO, voided_at=now), ZERO, ZERO, "voided")
         return voided.to_dict()
@@ -174,7 +168,7 @@ class CreditService:
         if not closing:
             return grants, totals
         for grant, used in closing:
-            self.store.close_grant(workspace_id, customer_id, grant, used, ledger, forfeit_shard(grant.grant_id))
+            self.store.close_grant(workspace_id, customer_id, grant, used, ledger, shard_of(grant.grant_id))
         return self.store.grants(workspace_id, customer_id), totals
 
 

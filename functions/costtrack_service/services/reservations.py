@@ -121,7 +121,7 @@ class ReservationService:
         credits: CreditCheck | None = None,
     ) -> None:
         self.store = store
-        #: A customer's enforced credits (``credit_reservations.py``); None: budgets only.
+        #: A customer's enforced credits (``services/credits.py``); None: budgets only.
         self.credits = credits
         self.pricer = pricer
         self._overrides = overrides
@@ -161,7 +161,7 @@ class ReservationService:
             planned = self._plan(ws, ledgers, holds, at, shards, surveyed, entry if idempotency_key else None)
             if isinstance(planned, tuple) and isinstance(planned[1], Hold):
                 ref, found = planned
-                return self._replay(ws, ask, entry, ledgers, shards, ref, found, holds, now)
+                return self._replay(ws, ask, entry, ledgers, shards, ref, found, amount, holds, now)
             takes, refused = planned
             if refused:
                 raise _refusal(refused)
@@ -174,7 +174,7 @@ class ReservationService:
                 return self._answer(ws, ask, entry, expires, ledgers, _shards(takes), amount, holds, now)
             if rejected.replay:
                 ref, first = next(iter(rejected.replay.items()))
-                return self._replay(ws, ask, entry, ledgers, _shards(takes), ref, first, holds, now)
+                return self._replay(ws, ask, entry, ledgers, _shards(takes), ref, first, amount, holds, now)
             self._learn(ws, ledgers, rejected)
             if rejected.unseeded:
                 surveyed.update("stale:" + ref for ref in rejected.unseeded)
@@ -220,6 +220,7 @@ class ReservationService:
         shards: Mapping[str, int | None],
         ref: str,
         hold: Hold,
+        amount: Decimal,
         holds: Mapping[str, Decimal],
         now: datetime,
     ) -> dict[str, Any]:
@@ -229,11 +230,10 @@ class ReservationService:
         price changed since is no other request."""
         if hold.amount != holds.get(ref) and ask.amount is None:
             made = datetime.fromtimestamp(hold.expires - ask.ttl_seconds, UTC)
-            _, holds = self._holds(ws, ask, ledgers, made)
+            amount, holds = self._holds(ws, ask, ledgers, made)
         if hold.amount != holds.get(ref):
             raise reservation_key_reused()
         by_ref = {ref: shard for ref, shard in shards.items() if shard is not None}
-        amount = next((holds[ledger.ref] for ledger in ledgers if not ledger.credit), hold.amount)
         return self._answer(ws, ask, entry, hold.expires, ledgers, by_ref, amount, holds, now, replayed=True)
 
     def _plan(
