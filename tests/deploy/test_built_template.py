@@ -165,8 +165,8 @@ def exercise_credits(
 ) -> str:
     """A customer on the card "std" (made by ``exercise_rate_card_routes``) with credits: a grant
     that is good and (``expired``) one that expired (written as it was made then)."""
+    from costtrack_service.domain.billing.credit_grants import Grant
     from costtrack_service.domain.billing.credit_ledger import credit_ledger
-    from costtrack_service.domain.billing.credits import Grant
     from costtrack_service.services.customers import CustomerService
 
     CustomerService(store).put(workspace_id, customer_id, {"rate_card_id": "std", "credits_enforced": enforced})

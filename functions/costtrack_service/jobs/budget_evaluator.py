@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from costtrack_service.domain.billing.credit_alerts import EVENT_TYPE as CREDITS_LOW
-from costtrack_service.domain.billing.credit_alerts import summary as credits_summary
+from costtrack_service.domain.billing.credits_low import EVENT_TYPE as CREDITS_LOW
+from costtrack_service.domain.billing.credits_low import summary as credits_summary
 from costtrack_service.domain.budgets.alerts import (
     CANCELLED,
     DELIVERED,

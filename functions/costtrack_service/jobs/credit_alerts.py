@@ -1,6 +1,6 @@
 """The ``credits_low`` evaluator, run with the budget evaluator each minute
 (docs/guides/billing.md#credits): per workspace with credits, each such customer's balance, and
-a claim per level reached in its grant state (``domain/billing/credit_alerts.py``)."""
+a claim per level reached in its grant state (``domain/billing/credits_low.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from costtrack_service.domain.billing.credit_alerts import (
+from costtrack_service.domain.billing.credits_low import (
     KEY_PREFIX,
     credits_low_notification,
     grant_state,

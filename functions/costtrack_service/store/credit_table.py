@@ -21,7 +21,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from costtrack_service.domain.billing.credits import Grant
+from costtrack_service.domain.billing.credit_grants import Grant
 from costtrack_service.domain.pricing.entries import format_timestamp, parse_timestamp
 from costtrack_service.domain.reservations.ledger import LEDGER_SHARDS, ZERO, Ledger, ShardState
 from costtrack_service.store.budget_reads import partition_of

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from costtrack_service.domain.billing.credits import Grant, ledger_amount
+from costtrack_service.domain.billing.credit_grants import Grant, ledger_amount
 from costtrack_service.domain.cache import TTLCache
 from costtrack_service.domain.reservations.ledger import Ledger
 from costtrack_service.domain.reservations.reservation_ids import CREDIT_PERIOD
@@ -17,7 +17,7 @@ CREDITS = "credits"
 
 
 def credit_ledger(customer_id: str, grants: Iterable[Grant] = ()) -> Ledger:
-    """The customer's ledger; its amount is every grant ever made (``credits.ledger_amount``)."""
+    """The customer's ledger; its amount is every grant ever made (``credit_grants.ledger_amount``)."""
     return Ledger(CREDITS, None, ledger_amount(grants), customer_id, CREDIT_PERIOD, credit=True)
 
 
