@@ -137,6 +137,47 @@ def _reservations_and_runs(names: TableNames, recorder: Any) -> None:
     for n, extra in enumerate(({"reservation_id": held}, {}, {"trace_id": "t-1", "session_id": "s-1"})):
         body = json.dumps({**call, **extra}).encode()
         ingest(service, IngestRequest({"authorization": f"Bearer {secret}", "idempotency-key": f"e-{n}"}, body))
+    # A customer whose credits are enforced, one grant expired: the reservation closes it first.
+    with_credits = exercise_credits(admin, workspace.workspace_id, "k", enforced=True, amount="1")
+    from costtrack_service.services.credits import CreditCheck, CreditService
+
+    reservations.credits = CreditCheck(
+        CreditService(service.store.credits),  # type: ignore[arg-type]
+        service.store.billing,  # type: ignore[arg-type]
+        service.cards,
+        service.pricer,
+        service.reads.price_overrides,
+        service.registry,
+    )
+    held = reservations.reserve(key, {**ask, "customer_id": with_credits}, "r-4")["reservation_id"]
+    body = json.dumps({**call, "customer_id": with_credits, "reservation_id": held}).encode()
+    ingest(service, IngestRequest({"authorization": f"Bearer {secret}", "idempotency-key": "e-k"}, body))
+
+
+def exercise_credits(
+    store: DynamoStore,
+    workspace_id: str,
+    customer_id: str,
+    *,
+    enforced: bool = False,
+    amount: str = "0.0000001",
+    expired: bool = True,
+) -> str:
+    """A customer on the card "std" (made by ``exercise_rate_card_routes``) with credits: a grant
+    that is good and (``expired``) one that expired (written as it was made then)."""
+    from costtrack_service.domain.billing.credit_grants import Grant
+    from costtrack_service.domain.billing.credit_ledger import credit_ledger
+    from costtrack_service.services.customers import CustomerService
+
+    CustomerService(store).put(workspace_id, customer_id, {"rate_card_id": "std", "credits_enforced": enforced})
+    past = datetime.now(UTC) - timedelta(days=2)
+    old = Grant("cg_01KB0000000000000000000000", Decimal("1"), past, past + timedelta(days=1))
+    good = Grant("cg_01KB0000000000000000000001", Decimal(amount), past)
+    grants = [old, good] if expired else [good]
+    for made in range(len(grants)):
+        grant = grants[made]
+        store.credits.put_grant(workspace_id, customer_id, grant, credit_ledger(customer_id, grants[: made + 1]))
+    return customer_id
 
 
 @pytest.fixture(scope="module")
@@ -178,8 +219,20 @@ def api_calls() -> dict[str, set[str]]:
         exercise_billing_routes(service.store, workspace.workspace_id)
         exercise_rate_card_routes(service.store, workspace.workspace_id)
         exercise_invoice_routes(service.store, workspace.workspace_id)
+        exercise_credit_routes(service.store, workspace.workspace_id)
         exercise_run_routes(service.store, workspace.workspace_id)
     return recorder.calls
+
+
+def exercise_credit_routes(store: DynamoStore, workspace_id: str) -> None:
+    """Every credit operation of the owners' API, once: grant, list, balance, void."""
+    from costtrack_service.services.credits import CreditService
+
+    credits = CreditService(store.credits)
+    grant = credits.grant(workspace_id, "c", {"amount": "5"})
+    credits.list_grants(workspace_id, "c")
+    credits.balance(workspace_id, "c")
+    credits.void(workspace_id, "c", grant["grant_id"])
 
 
 def exercise_run_routes(store: DynamoStore, workspace_id: str) -> None:
@@ -297,6 +350,13 @@ def budget_alerts_calls() -> dict[str, set[str]]:
         budgets.add_endpoint(workspace.workspace_id, {"url": "https://hooks.example.com/x"})
         # run_cost_anomaly on: the evaluator reads the run sketch rows and the runs_by_cost index.
         AnomalySettingsService(admin).change(workspace.workspace_id, {"enabled": True})
+        # credits_low: a customer charged past its credits, another with a grant that expired.
+        exercise_rate_card_routes(admin, workspace.workspace_id)
+        charged = exercise_credits(admin, workspace.workspace_id, "c", expired=False)
+        exercise_credits(admin, workspace.workspace_id, "old")
+        body = json.dumps({"provider": "openai", "model": "gpt-5", "prompt_tokens": 1000, "customer_id": charged})
+        secret, _ = admin.keys.create_key(workspace.workspace_id)
+        ingest(IngestService(admin), IngestRequest({"authorization": f"Bearer {secret}"}, body.encode()))
         sns = recorder.attach(boto3.client("sns", region_name="us-east-1"))
         topic = boto3.client("sns", region_name="us-east-1").create_topic(Name="alerts")["TopicArn"]
         store = DynamoStore(recorder.attach(boto3.client("dynamodb", region_name="us-east-1")), names)
@@ -307,7 +367,7 @@ def budget_alerts_calls() -> dict[str, set[str]]:
             sns=sns,
             send=lambda *_: next(statuses),
         )
-        alerts.run()
+        assert alerts.run()["credits"] == {"customers": 2, "claimed": 2}
         alerts.dispatch()
         # A week later the rolling window holds no spend: its notified threshold re-arms.
         week_later = datetime.now(UTC) + timedelta(days=8)

@@ -133,3 +133,44 @@ def test_billing_writes_are_answered_or_named(local_stack: Any, token: str, path
     assert response.status_code in (200, 400, 404, 405, 409), (url, body, response.status_code, response.text[:300])
     if response.status_code == 400:
         assert response.json()["error"]["details"][0]["field"], (url, body)
+
+
+GRANT_FIELDS = ["amount", "expires_at", "note"]
+
+
+@SETTINGS
+@given(
+    ident=st.one_of(edgy_text, st.sampled_from(["acme", "a.b-c_d", "a#b"])),
+    body=st.one_of(
+        json_values,
+        st.dictionaries(st.sampled_from([*GRANT_FIELDS, "amout"]), json_values, max_size=3),
+        st.fixed_dictionaries(
+            {"amount": st.sampled_from(["1", "0", "-1", "0.00000000001", "1e3", "1000000001", " 5 "])},
+            optional={"expires_at": json_values, "note": json_values},
+        ),
+    ),
+    grant=st.one_of(edgy_text, st.just("cg_00000000000000000000000000")),
+)
+def test_credit_routes_are_answered_or_named(local_stack: Any, token: str, ident: str, body: Any, grant: str) -> None:
+    """Grants, their list, void and the balance: any body, any id, 2xx or a 4xx naming something."""
+    customer = quote(ident.encode("utf-8", "surrogatepass"), safe="")
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    with httpx.Client(base_url=local_stack.state["api_url"], timeout=60) as client:
+        answers = [
+            client.post(f"/v1/workspace/customers/{customer}/credits", content=json.dumps(body), headers=headers),
+            client.get(f"/v1/workspace/customers/{customer}/credits", headers=headers),
+            client.get(f"/v1/workspace/customers/{customer}/balance", headers=headers),
+            client.delete(
+                f"/v1/workspace/customers/{customer}/credits/{quote(grant.encode('utf-8', 'surrogatepass'), safe='')}",
+                headers=headers,
+            ),
+        ]
+    for response in answers:
+        assert response.status_code in (200, 201, 400, 404, 405), (
+            ident,
+            body,
+            response.status_code,
+            response.text[:300],
+        )
+        if response.status_code == 400:
+            assert response.json()["error"]["details"][0]["field"], (ident, body)

@@ -49,6 +49,16 @@ from costtrack_tools.memory_rate_cards import MemoryRateCards
 from costtrack_tools.memory_write_records import MemoryWriteRecords
 
 
+class MemoryCreditCustomers:
+    """The customers with credit grants, by workspace (what ingestion reads of credits)."""
+
+    def __init__(self) -> None:
+        self.customers: dict[str, set[str]] = {}
+
+    def credit_customers(self, workspace_id: str) -> frozenset[str]:
+        return frozenset(self.customers.get(workspace_id, ()))
+
+
 class MemoryStore(MemoryLedgers, MemoryWriteRecords, MemoryRateCards):
     """Ingestion's store, the enforced budgets' ledgers (``memory_ledgers.py``), the records of
     owners' writes, and the rate cards that charge its events (``memory_rate_cards.py``)."""
@@ -58,6 +68,7 @@ class MemoryStore(MemoryLedgers, MemoryWriteRecords, MemoryRateCards):
         MemoryWriteRecords.__init__(self)
         self.stored_keys: dict[str, KeyRecord] = {}
         self.stored_workspaces: dict[str, WorkspaceState] = {}
+        self.credits = MemoryCreditCustomers()
         self.pricing: dict[str, list[PricingEntry]] = {}  # by provider
         self.overrides: dict[str, list[Override]] = {}  # by workspace
         self.stored_budgets: dict[str, list[Budget]] = {}  # by workspace

@@ -11,6 +11,7 @@ from typing import Any, Literal, get_args
 ErrorCode = Literal[
     "BUDGET_EXCEEDED",
     "CONFLICT",
+    "CREDITS_EXHAUSTED",
     "IDEMPOTENCY_KEY_REUSED",
     "INACTIVE_API_KEY",
     "INTERNAL_ERROR",

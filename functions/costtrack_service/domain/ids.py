@@ -63,3 +63,8 @@ def new_event_id(at_ms: int | None = None) -> str:
 
 def new_workspace_id() -> str:
     return "ws_" + random_token(16)
+
+
+def new_grant_id(at_ms: int | None = None) -> str:
+    """A credit grant's id: sorts by the time it was made, as the grants list pages."""
+    return _event_ids("cg_", at_ms)

@@ -45,6 +45,7 @@ ERROR_STATUS: Mapping[ErrorCode, int] = {
     "IDEMPOTENCY_KEY_REUSED": 422,
     "QUOTA_EXCEEDED": 429,
     "BUDGET_EXCEEDED": 429,  # a reservation an enforced budget refuses (CONTRACT §10)
+    "CREDITS_EXHAUSTED": 429,  # a reservation a customer's enforced credits cannot cover (CONTRACT §12)
     "INTERNAL_ERROR": 500,
     "UNAVAILABLE": 503,
 }

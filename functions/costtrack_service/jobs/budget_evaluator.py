@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from costtrack_service.domain.billing.credits_low import EVENT_TYPE as CREDITS_LOW
+from costtrack_service.domain.billing.credits_low import summary as credits_summary
 from costtrack_service.domain.budgets.alerts import (
     CANCELLED,
     DELIVERED,
@@ -39,6 +41,7 @@ from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.domain.runs.anomalies import EVENT_TYPE as RUN_ANOMALY
 from costtrack_service.domain.runs.anomalies import summary as anomaly_summary
 from costtrack_service.jobs.anomaly_evaluator import RunAnomalies
+from costtrack_service.jobs.credit_alerts import CreditAlerts
 from costtrack_service.jobs.webhook_client import post_webhook
 from costtrack_service.store.dynamo import DynamoStore
 
@@ -95,8 +98,10 @@ class Alerts:
 
     def run(self) -> dict[str, Any]:
         evaluated = self.evaluate()
-        runs = RunAnomalies(self.store, self.settings.sns_topic_arn is not None, self._clock).evaluate()
-        return {"evaluate": evaluated, "runs": runs, "dispatch": self.dispatch()}
+        with_sns = self.settings.sns_topic_arn is not None
+        runs = RunAnomalies(self.store, with_sns, self._clock).evaluate()
+        credits = CreditAlerts(self.store, with_sns, self._clock).evaluate()
+        return {"evaluate": evaluated, "runs": runs, "credits": credits, "dispatch": self.dispatch()}
 
     # -- evaluate ---------------------------------------------------------------------------
 
@@ -220,6 +225,8 @@ class Alerts:
         data = json.loads(notification.body)
         if data.get("type") == RUN_ANOMALY:
             subject, summary = "costtrack: anomalous run", anomaly_summary(data)
+        elif data.get("type") == CREDITS_LOW:
+            subject, summary = f"costtrack: credits at {notification.threshold}%", credits_summary(data)
         else:
             subject, summary = f"costtrack budget alert: {notification.threshold}% reached", notification.summary()
         try:

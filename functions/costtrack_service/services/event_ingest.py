@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from costtrack_service import catalogue
 from costtrack_service.domain.billing.charging import CardReads, ChargeReadStore, Versions, charge_event, charged_fields
+from costtrack_service.domain.billing.credit_ledger import CreditCustomerReader, CreditCustomers, credit_ledger
 from costtrack_service.domain.budgets.watch import BudgetReader, BudgetWatch
 from costtrack_service.domain.errors import ApiError, unavailable
 from costtrack_service.domain.ids import new_event_id
@@ -48,7 +49,8 @@ class IngestEvents(KeyReads, ChunkWrites, Protocol):
 
 class IngestStore(ReadStore, ChunkStore, Protocol):
     """The parts ingestion uses: its cached reads and its writes, the budgets it watches, the
-    reservation holds its events settle, the rate cards that charge its customers."""
+    reservation holds its events settle, the rate cards that charge its customers, the customers
+    whose charges spend credits."""
 
     @property
     def events(self) -> IngestEvents: ...
@@ -61,6 +63,9 @@ class IngestStore(ReadStore, ChunkStore, Protocol):
 
     @property
     def billing(self) -> ChargeReadStore: ...
+
+    @property
+    def credits(self) -> CreditCustomerReader: ...
 
 
 @dataclass(frozen=True)
@@ -129,6 +134,7 @@ class IngestService:
         self.pricer = Pricer(self.reads.book, self.registry, catalogue.flags_for)
         self.cards = CardReads(store.billing, self.settings.pricing_ttl_seconds, monotonic=monotonic)
         self.budget_watch = BudgetWatch(store.budgets, monotonic=monotonic)
+        self.credit_customers = CreditCustomers(store.credits, monotonic=monotonic)
 
     # -- the request --------------------------------------------------------------------
 
@@ -292,9 +298,15 @@ class IngestService:
         """The enforced budget instances each event spends in unless it settles a reservation
         (``reservations/debit.py``), by event key; only those with any."""
         found = {}
+        charged = any(record.charge_amount for record in records)
+        with_credits = self.credit_customers.of(workspace_id) if charged else frozenset()
         for record in records:
             at = datetime.fromisoformat(record.received_at.replace("Z", "+00:00"))
             ledgers = self.budget_watch.ledgers(workspace_id, record.event, record.visibility, at)
+            customer = record.event.customer_id
+            if record.charge_amount and customer in with_credits:
+                # A charged event of a customer with credits spends them (docs/guides/billing.md#credits).
+                ledgers = (*ledgers, credit_ledger(customer))
             if ledgers:
                 found[record.event_key] = ledgers
         return found

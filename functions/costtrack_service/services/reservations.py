@@ -50,6 +50,7 @@ from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConfli
 from costtrack_service.domain.usage import RollupReader
 from costtrack_service.domain.workspaces.keys import KeyRecord
 from costtrack_service.domain.workspaces.shards import ShardCycle
+from costtrack_service.services.credits import CreditCheck, credits_exhausted
 
 #: Enforced budgets are re-read at most this often: a new limit holds within a second.
 BUDGETS_TTL_SECONDS = 1.0
@@ -128,8 +129,11 @@ class ReservationService:
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
         backoff_seconds: float = 0.01,
+        credits: CreditCheck | None = None,
     ) -> None:
         self.store = store
+        #: A customer's enforced credits (``services/credits.py``); None: budgets only.
+        self.credits = credits
         self.pricer = pricer
         self._overrides = overrides
         self._clock = clock
@@ -143,40 +147,45 @@ class ReservationService:
     # -- reserve ----------------------------------------------------------------------------
 
     def reserve(self, key: KeyRecord, body: object, idempotency_key: str | None) -> dict[str, Any]:
-        """The answer of an allowed reservation, or raises ``BUDGET_EXCEEDED`` (429)."""
+        """The answer of an allowed reservation, or raises ``BUDGET_EXCEEDED`` or
+        ``CREDITS_EXHAUSTED`` (429)."""
         ask = read_ask(body)
         now = self._clock()
-        amount = self.estimate(key.workspace_id, ask, now)
         ledgers = ledgers_for(self._enforced(key.workspace_id), ask.attribution, now)
+        credit = self.credits.ledger(key.workspace_id, ask.attribution.customer_id, now) if self.credits else None
+        if credit is not None:
+            ledgers.append(credit)
         if len(ledgers) > MAX_PARTS:
             raise invalid("customer_id", f"more than {MAX_PARTS} enforced budgets apply to this call")
+        amount, holds = self._holds(key.workspace_id, ask, ledgers, now)
         ws, at = key.workspace_id, int(now.timestamp())
         expires = at + ask.ttl_seconds
         entry = new_entry(ws, idempotency_key)
         if not ask.hold:
-            return self._dry_run(ws, ask, ledgers, amount, at)
+            return self._dry_run(ws, ask, ledgers, amount, holds, at)
         shards = {
             ledger.ref: shard_of(f"{placement(idempotency_key)}\x00{ledger.ref}") if idempotency_key else None
             for ledger in ledgers
         }
         surveyed: set[str] = set()
         for attempt in range(1, MAX_ATTEMPTS + 1):
-            planned = self._plan(ws, ledgers, amount, at, shards, surveyed, entry if idempotency_key else None)
-            if isinstance(planned, Hold):
-                return self._replay(ws, ask, entry, ledgers, shards, planned, amount, now)
+            planned = self._plan(ws, ledgers, holds, at, shards, surveyed, entry if idempotency_key else None)
+            if isinstance(planned, tuple) and isinstance(planned[1], Hold):
+                ref, found = planned
+                return self._replay(ws, ask, entry, ledgers, shards, ref, found, amount, holds, now)
             takes, refused = planned
             if refused:
-                raise budget_exceeded(refused)
+                raise _refusal(refused)
             if takes is None:
                 continue  # a gather moved money, or a survey met a write: plan again
             rejected = self.store.reservations.hold(ws, entry, expires, takes) if takes else None
             if rejected is None:
                 for take in takes:
                     self._spent(ws, take)
-                return self._answer(ws, ask, entry, expires, ledgers, _shards(takes), amount, now)
+                return self._answer(ws, ask, entry, expires, ledgers, _shards(takes), amount, holds, now)
             if rejected.replay:
-                first = next(iter(rejected.replay.values()))
-                return self._replay(ws, ask, entry, ledgers, _shards(takes), first, amount, now)
+                ref, first = next(iter(rejected.replay.items()))
+                return self._replay(ws, ask, entry, ledgers, _shards(takes), ref, first, amount, holds, now)
             self._learn(ws, ledgers, rejected)
             if rejected.unseeded:
                 surveyed.update("stale:" + ref for ref in rejected.unseeded)
@@ -188,6 +197,16 @@ class ReservationService:
             if rejected.conflict:
                 self._sleep(random.uniform(0, self._backoff * 2 ** min(attempt, 6)))
         raise unavailable()
+
+    def _holds(self, ws: str, ask: Ask, ledgers: Sequence[Ledger], at: datetime) -> tuple[Decimal, dict[str, Decimal]]:
+        """The call's worst-case cost and what each ledger holds of it: a budget the cost, a
+        customer's credits its charge (docs/guides/billing.md#credits)."""
+        amount = self.estimate(ws, ask, at)
+        holds = {ledger.ref: amount for ledger in ledgers if not ledger.credit}
+        for ledger in ledgers:
+            if ledger.credit and self.credits is not None:
+                holds[ledger.ref] = self.credits.charge(ws, ask, amount, at)
+        return amount, holds
 
     def estimate(self, workspace_id: str, ask: Ask, now: datetime) -> Decimal:
         """The hold: the amount asked, or the token counts priced at the worst case."""
@@ -210,32 +229,34 @@ class ReservationService:
         entry: str,
         ledgers: list[Ledger],
         shards: Mapping[str, int | None],
+        ref: str,
         hold: Hold,
         amount: Decimal,
+        holds: Mapping[str, Decimal],
         now: datetime,
     ) -> dict[str, Any]:
         """The reservation a retry finds (CONTRACT §4: the stored one, whatever changed since),
         or ``IDEMPOTENCY_KEY_REUSED`` when the key held another amount. A token estimate is
         priced again at the instant the original was made (its expiry less its TTL), so that a
         price changed since is no other request."""
-        if hold.amount != amount and ask.amount is None:
+        if hold.amount != holds.get(ref) and ask.amount is None:
             made = datetime.fromtimestamp(hold.expires - ask.ttl_seconds, UTC)
-            amount = self.estimate(ws, ask, made)
-        if hold.amount != amount:
+            amount, holds = self._holds(ws, ask, ledgers, made)
+        if hold.amount != holds.get(ref):
             raise reservation_key_reused()
         by_ref = {ref: shard for ref, shard in shards.items() if shard is not None}
-        return self._answer(ws, ask, entry, hold.expires, ledgers, by_ref, hold.amount, now, replayed=True)
+        return self._answer(ws, ask, entry, hold.expires, ledgers, by_ref, amount, holds, now, replayed=True)
 
     def _plan(
         self,
         ws: str,
         ledgers: list[Ledger],
-        amount: Decimal,
+        holds: Mapping[str, Decimal],
         at: int,
         shards: dict[str, int | None],
         surveyed: set[str],
         entry: str | None,
-    ) -> tuple[list[Take] | None, list[tuple[Ledger, Decimal]]] | Hold:
+    ) -> tuple[list[Take] | None, list[tuple[Ledger, Decimal]]] | tuple[str, Hold]:
         """The takes that hold ``amount``, or the budgets that refuse it; or, for a retry
         (``entry`` given: its key's), the hold its original left, which a survey shows in the
         key's shard: a retry is answered from it before any budget is counted (CONTRACT §2),
@@ -243,6 +264,7 @@ class ReservationService:
         takes: list[Take] = []
         refused: list[tuple[Ledger, Decimal]] = []
         for ledger in ledgers:
+            amount = holds[ledger.ref]
             known = self._known_of(ws, ledger)
             fixed = shards[ledger.ref]
             shard = self._next_shard() if fixed is None else fixed
@@ -259,7 +281,7 @@ class ReservationService:
                 return None, []
             found = held_by(survey.shards.get(fixed), entry) if fixed is not None and entry else None
             if found is not None:
-                return found
+                return ledger.ref, found
             if not survey.seeded:
                 self._seed(ws, ledger, survey, shard)
                 return None, []  # seeded (here or elsewhere), or a shard spent meanwhile: again
@@ -275,17 +297,23 @@ class ReservationService:
                 takes.append(decided)
         return (None, refused) if refused else (takes, [])
 
-    def _dry_run(self, ws: str, ask: Ask, ledgers: list[Ledger], amount: Decimal, at: int) -> dict[str, Any]:
+    def _dry_run(
+        self, ws: str, ask: Ask, ledgers: list[Ledger], amount: Decimal, holds: Mapping[str, Decimal], at: int
+    ) -> dict[str, Any]:
         refused = []
         budgets = []
+        credits = None
         for ledger in ledgers:
             survey = self._survey_retrying(ws, ledger)
             spent, held, remaining = survey.totals(ledger.amount, at)
-            budgets.append(_budget_line(ledger, spent, held, remaining))
-            if remaining < amount:
+            if ledger.credit:
+                credits = _credit_line(holds[ledger.ref], remaining, held=False)
+            else:
+                budgets.append(_budget_line(ledger, spent, held, remaining))
+            if remaining < holds[ledger.ref]:
                 refused.append((ledger, remaining))
         if refused:
-            raise budget_exceeded(refused)
+            raise _refusal(refused)
         return {
             "reservation_id": None,
             "allowed": True,
@@ -294,6 +322,7 @@ class ReservationService:
             "currency": CURRENCY,
             "expires_at": None,
             "budgets": budgets,
+            **({"credits": credits} if credits else {}),
             "warnings": [warning.to_dict() for warning in ask.warnings],
         }
 
@@ -313,6 +342,8 @@ class ReservationService:
     def _seed(self, ws: str, ledger: Ledger, survey: LedgerSurvey, shard: int) -> bool:
         """Count the window's spend before the ledger into it: the rollups read *after* the
         survey, the write conditioned on the surveyed shards (``seed.py``)."""
+        if ledger.credit:  # nothing was spent from credits before their first grant made the ledger
+            return self.store.reservations.seed_ledger(ws, plan_seed(ledger, survey, ZERO, shard, LEDGER_SHARDS))
         budget = next((b for b in self._enforced(ws) if b.budget_id == ledger.budget_id), None)
         if budget is None:
             raise StoreUnavailable("the budget changed")
@@ -328,19 +359,28 @@ class ReservationService:
         ledgers: list[Ledger],
         by_ref: Mapping[str, int],
         amount: Decimal,
+        holds: Mapping[str, Decimal],
         now: datetime,
         *,
         replayed: bool = False,
     ) -> dict[str, Any]:
-        month = ledgers[0].month if ledgers else now.date().isoformat()[:7]
+        month = next((ledger.month for ledger in ledgers if not ledger.credit), now.date().isoformat()[:7])
         reservation = ReservationId(
-            entry, expires, month, tuple(Part(ledger.ref, by_ref[ledger.ref]) for ledger in ledgers)
+            entry,
+            expires,
+            month,
+            tuple(Part(ledger.ref, by_ref[ledger.ref], ledger.credit) for ledger in ledgers),
         )
         budgets = []
+        credits = None
         for ledger in ledgers:
             known = self._known.get(_known_key(ws, ledger))
-            spent, held, remaining = known.totals if known and known.totals else (ZERO, amount, ledger.amount - amount)
-            budgets.append(_budget_line(ledger, spent, held, remaining))
+            held = holds[ledger.ref]
+            spent, held_now, remaining = known.totals if known and known.totals else (ZERO, held, ledger.amount - held)
+            if ledger.credit:
+                credits = _credit_line(held, remaining)
+            else:
+                budgets.append(_budget_line(ledger, spent, held_now, remaining))
         return {
             "reservation_id": str(reservation),
             "allowed": True,
@@ -349,6 +389,7 @@ class ReservationService:
             "currency": CURRENCY,
             "expires_at": format_timestamp(datetime.fromtimestamp(expires, UTC)),
             "budgets": budgets,
+            **({"credits": credits} if credits else {}),
             "warnings": [warning.to_dict() for warning in ask.warnings],
         }
 
@@ -414,6 +455,23 @@ def reservation_key_reused() -> ApiError:
         "IDEMPOTENCY_KEY_REUSED",
         "This Idempotency-Key was already used for a reservation of another estimate; use a new key per reservation.",
     )
+
+
+def _refusal(refused: list[tuple[Ledger, Decimal]]) -> ApiError:
+    """Budgets refuse first (``BUDGET_EXCEEDED``); credits alone: ``CREDITS_EXHAUSTED``."""
+    budgets = [(ledger, remaining) for ledger, remaining in refused if not ledger.credit]
+    if budgets:
+        return budget_exceeded(budgets)
+    return credits_exhausted(refused[0][1])
+
+
+def _credit_line(charge: Decimal, remaining: Decimal, *, held: bool = True) -> dict[str, Any]:
+    """The answer's ``credits``: the charge held and what the customer's credits have left."""
+    return {
+        "charge": format_decimal(charge),
+        "held": format_decimal(charge if held else ZERO),
+        "remaining": format_decimal(remaining),
+    }
 
 
 def _shards(takes: Sequence[Take]) -> dict[str, int]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from costtrack_service.store.anomaly_settings import RunAnomalyTable
 from costtrack_service.store.budget_table import BudgetTable
 from costtrack_service.store.client import TableAccess, dynamodb_client, translate_errors, unavailable_error
+from costtrack_service.store.credit_table import CreditTable
 from costtrack_service.store.events_by_time import PageReads
 from costtrack_service.store.export_reads import ExportReads
 from costtrack_service.store.ingest_writes import EventStore
@@ -69,6 +70,7 @@ class DynamoStore:
         # billing the workspace's customers
         self.billing = RateCardTable(access)
         self.invoices = InvoiceTable(access)
+        self.credits = CreditTable(access)
         # operators' and the scheduled functions'
         self.table_setup = TableSetup(access)
         self.workspace_shards = WorkspaceShards(access, self.events)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from costtrack_service.store.budget_reads import BudgetReads
 from costtrack_service.store.client import TableAccess
+from costtrack_service.store.credit_table import CreditTable
 from costtrack_service.store.ingest_writes import EventStore
 from costtrack_service.store.prices import PriceTable
 from costtrack_service.store.rate_card_table import RateCardTable
@@ -38,6 +39,7 @@ class IngestionStore:
         self.budgets = BudgetReads(access)
         self.reservations = ReservationTable(access)
         self.billing = RateCardTable(access)
+        self.credits = CreditTable(access)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Self:

@@ -79,7 +79,7 @@ def release_update(
     update = _return_and_spend(values, cost)
     return {
         "TableName": tables.allowance,
-        "Key": to_item({"shard_key": ledger_key(workspace_id, part.ref, reservation.month, part.shard)}),
+        "Key": to_item({"shard_key": ledger_key(workspace_id, part.ref, part.month(reservation.month), part.shard)}),
         "UpdateExpression": update + " REMOVE #h",
         "ConditionExpression": "attribute_exists(#h) AND #h[1] > :now AND #h[0] = :a",
         "ExpressionAttributeNames": {"#h": hold_name(reservation.entry)},
@@ -125,7 +125,7 @@ def settle_update(
     """Release ``group``'s holds (all in shard ``item``) and spend their costs, in one update."""
     ref, month, shard = item
     amount = sum((hold.amount for _, _, hold in group), ZERO)
-    cost = sum((settle.cost for settle, _, _ in group), ZERO)
+    cost = sum((settle.spend(part) for settle, part, _ in group), ZERO)
     values: dict[str, Any] = {":a": amount, ":back": amount - cost}
     names: dict[str, str] = {}
     conditions = []
@@ -190,4 +190,5 @@ def shard_state(item: dict[str, Any]) -> ShardState:
         held=Decimal(item.get("held", 0)),
         spent=Decimal(item.get("spent", 0)),
         holds=holds,
+        forfeited=Decimal(item.get("forfeited", 0)),
     )

@@ -250,7 +250,7 @@ class ReservationTable(TablePart):
         exist is left out (that reservation was never held there)."""
         found: dict[Part, Hold | None] = {}
         for part in reservation.parts:
-            key = ledger_key(workspace_id, part.ref, reservation.month, part.shard)
+            key = ledger_key(workspace_id, part.ref, part.month(reservation.month), part.shard)
             response = self._call(
                 self.client.get_item,
                 TableName=self.tables.allowance,

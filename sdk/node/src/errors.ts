@@ -52,10 +52,13 @@ export class BudgetExceededError extends Error {
   constructor(reservation: Reservation) {
     const unavailable = reservation.unavailable === true;
     const names = (reservation.refusedBy ?? []).map((b) => String(b.budgetId ?? "?"));
+    const credits = reservation.refusal === "CREDITS_EXHAUSTED";
     super(
       unavailable
         ? "costtrack could not check the budgets and onUnavailable is \"deny\": the call was not made"
-        : `budget exceeded${names.length > 0 ? ` (${names.join(", ")})` : ""}: the call was not made`,
+        : credits
+          ? `the customer's credits cannot cover the call${reservation.creditsRemaining !== undefined ? ` (${reservation.creditsRemaining} left)` : ""}: the call was not made`
+          : `budget exceeded${names.length > 0 ? ` (${names.join(", ")})` : ""}: the call was not made`,
     );
     this.name = "BudgetExceededError";
     this.reason = unavailable ? "unavailable" : "budget";

@@ -202,9 +202,18 @@ export function readAnswer(body: unknown): Reservation | undefined {
   return reservation;
 }
 
-/** A `429` `BUDGET_EXCEEDED` answer: refused, `details` naming each budget; undefined for any other. */
+/**
+ * A `429` refusal: `BUDGET_EXCEEDED` (`details` naming each budget) or `CREDITS_EXHAUSTED` (the
+ * customer's enforced credits cannot cover the call's charge: `creditsRemaining`); undefined for
+ * any other answer.
+ */
 export function readRefusal(body: unknown): Reservation | undefined {
   const error = isRecord(body) ? body["error"] : undefined;
+  if (isRecord(error) && error["code"] === "CREDITS_EXHAUSTED") {
+    const first = Array.isArray(error["details"]) && isRecord(error["details"][0]) ? error["details"][0] : {};
+    const remaining = text(first, "remaining");
+    return { allowed: false, reservationId: null, held: "0", currency: null, expiresAt: null, budgets: [], refusedBy: [], refusal: "CREDITS_EXHAUSTED", ...(remaining !== null ? { creditsRemaining: remaining } : {}) };
+  }
   if (!isRecord(error) || error["code"] !== "BUDGET_EXCEEDED") return undefined;
   const refusedBy = Array.isArray(error["details"]) ? error["details"].map(budget) : [];
   const budgets = isRecord(body) && Array.isArray(body["budgets"]) ? body["budgets"].map(budget) : refusedBy;

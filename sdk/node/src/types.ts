@@ -189,6 +189,10 @@ export interface Reservation {
   budgets: ReservationBudget[];
   /** When refused: each budget that refused and what remains of it. */
   refusedBy?: ReservationBudget[];
+  /** `"CREDITS_EXHAUSTED"` when the customer's enforced credits cannot cover the call's charge (CONTRACT §12). */
+  refusal?: "CREDITS_EXHAUSTED";
+  /** With `refusal`: what the customer's credits have left, a decimal string. */
+  creditsRemaining?: string;
   /** True when the service gave no answer and `onUnavailable` decided. */
   unavailable?: boolean;
 }

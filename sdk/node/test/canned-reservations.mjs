@@ -26,7 +26,8 @@ function errorBody(status, code, message, details = []) {
 
 /**
  * `options.budget` (decimal string, default "1"), `options.eventCost` (what a settled event
- * costs, default "0.001"). `options.before(request)` may answer first (a 503, "hang", a delay).
+ * costs, default "0.001"), `options.credits` (the customer's enforced credits: a larger estimate
+ * is 429 CREDITS_EXHAUSTED). `options.before(request)` may answer first (a 503, "hang", a delay).
  */
 export async function startCannedService(options = {}) {
   const clock = { now: Date.parse("2026-11-26T10:00:00.000Z") };
@@ -64,7 +65,11 @@ export async function startCannedService(options = {}) {
         : (BigInt(estimate.prompt_tokens) * SCALE) / 1_000_000n + (BigInt(estimate.max_output_tokens) * 4n * SCALE) / 1_000_000n;
     expire();
     let answer;
-    if (budget.spent + budget.held + held > budget.amount) {
+    if (options.credits !== undefined && held > toUnits(options.credits)) {
+      answer = errorBody(429, "CREDITS_EXHAUSTED", "not enough credits left for this call", [
+        { field: "customer_id", remaining: options.credits, message: "not enough credits" },
+      ]);
+    } else if (budget.spent + budget.held + held > budget.amount) {
       answer = errorBody(429, "BUDGET_EXCEEDED", "budget bud_cus refused the reservation", [
         { budget_id: budget.budget_id, instance: body.customer_id, remaining: toDecimal(budget.amount - budget.spent - budget.held) },
       ]);

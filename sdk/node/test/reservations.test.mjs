@@ -151,6 +151,24 @@ describe("answers", () => {
     assert.deepEqual(warnings, []);
   });
 
+  test("refused: 429 CREDITS_EXHAUSTED gives allowed false, the refusal and what the credits have left", async () => {
+    const { tracker, warnings } = await setup({ budget: "1", credits: "0.25" });
+    const refused = await tracker.reserve({ ...CALL, estimate: { amount: "0.30" } });
+    assert.deepEqual(refused, {
+      allowed: false,
+      reservationId: null,
+      held: "0",
+      currency: null,
+      expiresAt: null,
+      budgets: [],
+      refusedBy: [],
+      refusal: "CREDITS_EXHAUSTED",
+      creditsRemaining: "0.25",
+    });
+    assert.equal((await tracker.reserve({ ...CALL, estimate: { amount: "0.20" } })).allowed, true);
+    assert.deepEqual(warnings, []);
+  });
+
   test("expiry: an event settling an expired reservation is accepted with reservation_unknown; a second settle warns reservation_settled", async () => {
     const { tracker, warnings, service } = await setup();
     const expiring = await tracker.reserve({ ...CALL, estimate: { amount: "0.01" }, ttlSeconds: 1 });

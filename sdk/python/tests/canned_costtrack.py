@@ -58,6 +58,8 @@ class CannedCosttrack:
     spent: Decimal = Decimal(0)
     holds: Dict[str, Held] = field(default_factory=dict)
     by_key: Dict[str, Tuple[int, Dict[str, Any]]] = field(default_factory=dict)
+    #: The customer's enforced credits (CONTRACT §12): a larger estimate is ``CREDITS_EXHAUSTED``.
+    credits: Optional[Decimal] = None
     events: List[Dict[str, Any]] = field(default_factory=list)
     keyed: List[Tuple[str, Dict[str, Any]]] = field(default_factory=list)
 
@@ -180,6 +182,9 @@ class CannedCosttrack:
         else:
             amount = self.prompt_price * estimate.get("prompt_tokens", 0)
             amount += self.output_price * estimate.get("max_output_tokens", 0)
+        if self.credits is not None and amount > self.credits:
+            details = [{"field": "customer_id", "remaining": str(self.credits), "message": "not enough credits"}]
+            return 429, {"error": {"code": "CREDITS_EXHAUSTED", "message": "no credits", "details": details}}
         if amount > self.remaining():
             remaining = str(self.remaining())
             details = [{"budget_id": BUDGET_ID, "name": "Per customer", "instance": "cus_1", "remaining": remaining}]

@@ -92,6 +92,20 @@ def test_a_refused_reservation_names_the_budget(
     assert tracker.reserve(**CALL, amount="0.40").allowed
 
 
+def test_a_reservation_refused_for_credits_says_so(
+    service: CannedCosttrack, tracker_for: Callable[..., Tracker], collected: Collected
+) -> None:
+    service.credits = Decimal("0.25")
+    tracker = tracker_for(on_unavailable="allow")
+    refused = tracker.reserve(**CALL, amount="0.30")
+    assert refused.allowed is False and refused.unavailable is False and refused.status == 429
+    assert refused.refusal == "CREDITS_EXHAUSTED" and refused.credits_remaining == Decimal("0.25")
+    with pytest.raises(costtrack.BudgetExceeded, match="credits"), tracker.reservation(**CALL, amount="0.30"):
+        pass
+    assert tracker.reserve(**CALL, amount="0.20").allowed
+    assert collected.warnings == [] and collected.errors == []
+
+
 def test_a_token_estimate_is_priced_by_the_service(
     service: CannedCosttrack, tracker_for: Callable[..., Tracker]
 ) -> None:

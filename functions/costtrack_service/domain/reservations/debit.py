@@ -35,20 +35,32 @@ def debits_of(
     """One debit per ledger for the records of one transaction that settle nothing, summed; its
     shard chosen by the transaction's first event of that ledger (stable: a retried transaction
     writes the same shard), past the shards the transaction's settles write (one operation per
-    item in a transaction)."""
+    item in a transaction). A customer's credits are spent by every charged event: one that
+    settles a reservation without a credit part (made while credits were not enforced) is
+    debited there too."""
     sums: dict[tuple[str, str], tuple[Ledger, Decimal, str]] = {}
     settled: set[tuple[str, int]] = set()
     for record in records:
         settle = settles.get(record.event_key)
-        if settle is not None:
-            settled.update((part.ref, part.shard) for part in getattr(settle, "holds", ()))
-        if settle is not None or record.cost <= 0:
-            continue
+        held = {part.ref for part in getattr(settle, "holds", ())}
+        settled.update((part.ref, part.shard) for part in getattr(settle, "holds", ()))
         for ledger in ledgers.get(record.event_key, ()):
+            if settle is not None and (not ledger.credit or ledger.ref in held):
+                continue
+            amount = spend_of(record, ledger)
+            if amount <= 0:
+                continue
             key = (ledger.ref, ledger.month)
             _, total, first = sums.get(key, (ledger, Decimal(0), record.event_key))
-            sums[key] = (ledger, total + record.cost, first)
+            sums[key] = (ledger, total + amount, first)
     return tuple(Debit(ledger, debit_shard(first, ledger, settled), total) for ledger, total, first in sums.values())
+
+
+def spend_of(record: EventRecord, ledger: Ledger) -> Decimal:
+    """What an event spends in a ledger: its cost in a budget, its charge in credits."""
+    if ledger.credit:
+        return record.charge_amount if record.charge_amount is not None else Decimal(0)
+    return record.cost
 
 
 def debit_shard(event_key: str, ledger: Ledger, taken: Collection[tuple[str, int]] = ()) -> int:

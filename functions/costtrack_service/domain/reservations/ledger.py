@@ -17,6 +17,8 @@ LEDGER_SHARDS = 99
 #: Money is counted to the 10th decimal (the event cost's precision, CONTRACT §5).
 QUANTUM = Decimal("1e-10")
 ZERO = Decimal(0)
+#: What a credit ledger's ref is a hash of (with the customer id): no budget id has a NUL.
+CREDIT_REF_NAME = "\x00credits"
 
 
 def ledger_ref(budget_id: str, instance: str | None) -> str:
@@ -66,10 +68,13 @@ class Ledger:
     amount: Decimal
     instance: str | None  # the template's value (e.g. the customer id); None for a plain budget
     month: str  # "2026-11"
+    #: A customer's prepaid credits (``domain/billing/credit_ledger.py``): spent by charges, not
+    #: costs, and one ledger for all time rather than per month.
+    credit: bool = False
 
     @property
     def ref(self) -> str:
-        return ledger_ref(self.budget_id, self.instance)
+        return ledger_ref(CREDIT_REF_NAME if self.credit else self.budget_id, self.instance)
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,8 @@ class ShardState:
     held: Decimal = ZERO
     spent: Decimal = ZERO
     holds: Mapping[str, Hold] = field(default_factory=dict)  # by reservation entry
+    #: Money taken out without being spent: a credit grant's unused part at its expiry or void.
+    forfeited: Decimal = ZERO
 
 
 @dataclass(frozen=True)
@@ -111,7 +118,8 @@ class LedgerSurvey:
         spent = sum((shard.spent for shard in self.shards.values()), ZERO)
         returned = sum((hold.amount for holds in self.expired(now).values() for hold in holds.values()), ZERO)
         held = sum((shard.held for shard in self.shards.values()), ZERO) - returned
-        return spent, held, amount - spent - held
+        forfeited = sum((shard.forfeited for shard in self.shards.values()), ZERO)
+        return spent, held, amount - spent - held - forfeited
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """Reservation ids: where a reservation's holds are, so settling and releasing need no lookup.
 
-``rsv_<entry>.<expires>.<month>[.<ref><shard>]…``: the hold's name in its shards (16
+``rsv_<entry>.<expires>.<month>[.<ref><shard>]…[:<ref><shard>]``: the hold's name in its shards (16
 characters), its expiry (epoch seconds, base 36), the ledgers' month (``YYYYMM``) and, per
-enforced budget instance, the ledger's ref (10 hex digits) and the shard (two digits). At most
+enforced budget instance, the ledger's ref (10 hex digits) and the shard (two digits); a
+customer's credit ledger, which has no month, follows ``:`` instead of ``.``. At most
 ``MAX_PARTS`` budgets fit the 128 characters an event's ``reservation_id`` may have (CONTRACT
 §10, §11). An id that does not parse is unknown (``reservation_unknown``), never an error.
 """
@@ -19,13 +20,21 @@ from costtrack_service.domain.ids import random_token
 PREFIX = "rsv_"
 ENTRY_CHARS = 16
 MAX_PARTS = 7
-_ID = re.compile(r"rsv_([A-Za-z0-9]{16})\.([0-9a-z]{1,8})\.([0-9]{6})((?:\.[0-9a-f]{10}[0-9]{2}){0,7})")
+_ID = re.compile(r"rsv_([A-Za-z0-9]{16})\.([0-9a-z]{1,8})\.([0-9]{6})((?:[.:][0-9a-f]{10}[0-9]{2}){0,7})")
+_PART = re.compile(r"([.:])([0-9a-f]{10})([0-9]{2})")
+#: The month a credit ledger's items are keyed by: one ledger for all time.
+CREDIT_PERIOD = "credit"
 
 
 @dataclass(frozen=True)
 class Part:
     ref: str
     shard: int
+    credit: bool = False  # a customer's credit ledger (spent by the charge; no month)
+
+    def month(self, month: str) -> str:
+        """The ledger's month in item keys: the reservation's, or none for credits."""
+        return CREDIT_PERIOD if self.credit else month
 
 
 @dataclass(frozen=True)
@@ -36,7 +45,7 @@ class ReservationId:
     parts: tuple[Part, ...]
 
     def __str__(self) -> str:
-        parts = "".join(f".{part.ref}{part.shard:02d}" for part in self.parts)
+        parts = "".join(f"{':' if part.credit else '.'}{part.ref}{part.shard:02d}" for part in self.parts)
         return f"{PREFIX}{self.entry}.{_base36(self.expires)}.{self.month.replace('-', '')}{parts}"
 
 
@@ -53,7 +62,7 @@ def parse(reservation_id: str) -> ReservationId | None:
     if match is None:
         return None
     entry, expires, month, rest = match.groups()
-    parts = tuple(Part(chunk[:10], int(chunk[10:])) for chunk in rest.split(".") if chunk)
+    parts = tuple(Part(ref, int(shard), mark == ":") for mark, ref, shard in _PART.findall(rest))
     return ReservationId(entry, int(expires, 36), f"{month[:4]}-{month[4:]}", parts)
 
 

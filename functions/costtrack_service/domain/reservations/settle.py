@@ -52,11 +52,19 @@ class Settle:
     holds: Mapping[Part, Hold]
     cost: Decimal
     now: int
+    #: The event's charge: what a credit ledger's part spends (None: not charged, spends nothing).
+    charge: Decimal | None = None
 
     @property
     def items(self) -> tuple[SettleItem, ...]:
         """The shard items its holds are in (one per budget part)."""
-        return tuple((part.ref, self.reservation.month, part.shard) for part in self.holds)
+        return tuple((part.ref, part.month(self.reservation.month), part.shard) for part in self.holds)
+
+    def spend(self, part: Part) -> Decimal:
+        """What settling spends in ``part``: a budget's the cost, a customer's credits the charge."""
+        if part.credit:
+            return self.charge if self.charge is not None and self.charge > 0 else Decimal(0)
+        return self.cost
 
 
 def settle_groups(settles: Sequence[Settle]) -> dict[SettleItem, list[tuple[Settle, Part, Hold]]]:
@@ -65,7 +73,8 @@ def settle_groups(settles: Sequence[Settle]) -> dict[SettleItem, list[tuple[Sett
     groups: dict[SettleItem, list[tuple[Settle, Part, Hold]]] = {}
     for settle in settles:
         for part, hold in settle.holds.items():
-            groups.setdefault((part.ref, settle.reservation.month, part.shard), []).append((settle, part, hold))
+            item = (part.ref, part.month(settle.reservation.month), part.shard)
+            groups.setdefault(item, []).append((settle, part, hold))
     return groups
 
 
@@ -128,7 +137,7 @@ def _settle_of(
     holds = {part: hold for part, hold in found.items() if hold is not None and hold.expires > now}
     if len(holds) < len(reservation.parts):
         return settled_warning(reservation_id), None
-    return None, Settle(record.event_key, reservation, holds, record.cost, now)
+    return None, Settle(record.event_key, reservation, holds, record.cost, now, record.charge_amount)
 
 
 def with_warning(record: EventRecord, warning: EventWarning) -> EventRecord:

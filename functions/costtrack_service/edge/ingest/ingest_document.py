@@ -269,7 +269,12 @@ class Reservation(BaseModel):
         400: refused("Invalid request (estimate names are closed)", "INVALID_PAYLOAD"),
         401: refused("Bad key", "INVALID_API_KEY", "REVOKED_API_KEY", "INACTIVE_API_KEY"),
         403: refused("Plan inactive", "PLAN_INACTIVE"),
-        429: refused("An enforced budget has not enough left (details name each)", "BUDGET_EXCEEDED"),
+        429: refused(
+            "An enforced budget has not enough left (details name each), or the customer's enforced credits "
+            "cannot cover the call's charge (details.remaining)",
+            "BUDGET_EXCEEDED",
+            "CREDITS_EXHAUSTED",
+        ),
         500: refused("Internal error", "INTERNAL_ERROR"),
         503: refused("Busy; retry after Retry-After", "UNAVAILABLE"),
     },

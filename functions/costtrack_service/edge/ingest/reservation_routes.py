@@ -35,13 +35,28 @@ class ReservationRoutes:
     def reservations(self) -> ReservationService:
         with self._lock:
             if self._reservations is None:
+                from costtrack_service.services.credits import CreditCheck, CreditService
                 from costtrack_service.services.reservations import ReservationService
 
                 ingest = self.service
+                table = ingest.store.credits
+                credits = (
+                    CreditCheck(
+                        CreditService(table),  # type: ignore[arg-type]  # the DynamoDB store's credit table
+                        ingest.store.billing,  # type: ignore[arg-type]  # its customers: the billing part
+                        ingest.cards,
+                        ingest.pricer,
+                        ingest.reads.price_overrides,
+                        ingest.registry,
+                    )
+                    if hasattr(table, "grants")  # a store that keeps grants (not an ingestion-only double)
+                    else None
+                )
                 self._reservations = ReservationService(
                     ingest.store,  # type: ignore[arg-type]  # the ingestion store has the ledgers too
                     ingest.pricer,
                     ingest.reads.price_overrides,
+                    credits=credits,
                 )
             return self._reservations
 

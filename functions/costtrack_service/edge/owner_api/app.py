@@ -34,6 +34,7 @@ from costtrack_service.edge.owner_api import responses as shapes
 from costtrack_service.edge.owner_api import workspace_answers as answers
 from costtrack_service.edge.owner_api.billing_routes import add_billing_routes
 from costtrack_service.edge.owner_api.budget_routes import add_budget_routes
+from costtrack_service.edge.owner_api.credit_routes import add_credit_routes
 from costtrack_service.edge.owner_api.customer_routes import add_customer_routes, add_margin_routes
 from costtrack_service.edge.owner_api.dashboard import add_dashboard_routes
 from costtrack_service.edge.owner_api.http import (
@@ -50,6 +51,7 @@ from costtrack_service.edge.owner_api.responses import ADMIN_TOKEN, INVALID, NOT
 from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
 from costtrack_service.edge.owner_api.run_routes import add_run_routes
 from costtrack_service.services.budgets import BudgetService, BudgetStore
+from costtrack_service.services.credits import CreditService, CreditStore
 from costtrack_service.services.customers import CustomerRecords, CustomerService, CustomerStore
 from costtrack_service.services.invoices import InvoiceService, InvoiceStore
 from costtrack_service.services.margins import MarginService, MarginStore
@@ -119,6 +121,9 @@ class OwnerApiStore(
 
     @property
     def write_records(self) -> WriteRecords: ...
+
+    @property
+    def credits(self) -> CreditStore: ...
 
 
 def build_app(
@@ -348,6 +353,8 @@ def build_app(
     add_customer_routes(owners, CustomerService(store))
     add_margin_routes(owners, MarginService(store, service.clock))
     add_invoice_routes(owners, InvoiceService(store, service.clock))
+    # Made per request: the document is built without a store.
+    add_credit_routes(owners, lambda: CreditService(store.credits, service.clock))
     add_run_routes(
         owners,
         RunService(store, service.clock),

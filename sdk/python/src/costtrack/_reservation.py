@@ -55,9 +55,11 @@ class Reservation:
     the event's ``reservation_id`` (``None`` when nothing is held: refused, a dry run, the
     service unavailable, or a tracker that is off). ``held``: the amount held. ``budgets``: the
     enforced budgets that apply, with what remains; ``refused_by``: those that refused.
-    ``unavailable``: the service gave no answer (network, 5xx, timeout, or a 4xx other than
-    ``BUDGET_EXCEEDED``) and ``allowed`` is the ``on_unavailable`` policy's; ``status`` is the
-    HTTP status of the answer when there was one.
+    ``refusal``: the code of a refusal (``BUDGET_EXCEEDED``, or ``CREDITS_EXHAUSTED`` when the
+    customer's enforced credits cannot cover the call's charge: ``credits_remaining`` says what
+    they have left). ``unavailable``: the service gave no answer (network, 5xx, timeout, or a 4xx
+    other than those refusals) and ``allowed`` is the ``on_unavailable`` policy's; ``status`` is
+    the HTTP status of the answer when there was one.
     """
 
     allowed: bool
@@ -71,6 +73,12 @@ class Reservation:
     status: Optional[int] = None
     #: The request's ``Idempotency-Key`` (``None`` when no request was made).
     idempotency_key: Optional[str] = None
+    refusal: Optional[str] = None
+    credits_remaining: Optional[Decimal] = None
+
+
+#: The refusal of a reservation whose customer's enforced credits cannot cover its charge.
+CREDITS_EXHAUSTED = "CREDITS_EXHAUSTED"
 
 
 class BudgetExceeded(Exception):
@@ -79,6 +87,11 @@ class BudgetExceeded(Exception):
 
     def __init__(self, reservation: Reservation, message: Optional[str] = None) -> None:
         self.reservation = reservation
+        if message is None and reservation.refusal == CREDITS_EXHAUSTED:
+            left = reservation.credits_remaining
+            message = "the reservation was refused: the customer's credits cannot cover the call" + (
+                f" ({left} {reservation.currency} left)" if left is not None else ""
+            )
         if message is None:
             names = (
                 ", ".join(_budget_label(budget, reservation.currency) for budget in reservation.refused_by)
@@ -187,7 +200,7 @@ def _decimal_text(amount: Any) -> Optional[str]:
 
 def read_answer(status: int, body: Optional[Dict[str, Any]], key: str) -> Optional[Reservation]:
     """The service's answer as a ``Reservation``: ``200`` allowed (or a dry run's answer), ``429``
-    ``BUDGET_EXCEEDED`` refused; ``None`` for any other answer, or one that cannot be read."""
+    ``BUDGET_EXCEEDED`` or ``CREDITS_EXHAUSTED`` refused; ``None`` for any other answer, or one that cannot be read."""
     if status == 200 and body is not None and isinstance(body.get("allowed"), bool):
         reservation_id = body.get("reservation_id")
         return Reservation(
@@ -202,10 +215,19 @@ def read_answer(status: int, body: Optional[Dict[str, Any]], key: str) -> Option
             idempotency_key=key,
         )
     error = body.get("error") if body is not None else None
-    if status == 429 and isinstance(error, dict) and error.get("code") == "BUDGET_EXCEEDED":
+    code = error.get("code") if isinstance(error, dict) else None
+    if status == 429 and isinstance(error, dict) and code == "BUDGET_EXCEEDED":
         refused = _budgets(error.get("details"))
         budgets = _budgets(body.get("budgets")) if body is not None else ()
-        return Reservation(False, budgets=budgets or refused, refused_by=refused, status=status, idempotency_key=key)
+        return Reservation(
+            False, budgets=budgets or refused, refused_by=refused, status=status, idempotency_key=key, refusal=code
+        )
+    if status == 429 and isinstance(error, dict) and code == CREDITS_EXHAUSTED:
+        details = error.get("details")
+        first = details[0] if isinstance(details, list) and details and isinstance(details[0], dict) else {}
+        return Reservation(
+            False, status=status, idempotency_key=key, refusal=code, credits_remaining=_money(first.get("remaining"))
+        )
     return None
 
 
