@@ -5,6 +5,7 @@ workspace's history and always equals its accepted events (docs/guides/dashboard
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
@@ -23,6 +24,8 @@ HIDDEN = "hidden"
 UNKNOWN_MODELS = "unknown_model"
 CHARGE = "charge"
 CUSTOMER = "customer"
+#: The start of a customer's line dimension (:func:`customer_lines`).
+CUSTOMER_LINES = "customer_lines."
 
 #: What usage can be grouped by.
 Grouping = Literal["feature", "model", "customer", "environment", "status", "day"]
@@ -147,6 +150,19 @@ def model_name(provider: str, model: str) -> str:
     return f"{normalize_provider(provider)}/{normalize_name(model)}"
 
 
+def customer_lines(customer_id: str) -> str:
+    """The dimension of one customer's rows by day, model and feature (what the customer portal
+    shows, docs/guides/portal.md): named by the customer, hashed as any text may be an id, so
+    one customer's lines are one Query per shard however many customers the workspace has."""
+    digest = hashlib.sha256(customer_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return CUSTOMER_LINES + digest
+
+
+def line_value(model: str, feature: str) -> str:
+    """A customer line row's value: its model and feature, unambiguous whatever they hold."""
+    return json.dumps([model, feature], ensure_ascii=False, separators=(",", ":"))
+
+
 def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
     """The rollup rows one accepted event adds to, and what it adds to each. ``counts`` carries
     the event's ``customer_name``, which only the customer row keeps (statements show it).
@@ -158,6 +174,8 @@ def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
     * ``feature``, ``model``, ``environment``, ``status``, ``customer`` (when given): one row
       per day and value;
     * ``unknown_model``: one row per day and model that had no pricing entry;
+    * ``customer_lines.<hash>`` (when a customer is given): one row per day, model and feature
+      of that customer (:func:`customer_lines`);
     * ``reported``:      one row per day and model of the events whose provider or exporter
       reported a cost itself (``pricing/reported.py``): their count, priced ``cost`` and
       ``reported_cost``; an event without one adds nothing here (and writes no extra row);
@@ -204,6 +222,7 @@ def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
     ]
     if event.customer_id is not None:
         keys.append(RollupKey(CUSTOMER, day, event.customer_id))
+        keys.append(RollupKey(customer_lines(event.customer_id), day, line_value(model, event.feature)))
     if unknown:
         keys.append(RollupKey(UNKNOWN_MODELS, day, model))
     if reported is not None:

@@ -18,6 +18,8 @@ imports none of the others.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from costtrack_service.store.anomaly_settings import RunAnomalyTable
 from costtrack_service.store.billing import BillingTable
 from costtrack_service.store.budget_table import BudgetTable
@@ -25,6 +27,7 @@ from costtrack_service.store.client import dynamodb_client, translate_errors, un
 from costtrack_service.store.operator import OperatorStore
 from costtrack_service.store.owner import OwnerStore
 from costtrack_service.store.page_backfill import PageBackfill
+from costtrack_service.store.portal_tokens import PortalTokenTable
 from costtrack_service.store.prices import PriceTable
 from costtrack_service.store.rate_card_table import RateCardTable
 from costtrack_service.store.reservation_holds import ReservationTable
@@ -48,3 +51,8 @@ class DynamoStore(
     WriteRecordTable,
 ):
     """costtrack's tables, every part (``TableAccess`` makes it: a client and the table names)."""
+
+    @cached_property
+    def portal_tokens(self) -> PortalTokenTable:
+        """The customer portal's tokens: a part of its own over the same client."""
+        return PortalTokenTable(self.client, self.tables)

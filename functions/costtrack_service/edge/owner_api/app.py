@@ -21,6 +21,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
 
+from costtrack_service.domain.billing.portal_tokens import PORTAL_TOKEN_PREFIX
 from costtrack_service.domain.cursors import MAX_CURSOR_CHARS
 from costtrack_service.domain.errors import invalid
 from costtrack_service.domain.report_days import DEFAULT_DAYS, MAX_DAYS, MAX_FILTER_CHARS
@@ -41,6 +42,13 @@ from costtrack_service.edge.owner_api.http import (
     json_response,
     request_headers,
 )
+from costtrack_service.edge.owner_api.portal_page import add_portal_page
+from costtrack_service.edge.owner_api.portal_routes import (
+    PORTAL_CALLER,
+    PORTAL_TOKEN,
+    add_portal_api,
+    add_portal_token_routes,
+)
 from costtrack_service.edge.owner_api.query_params import EVENT_FILTERS, text_filters
 from costtrack_service.edge.owner_api.rate_card_routes import add_rate_card_routes
 from costtrack_service.edge.owner_api.request_errors import read_json_body, refuse_media_type
@@ -50,6 +58,7 @@ from costtrack_service.edge.owner_api.run_routes import add_run_routes
 from costtrack_service.services.budgets import BudgetService
 from costtrack_service.services.customers import CustomerService
 from costtrack_service.services.margins import MarginService
+from costtrack_service.services.portal import PortalService
 from costtrack_service.services.price_overrides import OverrideService
 from costtrack_service.services.rate_cards import RateCardService
 from costtrack_service.services.reconciliation import ReconciliationService
@@ -101,6 +110,7 @@ def build_app(
     budgets = budgets or BudgetService(service.store)  # type: ignore[arg-type]
     install_error_handlers(app, logger)
     replays = WriteReplayService(service.store)  # type: ignore[arg-type]
+    portal = PortalService(service.store, service.clock)  # type: ignore[arg-type]
 
     def caller() -> WorkspaceState:
         """The workspace of the request's admin token: the only one its operations act on."""
@@ -123,6 +133,8 @@ def build_app(
             resolver.context["workspace"] = service.authenticate(
                 presented_secret(headers, ADMIN_TOKEN_PREFIX)
             ).workspace
+        elif route is not None and route.security == PORTAL_TOKEN:
+            resolver.context[PORTAL_CALLER] = portal.authenticate(presented_secret(headers, PORTAL_TOKEN_PREFIX))
         refuse_media_type(headers, resolver.current_event.body)
 
     def gated(resolver: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
@@ -321,7 +333,11 @@ def build_app(
         AnomalySettingsService(service.store),  # type: ignore[arg-type]
     )
 
+    add_portal_token_routes(owners, portal)
+    add_portal_api(app, portal)
+
     add_dashboard_routes(app, local)
+    add_portal_page(app, portal)
 
     return app
 

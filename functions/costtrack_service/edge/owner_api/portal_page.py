@@ -1,0 +1,88 @@
+"""The customer portal's page, ``GET /portal`` (docs/guides/portal.md): static files of this
+package, under the dashboard's Content-Security-Policy but for ``frame-ancestors``, which are
+the workspace's ``portal_frame_ancestors`` (none listed: ``'none'``, the page is never framed).
+
+The page learns its token from the URL's fragment, which browsers never send (so no server or
+log sees it) and which ``Referrer-Policy: no-referrer`` keeps out of the page's own requests;
+the workspace whose framing rules apply is named in the query (``?w=``), which is no secret.
+The page's script reads nothing else from its URL: what it shows is what the token may read.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+
+from costtrack_service.domain.errors import ApiError
+from costtrack_service.edge.owner_api.dashboard import IMMUTABLE, SECURITY_HEADERS, STATIC_TYPES, Asset
+from costtrack_service.edge.owner_api.http import request_headers
+from costtrack_service.services.portal import PortalService
+
+#: How portal.html names its assets; each gets ``?v=<version>``.
+ASSET_REFERENCE = re.compile(r'(src|href)="/portal/([A-Za-z0-9._-]+)"')
+WORKSPACE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+DASHBOARD_POLICY = SECURITY_HEADERS["Content-Security-Policy"]
+
+
+def content_security_policy(frame_ancestors: tuple[str, ...]) -> str:
+    """The dashboard's policy with the workspace's ``frame-ancestors``."""
+    sources = " ".join(frame_ancestors) if frame_ancestors else "'none'"
+    return DASHBOARD_POLICY.replace("frame-ancestors 'none'", f"frame-ancestors {sources}")
+
+
+@cache
+def portal_file(name: str) -> Asset | None:
+    folder = resources.files("costtrack_service").joinpath("portal")
+    if name.rsplit(".", 1)[-1] not in {kind.lstrip(".") for kind in STATIC_TYPES}:
+        return None
+    if name not in {entry.name for entry in folder.iterdir()}:
+        return None
+    return Asset.of(name, folder.joinpath(name).read_text(encoding="utf-8"))
+
+
+@cache
+def portal_page() -> Asset:
+    html = portal_file("portal.html")
+    assert html is not None, "the portal's page is part of the package"
+
+    def versioned(match: re.Match[str]) -> str:
+        asset = portal_file(match[2])
+        if asset is None:
+            raise LookupError(f"portal.html names a missing file: {match[2]}")
+        return f'{match[1]}="/portal/{match[2]}?v={asset.version}"'
+
+    return Asset.of("portal.html", ASSET_REFERENCE.sub(versioned, html.body))
+
+
+def add_portal_page(app: APIGatewayHttpResolver, portal: PortalService) -> None:
+    """``/portal`` and its files; outside the OpenAPI document. The page is ``no-store`` (its
+    policy is the workspace's, read on each request); its assets are cached by content, as the
+    dashboard's are."""
+
+    @app.get("/portal", include_in_schema=False, enable_validation=False)
+    def get_portal() -> Response[str]:
+        workspace = (app.current_event.query_string_parameters or {}).get("w", "")
+        ancestors = portal.frame_ancestors(workspace) if WORKSPACE_ID.fullmatch(workspace) else ()
+        page = portal_page()
+        headers = {
+            **SECURITY_HEADERS,
+            "Content-Security-Policy": content_security_policy(ancestors),
+            "Cache-Control": "no-store",
+        }
+        return Response(status_code=200, content_type=page.content_type, body=page.body, headers=headers)
+
+    @app.get("/portal/<name>", include_in_schema=False, enable_validation=False)
+    def get_portal_asset(name: str) -> Response[str]:
+        asset = portal_file(name) if name != "portal.html" else None
+        if asset is None:
+            raise ApiError("NOT_FOUND", f"No portal file {name}.")
+        asked = (app.current_event.query_string_parameters or {}).get("v")
+        cache_control = IMMUTABLE if asked == asset.version else "no-cache"
+        headers = {**SECURITY_HEADERS, "Cache-Control": cache_control, "ETag": asset.etag}
+        given = request_headers(app).get("if-none-match", "")
+        if asset.etag in {tag.strip().removeprefix("W/") for tag in given.split(",")}:
+            return Response(status_code=304, headers=headers, body="")
+        return Response(status_code=200, content_type=asset.content_type, body=asset.body, headers=headers)
