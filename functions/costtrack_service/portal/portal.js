@@ -45,6 +45,8 @@
 
   function count(value) { return new Intl.NumberFormat().format(value); }
 
+  function calls(value) { return count(value) + (value === 1 ? " call" : " calls"); }
+
   function setText(id, text) { document.getElementById(id).textContent = text; }
 
   function status(text, bad) {
@@ -89,7 +91,7 @@
   function barChart(id, days, values, className, label) {
     const holder = document.getElementById(id);
     holder.replaceChildren();
-    const width = 600, height = 160, bottom = 16;
+    const width = 600, height = 160, bottom = 2;
     const svg = document.createElementNS(SVG, "svg");
     svg.setAttribute("viewBox", "0 0 " + width + " " + height);
     svg.setAttribute("preserveAspectRatio", "none");
@@ -114,16 +116,15 @@
     base.setAttribute("x1", "0"); base.setAttribute("x2", String(width));
     base.setAttribute("y1", String(height - bottom)); base.setAttribute("y2", String(height - bottom));
     svg.appendChild(base);
-    [[days[0], "start", 0], [days[days.length - 1], "end", width]].forEach(function (tick) {
-      const text = document.createElementNS(SVG, "text");
-      text.setAttribute("class", "axis");
-      text.setAttribute("x", String(tick[2]));
-      text.setAttribute("y", String(height - 3));
-      text.setAttribute("text-anchor", tick[1]);
-      text.textContent = tick[0];
-      svg.appendChild(text);
-    });
     holder.appendChild(svg);
+    const ticks = document.createElement("div");
+    ticks.className = "ticks";
+    [days[0], days[days.length - 1]].forEach(function (name) {
+      const tick = document.createElement("span");
+      tick.textContent = name;
+      ticks.appendChild(tick);
+    });
+    holder.appendChild(ticks);
   }
 
   function groupBars(id, groups, name, currency) {
@@ -137,7 +138,7 @@
       label.textContent = group[name];
       const value = document.createElement("span");
       value.className = "value";
-      value.textContent = money(group.charge, currency) + " · " + count(group.calls) + " calls";
+      value.textContent = money(group.charge, currency) + " · " + calls(group.calls);
       value.dataset.exact = group.charge;
       const track = document.createElement("span");
       track.className = "track";
@@ -181,7 +182,7 @@
     barChart("chart-charge", days, days.map((name) => Number((byDay.get(name) || { charge: "0" }).charge)), "bar-charge",
       (value) => money(String(value), usage.currency));
     barChart("chart-calls", days, days.map((name) => (byDay.get(name) || { calls: 0 }).calls), "bar-calls",
-      (value) => count(value) + " calls");
+      calls);
     groupBars("by-feature", usage.features, "feature", usage.currency);
     groupBars("by-model", usage.models, "model", usage.currency);
     lines(usage);
