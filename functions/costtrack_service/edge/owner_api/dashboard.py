@@ -51,10 +51,15 @@ class Asset:
         return f'"{self.version}"'
 
 
-@cache
 def static_file(name: str) -> Asset | None:
     """A served file of the dashboard folder (never index.html, which :func:`page` renders)."""
-    folder = resources.files("costtrack_service").joinpath("dashboard")
+    return package_file("dashboard", name)
+
+
+@cache
+def package_file(folder_name: str, name: str) -> Asset | None:
+    """A file of one of this package's page folders, when it is one of the kinds served."""
+    folder = resources.files("costtrack_service").joinpath(folder_name)
     if os.path.splitext(name)[1] not in STATIC_TYPES or name not in {entry.name for entry in folder.iterdir()}:
         return None
     return Asset.of(name, folder.joinpath(name).read_text(encoding="utf-8"))
@@ -112,8 +117,13 @@ def add_dashboard_routes(app: APIGatewayHttpResolver, local: bool = False) -> No
         return serve(asset, IMMUTABLE if asked == asset.version else "no-cache")
 
     def serve(asset: Asset, cache_control: str) -> Response[str]:
-        headers = {**SECURITY_HEADERS, "Cache-Control": cache_control, "ETag": asset.etag}
-        given = request_headers(app).get("if-none-match", "")
-        if asset.etag in {tag.strip().removeprefix("W/") for tag in given.split(",")}:
-            return Response(status_code=304, headers=headers, body="")
-        return Response(status_code=200, content_type=asset.content_type, body=asset.body, headers=headers)
+        return serve_asset(app, asset, cache_control)
+
+
+def serve_asset(app: APIGatewayHttpResolver, asset: Asset, cache_control: str) -> Response[str]:
+    """A static file under the dashboard's headers, with its ETag (a 304 when the client has it)."""
+    headers = {**SECURITY_HEADERS, "Cache-Control": cache_control, "ETag": asset.etag}
+    given = request_headers(app).get("if-none-match", "")
+    if asset.etag in {tag.strip().removeprefix("W/") for tag in given.split(",")}:
+        return Response(status_code=304, headers=headers, body="")
+    return Response(status_code=200, content_type=asset.content_type, body=asset.body, headers=headers)

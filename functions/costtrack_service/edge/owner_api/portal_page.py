@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from importlib import resources
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 
 from costtrack_service.domain.errors import ApiError
-from costtrack_service.edge.owner_api.dashboard import IMMUTABLE, SECURITY_HEADERS, STATIC_TYPES, Asset
-from costtrack_service.edge.owner_api.http import request_headers
+from costtrack_service.edge.owner_api.dashboard import (
+    IMMUTABLE,
+    SECURITY_HEADERS,
+    Asset,
+    package_file,
+    serve_asset,
+)
 from costtrack_service.services.portal import PortalService
 
 #: How portal.html names its assets; each gets ``?v=<version>``.
@@ -33,14 +37,8 @@ def content_security_policy(frame_ancestors: tuple[str, ...]) -> str:
     return DASHBOARD_POLICY.replace("frame-ancestors 'none'", f"frame-ancestors {sources}")
 
 
-@cache
 def portal_file(name: str) -> Asset | None:
-    folder = resources.files("costtrack_service").joinpath("portal")
-    if name.rsplit(".", 1)[-1] not in {kind.lstrip(".") for kind in STATIC_TYPES}:
-        return None
-    if name not in {entry.name for entry in folder.iterdir()}:
-        return None
-    return Asset.of(name, folder.joinpath(name).read_text(encoding="utf-8"))
+    return package_file("portal", name)
 
 
 @cache
@@ -80,9 +78,4 @@ def add_portal_page(app: APIGatewayHttpResolver, portal: PortalService) -> None:
         if asset is None:
             raise ApiError("NOT_FOUND", f"No portal file {name}.")
         asked = (app.current_event.query_string_parameters or {}).get("v")
-        cache_control = IMMUTABLE if asked == asset.version else "no-cache"
-        headers = {**SECURITY_HEADERS, "Cache-Control": cache_control, "ETag": asset.etag}
-        given = request_headers(app).get("if-none-match", "")
-        if asset.etag in {tag.strip().removeprefix("W/") for tag in given.split(",")}:
-            return Response(status_code=304, headers=headers, body="")
-        return Response(status_code=200, content_type=asset.content_type, body=asset.body, headers=headers)
+        return serve_asset(app, asset, IMMUTABLE if asked == asset.version else "no-cache")
