@@ -29,8 +29,6 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 IMMUTABLE = "public, max-age=31536000, immutable"
-#: How index.html names its assets; each gets ``?v=<version>``.
-ASSET_REFERENCE = re.compile(r'(src|href)="/dashboard/([A-Za-z0-9._-]+)"')
 #: The sign-in page's pointer to the demo tokens, shown on the local stack only.
 DEV_TOKENS_HIDDEN = '<p id="dev-tokens" class="muted" hidden>'
 
@@ -65,19 +63,26 @@ def package_file(folder_name: str, name: str) -> Asset | None:
     return Asset.of(name, folder.joinpath(name).read_text(encoding="utf-8"))
 
 
+def versioned_page(folder_name: str, name: str) -> str:
+    """A page of a page folder with each file it names there (``/<folder>/<file>``) given
+    ``?v=`` and that file's version."""
+    html = package_file(folder_name, name)
+    assert html is not None, f"{folder_name}/{name} is part of the package"
+    reference = re.compile(rf'(src|href)="/{folder_name}/([A-Za-z0-9._-]+)"')
+
+    def versioned(match: re.Match[str]) -> str:
+        asset = package_file(folder_name, match[2])
+        if asset is None:
+            raise LookupError(f"{name} names a missing file: {match[2]}")
+        return f'{match[1]}="/{folder_name}/{match[2]}?v={asset.version}"'
+
+    return reference.sub(versioned, html.body)
+
+
 @cache
 def page(local: bool) -> Asset:
     """index.html with each asset's version, and on the local stack the pointer to its tokens."""
-    html = static_file("index.html")
-    assert html is not None, "the dashboard's index.html is part of the package"
-
-    def versioned(match: re.Match[str]) -> str:
-        asset = static_file(match[2])
-        if asset is None:
-            raise LookupError(f"index.html names a missing file: {match[2]}")
-        return f'{match[1]}="/dashboard/{match[2]}?v={asset.version}"'
-
-    body = ASSET_REFERENCE.sub(versioned, html.body)
+    body = versioned_page("dashboard", "index.html")
     if local:
         if DEV_TOKENS_HIDDEN not in body:
             raise LookupError("index.html has no dev-tokens paragraph")

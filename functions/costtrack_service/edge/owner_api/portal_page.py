@@ -22,11 +22,10 @@ from costtrack_service.edge.owner_api.dashboard import (
     Asset,
     package_file,
     serve_asset,
+    versioned_page,
 )
 from costtrack_service.services.portal import PortalService
 
-#: How portal.html names its assets; each gets ``?v=<version>``.
-ASSET_REFERENCE = re.compile(r'(src|href)="/portal/([A-Za-z0-9._-]+)"')
 WORKSPACE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 DASHBOARD_POLICY = SECURITY_HEADERS["Content-Security-Policy"]
 
@@ -43,16 +42,7 @@ def portal_file(name: str) -> Asset | None:
 
 @cache
 def portal_page() -> Asset:
-    html = portal_file("portal.html")
-    assert html is not None, "the portal's page is part of the package"
-
-    def versioned(match: re.Match[str]) -> str:
-        asset = portal_file(match[2])
-        if asset is None:
-            raise LookupError(f"portal.html names a missing file: {match[2]}")
-        return f'{match[1]}="/portal/{match[2]}?v={asset.version}"'
-
-    return Asset.of("portal.html", ASSET_REFERENCE.sub(versioned, html.body))
+    return Asset.of("portal.html", versioned_page("portal", "portal.html"))
 
 
 def add_portal_page(app: APIGatewayHttpResolver, portal: PortalService) -> None:
