@@ -183,3 +183,41 @@ def test_a_revoked_or_missing_token_says_so(browser: Any, shop: PortalOwner, loc
     page.goto(f"{local_stack.state['api_url']}/portal")
     page.locator("#status", has_text="no access token").wait_for()
     page.close()
+
+
+def test_the_dashboard_creates_lists_and_revokes_portal_links(
+    browser: Any, shop: PortalOwner, local_stack: Any
+) -> None:
+    page = browser.new_page(viewport={"width": 375, "height": 1400})
+    problems, _ = watch(page)
+    page.goto(f"{local_stack.state['api_url']}/dashboard#/customers")
+    page.get_by_label("Admin token").fill(shop.token)
+    page.get_by_role("button", name="Open dashboard").click()
+    page.locator("#portal-tokens td.empty").wait_for()
+
+    card = page.locator("#portal-card")
+    card.get_by_label("Customer id").fill("acme")
+    card.get_by_label("Valid for").select_option("604800")
+    card.get_by_role("button", name="Create link").click()
+    link = card.get_by_label("Link (shown once)")
+    link.wait_for()
+    url = link.input_value()
+    assert url.startswith(f"{local_stack.state['api_url']}/portal?w={shop.workspace_id}#token=ctp_")
+    snippet = card.get_by_label("Embed snippet").input_value()
+    assert snippet.startswith("<iframe src=") and url.replace("&", "&amp;") in snippet
+    [listed] = shop.get("/v1/workspace/portal-tokens").json()["tokens"]
+    row = page.locator("#portal-tokens tbody tr", has_text=listed["token_prefix"])
+    row.filter(has_text="active").wait_for()
+    assert url.split("#token=")[1] not in page.locator("#portal-tokens").inner_text()
+
+    viewer = browser.new_page()
+    viewer.goto(url)
+    assert shown_total(viewer) == sum(shop.charges["acme"])
+    viewer.close()
+
+    row.get_by_role("button", name="Revoke").click()
+    row.filter(has_text="revoked").wait_for()
+    assert shop.get("/v1/workspace/portal-tokens").json()["tokens"][0]["status"] == "revoked"
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    assert problems == []
+    page.close()
