@@ -94,9 +94,9 @@ def main() -> None:
         client.meta.events.register("after-call.dynamodb.Query", reads)
         client.meta.events.register("after-call.dynamodb.BatchGetItem", reads)
         store = DynamoStore(client, TableNames.with_prefix("bench-export-"))
-        store.ensure_tables()
-        workspace = store.create_workspace("export", tier=Tier.PAID, included_events=10**9)
-        secret, _ = store.create_key(workspace.workspace_id)
+        store.table_setup.ensure_tables()
+        workspace = store.workspaces.create_workspace("export", tier=Tier.PAID, included_events=10**9)
+        secret, _ = store.keys.create_key(workspace.workspace_id)
         # The history starts last month: the plan's month begins with its first event (the
         # days are written in order, and each month's first lease restarts the count).
         client.update_item(
@@ -127,7 +127,9 @@ def main() -> None:
             figures[f"export_local_ms_per_exported_event{label}"] = elapsed * 1000 / result.events
             reads.items, reads.units = 0, 0.0
             since, until = day_bounds(exported_day)
-            assert sum(1 for _ in store.iter_events(workspace.workspace_id, since, until)) == EVENTS_PER_DAY
+            assert (
+                sum(1 for _ in store.export_reads.iter_events(workspace.workspace_id, since, until)) == EVENTS_PER_DAY
+            )
             figures[f"export_items_read_per_exported_event_full_scan{label}"] = reads.items / result.events
 
         write_day(days[0])

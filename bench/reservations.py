@@ -98,11 +98,11 @@ def dynamodb_costs() -> dict[str, float]:
     with LocalDynamo() as dynamo:
         tables = TableNames.with_prefix("bench-rsv-")
         store = DynamoStore(dynamodb_client(dynamo.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS), tables)
-        store.ensure_tables()
+        store.table_setup.ensure_tables()
         raw = boto3.client("dynamodb", endpoint_url=dynamo.endpoint, region_name=LOCAL_REGION, **LOCAL_CREDENTIALS)
-        workspace = store.create_workspace("bench-rsv", tier=Tier.PAID, included_events=10**9)
-        secret, _ = store.create_key(workspace.workspace_id)
-        store.put_budget(enforced_budget(workspace.workspace_id, "1000000"))
+        workspace = store.workspaces.create_workspace("bench-rsv", tier=Tier.PAID, included_events=10**9)
+        secret, _ = store.keys.create_key(workspace.workspace_id)
+        store.budgets.put_budget(enforced_budget(workspace.workspace_id, "1000000"))
         client = dynamodb_client(dynamo.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS)
         recorded: list[tuple[bool, dict[str, Any]]] = []  # (transactional, the write's body)
 

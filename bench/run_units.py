@@ -47,12 +47,12 @@ def measure() -> dict[str, float]:
     with LocalDynamo() as dynamo:
         tables = TableNames.with_prefix("units-")
         store = DynamoStore(dynamodb_client(dynamo.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS), tables)
-        store.ensure_tables()
+        store.table_setup.ensure_tables()
         import boto3
 
         raw = boto3.client("dynamodb", endpoint_url=dynamo.endpoint, region_name=LOCAL_REGION, **LOCAL_CREDENTIALS)
-        workspace = store.create_workspace("units", tier=Tier.PAID, included_events=10**9)
-        key, _ = store.create_key(workspace.workspace_id)
+        workspace = store.workspaces.create_workspace("units", tier=Tier.PAID, included_events=10**9)
+        key, _ = store.keys.create_key(workspace.workspace_id)
         client = dynamodb_client(dynamo.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS)
         written: list[tuple[str, dict[str, Any]]] = []
         recording = [False]

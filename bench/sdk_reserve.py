@@ -139,8 +139,8 @@ def main() -> None:
         with stack:
             store = stack.store
             assert store is not None
-            workspace = store.create_workspace("bench-sdk-reserve", tier=Tier.PAID, included_events=10**9)
-            secret, _ = store.create_key(workspace.workspace_id)
+            workspace = store.workspaces.create_workspace("bench-sdk-reserve", tier=Tier.PAID, included_events=10**9)
+            secret, _ = store.keys.create_key(workspace.workspace_id)
             budget = Budget(
                 "bud_bench_sdk",
                 workspace.workspace_id,
@@ -149,7 +149,7 @@ def main() -> None:
                 scope_value="support-bot",
                 enforce=True,
             )
-            store.put_budget(budget)
+            store.budgets.put_budget(budget)
             api_url = stack.state["api_url"]
             figures = {**measure_python(api_url, secret), **measure_node(api_url, secret)}
     for name, value in figures.items():

@@ -145,11 +145,11 @@ def store_client_cpu() -> dict[str, float]:
         "before-send.dynamodb", lambda request, **_: AWSResponse(request.url, 200, {}, EmptyReply())
     )
     store = DynamoStore(client, TableNames.from_env({}))
-    store.write_chunk(chunks[0])
+    store.events.write_chunk(chunks[0])
     samples = []
     for chunk in chunks:
         started = time.thread_time_ns()
-        store.write_chunk(chunk)
+        store.events.write_chunk(chunk)
         samples.append((time.thread_time_ns() - started) / 1000 / len(chunk.records))
     return {"store_cpu_us_per_event_batched": statistics.median(samples)}
 
@@ -213,7 +213,7 @@ def dynamodb_costs() -> dict[str, float]:
     with LocalDynamo() as dynamo:
         tables = TableNames.with_prefix("bench-")
         store = DynamoStore(dynamodb_client(dynamo.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS), tables)
-        store.ensure_tables()
+        store.table_setup.ensure_tables()
         raw = boto3.client("dynamodb", endpoint_url=dynamo.endpoint, region_name=LOCAL_REGION, **LOCAL_CREDENTIALS)
 
         modes = (
@@ -222,8 +222,8 @@ def dynamodb_costs() -> dict[str, float]:
             ("single", 1, SINGLE_EVENTS, 0),
         )
         for mode, batch, events, runs in modes:
-            workspace = store.create_workspace(f"bench-{mode}", tier=Tier.PAID, included_events=10**9)
-            key, _ = store.create_key(workspace.workspace_id)
+            workspace = store.workspaces.create_workspace(f"bench-{mode}", tier=Tier.PAID, included_events=10**9)
+            key, _ = store.keys.create_key(workspace.workspace_id)
             client = dynamodb_client(dynamo.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS)
             calls: list[str] = []
             written: list[list[tuple[str, dict[str, Any]]]] = []

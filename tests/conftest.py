@@ -154,7 +154,7 @@ def moto_tables(names: TableNames | str) -> DynamoStore:
     if isinstance(names, str):
         names = TableNames.with_prefix(names)
     store = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
-    store.ensure_tables()
+    store.table_setup.ensure_tables()
     return store
 
 
@@ -175,8 +175,10 @@ def workspace_factory(local_stack: Any) -> Any:
         tier: str = Tier.PAID, included: int = 1000, credits: int = 0, bound: str | None = None, status: str = "active"
     ) -> tuple[str, str]:
         store = local_stack.store
-        workspace = store.create_workspace("test", tier=tier, included_events=included, credits=credits, status=status)
-        secret, _ = store.create_key(workspace.workspace_id, bound=Source.parse(bound) if bound else None)
+        workspace = store.workspaces.create_workspace(
+            "test", tier=tier, included_events=included, credits=credits, status=status
+        )
+        secret, _ = store.keys.create_key(workspace.workspace_id, bound=Source.parse(bound) if bound else None)
         return workspace.workspace_id, secret
 
     return make
@@ -187,9 +189,9 @@ def month_usage(store: Any, workspace_id: str) -> Any:
     and the credit shards: the workspace item holds leases, not uses)."""
     from costtrack_service.domain.workspaces.plans import billing_period
 
-    workspace = store.get_workspace(workspace_id, consistent=True)
+    workspace = store.events.get_workspace(workspace_id, consistent=True)
     assert workspace is not None
-    return store.usage(workspace, billing_period(datetime.now(UTC)))
+    return store.plan_usage.usage(workspace, billing_period(datetime.now(UTC)))
 
 
 def stored_event(store: Any, workspace_id: str, event_key: str) -> Any:
@@ -206,7 +208,7 @@ def stored_event(store: Any, workspace_id: str, event_key: str) -> Any:
 
 def stored(local_stack: Any, workspace_id: str) -> list[Any]:
     """A workspace's events on a local stack, as its store lists them."""
-    return list(local_stack.store.iter_events(workspace_id))
+    return list(local_stack.store.export_reads.iter_events(workspace_id))
 
 
 def sync_state(store: Any) -> Any:

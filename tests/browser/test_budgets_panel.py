@@ -38,7 +38,7 @@ def test_budgets_panel(
     receiver: Receiver,
 ) -> None:
     workspace_id, key = workspace_factory()
-    token, _ = local_stack.store.create_key(workspace_id, name="browser", kind=ADMIN)
+    token, _ = local_stack.store.keys.create_key(workspace_id, name="browser", kind=ADMIN)
     for n in range(2):  # 2 x 0.0335
         headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": f"panel-{workspace_id}-{n}"}
         assert api.post("/v1/events", json=GPT5, headers=headers).status_code == 200
@@ -102,7 +102,7 @@ def test_budgets_panel(
     panel.get_by_text("No budgets yet.").wait_for()
     page.locator("#webhooks tbody tr").get_by_role("button", name="Delete").click()
     page.locator("#webhooks tbody tr").first.wait_for(state="detached")
-    assert local_stack.store.list_endpoints(workspace_id) == []
+    assert local_stack.store.budgets.list_endpoints(workspace_id) == []
     assert problems == []
     page.close()
 
@@ -114,7 +114,7 @@ def test_budgets_panel_shows_hard_limits_holds_and_a_customer_at_its_limit(
     api: httpx.Client,
 ) -> None:
     workspace_id, key = workspace_factory()
-    token, _ = local_stack.store.create_key(workspace_id, name="browser", kind=ADMIN)
+    token, _ = local_stack.store.keys.create_key(workspace_id, name="browser", kind=ADMIN)
     owner = {"Authorization": f"Bearer {token}"}
     body = {"name": "per customer", "amount": "0.067", "scope": "customer", "scope_value": "*", "enforce": True}
     assert api.post("/v1/workspace/budgets", json=body, headers=owner).status_code == 201

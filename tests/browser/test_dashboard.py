@@ -64,7 +64,7 @@ def test_dashboard_end_to_end(browser: Any, local_stack: Any, seeded: dict[str, 
     assert refused.json()["error"]["code"] == "INACTIVE_API_KEY"
     key_row.get_by_role("button", name="Reactivate").click()
     key_row.get_by_role("button", name="Deactivate").wait_for()
-    assert local_stack.store.find_key(seeded["workspace_id"], seeded["key_id"]).state.value == "active"
+    assert local_stack.store.keys.find_key(seeded["workspace_id"], seeded["key_id"]).state.value == "active"
 
     page.get_by_label("Bind to").fill("openai/gpt-4o-mini/chat")
     page.get_by_role("button", name="Create key").click()

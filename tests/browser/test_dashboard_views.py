@@ -43,7 +43,7 @@ EVENTS = [
 @pytest.fixture
 def history(local_stack: Any, workspace_factory: Any, api: httpx.Client) -> dict[str, Any]:
     workspace_id, key = workspace_factory(credits=10)
-    token, _ = local_stack.store.create_key(workspace_id, name="browser", kind=ADMIN)
+    token, _ = local_stack.store.keys.create_key(workspace_id, name="browser", kind=ADMIN)
     for event in EVENTS:
         body = {"provider": "openai", "model": "gpt-4o-mini", "prompt_tokens": 1000, "completion_tokens": 100, **event}
         assert api.post("/v1/events", json=body, headers={"Authorization": f"Bearer {key}"}).status_code == 200

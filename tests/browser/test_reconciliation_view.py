@@ -38,7 +38,7 @@ def test_reconciliation_view(
     api: httpx.Client,
 ) -> None:
     workspace_id, _ = workspace_factory()
-    token, _ = local_stack.store.create_key(workspace_id, name="browser", kind=ADMIN)
+    token, _ = local_stack.store.keys.create_key(workspace_id, name="browser", kind=ADMIN)
     url = local_stack.state["api_url"]
 
     page, problems = open_dashboard(browser, url, token)
@@ -62,7 +62,7 @@ def test_reconciliation_view(
         BilledLine(before.isoformat(), "openai", "gpt-5-2025-08-07", {"input": 800_000, "output": 0},
                    {"input": Decimal("1.00")}, 4),
     ]  # fmt: skip
-    local_stack.store.put_billed_days(
+    local_stack.store.provider_bills.put_billed_days(
         workspace_id, "openai", (before, yesterday), lines, imported_at="t", raw_object="k"
     )
 
@@ -105,7 +105,7 @@ def test_reported_cost_is_listed_without_a_bill(
     """Costs providers reported (OpenRouter's usage.cost, an OTLP span's gen_ai.usage.cost) need
     no bill: the card lists the models whose reported cost differs most from costtrack's price."""
     workspace_id, key = workspace_factory()
-    token, _ = local_stack.store.create_key(workspace_id, name="browser", kind=ADMIN)
+    token, _ = local_stack.store.keys.create_key(workspace_id, name="browser", kind=ADMIN)
     sent = [
         # gpt-4o-mini at $0.15/$0.60 per 1M: $0.27, reported $0.36 (+$0.09)
         {"provider": "openai", "model": "gpt-4o-mini", "prompt_tokens": 600_000, "completion_tokens": 300_000,

@@ -22,7 +22,7 @@ def test_unit_costs_view_shows_the_distribution_and_opens_a_run(
     api: httpx.Client,
 ) -> None:
     workspace_id, key = workspace_factory(tier="paid", included=1000)
-    token, _ = local_stack.store.create_key(workspace_id, name="browser", kind=ADMIN)
+    token, _ = local_stack.store.keys.create_key(workspace_id, name="browser", kind=ADMIN)
     runs = {f"run-{n}": (1 + n % 3, 500 * (n + 1)) for n in range(6)}
     runs["loop-1"] = (12, 100)  # many cheap calls: anomalous by its calls
     events = [

@@ -77,8 +77,8 @@ def post(api_url: str, key: str, body: dict[str, Any], idempotency_key: str, cli
 
 def totals(local_stack: Any, workspace_id: str) -> tuple[int, Decimal, int]:
     """(stored events, their total cost, the day-rollup event count)."""
-    events = list(local_stack.store.iter_events(workspace_id))
-    rows = local_stack.store.query_rollups(workspace_id, (TOTAL,), "2000-01-01", "2999-12-31")
+    events = list(local_stack.store.export_reads.iter_events(workspace_id))
+    rows = local_stack.store.rollups.query_rollups(workspace_id, (TOTAL,), "2000-01-01", "2999-12-31")
     return len(events), sum((event.cost for event in events), Decimal(0)), sum(counts.events for _, counts in rows)
 
 
@@ -201,7 +201,7 @@ def sdk_events(count: int, tag: str) -> list[dict[str, Any]]:
 
 
 def assert_stored_exactly_once(local_stack: Any, workspace_id: str, events: list[dict[str, Any]]) -> None:
-    stored = list(local_stack.store.iter_events(workspace_id))
+    stored = list(local_stack.store.export_reads.iter_events(workspace_id))
     assert sorted(record.event.customer_id for record in stored) == sorted(event["customer_id"] for event in events)
     assert month_usage(local_stack.store, workspace_id).included_used == len(events)
     _, _, rolled_up = totals(local_stack, workspace_id)
@@ -347,7 +347,7 @@ def test_both_sdks_flood_one_workspace_until_its_allowance_runs_out(
         refused += outcome["refused"]
     others = [line for outcome in outcomes for line in outcome["other"]]
     assert codes == {"QUOTA_EXCEEDED": total - allowance}, others  # no NETWORK_ERROR, no 503 given up on
-    stored = list(local_stack.store.iter_events(workspace_id))
+    stored = list(local_stack.store.export_reads.iter_events(workspace_id))
     assert len(stored) == allowance
     assert len({record.event.customer_id for record in stored}) == allowance  # nothing doubled
     assert not {record.idempotency_key for record in stored} & set(refused)  # refused means not stored
@@ -526,6 +526,6 @@ def _kill_a_persisted_stack_and_count(data: Path, state_file: Path, run: int) ->
     with LocalStack(port=0, state_file=state_file, persist_dir=data) as again:
         assert again.state["workspaces"]["paid"]["workspace_id"] == paid["workspace_id"]
         assert again.store is not None
-        stored = {record.event_id for record in again.store.iter_events(paid["workspace_id"])}
+        stored = {record.event_id for record in again.store.export_reads.iter_events(paid["workspace_id"])}
     missing = [event_id for event_id in answered if event_id not in stored]
     assert answered and not missing, f"run {run}: {len(missing)} of {len(answered)} answered events lost"

@@ -25,8 +25,8 @@ FULL = os.environ.get("COSTTRACK_CHAOS") == "full"
 
 @pytest.mark.timeout(3600 if FULL else 600)
 def test_the_event_list_pages_to_its_end_while_events_arrive(local_stack: Any) -> None:
-    workspace = local_stack.store.create_workspace("paging-chaos", tier="paid", included_events=1_000_000)
-    secret, _ = local_stack.store.create_key(workspace.workspace_id)
+    workspace = local_stack.store.workspaces.create_workspace("paging-chaos", tier="paid", included_events=1_000_000)
+    secret, _ = local_stack.store.keys.create_key(workspace.workspace_id)
     count = 3000 if FULL else 300
     numbers = itertools.count()
     with httpx.Client(base_url=local_stack.state["api_url"], timeout=60) as api:
@@ -68,8 +68,8 @@ def test_the_key_list_pages_to_its_end_while_keys_are_created(local_stack: Any) 
     """Keys from 50 clients at once (``make test``: 60; full: 600), then the key list paged at
     several limits while keys are created between its pages: every key created before the
     listing is listed once, oldest first (ties by key id), and the last cursor is null."""
-    workspace = local_stack.store.create_workspace("keys-chaos", tier="paid", included_events=10)
-    secret, _ = local_stack.store.create_key(workspace.workspace_id, name="sender")
+    workspace = local_stack.store.workspaces.create_workspace("keys-chaos", tier="paid", included_events=10)
+    secret, _ = local_stack.store.keys.create_key(workspace.workspace_id, name="sender")
     count = 600 if FULL else 60
     with httpx.Client(base_url=local_stack.state["api_url"], timeout=60) as api:
         owner = Workspace(api, local_stack, workspace.workspace_id, secret)

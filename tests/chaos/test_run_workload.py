@@ -216,7 +216,7 @@ def test_agent_runs_through_both_sdks_and_otlp_add_up_to_the_last_digit(
     # Read back with a patient client: the full workload's ~200,000 events come in 1 MB pages
     # from a DynamoDB Local still loaded by the deliveries, slower than a function's 5 s timeout.
     store = patient(local_stack.store)
-    events = list(store.iter_events(workspace_id))
+    events = list(store.export_reads.iter_events(workspace_id))
     sums: dict[str, tuple[Decimal, int]] = {}
     for record in events:
         trace = record.event.trace_id
@@ -224,7 +224,7 @@ def test_agent_runs_through_both_sdks_and_otlp_add_up_to_the_last_digit(
         cost, count = sums.get(trace, (Decimal(0), 0))
         sums[trace] = (cost + record.cost, count + calls)
     for run in runs:
-        total = store.get_total(workspace_id, RUN, run["trace_id"])
+        total = store.runs.get_total(workspace_id, RUN, run["trace_id"])
         assert total is not None, run["trace_id"]
         assert (total.cost, total.calls) == sums[run["trace_id"]], run["trace_id"]
         assert total.calls == len(run["calls"])

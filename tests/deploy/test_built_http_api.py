@@ -89,9 +89,9 @@ def test_the_built_functions_answer_retries_and_encoded_ids_as_the_contract_says
     built: dict[str, Any], local_stack: Any, tmp_path: Path
 ) -> None:
     store = local_stack.store
-    workspace = store.create_workspace("built-http-api", tier=Tier.PAID, included_events=1000)
-    key, _ = store.create_key(workspace.workspace_id)
-    token, _ = store.create_key(workspace.workspace_id, kind=ADMIN)
+    workspace = store.workspaces.create_workspace("built-http-api", tier=Tier.PAID, included_events=1000)
+    key, _ = store.keys.create_key(workspace.workspace_id)
+    token, _ = store.keys.create_key(workspace.workspace_id, kind=ADMIN)
 
     def api(method: str, raw_path: str, **options: Any) -> dict[str, Any]:
         return http_api_event(API_EVENT, method, raw_path, token, **options)

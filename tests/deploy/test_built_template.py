@@ -117,10 +117,10 @@ def _reservations_and_runs(names: TableNames, recorder: Any) -> None:
     from costtrack_service.services.reservations import ReservationService
 
     admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
-    workspace = admin.create_workspace("iam-rsv", tier=Tier.PAID, included_events=100)
-    secret, _ = admin.create_key(workspace.workspace_id)
+    workspace = admin.workspaces.create_workspace("iam-rsv", tier=Tier.PAID, included_events=100)
+    secret, _ = admin.keys.create_key(workspace.workspace_id)
     budget = Budget("bud_iam", workspace.workspace_id, Decimal("0.05"), scope="customer", scope_value="c", enforce=True)
-    admin.put_budget(budget)
+    admin.budgets.put_budget(budget)
     # The customer "c" is charged: ingestion reads the rate cards and the customer's card.
     exercise_rate_card_routes(admin, workspace.workspace_id)
     client = recorder.attach(boto3.client("dynamodb", region_name="us-east-1"))
@@ -147,7 +147,7 @@ def api_calls() -> dict[str, set[str]]:
     recorder = CallRecorder(names)
     with mock_aws():
         admin, workspace, secret = paid_workspace(names, included_events=10)
-        token, _ = admin.create_key(workspace.workspace_id, kind="admin")
+        token, _ = admin.keys.create_key(workspace.workspace_id, kind="admin")
         ingestion = IngestService(admin)
         for n in range(3):
             run = {"trace_id": "run-1", "session_id": "conv-1", "run_name": "answer"}
@@ -298,7 +298,7 @@ def budget_alerts_calls() -> dict[str, set[str]]:
         # A week later the rolling window holds no spend: its notified threshold re-arms.
         week_later = datetime.now(UTC) + timedelta(days=8)
         assert Alerts(store, AlertSettings(), clock=lambda: week_later).evaluate()["rearmed"] == 1
-        assert store.get_budget(workspace.workspace_id, rolling["budget"]["budget_id"]).episodes == {"1": 1}
+        assert store.budgets.get_budget(workspace.workspace_id, rolling["budget"]["budget_id"]).episodes == {"1": 1}
     return dict(recorder.calls)
 
 
@@ -380,12 +380,12 @@ def bill_import_calls() -> dict[str, set[str]]:
             ("ws_a", "bedrock", None),
             ("ws_b", "openai", gone),
         ):
-            store.put_connection(
+            store.provider_bills.put_connection(
                 ConnectionState(workspace_id, Connection.parse(provider, secret), "2026-11-01T00:00:00.000Z")
             )
         # ws_a has a reconciliation_gap threshold and a webhook: the import claims its alerts.
-        store.put_gap_threshold("ws_a", Decimal("0.01"))
-        store.put_endpoint(
+        store.provider_bills.put_gap_threshold("ws_a", Decimal("0.01"))
+        store.budgets.put_endpoint(
             Endpoint("wh_1", "ws_a", "https://hooks.example.com/c", "whsec_AAAA", "2026-11-01T00:00:00.000Z")
         )
         recorder.calls.clear()  # the test's own setup is not the function's

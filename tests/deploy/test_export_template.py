@@ -97,8 +97,8 @@ def export_calls(template: dict[str, Any]) -> tuple[dict[str, set[str]], dict[st
 
     with mock_aws():
         admin = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), names)
-        admin.ensure_tables()
-        workspace = admin.create_workspace("iam", tier=Tier.PAID, included_events=10)
+        admin.table_setup.ensure_tables()
+        workspace = admin.workspaces.create_workspace("iam", tier=Tier.PAID, included_events=10)
         s3 = boto3.client("s3", region_name="us-east-1")
         s3.create_bucket(Bucket="export")
         now = datetime.now(UTC)
@@ -107,7 +107,7 @@ def export_calls(template: dict[str, Any]) -> tuple[dict[str, set[str]], dict[st
         from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
         from costtrack_service.services.event_ingest import IngestService
 
-        secret, _ = admin.create_key(workspace.workspace_id)
+        secret, _ = admin.keys.create_key(workspace.workspace_id)
         ingest(
             IngestService(admin),
             IngestRequest({"authorization": f"Bearer {secret}"}, b'{"provider":"openai","model":"gpt-5"}'),

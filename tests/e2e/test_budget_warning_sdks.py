@@ -36,7 +36,7 @@ def test_both_sdks_pass_budget_exceeded_to_on_warning(
         workspace_id=workspace_id,
         now="2026-01-01T00:00:00.000Z",
     )
-    local_stack.store.put_budget(budget)
+    local_stack.store.budgets.put_budget(budget)
     headers = {"Authorization": f"Bearer {key}"}
     first = api.post("/v1/events", json=EVENT, headers=headers).json()
     assert [warning["code"] for warning in first["warnings"]] == ["missing_idempotency_key"]
@@ -78,5 +78,5 @@ console.log(JSON.stringify({{ ok, codes }}));
     [node_warning] = [w for w in output["codes"] if w["code"] == "budget_exceeded"]
     assert budget.budget_id in node_warning["message"] and node_warning["status"] == 200
 
-    events = list(local_stack.store.iter_events(workspace_id))
+    events = list(local_stack.store.export_reads.iter_events(workspace_id))
     assert len(events) >= 4  # every event was accepted and stored, warned or not

@@ -58,8 +58,8 @@ def workspace_factory_module(local_stack: Any) -> Any:
     from costtrack_service.domain.workspaces.plans import Tier
 
     def make() -> tuple[str, str]:
-        workspace = local_stack.store.create_workspace("node", tier=Tier.PAID, included_events=100)
-        secret, _ = local_stack.store.create_key(workspace.workspace_id)
+        workspace = local_stack.store.workspaces.create_workspace("node", tier=Tier.PAID, included_events=100)
+        secret, _ = local_stack.store.keys.create_key(workspace.workspace_id)
         return workspace.workspace_id, secret
 
     return make

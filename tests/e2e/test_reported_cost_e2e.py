@@ -71,7 +71,7 @@ def test_an_otlp_span_and_an_openrouter_response_end_in_the_reported_list(
     assert set(priced) == {"anthropic/claude-sonnet-4-5", "openrouter/openai/gpt-4o-mini"}
     assert priced["anthropic/claude-sonnet-4-5"] == Decimal("0.042")  # 2 × 0.021 (docs/api-rules.md#worked-examples)
 
-    token, _ = local_stack.store.create_key(workspace_id, name="reported", kind=ADMIN)
+    token, _ = local_stack.store.keys.create_key(workspace_id, name="reported", kind=ADMIN)
     today = datetime.now(UTC).date().isoformat()
     with httpx.Client(base_url=url, timeout=30) as http:
         answer = http.get(

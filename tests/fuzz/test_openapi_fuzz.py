@@ -39,9 +39,9 @@ def credentials(local_stack: Any) -> dict[str, str]:
     """A paid workspace with room for every generated event, its ingestion key, admin token and a
     customer's portal token."""
     store = local_stack.store
-    workspace = store.create_workspace("fuzz", tier=Tier.PAID, included_events=10**6)
-    key, _ = store.create_key(workspace.workspace_id)
-    token, _ = store.create_key(workspace.workspace_id, name="fuzz", kind=ADMIN)
+    workspace = store.workspaces.create_workspace("fuzz", tier=Tier.PAID, included_events=10**6)
+    key, _ = store.keys.create_key(workspace.workspace_id)
+    token, _ = store.keys.create_key(workspace.workspace_id, name="fuzz", kind=ADMIN)
     portal, record = PortalToken.issue(workspace.workspace_id, "fuzz-customer", 3600, datetime.now(UTC))
     store.portal_tokens.put(record)
     return {"ingest": key, "admin": token, "portal": portal}

@@ -151,7 +151,7 @@ def test_price_change_never_reprices_history(admin: Admin, api: httpx.Client, lo
 
     replay = post(api, key, event, "before").json()
     assert replay["replayed"] is True and replay["cost"] == "3"  # the stored answer, never re-priced
-    stored = next(local_stack.store.iter_events(ws))
+    stored = next(local_stack.store.export_reads.iter_events(ws))
     assert str(stored.cost) == "3" and stored.rates is not None and stored.rates["input_mtok"] == "1"
 
     retired = admin.json("pricing", "retire", f"{provider}/{model}")

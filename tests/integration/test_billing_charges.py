@@ -205,7 +205,7 @@ def test_every_charge_recomputes_from_the_events_and_the_cards(local_stack: Any,
             sent[outcome.record.event_id] = item["event"]
             answers[outcome.record.event_id] = outcome.record.answer(replayed=False)
 
-    stored = {record.event_id: record for record in store.iter_events(workspace_id)}
+    stored = {record.event_id: record for record in store.export_reads.iter_events(workspace_id)}
     assert set(stored) == set(sent)
     expected: dict[str, tuple[Decimal, str] | None] = {
         event_id: expected_charge(sent[event_id], record.cost, parse_timestamp(record.received_at), start)
@@ -214,7 +214,7 @@ def test_every_charge_recomputes_from_the_events_and_the_cards(local_stack: Any,
     charged = [found for found in expected.values() if found is not None]
     assert len(charged) > 100 and len({version for _, version in charged}) == 4, "every version charges"
 
-    workspace = store.get_workspace(workspace_id, consistent=True)
+    workspace = store.events.get_workspace(workspace_id, consistent=True)
     listed: dict[str, dict[str, Any]] = {}
     query = EventListQuery(limit=200)
     while True:

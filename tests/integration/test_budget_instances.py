@@ -30,9 +30,9 @@ LOCAL = UrlPolicy(allow_loopback=True)  # GPT5_EVENT costs 0.0335 USD
 class Owner:
     def __init__(self, local_stack: Any, api: httpx.Client) -> None:
         store = local_stack.store
-        workspace = store.create_workspace("instances", tier=Tier.PAID, included_events=10_000)
-        self.key, _ = store.create_key(workspace.workspace_id)
-        self.token, _ = store.create_key(workspace.workspace_id, kind=ADMIN)
+        workspace = store.workspaces.create_workspace("instances", tier=Tier.PAID, included_events=10_000)
+        self.key, _ = store.keys.create_key(workspace.workspace_id)
+        self.token, _ = store.keys.create_key(workspace.workspace_id, kind=ADMIN)
         self.api = api
 
     def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -215,7 +215,9 @@ def test_a_rolling_templates_instance_rearms_on_its_own(owner: Owner, local_stac
     # stack, where other tests' rolling budgets may re-arm too: it is only a lower bound here.
     assert run(now + timedelta(days=8))["evaluate"]["rearmed"] >= 1
     run(now + timedelta(days=8))
-    [budget] = [b for b in local_stack.store.list_budgets(template_workspace(local_stack, template)) if b.template]
+    [budget] = [
+        b for b in local_stack.store.budgets.list_budgets(template_workspace(local_stack, template)) if b.template
+    ]
     assert sorted(budget.episodes.values()) == [1, 1] and len(budget.episodes) == 2
     # So the spend seen again (here: the clock back in the week) notifies again, per instance.
     run(now)
@@ -225,5 +227,5 @@ def test_a_rolling_templates_instance_rearms_on_its_own(owner: Owner, local_stac
 
 
 def template_workspace(local_stack: Any, template: dict[str, Any]) -> str:
-    owners = [b.workspace_id for b in local_stack.store.all_budgets() if b.budget_id == template["budget_id"]]
+    owners = [b.workspace_id for b in local_stack.store.budgets.all_budgets() if b.budget_id == template["budget_id"]]
     return owners[0]

@@ -102,7 +102,7 @@ def test_the_demo_workspace_has_a_month_of_history(demo_stack: LocalStack) -> No
     ]
     listed = owners(demo_stack, "/v1/workspace/events", provider="anthropic", limit="20")["events"]
     assert len(listed) == 20 and {event["pricing_status"] for event in listed} == {"priced"}
-    for record in demo_stack.store.iter_events(demo_stack.state["workspaces"]["paid"]["workspace_id"]):
+    for record in demo_stack.store.export_reads.iter_events(demo_stack.state["workspaces"]["paid"]["workspace_id"]):
         expected = demo["override_id"] if record.event.provider == "anthropic" else None
         assert record.pricing_override_id == expected
 

@@ -37,9 +37,9 @@ def lines(body: bytes) -> list[dict[str, Any]]:
 
 def test_a_day_is_exported_under_hive_prefixes_as_gzip_json_lines(s3: Any, local_stack: Any, api: httpx.Client) -> None:
     store = local_stack.store
-    workspace = store.create_workspace("export", tier="paid", included_events=100)
+    workspace = store.workspaces.create_workspace("export", tier="paid", included_events=100)
     ws = workspace.workspace_id
-    other = store.create_workspace("export other", tier="paid", included_events=100).workspace_id
+    other = store.workspaces.create_workspace("export other", tier="paid", included_events=100).workspace_id
     store_events(local_stack, ws, *day_records(ws))
     store_events(local_stack, other, record(other, "o1", event_id="evt_other", received_at=f"{DAY}T01:00:00.000Z"))
 
@@ -58,7 +58,7 @@ def test_a_day_is_exported_under_hive_prefixes_as_gzip_json_lines(s3: Any, local
     }
     assert result.events == 6 and result.to_dict()["objects"] == len(result.written)
 
-    stored = {item.event_id: item for item in store.iter_events(ws)}
+    stored = {item.event_id: item for item in store.export_reads.iter_events(ws)}
     for line in exported:
         assert line == export_line(stored[line["event_id"]])
         assert list(line) == [name for name, _ in COLUMNS]  # what the Glue table declares, in order
@@ -71,7 +71,7 @@ def test_a_day_is_exported_under_hive_prefixes_as_gzip_json_lines(s3: Any, local
     assert json.loads(by_id["evt_noon"]["metadata_json"]) == {"route": "/chat", "x": 1.5}
 
     # Each line is the event as the owners' API lists it, plus visibility and metadata as text.
-    token, _ = store.create_key(ws, kind=ADMIN)
+    token, _ = store.keys.create_key(ws, kind=ADMIN)
     listed = api.get("/v1/workspace/events", params={"limit": 200}, headers={"Authorization": f"Bearer {token}"})
     for event in listed.json()["events"]:
         if event["event_id"] in by_id:
@@ -83,7 +83,7 @@ def test_a_day_is_exported_under_hive_prefixes_as_gzip_json_lines(s3: Any, local
 
 def test_re_running_a_day_replaces_it_and_removes_stale_objects(s3: Any, local_stack: Any) -> None:
     store = local_stack.store
-    ws = store.create_workspace("rerun", tier="paid", included_events=100).workspace_id
+    ws = store.workspaces.create_workspace("rerun", tier="paid", included_events=100).workspace_id
     # Three more events whose keys land in one events-table partition (so it makes 3 pieces).
     crowded = [key for key in (f"crowd-{n}" for n in range(10_000)) if event_partition(ws, f"k#{key}") == f"{ws}#07"]
     extra = [record(ws, key, event_id=f"evt_{key}", received_at=f"{DAY}T10:00:00.000Z") for key in crowded[:3]]
@@ -119,7 +119,7 @@ def test_re_running_a_day_replaces_it_and_removes_stale_objects(s3: Any, local_s
 
 def test_an_empty_day_writes_nothing_and_clears_a_stale_day(s3: Any, local_stack: Any) -> None:
     store = local_stack.store
-    ws = store.create_workspace("empty", tier="paid", included_events=100).workspace_id
+    ws = store.workspaces.create_workspace("empty", tier="paid", included_events=100).workspace_id
     empty_day = date(2026, 3, 20)
     stale = f"{PREFIX}workspace_id={ws}/day={empty_day}/part-00-0000.json.gz"
     s3.put_object(Bucket=BUCKET, Key=stale, Body=b"from an earlier run")
@@ -132,7 +132,7 @@ def test_the_lambda_entry_exports_yesterday_or_the_day_asked(
     s3: Any, local_stack: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = local_stack.store
-    ws = store.create_workspace("handler", tier="paid", included_events=100).workspace_id
+    ws = store.workspaces.create_workspace("handler", tier="paid", included_events=100).workspace_id
     yesterday = datetime.now(UTC).date() - timedelta(days=1)
     store_events(local_stack, ws, record(ws, "y", event_id="evt_y", received_at=f"{yesterday}T06:00:00.000Z"))
     store_events(local_stack, ws, record(ws, "d", event_id="evt_d", received_at=f"{DAY}T06:00:00.000Z"))

@@ -55,7 +55,7 @@ def focus_day(ws: str) -> list[EventRecord]:
 
 def test_every_event_of_the_day_is_a_focus_row_beside_its_json_line(s3: Any, local_stack: Any) -> None:
     store = local_stack.store
-    ws = store.create_workspace("focus", tier="paid", included_events=100).workspace_id
+    ws = store.workspaces.create_workspace("focus", tier="paid", included_events=100).workspace_id
     store_events(local_stack, ws, *focus_day(ws))
     outputs = (json_lines(JSON_PREFIX), focus(FOCUS_PREFIX))
     result = Exporter(store, S3Writer(s3, BUCKET), outputs=outputs).export_day(DAY, [ws])
@@ -69,7 +69,7 @@ def test_every_event_of_the_day_is_a_focus_row_beside_its_json_line(s3: Any, loc
     assert head["ContentType"] == "text/csv"
 
     exported = [row for body in written.values() for row in rows(body)]
-    stored = {item.event_id: item for item in store.iter_events(ws)}
+    stored = {item.event_id: item for item in store.export_reads.iter_events(ws)}
     by_id = {row["x_EventId"]: row for row in exported}
     assert set(by_id) == {"evt_first", "evt_noon", "evt_last", "evt_hidden", "evt_unicode", "evt_formula"}
     for row in exported:
@@ -113,7 +113,7 @@ def test_the_command_line_writes_the_focus_files_and_duckdb_sums_them(
     s3: Any, local_stack: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = local_stack.store
-    ws = store.create_workspace("focus cli", tier="paid", included_events=100).workspace_id
+    ws = store.workspaces.create_workspace("focus cli", tier="paid", included_events=100).workspace_id
     store_events(local_stack, ws, *focus_day(ws))
     folder = tmp_path / "export"
     argv = ["admin", "export", "--day", str(DAY), "--workspace", ws, "--to", str(folder), "--format", "focus"]
@@ -133,7 +133,9 @@ def test_the_command_line_writes_the_focus_files_and_duckdb_sums_them(
         """,
         {"files": f"{folder}/focus/*/*/*.csv.gz", "workspace": ws},
     ).fetchone()
-    expected = sum((item.cost for item in store.iter_events(ws) if item.received_at.startswith(str(DAY))), Decimal(0))
+    expected = sum(
+        (item.cost for item in store.export_reads.iter_events(ws) if item.received_at.startswith(str(DAY))), Decimal(0)
+    )
     assert found == (6, expected)
 
     assert main([*argv[:-2], "--format", "both", "--state-file", str(local_stack.state_file)]) == 0

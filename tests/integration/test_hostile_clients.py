@@ -49,7 +49,7 @@ def code(response: httpx.Response) -> str:
 def owner(local_stack: Any, workspace_factory: Any) -> dict[str, str]:
     """A fresh paid workspace, its ingestion key and an admin token."""
     workspace_id, key = workspace_factory(included=1000)
-    token, _ = local_stack.store.create_key(workspace_id, name="dashboard", kind=ADMIN)
+    token, _ = local_stack.store.keys.create_key(workspace_id, name="dashboard", kind=ADMIN)
     return {"workspace_id": workspace_id, "key": key, "token": token}
 
 
@@ -143,7 +143,7 @@ def test_odd_unknown_field_names_are_answered_and_stored_once(
     assert [w["field"] for w in warned] == [name]
     again = post(api, owner["key"], body, idempotency_key="odd")
     assert again.json()["replayed"] is True and again.json()["event_id"] == first.json()["event_id"]
-    assert len(list(local_stack.store.iter_events(owner["workspace_id"]))) == 1
+    assert len(list(local_stack.store.export_reads.iter_events(owner["workspace_id"]))) == 1
 
 
 # -- every parameter of the key owners' API ---------------------------------------------------------
@@ -231,7 +231,7 @@ def test_a_revoked_key_is_refused_as_revoked_whatever_else_holds(
     first = post(api, key, idempotency_key="first")
     warm(api, key)
     assert code(post(api, key)) == "QUOTA_EXCEEDED"
-    store.change_key_state(hash_secret(key), "revoke")
+    store.keys.change_key_state(hash_secret(key), "revoke")
     time.sleep(KEY_STATE_SECONDS)  # docs/api-rules.md#how-fast-changes-take-effect: a key change holds within a second
     assert code(post(api, key)) == "REVOKED_API_KEY"
     assert code(post(api, key, idempotency_key="first")) == "REVOKED_API_KEY"  # not a replay either
@@ -240,11 +240,11 @@ def test_a_revoked_key_is_refused_as_revoked_whatever_else_holds(
     # plan inactive: the warm functions have seen it
     workspace_id, key = workspace_factory(included=100)
     post(api, key, idempotency_key="first")
-    store.update_plan(workspace_id, status="inactive")
+    store.workspaces.update_plan(workspace_id, status="inactive")
     time.sleep(KEY_STATE_SECONDS)
     warm(api, key)
     assert code(post(api, key)) == "PLAN_INACTIVE"
-    store.change_key_state(hash_secret(key), "revoke")
+    store.keys.change_key_state(hash_secret(key), "revoke")
     time.sleep(KEY_STATE_SECONDS)
     for idempotency_key in (None, "first"):
         assert code(post(api, key, idempotency_key=idempotency_key)) == "REVOKED_API_KEY"
@@ -253,7 +253,7 @@ def test_a_revoked_key_is_refused_as_revoked_whatever_else_holds(
     workspace_id, key = workspace_factory(included=100)
     post(api, key, idempotency_key="first")
     warm(api, key)
-    store.change_key_state(hash_secret(key), "deactivate")
+    store.keys.change_key_state(hash_secret(key), "deactivate")
     time.sleep(KEY_STATE_SECONDS)
     assert code(post(api, key, idempotency_key="first")) == "INACTIVE_API_KEY"
     assert code(post(api, key, b"{not json")) == "INACTIVE_API_KEY"  # the key outranks the payload
@@ -276,17 +276,17 @@ def test_reactivation_and_revocation_after_deactivation_apply_within_a_second(
 ) -> None:
     _, key = workspace_factory(included=1000)
     warm(api, key)
-    local_stack.store.change_key_state(hash_secret(key), "deactivate")
+    local_stack.store.keys.change_key_state(hash_secret(key), "deactivate")
     assert first_code_after(api, key, "INACTIVE_API_KEY", {"accepted"}) < 1.5  # 1 s of cache, plus a request
     for _ in range(8):  # every container now remembers the key as inactive
         assert code(post(api, key)) == "INACTIVE_API_KEY"
-    local_stack.store.change_key_state(hash_secret(key), "reactivate")
+    local_stack.store.keys.change_key_state(hash_secret(key), "reactivate")
     assert first_code_after(api, key, "accepted", {"INACTIVE_API_KEY"}) < 1.5
-    local_stack.store.change_key_state(hash_secret(key), "deactivate")
+    local_stack.store.keys.change_key_state(hash_secret(key), "deactivate")
     assert first_code_after(api, key, "INACTIVE_API_KEY", {"accepted"}) < 1.5
     for _ in range(8):
         assert code(post(api, key)) == "INACTIVE_API_KEY"
-    local_stack.store.change_key_state(hash_secret(key), "revoke")
+    local_stack.store.keys.change_key_state(hash_secret(key), "revoke")
     assert first_code_after(api, key, "REVOKED_API_KEY", {"INACTIVE_API_KEY"}) < 1.5
 
 

@@ -229,7 +229,7 @@ def test_revocation_applies_to_a_warm_function_within_a_second(
 
     _, key = workspace_factory()
     assert post(api, key).status_code == 200  # the key is now cached by the warm container
-    local_stack.store.change_key_state(hash_secret(key), "revoke")
+    local_stack.store.keys.change_key_state(hash_secret(key), "revoke")
     time.sleep(
         1.1
     )  # docs/api-rules.md#how-fast-changes-take-effect: no cache delays a key change by more than a second
@@ -247,7 +247,7 @@ def test_twenty_concurrent_copies_count_once(api: httpx.Client, workspace_factor
     assert len({r.json()["event_id"] for r in responses if r.status_code == 200}) == 1
     assert sum(1 for r in responses if r.status_code == 200 and not r.json()["replayed"]) == 1
     assert month_usage(local_stack.store, workspace_id).included_used == 1
-    assert len(list(local_stack.store.iter_events(workspace_id))) == 1
+    assert len(list(local_stack.store.export_reads.iter_events(workspace_id))) == 1
 
 
 def test_allowance_five_with_twenty_concurrent_events(
@@ -268,7 +268,7 @@ def test_allowance_five_with_twenty_concurrent_events(
     statuses = sorted(r.status_code for r in responses)
     assert statuses == [200] * 5 + [429] * 15
     assert month_usage(local_stack.store, workspace_id).included_used == 5
-    assert len(list(local_stack.store.iter_events(workspace_id))) == 5
+    assert len(list(local_stack.store.export_reads.iter_events(workspace_id))) == 5
 
 
 def test_unknown_route_is_404_with_the_error_body(api: httpx.Client) -> None:

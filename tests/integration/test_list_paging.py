@@ -14,20 +14,28 @@ import httpx
 import pytest
 
 from tests.support.http_workspace import Workspace
-from tests.support.list_paging import CLIENTS, concurrently, event_body, newest_first, page_through, paging_stack
+from tests.support.list_paging import (
+    CLIENTS,
+    PAGING_STACKS,
+    concurrently,
+    event_body,
+    newest_first,
+    page_through,
+    paging_stack,
+)
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module", params=["dynamodb-local", "aws-front"])
+@pytest.fixture(scope="module", params=PAGING_STACKS)
 def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     yield from paging_stack(request, tmp_path_factory, "paging-front-")
 
 
 @pytest.fixture
 def owner(stack: Any) -> Iterator[Workspace]:
-    workspace = stack.store.create_workspace("paging", tier="paid", included_events=100_000)
-    secret, _ = stack.store.create_key(workspace.workspace_id)
+    workspace = stack.store.workspaces.create_workspace("paging", tier="paid", included_events=100_000)
+    secret, _ = stack.store.keys.create_key(workspace.workspace_id)
     with httpx.Client(base_url=stack.state["api_url"], timeout=60) as api:
         yield Workspace(api, stack, workspace.workspace_id, secret)
 
@@ -56,7 +64,7 @@ def test_an_event_cursor_is_refused_with_other_filters_or_in_another_workspace(o
     cursor = owner.get("/v1/workspace/events", limit="1", feature="f1").json()["next_cursor"]
     assert cursor
     assert owner.get("/v1/workspace/events", limit="1", feature="f1", cursor=cursor).status_code == 200
-    other = stack.store.create_workspace("other", tier="paid", included_events=10)
+    other = stack.store.workspaces.create_workspace("other", tier="paid", included_events=10)
     theirs = Workspace(owner.api, stack, other.workspace_id, owner.key)
     for response in (
         owner.get("/v1/workspace/events", limit="2", cursor=cursor),

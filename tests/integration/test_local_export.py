@@ -84,11 +84,11 @@ def _event(provider: str, model: str, customer: str | None, name: str | None, pr
 def workspace(local_stack: Any) -> tuple[str, str]:
     """A paid workspace with the day's events, taken by the ingestion's own code at their times."""
     store = local_stack.store
-    ws = store.create_workspace("Local export", tier="paid", included_events=100, credits=100).workspace_id
-    key, _ = store.create_key(ws, name="import")
+    ws = store.workspaces.create_workspace("Local export", tier="paid", included_events=100, credits=100).workspace_id
+    key, _ = store.keys.create_key(ws, name="import")
     result = import_events(IngestService(store), key, day_events())
     assert not result.refused and result.accepted == len(day_events())
-    token, _ = store.create_key(ws, name="finance", kind=ADMIN)
+    token, _ = store.keys.create_key(ws, name="finance", kind=ADMIN)
     return ws, token
 
 
@@ -179,7 +179,7 @@ def test_the_readme_duckdb_queries_equal_the_statement(
 
 def statement_cost(local_stack: Any, workspace_id: str, idempotency_key: str) -> str:
     """The stored cost of one event (found by its idempotency key)."""
-    for record in local_stack.store.iter_events(workspace_id):
+    for record in local_stack.store.export_reads.iter_events(workspace_id):
         if record.idempotency_key == idempotency_key:
             return str(record.cost)
     raise AssertionError(f"no event {idempotency_key}")

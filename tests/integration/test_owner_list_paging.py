@@ -22,19 +22,27 @@ from costtrack_service.domain.budgets.alerts import Delivery, Notification, noti
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.workspaces.plans import Tier
 from tests.support.http_workspace import Workspace
-from tests.support.list_paging import CLIENTS, concurrently, created_keys, event_body, page_through, paging_stack
+from tests.support.list_paging import (
+    CLIENTS,
+    PAGING_STACKS,
+    concurrently,
+    created_keys,
+    event_body,
+    page_through,
+    paging_stack,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 
-@pytest.fixture(scope="module", params=["dynamodb-local", "aws-front"])
+@pytest.fixture(scope="module", params=PAGING_STACKS)
 def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     yield from paging_stack(request, tmp_path_factory, "owner-paging-front-")
 
 
 def new_owner(stack: Any, api: httpx.Client, name: str) -> Workspace:
-    workspace = stack.store.create_workspace(name, tier=Tier.PAID, included_events=100_000)
-    secret, _ = stack.store.create_key(workspace.workspace_id, name="sender")
+    workspace = stack.store.workspaces.create_workspace(name, tier=Tier.PAID, included_events=100_000)
+    secret, _ = stack.store.keys.create_key(workspace.workspace_id, name="sender")
     return Workspace(api, stack, workspace.workspace_id, secret)
 
 
@@ -224,7 +232,7 @@ def test_deliveries_claimed_by_50_writers_list_once_newest_first(
             Delivery(owner.workspace_id, key, target, None, created, budget_id="bud_paging")
             for target in ("sns", "whk_x")
         ]
-        assert store.claim_notification(note, deliveries)
+        assert store.budgets.claim_notification(note, deliveries)
         return deliveries
 
     with ThreadPoolExecutor(CLIENTS) as pool:
@@ -260,7 +268,9 @@ def test_the_reconciliations_days_page_oldest_first(owner: Workspace, stack: Any
             {"input": Decimal("0.0003"), "output": Decimal("0.00012")},
             2,
         )
-        store.put_billed_days(owner.workspace_id, "openai", (day, day), [line], imported_at="t", raw_object="k")
+        store.provider_bills.put_billed_days(
+            owner.workspace_id, "openai", (day, day), [line], imported_at="t", raw_object="k"
+        )
 
     with ThreadPoolExecutor(CLIENTS) as pool:
         list(pool.map(bill, billed))

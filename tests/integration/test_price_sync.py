@@ -64,7 +64,9 @@ def test_a_sync_prices_new_models_and_backfills_their_history(
     assert ("openai", "gpt-3.5-turbo") in {(c["provider"], c["model"]) for c in plan["changed"]}
     held = {(h["provider"], h["model"]): h["reason"] for h in plan["held_back"]}
     assert "more than 10x" in held[("openai", "gpt-4-turbo")]
-    assert "backfill" not in plan and local_stack.store.get_price_entries("openai") == []  # a dry run writes nothing
+    assert (
+        "backfill" not in plan and local_stack.store.prices.get_price_entries("openai") == []
+    )  # a dry run writes nothing
 
     applied = admin.json("pricing", "sync", "--from", served)
     assert applied["written"] == len(applied["added"]) + len(applied["changed"])

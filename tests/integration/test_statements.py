@@ -36,12 +36,12 @@ def seed(local_stack: Any, api: httpx.Client, model: str) -> tuple[str, str, str
     """A free workspace bound to openai/gpt-4o-mini/chat with customers, a customer-less event,
     two hidden events and one event of an unpriced model (hidden too: another model)."""
     store = local_stack.store
-    workspace = store.create_workspace("Statements, Inc.", tier="free", included_events=100)
+    workspace = store.workspaces.create_workspace("Statements, Inc.", tier="free", included_events=100)
     ws = workspace.workspace_id
     from costtrack_service.domain.ingest.source import Source
 
-    key, _ = store.create_key(ws, bound=Source.parse("openai/gpt-4o-mini/chat"))
-    token, _ = store.create_key(ws, name="finance", kind=ADMIN)
+    key, _ = store.keys.create_key(ws, bound=Source.parse("openai/gpt-4o-mini/chat"))
+    token, _ = store.keys.create_key(ws, name="finance", kind=ADMIN)
     event = {"provider": "openai", "model": "gpt-4o-mini", "feature": "chat"}
     sends = [
         {
@@ -126,10 +126,10 @@ def test_statements_equal_admin_usage_in_json_and_csv(admin: Admin, api: httpx.C
 
 def test_a_backfill_moves_the_statement_with_admin_usage(admin: Admin, api: httpx.Client, local_stack: Any) -> None:
     store = local_stack.store
-    workspace = store.create_workspace("backfill", tier="paid", included_events=100)
+    workspace = store.workspaces.create_workspace("backfill", tier="paid", included_events=100)
     ws = workspace.workspace_id
-    key, _ = store.create_key(ws)
-    token, _ = store.create_key(ws, name="finance", kind=ADMIN)
+    key, _ = store.keys.create_key(ws)
+    token, _ = store.keys.create_key(ws, name="finance", kind=ADMIN)
     model = f"statement-{uuid.uuid4().hex[:8]}"
     event = {"provider": PROVIDER, "model": model, "customer_id": "cus_9", "prompt_tokens": 3, "completion_tokens": 7}
     assert post(api, key, event, "b-1").json()["pricing_status"] == "unknown_model"
@@ -171,8 +171,8 @@ def test_a_backfill_moves_the_statement_with_admin_usage(admin: Admin, api: http
 def test_bad_requests_name_the_field(
     api: httpx.Client, local_stack: Any, path: str, params: dict[str, str], field: str
 ) -> None:
-    workspace = local_stack.store.create_workspace("bad", tier="paid", included_events=10)
-    token, _ = local_stack.store.create_key(workspace.workspace_id, kind=ADMIN)
+    workspace = local_stack.store.workspaces.create_workspace("bad", tier="paid", included_events=10)
+    token, _ = local_stack.store.keys.create_key(workspace.workspace_id, kind=ADMIN)
     response = api.get(f"/v1/workspace/statements/{path}", params=params, headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 400 and response.json()["error"]["details"][0]["field"] == field
     unauthorized = api.get(f"/v1/workspace/statements/{MONTH}", headers={"Authorization": "Bearer cta_nope"})
@@ -180,7 +180,7 @@ def test_bad_requests_name_the_field(
 
 
 def test_admin_statements_refuses_a_bad_month(admin: Admin, local_stack: Any) -> None:
-    workspace = local_stack.store.create_workspace("cli", tier="paid", included_events=10)
+    workspace = local_stack.store.workspaces.create_workspace("cli", tier="paid", included_events=10)
     error = admin.run("statements", "--workspace", workspace.workspace_id, "--month", "2026-00", expect=1)
     assert "--month" in error and "YYYY-MM" in error
     assert "no workspace" in admin.run("statements", "--workspace", "ws_missing", expect=1)

@@ -22,7 +22,7 @@ def test_customer_names_and_days_are_in_the_usage_report(
     api: httpx.Client, local_stack: Any, workspace_factory: Any
 ) -> None:
     workspace_id, key = workspace_factory()
-    token, _ = local_stack.store.create_key(workspace_id, name="charts", kind=ADMIN)
+    token, _ = local_stack.store.keys.create_key(workspace_id, name="charts", kind=ADMIN)
     for event in (
         {"feature": "chat", "customer_id": "cus_42", "customer_name": "Acme"},
         {"feature": "chat", "customer_id": "cus_42", "customer_name": "Acme, Inc."},

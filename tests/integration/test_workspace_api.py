@@ -47,7 +47,7 @@ def test_usage_from_rollups_equals_the_events(make_workspace: Callable[..., Work
     ws.send(feature="search", customer_id="acme")  # hidden: another source than the key's
     ws.send(model="gpt-unreleased", feature="chat")  # hidden as well (another model)
 
-    records = list(local_stack.store.iter_events(ws.workspace_id))
+    records = list(local_stack.store.export_reads.iter_events(ws.workspace_id))
     for group_by in ("day", "feature", "model", "customer", "environment", "status"):
         body = ws.get("/v1/workspace/usage", group_by=group_by, **{"from": TODAY, "to": TODAY}).json()
         expected = summarize(records, group_by).to_dict()
@@ -193,8 +193,8 @@ def test_every_route_needs_a_live_admin_token(
     make_workspace: Callable[..., Workspace], local_stack: Any, api: httpx.Client, method: str, path: str
 ) -> None:
     ws = make_workspace()
-    revoked, record = local_stack.store.create_key(ws.workspace_id, kind=ADMIN)
-    local_stack.store.change_key_state(record.key_hash, "revoke")
+    revoked, record = local_stack.store.keys.create_key(ws.workspace_id, kind=ADMIN)
+    local_stack.store.keys.change_key_state(record.key_hash, "revoke")
     for credential in (None, "cta_unknown", ws.key, revoked):  # none, unknown, an ingestion key, revoked
         headers = {"Authorization": f"Bearer {credential}"} if credential else {}
         response = api.request(method, path, headers=headers)
@@ -277,7 +277,7 @@ def test_price_overrides_are_set_listed_used_and_deleted(make_workspace: Callabl
     assert halved["cost"] == "0.000105"
     assert ws.send(model="gpt-4o").json()["cost"] == "0.0012"  # the model's own rates beat the provider's discount
     assert other.send().json()["cost"] == "0.00021"  # overrides belong to their workspace only
-    stored = next(ws.stack.store.iter_events(ws.workspace_id))
+    stored = next(ws.stack.store.export_reads.iter_events(ws.workspace_id))
     assert stored.pricing_override_id is not None
 
     for body, field in [

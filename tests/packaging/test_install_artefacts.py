@@ -119,7 +119,7 @@ def python_artefacts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path
 
 
 def _stored(local_stack: Any, workspace_id: str) -> list[Any]:
-    return list(local_stack.store.iter_events(workspace_id))
+    return list(local_stack.store.export_reads.iter_events(workspace_id))
 
 
 SEND_PY = """

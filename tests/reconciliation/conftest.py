@@ -25,9 +25,9 @@ from tests.support.owner_api import owner_call
 def api() -> Iterator[tuple[Any, DynamoStore, str]]:
     with mock_aws():
         store = moto_tables("recon-")
-        workspace = store.create_workspace("w", tier=Tier.PAID, included_events=100)
-        secret, _ = store.create_key(workspace.workspace_id)
-        token, _ = store.create_key(workspace.workspace_id, kind="admin")
+        workspace = store.workspaces.create_workspace("w", tier=Tier.PAID, included_events=100)
+        secret, _ = store.keys.create_key(workspace.workspace_id)
+        token, _ = store.keys.create_key(workspace.workspace_id, kind="admin")
         body = {"provider": "openai", "model": "gpt-4o-mini", "prompt_tokens": 1000, "completion_tokens": 100}
         ingest(IngestService(store), IngestRequest({"authorization": f"Bearer {secret}"}, json.dumps(body).encode()))
         handler = create_handler(WorkspaceService(store))
@@ -48,9 +48,9 @@ CALLS = [  # gpt-4o-mini under two names (alias and dated), and one other model 
 def drift_api() -> Iterator[tuple[Any, DynamoStore, str]]:
     with mock_aws():
         store = moto_tables("drift-")
-        workspace = store.create_workspace("w", tier=Tier.PAID, included_events=100)
-        secret, _ = store.create_key(workspace.workspace_id)
-        token, _ = store.create_key(workspace.workspace_id, kind="admin")
+        workspace = store.workspaces.create_workspace("w", tier=Tier.PAID, included_events=100)
+        secret, _ = store.keys.create_key(workspace.workspace_id)
+        token, _ = store.keys.create_key(workspace.workspace_id, kind="admin")
         for model, prompt, completion in CALLS:
             body = {"provider": "openai", "model": model, "prompt_tokens": prompt, "completion_tokens": completion}
             request = IngestRequest({"authorization": f"Bearer {secret}"}, json.dumps(body).encode())

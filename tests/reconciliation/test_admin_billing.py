@@ -42,9 +42,9 @@ def run(store: DynamoStore, capsys: pytest.CaptureFixture[str], *argv: str) -> A
 def test_connect_import_reconcile(
     store: DynamoStore, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=100)
+    workspace = store.workspaces.create_workspace("w", tier=Tier.PAID, included_events=100)
     ws = workspace.workspace_id
-    secret, _ = store.create_key(ws)
+    secret, _ = store.keys.create_key(ws)
     # Today's tracked call: gpt-4o-mini, 1M input and 1M output tokens.
     body = {"provider": "openai", "model": "gpt-4o-mini", "prompt_tokens": 1_000_000, "completion_tokens": 1_000_000}
     ingest(IngestService(store), IngestRequest({"authorization": f"Bearer {secret}"}, json.dumps(body).encode()))
@@ -100,7 +100,7 @@ def test_the_local_stack_keeps_keys_in_its_secrets_file(
     """Against the local stack (no --stack, no --endpoint-url) the import reads the connection's
     key from ``.costtrack/secrets.json`` beside the state file, and a Bedrock connection fails
     there rather than call AWS's Cost Explorer."""
-    ws = store.create_workspace("w", tier=Tier.PAID, included_events=100).workspace_id
+    ws = store.workspaces.create_workspace("w", tier=Tier.PAID, included_events=100).workspace_id
     state_file = tmp_path / ".costtrack" / "dev.json"
     local = ("--state-file", str(state_file))
     arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:costtrack/billing/anthropic-GhIjKl"

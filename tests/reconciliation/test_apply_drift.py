@@ -21,9 +21,9 @@ from tests.support.openapi_schema import documented_schema
 
 
 def rollups_equal_events(store: DynamoStore, workspace_id: str, day: str) -> None:
-    events = list(store.iter_events(workspace_id))
+    events = list(store.export_reads.iter_events(workspace_id))
     model_rows: dict[str, Counts] = {}
-    for key, counts in store.query_rollups(workspace_id, ("model", "total"), day, day):
+    for key, counts in store.rollups.query_rollups(workspace_id, ("model", "total"), day, day):
         model_rows.setdefault(f"{key.dimension}:{key.value}", Counts()).add(counts)
     assert model_rows["total:"].cost == sum((e.cost for e in events), Decimal(0))
     for record in events:  # one event per model name here
@@ -58,7 +58,7 @@ def test_apply_drift_through_the_api_leaves_no_drift(drift_api: tuple[Any, Dynam
     status, after = call("GET", "/v1/workspace/reconciliation", query={"from": day, "to": day})
     assert after["findings"] == [] and after["totals"]["price_drift_usd"] == "0.00"
     assert after["totals"]["billed_usd"] == after["totals"]["tracked_usd"] == "1.00"
-    events = {e.event.model: e for e in store.iter_events(workspace_id)}
+    events = {e.event.model: e for e in store.export_reads.iter_events(workspace_id)}
     assert events["gpt-4o-mini"].pricing_override_id == override["override_id"]
     assert events["gpt-4o-mini"].cost == Decimal("0.36") and events["gpt-4o-mini"].priced_at
     assert events["gpt-4o"].pricing_override_id is None

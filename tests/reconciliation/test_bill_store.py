@@ -48,7 +48,7 @@ def line(day: str, model: str, tokens: int, usd: str) -> BilledLine:
 def openai_connection(store: DynamoStore, secrets: Any, workspace_id: str = "ws_a") -> ConnectionState:
     arn = secrets.create_secret(Name="costtrack/billing/openai", SecretString=OPENAI_KEY)["ARN"]
     state = ConnectionState(workspace_id, Connection.parse("openai", arn), "2026-11-20T00:00:00.000Z")
-    store.put_connection(state)
+    store.provider_bills.put_connection(state)
     return state
 
 
@@ -56,11 +56,13 @@ def test_connections_are_listed_per_workspace_and_for_the_import(aws: dict[str, 
     store: DynamoStore = aws["store"]
     openai = openai_connection(store, aws["secrets"])
     bedrock = ConnectionState("ws_b", Connection.parse("bedrock", None), "2026-11-21T00:00:00.000Z")
-    store.put_connection(bedrock)
-    assert store.list_connections("ws_a") == [openai]
-    assert sorted(store.all_connections(), key=lambda s: s.workspace_id) == [openai, bedrock]
-    assert store.delete_connection("ws_a", "openai") and not store.delete_connection("ws_a", "openai")
-    assert store.all_connections() == [bedrock]
+    store.provider_bills.put_connection(bedrock)
+    assert store.provider_bills.list_connections("ws_a") == [openai]
+    assert sorted(store.provider_bills.all_connections(), key=lambda s: s.workspace_id) == [openai, bedrock]
+    assert store.provider_bills.delete_connection("ws_a", "openai") and not store.provider_bills.delete_connection(
+        "ws_a", "openai"
+    )
+    assert store.provider_bills.all_connections() == [bedrock]
 
 
 def test_a_day_imported_again_is_replaced_whole(aws: dict[str, Any]) -> None:
@@ -68,17 +70,17 @@ def test_a_day_imported_again_is_replaced_whole(aws: dict[str, Any]) -> None:
     days = (date(2026, 11, 1), date(2026, 11, 3))
     first = [line("2026-11-01", "gpt-5", 10, "0.1"), line("2026-11-02", "gpt-5", 20, "0.2")]
     first.append(line("2026-11-02", "gpt-4.1", 5, "0.05"))
-    assert store.put_billed_days("ws_a", "openai", days, first, imported_at="t1", raw_object="k1") == 3
-    lines, imported = store.billed_lines("ws_a", "2026-11-01", "2026-11-03")
+    assert store.provider_bills.put_billed_days("ws_a", "openai", days, first, imported_at="t1", raw_object="k1") == 3
+    lines, imported = store.provider_bills.billed_lines("ws_a", "2026-11-01", "2026-11-03")
     assert sorted(lines, key=lambda x: (*x.key, x.model)) == sorted(first, key=lambda x: (*x.key, x.model))
     assert imported == {("2026-11-01", "openai"), ("2026-11-02", "openai"), ("2026-11-03", "openai")}
     revised = [line("2026-11-02", "gpt-5", 25, "0.25")]  # gpt-4.1 moved off the day, gpt-5 revised
-    store.put_billed_days(
+    store.provider_bills.put_billed_days(
         "ws_a", "openai", (date(2026, 11, 2), date(2026, 11, 2)), revised, imported_at="t2", raw_object="k2"
     )
-    lines, _ = store.billed_lines("ws_a", "2026-11-02", "2026-11-02")
+    lines, _ = store.provider_bills.billed_lines("ws_a", "2026-11-02", "2026-11-02")
     assert lines == revised
-    assert store.billed_lines("ws_b", "2026-11-01", "2026-11-03") == ([], set())
+    assert store.provider_bills.billed_lines("ws_b", "2026-11-01", "2026-11-03") == ([], set())
 
 
 def test_an_import_keeps_the_raw_pages_and_replaces_the_revision_window(aws: dict[str, Any]) -> None:
@@ -101,14 +103,14 @@ def test_an_import_keeps_the_raw_pages_and_replaces_the_revision_window(aws: dic
         document = json.loads(raw)
         assert document["days"] == ["2026-10-26", "2026-11-25"] and document["pages"]
         assert outcome["raw_object"].startswith("bills/workspace_id=ws_a/provider=openai/")
-        (stored,) = store.list_connections("ws_a")
+        (stored,) = store.provider_bills.list_connections("ws_a")
         assert (stored.last_imported, stored.last_error) == ("2026-11-25", None)
 
         # The provider revises the 24th; the next day's run imports 23rd-26th again.
         bill.openai["2026-11-24"]["gpt-4o-mini-2024-07-18"]["usd"] = {"input": "0.00018"}
         later = imports.run(datetime(2026, 11, 27, 2, 0, tzinfo=UTC))
         assert (later["results"][0]["from"], later["results"][0]["to"]) == ("2026-11-24", "2026-11-26")
-    lines, _ = store.billed_lines("ws_a", "2026-11-24", "2026-11-24")
+    lines, _ = store.provider_bills.billed_lines("ws_a", "2026-11-24", "2026-11-24")
     assert [ln.usd for ln in lines] == [{"input": Decimal("0.00018")}]
     assert len(aws["s3"].list_objects_v2(Bucket=BUCKET)["Contents"]) == 2
     assert state.created_at == stored.created_at
@@ -120,7 +122,7 @@ def test_a_failed_import_writes_nothing_and_says_why(aws: dict[str, Any]) -> Non
     aws["secrets"].delete_secret(SecretId=state.connection.secret_arn, ForceDeleteWithoutRecovery=True)
     result = BillImports(store, S3Writer(aws["s3"], BUCKET), secrets=aws["secrets"]).run(NOW)
     assert result["failed"] == 1 and "could not be read" in result["results"][0]["error"]
-    (stored,) = store.list_connections("ws_a")
+    (stored,) = store.provider_bills.list_connections("ws_a")
     assert stored.last_imported is None and stored.last_error is not None and OPENAI_KEY not in stored.last_error
-    assert store.billed_lines("ws_a", "2026-10-01", "2026-11-30") == ([], set())
+    assert store.provider_bills.billed_lines("ws_a", "2026-10-01", "2026-11-30") == ([], set())
     assert "Contents" not in aws["s3"].list_objects_v2(Bucket=BUCKET)

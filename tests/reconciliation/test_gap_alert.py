@@ -28,12 +28,12 @@ def test_threshold_is_set_read_refused_and_cleared(api: tuple[Any, DynamoStore, 
     status, answer = call("PUT", PATH, {"usd_per_day": "5.00"})
     assert status == 200 and answer["usd_per_day"] == "5"
     jsonschema.validate(answer, documented_schema(PATH, "put", 200))
-    assert store.get_gap_threshold(workspace_id) == Decimal("5.00")
+    assert store.provider_bills.get_gap_threshold(workspace_id) == Decimal("5.00")
     for bad in ({"usd_per_day": "-1"}, {"usd_per_day": 5}, {"usd_per_day": "abc"}, {"usd_per_day": "0.0000001"}, {}):
         status, refused = call("PUT", PATH, bad)
         assert status == 400, (bad, refused)
     assert call("PUT", PATH, {"usd_per_day": None})[1]["usd_per_day"] is None
-    assert store.get_gap_threshold(workspace_id) is None
+    assert store.provider_bills.get_gap_threshold(workspace_id) is None
 
 
 def test_a_day_past_the_threshold_is_notified_once_and_delivered_signed(
@@ -44,14 +44,18 @@ def test_a_day_past_the_threshold_is_notified_once_and_delivered_signed(
     today = now.date()
     yesterday, before = today - timedelta(days=1), today - timedelta(days=2)
     secret = new_webhook_secret()
-    store.put_endpoint(Endpoint("wh_1", workspace_id, "http://127.0.0.1:9/hook", secret, "2026-01-01T00:00:00.000Z"))
+    store.budgets.put_endpoint(
+        Endpoint("wh_1", workspace_id, "http://127.0.0.1:9/hook", secret, "2026-01-01T00:00:00.000Z")
+    )
     lines = [  # yesterday: $3.25 untracked (past $2); the day before: $1.00 (not past it)
         BilledLine(yesterday.isoformat(), "openai", "gpt-5-2025-08-07", {"input": 1_000_000, "output": 200_000},
                    {"input": Decimal("1.25"), "output": Decimal("2.00")}, 10),
         BilledLine(before.isoformat(), "openai", "gpt-5-2025-08-07", {"input": 800_000, "output": 0},
                    {"input": Decimal("1.00")}, 4),
     ]  # fmt: skip
-    store.put_billed_days(workspace_id, "openai", (before, yesterday), lines, imported_at="t", raw_object="k")
+    store.provider_bills.put_billed_days(
+        workspace_id, "openai", (before, yesterday), lines, imported_at="t", raw_object="k"
+    )
     assert alert_gaps(store, workspace_id, "openai", (before, yesterday), now) == 0  # no threshold yet
     assert call("PUT", PATH, {"usd_per_day": "2"})[0] == 200
     assert alert_gaps(store, workspace_id, "openai", (before, yesterday), now) == 1
@@ -74,5 +78,5 @@ def test_a_day_past_the_threshold_is_notified_once_and_delivered_signed(
     assert event["threshold_usd"] == "2" and event["models"][0]["model"] == "gpt-5"
     expected = standard_signature(secret, headers["webhook-id"], int(headers["webhook-timestamp"]), body)
     assert headers["webhook-signature"] == expected
-    (delivery,) = store.list_deliveries(workspace_id)
+    (delivery,) = store.budgets.list_deliveries(workspace_id)
     assert delivery.state == "delivered" and delivery.budget_id == ""

@@ -50,7 +50,9 @@ def test_a_day_with_untracked_calls_is_classified(api: tuple[Any, DynamoStore, s
         {"input": Decimal("0.0003"), "output": Decimal("0.00012")},
         2,
     )
-    store.put_billed_days(workspace_id, "openai", (today, today), [billed], imported_at="t", raw_object="k")
+    store.provider_bills.put_billed_days(
+        workspace_id, "openai", (today, today), [billed], imported_at="t", raw_object="k"
+    )
     status, answer = call("GET", "/v1/workspace/reconciliation", query={"from": day, "to": day})
     assert status == 200, answer
     jsonschema.validate(answer, documented_schema("/v1/workspace/reconciliation", "get", 200))
@@ -71,7 +73,7 @@ def test_a_day_with_untracked_calls_is_classified(api: tuple[Any, DynamoStore, s
     ]
     # A day not imported is not compared: the tracked call alone is no "unbilled" finding.
     yesterday = date.fromordinal(today.toordinal() - 1).isoformat()
-    store.put_billed_days(workspace_id, "openai", (today, today), [], imported_at="t", raw_object="k")
+    store.provider_bills.put_billed_days(workspace_id, "openai", (today, today), [], imported_at="t", raw_object="k")
     status, answer = call("GET", "/v1/workspace/reconciliation", query={"from": yesterday, "to": day})
     assert [f["classes"] for f in answer["findings"]] == [["unbilled"]]
     assert call("GET", "/v1/workspace/reconciliation", query={"from": day, "to": yesterday})[0] == 400

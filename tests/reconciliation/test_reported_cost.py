@@ -74,7 +74,7 @@ def test_a_reported_cost_is_read_only_when_it_is_one(value: Any, expected: str |
 def record_of(store: MemoryStore, fields: dict[str, Any]) -> Any:
     service = IngestService(store)
     key = service.authenticate(store.secret)  # type: ignore[attr-defined]
-    (outcome,) = service.accept(key, [Item(f"k-{len(store.events)}", validate(fields), received_at=AT)])
+    (outcome,) = service.accept(key, [Item(f"k-{len(store.stored_events)}", validate(fields), received_at=AT)])
     assert outcome.error is None
     return outcome.record
 
@@ -126,11 +126,11 @@ def test_the_in_memory_store_lists_reported_against_priced_and_the_backfill_move
         records.append(record_of(store, fields))
 
     def listed() -> list[dict[str, Any]]:
-        return reported.by_model(store.query_rollups("ws_1", (REPORTED,), "2026-11-22", "2026-11-22"))
+        return reported.by_model(store.rollups.query_rollups("ws_1", (REPORTED,), "2026-11-22", "2026-11-22"))
 
     def expected() -> dict[str, tuple[int, Decimal, Decimal]]:
         sums: dict[str, tuple[int, Decimal, Decimal]] = {}
-        for record in store.events.values():
+        for record in store.stored_events.values():
             cost = reported_cost(record.event.metadata)
             if cost is None:
                 continue
@@ -177,9 +177,9 @@ def test_the_in_memory_store_lists_reported_against_priced_and_the_backfill_move
 def api() -> Iterator[tuple[Any, DynamoStore, str, str]]:
     with mock_aws():
         store = moto_tables("reported-")
-        workspace = store.create_workspace("w", tier=Tier.PAID, included_events=100)
-        secret, _ = store.create_key(workspace.workspace_id)
-        token, _ = store.create_key(workspace.workspace_id, kind="admin")
+        workspace = store.workspaces.create_workspace("w", tier=Tier.PAID, included_events=100)
+        secret, _ = store.keys.create_key(workspace.workspace_id)
+        token, _ = store.keys.create_key(workspace.workspace_id, kind="admin")
         handler = create_handler(WorkspaceService(store))
 
         call = owner_call(handler, token, "reported")
@@ -230,8 +230,8 @@ def test_the_reconciliation_lists_reported_cost_by_model_and_apply_drift_keeps_i
         ("gpt-4o-mini", "1", "0")
     ]
     rows: dict[str, Counts] = {}
-    for key, counts in store.query_rollups(workspace_id, (REPORTED,), day, day):
+    for key, counts in store.rollups.query_rollups(workspace_id, (REPORTED,), day, day):
         rows.setdefault(key.value, Counts()).add(counts)
-    for record in store.iter_events(workspace_id):
+    for record in store.export_reads.iter_events(workspace_id):
         if reported_cost(record.event.metadata) is not None:
             assert rows[model_name(record.event.provider, record.event.model)].cost == record.cost

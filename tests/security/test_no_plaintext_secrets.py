@@ -64,12 +64,12 @@ def test_no_key_or_token_in_any_table_or_log_line(verbose_stack: LocalStack) -> 
     local_stack = verbose_stack
     assert local_stack.store is not None and local_stack.container_log is not None
     api = httpx.Client(base_url=local_stack.state["api_url"], timeout=30)
-    workspace = local_stack.store.create_workspace("secrets", tier=Tier.PAID, included_events=100)
+    workspace = local_stack.store.workspaces.create_workspace("secrets", tier=Tier.PAID, included_events=100)
     workspace_id = workspace.workspace_id
-    key, _ = local_stack.store.create_key(workspace_id)
-    token, _ = local_stack.store.create_key(workspace_id, kind=ADMIN)
-    revoked, record = local_stack.store.create_key(workspace_id)
-    local_stack.store.change_key_state(record.key_hash, "revoke")
+    key, _ = local_stack.store.keys.create_key(workspace_id)
+    token, _ = local_stack.store.keys.create_key(workspace_id, kind=ADMIN)
+    revoked, record = local_stack.store.keys.create_key(workspace_id)
+    local_stack.store.keys.change_key_state(record.key_hash, "revoke")
     secrets = {key, token, revoked}
 
     event = {"provider": "openai", "model": "gpt-5", "prompt_tokens": 3, "metadata": {"note": "metadata-is-not-logged"}}

@@ -31,8 +31,8 @@ def world(api: httpx.Client, local_stack: Any) -> dict[str, Any]:
     """Two workspaces, each with a customer ``acme``; the first also with ``globex``."""
     owners = {}
     for name in ("first", "second"):
-        workspace = local_stack.store.create_workspace(name, tier="paid", included_events=1000)
-        key, _ = local_stack.store.create_key(workspace.workspace_id)
+        workspace = local_stack.store.workspaces.create_workspace(name, tier="paid", included_events=1000)
+        key, _ = local_stack.store.keys.create_key(workspace.workspace_id)
         owners[name] = PortalOwner(api, local_stack, workspace.workspace_id, key)
     first, second = owners["first"], owners["second"]
     for _ in range(3):

@@ -16,6 +16,6 @@ from costtrack_service.store.tables import TABLES, TableNames
 def store() -> Iterator[DynamoStore]:
     with mock_aws():
         dynamo = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), TableNames.with_prefix("t-"))
-        assert sorted(dynamo.ensure_tables()) == sorted(f"t-{spec.name}" for spec in TABLES)
-        assert dynamo.ensure_tables() == []  # idempotent
+        assert sorted(dynamo.table_setup.ensure_tables()) == sorted(f"t-{spec.name}" for spec in TABLES)
+        assert dynamo.table_setup.ensure_tables() == []  # idempotent
         yield dynamo

@@ -22,7 +22,7 @@ def run(dynamo: DynamoStore, capsys: pytest.CaptureFixture[str], workspace: str,
 
 
 def test_partitions_are_shown_sized_and_only_doubled(store: DynamoStore, capsys: pytest.CaptureFixture[str]) -> None:
-    workspace = store.create_workspace("busy", tier=Tier.PAID, included_events=10).workspace_id
+    workspace = store.workspaces.create_workspace("busy", tier=Tier.PAID, included_events=10).workspace_id
     assert run(store, capsys, workspace) == {
         "workspace_id": workspace,
         "event_partitions": 32,
@@ -31,7 +31,7 @@ def test_partitions_are_shown_sized_and_only_doubled(store: DynamoStore, capsys:
     }
     sized = run(store, capsys, workspace, rate=50_000, event_kb=0.8)
     assert (sized["event_partitions"], sized["rollup_shards"], len(sized["changes"])) == (256, 64, 1)
-    stored = store.get_workspace(workspace, consistent=True)
+    stored = store.events.get_workspace(workspace, consistent=True)
     assert stored is not None and stored.partitions.event_partitions == 256
     assert stored.partitions.changes[0].effective_at == sized["changes"][0]["effective_at"]
     with pytest.raises(AdminError, match="doubling"):

@@ -59,15 +59,15 @@ def test_a_survey_right_after_a_lease_sees_it_whole(dynamo_endpoint: str) -> Non
             dynamodb_client(front.url, LOCAL_REGION, LOCAL_CREDENTIALS),
             TableNames.with_prefix(f"s{uuid.uuid4().hex[:8]}-"),
         )
-        store.ensure_tables()
-        workspace = store.create_workspace("survey", tier=Tier.FREE, included_events=INCLUDED)
-        secret, _ = store.create_key(workspace.workspace_id)
+        store.table_setup.ensure_tables()
+        workspace = store.workspaces.create_workspace("survey", tier=Tier.FREE, included_events=INCLUDED)
+        secret, _ = store.keys.create_key(workspace.workspace_id)
         first, second = IngestService(store), IngestService(store)
 
         assert post(first, secret, 1) == 200  # leases the whole plan: its own shard and the others
         deadline = time.monotonic() + 30
         while (
-            store.get_workspace(workspace.workspace_id, consistent=True).included_leased_in(  # type: ignore[union-attr]
+            store.events.get_workspace(workspace.workspace_id, consistent=True).included_leased_in(  # type: ignore[union-attr]
                 workspace.usage_period or ""
             )
             < INCLUDED
@@ -77,12 +77,12 @@ def test_a_survey_right_after_a_lease_sees_it_whole(dynamo_endpoint: str) -> Non
         # The workspace item shows the plan leased; plain reads still see the shards empty.
         assert post(second, secret, 2) == 200, "refused while 31 events were left in the shards"
         period = workspace.usage_period or ""
-        survey = store.survey(workspace.workspace_id, period)
+        survey = store.events.survey(workspace.workspace_id, period)
         assert sum(left for (charge, _), left in survey.balances.items() if charge is Charge.INCLUDED) == INCLUDED - 2
         # ... while plain reads of the shards still miss most of the lease (the rule was in force)
         keys = [
             {"shard_key": {"S": shard_key(workspace.workspace_id, Charge.INCLUDED, period, i)}} for i in range(SHARDS)
         ]
-        plain = store._get_many(store.tables.allowance, keys)
+        plain = store.access._get_many(store.tables.allowance, keys)
         assert sum(int(item.get("available", 0)) for item in plain) <= 2
         assert front.stats()["stale_reads"] > 0

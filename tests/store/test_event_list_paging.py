@@ -32,7 +32,7 @@ def paged(
     found: list[EventRecord] = []
     after = None
     for asked in range(1, most + 1):
-        page, after = store.list_visible_events(EventQuery(workspace_id, limit, after, filters or {}))
+        page, after = store.event_list.list_visible_events(EventQuery(workspace_id, limit, after, filters or {}))
         assert len(page) <= limit
         found += page
         if after is None:
@@ -44,7 +44,7 @@ def crowded_minute(store: DynamoStore, count: int, *, spanning: bool = False) ->
     """``count`` transactions in one minute over five page partitions: most put one event (as
     concurrent single-event clients do), at a few milliseconds each; every tenth puts three
     (``spanning``: one at the minute's start, a page whose entries span the minute)."""
-    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=100_000)
+    workspace = store.workspaces.create_workspace("w", tier=Tier.PAID, included_events=100_000)
     ws = workspace.workspace_id
     rng = random.Random(48)
     stored: list[EventRecord] = []
@@ -97,7 +97,7 @@ def test_more_pages_in_one_millisecond_than_one_read_takes_are_read_through(
     store: DynamoStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(page_reads, "MAX_PAGES_READ", 4)
-    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=100_000)
+    workspace = store.workspaces.create_workspace("w", tier=Tier.PAID, included_events=100_000)
     ws = workspace.workspace_id
     stored = [made(ws, n, f"{MINUTE}:05.250Z") for n in range(30)]
     for n, record in enumerate(stored):
@@ -113,13 +113,13 @@ def test_events_written_while_the_list_is_read_never_hide_or_repeat_earlier_ones
 ) -> None:
     monkeypatch.setattr(page_reads, "MAX_PAGES_READ", 20)
     ws, visible = crowded_minute(store, 60, spanning=True)
-    workspace = store.get_workspace(ws, consistent=True)
+    workspace = store.events.get_workspace(ws, consistent=True)
     assert workspace is not None
     found: list[EventRecord] = []
     after = None
     n = 10_000
     for asked in range(1, 200):
-        page, after = store.list_visible_events(EventQuery(ws, 9, after, {}))
+        page, after = store.event_list.list_visible_events(EventQuery(ws, 9, after, {}))
         found += page
         if after is None:
             break

@@ -1,4 +1,4 @@
-"""The daily export reads a day's events and nothing else (``OperatorStore.iter_day_events``):
+"""The daily export reads a day's events and nothing else (``ExportReads.iter_day_events``):
 a range of the time pages per page partition, then the events they list, so what it reads does
 not grow with the history kept (400 days by default)."""
 
@@ -29,12 +29,12 @@ HIDDEN = Visibility(False, FREE_SOURCE_MISMATCH)
 def store() -> Iterator[DynamoStore]:
     with mock_aws():
         dynamo = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), TableNames.with_prefix("x-"))
-        dynamo.ensure_tables()
+        dynamo.table_setup.ensure_tables()
         yield dynamo
 
 
 def test_a_days_export_reads_that_days_events_only(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier="paid", included_events=10_000)
+    workspace = store.workspaces.create_workspace("w", tier="paid", included_events=10_000)
     ws = workspace.workspace_id
     stored = []
     for back in range(-3, 30):  # 30 days of history before the day, 3 after
@@ -50,7 +50,7 @@ def test_a_days_export_reads_that_days_events_only(store: DynamoStore) -> None:
             )
             stored.append(made)
             chunk = Chunk(ws, made.received_at[:7], (made,), Payment((), workspace), rollup_shard=0)
-            assert store.write_chunk(chunk) is None
+            assert store.events.write_chunk(chunk) is None
 
     scanned: list[int] = []
     fetched: list[int] = []
@@ -67,7 +67,7 @@ def test_a_days_export_reads_that_days_events_only(store: DynamoStore) -> None:
         scanned.clear()
         fetched.clear()
         since, until = day_bounds(day)
-        read = list(store.iter_day_events(ws, since, until))
+        read = list(store.export_reads.iter_day_events(ws, since, until))
         expected = {made.event_id for made in stored if made.received_at.startswith(day.isoformat())}
         assert {made.event_id for made in read} == expected and len(read) == 3  # 00:00 in, 23:59:59.999 in
         # items read: the day's pages (one per transaction, here one per event) and its events,
@@ -81,5 +81,5 @@ def test_a_days_export_reads_that_days_events_only(store: DynamoStore) -> None:
             assert times == sorted(times)
     # the full read the export used to make reads every stored event to find one day's
     scanned.clear()
-    assert len(list(store.iter_events(ws, *day_bounds(DAY)))) == 3
+    assert len(list(store.export_reads.iter_events(ws, *day_bounds(DAY)))) == 3
     assert sum(scanned) == len(stored)

@@ -27,11 +27,11 @@ CALL = {"provider": "openai", "model": "gpt-5", "customer_id": "acme"}
 
 def test_a_batch_settles_holds_of_one_shard_and_debits_beside_them(local_stack: Any) -> None:
     store = local_stack.store
-    workspace = store.create_workspace("batch", tier=Tier.PAID, included_events=10**6)
-    secret, _ = store.create_key(workspace.workspace_id)
+    workspace = store.workspaces.create_workspace("batch", tier=Tier.PAID, included_events=10**6)
+    secret, _ = store.keys.create_key(workspace.workspace_id)
     budget = Budget(f"bud_{uuid.uuid4().hex[:10]}", workspace.workspace_id, Decimal("10"), "customer", "acme")
     budget = Budget(**{**budget.__dict__, "enforce": True})
-    assert store.put_budget(budget)
+    assert store.budgets.put_budget(budget)
     service = IngestService(store)
     reservations = ReservationService(store, service.pricer, service.reads.price_overrides)
     key = service.authenticate(secret)
@@ -60,6 +60,6 @@ def test_a_batch_settles_holds_of_one_shard_and_debits_beside_them(local_stack: 
     assert all(result["warnings"] == [] for result in answer.body["results"][:3])
     month = ids[0].split(".")[2]
     ledger = Ledger(budget.budget_id, None, budget.amount, None, f"{month[:4]}-{month[4:]}")
-    survey = store.survey_ledger(workspace.workspace_id, ledger)
+    survey = store.reservations.survey_ledger(workspace.workspace_id, ledger)
     spent, held, _ = survey.totals(budget.amount, 0)
     assert (spent, held) == (Decimal("0.03") + Decimal("0.6"), Decimal(0))  # 3 × 0.01 settled, 30 × 0.02 debited

@@ -81,7 +81,7 @@ class Side:
         return Ledger(budget.budget_id, None, budget.amount, instance, month)
 
     def totals(self, budget: Budget, instance: str | None = None) -> tuple[Decimal, Decimal, Decimal]:
-        survey = self.store.survey_ledger(self.workspace_id, self.ledger(budget, instance))
+        survey = self.store.reservations.survey_ledger(self.workspace_id, self.ledger(budget, instance))
         return survey.totals(budget.amount, int(self.now().timestamp()))
 
 
@@ -95,7 +95,7 @@ def memory_side() -> Side:
     side.now = lambda: harness.now
     side.wait = harness.wait
     budgets: list[Budget] = []
-    harness.store.budgets[side.workspace_id] = budgets
+    harness.store.stored_budgets[side.workspace_id] = budgets
 
     def put(budget: Budget, replacing: int | None) -> None:
         budgets[:] = [b for b in budgets if b.budget_id != budget.budget_id] + [budget]
@@ -117,15 +117,19 @@ def dynamo_side(local_stack: Any) -> Side:
     store = local_stack.store
     side = Side()
     side.store = store
-    workspace = store.create_workspace("seed", tier=Tier.PAID, included_events=10**6)
+    workspace = store.workspaces.create_workspace("seed", tier=Tier.PAID, included_events=10**6)
     side.workspace_id = workspace.workspace_id
-    side.secret, _ = store.create_key(side.workspace_id)
+    side.secret, _ = store.keys.create_key(side.workspace_id)
     side.ingest_service = IngestService(store)
     side.now = lambda: datetime.now(UTC)
     side.wait = time.sleep
 
     def put(budget: Budget, replacing: int | None) -> None:
-        assert store.put_budget(budget, replacing=replacing) if replacing is not None else store.put_budget(budget)
+        assert (
+            store.budgets.put_budget(budget, replacing=replacing)
+            if replacing is not None
+            else store.budgets.put_budget(budget)
+        )
 
     side.put = put
     side.reservations = ReservationService(store, side.ingest_service.pricer, side.ingest_service.reads.price_overrides)
@@ -176,12 +180,16 @@ def test_spend_the_ledger_already_counted_is_not_counted_twice(side: Side) -> No
 def test_the_seed_is_refused_when_a_shard_spent_after_its_survey(side: Side) -> None:
     budget = side.enforce(side.budget("1", enforce=False))
     ledger = side.ledger(budget)
-    survey = side.store.survey_ledger(side.workspace_id, ledger)
+    survey = side.store.reservations.survey_ledger(side.workspace_id, ledger)
     assert not survey.seeded
     side.event(1_000)  # 0.01, debited after the survey
-    assert not side.store.seed_ledger(side.workspace_id, plan_seed(ledger, survey, D("0.01"), 0, LEDGER_SHARDS))
-    again = side.store.survey_ledger(side.workspace_id, ledger)
-    assert side.store.seed_ledger(side.workspace_id, plan_seed(ledger, again, D("0.01"), 0, LEDGER_SHARDS))
-    assert not side.store.seed_ledger(side.workspace_id, plan_seed(ledger, again, D("0.01"), 0, LEDGER_SHARDS))
-    assert side.store.survey_ledger(side.workspace_id, ledger).seeded
+    assert not side.store.reservations.seed_ledger(
+        side.workspace_id, plan_seed(ledger, survey, D("0.01"), 0, LEDGER_SHARDS)
+    )
+    again = side.store.reservations.survey_ledger(side.workspace_id, ledger)
+    assert side.store.reservations.seed_ledger(side.workspace_id, plan_seed(ledger, again, D("0.01"), 0, LEDGER_SHARDS))
+    assert not side.store.reservations.seed_ledger(
+        side.workspace_id, plan_seed(ledger, again, D("0.01"), 0, LEDGER_SHARDS)
+    )
+    assert side.store.reservations.survey_ledger(side.workspace_id, ledger).seeded
     assert side.totals(budget)[0] == D("0.01")  # the seed was 0: the rollups hold only the debited event

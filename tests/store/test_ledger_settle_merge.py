@@ -33,12 +33,12 @@ class Side:
         self.store = DynamoStore(
             dynamodb_client(local_stack.dynamo.endpoint, LOCAL_REGION, LOCAL_CREDENTIALS), local_stack.store.tables
         )
-        workspace = self.store.create_workspace("merge", tier=Tier.PAID, included_events=10**6)
+        workspace = self.store.workspaces.create_workspace("merge", tier=Tier.PAID, included_events=10**6)
         self.workspace_id = workspace.workspace_id
-        self.secret, _ = self.store.create_key(workspace.workspace_id)
+        self.secret, _ = self.store.keys.create_key(workspace.workspace_id)
         budget = Budget(f"bud_{uuid.uuid4().hex[:10]}", workspace.workspace_id, Decimal("10"), "customer", "acme")
         self.budget = Budget(**{**budget.__dict__, "enforce": True})
-        assert self.store.put_budget(self.budget)
+        assert self.store.budgets.put_budget(self.budget)
         self.service = IngestService(self.store)
         self.reservations = ReservationService(self.store, self.service.pricer, self.service.reads.price_overrides)
         self.key = self.service.authenticate(self.secret)
@@ -72,7 +72,7 @@ class Side:
     def totals(self, reservation_id: str) -> tuple[Decimal, Decimal]:
         month = reservation_id.split(".")[2]
         ledger = Ledger(self.budget.budget_id, None, self.budget.amount, None, f"{month[:4]}-{month[4:]}")
-        spent, held, _ = self.store.survey_ledger(self.workspace_id, ledger).totals(self.budget.amount, 0)
+        spent, held, _ = self.store.reservations.survey_ledger(self.workspace_id, ledger).totals(self.budget.amount, 0)
         return spent, held
 
 

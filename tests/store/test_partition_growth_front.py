@@ -48,13 +48,13 @@ def test_a_retry_across_a_doubling_is_a_replay_through_the_front(dynamo_endpoint
             dynamodb_client(front.url, LOCAL_REGION, LOCAL_CREDENTIALS),
             TableNames.with_prefix(f"p{uuid.uuid4().hex[:8]}-"),
         )
-        store.ensure_tables()
-        workspace = store.create_workspace("grow", tier=Tier.FREE, included_events=100)
-        secret, _ = store.create_key(workspace.workspace_id)
+        store.table_setup.ensure_tables()
+        workspace = store.workspaces.create_workspace("grow", tier=Tier.FREE, included_events=100)
+        secret, _ = store.keys.create_key(workspace.workspace_id)
         first = post(IngestService(store), secret, MOVING)  # 32 partitions
         # The operator doubles them; the change took effect a minute ago (recorded 3 minutes ago).
         grown = PartitionLayout().grown(64, 32, datetime.now(UTC) - timedelta(minutes=3))
-        store.set_partition_layout(workspace.workspace_id, PartitionLayout(), grown)
+        store.workspace_shards.set_partition_layout(workspace.workspace_id, PartitionLayout(), grown)
         retry = post(IngestService(store), secret, MOVING)  # a new function: it reads 64
         assert all(outcome.record for outcome in first.outcomes), first.body
         assert [o.record.event_id for o in first.outcomes if o.record] == [
@@ -62,7 +62,7 @@ def test_a_retry_across_a_doubling_is_a_replay_through_the_front(dynamo_endpoint
         ]
         assert len(retry.outcomes) == len(MOVING) and all(outcome.replayed for outcome in retry.outcomes)
         assert not any(outcome.replayed for outcome in first.outcomes)
-        stored = list(store.iter_events(workspace.workspace_id))
+        stored = list(store.export_reads.iter_events(workspace.workspace_id))
         assert sorted(record.idempotency_key or "" for record in stored) == sorted(MOVING)
         assert all(int((record.partition or "").rsplit("#", 1)[1]) < 32 for record in stored)
         assert front.stats()["transactions"] >= 2

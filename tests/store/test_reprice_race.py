@@ -34,13 +34,13 @@ def send(api: Any, key: str, events: list[dict[str, Any]]) -> None:
 
 def rollups(store: Any, workspace_id: str, day: str) -> dict[str, Counts]:
     rows: dict[str, Counts] = {}
-    for key, counts in store.query_rollups(workspace_id, ("total", "model", REPORTED), day, day):
+    for key, counts in store.rollups.query_rollups(workspace_id, ("total", "model", REPORTED), day, day):
         rows.setdefault(f"{key.dimension}:{key.value}", Counts()).add(counts)
     return rows
 
 
 def assert_rollups_equal_events(store: Any, workspace_id: str, day: str) -> list[EventRecord]:
-    events = list(store.iter_events(workspace_id))
+    events = list(store.export_reads.iter_events(workspace_id))
     rows = rollups(store, workspace_id, day)
     assert rows["total:"].cost == sum((event.cost for event in events), Decimal(0))
     by_model: dict[str, Decimal] = {}
@@ -60,21 +60,21 @@ def test_of_two_repricings_of_one_event_one_wins_and_the_other_reprices_what_it_
     workspace_id, key = workspace_factory(included=100)
     send(api, key, [{"provider": "openai", "model": "gpt-4o-mini", "prompt_tokens": 600_000,
                      "completion_tokens": 300_000, "metadata": {"reported_cost": "0.36"}}])  # fmt: skip
-    (read,) = store.iter_events(workspace_id)
+    (read,) = store.export_reads.iter_events(workspace_id)
     day = read.received_at[:10]
     assert read.cost == Decimal("0.27")
     first = replace(read, cost=Decimal("0.36"), priced_at="2026-11-26T00:00:00.000Z")
     second = replace(read, cost=Decimal("0.45"), priced_at="2026-11-26T00:00:01.000Z")
 
-    assert store.reprice_event(read, first)  # wins
-    assert not store.reprice_event(read, second)  # read the same cost: refused, nothing moved
-    assert store.reread_event(read).cost == Decimal("0.36")
+    assert store.repricing.reprice_event(read, first)  # wins
+    assert not store.repricing.reprice_event(read, second)  # read the same cost: refused, nothing moved
+    assert store.repricing.reread_event(read).cost == Decimal("0.36")
     assert rollups(store, workspace_id, day)["total:"].cost == Decimal("0.36")
 
-    now = store.reread_event(read)
-    assert store.reprice_event(now, replace(second, cost=Decimal("0.45")))  # from what it is now
-    assert store.reread_event(read).cost == Decimal("0.45")
-    assert not store.reprice_event(now, second)  # a repeat changes nothing twice
+    now = store.repricing.reread_event(read)
+    assert store.repricing.reprice_event(now, replace(second, cost=Decimal("0.45")))  # from what it is now
+    assert store.repricing.reread_event(read).cost == Decimal("0.45")
+    assert not store.repricing.reprice_event(now, second)  # a repeat changes nothing twice
     rows = rollups(store, workspace_id, day)
     assert rows["total:"].cost == rows["model:openai/gpt-4o-mini"].cost == Decimal("0.45")
     reported = rows[f"{REPORTED}:openai/gpt-4o-mini"]
@@ -94,12 +94,12 @@ def test_two_repricings_of_the_same_days_at_once_reprice_each_event_once(
     ]  # fmt: skip
     send(api, key, events)
     day = datetime.now(UTC).date().isoformat()
-    before = sum((event.cost for event in store.iter_events(workspace_id)), Decimal(0))
+    before = sum((event.cost for event in store.export_reads.iter_events(workspace_id)), Decimal(0))
     override = parse_override(
         workspace_id,
         {"provider": "openai", "model": "gpt-4o-mini", "rates": {"input": "0.2", "output": "0.8"}},
     )
-    store.put_price_override(override)
+    store.prices.put_price_override(override)
 
     results: list[dict[str, Any]] = []
     failures: list[BaseException] = []

@@ -37,13 +37,13 @@ def store() -> Iterator[DynamoStore]:
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         dynamo = DynamoStore(client, TableNames.with_prefix("t-"))
-        dynamo.ensure_tables()
+        dynamo.table_setup.ensure_tables()
         yield dynamo
 
 
 def landed(store: DynamoStore, events: list[tuple[dict[str, Any], datetime]]) -> tuple[str, list[Any]]:
-    workspace = store.create_workspace("runs", tier=Tier.PAID, included_events=100_000)
-    secret, _ = store.create_key(workspace.workspace_id)
+    workspace = store.workspaces.create_workspace("runs", tier=Tier.PAID, included_events=100_000)
+    secret, _ = store.keys.create_key(workspace.workspace_id)
     service = IngestService(store)
     key = service.authenticate(secret)
     records = []

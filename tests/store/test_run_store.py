@@ -33,7 +33,7 @@ def store() -> Iterator[DynamoStore]:
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         dynamo = DynamoStore(client, TableNames.with_prefix("t-"))
-        dynamo.ensure_tables()
+        dynamo.table_setup.ensure_tables()
         yield dynamo
 
 
@@ -42,8 +42,8 @@ def call(trace: str, **fields: Any) -> dict[str, Any]:
 
 
 def test_totals_are_the_sum_of_the_events_and_a_moved_total_is_read_again(store: DynamoStore) -> None:
-    workspace = store.create_workspace("runs", tier=Tier.PAID, included_events=10_000)
-    secret, _ = store.create_key(workspace.workspace_id)
+    workspace = store.workspaces.create_workspace("runs", tier=Tier.PAID, included_events=10_000)
+    secret, _ = store.keys.create_key(workspace.workspace_id)
     service = IngestService(store)
     key = service.authenticate(secret)
     outcomes = []
@@ -56,14 +56,14 @@ def test_totals_are_the_sum_of_the_events_and_a_moved_total_is_read_again(store:
         ]
         outcomes += service.accept(key, items)
     assert all(outcome.error is None for outcome in outcomes)
-    runs = store.get_runs(workspace.workspace_id, [(RUN, "t0"), (RUN, "t1"), (SESSION, "s")])
+    runs = store.run_totals.get_runs(workspace.workspace_id, [(RUN, "t0"), (RUN, "t1"), (SESSION, "s")])
     for trace in ("t0", "t1"):
         mine = [o.record for o in outcomes if o.record.event.trace_id == trace]
         assert runs[(RUN, trace)].cost == sum(record.cost for record in mine)
         assert runs[(RUN, trace)].calls == len(mine) and runs[(RUN, trace)].version == 3
     assert runs[(SESSION, "s")].calls == 15
 
-    reads = store.get_runs
+    reads = store.run_totals.get_runs
     seen: list[Any] = []
 
     def stale(workspace_id: str, wanted: Any) -> Any:
@@ -71,21 +71,21 @@ def test_totals_are_the_sum_of_the_events_and_a_moved_total_is_read_again(store:
         found = reads(workspace_id, wanted)
         return {run: total for run, total in found.items() if run[0] == SESSION} if len(seen) == 1 else found
 
-    store.get_runs = stale  # type: ignore[method-assign]
+    store.run_totals.get_runs = stale  # type: ignore[method-assign]
     [late] = service.accept(
         key, [Item("late", validate(call("t0", session_id="s")), received_at=AT + timedelta(minutes=1))]
     )
     assert late.error is None and len(seen) == 2  # the condition failed once, then the write went through
-    store.get_runs = reads  # type: ignore[method-assign]
-    assert store.get_runs(workspace.workspace_id, [(RUN, "t0")])[(RUN, "t0")].calls == 10
+    store.run_totals.get_runs = reads  # type: ignore[method-assign]
+    assert store.run_totals.get_runs(workspace.workspace_id, [(RUN, "t0")])[(RUN, "t0")].calls == 10
 
 
 def test_a_backfill_keeps_run_totals_and_the_sketch_exact(store: DynamoStore) -> None:
     """The backfill (``price_refresh.backfill``) prices events that arrived unpriced: each run's
     and session's total moves by exactly the added cost, its sketch row moves the run once, and
     a total that another write moved in between is read again (``_reprice_with_run_totals``)."""
-    workspace = store.create_workspace("reprice", tier=Tier.PAID, included_events=10_000)
-    secret, _ = store.create_key(workspace.workspace_id)
+    workspace = store.workspaces.create_workspace("reprice", tier=Tier.PAID, included_events=10_000)
+    secret, _ = store.keys.create_key(workspace.workspace_id)
     service = IngestService(store)
     key = service.authenticate(secret)
     items = [
@@ -105,9 +105,9 @@ def test_a_backfill_keeps_run_totals_and_the_sketch_exact(store: DynamoStore) ->
         "effective_from": "2026-01-01",
         "rates": {"input": "30000", "output": "1"},
     }
-    assert store.put_price_entry(parse_entry(raw, catalogue.registry(), origin=Origin.OPERATOR))
+    assert store.prices.put_price_entry(parse_entry(raw, catalogue.registry(), origin=Origin.OPERATOR))
 
-    reads = store.get_runs
+    reads = store.run_totals.get_runs
     seen: list[Any] = []
 
     def stale_once(workspace_id: str, wanted: Any) -> Any:
@@ -117,21 +117,21 @@ def test_a_backfill_keeps_run_totals_and_the_sketch_exact(store: DynamoStore) ->
             return {run: replace(total, version=total.version - 1) for run, total in found.items()}
         return found
 
-    store.get_runs = stale_once  # type: ignore[method-assign]
+    store.run_totals.get_runs = stale_once  # type: ignore[method-assign]
     result = backfill(store)
-    store.get_runs = reads  # type: ignore[method-assign]
+    store.run_totals.get_runs = reads  # type: ignore[method-assign]
     assert result["priced"] == 6 and len(seen) == 7  # the first event's transaction was retried once
     assert backfill(store)["priced"] == 0
 
-    events = list(store.iter_events(workspace.workspace_id))
-    runs = store.get_runs(workspace.workspace_id, [(RUN, f"t{n}") for n in range(3)] + [(SESSION, "s")])
+    events = list(store.export_reads.iter_events(workspace.workspace_id))
+    runs = store.run_totals.get_runs(workspace.workspace_id, [(RUN, f"t{n}") for n in range(3)] + [(SESSION, "s")])
     for (kind, run_id), total in runs.items():
         mine = [e for e in events if (e.event.trace_id if kind == RUN else e.event.session_id) == run_id]
         assert total.cost == sum(e.cost for e in mine) and total.calls == len(mine)
     assert all(e.pricing_status == "priced" for e in events)
     for kind in (RUN, SESSION):
         held = Histogram()
-        for group in store.sketch_groups(workspace.workspace_id, kind, "2026-11-22", "2026-11-22"):
+        for group in store.runs.sketch_groups(workspace.workspace_id, kind, "2026-11-22", "2026-11-22"):
             held.merge(group.histogram)
         costs = [total.cost for (k, _), total in runs.items() if k == kind]
         assert {b: c for b, c in held.counts.items() if c} == Histogram.of(costs).counts

@@ -28,7 +28,7 @@ def customer(item: EventRecord, customer_id: str, name: str | None, prompt: int,
 
 
 def test_customer_rows_keep_tokens_and_the_latest_name(store: DynamoStore) -> None:
-    workspace = store.create_workspace("rollups", tier=Tier.PAID, included_events=10)
+    workspace = store.workspaces.create_workspace("rollups", tier=Tier.PAID, included_events=10)
     ws = workspace.workspace_id
     first = customer(record(ws, "a", event_id="evt_a", received_at=f"{YESTERDAY}T23:00:00.000Z"), LONG_ID, "Old", 10, 1)
     later = customer(record(ws, "b", event_id="evt_b", received_at=f"{TODAY}T02:00:00.000Z"), LONG_ID, "New", 5, 2)
@@ -40,14 +40,14 @@ def test_customer_rows_keep_tokens_and_the_latest_name(store: DynamoStore) -> No
     )
     for shard, item in enumerate((first, later, nameless, unpriced)):
         chunk = Chunk(ws, period(), (item,), Payment((), workspace), rollup_shard=shard)
-        assert store.write_chunk(chunk) is None
+        assert store.events.write_chunk(chunk) is None
 
-    groups = report(store.query_rollups(ws, ["total", "customer"], YESTERDAY, TODAY), "customer").groups
+    groups = report(store.rollups.query_rollups(ws, ["total", "customer"], YESTERDAY, TODAY), "customer").groups
     long_row = groups[LONG_ID]
     assert (long_row.events, long_row.input_tokens, long_row.output_tokens) == (3, 16, 4)
     assert long_row.customer_name == "New"  # the latest day's name; an event without one keeps it
     assert groups["short"].customer_name == "S"
 
-    assert store.reprice_event(unpriced, replace(unpriced, cost=Decimal("0.25"), pricing_status="priced"))
-    short = dict(store.query_rollups(ws, ["customer"], TODAY, TODAY))[RollupKey("customer", TODAY, "short")]
+    assert store.repricing.reprice_event(unpriced, replace(unpriced, cost=Decimal("0.25"), pricing_status="priced"))
+    short = dict(store.rollups.query_rollups(ws, ["customer"], TODAY, TODAY))[RollupKey("customer", TODAY, "short")]
     assert (short.cost, short.input_tokens, short.output_tokens, short.customer_name) == (Decimal("0.25"), 7, 3, "S")

@@ -30,7 +30,7 @@ LONG_FEATURE = "f" * 200
 def store() -> Iterator[DynamoStore]:
     with mock_aws():
         dynamo = DynamoStore(boto3.client("dynamodb", region_name="us-east-1"), TableNames.with_prefix("p-"))
-        dynamo.ensure_tables()
+        dynamo.table_setup.ensure_tables()
         yield dynamo
 
 
@@ -49,7 +49,7 @@ def listed(store: DynamoStore, workspace_id: str, limit: int, **filters: str) ->
     found: list[EventRecord] = []
     after = None
     for _ in range(200):
-        page, after = store.list_visible_events(EventQuery(workspace_id, limit, after, filters))
+        page, after = store.event_list.list_visible_events(EventQuery(workspace_id, limit, after, filters))
         found += page
         if after is None:
             return found
@@ -57,7 +57,7 @@ def listed(store: DynamoStore, workspace_id: str, limit: int, **filters: str) ->
 
 
 def test_the_list_pages_through_visible_events_newest_first_exactly_once(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=10_000)
+    workspace = store.workspaces.create_workspace("w", tier=Tier.PAID, included_events=10_000)
     ws = workspace.workspace_id
     rng = random.Random(7)
     stored: list[EventRecord] = []
@@ -84,7 +84,7 @@ def test_the_list_pages_through_visible_events_newest_first_exactly_once(store: 
     assert listed(store, ws, 10, feature="none") == []
     # the export reads them all, visible or not, by range
     since, until = f"{DAY}T10:01:00.000Z", f"{DAY}T10:03:30.000Z"
-    day = list(store.iter_day_events(ws, since, until))
+    day = list(store.export_reads.iter_day_events(ws, since, until))
     assert sorted(r.event_id for r in day) == sorted(r.event_id for r in stored if since <= r.received_at < until)
 
 
@@ -92,19 +92,19 @@ def test_a_rare_filter_stops_after_its_pages_with_a_cursor_to_go_on(
     store: DynamoStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(page_reads, "MAX_PAGES_READ", 3)
-    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=10_000)
+    workspace = store.workspaces.create_workspace("w", tier=Tier.PAID, included_events=10_000)
     ws = workspace.workspace_id
     rare = made(ws, 0, f"{DAY}T09:00:00.000Z", feature="rare")
     assert written(store, workspace, [rare], shard=0) is None
     for n in range(1, 9):
         assert written(store, workspace, [made(ws, n, f"{DAY}T10:0{n}:00.000Z")], shard=n % 2) is None
-    page, after = store.list_visible_events(EventQuery(ws, 10, None, {"feature": "rare"}))
+    page, after = store.event_list.list_visible_events(EventQuery(ws, 10, None, {"feature": "rare"}))
     assert page == [] and after is not None  # three pages read, nothing yet: go on
     assert [r.event_id for r in listed(store, ws, 10, feature="rare")] == [rare.event_id]
 
 
 def test_one_page_per_received_minute_in_the_events_transaction(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=10_000)
+    workspace = store.workspaces.create_workspace("w", tier=Tier.PAID, included_events=10_000)
     ws = workspace.workspace_id
     first = [
         made(ws, 1, f"{DAY}T10:00:59.999Z", expires_at=1_900_000_100, trace="t" * 200),
@@ -132,7 +132,7 @@ def test_one_page_per_received_minute_in_the_events_transaction(store: DynamoSto
 
 
 def test_events_stored_before_time_pages_are_listed_after_the_backfill(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=10_000)
+    workspace = store.workspaces.create_workspace("w", tier=Tier.PAID, included_events=10_000)
     ws = workspace.workspace_id
     old = [made(ws, n, f"{DAY}T0{n % 3}:00:{n:02d}.000Z", visibility=HIDDEN if n == 4 else VISIBLE) for n in range(9)]
     for stored in old:  # as the index era stored them: the event's item, no page
@@ -142,10 +142,10 @@ def test_events_stored_before_time_pages_are_listed_after_the_backfill(store: Dy
     assert [r.event_id for r in listed(store, ws, 5)] == [new.event_id]
     pages = len({(event_partition(ws, r.event_key), r.received_at[:16]) for r in old})  # per partition and minute
     for _ in range(2):  # a second run puts the same pages again
-        assert store.backfill_pages(ws, f"{DAY}T11:00:00.000Z") == (9, pages)
+        assert store.page_backfill.backfill_pages(ws, f"{DAY}T11:00:00.000Z") == (9, pages)
     visible = [r for r in old if r.visibility.dashboard_visible] + [new]
     assert [r.event_id for r in listed(store, ws, 4)] == newest_first(visible)
-    day = list(store.iter_day_events(ws, f"{DAY}T00:00:00.000Z", f"{DAY}T23:59:59.999Z"))
+    day = list(store.export_reads.iter_day_events(ws, f"{DAY}T00:00:00.000Z", f"{DAY}T23:59:59.999Z"))
     assert sorted(r.event_id for r in day) == sorted(r.event_id for r in [*old, new])
 
 
@@ -172,13 +172,13 @@ def test_an_existing_events_table_loses_the_by_time_index(store: DynamoStore) ->
             }
         ],
     )
-    assert store.ensure_tables() == []
+    assert store.table_setup.ensure_tables() == []
     indexes = store.client.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"]
     assert [index["IndexName"] for index in indexes] == ["unpriced"]
 
 
 def test_an_empty_range_reads_nothing(store: DynamoStore) -> None:
-    workspace = store.create_workspace("w", tier=Tier.PAID, included_events=10_000)
+    workspace = store.workspaces.create_workspace("w", tier=Tier.PAID, included_events=10_000)
     assert written(store, workspace, [made(workspace.workspace_id, 1, f"{DAY}T10:00:00.000Z")], shard=0) is None
-    assert store.entries_between(workspace.workspace_id, f"{DAY}T10:05:00.000Z", f"{DAY}T10:00:00.000Z") == []
-    assert len(store.entries_between(workspace.workspace_id, f"{DAY}T10:00:00.000Z", f"{DAY}T10:00:00.001Z")) == 1
+    assert store.pages.entries_between(workspace.workspace_id, f"{DAY}T10:05:00.000Z", f"{DAY}T10:00:00.000Z") == []
+    assert len(store.pages.entries_between(workspace.workspace_id, f"{DAY}T10:00:00.000Z", f"{DAY}T10:00:00.001Z")) == 1

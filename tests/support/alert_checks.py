@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from costtrack_service.store.budget_table import BudgetTable
 from costtrack_service.store.dynamo import DynamoStore
 
 
@@ -20,6 +21,14 @@ def fields_missing(shown: Any, real: Any, where: str = "") -> list[str]:
     ]
 
 
-class StaleStore(DynamoStore):
+class ForgetfulBudgets(BudgetTable):
     def claimed_notifications(self, workspace_id: str, prefix: str) -> set[str]:
         return set()
+
+
+class StaleStore(DynamoStore):
+    """Every part of the store, its budgets forgetting which notifications were claimed."""
+
+    def __init__(self, client: Any, tables: Any) -> None:
+        super().__init__(client, tables)
+        self.budgets = ForgetfulBudgets(self.access)

@@ -30,4 +30,4 @@ def bill(store: DynamoStore, workspace_id: str, day: date) -> None:
         ),
     ]
     raw = f"bills/workspace_id={workspace_id}/provider=openai/x_{day}_{day}.json.gz"
-    store.put_billed_days(workspace_id, "openai", (day, day), lines, imported_at="t", raw_object=raw)
+    store.provider_bills.put_billed_days(workspace_id, "openai", (day, day), lines, imported_at="t", raw_object=raw)

@@ -19,10 +19,10 @@ class Owner:
 
     def __init__(self, local_stack: Any, api: httpx.Client) -> None:
         store = local_stack.store
-        workspace = store.create_workspace("budgets", tier=Tier.PAID, included_events=10_000)
+        workspace = store.workspaces.create_workspace("budgets", tier=Tier.PAID, included_events=10_000)
         self.workspace_id = workspace.workspace_id
-        self.key, _ = store.create_key(self.workspace_id)
-        self.token, _ = store.create_key(self.workspace_id, kind=ADMIN)
+        self.key, _ = store.keys.create_key(self.workspace_id)
+        self.token, _ = store.keys.create_key(self.workspace_id, kind=ADMIN)
         self.api = api
 
     def send(self, **fields: Any) -> dict[str, Any]:

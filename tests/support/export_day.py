@@ -26,10 +26,10 @@ def objects(s3: Any, prefix: str = PREFIX) -> dict[str, bytes]:
 def store_events(local_stack: Any, workspace_id: str, *records: EventRecord) -> None:
     """Events written by the store's own chunk transaction (with their rollups), at the
     ``received_at`` each names: the API can only stamp now."""
-    workspace = local_stack.store.get_workspace(workspace_id, consistent=True)
+    workspace = local_stack.store.events.get_workspace(workspace_id, consistent=True)
     for item in records:
         chunk = Chunk(workspace_id, item.received_at[:7], (item,), Payment((), workspace), rollup_shard=0)
-        assert local_stack.store.write_chunk(chunk) is None
+        assert local_stack.store.events.write_chunk(chunk) is None
 
 
 def day_records(workspace_id: str) -> list[EventRecord]:

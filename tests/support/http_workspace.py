@@ -13,7 +13,7 @@ from costtrack_service.domain.workspaces.keys import ADMIN
 class Workspace:
     def __init__(self, api: httpx.Client, stack: Any, workspace_id: str, key: str) -> None:
         self.api, self.stack, self.workspace_id, self.key = api, stack, workspace_id, key
-        self.token, _ = stack.store.create_key(workspace_id, name="dashboard", kind=ADMIN)
+        self.token, _ = stack.store.keys.create_key(workspace_id, name="dashboard", kind=ADMIN)
 
     def send(self, **event: Any) -> httpx.Response:
         body = {"provider": "openai", "model": "gpt-4o-mini", "prompt_tokens": 1000, "completion_tokens": 100, **event}

@@ -42,10 +42,10 @@ class Harness:
         self.elapsed += seconds
 
     def usage(self, workspace_id: str, period: str = "2026-11") -> Usage:
-        return self.store.usage(self.store.workspaces[workspace_id], period)
+        return self.store.plan_usage.usage(self.store.stored_workspaces[workspace_id], period)
 
     def workspace(self, tier: str = Tier.PAID, included: int = 100, credits: int = 0, status: str = "active") -> str:
-        workspace_id = f"ws_{len(self.store.workspaces)}"
+        workspace_id = f"ws_{len(self.store.stored_workspaces)}"
         self.store.add_workspace(
             WorkspaceState(workspace_id, "test", tier, status, included, credits, usage_period="2026-11")
         )

@@ -30,7 +30,7 @@ class World:
         self.elapsed = 0.0
 
     def workspace(self, tier: str = Tier.PAID, included: int = 100, credits: int = 0) -> str:
-        workspace_id = f"ws_{len(self.store.workspaces)}"
+        workspace_id = f"ws_{len(self.store.stored_workspaces)}"
         self.store.add_workspace(WorkspaceState(workspace_id, "test", tier, "active", included, credits, PERIOD))
         return workspace_id
 
@@ -49,14 +49,14 @@ class World:
         self.elapsed += seconds
 
     def usage(self, workspace_id: str, period: str = PERIOD) -> Usage:
-        return self.store.usage(self.store.workspaces[workspace_id], period)
+        return self.store.plan_usage.usage(self.store.stored_workspaces[workspace_id], period)
 
     def change_plan(self, workspace_id: str, **changes: Any) -> None:
         """What an operator does: the workspace item changes; functions see it within a second."""
-        self.store.update_plan(workspace_id, **changes)
+        self.store.workspaces.update_plan(workspace_id, **changes)
 
     def stored(self, workspace_id: str) -> list[EventRecord]:
-        return [record for (workspace, _), record in self.store.events.items() if workspace == workspace_id]
+        return [record for (workspace, _), record in self.store.stored_events.items() if workspace == workspace_id]
 
 
 def post(service: IngestService, key: str, body: Any, **headers: str) -> IngestResult:
@@ -70,7 +70,7 @@ class ConflictedSurveys(World):
         self.conflicts = conflicts
         self.surveys = 0
         self.pauses: list[float] = []
-        survey = self.store.survey
+        survey = self.store.events.survey
 
         def conflicted(workspace_id: str, period: str) -> Survey:
             self.surveys += 1
@@ -81,7 +81,7 @@ class ConflictedSurveys(World):
         def stale(workspace_id: str, period: str) -> Survey:
             # Plain reads that still see the shards as they were before the first lease (AWS
             # may serve a committed transaction item by item): only a survey shows them.
-            return Survey(self.store.workspaces.get(workspace_id), {})
+            return Survey(self.store.stored_workspaces.get(workspace_id), {})
 
         self.store.survey = conflicted  # type: ignore[method-assign]
         self.store.peek = stale  # type: ignore[method-assign]

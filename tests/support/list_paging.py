@@ -4,16 +4,29 @@ the integration and chaos tests of the paginated routes."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.support.http_workspace import Workspace
 
 #: Concurrent clients, as the issue's scenario runs them.
 CLIENTS = 50
+#: The stacks each list's paging test runs on: DynamoDB Local in ``make test``, and the AWS-rules
+#: front too in ``make chaos`` (the same lists, through AWS's limits: minutes more per list).
+PAGING_STACKS = [
+    "dynamodb-local",
+    pytest.param(
+        "aws-front",
+        marks=pytest.mark.skipif(
+            os.environ.get("COSTTRACK_CHAOS") != "full", reason="through the AWS-rules front in make chaos"
+        ),
+    ),
+]
 
 
 def concurrently(

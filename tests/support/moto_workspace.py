@@ -15,6 +15,6 @@ public_address = UrlPolicy(resolve=lambda host, port: ["93.184.216.34"])
 def paid_workspace(names: TableNames, included_events: int) -> tuple[DynamoStore, WorkspaceState, str]:
     """In moto: the tables, a paid workspace, and the secret of an ingestion key of it."""
     admin = moto_tables(names)
-    workspace = admin.create_workspace("iam", tier=Tier.PAID, included_events=included_events)
-    secret, _ = admin.create_key(workspace.workspace_id)
+    workspace = admin.workspaces.create_workspace("iam", tier=Tier.PAID, included_events=included_events)
+    secret, _ = admin.keys.create_key(workspace.workspace_id)
     return admin, workspace, secret

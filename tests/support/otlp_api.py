@@ -43,7 +43,7 @@ class Api:
         return export(self.service, headers, body)
 
     def events(self) -> list[Any]:
-        return list(self.store.events.values())
+        return list(self.store.stored_events.values())
 
 
 def partial(answer: OtlpAnswer) -> tuple[int, str]:

@@ -28,7 +28,7 @@ def made(workspace_id: str, n: int, at: str, **overrides: Any) -> EventRecord:
 
 def written(store: DynamoStore, workspace: WorkspaceState, records: list[EventRecord], shard: int) -> Any:
     chunk = Chunk(workspace.workspace_id, DAY[:7], tuple(records), Payment((), workspace), rollup_shard=shard)
-    return store.write_chunk(chunk)
+    return store.events.write_chunk(chunk)
 
 
 def newest_first(records: list[EventRecord]) -> list[str]:

@@ -19,9 +19,9 @@ class Shop:
 
     def __init__(self, local_stack: Any, api: httpx.Client) -> None:
         store = local_stack.store
-        workspace = store.create_workspace("reservations", tier=Tier.PAID, included_events=100_000)
-        self.key, _ = store.create_key(workspace.workspace_id)
-        self.token, _ = store.create_key(workspace.workspace_id, kind=ADMIN)
+        workspace = store.workspaces.create_workspace("reservations", tier=Tier.PAID, included_events=100_000)
+        self.key, _ = store.keys.create_key(workspace.workspace_id)
+        self.token, _ = store.keys.create_key(workspace.workspace_id, kind=ADMIN)
         self.api = api
 
     def budget(self, **fields: Any) -> dict[str, Any]:

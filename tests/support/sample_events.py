@@ -23,9 +23,9 @@ SAMPLES = sorted(path.name for path in EVENTS.glob("*.json"))
 def sample_with_credentials(store: DynamoStore, name: str) -> dict[str, Any]:
     """The sample ``events/<name>`` with a fresh paid workspace's ingestion key, admin token and
     key id in place of its placeholders."""
-    workspace = store.create_workspace("samples", tier=Tier.PAID, included_events=100)
-    key, record = store.create_key(workspace.workspace_id)
-    token, _ = store.create_key(workspace.workspace_id, kind=ADMIN)
+    workspace = store.workspaces.create_workspace("samples", tier=Tier.PAID, included_events=100)
+    key, record = store.keys.create_key(workspace.workspace_id)
+    token, _ = store.keys.create_key(workspace.workspace_id, kind=ADMIN)
     text = (EVENTS / name).read_text()
     text = text.replace("ct_REPLACE_WITH_AN_INGESTION_KEY", key).replace("cta_REPLACE_WITH_AN_ADMIN_TOKEN", token)
     text = text.replace("key_REPLACE_WITH_A_KEY_ID", record.key_id)

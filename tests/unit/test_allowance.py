@@ -358,10 +358,10 @@ def send_until_answered(service: IngestService, key: str, body: dict[str, Any]) 
 
 def rollups_match_the_events(world: World, workspace_id: str) -> None:
     records = world.stored(workspace_id)
-    rows = world.store.query_rollups(workspace_id, (TOTAL, HIDDEN), "2026-11-01", "2026-12-31")
+    rows = world.store.rollups.query_rollups(workspace_id, (TOTAL, HIDDEN), "2026-11-01", "2026-12-31")
     assert sum(counts.events for _, counts in rows) == len(records)
     for by in GROUPINGS:
-        rows = world.store.query_rollups(workspace_id, dimensions_for(by), "2026-11-01", "2026-12-31")
+        rows = world.store.rollups.query_rollups(workspace_id, dimensions_for(by), "2026-11-01", "2026-12-31")
         assert report(rows, by).to_dict() == summarize(records, by).to_dict()
 
 
@@ -436,7 +436,7 @@ def test_a_small_plan_is_spent_to_the_last_event_when_each_event_lands_on_anothe
     workspace_id, key = world.keyed_workspace(included=5)
     service = on_shards(world.function(), range(SHARDS))
     assert [statuses(post(service, key, batch([f"k{i}"])))[0] for i in range(7)] == [200] * 5 + [429] * 2
-    assert world.store.workspaces[workspace_id].included_leased == 5
+    assert world.store.stored_workspaces[workspace_id].included_leased == 5
     # ...and when each event comes through another function, on another shard:
     other_id = world.workspace(included=5)
     other_key = world.key(other_id)
@@ -457,7 +457,7 @@ def test_allowance_leased_into_other_shards_is_found_by_the_survey(world: World)
     service = on_shards(world.function(), range(5, SHARDS))
     assert [statuses(post(service, key, batch([f"k{i}"])))[0] for i in range(7)] == [200] * 5 + [429] * 2
     assert world.usage(workspace_id).included_used == 5
-    assert world.store.survey(workspace_id, PERIOD).balances == dict.fromkeys(
+    assert world.store.events.survey(workspace_id, PERIOD).balances == dict.fromkeys(
         [(charge, shard) for charge in Charge for shard in range(SHARDS)], 0
     )
     # the same, spread over five fresh functions (each surveys for itself)
@@ -478,7 +478,9 @@ def test_leftover_leases_of_many_functions_are_all_spent(world: World) -> None:
         for shard in range(SHARDS):
             post(on_shards(world.function(), [shard]), key, batch([f"warm-{round_}-{shard}"]))
     warm = world.usage(workspace_id).included_used
-    assert warm == 3 * SHARDS and world.store.workspaces[workspace_id].included_leased > warm  # some are left in shards
+    assert (
+        warm == 3 * SHARDS and world.store.stored_workspaces[workspace_id].included_leased > warm
+    )  # some are left in shards
     service = on_shards(world.function(), [3])
     answers = [statuses(post(service, key, batch([f"k{i}"])))[0] for i in range(60)]
     assert answers == [200] * (100 - warm) + [429] * (60 - (100 - warm))
@@ -514,12 +516,12 @@ def test_a_lowered_plan_leases_nothing_more_within_one_second(world: World) -> N
     workspace_id, key = world.keyed_workspace(included=100)
     service = world.function()
     assert statuses(post(service, key, batch(["a", "b", "c"]))) == [200] * 3
-    assert world.store.workspaces[workspace_id].included_leased > 3  # leases sit in the shards
+    assert world.store.stored_workspaces[workspace_id].included_leased > 3  # leases sit in the shards
     world.change_plan(workspace_id, included_events=4)
     world.wait(1.0)
     answers = [statuses(post(world.function(), key, batch([f"k{i}"])))[0] for i in range(120)]
     assert answers == [200] + [429] * 119
-    assert world.store.workspaces[workspace_id].included_leased == 4
+    assert world.store.stored_workspaces[workspace_id].included_leased == 4
     assert world.usage(workspace_id).included_used == 4
     world.change_plan(workspace_id, included_events=2)  # below what was used: nothing more
     world.wait(1.0)
@@ -570,9 +572,9 @@ def test_a_raised_plan_is_honoured_within_one_second_while_credits_are_leased(wo
     assert charges(post(service, key, batch(["a", "b"]))) == ["included", "credit"]
     world.change_plan(workspace_id, included_events=1000)
     world.wait(0.9)
-    leased = world.store.workspaces[workspace_id].credits
+    leased = world.store.stored_workspaces[workspace_id].credits
     post(service, key, batch([f"busy-{i}" for i in range(MAX_BATCH_ITEMS)]))  # more than a shard holds
-    assert world.store.workspaces[workspace_id].credits < leased  # so it leased credits
+    assert world.store.stored_workspaces[workspace_id].credits < leased  # so it leased credits
     world.wait(0.6)  # 1.5 s after the raise
     assert charges(post(service, key, batch(["late"]))) == ["included"]
 
@@ -733,8 +735,8 @@ def test_functions_in_turn_accept_exactly_the_allowance(
         usage = world.usage(workspace_id)
         assert usage.included_used + usage.credits_used == accepted == len(world.stored(workspace_id))
         assert usage.credits_used == 0 or usage.included_used == included  # included events first
-        central = world.store.workspaces[workspace_id]
-        survey = world.store.survey(workspace_id, PERIOD)
+        central = world.store.stored_workspaces[workspace_id]
+        survey = world.store.events.survey(workspace_id, PERIOD)
         held = Counter[Charge]()
         for (charge, _), available in survey.balances.items():
             assert available >= 0

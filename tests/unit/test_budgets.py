@@ -232,14 +232,14 @@ def test_events_of_an_exceeded_budget_carry_the_warning_and_are_still_counted() 
         return ingest(service, IngestRequest(headers, body.encode())).body
 
     assert send("chat", "a")["warnings"] == []  # no budgets yet (and that is cached for a while)
-    store.budgets["ws_1"] = [chat, other, later]
+    store.stored_budgets["ws_1"] = [chat, other, later]
     assert send("chat", "b")["warnings"] == []
     elapsed[0] += 31  # the cache's TTL
     answer = send("chat", "c")
     assert [(w["code"], w["budget_id"]) for w in answer["warnings"]] == [(WarningCode.BUDGET_EXCEEDED, "bud_1")]
     assert "past 100%" in answer["warnings"][0]["message"] and answer["cost"] != "0"
     assert send("chat", "c") == {**answer, "replayed": True}  # a replay answers the same
-    assert len(store.events) == 3
+    assert len(store.stored_events) == 3
 
 
 @pytest.mark.parametrize("field", ["scope", "period", "name", "scope_value", "amount", "thresholds"])

@@ -153,6 +153,14 @@ def test_the_backfill_reports_each_event_it_checks() -> None:
     class AlreadyPriced:
         """Three events the backfill looks at and leaves (priced since it listed them)."""
 
+        @property
+        def prices(self) -> Any:
+            return self
+
+        @property
+        def repricing(self) -> Any:
+            return self
+
         def get_price_entries(self, provider: str) -> list[Any]:
             return []
 

@@ -241,6 +241,10 @@ class ListingStore:
         self.asked.append(query)
         return [], None
 
+    @property
+    def event_list(self) -> ListingStore:
+        return self
+
 
 CALLER = WorkspaceState("ws_1", "w", Tier.PAID, "active", 10, 0, "2026-11")
 

@@ -120,5 +120,5 @@ def test_rollups_summed_per_chunk_equal_the_sum_of_each_events() -> None:
             total[3] += counts.unknown_model_events
     summed = summed_deltas(records)
     assert {row: [c.events, c.tokens, c.cost, c.unknown_model_events] for row, c in summed.items()} == expected
-    stored = {row: counts for (workspace_id, row), counts in store.rollups.items() if workspace_id == "ws_1"}
+    stored = {row: counts for (workspace_id, row), counts in store.stored_rollups.items() if workspace_id == "ws_1"}
     assert {row: [c.events, c.tokens, c.cost, c.unknown_model_events] for row, c in stored.items()} == expected

@@ -56,7 +56,7 @@ def test_accepted_event_is_priced_exactly(harness: Harness, paid_key: str) -> No
     assert body["replayed"] is False and body["idempotency_key"] == "idem-1"
     assert body["received_at"] == "2026-11-22T10:00:00.000Z"
     assert body["event_id"].startswith("evt_") and body["warnings"] == []
-    stored = next(iter(harness.store.events.values()))
+    stored = next(iter(harness.store.stored_events.values()))
     assert stored.rates == {"input_mtok": "1.25", "output_mtok": "10", "cache_read_mtok": "0.125"}
     assert (stored.pricing_match, stored.pricing_version) == ("exact", catalogue.catalogue_version())
 
@@ -124,7 +124,7 @@ def test_missing_idempotency_key_is_accepted_with_a_warning(harness: Harness, pa
     result = harness.send(paid_key, idempotency_key=None)
     assert codes(result) == ["missing_idempotency_key"] and result.body["idempotency_key"] is None
     harness.send(paid_key, idempotency_key=None)
-    assert len(harness.store.events) == 2  # without a key, a repeat is a new event
+    assert len(harness.store.stored_events) == 2  # without a key, a repeat is a new event
 
 
 def test_usage_inconsistent(harness: Harness, paid_key: str) -> None:
@@ -175,7 +175,7 @@ def test_a_key_state_change_holds_within_one_second(
     harness.wait(0.25)
     error = harness.error(paid_key, idempotency_key="three")
     assert (error.code, http_status(error)) == (code, 401)
-    assert sorted(record.idempotency_key or "" for record in harness.store.events.values()) == ["one", "two"]
+    assert sorted(record.idempotency_key or "" for record in harness.store.stored_events.values()) == ["one", "two"]
 
 
 def test_a_reactivated_key_is_accepted_within_one_second(harness: Harness) -> None:
@@ -214,7 +214,9 @@ def test_key_and_plan_reads_are_at_most_one_second_old() -> None:
 
 
 def _deactivate_plan(harness: Harness, workspace_id: str) -> None:
-    harness.store.workspaces[workspace_id] = replace(harness.store.workspaces[workspace_id], status="inactive")
+    harness.store.stored_workspaces[workspace_id] = replace(
+        harness.store.stored_workspaces[workspace_id], status="inactive"
+    )
 
 
 @pytest.mark.parametrize("state", [KeyState.REVOKED, KeyState.INACTIVE])
@@ -329,19 +331,21 @@ def test_a_deactivated_plan_is_honoured_within_one_second(harness: Harness) -> N
         harness.send(key, idempotency_key="meanwhile")
     except ApiError as error:
         assert error.code == "PLAN_INACTIVE"
-    stored = len(harness.store.events)
+    stored = len(harness.store.stored_events)
     harness.wait(0.5)
     for idempotency_key in ("late", "e0", "e39"):
         error = harness.error(key, idempotency_key=idempotency_key)
         assert (error.code, http_status(error)) == ("PLAN_INACTIVE", 403)
-    assert len(harness.store.events) == stored
+    assert len(harness.store.stored_events) == stored
 
 
 def test_a_reactivated_plan_is_honoured_within_one_second(harness: Harness) -> None:
     workspace_id = harness.workspace(status="inactive")
     key = harness.key(workspace_id)
     assert harness.error(key).code == "PLAN_INACTIVE"
-    harness.store.workspaces[workspace_id] = replace(harness.store.workspaces[workspace_id], status="active")
+    harness.store.stored_workspaces[workspace_id] = replace(
+        harness.store.stored_workspaces[workspace_id], status="active"
+    )
     harness.wait(0.5)
     assert harness.error(key).code == "PLAN_INACTIVE"  # the cached plan, less than a second old
     harness.wait(0.5)
@@ -358,7 +362,7 @@ def test_a_retry_is_a_replay_counted_once(harness: Harness, paid_key: str) -> No
     assert again.body == {**first.body, "replayed": True}
     assert harness.store.writes == 1
     assert harness.usage("ws_0").included_used == 1
-    assert len(harness.store.events) == 1
+    assert len(harness.store.stored_events) == 1
 
 
 def test_a_retry_spelling_out_defaults_is_still_a_replay(harness: Harness, paid_key: str) -> None:
@@ -388,7 +392,7 @@ def test_included_then_credits_then_quota_exceeded(harness: Harness) -> None:
         harness.send(key, idempotency_key=f"e{i}")
     error = harness.error(key, idempotency_key="e3")
     assert (error.code, http_status(error)) == ("QUOTA_EXCEEDED", 429)
-    charges = {record.idempotency_key: record.charge.value for record in harness.store.events.values()}
+    charges = {record.idempotency_key: record.charge.value for record in harness.store.stored_events.values()}
     assert charges == {"e0": "included", "e1": "included", "e2": "credit"}
     assert harness.usage(workspace_id) == Usage(included_used=2, credits_used=1, credits_left=0)
 
@@ -414,7 +418,7 @@ def test_the_allowance_restarts_each_month(harness: Harness) -> None:
     harness.now = datetime(2026, 12, 1, 0, 0, 1, tzinfo=UTC)
     assert not harness.send(key, idempotency_key="dec").replayed
     assert harness.error(key, idempotency_key="dec-2").code == "QUOTA_EXCEEDED"
-    assert harness.store.workspaces[workspace_id].usage_period == "2026-12"
+    assert harness.store.stored_workspaces[workspace_id].usage_period == "2026-12"
     assert harness.usage(workspace_id, "2026-11").included_used == 1
     assert harness.usage(workspace_id, "2026-12").included_used == 1
 
@@ -428,11 +432,11 @@ def test_a_stale_cached_allowance_is_corrected_by_the_write(harness: Harness) ->
     other = Harness(harness.store)  # another warm function
     other.send(key, idempotency_key="one")
     other.send(key, idempotency_key="two")
-    assert harness.store.workspaces[workspace_id].included_leased == 2
+    assert harness.store.stored_workspaces[workspace_id].included_leased == 2
     assert harness.service.reads.workspace(workspace_id).included_leased == 0  # this function's stale view
     assert harness.error(key, idempotency_key="next").code == "QUOTA_EXCEEDED"
     assert harness.usage(workspace_id).included_used == 2
-    assert len(harness.store.events) == 2
+    assert len(harness.store.stored_events) == 2
 
 
 # -- visibility -----------------------------------------------------------------------------
@@ -499,7 +503,7 @@ def test_conflicts_inside_a_batch_are_retried_and_counted_once() -> None:
     result = harness.send(key, {"batch": items}, idempotency_key=None)
     assert [item["status"] for item in result.body["results"]] == [200, 200, 200, 429, 429]
     assert len(harness.sleeps) == 2
-    assert len(harness.store.events) == 3 and harness.usage(workspace_id).included_used == 3
+    assert len(harness.store.stored_events) == 3 and harness.usage(workspace_id).included_used == 3
 
 
 def test_persistent_conflicts_become_503_with_retry_after() -> None:
@@ -551,7 +555,7 @@ def test_a_warm_function_reads_keys_plans_and_prices_once() -> None:
 
 def test_stored_cost_is_a_decimal(harness: Harness, paid_key: str) -> None:
     harness.send(paid_key)
-    assert next(iter(harness.store.events.values())).cost == Decimal("0.0335")
+    assert next(iter(harness.store.stored_events.values())).cost == Decimal("0.0335")
 
 
 @pytest.mark.parametrize(

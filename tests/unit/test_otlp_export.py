@@ -99,7 +99,10 @@ def test_a_retry_and_a_duplicate_count_once(api: Api) -> None:
     assert partial(api.post(body)) == (0, "")
     assert partial(api.post(body)) == (0, "")  # the exporter's retry
     assert len(api.events()) == 1
-    assert api.store.usage(api.store.workspaces["ws_1"], api.events()[0].received_at[:7]).included_used == 1
+    assert (
+        api.store.plan_usage.usage(api.store.stored_workspaces["ws_1"], api.events()[0].received_at[:7]).included_used
+        == 1
+    )
 
 
 def test_a_mixed_batch_answers_partial_success(api: Api) -> None:
@@ -121,7 +124,7 @@ def test_a_mixed_batch_answers_partial_success(api: Api) -> None:
 
 
 def test_quota_exceeded_is_a_rejection_not_a_retry(api: Api) -> None:
-    api.store.update_plan("ws_1", included_events=1)
+    api.store.workspaces.update_plan("ws_1", included_events=1)
     answer = api.post(request(make_span(1, GPT5), make_span(2, GPT5)).SerializeToString())
     assert answer.status == 200
     rejected, message = partial(answer)
@@ -146,7 +149,7 @@ def test_key_and_plan_refusals(api: Api, media: str) -> None:
     assert missing.status == 401 and b"INVALID_API_KEY" in missing.body
     revoked = api.store.add_key("ws_1", state=KeyState.REVOKED)
     assert api.post(body, media, key=revoked).status == 401
-    api.store.update_plan("ws_1", status="inactive")
+    api.store.workspaces.update_plan("ws_1", status="inactive")
     answer = api.post(body)
     assert answer.status == 403 and b"PLAN_INACTIVE" in answer.body
     assert api.events() == []
@@ -188,7 +191,7 @@ def test_store_unavailable_is_503_with_retry_after_and_the_retry_is_a_replay(
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     body = request(make_span(1, GPT5), make_span(2, GPT5)).SerializeToString()
-    write = api.store.write_chunk
+    write = api.store.events.write_chunk
     calls = []
 
     def flaky(chunk: Any) -> Any:
@@ -203,7 +206,10 @@ def test_store_unavailable_is_503_with_retry_after_and_the_retry_is_a_replay(
     assert answer.status == 503 and answer.headers["Retry-After"] == "1"
     assert partial(api.post(body)) == (0, "")  # the exporter retries the whole request
     assert len(api.events()) == 2
-    assert api.store.usage(api.store.workspaces["ws_1"], api.events()[0].received_at[:7]).included_used == 2
+    assert (
+        api.store.plan_usage.usage(api.store.stored_workspaces["ws_1"], api.events()[0].received_at[:7]).included_used
+        == 2
+    )
 
 
 def test_a_usage_free_request_is_a_plain_success(api: Api) -> None:

@@ -111,7 +111,7 @@ def test_a_span_with_costtrack_reservation_id_settles_that_reservation() -> None
 
     api = Api()
     budget = Budget("bdg_1", "ws_1", Decimal("1"), scope="feature", scope_value="support", enforce=True)
-    api.store.budgets["ws_1"] = [budget]
+    api.store.stored_budgets["ws_1"] = [budget]
     reservations = ReservationService(api.store, api.service.pricer, api.service.reads.price_overrides)
     key = api.service.authenticate(api.key)
     body = {"provider": "openai", "model": "gpt-5", "feature": "support", "estimate": {"amount": "0.05"}}
@@ -130,6 +130,6 @@ def test_a_span_with_costtrack_reservation_id_settles_that_reservation() -> None
     reservation = parse(held)
     assert reservation is not None
     ledger = Ledger("bdg_1", None, Decimal("1"), None, reservation.month)
-    survey = api.store.survey_ledger("ws_1", ledger)
+    survey = api.store.reservations.survey_ledger("ws_1", ledger)
     # The settled call and the one without a reservation both spent; nothing is held any more.
     assert survey.totals(Decimal("1"), 0) == (Decimal("0.067"), Decimal("0"), Decimal("0.933"))

@@ -64,9 +64,9 @@ def test_a_throttled_database_is_a_503_on_every_owners_route(
 ) -> None:
     def prepare() -> tuple[str, str]:
         """A workspace with a key, a budget, a webhook and an override: the route's token and path."""
-        workspace = dynamo.create_workspace("busy", tier=Tier.PAID, included_events=100)
-        _, key = dynamo.create_key(workspace.workspace_id)
-        token, _ = dynamo.create_key(workspace.workspace_id, kind=ADMIN)
+        workspace = dynamo.workspaces.create_workspace("busy", tier=Tier.PAID, included_events=100)
+        _, key = dynamo.keys.create_key(workspace.workspace_id)
+        token, _ = dynamo.keys.create_key(workspace.workspace_id, kind=ADMIN)
         budgets = BudgetService(dynamo, url_policy=PUBLIC)
         owners = create_handler(WorkspaceService(dynamo), budgets)
         ids = {"key": key.key_id}

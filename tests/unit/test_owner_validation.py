@@ -24,8 +24,8 @@ from tests.support.owner_event import request
 
 @pytest.fixture
 def owner(dynamo: DynamoStore) -> tuple[Any, str]:
-    workspace = dynamo.create_workspace("typed", tier=Tier.PAID, included_events=100)
-    token, _ = dynamo.create_key(workspace.workspace_id, name="t", kind=ADMIN)
+    workspace = dynamo.workspaces.create_workspace("typed", tier=Tier.PAID, included_events=100)
+    token, _ = dynamo.keys.create_key(workspace.workspace_id, name="t", kind=ADMIN)
     return create_handler(WorkspaceService(dynamo)), token
 
 
@@ -122,7 +122,7 @@ def test_union_members_are_not_fields() -> None:
 
 def test_the_cli_s_mappings_are_checked_by_the_same_types(dynamo: DynamoStore) -> None:
     """``costtrack admin`` hands the services plain mappings: the same models check them."""
-    workspace = dynamo.create_workspace("cli", tier=Tier.PAID, included_events=100)
+    workspace = dynamo.workspaces.create_workspace("cli", tier=Tier.PAID, included_events=100)
     for call, body, named in [
         (WorkspaceService(dynamo).create_key, {"colour": 1}, "colour"),
         (WorkspaceService(dynamo).create_key, {"bind": {"provider": "p", "model": 1, "feature": "f"}}, "bind.model"),

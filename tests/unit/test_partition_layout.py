@@ -74,7 +74,7 @@ def _workspace(layout: PartitionLayout) -> WorkspaceState:
 
 def _write(store: MemoryStore, layout: PartitionLayout, received_at: str) -> object:
     event = replace(record("ws_1", KEYS[MOVING]), received_at=received_at)
-    return store.write_chunk(Chunk("ws_1", "2026-11", (event,), Payment((), _workspace(layout)), rollup_shard=0))
+    return store.events.write_chunk(Chunk("ws_1", "2026-11", (event,), Payment((), _workspace(layout)), rollup_shard=0))
 
 
 def test_a_retry_across_a_doubling_is_stored_once() -> None:
@@ -84,7 +84,7 @@ def test_a_retry_across_a_doubling_is_stored_once() -> None:
     rejected = _write(store, grown, at(600))  # its retry, after the change took effect
     assert rejected is not None and set(rejected.existing) == {MOVING}
     assert store.duplicates == 0
-    assert set(store.find_events("ws_1", [MOVING], grown)) == {MOVING}
+    assert set(store.events.find_events("ws_1", [MOVING], grown)) == {MOVING}
     # A retry after the window is not checked against the old partition: stored again. (This is
     # what the check prevents; the window is the promise.)
     assert _write(store, grown, at(120 + IDEMPOTENCY_WINDOW_S + 1)) is None
@@ -96,6 +96,6 @@ def test_a_writer_before_the_change_takes_effect_meets_one_after_it() -> None:
     grown = PartitionLayout().grown(64, 32, RECORDED)
     assert _write(store, grown, at(200)) is None  # in effect: the new partition
     code = zlib.crc32(MOVING.encode())
-    assert store.events[("ws_1", MOVING)].partition == partition_key("ws_1", code % 64)
+    assert store.stored_events[("ws_1", MOVING)].partition == partition_key("ws_1", code % 64)
     rejected = _write(store, grown, at(60))  # planned before it took effect, committed after
     assert rejected is not None and set(rejected.existing) == {MOVING} and store.duplicates == 0

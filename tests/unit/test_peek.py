@@ -31,7 +31,7 @@ def test_a_new_function_peeks_and_needs_no_survey_while_writes_are_in_flight() -
     _, key = world.keyed_workspace(included=SHARDS * 10)
     post(world.function(), key, {**EVENT, "idempotency_key": "first"})
     peeks: list[str] = []
-    peek = world.store.peek
+    peek = world.store.events.peek
 
     def counted(workspace_id: str, period: str) -> Survey:
         peeks.append(workspace_id)
@@ -91,7 +91,7 @@ class Conflicting(World):
         super().__init__()
         self.left = conflicts
         self.chunks: list[Chunk] = []
-        write = self.store.write_chunk
+        write = self.store.events.write_chunk
 
         def conflicted(chunk: Chunk) -> ChunkRejected | None:
             self.chunks.append(chunk)
@@ -121,7 +121,7 @@ def test_after_a_conflict_a_lease_touches_one_shard_and_pauses_are_capped() -> N
     assert all(len(chunk.payment.spends) == 1 for chunk in retries)  # then its own shard only
     assert len(world.pauses) == settings.max_conflict_retries
     assert max(world.pauses) <= settings.conflict_backoff_cap_seconds
-    assert world.store.workspaces[result.outcomes[0].record.workspace_id].included_leased < 64_000
+    assert world.store.stored_workspaces[result.outcomes[0].record.workspace_id].included_leased < 64_000
 
 
 @pytest.mark.parametrize("attempt", [1, 5, 10, 30])

@@ -110,7 +110,7 @@ class Shop:
         self.workspace_id = self.harness.workspace(included=1_000_000)
         self.secret = self.harness.key(self.workspace_id)
         self.key: KeyRecord = self.harness.service.authenticate(self.secret)
-        self.harness.store.budgets[self.workspace_id] = []
+        self.harness.store.stored_budgets[self.workspace_id] = []
         ingest = self.harness.service
         self.reservations = ReservationService(
             self.harness.store,
@@ -122,14 +122,14 @@ class Shop:
 
     def budget(self, amount: str, scope: str = "customer", value: str | None = "acme", **fields: Any) -> Budget:
         budget = Budget(
-            f"bdg_{len(self.harness.store.budgets[self.workspace_id])}",
+            f"bdg_{len(self.harness.store.stored_budgets[self.workspace_id])}",
             self.workspace_id,
             D(amount),
             scope=scope,
             scope_value=value,
             **{"enforce": True, **fields},
         )
-        self.harness.store.budgets[self.workspace_id].append(budget)
+        self.harness.store.stored_budgets[self.workspace_id].append(budget)
         return budget
 
     def reserve(self, amount: str, customer: str = "acme", key: str | None = None) -> dict[str, Any] | None:
@@ -150,7 +150,7 @@ class Shop:
 
     def totals(self, budget: Budget, instance: str | None = None) -> tuple[Decimal, Decimal, Decimal]:
         ledger = Ledger(budget.budget_id, None, budget.amount, instance, "2026-11")
-        survey = self.harness.store.survey_ledger(self.workspace_id, ledger)
+        survey = self.harness.store.reservations.survey_ledger(self.workspace_id, ledger)
         return survey.totals(budget.amount, int(self.harness.now.timestamp()))
 
 

@@ -47,7 +47,7 @@ class World:
         self.workspace_id = self.harness.workspace(included=1000)
         self.key = self.harness.service.authenticate(self.harness.key(self.workspace_id))
         budget = replace(Budget(f"bud_{uuid.uuid4().hex[:10]}", self.workspace_id, Decimal(amount)), enforce=True)
-        self.harness.store.budgets[self.workspace_id] = [budget]
+        self.harness.store.stored_budgets[self.workspace_id] = [budget]
         self.overrides: list[Override] = []
         self.store = Counting(self.harness.store)
         self.service = ReservationService(

@@ -60,11 +60,11 @@ def sketch(store: MemoryStore, kind: str) -> Histogram:
 def assert_exact(store: MemoryStore) -> None:
     """Every total is the sum of its stored events, and the sketch holds each run once, at it."""
     sums: dict[tuple[str, str], Decimal] = {}
-    for record in store.events.values():
+    for record in store.stored_events.values():
         for kind, run_id in ((RUN, record.event.trace_id), (SESSION, record.event.session_id)):
             if run_id:
                 sums[(kind, run_id)] = sums.get((kind, run_id), Decimal(0)) + record.cost
-    totals = {(kind, run_id): total.cost for (_, kind, run_id), total in store.runs.items()}
+    totals = {(kind, run_id): total.cost for (_, kind, run_id), total in store.stored_runs.items()}
     assert totals == sums
     for kind in (RUN, SESSION):
         costs = [cost for (k, _), cost in totals.items() if k == kind]
@@ -88,13 +88,13 @@ def test_a_backfill_moves_every_run_and_session_by_the_added_cost() -> None:
     waiting = sum(outcome.record.pricing_status == "unknown_model" for outcome in outcomes)
     assert waiting > 100
     assert_exact(store)  # the unpriced calls count at 0 until priced
-    before = {run: total.cost for run, total in store.runs.items()}
+    before = {run: total.cost for run, total in store.stored_runs.items()}
 
     price_fine_tuned(store)
     result = backfill(store)
     assert result["priced"] == waiting and result["still_unpriced"] == 0
     assert_exact(store)
-    assert sum(total.cost for total in store.runs.values()) > sum(before.values())
+    assert sum(total.cost for total in store.stored_runs.values()) > sum(before.values())
     again = backfill(store)  # nothing left to price: nothing moves twice
     assert again["priced"] == 0
     assert_exact(store)
@@ -105,11 +105,11 @@ def test_a_sketch_bucket_move_happens_exactly_once() -> None:
     cheap = {"provider": "openai", "model": "gpt-5", "prompt_tokens": 10, "trace_id": "r", "session_id": "s"}
     unpriced = {**cheap, "model": "ft:my-model", "prompt_tokens": 100_000}
     ingest(store, [cheap, unpriced])
-    old_cost = store.runs[("ws_1", RUN, "r")].cost
+    old_cost = store.stored_runs[("ws_1", RUN, "r")].cost
     old_bucket = bucket_of(old_cost)
     assert sketch(store, RUN).counts == {old_bucket: 1}
     price_fine_tuned(store)
-    [record] = list(store.iter_unpriced_events())
+    [record] = list(store.repricing.iter_unpriced_events())
     repriced: dict[bool, int] = {}
 
     def once(old: Any, new: Any) -> bool:
@@ -119,14 +119,14 @@ def test_a_sketch_bucket_move_happens_exactly_once() -> None:
 
     store.reprice_event = once  # type: ignore[method-assign]
     backfill(store)
-    assert not MemoryStore.reprice_event(store, record, store.events[("ws_1", record.event_key)])  # a repeat
+    assert not MemoryStore.reprice_event(store, record, store.stored_events[("ws_1", record.event_key)])  # a repeat
     assert repriced == {True: 1}
-    total = store.runs[("ws_1", RUN, "r")]
+    total = store.stored_runs[("ws_1", RUN, "r")]
     assert total.cost == old_cost + Decimal(3) and total.version == 2
     new_bucket = bucket_of(total.cost)
     assert new_bucket != old_bucket
     assert {b: c for b, c in sketch(store, RUN).counts.items() if c} == {new_bucket: 1}
-    assert sketch(store, SESSION).total == total.cost == store.runs[("ws_1", SESSION, "s")].cost
+    assert sketch(store, SESSION).total == total.cost == store.stored_runs[("ws_1", SESSION, "s")].cost
 
 
 def test_repricing_changes_nothing_without_a_stored_total_or_an_added_cost() -> None:
@@ -135,7 +135,7 @@ def test_repricing_changes_nothing_without_a_stored_total_or_an_added_cost() -> 
     old = outcome.record
     priced = replace(old, cost=Decimal("0.00015"), pricing_status="priced")
     assert repricing_run_changes({}, old, priced).totals == ()  # its run's total predates totals
-    current = {(RUN, "x"): store.runs[("ws_1", RUN, "x")]}
+    current = {(RUN, "x"): store.stored_runs[("ws_1", RUN, "x")]}
     assert repricing_run_changes(current, old, old).item_count == 0  # nothing added
     [(before, after)] = repricing_run_changes(current, old, priced).totals
     assert after.cost - before.cost == Decimal("0.00015") and after.calls == before.calls == 1

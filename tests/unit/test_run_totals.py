@@ -74,7 +74,7 @@ class Stack:
         return self.service.accept(key, items)
 
     def total(self, kind: str, run_id: str) -> Any:
-        return self.store.runs[("ws_1", kind, run_id)]
+        return self.store.stored_runs[("ws_1", kind, run_id)]
 
     def sketch(self, kind: str) -> Histogram:
         histogram = Histogram()
@@ -107,7 +107,7 @@ def test_a_run_total_is_the_sum_of_its_events_and_the_marker_ends_it() -> None:
     assert session.cost == sum(o.record.cost for o in [*first, later[1]]) and session.calls == 4
     assert stack.total(RUN, "t2").status == "success"
     # Markers are not calls: not in the daily rollups.
-    assert sum(c.events for (_, key), c in stack.store.rollups.items() if key.dimension == "feature") == 5
+    assert sum(c.events for (_, key), c in stack.store.stored_rollups.items() if key.dimension == "feature") == 5
     for kind, runs in ((RUN, ["t1", "t2"]), (SESSION, ["s1"])):
         sketch = stack.sketch(kind)
         assert sketch.count == len(runs) and sketch.total == sum(stack.total(kind, r).cost for r in runs)
@@ -124,7 +124,7 @@ def test_without_a_marker_the_status_is_the_latest_calls() -> None:
 def test_one_update_per_run_per_batch_and_replays_count_once() -> None:
     stack = Stack()
     writes: list[Any] = []
-    write = stack.store.write_chunk
+    write = stack.store.events.write_chunk
     stack.store.write_chunk = lambda chunk: writes.append(chunk) or write(chunk)  # type: ignore[method-assign]
     stack.send([call("big", session_id="s") for _ in range(60)], at=START - timedelta(hours=2))
     assert len(writes) <= 3  # transactions sized by the allowance's leases, not by the run
@@ -137,7 +137,7 @@ def test_one_update_per_run_per_batch_and_replays_count_once() -> None:
 def test_a_total_that_moved_under_the_batch_is_read_again() -> None:
     stack = Stack()
     stack.send([call("r")])
-    reads = stack.store.get_runs
+    reads = stack.store.run_totals.get_runs
     calls = []
 
     def stale_then_fresh(workspace_id: str, runs: Any) -> Any:

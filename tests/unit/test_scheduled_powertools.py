@@ -140,7 +140,7 @@ def test_the_export_measures_rows_bytes_and_completion(aws: TableNames, capfd: p
     s3.create_bucket(Bucket="export")
     module = fresh("costtrack_service.handlers.export")
     capfd.readouterr()
-    day = admin.iter_events(workspace.workspace_id).__next__().received_at[:10]
+    day = admin.export_reads.iter_events(workspace.workspace_id).__next__().received_at[:10]
 
     context = LambdaContext("costtrack-export")
     with pytest.MonkeyPatch.context() as patch:
@@ -170,7 +170,7 @@ def test_the_owners_api_counts_its_requests_and_refusals(aws: TableNames, capfd:
     from tests.conftest import ROOT
 
     admin, workspace, _ = paid_workspace(aws, included_events=10)
-    token, _ = admin.create_key(workspace.workspace_id, kind=ADMIN)
+    token, _ = admin.keys.create_key(workspace.workspace_id, kind=ADMIN)
     module = fresh("costtrack_service.handlers.api")
     capfd.readouterr()
     event = json.loads((ROOT / "events" / "get-workspace.json").read_text())

@@ -32,7 +32,7 @@ def survey_while_held(rules: SimRules, held_for: float) -> tuple[str, float]:
 
     def survey() -> None:
         try:
-            store.survey("ws", PERIOD)
+            store.events.survey("ws", PERIOD)
             seen.append(("answered", hub.now))
         except SurveyConflict:
             seen.append(("conflict", hub.now))

@@ -31,7 +31,7 @@ def event(**fields: Any) -> dict[str, Any]:
 
 
 def statement(harness: Harness, workspace_id: str, by: str = "customer", now: datetime = LATER) -> dict[str, Any]:
-    workspace = harness.store.workspaces[workspace_id]
+    workspace = harness.store.stored_workspaces[workspace_id]
     return read_statement(harness.store, workspace, "2026-11", by, now).to_dict()
 
 
@@ -62,7 +62,7 @@ def test_a_statement_equals_the_usage_report_and_sums_to_its_total() -> None:
         assert harness.send(key, body, idempotency_key=f"k{number}").outcomes[0].error is None
 
     data = statement(harness, workspace_id)
-    records = list(harness.store.events.values())
+    records = list(harness.store.stored_events.values())
     usage = summarize(records, "customer")
     kinds = [(line["kind"], line["customer_id"], line["reason"]) for line in data["lines"]]
     assert kinds == [
@@ -118,7 +118,7 @@ def test_totals_equal_the_events_exactly(sends: list[tuple[str | None, str, int,
         if customer is not None:
             body["customer_id"] = customer
         assert harness.send(key, body, idempotency_key=f"k{number}").outcomes[0].error is None
-    records = list(harness.store.events.values())
+    records = list(harness.store.stored_events.values())
     exact = sum((record.cost for record in records), Decimal(0))
     for by in ("customer", "feature"):
         data = statement(harness, workspace_id, by=by)
@@ -142,7 +142,7 @@ def test_csv_has_a_header_and_survives_commas_quotes_newlines_and_formulas() -> 
         body = event(customer_id=customer, customer_name=name, completion_tokens=number)
         harness.send(key, body, idempotency_key=f"k{number}")
     harness.send(key, event(customer_id="-1+1", customer_name="@sum"), idempotency_key="k9")
-    made = read_statement(harness.store, harness.store.workspaces[workspace_id], "2026-11", "customer", LATER)
+    made = read_statement(harness.store, harness.store.stored_workspaces[workspace_id], "2026-11", "customer", LATER)
     text = made.to_csv()
     rows = list(csv.DictReader(io.StringIO(text, newline="")))
     assert text.startswith("workspace_id,month,currency,generated_at,kind,customer_id,customer_name,")
@@ -198,7 +198,7 @@ def test_the_owners_api_refuses_with_the_field(month: str, by: str | None, field
     harness = Harness()
     workspace_id = harness.workspace()
     service = WorkspaceService(harness.store, clock=lambda: NOW)  # type: ignore[arg-type]
-    caller = harness.store.workspaces[workspace_id]
+    caller = harness.store.stored_workspaces[workspace_id]
     with pytest.raises(ApiError) as raised:
         service.statement(caller, month, by)
     assert http_status(raised.value) == 400 and raised.value.details[0]["field"] == field
@@ -226,7 +226,7 @@ def test_a_statement_gives_each_line_its_cost_per_run_and_per_session() -> None:
     ]
     for number, body in enumerate(sends):
         assert harness.send(key, body, idempotency_key=f"k{number}").outcomes[0].error is None
-    records = list(harness.store.events.values())
+    records = list(harness.store.stored_events.values())
 
     def run_cost(trace: str) -> Decimal:
         return sum((record.cost for record in records if record.event.trace_id == trace), Decimal(0))
@@ -252,7 +252,7 @@ def test_a_statement_gives_each_line_its_cost_per_run_and_per_session() -> None:
         csv.DictReader(
             io.StringIO(
                 read_statement(
-                    harness.store, harness.store.workspaces[workspace_id], "2026-11", "customer", LATER
+                    harness.store, harness.store.stored_workspaces[workspace_id], "2026-11", "customer", LATER
                 ).to_csv()
             )
         )

@@ -78,8 +78,8 @@ def test_an_unreachable_database_is_store_unavailable_on_every_kind_of_call() ->
     client = dynamodb_client("http://127.0.0.1:9", "us-east-1", credentials)
     store = DynamoStore(client, TableNames.with_prefix("nowhere-"))
     with pytest.raises(StoreUnavailable):
-        store.list_keys("ws_1")  # a paginator
+        store.keys.list_keys("ws_1")  # a paginator
     with pytest.raises(StoreUnavailable):
-        store.find_key("ws_1", "key_1")
+        store.keys.find_key("ws_1", "key_1")
     with pytest.raises(StoreUnavailable):
-        store.get_key("0" * 64, consistent=True)
+        store.events.get_key("0" * 64, consistent=True)

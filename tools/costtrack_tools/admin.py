@@ -83,7 +83,7 @@ def _store_from_stack(stack: str, region: str | None, cloudformation: Any) -> Dy
 
 def workspace_dict(store: DynamoStore, workspace: WorkspaceState) -> dict[str, Any]:
     period = billing_period(datetime.now(UTC))
-    return workspace.to_dict(period, store.usage(workspace, period))
+    return workspace.to_dict(period, store.plan_usage.usage(workspace, period))
 
 
 def key_dict(record: KeyRecord) -> dict[str, Any]:
@@ -107,7 +107,7 @@ def describe_workspace(data: dict[str, Any]) -> str:
 
 def workspace_create(store: DynamoStore, args: argparse.Namespace) -> None:
     included = args.included if args.included is not None else DEFAULT_INCLUDED[args.plan]
-    workspace = store.create_workspace(
+    workspace = store.workspaces.create_workspace(
         args.name,
         tier=args.plan,
         included_events=included,
@@ -128,12 +128,12 @@ def _workspace(store: DynamoStore, workspace_id: str) -> WorkspaceState:
 
 def workspace_show(store: DynamoStore, args: argparse.Namespace) -> None:
     data = workspace_dict(store, _workspace(store, args.workspace))
-    data["keys"] = [key_dict(key) for key in store.list_keys(args.workspace)]
+    data["keys"] = [key_dict(key) for key in store.keys.list_keys(args.workspace)]
     emit(args, data, lambda: describe_workspace(data) + f"\n  keys: {len(data['keys'])}")
 
 
 def workspace_list(store: DynamoStore, args: argparse.Namespace) -> None:
-    data = [workspace_dict(store, workspace) for workspace in store.list_workspaces()]
+    data = [workspace_dict(store, workspace) for workspace in store.workspaces.list_workspaces()]
     rows = [
         (
             w["workspace_id"],
@@ -152,11 +152,13 @@ def workspace_list(store: DynamoStore, args: argparse.Namespace) -> None:
 def plan_set(store: DynamoStore, args: argparse.Namespace) -> None:
     if args.tier is None and args.status is None and args.included is None:
         raise AdminError("nothing to change: give --tier, --status and/or --included")
-    workspace = store.update_plan(args.workspace, tier=args.tier, status=args.status, included_events=args.included)
+    workspace = store.workspaces.update_plan(
+        args.workspace, tier=args.tier, status=args.status, included_events=args.included
+    )
     data = workspace_dict(store, workspace)
     note = ""
     if args.tier == Tier.FREE:
-        unbound = [key.key_id for key in store.list_keys(args.workspace) if key.bound is None]
+        unbound = [key.key_id for key in store.keys.list_keys(args.workspace) if key.bound is None]
         if unbound:
             note = f"\nnote: {len(unbound)} key(s) have no binding; on a free plan their events are hidden"
     emit(args, data, lambda: describe_workspace(data) + note)
@@ -165,7 +167,7 @@ def plan_set(store: DynamoStore, args: argparse.Namespace) -> None:
 def plan_add_credits(store: DynamoStore, args: argparse.Namespace) -> None:
     if args.credits <= 0:
         raise AdminError("credits to add must be a positive number")
-    data = workspace_dict(store, store.update_plan(args.workspace, add_credits=args.credits))
+    data = workspace_dict(store, store.workspaces.update_plan(args.workspace, add_credits=args.credits))
     emit(args, data, lambda: describe_workspace(data))
 
 
@@ -212,7 +214,7 @@ def key_list(store: DynamoStore, args: argparse.Namespace) -> None:
 
 def key_change(store: DynamoStore, args: argparse.Namespace) -> None:
     missing = AdminError(f"no key {args.key_id} in workspace {args.workspace}")
-    workspace = store.get_workspace(args.workspace, consistent=True)
+    workspace = store.events.get_workspace(args.workspace, consistent=True)
     if workspace is None:
         raise missing
     try:
@@ -229,7 +231,7 @@ def token_create(store: DynamoStore, args: argparse.Namespace) -> None:
     if not workspace_id:
         raise AdminError("which workspace? costtrack admin token create --workspace WS")
     workspace = _workspace(store, workspace_id)
-    secret, record = store.create_key(workspace.workspace_id, name=args.name, kind=ADMIN)
+    secret, record = store.keys.create_key(workspace.workspace_id, name=args.name, kind=ADMIN)
     data = {**key_dict(record), "admin_token": secret}
     emit(
         args,
@@ -244,16 +246,16 @@ def token_create(store: DynamoStore, args: argparse.Namespace) -> None:
 
 def token_list(store: DynamoStore, args: argparse.Namespace) -> None:
     _workspace(store, args.workspace)
-    data = [key_dict(key) for key in store.list_keys(args.workspace, kind=ADMIN)]
+    data = [key_dict(key) for key in store.keys.list_keys(args.workspace, kind=ADMIN)]
     rows = [(t["key_id"], t["prefix"], t["state"], t["name"] or "", t["created_at"]) for t in data]
     emit(args, data, lambda: table(rows, ["token", "prefix", "state", "name", "created"]))
 
 
 def token_revoke(store: DynamoStore, args: argparse.Namespace) -> None:
-    record = store.find_key(args.workspace, args.token_id)
+    record = store.keys.find_key(args.workspace, args.token_id)
     if record is None or record.kind != ADMIN:
         raise AdminError(f"no admin token {args.token_id} in workspace {args.workspace}")
-    revoked = store.change_key_state(record.key_hash, "revoke")
+    revoked = store.keys.change_key_state(record.key_hash, "revoke")
     emit(args, key_dict(revoked), lambda: f"admin token {revoked.key_id} is now {revoked.state.value}")
 
 

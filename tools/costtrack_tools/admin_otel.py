@@ -28,7 +28,7 @@ def workspace_attributes(store: DynamoStore, args: argparse.Namespace) -> None:
             attribute_map = parse_attribute_map(raw)
         except ValueError as exc:
             raise AdminError(str(exc)) from None
-        store.set_attribute_map(workspace.workspace_id, attribute_map)
+        store.workspaces.set_attribute_map(workspace.workspace_id, attribute_map)
     data = {"workspace_id": workspace.workspace_id, "attributes": attribute_map_json(attribute_map)}
     mapped = dict(attribute_map)
     rows = [

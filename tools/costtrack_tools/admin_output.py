@@ -20,7 +20,7 @@ class AdminError(Exception):
 
 def find_workspace(store: Any, workspace_id: str) -> Any:
     """The workspace a command acts on, as the owners' operations take it explicitly."""
-    found = store.get_workspace(workspace_id, consistent=True)
+    found = store.events.get_workspace(workspace_id, consistent=True)
     if found is None:
         raise AdminError(f"no workspace {workspace_id}")
     return found

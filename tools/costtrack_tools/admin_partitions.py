@@ -47,7 +47,7 @@ def workspace_partitions(store: DynamoStore, args: argparse.Namespace) -> None:
             layout = layout.grown(partitions, shards, datetime.now(UTC))
         except ValueError as exc:
             raise AdminError(str(exc)) from None
-        store.set_partition_layout(workspace.workspace_id, before, layout)
+        store.workspace_shards.set_partition_layout(workspace.workspace_id, before, layout)
     data = {"workspace_id": workspace.workspace_id, **layout_dict(layout)}
     lines = [
         f"{workspace.workspace_id}: {layout.event_partitions} event partitions, {layout.rollup_shards} rollup shards"
@@ -79,7 +79,7 @@ def add_partitions_parser(workspace: Any, command: Callable[[Any, str, Handler, 
 def workspace_pages(store: DynamoStore, args: argparse.Namespace) -> None:
     workspace = find_workspace(store, args.workspace)
     before = args.before or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-    events, pages = store.backfill_pages(workspace.workspace_id, before)
+    events, pages = store.page_backfill.backfill_pages(workspace.workspace_id, before)
     data = {"workspace_id": workspace.workspace_id, "before": before, "events": events, "pages": pages}
     emit(args, data, lambda: f"{workspace.workspace_id}: {events} events received before {before} in {pages} pages")
 

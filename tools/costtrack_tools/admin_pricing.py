@@ -52,7 +52,7 @@ def pricing_import(store: DynamoStore, args: argparse.Namespace) -> None:
         steps.stage(f"importing {args.file}", len(entries), "entries")
         added = 0
         for entry in entries:
-            added += store.put_price_entry(entry)
+            added += store.prices.put_price_entry(entry)
             steps.advance()
         filled: dict[str, Any] = backfill(store, steps=steps) if added else {"priced": 0, "added_cost": "0"}
     data = {"source": args.file, "entries": len(entries), "added": added, "unchanged": len(entries) - added}
@@ -69,7 +69,7 @@ def pricing_import(store: DynamoStore, args: argparse.Namespace) -> None:
 
 def pricing_list(store: DynamoStore, args: argparse.Namespace) -> None:
     now = datetime.now(UTC)
-    entries = [e for e in store.list_price_entries() if not args.provider or e.provider == args.provider.lower()]
+    entries = [e for e in store.prices.list_price_entries() if not args.provider or e.provider == args.provider.lower()]
     if not args.all:
         entries = [entry for entry in entries if entry.in_force_at(now)]
     data = {
@@ -92,10 +92,10 @@ def pricing_list(store: DynamoStore, args: argparse.Namespace) -> None:
 def pricing_show(store: DynamoStore, args: argparse.Namespace) -> None:
     provider, model = _split_model(args.model)
     at = parse_timestamp(args.at) if args.at else datetime.now(UTC)
-    books = {provider: catalogue.book(provider, store.get_price_entries(provider))}
+    books = {provider: catalogue.book(provider, store.prices.get_price_entries(provider))}
 
     def book(name: str) -> Any:
-        return books.setdefault(name, catalogue.book(name, store.get_price_entries(name)))
+        return books.setdefault(name, catalogue.book(name, store.prices.get_price_entries(name)))
 
     found = find_model(model, books[provider], book)
     if found is None:
@@ -151,7 +151,7 @@ def pricing_add(store: DynamoStore, args: argparse.Namespace) -> None:
             raise AdminError("give provider/model, --effective-from, --input and --output (or --file entry.json)")
         provider, model = _split_model(args.model)
         last = max(
-            (e for e in store.get_price_entries(provider) if e.model == model.strip().lower()),
+            (e for e in store.prices.get_price_entries(provider) if e.model == model.strip().lower()),
             key=lambda e: e.effective_from,
             default=None,
         )
@@ -174,7 +174,7 @@ def pricing_add(store: DynamoStore, args: argparse.Namespace) -> None:
         raw = {name: value for name, value in raw.items() if value is not None}
     entry = _checked(raw)
     try:
-        closed = store.open_price_period(entry)
+        closed = store.prices.open_price_period(entry)
     except PricingConflict as exc:
         raise AdminError(str(exc)) from None
     with progress_for(args) as steps:
@@ -207,13 +207,13 @@ def _parse_tier(text: str) -> dict[str, Any]:
 def pricing_retire(store: DynamoStore, args: argparse.Namespace) -> None:
     provider, model = _split_model(args.model)
     at = parse_timestamp(args.at) if args.at else datetime.now(UTC)
-    book = catalogue.book(provider, store.get_price_entries(provider))
-    found = find_model(model, book, lambda name: catalogue.book(name, store.get_price_entries(name)))
+    book = catalogue.book(provider, store.prices.get_price_entries(provider))
+    found = find_model(model, book, lambda name: catalogue.book(name, store.prices.get_price_entries(name)))
     current = found.book.entry_at(found.model, at) if found else None
     if current is None:
         raise AdminError(f"no price in force for {provider}/{model} at {format_timestamp(at)}")
     try:
-        retired = store.retire_price(current, at)
+        retired = store.prices.retire_price(current, at)
     except PricingConflict as exc:
         raise AdminError(str(exc)) from None
     emit(

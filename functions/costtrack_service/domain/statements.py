@@ -18,7 +18,7 @@ from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.domain.runs.groups import SketchGroup, merged
 from costtrack_service.domain.runs.sketch import Histogram
 from costtrack_service.domain.runs.totals import RUN, SESSION
-from costtrack_service.domain.usage import Counts, RollupKey, dimensions_for, report
+from costtrack_service.domain.usage import Counts, RollupKey, RollupReader, dimensions_for, report
 from costtrack_service.domain.workspaces.plans import WorkspaceState
 
 #: What a statement can be per.
@@ -250,16 +250,22 @@ def build_statement(
     return Statement(workspace_id, workspace_name, month, by, generated_at, tuple(lines), total, every)
 
 
-class RollupReader(Protocol):
-    def query_rollups(
-        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
-    ) -> list[tuple[RollupKey, Counts]]: ...
-
+class SketchReader(Protocol):
     def sketch_groups(self, workspace_id: str, kind: str, first_day: str, last_day: str) -> list[SketchGroup]: ...
 
 
+class StatementStore(Protocol):
+    """A statement's parts of the store: the daily rollups and the runs' cost sketch."""
+
+    @property
+    def rollups(self) -> RollupReader: ...
+
+    @property
+    def runs(self) -> SketchReader: ...
+
+
 def run_costs(
-    store: RollupReader, workspace_id: str, by: str, first_day: str, last_day: str
+    store: SketchReader, workspace_id: str, by: str, first_day: str, last_day: str
 ) -> dict[str | None, RunCosts]:
     """Per customer (or feature), the runs and sessions that started from ``first_day`` to
     ``last_day`` and their cost, from the cost sketch rows (their counts and exact sums)."""
@@ -278,14 +284,14 @@ def run_costs(
 
 
 def read_statement(
-    store: RollupReader, workspace: WorkspaceState, month: str, by: str | None, now: datetime
+    store: StatementStore, workspace: WorkspaceState, month: str, by: str | None, now: datetime
 ) -> Statement:
     """The statement of ``month`` (``YYYY-MM``) by ``by`` (default customer), read from the
     store's rollups: what the owners' API and ``costtrack admin statements`` both answer."""
     by, _ = check_options(by, None)
     period = Month.parse(month, now.date())
     first_day, last_day = period.first_day.isoformat(), period.last_day.isoformat()
-    rows = store.query_rollups(workspace.workspace_id, dimensions_for(by), first_day, last_day)
+    rows = store.rollups.query_rollups(workspace.workspace_id, dimensions_for(by), first_day, last_day)
     return build_statement(
         rows,
         workspace_id=workspace.workspace_id,
@@ -293,5 +299,5 @@ def read_statement(
         month=period,
         by=by,
         generated_at=now,
-        units=run_costs(store, workspace.workspace_id, by, first_day, last_day),
+        units=run_costs(store.runs, workspace.workspace_id, by, first_day, last_day),
     )

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, Literal, NamedTuple, get_args
+from typing import Any, Literal, NamedTuple, Protocol, get_args
 
 from costtrack_service.domain.ingest.records import EventRecord, PricingStatus
 from costtrack_service.domain.ingest.source import normalize_name, normalize_provider
@@ -405,3 +405,11 @@ def month_usage(rows: Iterable[tuple[RollupKey, Counts]]) -> tuple[int, int]:
         if key.dimension == CHARGE and key.value in used:
             used[key.value] += counts.events
     return used[Charge.INCLUDED.value], used[Charge.CREDIT.value]
+
+
+class RollupReader(Protocol):
+    """The daily rollups, read by day range and dimensions (the store's rollup part)."""
+
+    def query_rollups(
+        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
+    ) -> list[tuple[RollupKey, Counts]]: ...

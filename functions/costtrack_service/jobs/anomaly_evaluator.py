@@ -52,7 +52,7 @@ class RunAnomalies:
 
     def evaluate(self) -> dict[str, int]:
         counts = {"workspaces": 0, "anomalous": 0, "claimed": 0}
-        for workspace_id, settings in self.store.anomaly_workspaces():
+        for workspace_id, settings in self.store.anomaly_settings.anomaly_workspaces():
             counts["workspaces"] += 1
             found, claimed = self._workspace(workspace_id, settings)
             counts["anomalous"] += found
@@ -64,9 +64,9 @@ class RunAnomalies:
         today = now.date()
         days = [(today - timedelta(days=back)).isoformat() for back in range(RECENT_DAYS)]
         first = (today - timedelta(days=LOOKBACK_DAYS - 1)).isoformat()
-        groups = self.store.sketch_groups(workspace_id, RUN, first, today.isoformat())
+        groups = self.store.runs.sketch_groups(workspace_id, RUN, first, today.isoformat())
         p99s = {feature: histogram.quantile(0.99) for feature, histogram in merged(groups, "feature").items()}
-        done = self.store.claimed_notifications(workspace_id, KEY_PREFIX)
+        done = self.store.budgets.claimed_notifications(workspace_id, KEY_PREFIX)
         candidates: dict[str, RunTotal] = {}
 
         def note(runs: list[RunTotal]) -> None:
@@ -77,8 +77,8 @@ class RunAnomalies:
         for feature, p99 in sorted(p99s.items(), key=lambda pair: str(pair[0])):
             limit = cost_limit(p99, settings)
             if feature is not None and limit is not None:
-                note(self.store.top_runs(workspace_id, days, {"feature": feature}, None, MAX_CANDIDATES, limit))
-        note(self.store.top_runs(workspace_id, days, {}, None, MAX_CANDIDATES, None, settings.calls))
+                note(self.store.runs.top_runs(workspace_id, days, {"feature": feature}, None, MAX_CANDIDATES, limit))
+        note(self.store.runs.top_runs(workspace_id, days, {}, None, MAX_CANDIDATES, None, settings.calls))
         anomalous = claimed = 0
         endpoints = None
         for total in sorted(candidates.values(), key=lambda t: (t.first_at, t.run_id)):
@@ -88,10 +88,10 @@ class RunAnomalies:
                 continue  # at the limit exactly (the index reads cost >= limit)
             anomalous += 1
             if endpoints is None:
-                endpoints = self.store.list_endpoints(workspace_id)
+                endpoints = self.store.budgets.list_endpoints(workspace_id)
             notification = anomaly_notification(workspace_id, total, found, p99, settings, now)
             targets: list[tuple[str, str | None]] = [(SNS, None)] if self.with_sns else []
             targets += [(endpoint.endpoint_id, endpoint.url) for endpoint in endpoints]
             deliveries = [notification.first_delivery(target, url) for target, url in targets]
-            claimed += self.store.claim_notification(notification, deliveries)
+            claimed += self.store.budgets.claim_notification(notification, deliveries)
         return anomalous, claimed

@@ -104,11 +104,11 @@ class Alerts:
         now = self._clock()
         counts = {"budgets": 0, "claimed": 0, "marked": 0, "rearmed": 0}
         by_workspace: dict[str, list[Budget]] = {}
-        for budget in self.store.all_budgets():
+        for budget in self.store.budgets.all_budgets():
             by_workspace.setdefault(budget.workspace_id, []).append(budget)
         for workspace_id, budgets in sorted(by_workspace.items()):
             endpoints: list[Endpoint] | None = None
-            state = budgets_now(self.store, workspace_id, budgets, now)
+            state = budgets_now(self.store.rollups, workspace_id, budgets, now)
             for status in state.statuses:
                 counts["budgets"] += 1
                 budget = status.budget
@@ -116,7 +116,7 @@ class Alerts:
                 lines = state.instances.get(budget.budget_id, []) if budget.template else [status]
                 reached = {line.instance: crossed(budget, line.spent) for line in lines}
                 claimed = (
-                    self.store.claimed_notifications(workspace_id, f"{budget.budget_id}#{budget.revision}#")
+                    self.store.budgets.claimed_notifications(workspace_id, f"{budget.budget_id}#{budget.revision}#")
                     if any(reached.values()) or budget.rolling
                     else set()
                 )
@@ -126,7 +126,7 @@ class Alerts:
                         if key in claimed:
                             continue
                         if endpoints is None:
-                            endpoints = self.store.list_endpoints(workspace_id)
+                            endpoints = self.store.budgets.list_endpoints(workspace_id)
                         counts["claimed"] += self._claim(line, threshold, key, endpoints, now)
                 counts["marked"] += 0 if budget.template else self._mark(status)
                 counts["rearmed"] += self._rearm(status, reached, claimed)
@@ -139,7 +139,7 @@ class Alerts:
         targets: list[tuple[str, str | None]] = [(SNS, None)] if self.settings.sns_topic_arn else []
         targets += [(endpoint.endpoint_id, endpoint.url) for endpoint in endpoints]
         deliveries = [notification.first_delivery(target, url) for target, url in targets]
-        return self.store.claim_notification(notification, deliveries)
+        return self.store.budgets.claim_notification(notification, deliveries)
 
     def _mark(self, status: Status) -> bool:
         """Past 100%: events received until the window can next fall carry the warning."""
@@ -149,7 +149,7 @@ class Alerts:
         start, until = format_timestamp(span.start), format_timestamp(span.until)
         if (budget.exceeded_from, budget.exceeded_until) == (start, until):
             return False
-        return self.store.mark_exceeded(budget, start, until)
+        return self.store.budgets.mark_exceeded(budget, start, until)
 
     def _rearm(self, status: Status, reached: Mapping[str | None, list[int]], claimed: set[str]) -> bool:
         """A rolling budget's threshold (a template's: per instance) that was notified and is no
@@ -175,15 +175,15 @@ class Alerts:
                     episodes[name] = episodes.get(name, 0) + 1
         if episodes == dict(budget.episodes):
             return False
-        return self.store.rearm(budget, replace(budget, episodes=episodes))
+        return self.store.budgets.rearm(budget, replace(budget, episodes=episodes))
 
     # -- dispatch ---------------------------------------------------------------------------
 
     def dispatch(self) -> dict[str, int]:
         counts = {"attempted": 0, "delivered": 0, "retrying": 0, "failed": 0, "cancelled": 0}
-        for delivery in self.store.due_deliveries(format_timestamp(self._clock())):
+        for delivery in self.store.budgets.due_deliveries(format_timestamp(self._clock())):
             lease = format_timestamp(self._clock() + self.settings.lease)
-            if not self.store.lease_delivery(delivery, lease):
+            if not self.store.budgets.lease_delivery(delivery, lease):
                 continue  # another dispatcher has it
             counts["attempted"] += 1
             done = self._attempt(delivery, lease)
@@ -194,25 +194,25 @@ class Alerts:
     def _attempt(self, delivery: Delivery, lease: str) -> Delivery:
         started = self._clock()
         at = format_timestamp(started)
-        body = self.store.get_notification_body(delivery.workspace_id, delivery.notification_key)
+        body = self.store.budgets.get_notification_body(delivery.workspace_id, delivery.notification_key)
         if body is None:
             expired = Attempt(at, error="the notification expired")
-            return self.store.record_attempt(delivery, lease, expired, CANCELLED, None)
+            return self.store.budgets.record_attempt(delivery, lease, expired, CANCELLED, None)
         notification = _notification(delivery, body)
         if delivery.target == SNS:
             attempt = self._publish(notification, at)
         else:
-            endpoint = self.store.get_endpoint(delivery.workspace_id, delivery.target)
+            endpoint = self.store.budgets.get_endpoint(delivery.workspace_id, delivery.target)
             if endpoint is None:
                 attempt = Attempt(at, error="the endpoint was deleted")
-                return self.store.record_attempt(delivery, lease, attempt, CANCELLED, None)
+                return self.store.budgets.record_attempt(delivery, lease, attempt, CANCELLED, None)
             attempt = self._post(endpoint, notification, at)
         if attempt.error is None:
-            return self.store.record_attempt(delivery, lease, attempt, DELIVERED, None)
+            return self.store.budgets.record_attempt(delivery, lease, attempt, DELIVERED, None)
         retry = next_attempt_at(len(delivery.attempts) + 1, started, self.settings.first_retry)
         if retry is None:
-            return self.store.record_attempt(delivery, lease, attempt, FAILED, None)
-        return self.store.record_attempt(delivery, lease, attempt, PENDING, format_timestamp(retry))
+            return self.store.budgets.record_attempt(delivery, lease, attempt, FAILED, None)
+        return self.store.budgets.record_attempt(delivery, lease, attempt, PENDING, format_timestamp(retry))
 
     def _publish(self, notification: Notification, at: str) -> Attempt:
         if not self.settings.sns_topic_arn or self._sns is None:

@@ -53,12 +53,24 @@ def content_type(key: str) -> str:
     return export_focus.CONTENT_TYPE if key.endswith(export_focus.SUFFIX) else CONTENT_TYPE
 
 
-class EventSource(Protocol):
+class WorkspaceLister(Protocol):
     def list_workspaces(self) -> list[WorkspaceState]: ...
 
+
+class DayEvents(Protocol):
     def iter_day_events(self, workspace_id: str, since: str, until: str) -> Iterator[EventRecord]:
         """A workspace's events received in ``[since, until)``, partition by partition."""
         ...
+
+
+class EventSource(Protocol):
+    """The parts the export reads: the workspaces and their day's events."""
+
+    @property
+    def workspaces(self) -> WorkspaceLister: ...
+
+    @property
+    def export_reads(self) -> DayEvents: ...
 
 
 @dataclass
@@ -189,11 +201,11 @@ class Exporter:
         return result
 
     def _workspace_ids(self) -> list[str]:
-        return [workspace.workspace_id for workspace in self.source.list_workspaces()]
+        return [workspace.workspace_id for workspace in self.source.workspaces.list_workspaces()]
 
     def _export_workspace(self, workspace_id: str, day: date, result: DayExport) -> None:
         since, until = day_bounds(day)
-        events = self.source.iter_day_events(workspace_id, since, until)
+        events = self.source.export_reads.iter_day_events(workspace_id, since, until)
         # read partition by partition: consecutive events share one.
         by_partition = (
             (partition_index(partition), records)

@@ -32,7 +32,7 @@ from costtrack_service.domain.pricing.sync import plan_sync
 MAX_DATA_BYTES = 32 * 1024 * 1024
 
 
-class PricingJobStore(Protocol):
+class PriceWrites(Protocol):
     def get_price_entries(self, provider: str) -> list[PricingEntry]: ...
 
     def put_price_entry(self, entry: PricingEntry) -> bool: ...
@@ -41,9 +41,21 @@ class PricingJobStore(Protocol):
 
     def get_price_overrides(self, workspace_id: str) -> list[Override]: ...
 
+
+class UnpricedRepricing(Protocol):
     def iter_unpriced_events(self) -> Any: ...
 
     def reprice_event(self, old: EventRecord, new: EventRecord) -> bool: ...
+
+
+class PricingJobStore(Protocol):
+    """The parts the price sync and the backfill use: the prices and the repricing of events."""
+
+    @property
+    def prices(self) -> PriceWrites: ...
+
+    @property
+    def repricing(self) -> UnpricedRepricing: ...
 
 
 class Steps(Protocol):
@@ -122,7 +134,7 @@ def sync(
     if not converted.providers:
         raise SyncError(f"{source} holds no providers: " + "; ".join(converted.problems[:3]))
     version = f"genai-prices data {hashlib.sha256(data).hexdigest()[:12]} of {format_timestamp(now)}"
-    books = cache(lambda provider: catalogue.book(provider, store.get_price_entries(provider)))
+    books = cache(lambda provider: catalogue.book(provider, store.prices.get_price_entries(provider)))
     plan = plan_sync(converted.providers, converted.problems, books, catalogue.registry(), now, version)
     result: dict[str, Any] = {"source": source, "sha256": hashlib.sha256(data).hexdigest(), "dry_run": dry_run}
     result |= {"verified": sha256 is not None, **plan.to_dict()}
@@ -131,10 +143,10 @@ def sync(
     steps.stage("writing prices", len(plan.changes), "entries")
     written = 0
     for change in plan.changes:
-        written += store.put_price_entry(change.entry)
+        written += store.prices.put_price_entry(change.entry)
         steps.advance()
     result["written"] = written
-    store.put_sync_state(
+    store.prices.put_sync_state(
         {key: value for key, value in result.items() if key != "held_back"}
         | {
             "at": format_timestamp(now),
@@ -149,12 +161,12 @@ def backfill(store: PricingJobStore, *, now: datetime | None = None, steps: Step
     """Price each event still unpriced whose model has a price now; each exactly once."""
     steps.stage("backfill", unit="unpriced events checked")
     stamp = format_timestamp(now or datetime.now(UTC))
-    books = cache(lambda provider: catalogue.book(provider, store.get_price_entries(provider)))
-    overrides = cache(store.get_price_overrides)
+    books = cache(lambda provider: catalogue.book(provider, store.prices.get_price_entries(provider)))
+    overrides = cache(store.prices.get_price_overrides)
     pricer = Pricer(books, catalogue.registry(), catalogue.flags_for)
     priced = still_unpriced = already = 0
     added = Decimal(0)
-    for record in store.iter_unpriced_events():
+    for record in store.repricing.iter_unpriced_events():
         steps.advance()
         if record.pricing_status != PricingStatus.UNKNOWN_MODEL:
             continue
@@ -170,7 +182,7 @@ def backfill(store: PricingJobStore, *, now: datetime | None = None, steps: Step
             continue
         warnings = tuple(warning for warning in record.warnings if warning.code != WarningCode.UNKNOWN_MODEL)
         new = replace(record, **priced_fields(outcome), priced_at=stamp, warnings=warnings)
-        if store.reprice_event(record, new):
+        if store.repricing.reprice_event(record, new):
             priced += 1
             added += outcome.cost
         else:

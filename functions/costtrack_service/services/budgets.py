@@ -8,7 +8,7 @@ an id of another workspace is simply not found.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Protocol
@@ -17,7 +17,15 @@ from costtrack_service.domain.budgets.alerts import Delivery, Endpoint
 from costtrack_service.domain.budgets.budget import Budget, crossed, percent
 from costtrack_service.domain.budgets.budget_fields import BudgetError, change_budget, parse_budget
 from costtrack_service.domain.budgets.budget_windows import Status
-from costtrack_service.domain.budgets.instances import MAX_INSTANCES, Holding, Now, budgets_now, holding, instances
+from costtrack_service.domain.budgets.instances import (
+    MAX_INSTANCES,
+    Holding,
+    LedgerReader,
+    Now,
+    budgets_now,
+    holding,
+    instances,
+)
 from costtrack_service.domain.budgets.webhooks import (
     MAX_ENDPOINTS,
     UrlPolicy,
@@ -30,8 +38,7 @@ from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.ids import random_token
 from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.pricing.entries import format_timestamp
-from costtrack_service.domain.reservations.ledger import Ledger, LedgerSurvey
-from costtrack_service.domain.usage import Counts, RollupKey
+from costtrack_service.domain.usage import RollupReader
 from costtrack_service.services.requests import NewWebhook, SecretRotation, checked
 from costtrack_service.services.workspace import not_found
 
@@ -83,14 +90,10 @@ def after_instance(order: str, position: Mapping[str, str]) -> tuple[Any, ...]:
     return (-Decimal(position["by"]), position["instance"])
 
 
-class BudgetStore(Protocol):
-    def query_rollups(
-        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
-    ) -> list[tuple[RollupKey, Counts]]: ...
+class BudgetRecords(Protocol):
+    """The budgets, webhook endpoints and deliveries an owner manages."""
 
     def list_budgets(self, workspace_id: str) -> list[Budget]: ...
-
-    def read_ledger(self, workspace_id: str, ledger: Ledger) -> LedgerSurvey: ...
 
     def get_budget(self, workspace_id: str, budget_id: str) -> Budget | None: ...
 
@@ -111,6 +114,20 @@ class BudgetStore(Protocol):
     def list_deliveries(
         self, workspace_id: str, limit: int = 100, before: tuple[str, str] | None = None
     ) -> list[Delivery]: ...
+
+
+class BudgetStore(Protocol):
+    """The parts of the store budgets use: their records, the rollups they spend from and the
+    ledgers of enforced ones."""
+
+    @property
+    def budgets(self) -> BudgetRecords: ...
+
+    @property
+    def rollups(self) -> RollupReader: ...
+
+    @property
+    def reservations(self) -> LedgerReader: ...
 
 
 def _refused(error: BudgetError) -> ApiError:
@@ -134,9 +151,9 @@ class BudgetService:
     def list(self, workspace_id: str) -> dict[str, Any]:
         """Each budget with its window and spend now (from the rollups, like the dashboard), and
         its ``spent``, ``held`` and ``remaining`` (``domain/budgets/instances.py``)."""
-        budgets = self.store.list_budgets(workspace_id)
+        budgets = self.store.budgets.list_budgets(workspace_id)
         now = self._clock()
-        state = budgets_now(self.store, workspace_id, budgets, now)
+        state = budgets_now(self.store.rollups, workspace_id, budgets, now)
         return {"budgets": [self._line(status, state, now) for status in state.statuses]}
 
     def show(self, workspace_id: str, budget_id: str) -> dict[str, Any]:
@@ -158,10 +175,10 @@ class BudgetService:
         cursor = params.get("cursor")
         found = decode_cursor(cursor, scope, INSTANCE_POSITION, required=frozenset({"instance"})) if cursor else None
         now = self._clock()
-        budgets = [other for other in self.store.list_budgets(workspace_id) if other.budget_id != budget_id]
-        state = budgets_now(self.store, workspace_id, [budget, *budgets], now)
+        budgets = [other for other in self.store.budgets.list_budgets(workspace_id) if other.budget_id != budget_id]
+        state = budgets_now(self.store.rollups, workspace_id, [budget, *budgets], now)
         key = instance_order(order)
-        ordered = sorted(instances(self.store, state.instances[budget_id], now), key=key)
+        ordered = sorted(instances(self.store.reservations, state.instances[budget_id], now), key=key)
         page, more = keyed_page(ordered, key, after_instance(order, found) if found else None, limit)
         position = instance_position(order, page[-1]) if more else None
         return {
@@ -179,9 +196,9 @@ class BudgetService:
         budget = status.budget
         line = status.to_dict()
         if not budget.template:
-            return {**line, **holding(self.store, budget, status.span, status.spent, now).to_dict()}
+            return {**line, **holding(self.store.reservations, budget, status.span, status.spent, now).to_dict()}
         ranked = state.instances.get(budget.budget_id, [])
-        found = instances(self.store, ranked, now)
+        found = instances(self.store.reservations, ranked, now)
         top = found[0] if found else Holding(budget.amount, Decimal(0), Decimal(0))
         most = ranked[0].spent if ranked else Decimal(0)  # the alerts' spend: the instance that spent most
         return {
@@ -200,9 +217,9 @@ class BudgetService:
             budget = parse_budget(body, budget_id="bud_" + random_token(16), workspace_id=workspace_id, now=self._now())
         except BudgetError as error:
             raise _refused(error) from None
-        if len(self.store.list_budgets(workspace_id)) >= MAX_BUDGETS:
+        if len(self.store.budgets.list_budgets(workspace_id)) >= MAX_BUDGETS:
             raise invalid("body", f"a workspace has at most {MAX_BUDGETS} budgets")
-        self.store.put_budget(budget)
+        self.store.budgets.put_budget(budget)
         return {"budget": self._one(budget)}
 
     def change(self, workspace_id: str, budget_id: str, body: object) -> dict[str, Any]:
@@ -211,32 +228,32 @@ class BudgetService:
             changed = change_budget(current, body, now=self._now())
         except BudgetError as error:
             raise _refused(error) from None
-        if not self.store.put_budget(changed, replacing=current.revision):
+        if not self.store.budgets.put_budget(changed, replacing=current.revision):
             raise ApiError("CONFLICT", "The budget changed meanwhile (or was deleted); read it again and retry.")
         return {"budget": self._one(changed)}
 
     def delete(self, workspace_id: str, budget_id: str) -> dict[str, Any]:
-        if not _ID.fullmatch(budget_id) or not self.store.delete_budget(workspace_id, budget_id):
+        if not _ID.fullmatch(budget_id) or not self.store.budgets.delete_budget(workspace_id, budget_id):
             raise not_found("budget")
         return {"deleted": budget_id}
 
     def _budget(self, workspace_id: str, budget_id: str) -> Budget:
-        budget = self.store.get_budget(workspace_id, budget_id) if _ID.fullmatch(budget_id) else None
+        budget = self.store.budgets.get_budget(workspace_id, budget_id) if _ID.fullmatch(budget_id) else None
         if budget is None:
             raise not_found("budget")
         return budget
 
     def _one(self, budget: Budget) -> dict[str, Any]:
         now = self._clock()
-        listed = self.store.list_budgets(budget.workspace_id)
+        listed = self.store.budgets.list_budgets(budget.workspace_id)
         others = [other for other in listed if other.budget_id != budget.budget_id]
-        state = budgets_now(self.store, budget.workspace_id, [budget, *others], now)
+        state = budgets_now(self.store.rollups, budget.workspace_id, [budget, *others], now)
         return self._line(state.statuses[0], state, now)
 
     # -- webhook endpoints ------------------------------------------------------------------
 
     def endpoints(self, workspace_id: str) -> dict[str, Any]:
-        return {"webhooks": [endpoint.to_dict() for endpoint in self.store.list_endpoints(workspace_id)]}
+        return {"webhooks": [endpoint.to_dict() for endpoint in self.store.budgets.list_endpoints(workspace_id)]}
 
     def add_endpoint(self, workspace_id: str, body: NewWebhook | object) -> dict[str, Any]:
         """Register an endpoint; its signing secret is in this answer only. ``body``: the API's
@@ -249,7 +266,7 @@ class BudgetService:
             target = check_url(request.url, self.url_policy)
         except WebhookRefused as error:
             raise invalid("url", str(error)) from None
-        if len(self.store.list_endpoints(workspace_id)) >= MAX_ENDPOINTS:
+        if len(self.store.budgets.list_endpoints(workspace_id)) >= MAX_ENDPOINTS:
             raise invalid("body", f"a workspace has at most {MAX_ENDPOINTS} webhook endpoints")
         endpoint = Endpoint(
             endpoint_id="whk_" + random_token(16),
@@ -259,24 +276,24 @@ class BudgetService:
             created_at=self._now(),
             description=description,
         )
-        self.store.put_endpoint(endpoint)
+        self.store.budgets.put_endpoint(endpoint)
         return {"webhook": endpoint.to_dict(with_secret=True)}
 
     def rotate_secret(self, workspace_id: str, endpoint_id: str, body: SecretRotation | object) -> dict[str, Any]:
         """A new signing secret (in this answer only); deliveries are signed with the old one as
         well for ``overlap_hours``. A rotation during another's overlap drops the older secret."""
         request = checked(SecretRotation, body)
-        endpoint = self.store.get_endpoint(workspace_id, endpoint_id) if _ID.fullmatch(endpoint_id) else None
+        endpoint = self.store.budgets.get_endpoint(workspace_id, endpoint_id) if _ID.fullmatch(endpoint_id) else None
         if endpoint is None:
             raise not_found("webhook")
         now = self._clock()
         rotated = endpoint.rotated(new_webhook_secret(), format_timestamp(now + timedelta(hours=request.overlap_hours)))
-        if not self.store.rotate_endpoint_secret(endpoint, rotated):
+        if not self.store.budgets.rotate_endpoint_secret(endpoint, rotated):
             raise ApiError("CONFLICT", "The webhook changed meanwhile (or was deleted); read it again and retry.")
         return {"webhook": rotated.to_dict(with_secret=True)}
 
     def delete_endpoint(self, workspace_id: str, endpoint_id: str) -> dict[str, Any]:
-        if not _ID.fullmatch(endpoint_id) or not self.store.delete_endpoint(workspace_id, endpoint_id):
+        if not _ID.fullmatch(endpoint_id) or not self.store.budgets.delete_endpoint(workspace_id, endpoint_id):
             raise not_found("webhook")
         return {"deleted": endpoint_id}
 
@@ -292,7 +309,7 @@ class BudgetService:
             decode_cursor(cursor, scope, DELIVERY_POSITION, required=frozenset(DELIVERY_POSITION)) if cursor else None
         )
         after = (found["created"], found["delivery"]) if found else None
-        deliveries = self.store.list_deliveries(workspace_id, limit=limit + 1, before=after)
+        deliveries = self.store.budgets.list_deliveries(workspace_id, limit=limit + 1, before=after)
         page = deliveries[:limit]
         last = page[-1] if len(deliveries) > limit else None
         position = {"created": last.created_at, "delivery": last.item_key} if last else None

@@ -24,7 +24,7 @@ from costtrack_service.domain.ingest.event_validation import parse_idempotency_k
 from costtrack_service.services.workspace import not_found
 
 
-class CustomerStore(Protocol):
+class CustomerRecords(Protocol):
     def rate_card_versions(self, workspace_id: str, rate_card_id: str) -> list[RateCardVersion]: ...
 
     def get_customer(self, workspace_id: str, customer_id: str) -> Customer | None: ...
@@ -34,6 +34,13 @@ class CustomerStore(Protocol):
     def get_billing_settings(self, workspace_id: str) -> BillingSettings: ...
 
     def put_billing_settings(self, workspace_id: str, settings: BillingSettings) -> None: ...
+
+
+class CustomerStore(Protocol):
+    """The part of the store customers and billing settings live in."""
+
+    @property
+    def billing(self) -> CustomerRecords: ...
 
 
 class CustomerService:
@@ -48,30 +55,30 @@ class CustomerService:
         customer = parse_customer(customer_id, body)
         if customer.rate_card_id is not None:
             self._known_card(workspace_id, customer.rate_card_id, "rate_card_id")
-        self.store.put_customer(workspace_id, customer)
+        self.store.billing.put_customer(workspace_id, customer)
         return customer.to_dict()
 
     def get(self, workspace_id: str, customer_id: str) -> dict[str, Any]:
         check_customer_id(customer_id)
-        customer = self.store.get_customer(workspace_id, customer_id)
+        customer = self.store.billing.get_customer(workspace_id, customer_id)
         if customer is None:
             raise not_found("customer")
         return customer.to_dict()
 
     def settings(self, workspace_id: str) -> dict[str, Any]:
-        return self.store.get_billing_settings(workspace_id).to_dict()
+        return self.store.billing.get_billing_settings(workspace_id).to_dict()
 
     def put_settings(self, workspace_id: str, body: object, idempotency_key: str | None = None) -> dict[str, Any]:
         """Merge the fields given into the settings."""
         parse_idempotency_key(idempotency_key)
-        settings = merge_settings(self.store.get_billing_settings(workspace_id), body)
+        settings = merge_settings(self.store.billing.get_billing_settings(workspace_id), body)
         if settings.default_rate_card_id is not None:
             self._known_card(workspace_id, settings.default_rate_card_id, "default_rate_card_id")
-        self.store.put_billing_settings(workspace_id, settings)
+        self.store.billing.put_billing_settings(workspace_id, settings)
         return settings.to_dict()
 
     def _known_card(self, workspace_id: str, rate_card_id: str, field: str) -> None:
-        if not self.store.rate_card_versions(workspace_id, rate_card_id):
+        if not self.store.billing.rate_card_versions(workspace_id, rate_card_id):
             raise invalid(
                 field,
                 f"no rate card {rate_card_id!r} in this workspace: "

@@ -27,23 +27,45 @@ from costtrack_service.domain.reconciliation.drift_override import (
     parse_request,
 )
 from costtrack_service.domain.store_errors import StoreUnavailable
-from costtrack_service.services.reconciliation import ReconciliationService, ReconciliationStore
+from costtrack_service.services.reconciliation import ProviderBills, ReconciliationService, ReconciliationStore
 
 
-class DriftStore(ReconciliationStore, Protocol):
+class BilledImports(ProviderBills, Protocol):
     def billed_imports(self, workspace_id: str, first_day: str, last_day: str) -> dict[tuple[str, str], str]: ...
 
+
+class DriftPrices(Protocol):
     def get_price_entries(self, provider: str) -> list[PricingEntry]: ...
 
     def get_price_overrides(self, workspace_id: str) -> list[Override]: ...
 
     def put_price_override(self, override: Override) -> None: ...
 
+
+class DayEvents(Protocol):
     def iter_day_events(self, workspace_id: str, since: str, until: str) -> Iterator[EventRecord]: ...
 
+
+class EventRepricing(Protocol):
     def reprice_event(self, old: EventRecord, new: EventRecord) -> bool: ...
 
     def reread_event(self, record: EventRecord) -> EventRecord | None: ...
+
+
+class DriftStore(ReconciliationStore, Protocol):
+    """Reconciliation's parts, and the prices, a day's events and their repricing."""
+
+    @property
+    def provider_bills(self) -> BilledImports: ...
+
+    @property
+    def prices(self) -> DriftPrices: ...
+
+    @property
+    def export_reads(self) -> DayEvents: ...
+
+    @property
+    def repricing(self) -> EventRepricing: ...
 
 
 def apply_drift(
@@ -75,9 +97,9 @@ def apply_drift(
         raise invalid("model", f"no price drift for {request.provider}/{model} from {first} to {last}")
     days = {f.day for f in found}
     rates = bill_rates(lines, days, request.provider, model, catalogue_view.resolve, found[-1].applied_rates)
-    imports = store.billed_imports(workspace_id, found[0].day, found[-1].day)
+    imports = store.provider_bills.billed_imports(workspace_id, found[0].day, found[-1].day)
     override = drift_override(workspace_id, found, rates, imports)
-    store.put_price_override(override)
+    store.prices.put_price_override(override)
     repriced = reprice_days(store, workspace_id, request.provider, model, sorted(days), now())
     return {"override": override.to_dict(), "backfill": repriced}
 
@@ -110,9 +132,9 @@ def _reprice(
             return ("raced" if raced else "unchanged"), record.cost, record.cost
         warnings = tuple(warning for warning in record.warnings if warning.code != WarningCode.UNKNOWN_MODEL)
         new = replace(record, **fields, priced_at=stamp, warnings=warnings)
-        if store.reprice_event(record, new):
+        if store.repricing.reprice_event(record, new):
             return "repriced", record.cost, outcome.cost
-        fresh = store.reread_event(record)
+        fresh = store.repricing.reread_event(record)
         if fresh is None:
             return "raced", record.cost, record.cost
         record, raced = fresh, True
@@ -125,14 +147,14 @@ def reprice_days(
     """Price again every event of ``provider``/``model`` received on ``days``; rewrite those whose
     cost or status changes. Returns the counts and the cost before and after, to the last digit."""
     stamp = format_timestamp(at)
-    books = cache(lambda name: catalogue.book(name, store.get_price_entries(name)))
-    overrides = store.get_price_overrides(workspace_id)
+    books = cache(lambda name: catalogue.book(name, store.prices.get_price_entries(name)))
+    overrides = store.prices.get_price_overrides(workspace_id)
     pricer = Pricer(books, catalogue.registry(), catalogue.flags_for)
     checked = repriced = unchanged = raced = 0
     before = after = Decimal(0)
     for day in days:
         until = (date.fromisoformat(day) + timedelta(days=1)).isoformat()
-        for record in store.iter_day_events(workspace_id, f"{day}T00:00:00", f"{until}T00:00:00"):
+        for record in store.export_reads.iter_day_events(workspace_id, f"{day}T00:00:00", f"{until}T00:00:00"):
             event = record.event
             if normalize_provider(event.provider) != provider or catalogue_view.resolve(provider, event.model) != model:
                 continue

@@ -17,9 +17,9 @@ from costtrack_service.domain.budgets.watch import BudgetReader, BudgetWatch
 from costtrack_service.domain.errors import ApiError, unavailable
 from costtrack_service.domain.ids import new_event_id
 from costtrack_service.domain.ingest.batch import Item, Submission
-from costtrack_service.domain.ingest.commit import ChunkStore, Committer, Outcome, plan_inactive
+from costtrack_service.domain.ingest.commit import ChunkStore, ChunkWrites, Committer, Outcome, plan_inactive
 from costtrack_service.domain.ingest.event_validation import to_usage_event
-from costtrack_service.domain.ingest.reads import CachedReads, ReadStore
+from costtrack_service.domain.ingest.reads import CachedReads, KeyReads, ReadStore
 from costtrack_service.domain.ingest.records import (
     EventRecord,
     EventWarning,
@@ -42,9 +42,25 @@ from costtrack_service.domain.workspaces.keys import KeyRecord, hash_secret, inv
 from costtrack_service.domain.workspaces.plans import PlanStatus, WorkspaceState, billing_period
 
 
-class IngestStore(ReadStore, ChunkStore, BudgetReader, HoldFinder, ChargeReadStore, Protocol):
-    """What ingestion needs of the store: its cached reads, its writes, the budgets it watches,
-    the reservation holds its events settle, the rate cards that charge its customers."""
+class IngestEvents(KeyReads, ChunkWrites, Protocol):
+    """Ingestion's own part: the keys and workspaces it reads, the chunks it writes."""
+
+
+class IngestStore(ReadStore, ChunkStore, Protocol):
+    """The parts ingestion uses: its cached reads and its writes, the budgets it watches, the
+    reservation holds its events settle, the rate cards that charge its customers."""
+
+    @property
+    def events(self) -> IngestEvents: ...
+
+    @property
+    def budgets(self) -> BudgetReader: ...
+
+    @property
+    def reservations(self) -> HoldFinder: ...
+
+    @property
+    def billing(self) -> ChargeReadStore: ...
 
 
 @dataclass(frozen=True)
@@ -111,8 +127,8 @@ class IngestService:
         self.committer = Committer(store, self.reads, self.settings, sleep=sleep)
         self.registry = catalogue.registry()
         self.pricer = Pricer(self.reads.book, self.registry, catalogue.flags_for)
-        self.cards = CardReads(store, self.settings.pricing_ttl_seconds, monotonic=monotonic)
-        self.budget_watch = BudgetWatch(store, monotonic=monotonic)
+        self.cards = CardReads(store.billing, self.settings.pricing_ttl_seconds, monotonic=monotonic)
+        self.budget_watch = BudgetWatch(store.budgets, monotonic=monotonic)
 
     # -- the request --------------------------------------------------------------------
 
@@ -290,7 +306,7 @@ class IngestService:
         read per hold, only for events that carry a ``reservation_id``."""
         if not any(record.event.reservation_id for record in records):
             return records, {}
-        return prepare(self.store, workspace_id, records, int(received.timestamp()))
+        return prepare(self.store.reservations, workspace_id, records, int(received.timestamp()))
 
 
 @lru_cache(maxsize=64)

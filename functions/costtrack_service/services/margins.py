@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from costtrack_service.domain.billing.margin_lines import margins
 from costtrack_service.domain.errors import invalid
 from costtrack_service.domain.report_days import day_range
-from costtrack_service.domain.usage import Counts, RollupKey, dimensions_for, report
+from costtrack_service.domain.usage import RollupReader, dimensions_for, report
 
 BY = ("customer", "feature", "model")
 
 
 class MarginStore(Protocol):
-    def query_rollups(
-        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
-    ) -> list[tuple[RollupKey, Counts]]: ...
+    """The part margins read: the daily rollups."""
+
+    @property
+    def rollups(self) -> RollupReader: ...
 
 
 class MarginService:
@@ -31,5 +32,5 @@ class MarginService:
         if by not in BY:
             raise invalid("by", f"by must be one of {', '.join(BY)}")
         first, last = day_range(first, last, self.clock().date())
-        rows = self.store.query_rollups(workspace_id, dimensions_for(by), first, last)
+        rows = self.store.rollups.query_rollups(workspace_id, dimensions_for(by), first, last)
         return {"from": first, "to": last, **margins(report(rows, by))}

@@ -3,12 +3,12 @@ portal tokens; a portal token reads that customer's own usage, and nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from costtrack_service.domain.billing.customer_billing import BillingSettings, Customer, check_customer_id
+from costtrack_service.domain.billing.customer_billing import check_customer_id
 from costtrack_service.domain.billing.portal_tokens import (
     PORTAL_TOKEN_PREFIX,
     PortalToken,
@@ -24,12 +24,12 @@ from costtrack_service.domain.billing.portal_usage import (
     line_body,
     line_dimensions,
 )
-from costtrack_service.domain.billing.rate_card_versions import RateCardVersion
 from costtrack_service.domain.cursors import checked_limit, decode_cursor, encode_cursor, keyed_page, scope_of
 from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.report_days import day_range
-from costtrack_service.domain.usage import Counts, RollupKey
+from costtrack_service.domain.usage import RollupReader
 from costtrack_service.domain.workspaces.keys import hash_secret
+from costtrack_service.services.customers import CustomerRecords
 
 #: A token prefix as lists show it: ``ctp_`` and 12 base62 characters.
 PREFIX_PATTERN = f"^{PORTAL_TOKEN_PREFIX}[0-9A-Za-z]{{12}}$"
@@ -48,18 +48,16 @@ class PortalTokenStore(Protocol):
 
 
 class PortalStore(Protocol):
+    """The parts the portal uses: its tokens, the daily rollups, customers and settings."""
+
     @property
     def portal_tokens(self) -> PortalTokenStore: ...
 
-    def query_rollups(
-        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
-    ) -> list[tuple[RollupKey, Counts]]: ...
+    @property
+    def rollups(self) -> RollupReader: ...
 
-    def get_customer(self, workspace_id: str, customer_id: str) -> Customer | None: ...
-
-    def get_billing_settings(self, workspace_id: str) -> BillingSettings: ...
-
-    def rate_card_versions(self, workspace_id: str, rate_card_id: str) -> list[RateCardVersion]: ...
+    @property
+    def billing(self) -> CustomerRecords: ...
 
 
 @dataclass(frozen=True)
@@ -129,7 +127,7 @@ class PortalService:
         if query.cursor:
             found = decode_cursor(query.cursor, scope, LINE_POSITION, required=frozenset(LINE_POSITION))
             after = (found["day"], found["model"], found["feature"])
-        rows = self.store.query_rollups(token.workspace_id, line_dimensions(token.customer_id), first, last)
+        rows = self.store.rollups.query_rollups(token.workspace_id, line_dimensions(token.customer_id), first, last)
         usage = customer_usage(token.customer_id, rows)
         lines, more = keyed_page(usage.ordered_lines(), lambda entry: entry[0], after, limit)
         position = dict(zip(("day", "model", "feature"), lines[-1][0], strict=True)) if more else None
@@ -146,15 +144,15 @@ class PortalService:
     def currency(self, workspace_id: str, customer_id: str) -> str | None:
         """The currency of the customer's card (its own, else the workspace's default): what its
         charges are in; None when nothing charges it."""
-        customer = self.store.get_customer(workspace_id, customer_id)
-        card = (customer.rate_card_id if customer else None) or self.store.get_billing_settings(
+        customer = self.store.billing.get_customer(workspace_id, customer_id)
+        card = (customer.rate_card_id if customer else None) or self.store.billing.get_billing_settings(
             workspace_id
         ).default_rate_card_id
-        versions = self.store.rate_card_versions(workspace_id, card) if card else []
+        versions = self.store.billing.rate_card_versions(workspace_id, card) if card else []
         return versions[-1].currency if versions else None
 
     def frame_ancestors(self, workspace_id: str) -> tuple[str, ...]:
-        return self.store.get_billing_settings(workspace_id).portal_frame_ancestors
+        return self.store.billing.get_billing_settings(workspace_id).portal_frame_ancestors
 
 
 def portal_url(base_url: str, workspace_id: str, secret: str) -> str:

@@ -18,7 +18,7 @@ from costtrack_service.services.workspace import not_found
 MAX_OVERRIDES = 200
 
 
-class OverrideStore(Protocol):
+class OverrideRecords(Protocol):
     def get_price_overrides(self, workspace_id: str) -> list[Override]: ...
 
     def put_price_override(self, override: Override) -> None: ...
@@ -26,12 +26,19 @@ class OverrideStore(Protocol):
     def delete_price_override(self, workspace_id: str, override_id: str) -> bool: ...
 
 
+class OverrideStore(Protocol):
+    """The part a workspace's price overrides are kept in."""
+
+    @property
+    def prices(self) -> OverrideRecords: ...
+
+
 class OverrideService:
     def __init__(self, store: OverrideStore) -> None:
         self.store = store
 
     def list(self, workspace: WorkspaceState) -> dict[str, Any]:
-        overrides = self.store.get_price_overrides(workspace.workspace_id)
+        overrides = self.store.prices.get_price_overrides(workspace.workspace_id)
         ordered = sorted(overrides, key=lambda o: (o.provider, o.model or "", o.effective_from))
         return {"overrides": [override.to_dict() for override in ordered]}
 
@@ -50,13 +57,13 @@ class OverrideService:
             # parse_override's messages start with the field they are about ("rates: …").
             field = re.split(r"[ /:]", str(exc), maxsplit=1)[0]
             raise invalid(field or "body", str(exc)) from None
-        existing = self.store.get_price_overrides(workspace.workspace_id)
+        existing = self.store.prices.get_price_overrides(workspace.workspace_id)
         if len(existing) >= MAX_OVERRIDES and override.override_id not in {o.override_id for o in existing}:
             raise invalid("body", f"a workspace has at most {MAX_OVERRIDES} price overrides")
-        self.store.put_price_override(override)
+        self.store.prices.put_price_override(override)
         return {"override": override.to_dict()}
 
     def delete(self, workspace: WorkspaceState, override_id: str) -> dict[str, Any]:
-        if len(override_id) > 600 or not self.store.delete_price_override(workspace.workspace_id, override_id):
+        if len(override_id) > 600 or not self.store.prices.delete_price_override(workspace.workspace_id, override_id):
             raise not_found("price override")
         return {"deleted": override_id}

@@ -30,12 +30,19 @@ MAX_CARDS = 100
 CARD_POSITION = {"card": RATE_CARD_ID}
 
 
-class RateCardStore(Protocol):
+class RateCardRecords(Protocol):
     def put_rate_card_version(self, workspace_id: str, version: RateCardVersion) -> None: ...
 
     def rate_card_versions(self, workspace_id: str, rate_card_id: str) -> list[RateCardVersion]: ...
 
     def rate_cards(self, workspace_id: str) -> dict[str, list[RateCardVersion]]: ...
+
+
+class RateCardStore(Protocol):
+    """The part of the store rate cards live in."""
+
+    @property
+    def billing(self) -> RateCardRecords: ...
 
 
 @dataclass(frozen=True)
@@ -64,7 +71,7 @@ class RateCardService:
         key = parse_idempotency_key(idempotency_key)
         now = self.clock()
         terms = parse_terms(body, now)
-        existing = self.store.rate_card_versions(workspace_id, rate_card_id)
+        existing = self.store.billing.rate_card_versions(workspace_id, rate_card_id)
         if key is not None:
             earlier = next((version for version in existing if version.idempotency_key == key), None)
             if earlier is not None:
@@ -72,13 +79,13 @@ class RateCardService:
                     raise idempotency_key_reused()
                 return Written(earlier.to_dict(), replayed=True)
         version = new_version(rate_card_id, terms, existing, now, key)
-        self.store.put_rate_card_version(workspace_id, version)
+        self.store.billing.put_rate_card_version(workspace_id, version)
         return Written(version.to_dict())
 
     def get(self, workspace_id: str, rate_card_id: str) -> dict[str, Any]:
         """The card's versions, oldest first, and the one in force now."""
         check_rate_card_id(rate_card_id)
-        versions = self.store.rate_card_versions(workspace_id, rate_card_id)
+        versions = self.store.billing.rate_card_versions(workspace_id, rate_card_id)
         if not versions:
             raise not_found("rate card")
         return _card(rate_card_id, versions, self.clock())
@@ -91,7 +98,7 @@ class RateCardService:
             decode_cursor(cursor, scope, CARD_POSITION, required=frozenset(CARD_POSITION))["card"] if cursor else None
         )
         now = self.clock()
-        cards = sorted(self.store.rate_cards(workspace_id).items())
+        cards = sorted(self.store.billing.rate_cards(workspace_id).items())
         page, more = keyed_page(cards, lambda card: card[0], after, limit)
         return {
             "rate_cards": [_card(card_id, versions, now, summary=True) for card_id, versions in page],

@@ -26,7 +26,7 @@ from costtrack_service.domain.reconciliation.connections import PROVIDERS, Conne
 from costtrack_service.domain.reconciliation.gap_alert import parse_threshold, threshold_answer
 from costtrack_service.domain.reconciliation.reconcile import Finding, Tracked, cents, reconcile, totals
 from costtrack_service.domain.report_days import MAX_DAYS, day_range
-from costtrack_service.domain.usage import Counts, RollupKey
+from costtrack_service.domain.usage import Counts, RollupKey, RollupReader
 from costtrack_service.services.workspace import not_found
 
 MODEL = "model"
@@ -38,7 +38,9 @@ def _day(row: dict[str, str]) -> str:
     return row["day"]
 
 
-class ReconciliationStore(Protocol):
+class ProviderBills(Protocol):
+    """A workspace's provider connections, what the providers billed and the gap alert's threshold."""
+
     def list_connections(self, workspace_id: str) -> list[ConnectionState]: ...
 
     def put_connection(self, state: ConnectionState) -> None: ...
@@ -53,9 +55,15 @@ class ReconciliationStore(Protocol):
 
     def put_gap_threshold(self, workspace_id: str, threshold: Decimal | None) -> None: ...
 
-    def query_rollups(
-        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
-    ) -> list[tuple[RollupKey, Counts]]: ...
+
+class ReconciliationStore(Protocol):
+    """The parts reconciliation uses: the providers' bills and the tracked side's rollups."""
+
+    @property
+    def provider_bills(self) -> ProviderBills: ...
+
+    @property
+    def rollups(self) -> RollupReader: ...
 
 
 def tracked_by_model(rows: Iterable[tuple[RollupKey, Counts]]) -> dict[tuple[str, str, str], Tracked]:
@@ -95,7 +103,7 @@ class ReconciliationService:
     # -- connections ----------------------------------------------------------------------
 
     def connections(self, workspace_id: str) -> dict[str, Any]:
-        return {"connections": [state.to_dict() for state in self.store.list_connections(workspace_id)]}
+        return {"connections": [state.to_dict() for state in self.store.provider_bills.list_connections(workspace_id)]}
 
     def connect(self, workspace_id: str, body: object) -> dict[str, Any]:
         """Create or replace the workspace's connection to a provider account."""
@@ -111,22 +119,22 @@ class ReconciliationService:
             field = "provider" if message.startswith("provider") else "secret_arn"
             raise invalid(field, message) from None
         state = ConnectionState(workspace_id, connection, format_timestamp(self.now()))
-        self.store.put_connection(state)
+        self.store.provider_bills.put_connection(state)
         return {"connection": state.to_dict()}
 
     def disconnect(self, workspace_id: str, provider: str) -> dict[str, Any]:
-        if provider not in PROVIDERS or not self.store.delete_connection(workspace_id, provider):
+        if provider not in PROVIDERS or not self.store.provider_bills.delete_connection(workspace_id, provider):
             raise not_found("billing connection")
         return {"deleted": provider}
 
     # -- the reconciliation_gap webhook's threshold ------------------------------------------
 
     def gap_threshold(self, workspace_id: str) -> dict[str, Any]:
-        return threshold_answer(self.store.get_gap_threshold(workspace_id))
+        return threshold_answer(self.store.provider_bills.get_gap_threshold(workspace_id))
 
     def set_gap_threshold(self, workspace_id: str, body: object) -> dict[str, Any]:
         threshold = parse_threshold(body)
-        self.store.put_gap_threshold(workspace_id, threshold)
+        self.store.provider_bills.put_gap_threshold(workspace_id, threshold)
         return threshold_answer(threshold)
 
     # -- reconciliation -------------------------------------------------------------------
@@ -139,8 +147,8 @@ class ReconciliationService:
         self, workspace_id: str, first: str, last: str
     ) -> tuple[list[BilledLine], set[tuple[str, str]], list[Finding]]:
         """The billed lines, the (day, provider) pairs imported, and every day × provider × model's finding."""
-        lines, imported = self.store.billed_lines(workspace_id, first, last)
-        rows = self.store.query_rollups(workspace_id, (MODEL,), first, last)
+        lines, imported = self.store.provider_bills.billed_lines(workspace_id, first, last)
+        rows = self.store.rollups.query_rollups(workspace_id, (MODEL,), first, last)
         tracked = {key: value for key, value in tracked_by_model(rows).items() if (key[0], key[1]) in imported}
         findings = reconcile(
             lines, tracked, catalogue_view.resolve, catalogue_view.includes_cached, catalogue_view.rates
@@ -177,14 +185,15 @@ class ReconciliationService:
             "from": first,
             "to": last,
             "currency": "USD",
-            "connections": [state.to_dict() for state in self.store.list_connections(workspace_id)],
+            "connections": [state.to_dict() for state in self.store.provider_bills.list_connections(workspace_id)],
             "days_imported": sorted({day for day, _ in imported}),
             "totals": totals(findings),
             "days": days,
             "findings": [finding.to_dict() for finding in findings if finding.classes and finding.day in shown],
             "models": len(findings),
             "reported": reported.by_model(
-                self.store.query_rollups(workspace_id, (reported.REPORTED,), first, last), catalogue_view.resolve
+                self.store.rollups.query_rollups(workspace_id, (reported.REPORTED,), first, last),
+                catalogue_view.resolve,
             ),
             "next_cursor": encode_cursor(scope, {"day": days[-1]["day"]}) if more else None,
         }

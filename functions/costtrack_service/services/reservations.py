@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
 from costtrack_service.domain.budgets.budget import Budget
+from costtrack_service.domain.budgets.watch import BudgetReader
 from costtrack_service.domain.cache import TTLCache
 from costtrack_service.domain.errors import ApiError, invalid, unavailable
 from costtrack_service.domain.pricing.cost import CURRENCY, counts_of, format_decimal
@@ -46,7 +47,7 @@ from costtrack_service.domain.reservations.reservation_ids import MAX_PARTS, Par
 from costtrack_service.domain.reservations.scope import ledgers_for
 from costtrack_service.domain.reservations.seed import plan_seed, window_spend
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
-from costtrack_service.domain.usage import Counts, RollupKey
+from costtrack_service.domain.usage import RollupReader
 from costtrack_service.domain.workspaces.keys import KeyRecord
 from costtrack_service.domain.workspaces.shards import ShardCycle
 
@@ -59,8 +60,8 @@ LEASE_SURVEY_SECONDS = 1.0
 MAX_ATTEMPTS = 12
 
 
-class ReservationStore(Protocol):
-    def list_budgets(self, workspace_id: str) -> list[Budget]: ...
+class LedgerStore(Protocol):
+    """Enforced budgets' ledgers and the holds of reservations in them."""
 
     def hold(self, workspace_id: str, entry: str, expires: int, takes: Sequence[Take]) -> HoldRejected | None:
         """Hold each take's amount in its shard (and lease), all or nothing."""
@@ -80,13 +81,23 @@ class ReservationStore(Protocol):
 
     def release(self, workspace_id: str, reservation: ReservationId, holds: dict[Part, Hold], now: int) -> bool: ...
 
-    def query_rollups(
-        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
-    ) -> list[tuple[RollupKey, Counts]]: ...
-
     def seed_ledger(self, workspace_id: str, seed: Seed) -> bool:
         """The ledger's creating write (``seed.py``); False when it was seeded or spent meanwhile."""
         ...
+
+
+class ReservationStore(Protocol):
+    """The parts reservations use: the ledgers, the budgets that enforce them and the rollups
+    a ledger is seeded from."""
+
+    @property
+    def reservations(self) -> LedgerStore: ...
+
+    @property
+    def budgets(self) -> BudgetReader: ...
+
+    @property
+    def rollups(self) -> RollupReader: ...
 
 
 def budget_exceeded(refused: list[tuple[Ledger, Decimal]]) -> ApiError:
@@ -158,7 +169,7 @@ class ReservationService:
                 raise budget_exceeded(refused)
             if takes is None:
                 continue  # a gather moved money, or a survey met a write: plan again
-            rejected = self.store.hold(ws, entry, expires, takes) if takes else None
+            rejected = self.store.reservations.hold(ws, entry, expires, takes) if takes else None
             if rejected is None:
                 for take in takes:
                     self._spent(ws, take)
@@ -242,7 +253,7 @@ class ReservationService:
                 takes.append(take)
                 continue
             try:
-                survey = self.store.survey_ledger(ws, ledger)
+                survey = self.store.reservations.survey_ledger(ws, ledger)
             except SurveyConflict:
                 self._sleep(random.uniform(0, self._backoff * 4))
                 return None, []
@@ -257,7 +268,7 @@ class ReservationService:
             if decided is None:
                 refused.append((ledger, known.totals[2] if known.totals else ZERO))
             elif isinstance(decided, Gather):
-                self.store.gather(ws, decided, at)
+                self.store.reservations.gather(ws, decided, at)
                 surveyed.add("stale:" + ledger.ref)
                 return None, []
             else:
@@ -290,7 +301,7 @@ class ReservationService:
         """A seeded ledger's survey (seeding it first when it is not)."""
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
-                survey = self.store.survey_ledger(ws, ledger)
+                survey = self.store.reservations.survey_ledger(ws, ledger)
             except SurveyConflict:
                 self._sleep(random.uniform(0, self._backoff * 2 ** min(attempt, 6)))
                 continue
@@ -305,8 +316,8 @@ class ReservationService:
         budget = next((b for b in self._enforced(ws) if b.budget_id == ledger.budget_id), None)
         if budget is None:
             raise StoreUnavailable("the budget changed")
-        spent = window_spend(self.store, budget, ledger.instance, self._clock())
-        return self.store.seed_ledger(ws, plan_seed(ledger, survey, spent, shard, LEDGER_SHARDS))
+        spent = window_spend(self.store.rollups, budget, ledger.instance, self._clock())
+        return self.store.reservations.seed_ledger(ws, plan_seed(ledger, survey, spent, shard, LEDGER_SHARDS))
 
     def _answer(
         self,
@@ -349,11 +360,11 @@ class ReservationService:
         at = int(self._clock().timestamp())
         if reservation is None or not reservation.parts or reservation.expires <= at:
             return False
-        found = self.store.find_holds(key.workspace_id, reservation)
+        found = self.store.reservations.find_holds(key.workspace_id, reservation)
         holds = {part: hold for part, hold in found.items() if hold is not None and hold.expires > at}
         if not holds:
             return False
-        return self.store.release(key.workspace_id, reservation, holds, at)
+        return self.store.reservations.release(key.workspace_id, reservation, holds, at)
 
     # -- what this function knows -------------------------------------------------------------
 
@@ -361,7 +372,7 @@ class ReservationService:
         cached = self._budgets.get(workspace_id)
         if cached is not None:
             return cached.value
-        budgets = self.store.list_budgets(workspace_id)
+        budgets = self.store.budgets.list_budgets(workspace_id)
         self._budgets.put(workspace_id, budgets, BUDGETS_TTL_SECONDS)
         return budgets
 

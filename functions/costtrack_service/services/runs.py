@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from costtrack_service.domain.cursors import scope_of
 from costtrack_service.domain.errors import ApiError, invalid
@@ -31,10 +31,17 @@ from costtrack_service.domain.runs.sketch import RELATIVE_ERROR
 from costtrack_service.domain.runs.totals import RUN, SESSION
 
 
+class RunStore(Protocol):
+    """The part runs are read from."""
+
+    @property
+    def runs(self) -> RunReader: ...
+
+
 class RunService:
     """The owners' run questions for one workspace (the edge passes the admin token's)."""
 
-    def __init__(self, store: RunReader, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, store: RunStore, clock: Callable[[], datetime] | None = None) -> None:
         self.store = store
         self._clock = clock or (lambda: datetime.now(UTC))
 
@@ -43,10 +50,10 @@ class RunService:
         return day_range(first, last, self._clock().date())
 
     def run(self, workspace_id: str, kind: str, run_id: str) -> dict[str, Any]:
-        total = self.store.get_total(workspace_id, kind, check_run_id(kind, run_id))
+        total = self.store.runs.get_total(workspace_id, kind, check_run_id(kind, run_id))
         if total is None:
             raise ApiError("NOT_FOUND", f"No such {'run' if kind == RUN else 'session'} in this workspace.")
-        records, more = self.store.run_calls(total, workspace_id, MAX_RUN_CALLS + 1)
+        records, more = self.store.runs.run_calls(total, workspace_id, MAX_RUN_CALLS + 1)
         return run_answer(total, records, more)
 
     def runs(self, workspace_id: str, query: RunQuery, limit: int = DEFAULT_RUNS) -> dict[str, Any]:
@@ -57,7 +64,7 @@ class RunService:
         scope = scope_of("runs", workspace_id, {**filters, **{name: str(value) for name, value in chosen.items()}})
         after = decode_run_cursor(query.cursor, scope) if query.cursor else None
         days = days_of(first_day, last_day)
-        found = self.store.top_runs(workspace_id, days, filters, after, limit + 1, min_cost, min_calls)
+        found = self.store.runs.top_runs(workspace_id, days, filters, after, limit + 1, min_cost, min_calls)
         page = found[:limit]
         cursor = encode_run_cursor(scope, page[-1]) if len(found) > limit else None
         return {
@@ -74,8 +81,8 @@ class RunService:
         first_day, last_day = self.days(first, last)
         if by not in UNIT_GROUPINGS:
             raise invalid("by", f"by must be one of {', '.join(UNIT_GROUPINGS)}")
-        runs = self.store.sketch_groups(workspace_id, RUN, first_day, last_day)
-        sessions = self.store.sketch_groups(workspace_id, SESSION, first_day, last_day)
+        runs = self.store.runs.sketch_groups(workspace_id, RUN, first_day, last_day)
+        sessions = self.store.runs.sketch_groups(workspace_id, SESSION, first_day, last_day)
         return {
             "from": first_day,
             "to": last_day,

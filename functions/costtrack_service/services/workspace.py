@@ -8,7 +8,7 @@ or the CLI's arguments, never from the request; an id of another workspace is si
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -21,13 +21,10 @@ from costtrack_service.domain.ingest.records import EventQuery, EventRecord
 from costtrack_service.domain.ingest.source import Source
 from costtrack_service.domain.otlp.spans import AttributeMap, parse_attribute_map
 from costtrack_service.domain.report_days import day_range
-from costtrack_service.domain.runs.groups import SketchGroup
-from costtrack_service.domain.statements import Statement, StatementRequestError, read_statement
+from costtrack_service.domain.statements import Statement, StatementRequestError, StatementStore, read_statement
 from costtrack_service.domain.usage import (
     GROUPINGS,
     UNKNOWN_MODELS,
-    Counts,
-    RollupKey,
     UsageReport,
     dimensions_for,
     report,
@@ -138,19 +135,23 @@ class CreatedKey:
     key: KeyRecord
 
 
-class WorkspaceStore(Protocol):
+class TokenReads(Protocol):
+    """An admin token and its workspace, read as ingestion reads keys."""
+
     def get_key(self, key_hash: str, *, consistent: bool = False) -> KeyRecord | None: ...
 
     def get_workspace(self, workspace_id: str, *, consistent: bool = False) -> WorkspaceState | None: ...
 
-    def query_rollups(
-        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
-    ) -> list[tuple[RollupKey, Counts]]: ...
 
+class EventLister(Protocol):
     def list_visible_events(self, query: EventQuery) -> tuple[list[EventRecord], dict[str, str] | None]: ...
 
+
+class UsageReader(Protocol):
     def usage(self, workspace: WorkspaceState, period: str) -> Usage: ...
 
+
+class KeyManager(Protocol):
     def list_keys(self, workspace_id: str, kind: KeyKind = INGEST) -> list[KeyRecord]: ...
 
     def find_key(self, workspace_id: str, key_id: str) -> KeyRecord | None: ...
@@ -161,9 +162,28 @@ class WorkspaceStore(Protocol):
 
     def change_key_state(self, key_hash: str, action: str) -> KeyRecord: ...
 
+
+class AttributeMaps(Protocol):
     def set_attribute_map(self, workspace_id: str, attribute_map: AttributeMap) -> None: ...
 
-    def sketch_groups(self, workspace_id: str, kind: str, first_day: str, last_day: str) -> list[SketchGroup]: ...
+
+class WorkspaceStore(StatementStore, Protocol):
+    """The parts the owners' API reads and changes for a workspace (a statement's too)."""
+
+    @property
+    def events(self) -> TokenReads: ...
+
+    @property
+    def event_list(self) -> EventLister: ...
+
+    @property
+    def plan_usage(self) -> UsageReader: ...
+
+    @property
+    def keys(self) -> KeyManager: ...
+
+    @property
+    def workspaces(self) -> AttributeMaps: ...
 
 
 def not_found(what: str) -> ApiError:
@@ -202,10 +222,10 @@ class WorkspaceService:
         """The caller of an owners' request, from the admin token it presented (``None``: none
         that can be one)."""
         # Consistent: a revoked token stops working on the very next request.
-        token = self.store.get_key(hash_secret(secret), consistent=True) if secret else None
+        token = self.store.events.get_key(hash_secret(secret), consistent=True) if secret else None
         if token is None or token.kind != ADMIN or token.state is not KeyState.ACTIVE:
             raise ApiError("INVALID_ADMIN_TOKEN", "The admin token is missing, invalid or revoked.")
-        workspace = self.store.get_workspace(token.workspace_id, consistent=True)
+        workspace = self.store.events.get_workspace(token.workspace_id, consistent=True)
         if workspace is None:
             raise ApiError("INVALID_ADMIN_TOKEN", "The admin token is missing, invalid or revoked.")
         return Caller(token, workspace)
@@ -215,13 +235,13 @@ class WorkspaceService:
     def summary(self, workspace: WorkspaceState) -> Summary:
         """The plan, this month's allowance and credits."""
         period = billing_period(self._clock())
-        return Summary(workspace, period, self.store.usage(workspace, period))
+        return Summary(workspace, period, self.store.plan_usage.usage(workspace, period))
 
     def usage(self, workspace: WorkspaceState, query: UsageQuery) -> UsageAnswer:
         if query.group_by not in GROUPINGS:
             raise invalid("group_by", f"group_by must be one of {', '.join(GROUPINGS)}")
         first, last = day_range(query.first, query.last, self._clock().date())
-        rows = self.store.query_rollups(workspace.workspace_id, dimensions_for(query.group_by), first, last)
+        rows = self.store.rollups.query_rollups(workspace.workspace_id, dimensions_for(query.group_by), first, last)
         return UsageAnswer(workspace.workspace_id, first, last, report(rows, query.group_by), query.daily)
 
     def unknown_models(
@@ -238,7 +258,7 @@ class WorkspaceService:
         scope = scope_of("unknown-models", workspace.workspace_id, {"from": first, "to": last})
         found = decode_cursor(cursor, scope, MODEL_POSITION, required=frozenset(MODEL_POSITION)) if cursor else None
         after = (-int(found["events"]), found["model"]) if found else None
-        rows = self.store.query_rollups(workspace.workspace_id, (UNKNOWN_MODELS,), first, last)
+        rows = self.store.rollups.query_rollups(workspace.workspace_id, (UNKNOWN_MODELS,), first, last)
         models, more = keyed_page(unknown_models(rows), _model_order, after, limit)
         position = {"events": str(models[-1]["events"]), "model": models[-1]["model"]} if more else None
         return UnknownModels(first, last, models, encode_cursor(scope, position) if position else None)
@@ -251,7 +271,7 @@ class WorkspaceService:
         after = (
             decode_cursor(query.cursor, scope, EVENT_POSITION, required=frozenset({"page"})) if query.cursor else None
         )
-        records, position = self.store.list_visible_events(
+        records, position = self.store.event_list.list_visible_events(
             EventQuery(workspace.workspace_id, query.limit, after, filters)
         )
         return EventPage(records, encode_cursor(scope, position) if position else None)
@@ -268,7 +288,7 @@ class WorkspaceService:
         scope = scope_of("keys", workspace.workspace_id, {})
         found = decode_cursor(cursor, scope, KEY_POSITION, required=frozenset(KEY_POSITION)) if cursor else None
         after = (found["created"], found["key"]) if found else None
-        ordered = sorted(self.store.list_keys(workspace.workspace_id), key=_key_order)
+        ordered = sorted(self.store.keys.list_keys(workspace.workspace_id), key=_key_order)
         keys, more = keyed_page(ordered, _key_order, after, limit)
         position = {"created": keys[-1].created_at, "key": keys[-1].key_id} if more else None
         return KeyPage(keys, encode_cursor(scope, position) if position else None)
@@ -281,7 +301,7 @@ class WorkspaceService:
         bound = self._binding(request.bind)
         if workspace.tier == Tier.FREE and bound is None:
             raise invalid("bind", "a free-plan key must be bound to one provider/model/feature")
-        secret, record = self.store.create_key(workspace.workspace_id, bound=bound, name=request.name)
+        secret, record = self.store.keys.create_key(workspace.workspace_id, bound=bound, name=request.name)
         return CreatedKey(secret, record)
 
     @staticmethod
@@ -304,10 +324,10 @@ class WorkspaceService:
     def change_key(self, workspace: WorkspaceState, key_id: str, action: str) -> KeyRecord:
         if action not in KEY_TRANSITIONS:
             raise not_found("action")
-        record = self.store.find_key(workspace.workspace_id, check_key_id(key_id))
+        record = self.store.keys.find_key(workspace.workspace_id, check_key_id(key_id))
         if record is None or record.kind != INGEST:
             raise not_found("key")
-        return self.store.change_key_state(record.key_hash, action)
+        return self.store.keys.change_key_state(record.key_hash, action)
 
     # -- OpenTelemetry (docs/guides/opentelemetry.md) ------------------------------------------
 
@@ -318,5 +338,5 @@ class WorkspaceService:
             attribute_map = parse_attribute_map(attributes)  # type: ignore[arg-type]
         except ValueError as exc:
             raise invalid("attributes", str(exc)) from None
-        self.store.set_attribute_map(workspace.workspace_id, attribute_map)
+        self.store.workspaces.set_attribute_map(workspace.workspace_id, attribute_map)
         return replace(workspace, attribute_map=attribute_map)

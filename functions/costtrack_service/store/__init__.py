@@ -1,10 +1,11 @@
-"""DynamoDB: every read and write of costtrack's tables, one module per thing stored.
+"""DynamoDB: every read and write of costtrack's tables, one part per table or concern.
 
-``client.py`` makes the botocore client and translates its errors; ``items.py`` is the one item
-codec (records to attribute values and back); ``tables.py`` names and defines the tables.
-Each other module is one part (a class over ``client.TableAccess``) named for what it stores;
-``dynamo.DynamoStore`` composes them all for the API, the jobs and ``costtrack admin``, and
-``ingestion.IngestionStore`` only the parts the ingestion function uses, so that its cold start
-imports none of the others. The domain never imports this package; it states what it needs as
-``Protocol`` classes and the parts here satisfy them.
+``client.TableAccess`` holds the client and the table names; each part (``client.TablePart``)
+is given one and is named for what it stores: ``events`` (ingestion's writes), ``prices``,
+``budgets``, ``reservations``, ``rollups``, ``pages`` (events by time), ``runs``, ``keys``,
+``workspaces``, ``provider_bills``, ``repricing``, ``export_reads``, …. A function's store
+composes the parts it uses as attributes: ``dynamo.DynamoStore`` all of them, and
+``ingestion.IngestionStore`` ingestion's only, so its cold start imports none of the others.
+The domain never imports this package; services state the parts they need as ``Protocol``
+classes (docs/concepts/architecture.md).
 """

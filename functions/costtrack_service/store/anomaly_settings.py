@@ -1,5 +1,5 @@
 """DynamoDB: a workspace's run-anomaly settings (``domain/runs/anomalies.py``), one item in its
-``budgets`` partition beside its budgets and webhooks (mixed into ``DynamoStore``).
+``budgets`` partition beside its budgets and webhooks (docs/guides/runs.md).
 
 ``s#run_anomalies``: the settings as JSON. While they are on, ``budget_set`` =
 ``run_anomalies`` and ``budget_ref`` = the workspace put the item in the sparse ``all_budgets``

@@ -1,8 +1,8 @@
 """DynamoDB: the reads of the ``budgets`` table (``store/budget_table.py`` describes its items).
 
-Apart from ``store/budget_table.py`` because the ingestion function reads a workspace's budgets (for
-the ``budget_exceeded`` warning, ``domain/budgets/watch.py``) and nothing else of the table: its
-store (``store/ingestion.py``) mixes in this class only, so it never imports the alerts' model.
+A part of its own because the ingestion function reads a workspace's budgets (for the
+``budget_exceeded`` warning, docs/guides/budgets.md) and nothing else of the table: its store
+composes this part only, so it never imports the alerts' model.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from costtrack_service.domain.budgets.budget import Budget, budget_from_config
-from costtrack_service.store.client import TableAccess
+from costtrack_service.store.client import TablePart
 from costtrack_service.store.items import from_item, to_item
 from costtrack_service.store.tables import ALL_BUDGETS
 
@@ -21,7 +21,7 @@ def partition_of(workspace_id: str) -> str:
     return f"w#{workspace_id}"
 
 
-class BudgetReads(TableAccess):
+class BudgetReads(TablePart):
     """A workspace's budgets, one budget, every budget (the evaluator's read)."""
 
     def list_budgets(self, workspace_id: str) -> list[Budget]:

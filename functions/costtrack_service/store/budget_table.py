@@ -1,4 +1,4 @@
-"""DynamoDB: the ``budgets`` table (mixed into ``DynamoStore``).
+"""DynamoDB: the ``budgets`` table (docs/guides/budgets.md).
 
 One partition per workspace, ``w#<workspace>``, holds:
 
@@ -51,8 +51,7 @@ def _expires_at(created_at: str) -> int:
 
 
 class BudgetTable(BudgetReads):
-    """Mixed into ``DynamoStore``; ``BudgetReads`` gives it the reads of budgets, and
-    ``TableAccess`` the client, the table names and the one error translation (``_call``)."""
+    """The whole ``budgets`` table: the reads of budgets (``BudgetReads``) and every write."""
 
     # -- budgets --------------------------------------------------------------------------
 

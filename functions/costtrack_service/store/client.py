@@ -178,9 +178,8 @@ def shard_key(workspace_id: str, charge: Charge, period: str, shard: int) -> str
 
 
 class TableAccess:
-    """The client and table names each part of the store works with, and the reads they share.
-    A store is these parts composed for one caller (``store/dynamo.py``); each is thread-safe, as
-    botocore clients are."""
+    """The client and table names every part of a store shares, and the reads they all make.
+    One per store, passed to each part (:class:`TablePart`); thread-safe, as botocore clients are."""
 
     def __init__(self, client: DynamoDBClient, tables: TableNames) -> None:
         self.client = translate_errors(client)
@@ -256,3 +255,28 @@ class TableAccess:
                     break
             else:
                 raise StoreUnavailable("BatchGetItem: keys left unprocessed")
+
+
+class TablePart:
+    """One part of a store (a table, or one concern of a table), over the store's one
+    :class:`TableAccess`: its client and table names, and the shared reads, are the access's."""
+
+    def __init__(self, access: TableAccess) -> None:
+        self.access = access
+        self.client = access.client
+        self.tables = access.tables
+
+    def _call(self, operation: Any, **kwargs: Any) -> dict[str, Any]:
+        return self.access._call(operation, **kwargs)
+
+    def query_items(self, *, limit: int | None = None, **arguments: Any) -> Iterator[dict[str, Any]]:
+        return self.access.query_items(limit=limit, **arguments)
+
+    def scan_items(self, *, limit: int | None = None, **arguments: Any) -> Iterator[dict[str, Any]]:
+        return self.access.scan_items(limit=limit, **arguments)
+
+    def partition_layout(self, workspace_id: str) -> PartitionLayout:
+        return self.access.partition_layout(workspace_id)
+
+    def _get_many(self, table: str, keys: list[dict[str, Any]], *, consistent: bool = True) -> Iterator[dict[str, Any]]:
+        return self.access._get_many(table, keys, consistent=consistent)

@@ -1,58 +1,84 @@
-"""DynamoDB: every read and write of costtrack's tables, composed per caller.
+"""DynamoDB: every part of the store, composed for the owners' API, the scheduled functions and
+``costtrack admin``.
 
-The store is split by caller, as each Lambda function's IAM policy in ``template.yaml`` is:
-
-* ``store/ingest_writes.py``: ingestion (keys and workspaces read, events, rollups and allowance shards
-  written);
-* ``store/owner.py``: the owners' API (reports from the rollups, the event list, keys);
-* ``store/operator.py``: operators (tables, workspaces and plans, the price backfill, the export's
-  read);
-* ``store/prices.py``, ``store/budget_table.py`` and ``store/billing.py``: prices; budgets and alerts;
-  provider connections and billed days;
-* ``store/items.py``: item attributes; ``store/client.py``: the client and its error translation.
-
-:class:`DynamoStore` composes them all (the API, the scheduled functions, ``costtrack admin``);
-the ingestion function builds only its own parts (``store/ingestion.py``), so its cold start
-imports none of the others.
+One :class:`TableAccess` (the client and the table names) is passed to every part; a part that
+writes with another (repricing with ingestion's rollup update, a run's calls through the time
+pages) is given that part. Each service states the parts it uses as ``Protocol`` classes
+(docs/concepts/architecture.md); the ingestion function composes fewer (``IngestionStore``).
 """
 
 from __future__ import annotations
 
-from functools import cached_property
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from costtrack_service.store.anomaly_settings import RunAnomalyTable
-from costtrack_service.store.billing import BillingTable
 from costtrack_service.store.budget_table import BudgetTable
-from costtrack_service.store.client import dynamodb_client, translate_errors, unavailable_error
-from costtrack_service.store.operator import OperatorStore
-from costtrack_service.store.owner import OwnerStore
+from costtrack_service.store.client import TableAccess, dynamodb_client, translate_errors, unavailable_error
+from costtrack_service.store.events_by_time import PageReads
+from costtrack_service.store.export_reads import ExportReads
+from costtrack_service.store.ingest_writes import EventStore
+from costtrack_service.store.owner import EventList, KeyTable, PlanUsage
 from costtrack_service.store.page_backfill import PageBackfill
 from costtrack_service.store.portal_tokens import PortalTokenTable
 from costtrack_service.store.prices import PriceTable
+from costtrack_service.store.provider_bills import ProviderBillTable
 from costtrack_service.store.rate_card_table import RateCardTable
+from costtrack_service.store.repricing import Repricing
 from costtrack_service.store.reservation_holds import ReservationTable
+from costtrack_service.store.rollups import RollupReads
 from costtrack_service.store.run_reads import RunReads
+from costtrack_service.store.run_totals import RunTable
+from costtrack_service.store.table_setup import TableSetup
+from costtrack_service.store.tables import TableNames
+from costtrack_service.store.workspace_plans import WorkspacePlans
+from costtrack_service.store.workspace_shards import WorkspaceShards
 from costtrack_service.store.write_records import WriteRecordTable
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 __all__ = ["DynamoStore", "dynamodb_client", "translate_errors", "unavailable_error"]
 
 
-class DynamoStore(
-    OperatorStore,
-    OwnerStore,
-    PriceTable,
-    BudgetTable,
-    RunAnomalyTable,
-    ReservationTable,
-    BillingTable,
-    RateCardTable,
-    RunReads,
-    PageBackfill,
-    WriteRecordTable,
-):
-    """costtrack's tables, every part (``TableAccess`` makes it: a client and the table names)."""
+class DynamoStore:
+    """costtrack's tables, every part, over one client and one set of table names."""
 
-    @cached_property
-    def portal_tokens(self) -> PortalTokenTable:
-        """The customer portal's tokens: a part of its own over the same client."""
-        return PortalTokenTable(self.client, self.tables)
+    def __init__(self, client: DynamoDBClient, tables: TableNames) -> None:
+        self.access = access = TableAccess(client, tables)
+        self.client = access.client
+        self.tables = access.tables
+        # ingestion's parts, as ``IngestionStore`` composes them
+        self.rollups = RollupReads(access)
+        self.run_totals = RunTable(access)
+        self.events = EventStore(access, self.run_totals)
+        self.prices = PriceTable(access)
+        self.budgets = BudgetTable(access)
+        self.reservations = ReservationTable(access)
+        # the owners' API's
+        self.pages = PageReads(access)
+        self.keys = KeyTable(access)
+        self.plan_usage = PlanUsage(access, self.rollups)
+        self.event_list = EventList(access, self.pages)
+        self.runs = RunReads(access, self.pages)
+        self.anomaly_settings = RunAnomalyTable(access)
+        self.provider_bills = ProviderBillTable(access)
+        self.write_records = WriteRecordTable(access)
+        # billing the workspace's customers
+        self.billing = RateCardTable(access)
+        self.portal_tokens = PortalTokenTable(access)
+        # operators' and the scheduled functions'
+        self.table_setup = TableSetup(access)
+        self.workspace_shards = WorkspaceShards(access, self.events)
+        self.workspaces = WorkspacePlans(access, self.workspace_shards)
+        self.repricing = Repricing(access, self.events, self.run_totals)
+        self.export_reads = ExportReads(access, self.pages)
+        self.page_backfill = PageBackfill(access)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Self:
+        """The store a Lambda function makes at init (``TableAccess.from_env``)."""
+        access = TableAccess.from_env(env)
+        return cls(access.client, access.tables)

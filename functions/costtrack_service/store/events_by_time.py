@@ -1,6 +1,5 @@
-"""DynamoDB: reading events by time through their time pages (``domain/ingest/time_pages.py``), mixed
-into ``DynamoStore`` for the dashboard's list (``owner_store``), the daily export
-(``operator_store``) and a run's calls (``run_reads``).
+"""DynamoDB: reading events by time through their time pages (``domain/ingest/time_pages.py``),
+the part the dashboard's event list, the daily export and a run's calls read through.
 
 A reader queries the page partitions of the workspace (one per rollup shard; the count only
 grows, so the current one covers every page) for the pages of a time range, picks the entries it
@@ -18,7 +17,7 @@ from typing import Any
 from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.ingest.time_pages import Entry, decode, page_key_bound, page_partitions
 from costtrack_service.domain.workspaces.shards import partition_key
-from costtrack_service.store.client import TableAccess
+from costtrack_service.store.client import TablePart
 from costtrack_service.store.items import event_from_item, to_item
 from costtrack_service.store.rollups import in_parallel
 
@@ -29,7 +28,7 @@ _PAGES_PER_QUERY = 4
 MAX_PAGES_READ = 400
 
 
-class PageReads(TableAccess):
+class PageReads(TablePart):
     def _page_query(
         self, partition: str, low: str | None, high: str, *, newest_first: bool, through: bool = False
     ) -> Iterator[tuple[str, list[Entry]]]:

@@ -1,5 +1,5 @@
-"""DynamoDB: what ingestion reads and writes (mixed into ``DynamoStore``): keys and workspaces
-read, events, their rollups and the allowance shards written.
+"""DynamoDB: what ingestion reads and writes: keys and workspaces read, events, their rollups
+and the allowance shards written (docs/concepts/allowance.md, docs/concepts/scale.md).
 
 Accepted events are written in chunks, one ``TransactWriteItems`` each (``ingestion.Chunk``):
 
@@ -43,7 +43,7 @@ from costtrack_service.domain.workspaces.shards import (
     partition_key,
     rollup_partition,
 )
-from costtrack_service.store.client import TRANSIENT_REASONS, shard_key
+from costtrack_service.store.client import TRANSIENT_REASONS, TableAccess, TablePart, shard_key
 from costtrack_service.store.items import (
     event_from_item,
     event_item_key,
@@ -60,8 +60,12 @@ from costtrack_service.store.run_totals import RunTable
 assert 1 + len(Charge) * SHARDS <= 100, "a survey must fit in one TransactGetItems"
 
 
-class EventStore(RunTable):
-    """The ingestion path's reads and writes."""
+class EventStore(TablePart):
+    """The ingestion path's reads and writes; its transactions carry the run totals' writes."""
+
+    def __init__(self, access: TableAccess, run_totals: RunTable) -> None:
+        super().__init__(access)
+        self.run_totals = run_totals
 
     # -- keys and workspaces, as ingestion reads them -----------------------------------------
 
@@ -117,7 +121,7 @@ class EventStore(RunTable):
         settles_at = len(transaction)
         transaction += reservation_settlements(self.tables, chunk.workspace_id, chunk.settles)
         runs_from = len(transaction)
-        transaction += self.run_total_writes(chunk)
+        transaction += self.run_totals.run_total_writes(chunk)
         checks_from = len(transaction)
         checked = self._earlier_partition_checks(chunk.workspace_id, records, targets)
         transaction += [check for _, check in checked]

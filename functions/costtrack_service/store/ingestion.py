@@ -1,25 +1,46 @@
-"""The ingestion function's store: only the parts ``IngestService`` uses, so its cold start
-imports neither the owners' nor the operators' store.
-
-* ``EventStore``: keys and workspaces read, events, rollups and allowance shards written;
-* ``PriceTable``: a provider's database-held prices and a workspace's overrides (read);
-* ``BudgetReads``: a workspace's budgets, for the ``budget_exceeded`` warning and reservations;
-* ``ReservationTable``: enforced budgets' ledgers, the holds of reservations (``POST
-  /v1/reservations``) and the holds events settle;
-* ``RateCardTable``: the rate cards and customers that charge events (read).
-
-The function's IAM policy in ``template.yaml`` grants what these reads and writes need
-(``tests/deploy`` records the calls through this class).
+"""The ingestion function's store: only the parts ``IngestService`` and ``ReservationService``
+use (the rate cards among them, which charge events), so that its cold start imports none of the
+others and its IAM policy grants exactly what they call (docs/concepts/architecture.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 from costtrack_service.store.budget_reads import BudgetReads
+from costtrack_service.store.client import TableAccess
 from costtrack_service.store.ingest_writes import EventStore
 from costtrack_service.store.prices import PriceTable
 from costtrack_service.store.rate_card_table import RateCardTable
 from costtrack_service.store.reservation_holds import ReservationTable
+from costtrack_service.store.rollups import RollupReads
+from costtrack_service.store.run_totals import RunTable
+from costtrack_service.store.tables import TableNames
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 
-class IngestionStore(EventStore, PriceTable, BudgetReads, ReservationTable, RateCardTable):
-    """What ingestion reads and writes (``TableAccess`` makes it: a client and the table names)."""
+class IngestionStore:
+    """What ingestion reads and writes, over one client and one set of table names."""
+
+    def __init__(self, client: DynamoDBClient, tables: TableNames) -> None:
+        self.access = access = TableAccess(client, tables)
+        self.client = access.client
+        self.tables = access.tables
+        self.rollups = RollupReads(access)
+        self.run_totals = RunTable(access)
+        self.events = EventStore(access, self.run_totals)
+        self.prices = PriceTable(access)
+        self.budgets = BudgetReads(access)
+        self.reservations = ReservationTable(access)
+        self.billing = RateCardTable(access)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Self:
+        """The store the function makes at init (``TableAccess.from_env``)."""
+        access = TableAccess.from_env(env)
+        return cls(access.client, access.tables)

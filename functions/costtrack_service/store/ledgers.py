@@ -10,8 +10,8 @@ two-number list, about 25 bytes, so that a shard keeps its steady state's live h
 1 KB a write unit pays for (``bench/reservations.py``; with keys that group holds, ``grp:…``, a
 group's shard keeps more, about 2 KB, and its batch's settles write fewer items). The entry's
 first 10 characters (50 bits, random or from the Idempotency-Key's hash) name a hold among a
-shard's live ones. Holds written
-before this form (``h_<entry>`` = ``{a, x}``) are still read, returned at expiry and released.
+shard's live ones. Holds of the map form (``h_<entry>`` = ``{a, x}``) are read, returned at
+expiry and released, never written.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""DynamoDB: what the owners' API reads and changes (mixed into ``DynamoStore``): the reports
-(rollups, the dashboard's event list, the month's usage) and the workspace's keys.
+"""DynamoDB: what the owners' API reads and changes of its own: the workspace's keys, the
+month's usage of the plan and the dashboard's event list (docs/guides/dashboard.md).
 
-The API function's policy in ``template.yaml`` grants what this module and the reads it shares
-with ingestion (``get_key``, ``get_workspace``) use.
+Three parts, each a concern of its own; the API function's IAM policy grants what they and the
+reads the API shares with ingestion (``EventStore.get_key``, ``EventStore.get_workspace``) use.
 """
 
 from __future__ import annotations
@@ -33,15 +33,15 @@ from costtrack_service.domain.workspaces.keys import (
 )
 from costtrack_service.domain.workspaces.plans import Charge, Usage, WorkspaceState
 from costtrack_service.domain.workspaces.shards import SHARDS
-from costtrack_service.store.client import _now, shard_key
+from costtrack_service.store.client import TableAccess, TablePart, _now, shard_key
 from costtrack_service.store.events_by_time import PageReads
 from costtrack_service.store.items import from_item, key_from_item, key_to_item, to_item
 from costtrack_service.store.rollups import RollupReads
 from costtrack_service.store.tables import BY_WORKSPACE
 
 
-class OwnerStore(PageReads, RollupReads):
-    # -- keys -----------------------------------------------------------------------------
+class KeyTable(TablePart):
+    """The workspace's keys as their owners manage them (ingestion reads them in ``EventStore``)."""
 
     def create_key(
         self, workspace_id: str, *, bound: Source | None = None, name: str | None = None, kind: KeyKind = INGEST
@@ -117,12 +117,20 @@ class OwnerStore(PageReads, RollupReads):
             raise TransitionRefused(f"Cannot {action} this key: {transition_refusal(action, current)}.") from None
         return key_from_item(from_item(response["Attributes"]))
 
+
+class PlanUsage(TablePart):
+    """A month's use of the plan: its rollups and the credits still leased to shards."""
+
+    def __init__(self, access: TableAccess, rollups: RollupReads) -> None:
+        super().__init__(access)
+        self.rollups = rollups
+
     def usage(self, workspace: WorkspaceState, period: str) -> Usage:
         """What ``period`` used of the plan (its ``charge`` rollups) and the credits left (the
         workspace item's and those leased to shards, not yet spent)."""
         year, month = (int(part) for part in period.split("-"))
         last_day = calendar.monthrange(year, month)[1]
-        rows = self.query_rollups(workspace.workspace_id, (CHARGE,), f"{period}-01", f"{period}-{last_day:02d}")
+        rows = self.rollups.query_rollups(workspace.workspace_id, (CHARGE,), f"{period}-01", f"{period}-{last_day:02d}")
         included_used, credits_used = month_usage(rows)
         keys = [
             to_item({"shard_key": shard_key(workspace.workspace_id, Charge.CREDIT, period, index)})
@@ -131,7 +139,13 @@ class OwnerStore(PageReads, RollupReads):
         leased = sum(int(item.get("available", 0)) for item in self._get_many(self.tables.allowance, keys))
         return Usage(included_used, credits_used, workspace.credits + leased)
 
-    # -- reports --------------------------------------------------------------------------
+
+class EventList(TablePart):
+    """The dashboard's list of a workspace's visible events, newest first, from the time pages."""
+
+    def __init__(self, access: TableAccess, pages: PageReads) -> None:
+        super().__init__(access)
+        self.pages = pages
 
     def list_visible_events(self, query: EventQuery) -> tuple[list[EventRecord], dict[str, str] | None]:
         """The query's page, newest first, from the workspace's time pages (``store/events_by_time.py``):
@@ -153,9 +167,9 @@ class OwnerStore(PageReads, RollupReads):
                 getattr(event, name) == value for name, value in filters.items()
             )
 
-        walk = self.newest_first(query.workspace_id, before, after.get("page"), wanted)
+        walk = self.pages.newest_first(query.workspace_id, before, after.get("page"), wanted)
         candidates = iter(walk)
-        page = self.fetch_matching(query.workspace_id, candidates, shown, query.limit)
+        page = self.pages.fetch_matching(query.workspace_id, candidates, shown, query.limit)
         if len(page) == query.limit:
             given: str | None = f"{page[-1].received_at}#{page[-1].event_id}"
             next(candidates, None)  # whether an entry is left: its page is then one to read on from

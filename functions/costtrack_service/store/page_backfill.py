@@ -1,8 +1,8 @@
-"""Time pages for events stored before there were any (``domain/ingest/time_pages.py``): an operator's
-one-off, ``costtrack admin workspace pages WS --before TIME``.
+"""Time pages for events that have none (``domain/ingest/time_pages.py``): an operator's
+one-off, ``costtrack admin workspace pages WS --before TIME`` (docs/guides/operate.md).
 
-Events stored while the ``visible_by_time`` index served the readers have no page, so the
-dashboard's list, the export and a run's calls do not find them. This reads each event partition
+An event without a page is not found by the dashboard's list, the export or a run's calls.
+This reads each event partition
 of the workspace (a Query of the base table, received before ``before``), groups its events by
 received minute, and puts their pages with ``BatchWriteItem`` (1 write unit per started KB, no
 transaction: the events are already stored). A page's key is its events' (the latest time and
@@ -20,13 +20,13 @@ from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.ingest.time_pages import page_group, page_items
 from costtrack_service.domain.store_errors import StoreUnavailable
 from costtrack_service.domain.workspaces.shards import event_partitions, partition_index
-from costtrack_service.store.client import TableAccess
+from costtrack_service.store.client import TablePart
 from costtrack_service.store.items import event_from_item, to_item
 
 _PAGE_EVENTS = 100  # at most this many events a page, as a transaction would list
 
 
-class PageBackfill(TableAccess):
+class PageBackfill(TablePart):
     def backfill_pages(self, workspace_id: str, before: str) -> tuple[int, int]:
         """Put the pages of the workspace's events received before ``before``. Returns (events,
         pages)."""

@@ -5,29 +5,20 @@ under their prefix (their ``key_id``). One part of the store, reached as ``store
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from botocore.exceptions import ClientError
 
 from costtrack_service.domain.billing.portal_tokens import PORTAL_TOKEN_PREFIX, PortalToken
 from costtrack_service.domain.store_errors import NotFound
 from costtrack_service.domain.workspaces.keys import KeyState
-from costtrack_service.store.client import TableAccess
+from costtrack_service.store.client import TablePart
 from costtrack_service.store.items import from_item, to_item
-from costtrack_service.store.tables import BY_WORKSPACE, TableNames
-
-if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.client import DynamoDBClient
+from costtrack_service.store.tables import BY_WORKSPACE
 
 
-class PortalTokenTable:
-    def __init__(self, client: DynamoDBClient, tables: TableNames) -> None:
-        self.access = TableAccess(client, tables)
-        self.tables = tables
-
+class PortalTokenTable(TablePart):
     def put(self, token: PortalToken) -> None:
-        self.access._call(
-            self.access.client.put_item,
+        self._call(
+            self.client.put_item,
             TableName=self.tables.keys,
             Item=to_item(token.to_item()),
             ConditionExpression="attribute_not_exists(key_hash)",
@@ -35,8 +26,8 @@ class PortalTokenTable:
 
     def get(self, token_hash: str) -> PortalToken | None:
         """A token by its secret's hash, read consistently: a revocation holds at once."""
-        response = self.access._call(
-            self.access.client.get_item,
+        response = self._call(
+            self.client.get_item,
             TableName=self.tables.keys,
             Key=to_item({"key_hash": token_hash}),
             ConsistentRead=True,
@@ -46,7 +37,7 @@ class PortalTokenTable:
 
     def list(self, workspace_id: str) -> list[PortalToken]:
         """The workspace's tokens, by prefix."""
-        items = self.access.query_items(
+        items = self.query_items(
             TableName=self.tables.keys,
             IndexName=BY_WORKSPACE.name,
             KeyConditionExpression="workspace_id = :w AND begins_with(key_id, :p)",
@@ -55,7 +46,7 @@ class PortalTokenTable:
         return [token for token in map(PortalToken.from_item, items) if token is not None]
 
     def find(self, workspace_id: str, prefix: str) -> PortalToken | None:
-        items = self.access.query_items(
+        items = self.query_items(
             TableName=self.tables.keys,
             IndexName=BY_WORKSPACE.name,
             KeyConditionExpression="workspace_id = :w AND key_id = :p",
@@ -67,8 +58,8 @@ class PortalTokenTable:
     def revoke(self, token: PortalToken) -> PortalToken:
         """Revoked for good (revoking twice is the same); a token deleted meanwhile is NotFound."""
         try:
-            self.access._call(
-                self.access.client.update_item,
+            self._call(
+                self.client.update_item,
                 TableName=self.tables.keys,
                 Key=to_item({"key_hash": token.token_hash}),
                 UpdateExpression="SET #state = :revoked",

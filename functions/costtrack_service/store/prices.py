@@ -24,7 +24,7 @@ from costtrack_service.domain.ingest.source import normalize_provider
 from costtrack_service.domain.pricing.entries import EntryStatus, Origin, PricingEntry, format_timestamp, parse_entry
 from costtrack_service.domain.pricing.overrides import Override, override_from_json
 from costtrack_service.domain.store_errors import Conflict
-from costtrack_service.store.client import TableAccess
+from costtrack_service.store.client import TablePart
 from costtrack_service.store.items import to_item
 
 if TYPE_CHECKING:
@@ -37,9 +37,8 @@ class PricingConflict(Conflict):
     """A price write lost a race or would overlap an existing period; the message says which."""
 
 
-class PriceTable(TableAccess):
-    """Mixed into ``DynamoStore``; ``TableAccess`` gives it the client, the table names and the
-    one error translation (``_call``)."""
+class PriceTable(TablePart):
+    """The ``pricing`` table's entries, overrides and the sync's state."""
 
     # -- entries --------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from costtrack_service.domain.billing.customer_billing import BillingSettings, C
 from costtrack_service.domain.billing.rate_card_versions import RateCardVersion, VersionConflict
 from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.store.budget_reads import partition_of
-from costtrack_service.store.client import TableAccess
+from costtrack_service.store.client import TablePart
 from costtrack_service.store.items import to_item
 
 SETTINGS_KEY = "s#billing"
@@ -38,9 +38,8 @@ def _card_key(rate_card_id: str, version: int) -> str:
     return f"{CARD_PREFIX}{rate_card_id}#{version:06d}"
 
 
-class RateCardTable(TableAccess):
-    """Rate cards, customers and billing settings (``TableAccess`` makes it: a client and the
-    table names)."""
+class RateCardTable(TablePart):
+    """Rate cards, customers and billing settings, in the ``billing`` table (docs/guides/billing.md)."""
 
     # -- rate cards -------------------------------------------------------------------------
 

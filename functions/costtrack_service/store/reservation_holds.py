@@ -30,6 +30,7 @@ from costtrack_service.domain.reservations.ledger import (
 )
 from costtrack_service.domain.reservations.reservation_ids import Part, ReservationId
 from costtrack_service.domain.store_errors import StoreUnavailable, SurveyConflict
+from costtrack_service.store.client import TablePart
 from costtrack_service.store.items import from_item, to_item
 from costtrack_service.store.ledgers import (
     debit_updates,
@@ -42,14 +43,13 @@ from costtrack_service.store.ledgers import (
     settle_rejection,
     shard_state,
 )
-from costtrack_service.store.rollups import RollupReads
 
 __all__ = ["ReservationTable", "debit_updates", "ledger_key", "reservation_settlements", "settle_rejection"]
 
 _TRANSIENT = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
 
 
-class ReservationTable(RollupReads):
+class ReservationTable(TablePart):
     """Holds, surveys, gathers and releases of reservations (the settle: the event's write)."""
 
     def hold(self, workspace_id: str, entry: str, expires: int, takes: Sequence[Take]) -> HoldRejected | None:

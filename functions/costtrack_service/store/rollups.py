@@ -1,6 +1,6 @@
-"""Reading a workspace's daily rollups (the owners' reports, budgets' spend, and a ledger's seed:
-``domain/reservations/seed.py``), apart from ``store/owner.py`` so that the ingestion function's
-store reads them without importing the owners' store."""
+"""Reading a workspace's daily rollups: the owners' reports, budgets' spend and a ledger's seed
+(docs/concepts/scale.md). A part of its own, so that the ingestion function's store reads them
+without importing the owners' parts."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 from costtrack_service.domain.usage import Counts, RollupKey
 from costtrack_service.domain.workspaces.shards import rollup_partitions
-from costtrack_service.store.client import TableAccess
+from costtrack_service.store.client import TablePart
 from costtrack_service.store.items import to_item
 
 _READERS = 8  # parallel queries when a read spans a workspace's partitions
 
 
-class RollupReads(TableAccess):
+class RollupReads(TablePart):
     def query_rollups(
         self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
     ) -> list[tuple[RollupKey, Counts]]:

@@ -1,5 +1,4 @@
-"""DynamoDB: what the owners' API reads of runs and sessions (mixed into ``DynamoStore``;
-``domain/runs/reports.py`` asks the questions).
+"""DynamoDB: what the owners' API reads of runs and sessions (docs/guides/runs.md).
 
 * A total is one ``GetItem`` (``run_totals.run_partition``).
 * A run's (or session's) calls are found **without an index of their own**: the total knows
@@ -27,6 +26,7 @@ from costtrack_service.domain.runs.reports import after_position
 from costtrack_service.domain.runs.sketch import Histogram, parse_bucket_name
 from costtrack_service.domain.runs.totals import RUN, RunTotal, sketch_prefix
 from costtrack_service.domain.workspaces.shards import rollup_partitions
+from costtrack_service.store.client import TableAccess, TablePart
 from costtrack_service.store.events_by_time import PageReads
 from costtrack_service.store.items import to_item
 from costtrack_service.store.rollups import in_parallel
@@ -36,7 +36,13 @@ from costtrack_service.store.tables import RUNS_BY_COST
 _ID_ATTRIBUTE = {RUN: "trace_id", "session": "session_id"}
 
 
-class RunReads(PageReads):
+class RunReads(TablePart):
+    """Runs' totals, calls, the most expensive runs and the cost sketch; calls through the time pages."""
+
+    def __init__(self, access: TableAccess, pages: PageReads) -> None:
+        super().__init__(access)
+        self.pages = pages
+
     def get_total(self, workspace_id: str, kind: str, run_id: str) -> RunTotal | None:
         key = to_item({"partition": run_partition(workspace_id, kind, run_id), "rollup_key": TOTAL_KEY})
         items = list(self._get_many(self.tables.rollups, [key]))
@@ -48,13 +54,13 @@ class RunReads(PageReads):
         name = _ID_ATTRIBUTE[total.kind]
         wanted = {name: total.run_id}
         # The window is inclusive: a position just after every event received at ``last_at``.
-        entries = self.entries_between(workspace_id, total.first_at, total.last_at + "\x00")
+        entries = self.pages.entries_between(workspace_id, total.first_at, total.last_at + "\x00")
         candidates = iter([entry for entry in entries if entry.may_match(wanted)])
 
         def of_run(record: EventRecord) -> bool:
             return bool(getattr(record.event, name) == total.run_id)
 
-        records = self.fetch_matching(workspace_id, candidates, of_run, limit + 1)
+        records = self.pages.fetch_matching(workspace_id, candidates, of_run, limit + 1)
         return records[:limit], len(records) > limit
 
     def top_runs(

@@ -32,7 +32,7 @@ from costtrack_service.domain.runs.totals import (
     runs_in,
 )
 from costtrack_service.domain.workspaces.shards import rollup_partition
-from costtrack_service.store.client import TableAccess
+from costtrack_service.store.client import TablePart
 from costtrack_service.store.items import to_item
 
 TOTAL_KEY = "total"
@@ -133,8 +133,8 @@ def sketch_update(table: str, partition: str, row: SketchRow, delta: SketchDelta
     }
 
 
-class RunTable(TableAccess):
-    """The ingestion path's reads and writes of run totals."""
+class RunTable(TablePart):
+    """Run totals as ingestion and repricing read and write them."""
 
     def get_runs(self, workspace_id: str, runs: Collection[tuple[str, str]]) -> dict[tuple[str, str], RunTotal]:
         keys = [

@@ -27,7 +27,7 @@ so the deployed tables and the local ones cannot drift apart.
                  deliveries waiting for an attempt. Notifications and deliveries expire by TTL.
 * ``billing``    per workspace (``w#<workspace>``): its provider-account connections (the
                  secret's ARN, never the key) and, per provider and day, what the provider
-                 billed (``store/billing.py``); ``all_connections`` (sparse) lists every
+                 billed (``store/provider_bills.py``); ``all_connections`` (sparse) lists every
                  connection for the daily import. The raw pages are S3 objects.
 """
 

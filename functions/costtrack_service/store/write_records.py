@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 
 from costtrack_service.domain.recorded_writes import RECORD_DAYS, RecordedWrite
 from costtrack_service.store.budget_reads import partition_of
-from costtrack_service.store.client import TableAccess
+from costtrack_service.store.client import TablePart
 from costtrack_service.store.items import from_item, to_item
 
 
@@ -20,8 +20,8 @@ def _item_key(key: str) -> str:
     return "wr#" + hashlib.sha256(key.encode()).hexdigest()
 
 
-class WriteRecordTable(TableAccess):
-    """Claims, answers and releases of owners' writes (``domain/recorded_writes.py`` says why)."""
+class WriteRecordTable(TablePart):
+    """Claims, answers and releases of owners' writes (docs/concepts/idempotency.md, "The owners' writes")."""
 
     def claim_write(
         self, workspace_id: str, key: str, fingerprint: str, until: str, *, lapsed: RecordedWrite | None = None

@@ -178,7 +178,7 @@ def register_receiver(
     """The demo receiver's webhook endpoint (its id and signing secret), replacing the one an
     earlier run registered (``--persist``: the receiver listens on another port each run)."""
     budgets = BudgetService(store, url_policy=policy)
-    if replacing is not None and any(e.endpoint_id == replacing for e in store.list_endpoints(workspace_id)):
+    if replacing is not None and any(e.endpoint_id == replacing for e in store.budgets.list_endpoints(workspace_id)):
         budgets.delete_endpoint(workspace_id, replacing)
     body = {"url": url, "description": "demo receiver (costtrack dev, 127.0.0.1)"}
     webhook = budgets.add_endpoint(workspace_id, body)["webhook"]
@@ -188,7 +188,7 @@ def register_receiver(
 def seed_history(store: DynamoStore, workspace_id: str, api_key: str, endpoint_id: str, start: datetime) -> DemoHistory:
     """The demo workspace's override, history and budget (the alert is the evaluator's to send
     to the endpoint already registered: run it after this)."""
-    workspace = store.get_workspace(workspace_id, consistent=True)
+    workspace = store.events.get_workspace(workspace_id, consistent=True)
     assert workspace is not None
     begins = (start - OVERRIDE_LEAD).replace(hour=0, minute=0, second=0, microsecond=0)
     override = OverrideService(store).set(workspace, {**OVERRIDE, "effective_from": begins.strftime("%Y-%m-%d")})
@@ -199,7 +199,7 @@ def seed_history(store: DynamoStore, workspace_id: str, api_key: str, endpoint_i
 
     # What the month spent, in the window the budget will have: the budget is sized from it.
     draft = Budget("draft", workspace_id, Decimal(1), period=PERIOD)
-    spent = statuses(store, workspace_id, [draft], start)[0].spent
+    spent = statuses(store.rollups, workspace_id, [draft], start)[0].spent
     amount = (spent / BUDGET_SHARE).quantize(Decimal(1), rounding=ROUND_CEILING)
     body = {"name": BUDGET_NAME, "amount": str(amount), "period": PERIOD}
     budget = BudgetService(store).create(workspace_id, body)["budget"]

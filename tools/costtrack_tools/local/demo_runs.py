@@ -143,7 +143,7 @@ def import_bill(store: DynamoStore, workspace_id: str, start: datetime) -> int:
     first = (start - timedelta(days=DAYS)).astimezone(UTC).date()
     last = (start - timedelta(days=1)).astimezone(UTC).date()
     gap_day = (start - timedelta(days=GAP_DAY)).astimezone(UTC).date().isoformat()
-    rows = store.query_rollups(workspace_id, (MODEL,), first.isoformat(), last.isoformat())
+    rows = store.rollups.query_rollups(workspace_id, (MODEL,), first.isoformat(), last.isoformat())
     lines = []
     for (day, provider, model), tracked in sorted(tracked_by_model(rows).items()):
         if provider != BILLED_PROVIDER:
@@ -161,6 +161,6 @@ def import_bill(store: DynamoStore, workspace_id: str, start: datetime) -> int:
     if not any((line.day, line.model) == (gap_day, GAP_MODEL) for line in lines):
         lines.append(BilledLine(gap_day, BILLED_PROVIDER, GAP_MODEL, dict(GAP_TOKENS), dict(GAP_USD), GAP_REQUESTS))
     imported_at = start.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return store.put_billed_days(
+    return store.provider_bills.put_billed_days(
         workspace_id, BILLED_PROVIDER, (first, last), lines, imported_at=imported_at, raw_object="demo"
     )

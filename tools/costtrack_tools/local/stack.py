@@ -49,26 +49,28 @@ def import_catalogue(store: DynamoStore) -> int:
 
 def seed_demo(store: DynamoStore) -> dict[str, Any]:
     """Demo workspaces and keys, one for each situation the API distinguishes."""
-    paid = store.create_workspace("Demo (paid)", tier=Tier.PAID, included_events=100_000, credits=10_000)
-    paid_key, _ = store.create_key(paid.workspace_id, name="demo")
-    free = store.create_workspace("Demo (free)", tier=Tier.FREE, included_events=10_000)
-    free_key, _ = store.create_key(free.workspace_id, bound=FREE_BINDING, name="demo")
-    quota = store.create_workspace("Demo (allowance 5)", tier=Tier.PAID, included_events=QUOTA_ALLOWANCE, credits=0)
-    quota_key, _ = store.create_key(quota.workspace_id, name="demo")
-    inactive_plan = store.create_workspace(
+    paid = store.workspaces.create_workspace("Demo (paid)", tier=Tier.PAID, included_events=100_000, credits=10_000)
+    paid_key, _ = store.keys.create_key(paid.workspace_id, name="demo")
+    free = store.workspaces.create_workspace("Demo (free)", tier=Tier.FREE, included_events=10_000)
+    free_key, _ = store.keys.create_key(free.workspace_id, bound=FREE_BINDING, name="demo")
+    quota = store.workspaces.create_workspace(
+        "Demo (allowance 5)", tier=Tier.PAID, included_events=QUOTA_ALLOWANCE, credits=0
+    )
+    quota_key, _ = store.keys.create_key(quota.workspace_id, name="demo")
+    inactive_plan = store.workspaces.create_workspace(
         "Demo (plan inactive)", tier=Tier.PAID, included_events=1000, status=PlanStatus.INACTIVE
     )
-    inactive_plan_key, _ = store.create_key(inactive_plan.workspace_id, name="demo")
+    inactive_plan_key, _ = store.keys.create_key(inactive_plan.workspace_id, name="demo")
 
     tokens = {
-        name: store.create_key(workspace.workspace_id, name="dashboard", kind=ADMIN)[0]
+        name: store.keys.create_key(workspace.workspace_id, name="dashboard", kind=ADMIN)[0]
         for name, workspace in (("paid", paid), ("free", free), ("quota", quota), ("plan_inactive", inactive_plan))
     }
 
-    inactive_key, inactive_record = store.create_key(paid.workspace_id, name="deactivated")
-    store.change_key_state(inactive_record.key_hash, "deactivate")
-    revoked_key, revoked_record = store.create_key(paid.workspace_id, name="revoked")
-    store.change_key_state(revoked_record.key_hash, "revoke")
+    inactive_key, inactive_record = store.keys.create_key(paid.workspace_id, name="deactivated")
+    store.keys.change_key_state(inactive_record.key_hash, "deactivate")
+    revoked_key, revoked_record = store.keys.create_key(paid.workspace_id, name="revoked")
+    store.keys.change_key_state(revoked_record.key_hash, "revoke")
 
     return {
         "workspaces": {
@@ -104,8 +106,8 @@ def _seed_still_valid(store: DynamoStore, state: Mapping[str, Any]) -> bool:
 
     try:
         paid = state["workspaces"]["paid"]
-        key = store.get_key(hash_secret(paid["api_key"]))
-        revoked = store.get_key(hash_secret(state["keys"]["revoked"]["api_key"]))
+        key = store.events.get_key(hash_secret(paid["api_key"]))
+        revoked = store.events.get_key(hash_secret(state["keys"]["revoked"]["api_key"]))
     except (KeyError, TypeError):
         return False
     return key is not None and key.state is KeyState.ACTIVE and revoked is not None
@@ -227,7 +229,7 @@ class LocalStack:
         client = dynamodb_client(endpoint, LOCAL_REGION, LOCAL_CREDENTIALS)
         store = DynamoStore(client, TableNames.with_prefix(self.table_prefix))
         self.store = store
-        store.ensure_tables()
+        store.table_setup.ensure_tables()
         import_catalogue(store)
 
         previous = self._read_state()
@@ -289,7 +291,10 @@ class LocalStack:
         endpoint_id, self.receiver.secret = register_receiver(
             store, paid["workspace_id"], self.receiver.endpoint_url, LOCAL_WEBHOOKS, earlier.get("endpoint_id")
         )
-        if earlier.get("budget_id") and store.get_budget(paid["workspace_id"], earlier["budget_id"]) is not None:
+        if (
+            earlier.get("budget_id")
+            and store.budgets.get_budget(paid["workspace_id"], earlier["budget_id"]) is not None
+        ):
             return {**earlier, "endpoint_id": endpoint_id}
         history = seed_history(store, paid["workspace_id"], paid["api_key"], endpoint_id, datetime.now(UTC))
         return history.to_dict()

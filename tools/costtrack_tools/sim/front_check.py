@@ -53,6 +53,7 @@ def front_run(shape: Shape, delay_s: float = 0.0) -> dict[str, Any]:
     from costtrack_service.edge.ingest.ingest_request import IngestRequest, ingest
     from costtrack_service.services.event_ingest import IngestService
     from costtrack_service.store.dynamo import DynamoStore, dynamodb_client
+    from costtrack_service.store.ingest_writes import EventStore
     from costtrack_service.store.tables import TableNames
     from costtrack_tools.local.aws_front import AwsFront, AwsRules
     from costtrack_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, LocalDynamo
@@ -83,7 +84,7 @@ def front_run(shape: Shape, delay_s: float = 0.0) -> dict[str, Any]:
 
         return counted
 
-    class Timed(DynamoStore):
+    class TimedEvents(EventStore):
         @outermost
         def write_chunk(self, chunk: Chunk) -> ChunkRejected | None:
             started = time.perf_counter()
@@ -140,13 +141,14 @@ def front_run(shape: Shape, delay_s: float = 0.0) -> dict[str, Any]:
         if dynamo.note:  # moto's server is no stand-in here: its timing is not DynamoDB Local's
             raise RuntimeError(f"the front check needs DynamoDB Local: {dynamo.note}")
         with AwsFront(dynamo.endpoint, AwsRules(transaction_latency_s=0.01, upstream_delay_s=delay_s)) as front:
-            store = Timed(
+            store = DynamoStore(
                 dynamodb_client(front.url, LOCAL_REGION, LOCAL_CREDENTIALS),
                 TableNames.with_prefix(f"f{uuid.uuid4().hex[:6]}-"),
             )
-            store.ensure_tables()
-            workspace = store.create_workspace("front", tier=Tier.FREE, included_events=shape.allowance)
-            secret, _ = store.create_key(workspace.workspace_id)
+            store.events = TimedEvents(store.access, store.run_totals)
+            store.table_setup.ensure_tables()
+            workspace = store.workspaces.create_workspace("front", tier=Tier.FREE, included_events=shape.allowance)
+            secret, _ = store.keys.create_key(workspace.workspace_id)
 
             def backoff(seconds: float) -> None:
                 # The service's conflict backoff: the simulator sleeps its own, so it is no overhead.
@@ -204,8 +206,8 @@ def front_run(shape: Shape, delay_s: float = 0.0) -> dict[str, Any]:
             # Warm-up, not measured: DynamoDB Local's first seconds (its JIT compiling) are several
             # times slower, which AWS is not and which a simulator drawing each latency from the
             # run's samples would spread over the whole run (in the front they pile up at its start).
-            spare = store.create_workspace("warm-up", tier=Tier.FREE, included_events=10**6)
-            run(store.create_key(spare.workspace_id)[0], WARM_UP_BATCHES)
+            spare = store.workspaces.create_workspace("warm-up", tier=Tier.FREE, included_events=10**6)
+            run(store.keys.create_key(spare.workspace_id)[0], WARM_UP_BATCHES)
             for values in (*samples.values(), overheads, front.hold_times):
                 values.clear()
             front.forward_times.clear()

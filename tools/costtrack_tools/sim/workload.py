@@ -199,14 +199,14 @@ def simulate(workload: Workload) -> SimResult:
 
 
 def _finish(result: SimResult, store: SimDynamo, answered: set[str], dropped: set[str], end: float) -> SimResult:
-    stored_keys = {record.idempotency_key for record in store.events.values()}
-    result.accepted = len(store.events)  # every stored event was paid from the allowance
+    stored_keys = {record.idempotency_key for record in store.stored_events.values()}
+    result.accepted = len(store.stored_events)  # every stored event was paid from the allowance
     result.answered = len(answered)
     result.stored = len(stored_keys)
     # Lost: answered but not stored, or given up by the SDK while allowance was left and never
     # stored (a batch whose first transactions committed before the 503 is stored in part).
     result.lost = len(answered - stored_keys) + len(dropped - stored_keys)
-    rows = store.query_rollups("ws_sim", (CHARGE,), "2026-11-01", "2026-11-31")
+    rows = store.rollups.query_rollups("ws_sim", (CHARGE,), "2026-11-01", "2026-11-31")
     result.rollup_events = sum(counts.events for _, counts in rows)
     result.conflicts = store.stats["conflicts"]
     result.survey_conflicts = store.stats["survey_conflicts"]

@@ -8,12 +8,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import Any
 
 from costtrack_service.domain.budgets.budget import PERIODS, WORKSPACE, Budget, crossed, percent
 from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.reservations.ledger import ledger_ref
-from costtrack_service.domain.usage import Counts, RollupKey
+from costtrack_service.domain.usage import Counts, RollupKey, RollupReader
 
 
 @dataclass(frozen=True)
@@ -71,12 +71,6 @@ def spend(budget: Budget, span: Window, rows: Iterable[tuple[RollupKey, Counts]]
         if budget.scope == WORKSPACE or key.value == budget.scope_value:
             total += counts.cost
     return total
-
-
-class RollupReader(Protocol):
-    def query_rollups(
-        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
-    ) -> list[tuple[RollupKey, Counts]]: ...
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from costtrack_service.domain.budgets.budget import Budget, percent
-from costtrack_service.domain.budgets.budget_windows import RollupReader, Status, Window, read_rows, spend, window
+from costtrack_service.domain.budgets.budget_windows import Status, Window, read_rows, spend, window
 from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.reservations.ledger import Ledger, LedgerSurvey
-from costtrack_service.domain.usage import Counts, RollupKey
+from costtrack_service.domain.usage import Counts, RollupKey, RollupReader
 
 ZERO = Decimal(0)
 #: The instances of one template whose ledgers are read (those with most spend first).

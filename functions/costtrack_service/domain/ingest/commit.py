@@ -40,7 +40,9 @@ from costtrack_service.domain.workspaces.plans import PlanStatus, WorkspaceState
 from costtrack_service.domain.workspaces.shards import MAX_PARTITIONS, SHARDS, PartitionLayout, ShardCycle
 
 
-class ChunkStore(Protocol):
+class ChunkWrites(Protocol):
+    """The ingestion write and the reads it decides from."""
+
     def write_chunk(self, chunk: Chunk) -> ChunkRejected | None:
         """One transaction: store each event unless its key is taken, spend and lease as the
         payment says under its conditions, add the rollup deltas."""
@@ -61,9 +63,21 @@ class ChunkStore(Protocol):
         """Stored events by event key (consistent reads), in any partition of ``layout``."""
         ...
 
+
+class RunTotalReads(Protocol):
     def get_runs(self, workspace_id: str, runs: Collection[tuple[str, str]]) -> dict[tuple[str, str], RunTotal]:
         """Run and session totals by (kind, id) (consistent reads); absent: none yet."""
         ...
+
+
+class ChunkStore(Protocol):
+    """The parts the committer writes through: the events' part and the run totals it adds to."""
+
+    @property
+    def events(self) -> ChunkWrites: ...
+
+    @property
+    def run_totals(self) -> RunTotalReads: ...
 
 
 @dataclass(frozen=True)
@@ -157,7 +171,7 @@ class Committer:
                 debits=debits_of(chunk_records, settles, ledgers),
                 runs=self._run_changes(chunk_records),
             )
-            rejected = self.store.write_chunk(chunk)
+            rejected = self.store.events.write_chunk(chunk)
             if rejected is None:
                 balances.spent(payment)
                 if payment.leases:
@@ -201,7 +215,7 @@ class Committer:
         runs = runs_in(records)
         if not runs:
             return RunChanges()
-        return run_changes(self.store.get_runs(records[0].workspace_id, runs), records)
+        return run_changes(self.store.run_totals.get_runs(records[0].workspace_id, runs), records)
 
     def _payment(
         self,
@@ -235,7 +249,7 @@ class Committer:
         surveyed)."""
         if peeked:
             return self._survey(workspace_id, balances), True, True
-        peek = self.store.peek(workspace_id, balances.period)
+        peek = self.store.events.peek(workspace_id, balances.period)
         central = self._fresh_central(workspace_id, peek.central)
         balances.learn(peek.balances)
         return central, True, False
@@ -246,7 +260,7 @@ class Committer:
         jitter), like a conflicted write; too many, and the request is a 503."""
         for attempt in range(1, self.settings.max_conflict_retries + 2):
             try:
-                survey = self.store.survey(workspace_id, balances.period)
+                survey = self.store.events.survey(workspace_id, balances.period)
                 break
             except SurveyConflict:
                 if attempt > self.settings.max_conflict_retries:
@@ -279,7 +293,7 @@ class Committer:
         """No allowance is left: each event is refused, unless it was stored before (a retry of
         an accepted event is never refused)."""
         keys = [record.event_key for record in records]
-        stored = self.store.find_events(central.workspace_id, keys, central.partitions)
+        stored = self.store.events.find_events(central.workspace_id, keys, central.partitions)
         return {
             record.event_key: Outcome(stored[record.event_key], replayed=True)
             if record.event_key in stored

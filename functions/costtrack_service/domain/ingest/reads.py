@@ -17,18 +17,32 @@ from costtrack_service.domain.workspaces.keys import KeyRecord
 from costtrack_service.domain.workspaces.plans import WorkspaceState
 
 
-class ReadStore(Protocol):
+class KeyReads(Protocol):
+    """Keys and workspaces as ingestion reads them (and marks a key used)."""
+
     def get_key(self, key_hash: str, *, consistent: bool = False) -> KeyRecord | None: ...
 
     def get_workspace(self, workspace_id: str, *, consistent: bool = False) -> WorkspaceState | None: ...
 
+    def touch_key(self, key_hash: str, at: str) -> None: ...
+
+
+class PriceReads(Protocol):
     def get_price_entries(self, provider: str) -> list[PricingEntry]:
         """The database-held (synced and operators') entries of one provider."""
         ...
 
     def get_price_overrides(self, workspace_id: str) -> list[Override]: ...
 
-    def touch_key(self, key_hash: str, at: str) -> None: ...
+
+class ReadStore(Protocol):
+    """The parts the cached reads read: keys and workspaces, and prices."""
+
+    @property
+    def events(self) -> KeyReads: ...
+
+    @property
+    def prices(self) -> PriceReads: ...
 
 
 #: The bundled catalogue's book of a provider with the database's entries laid over it
@@ -53,7 +67,7 @@ class CachedReads:
         cached = self._keys.get(key_hash)
         if cached is not None:
             return cached.value
-        record = self.store.get_key(key_hash, consistent=True)
+        record = self.store.events.get_key(key_hash, consistent=True)
         self._keys.put(key_hash, record, self.settings.key_ttl_seconds)
         return record
 
@@ -61,7 +75,7 @@ class CachedReads:
         cached = self._workspaces.get(workspace_id)
         if cached is not None:
             return cached.value
-        workspace = self.store.get_workspace(workspace_id, consistent=True)
+        workspace = self.store.events.get_workspace(workspace_id, consistent=True)
         self.remember_workspace(workspace_id, workspace)
         return workspace
 
@@ -79,7 +93,7 @@ class CachedReads:
         cached = self._books.get(provider)
         if cached is not None:
             return cached.value
-        book = self.book_of(provider, self.store.get_price_entries(provider))
+        book = self.book_of(provider, self.store.prices.get_price_entries(provider))
         self._books.put(provider, book, self.settings.pricing_ttl_seconds)
         return book
 
@@ -87,7 +101,7 @@ class CachedReads:
         cached = self._overrides.get(workspace_id)
         if cached is not None:
             return cached.value
-        overrides = self.store.get_price_overrides(workspace_id)
+        overrides = self.store.prices.get_price_overrides(workspace_id)
         self._overrides.put(workspace_id, overrides, self.settings.pricing_ttl_seconds)
         return overrides
 
@@ -99,4 +113,4 @@ class CachedReads:
         self._touched.put(key_hash, True, self.settings.touch_interval_seconds)
         # Last-used is informational: never fail an accepted event because it could not be noted.
         with contextlib.suppress(Exception):
-            self.store.touch_key(key_hash, at)
+            self.store.events.touch_key(key_hash, at)

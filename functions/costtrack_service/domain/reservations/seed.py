@@ -4,22 +4,14 @@ ledger's first reservation (docs/guides/spend-control.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
-from typing import Protocol
 
 from costtrack_service.domain.budgets.budget import Budget
 from costtrack_service.domain.budgets.budget_windows import spend, window
 from costtrack_service.domain.budgets.instances import instance_spends
 from costtrack_service.domain.reservations.ledger import ZERO, Ledger, LedgerSurvey, Seed
-from costtrack_service.domain.usage import Counts, RollupKey
-
-
-class RollupReader(Protocol):
-    def query_rollups(
-        self, workspace_id: str, dimensions: Iterable[str], first_day: str, last_day: str
-    ) -> list[tuple[RollupKey, Counts]]: ...
+from costtrack_service.domain.usage import RollupReader
 
 
 def window_spend(store: RollupReader, budget: Budget, instance: str | None, now: datetime) -> Decimal:

@@ -12,7 +12,7 @@ The same function serves the dashboard (``edge/owner_api/dashboard.py``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol, cast
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
@@ -24,6 +24,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from costtrack_service.domain.billing.portal_tokens import PORTAL_TOKEN_PREFIX
 from costtrack_service.domain.cursors import MAX_CURSOR_CHARS
 from costtrack_service.domain.errors import invalid
+from costtrack_service.domain.recorded_writes import WriteRecords
 from costtrack_service.domain.report_days import DEFAULT_DAYS, MAX_DAYS, MAX_FILTER_CHARS
 from costtrack_service.domain.statements import StatementFormat, StatementGrouping
 from costtrack_service.domain.usage import Grouping
@@ -55,16 +56,16 @@ from costtrack_service.edge.owner_api.request_errors import read_json_body, refu
 from costtrack_service.edge.owner_api.responses import ADMIN_TOKEN, INVALID, NOT_FOUND, WITH_BODY, documented, refused
 from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
 from costtrack_service.edge.owner_api.run_routes import add_run_routes
-from costtrack_service.services.budgets import BudgetService
-from costtrack_service.services.customers import CustomerService
-from costtrack_service.services.margins import MarginService
-from costtrack_service.services.portal import PortalService
-from costtrack_service.services.price_overrides import OverrideService
-from costtrack_service.services.rate_cards import RateCardService
-from costtrack_service.services.reconciliation import ReconciliationService
+from costtrack_service.services.budgets import BudgetService, BudgetStore
+from costtrack_service.services.customers import CustomerRecords, CustomerService, CustomerStore
+from costtrack_service.services.margins import MarginService, MarginStore
+from costtrack_service.services.portal import PortalService, PortalStore
+from costtrack_service.services.price_overrides import OverrideService, OverrideStore
+from costtrack_service.services.rate_cards import RateCardRecords, RateCardService, RateCardStore
+from costtrack_service.services.reconciliation import ReconciliationService, ReconciliationStore
 from costtrack_service.services.requests import NewKey, NewPriceOverride, OtelAttributes, refusal
-from costtrack_service.services.run_anomalies import AnomalySettingsService
-from costtrack_service.services.runs import RunService
+from costtrack_service.services.run_anomalies import AnomalySettingsService, AnomalyStore
+from costtrack_service.services.runs import RunService, RunStore
 from costtrack_service.services.workspace import (
     DEFAULT_LIMIT,
     MAX_KEYS,
@@ -99,18 +100,44 @@ EventFilter = Annotated[
 ]
 
 
+class BillingRecords(CustomerRecords, RateCardRecords, Protocol):
+    """The billing table's part: rate cards, customers and billing settings."""
+
+
+class OwnerApiStore(
+    BudgetStore,
+    CustomerStore,
+    MarginStore,
+    OverrideStore,
+    RateCardStore,
+    ReconciliationStore,
+    AnomalyStore,
+    RunStore,
+    PortalStore,
+    Protocol,
+):
+    """Every part the owners' API's services use: the composed store has them all."""
+
+    @property
+    def billing(self) -> BillingRecords: ...
+
+    @property
+    def write_records(self) -> WriteRecords: ...
+
+
 def build_app(
     service: WorkspaceService, budgets: BudgetService | None = None, local: bool = False
 ) -> APIGatewayHttpResolver:
     """The owners' API and the dashboard (``local``: the local stack's, see ``add_dashboard_routes``)."""
     app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=read_json_body)
-    overrides = OverrideService(service.store)  # type: ignore[arg-type]
+    store = cast(OwnerApiStore, service.store)  # the workspace service's store is the whole one
+    overrides = OverrideService(store)
     # A deployed stack's webhooks may point only at public addresses (the local stack passes
     # its own, which allows loopback receivers).
-    budgets = budgets or BudgetService(service.store)  # type: ignore[arg-type]
+    budgets = budgets or BudgetService(store)
     install_error_handlers(app, logger)
-    replays = WriteReplayService(service.store)  # type: ignore[arg-type]
-    portal = PortalService(service.store, service.clock)  # type: ignore[arg-type]
+    replays = WriteReplayService(store.write_records)
+    portal = PortalService(store, service.clock)
 
     def caller() -> WorkspaceState:
         """The workspace of the request's admin token: the only one its operations act on."""
@@ -323,14 +350,14 @@ def build_app(
         return answers.otel_attributes_body(service.set_otel_attributes(caller(), new.fields()["attributes"]))
 
     add_budget_routes(owners, budgets)
-    add_billing_routes(owners, ReconciliationService(service.store))  # type: ignore[arg-type]
-    add_rate_card_routes(owners, RateCardService(service.store, service.clock))  # type: ignore[arg-type]
-    add_customer_routes(owners, CustomerService(service.store))  # type: ignore[arg-type]
-    add_margin_routes(owners, MarginService(service.store, service.clock))
+    add_billing_routes(owners, ReconciliationService(store))
+    add_rate_card_routes(owners, RateCardService(store, service.clock))
+    add_customer_routes(owners, CustomerService(store))
+    add_margin_routes(owners, MarginService(store, service.clock))
     add_run_routes(
         owners,
-        RunService(service.store, service.clock),  # type: ignore[arg-type]
-        AnomalySettingsService(service.store),  # type: ignore[arg-type]
+        RunService(store, service.clock),
+        AnomalySettingsService(store),
     )
 
     add_portal_token_routes(owners, portal)

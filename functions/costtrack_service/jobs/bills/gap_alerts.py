@@ -16,10 +16,10 @@ from costtrack_service.services.reconciliation import ReconciliationService
 
 def alert_gaps(store: Any, workspace_id: str, provider: str, days: tuple[date, date], now: datetime) -> int:
     """Claim the notifications of the days that pass the threshold; returns how many were new."""
-    threshold = store.get_gap_threshold(workspace_id)
+    threshold = store.provider_bills.get_gap_threshold(workspace_id)
     if threshold is None:
         return 0
-    endpoints = store.list_endpoints(workspace_id)
+    endpoints = store.budgets.list_endpoints(workspace_id)
     if not endpoints:
         return 0
     answer = ReconciliationService(store, now=lambda: now).reconciliation(
@@ -28,5 +28,5 @@ def alert_gaps(store: Any, workspace_id: str, provider: str, days: tuple[date, d
     claimed = 0
     for notification in gap_notifications(workspace_id, provider, answer["findings"], threshold, now):
         deliveries = [notification.first_delivery(endpoint.endpoint_id, endpoint.url) for endpoint in endpoints]
-        claimed += store.claim_notification(notification, deliveries)
+        claimed += store.budgets.claim_notification(notification, deliveries)
     return claimed

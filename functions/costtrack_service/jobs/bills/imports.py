@@ -21,7 +21,7 @@ from costtrack_service.jobs.daily_export import ObjectWriter
 RAW_PREFIX = "bills/"
 
 
-class BillingStore(Protocol):
+class BillRecords(Protocol):
     def all_connections(self) -> list[ConnectionState]: ...
 
     def list_connections(self, workspace_id: str) -> list[ConnectionState]: ...
@@ -38,6 +38,13 @@ class BillingStore(Protocol):
         imported_at: str,
         raw_object: str,
     ) -> int: ...
+
+
+class BillingStore(Protocol):
+    """The providers' bills the import writes (its gap alerts also claim budgets' notifications)."""
+
+    @property
+    def provider_bills(self) -> BillRecords: ...
 
 
 def raw_object_key(state: ConnectionState, days: tuple[date, date], imported_at: str, prefix: str = RAW_PREFIX) -> str:
@@ -92,9 +99,13 @@ class BillImports:
         """Import every connection (or those of some workspaces); one's failure stops no other."""
         wanted = None if workspace_ids is None else set(workspace_ids)
         states = (
-            self.store.all_connections()
+            self.store.provider_bills.all_connections()
             if wanted is None
-            else [state for workspace_id in sorted(wanted) for state in self.store.list_connections(workspace_id)]
+            else [
+                state
+                for workspace_id in sorted(wanted)
+                for state in self.store.provider_bills.list_connections(workspace_id)
+            ]
         )
         results = [self.import_connection(state, now) for state in states]
         return {
@@ -119,18 +130,20 @@ class BillImports:
                 environ=self.environ,
             )
         except (ImportFailed, BillFormatError) as error:
-            self.store.record_import(replace(state, last_run_at=at, last_error=str(error)[:300]))
+            self.store.provider_bills.record_import(replace(state, last_run_at=at, last_error=str(error)[:300]))
             return outcome | {"status": "failed", "error": str(error)[:300]}
         if days is None:
-            self.store.record_import(replace(state, last_run_at=at, last_error=None))
+            self.store.provider_bills.record_import(replace(state, last_run_at=at, last_error=None))
             return outcome | {"status": "up_to_date", "days": 0}
         key = raw_object_key(state, days, at, self.prefix)
         self.writer.put(key, raw_body(state, days, at, fetched))
-        written = self.store.put_billed_days(
+        written = self.store.provider_bills.put_billed_days(
             state.workspace_id, state.connection.provider, days, lines.sorted(), imported_at=at, raw_object=key
         )
         last_imported = max(days[1].isoformat(), state.last_imported or "")
-        self.store.record_import(replace(state, last_imported=last_imported, last_run_at=at, last_error=None))
+        self.store.provider_bills.record_import(
+            replace(state, last_imported=last_imported, last_run_at=at, last_error=None)
+        )
         alerts = alert_gaps(self.store, state.workspace_id, state.connection.provider, days, now.astimezone(UTC))
         return outcome | {
             "gap_alerts": alerts,

@@ -1,5 +1,6 @@
-"""DynamoDB: the ``billing`` table (mixed into ``DynamoStore``), what the bill importer writes
-and reconciliation reads.
+"""DynamoDB: the providers' bills, kept in the ``billing`` table: a workspace's connections to
+provider accounts and what each provider billed per day, which the bill importer writes and
+reconciliation reads (docs/guides/reconciliation.md).
 
 One partition per workspace, ``w#<workspace>``, holds:
 
@@ -23,7 +24,7 @@ from typing import Any
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.reconciliation.connections import Connection, ConnectionState
 from costtrack_service.store.budget_reads import partition_of
-from costtrack_service.store.client import TableAccess
+from costtrack_service.store.client import TablePart
 from costtrack_service.store.items import from_item, to_item
 from costtrack_service.store.tables import ALL_CONNECTIONS
 
@@ -31,7 +32,7 @@ CONNECTION_SET = "connections"
 GAP_THRESHOLD = "s#gap_threshold"
 
 
-class BillingTable(TableAccess):
+class ProviderBillTable(TablePart):
     # -- connections ----------------------------------------------------------------------
 
     def put_connection(self, state: ConnectionState) -> None:
