@@ -20,7 +20,7 @@ from costtrack_service.store.export_reads import ExportReads
 from costtrack_service.store.ingest_writes import EventStore
 from costtrack_service.store.owner import EventList, KeyTable, PlanUsage
 from costtrack_service.store.page_backfill import PageBackfill
-from costtrack_service.store.portal_tokens import PortalTokenTable
+from costtrack_service.store.portal_token_table import PortalTokenTable
 from costtrack_service.store.prices import PriceTable
 from costtrack_service.store.provider_bills import ProviderBillTable
 from costtrack_service.store.rate_card_table import RateCardTable
