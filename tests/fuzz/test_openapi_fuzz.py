@@ -7,6 +7,7 @@ Fast settings in ``make test``; ``make chaos`` (``COSTTRACK_CHAOS=full``) runs m
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from costtrack_service.domain.billing.portal_tokens import PortalToken
 from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.edge.api_document import openapi_document
@@ -34,12 +36,15 @@ schema = schemathesis.openapi.from_dict(openapi_document())
 
 @pytest.fixture(scope="module")
 def credentials(local_stack: Any) -> dict[str, str]:
-    """A paid workspace with room for every generated event, its ingestion key and admin token."""
+    """A paid workspace with room for every generated event, its ingestion key, admin token and a
+    customer's portal token."""
     store = local_stack.store
     workspace = store.workspaces.create_workspace("fuzz", tier=Tier.PAID, included_events=10**6)
     key, _ = store.keys.create_key(workspace.workspace_id)
     token, _ = store.keys.create_key(workspace.workspace_id, name="fuzz", kind=ADMIN)
-    return {"ingest": key, "admin": token}
+    portal, record = PortalToken.issue(workspace.workspace_id, "fuzz-customer", 3600, datetime.now(UTC))
+    store.portal_tokens.put(record)
+    return {"ingest": key, "admin": token, "portal": portal}
 
 
 @schema.parametrize()
@@ -50,7 +55,11 @@ def credentials(local_stack: Any) -> dict[str, str]:
     derandomize=not FULL,
 )
 def test_api_never_fails_and_matches_its_document(case: Any, local_stack: Any, credentials: dict[str, str]) -> None:
-    secret = credentials["admin"] if case.path.startswith("/v1/workspace") else credentials["ingest"]
+    secret = credentials["ingest"]
+    if case.path.startswith("/v1/workspace"):
+        secret = credentials["admin"]
+    elif case.path.startswith("/v1/portal"):
+        secret = credentials["portal"]
     case.call_and_validate(
         base_url=local_stack.state["api_url"], headers={"Authorization": f"Bearer {secret}"}, checks=CHECKS
     )

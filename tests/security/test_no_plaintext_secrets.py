@@ -1,6 +1,6 @@
-"""Secrets never rest in plain text: after real traffic with ingestion keys and admin tokens
-(good, bad, revoked; in Authorization and X-Api-Key; keys created through the API), no table
-item and no line the functions logged contains any of them."""
+"""Secrets never rest in plain text: after real traffic with ingestion keys, admin tokens and
+portal tokens (good, bad, revoked; in Authorization and X-Api-Key; keys and portal tokens
+created through the API), no table item and no line the functions logged contains any of them."""
 
 from __future__ import annotations
 
@@ -86,6 +86,15 @@ def test_no_key_or_token_in_any_table_or_log_line(verbose_stack: LocalStack) -> 
     secrets.add(created)
     assert api.post("/v1/events", json=event, headers={"Authorization": f"Bearer {created}"}).status_code == 200
     assert api.get("/v1/workspace", headers={"Authorization": f"Bearer {key}"}).status_code == 401
+    # A customer's portal token: shown once (its page's URL holds it in the fragment), used, revoked.
+    portal = api.post("/v1/workspace/customers/acme/portal-tokens", json={"ttl_seconds": 60}, headers=admin).json()
+    secrets.add(portal["token"])
+    reader = {"Authorization": f"Bearer {portal['token']}"}
+    assert api.get("/v1/portal/usage", headers=reader).status_code == 200
+    assert api.get(portal["url"].split("#")[0]).status_code == 200
+    assert api.delete(f"/v1/workspace/portal-tokens/{portal['token_prefix']}", headers=admin).status_code == 200
+    assert api.get("/v1/portal/usage", headers=reader).status_code == 401
+    assert api.get("/v1/workspace/usage", headers=reader).status_code == 401
 
     tables = scan_everything(local_stack)
     assert hash_secret(key) in tables  # the hashes are there, so the scan saw the keys' items

@@ -9,6 +9,7 @@ import os
 from typing import Any
 from urllib.parse import quote
 
+import httpx
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
@@ -76,3 +77,14 @@ encoded_value = st.one_of(
     forged_cursor.map(lambda text: quote(text.encode("utf-8", "surrogatepass"), safe="")),
     st.binary(max_size=12).map(lambda raw: quote(raw, safe="")),
 )
+
+
+def query_answered_or_named(api_url: str, route: str, secret: str, pairs: list[tuple[str, str]]) -> None:
+    """A GET of ``route`` with the encoded query ``pairs`` is a 200, or a 400 naming one of them."""
+    query = "&".join(f"{name}={value}" for name, value in pairs)
+    with httpx.Client(base_url=api_url, timeout=60) as client:
+        response = client.get(f"{route}?{query}", headers={"Authorization": f"Bearer {secret}"})
+    assert response.status_code in (200, 400), (query, response.status_code, response.text[:300])
+    if response.status_code == 400:
+        field = response.json()["error"]["details"][0]["field"]
+        assert field in {name for name, _ in pairs}, (query, field)

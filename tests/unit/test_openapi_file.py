@@ -40,7 +40,7 @@ def test_the_owners_routes_document_every_answer_and_no_422() -> None:
             if "requestBody" in operation or queried:
                 assert "400" in answers, operation["operationId"]
     assert "HTTPValidationError" not in document["components"]["schemas"]
-    assert set(document["components"]["securitySchemes"]) == {"bearer", "apiKeyHeader", "adminToken"}
+    assert set(document["components"]["securitySchemes"]) == {"bearer", "apiKeyHeader", "adminToken", "portalToken"}
 
 
 def test_the_event_is_typed_from_the_one_field_definition() -> None:

@@ -10,7 +10,7 @@ const FILTER_KEYS = ["feature", "customer_id", "model", "status", "environment",
 // path segments -> [section, title, loader]; a loader gets the decoded ids and the query.
 const ROUTES = {
   overview: { section: "overview", title: () => "Overview", load: () => loadOverview() },
-  customers: { section: "customers", title: () => "Customers", load: () => loadCustomers() },
+  customers: { section: "customers", title: () => "Customers", load: () => Promise.all([loadCustomers(), loadPortalTokens()]) },
   customer: { section: "subject", title: ([id]) => `Customer ${id}`, load: (ids, q) => loadSubject("customer", ids, q) },
   feature: { section: "subject", title: ([name]) => `Feature ${name}`, load: (ids, q) => loadSubject("feature", ids, q) },
   model: { section: "subject", title: (ids) => `Model ${ids.join("/")}`, load: (ids, q) => loadSubject("model", ids, q) },

@@ -165,8 +165,8 @@ def rollup_rows(record: EventRecord) -> tuple[tuple[RollupKey, ...], Counts]:
     * ``charge``:        one row per day and charge (``included``, ``credit``) for every event,
       hidden ones too: what a month used of the plan (``Usage``) is read from these;
     * ``invoice.<customer digest>``: one row per day and provider, model and feature for every
-      event charged to a customer, hidden ones too (``billing/invoice_rows.py``): its invoice's
-      lines are read from these;
+      event charged to a customer, hidden ones too (:func:`invoice_dimension`): its invoice's
+      lines and the customer portal's usage are read from these;
     * ``hidden``:        instead of all the above, one row per day and reason for an event hidden
       from the dashboard (a free-plan key's other sources). Hidden events never reach charts or
       groups; they are counted apart so nobody wonders where they went.

@@ -23,12 +23,14 @@ from costtrack_service.services.workspace import WorkspaceService
 
 DESCRIPTION = (
     "Record the cost of language-model calls (one POST per call, with an ingestion key), "
-    "and read usage and manage keys (with a workspace admin token)."
+    "read usage and manage keys (with a workspace admin token), and a customer's own usage (with "
+    "a portal token)."
 )
 SECURITY_SCHEMES: dict[str, Any] = {
     "bearer": {"type": "http", "scheme": "bearer", "description": "Authorization: Bearer ct_…"},
     "apiKeyHeader": {"type": "apiKey", "in": "header", "name": "X-Api-Key"},
     "adminToken": {"type": "http", "scheme": "bearer", "description": "Authorization: Bearer cta_…"},
+    "portalToken": {"type": "http", "scheme": "bearer", "description": "Authorization: Bearer ctp_… (one customer's)"},
 }
 #: Powertools documents a 422 for a failed validation; the owners' API answers those 400.
 _POWERTOOLS_ONLY = ("HTTPValidationError", "ValidationError", "ResponseValidationError")

@@ -38,6 +38,7 @@ ERROR_STATUS: Mapping[ErrorCode, int] = {
     "REVOKED_API_KEY": 401,
     "INACTIVE_API_KEY": 401,
     "INVALID_ADMIN_TOKEN": 401,  # the key owners' API (/v1/workspace/...)
+    "INVALID_PORTAL_TOKEN": 401,  # the customer portal's API (/v1/portal/...)
     "PLAN_INACTIVE": 403,
     "NOT_FOUND": 404,
     "INVALID_KEY_TRANSITION": 409,  # management API: e.g. reactivating a revoked key

@@ -22,6 +22,7 @@ from costtrack_service.store.ingest_writes import EventStore
 from costtrack_service.store.invoice_table import InvoiceTable
 from costtrack_service.store.owner import EventList, KeyTable, PlanUsage
 from costtrack_service.store.page_backfill import PageBackfill
+from costtrack_service.store.portal_token_table import PortalTokenTable
 from costtrack_service.store.prices import PriceTable
 from costtrack_service.store.provider_bills import ProviderBillTable
 from costtrack_service.store.rate_card_table import RateCardTable
@@ -71,6 +72,7 @@ class DynamoStore:
         self.billing = RateCardTable(access)
         self.invoices = InvoiceTable(access)
         self.credits = CreditTable(access)
+        self.portal_tokens = PortalTokenTable(access)
         # operators' and the scheduled functions'
         self.table_setup = TableSetup(access)
         self.workspace_shards = WorkspaceShards(access, self.events)

@@ -21,6 +21,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
 
+from costtrack_service.domain.billing.portal_tokens import PORTAL_TOKEN_PREFIX
 from costtrack_service.domain.cursors import MAX_CURSOR_CHARS
 from costtrack_service.domain.errors import invalid
 from costtrack_service.domain.recorded_writes import WriteRecords
@@ -44,6 +45,13 @@ from costtrack_service.edge.owner_api.http import (
     request_headers,
 )
 from costtrack_service.edge.owner_api.invoice_routes import add_invoice_routes
+from costtrack_service.edge.owner_api.portal_page import add_portal_page
+from costtrack_service.edge.owner_api.portal_routes import (
+    PORTAL_CALLER,
+    PORTAL_TOKEN,
+    add_portal_api,
+    add_portal_token_routes,
+)
 from costtrack_service.edge.owner_api.query_params import EVENT_FILTERS, text_filters
 from costtrack_service.edge.owner_api.rate_card_routes import add_rate_card_routes
 from costtrack_service.edge.owner_api.request_errors import read_json_body, refuse_media_type
@@ -55,6 +63,7 @@ from costtrack_service.services.credits import CreditService, CreditStore
 from costtrack_service.services.customers import CustomerRecords, CustomerService, CustomerStore
 from costtrack_service.services.invoices import InvoiceService, InvoiceStore
 from costtrack_service.services.margins import MarginService, MarginStore
+from costtrack_service.services.portal import PortalService, PortalStore
 from costtrack_service.services.price_overrides import OverrideService, OverrideStore
 from costtrack_service.services.rate_cards import RateCardRecords, RateCardService, RateCardStore
 from costtrack_service.services.reconciliation import ProviderBills, ReconciliationService, ReconciliationStore
@@ -109,6 +118,7 @@ class OwnerApiStore(
     ReconciliationStore,
     AnomalyStore,
     RunStore,
+    PortalStore,
     Protocol,
 ):
     """Every part the owners' API's services use: the composed store has them all."""
@@ -138,6 +148,7 @@ def build_app(
     budgets = budgets or BudgetService(store)
     install_error_handlers(app, logger)
     replays = WriteReplayService(store.write_records)
+    portal = PortalService(store, service.clock)
 
     def caller() -> WorkspaceState:
         """The workspace of the request's admin token: the only one its operations act on."""
@@ -160,6 +171,8 @@ def build_app(
             resolver.context["workspace"] = service.authenticate(
                 presented_secret(headers, ADMIN_TOKEN_PREFIX)
             ).workspace
+        elif route is not None and route.security == PORTAL_TOKEN:
+            resolver.context[PORTAL_CALLER] = portal.authenticate(presented_secret(headers, PORTAL_TOKEN_PREFIX))
         refuse_media_type(headers, resolver.current_event.body)
 
     def gated(resolver: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
@@ -361,7 +374,11 @@ def build_app(
         AnomalySettingsService(store),
     )
 
+    add_portal_token_routes(owners, portal)
+    add_portal_api(app, portal)
+
     add_dashboard_routes(app, local)
+    add_portal_page(app, portal)
 
     return app
 

@@ -29,8 +29,6 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 IMMUTABLE = "public, max-age=31536000, immutable"
-#: How index.html names its assets; each gets ``?v=<version>``.
-ASSET_REFERENCE = re.compile(r'(src|href)="/dashboard/([A-Za-z0-9._-]+)"')
 #: The sign-in page's pointer to the demo tokens, shown on the local stack only.
 DEV_TOKENS_HIDDEN = '<p id="dev-tokens" class="muted" hidden>'
 
@@ -51,28 +49,40 @@ class Asset:
         return f'"{self.version}"'
 
 
-@cache
 def static_file(name: str) -> Asset | None:
     """A served file of the dashboard folder (never index.html, which :func:`page` renders)."""
-    folder = resources.files("costtrack_service").joinpath("dashboard")
+    return package_file("dashboard", name)
+
+
+@cache
+def package_file(folder_name: str, name: str) -> Asset | None:
+    """A file of one of this package's page folders, when it is one of the kinds served."""
+    folder = resources.files("costtrack_service").joinpath(folder_name)
     if os.path.splitext(name)[1] not in STATIC_TYPES or name not in {entry.name for entry in folder.iterdir()}:
         return None
     return Asset.of(name, folder.joinpath(name).read_text(encoding="utf-8"))
 
 
+def versioned_page(folder_name: str, name: str) -> str:
+    """A page of a page folder with each file it names there (``/<folder>/<file>``) given
+    ``?v=`` and that file's version."""
+    html = package_file(folder_name, name)
+    assert html is not None, f"{folder_name}/{name} is part of the package"
+    reference = re.compile(rf'(src|href)="/{folder_name}/([A-Za-z0-9._-]+)"')
+
+    def versioned(match: re.Match[str]) -> str:
+        asset = package_file(folder_name, match[2])
+        if asset is None:
+            raise LookupError(f"{name} names a missing file: {match[2]}")
+        return f'{match[1]}="/{folder_name}/{match[2]}?v={asset.version}"'
+
+    return reference.sub(versioned, html.body)
+
+
 @cache
 def page(local: bool) -> Asset:
     """index.html with each asset's version, and on the local stack the pointer to its tokens."""
-    html = static_file("index.html")
-    assert html is not None, "the dashboard's index.html is part of the package"
-
-    def versioned(match: re.Match[str]) -> str:
-        asset = static_file(match[2])
-        if asset is None:
-            raise LookupError(f"index.html names a missing file: {match[2]}")
-        return f'{match[1]}="/dashboard/{match[2]}?v={asset.version}"'
-
-    body = ASSET_REFERENCE.sub(versioned, html.body)
+    body = versioned_page("dashboard", "index.html")
     if local:
         if DEV_TOKENS_HIDDEN not in body:
             raise LookupError("index.html has no dev-tokens paragraph")
@@ -112,8 +122,13 @@ def add_dashboard_routes(app: APIGatewayHttpResolver, local: bool = False) -> No
         return serve(asset, IMMUTABLE if asked == asset.version else "no-cache")
 
     def serve(asset: Asset, cache_control: str) -> Response[str]:
-        headers = {**SECURITY_HEADERS, "Cache-Control": cache_control, "ETag": asset.etag}
-        given = request_headers(app).get("if-none-match", "")
-        if asset.etag in {tag.strip().removeprefix("W/") for tag in given.split(",")}:
-            return Response(status_code=304, headers=headers, body="")
-        return Response(status_code=200, content_type=asset.content_type, body=asset.body, headers=headers)
+        return serve_asset(app, asset, cache_control)
+
+
+def serve_asset(app: APIGatewayHttpResolver, asset: Asset, cache_control: str) -> Response[str]:
+    """A static file under the dashboard's headers, with its ETag (a 304 when the client has it)."""
+    headers = {**SECURITY_HEADERS, "Cache-Control": cache_control, "ETag": asset.etag}
+    given = request_headers(app).get("if-none-match", "")
+    if asset.etag in {tag.strip().removeprefix("W/") for tag in given.split(",")}:
+        return Response(status_code=304, headers=headers, body="")
+    return Response(status_code=200, content_type=asset.content_type, body=asset.body, headers=headers)
