@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.domain.billing.invoice_periods import Period, invoice_id, period_of
 from costtrack_service.domain.ingest.batch import submission_of
 from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.ingest.source import normalize_name, normalize_provider
+from costtrack_service.domain.invoices.invoice_periods import Period, invoice_id, period_of
 from costtrack_service.domain.pricing.entries import format_timestamp, parse_timestamp
 from costtrack_service.services.customers import CustomerService
 from costtrack_service.services.event_ingest import IngestService

@@ -165,8 +165,8 @@ def exercise_credits(
 ) -> str:
     """A customer on the card "std" (made by ``exercise_rate_card_routes``) with credits: a grant
     that is good and (``expired``) one that expired (written as it was made then)."""
-    from costtrack_service.domain.billing.credit_grants import Grant
-    from costtrack_service.domain.billing.credit_ledger import credit_ledger
+    from costtrack_service.domain.credits.credit_grants import Grant
+    from costtrack_service.domain.credits.credit_ledger import credit_ledger
     from costtrack_service.services.customers import CustomerService
 
     CustomerService(store).put(workspace_id, customer_id, {"rate_card_id": "std", "credits_enforced": enforced})
@@ -287,7 +287,7 @@ def exercise_rate_card_routes(store: DynamoStore, workspace_id: str) -> None:
 def exercise_invoice_routes(store: DynamoStore, workspace_id: str) -> None:
     """Every invoice operation of the owners' API, once: the customer "c"'s list, its open
     draft, and the previous period finalized (the counter and the invoice in one transaction)."""
-    from costtrack_service.domain.billing.invoice_periods import invoice_id, period_of
+    from costtrack_service.domain.invoices.invoice_periods import invoice_id, period_of
     from costtrack_service.services.invoices import InvoiceService
 
     invoices = InvoiceService(store)  # type: ignore[arg-type]
@@ -497,7 +497,7 @@ def test_bill_import_policy_grants_exactly_what_the_code_uses(
 def invoice_finalizer_calls() -> dict[str, set[str]]:
     """What the invoice finalizer really does: a workspace whose customer "c" was charged this
     period, finalized by the hourly round (every workspace that bills) a period later."""
-    from costtrack_service.domain.billing.invoice_periods import period_of
+    from costtrack_service.domain.invoices.invoice_periods import period_of
     from costtrack_service.jobs.invoice_finalizer import InvoiceFinalizer
     from costtrack_service.services.customers import CustomerService
     from costtrack_service.services.rate_cards import RateCardService

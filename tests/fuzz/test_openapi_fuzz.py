@@ -20,7 +20,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from costtrack_service.domain.billing.portal_tokens import PortalToken
+from costtrack_service.domain.portal.portal_tokens import PortalToken
 from costtrack_service.domain.workspaces.keys import ADMIN
 from costtrack_service.domain.workspaces.plans import Tier
 from costtrack_service.edge.api_document import openapi_document

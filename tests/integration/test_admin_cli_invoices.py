@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from costtrack_service.domain.billing.invoice_periods import invoice_id, period_of
+from costtrack_service.domain.invoices.invoice_periods import invoice_id, period_of
 from tests.support.admin_cli import Admin
 from tests.support.invoice_workspace import Billing, moment, random_event
 

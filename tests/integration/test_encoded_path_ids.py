@@ -15,7 +15,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from costtrack_service.domain.billing.invoice_periods import invoice_id, period_of
+from costtrack_service.domain.invoices.invoice_periods import invoice_id, period_of
 from costtrack_service.edge.ingest.ingest_routes import served_openapi_document
 from tests.support.budget_owner import Owner
 from tests.support.webhook_receiver import Receiver
@@ -145,7 +145,40 @@ class World:
                 lambda: {"invoice_id": self.invoice(f"cu:{uuid.uuid4().hex[:8]}", ended=True)},
                 None,
             ),
+            ("POST", "/v1/workspace/customers/{customer_id}/credits"): (
+                lambda: {"customer_id": customer},
+                {"amount": "1"},
+            ),
+            ("GET", "/v1/workspace/customers/{customer_id}/credits"): (lambda: {"customer_id": customer}, None),
+            ("GET", "/v1/workspace/customers/{customer_id}/balance"): (lambda: {"customer_id": customer}, None),
+            ("DELETE", "/v1/workspace/customers/{customer_id}/credits/{grant_id}"): (
+                lambda: {"customer_id": customer, "grant_id": self.grant(customer)},
+                None,
+            ),
+            ("POST", "/v1/workspace/customers/{customer_id}/portal-tokens"): (
+                lambda: {"customer_id": customer},
+                {"ttl_seconds": 60},
+            ),
+            ("DELETE", "/v1/workspace/portal-tokens/{token_prefix}"): (
+                lambda: {"token_prefix": self.portal_token(customer)},
+                None,
+            ),
         }
+
+    def grant(self, customer: str) -> str:
+        answer = self.owner.call(
+            "POST", f"/v1/workspace/customers/{quote(customer, safe='')}/credits", json={"amount": "1"}
+        )
+        assert answer.status_code == 201, answer.text
+        grant_id: str = answer.json()["grant_id"]
+        return grant_id
+
+    def portal_token(self, customer: str) -> str:
+        path = f"/v1/workspace/customers/{quote(customer, safe='')}/portal-tokens"
+        answer = self.owner.call("POST", path, json={"ttl_seconds": 60})
+        assert answer.status_code == 201, answer.text
+        prefix: str = answer.json()["token_prefix"]
+        return prefix
 
     def invoice(self, customer: str, ended: bool = False) -> str:
         """The customer's open invoice, or its last ended one (finalized on request, even empty)."""

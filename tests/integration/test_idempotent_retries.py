@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from costtrack_service.domain.billing.invoice_periods import invoice_id, period_of
+from costtrack_service.domain.invoices.invoice_periods import invoice_id, period_of
 from costtrack_service.edge.api_document import openapi_document
 from costtrack_service.edge.ingest.ingest_routes import served_openapi_document
 from costtrack_service.services.budgets import MAX_BUDGETS
@@ -40,7 +40,7 @@ class Route:
     """One write that takes an Idempotency-Key, on a fresh workspace with a small limit."""
 
     operation: tuple[str, str]
-    limit: str  # the code that refuses a new call at the limit
+    limit: str | None  # the code that refuses a new call at the limit (None: the route has none)
     limit_status = 429
     #: How many other calls reach the limit, at most.
     calls_to_limit = 10
@@ -215,6 +215,23 @@ class InvoiceFinalize(OwnerWrite):
         assert sorted(final.number for final in finals if final is not None) == list(range(1, accepted + 1))
 
 
+class CreditGrant(OwnerWrite):
+    """Grants to one customer: no limit refuses one, so the retry comes after two more."""
+
+    operation = ("POST", "/v1/workspace/customers/{customer_id}/credits")
+    limit = None
+    calls_to_limit = 2
+
+    def send(self, client: httpx.Client, key: str, other: bool = False) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self.owner.token}", "Idempotency-Key": key}
+        body = {"amount": "2" if other else "1", "note": key[:40]}
+        return client.post("/v1/workspace/customers/acme/credits", json=body, headers=headers)
+
+    def check_counted(self, accepted: int) -> None:
+        balance = self.owner.call("GET", "/v1/workspace/customers/acme/balance").json()
+        assert Decimal(balance["granted"]) == accepted and len(balance["grants"]) == accepted, balance
+
+
 ROUTES: dict[str, Callable[[Any, httpx.Client, Any], Route]] = {
     "event": lambda stack, api, factory: SingleEvent(stack, factory),
     "batch item": lambda stack, api, factory: BatchItem(stack, factory),
@@ -222,6 +239,7 @@ ROUTES: dict[str, Callable[[Any, httpx.Client, Any], Route]] = {
     "budget creation": lambda stack, api, factory: BudgetCreation(stack, api),
     "webhook creation": lambda stack, api, factory: WebhookCreation(stack, api),
     "invoice finalize": lambda stack, api, factory: InvoiceFinalize(stack, api),
+    "credit grant": lambda stack, api, factory: CreditGrant(stack, api),
 }
 
 
@@ -236,7 +254,7 @@ def test_every_route_that_takes_an_idempotency_key_is_in_the_table() -> None:
             for parameter in operation.get("parameters", [])
         )
     }
-    tabled = (SingleEvent, BatchItem, Reservation, BudgetCreation, WebhookCreation, InvoiceFinalize)
+    tabled = (SingleEvent, BatchItem, Reservation, BudgetCreation, WebhookCreation, InvoiceFinalize, CreditGrant)
     assert documented == {route.operation for route in tabled}
 
 
@@ -260,7 +278,8 @@ def test_a_retry_is_answered_from_its_record_before_any_limit(
         if route.outcome(other) != (200, None):
             break
         accepted += 1
-    assert route.outcome(other) == (route.limit_status, route.limit), other.text
+    if route.limit is not None:
+        assert route.outcome(other) == (route.limit_status, route.limit), other.text
 
     retry = route.send(api, first_key)
     assert route.outcome(retry) == (200, None), retry.text

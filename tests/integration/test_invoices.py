@@ -19,10 +19,10 @@ from typing import Any
 import httpx
 import pytest
 
-from costtrack_service.domain.billing.invoice_periods import Period, invoice_id, period_of
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ingest.records import EventRecord
 from costtrack_service.domain.ingest.source import normalize_name, normalize_provider
+from costtrack_service.domain.invoices.invoice_periods import Period, invoice_id, period_of
 from costtrack_service.domain.reconciliation.bill import BilledLine
 from costtrack_service.domain.store_errors import StoreUnavailable
 from costtrack_service.jobs.invoice_finalizer import InvoiceFinalizer

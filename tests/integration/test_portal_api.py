@@ -174,7 +174,9 @@ def test_bad_queries_are_400_naming_the_field(owner: PortalOwner, params: dict[s
     assert answer.json()["error"]["details"][0]["field"] == field
 
 
-def test_a_customer_without_a_card_has_no_currency(api: httpx.Client, local_stack: Any, workspace_factory: Any) -> None:
+def test_a_customer_without_a_card_has_no_currency_and_no_charged_calls(
+    api: httpx.Client, local_stack: Any, workspace_factory: Any
+) -> None:
     from tests.support.http_workspace import Workspace
 
     workspace_id, key = workspace_factory()
@@ -182,4 +184,5 @@ def test_a_customer_without_a_card_has_no_currency(api: httpx.Client, local_stac
     assert plain.send(customer_id="acme").status_code == 200
     created = plain.post("/v1/workspace/customers/acme/portal-tokens", {"ttl_seconds": 60}).json()
     usage = api.get("/v1/portal/usage", headers={"Authorization": f"Bearer {created['token']}"}).json()
-    assert usage["currency"] is None and usage["totals"]["calls"] == 1 and usage["totals"]["charge"] == "0"
+    # the portal shows what the customer is charged for: an uncharged call is none of it
+    assert usage["currency"] is None and usage["totals"]["calls"] == 0 and usage["totals"]["charge"] == "0"

@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from costtrack_service.domain.billing.invoice_periods import Period, invoice_id
 from costtrack_service.domain.ingest.batch import submission_of
 from costtrack_service.domain.ingest.records import EventRecord
+from costtrack_service.domain.invoices.invoice_periods import Period, invoice_id
 from costtrack_service.services.customers import CustomerService
 from costtrack_service.services.event_ingest import IngestService
 from costtrack_service.services.invoices import InvoiceService

@@ -290,50 +290,6 @@ def test_the_sdks_tools_benches_and_scripts_cite_no_issue_numbers() -> None:
 #: A file path: ``x.py``, ``layer/x.py``, ``bench/x.py``, ``tests/unit/test_x.py``.
 FILE_PATH = re.compile(r"(?<![\w.-])[\w./-]*\w\.py\b")
 
-#: The file paths (``module: path``, once per occurrence) still named by modules that other
-#: branches change as this check lands. The list must only shrink: the test fails on an entry
-#: that no longer occurs, so each fix takes its entry out until the list is empty.
-PENDING = (
-    "edge/owner_api/app.py: edge/api_document.py",
-    "edge/owner_api/app.py: edge/owner_api/dashboard.py",
-    "edge/owner_api/app.py: tests/unit/test_owner_validation.py",
-    "edge/owner_api/customer_routes.py: edge/owner_api/app.py",
-    "edge/owner_api/dashboard.py: tests/unit/test_dashboard_assets.py",
-    "handlers/api.py: handlers/powertools.py",
-    "services/event_ingest.py: shards.py",
-    "services/event_ingest.py: allowance.py",
-    "services/event_ingest.py: ingest/reads.py",
-    "services/event_ingest.py: allowance.py",
-    "services/event_ingest.py: ingest/commit.py",
-    "services/event_ingest.py: reservations/debit.py",
-    "services/event_ingest.py: reservations/settle.py",
-    "services/reservations.py: scope.py",
-    "services/reservations.py: ledger.py",
-    "services/reservations.py: settle.py",
-    "services/reservations.py: seed.py",
-    "services/reservations.py: seed.py",
-    "services/reservations.py: debit.py",
-    "store/ingest_writes.py: allowance.py",
-    "store/ingest_writes.py: store/run_totals.py",
-    "store/ingest_writes.py: domain/ingest/time_pages.py",
-    "store/ingest_writes.py: shards.py",
-    "store/ingest_writes.py: allowance.py",
-    "store/ledgers.py: store/reservation_holds.py",
-    "store/ledgers.py: bench/reservations.py",
-    "store/reservation_holds.py: store/ledgers.py",
-    "store/reservation_holds.py: domain/reservations/seed.py",
-    "store/reservation_holds.py: debit.py",
-    "store/reservation_holds.py: seed.py",
-    "store/tables.py: allowance.py",
-    "store/tables.py: shards.py",
-    "store/tables.py: domain/ingest/time_pages.py",
-    "store/tables.py: store/prices.py",
-    "store/tables.py: store/run_totals.py",
-    "store/tables.py: allowance.py",
-    "store/tables.py: store/budget_table.py",
-    "store/tables.py: store/provider_bills.py",
-)
-
 
 def file_paths(text: str) -> list[str]:
     """The file paths ``text`` names."""
@@ -349,8 +305,7 @@ def test_the_service_names_no_file_paths() -> None:
         for _, text in texts(path.read_text(encoding="utf-8"))
         for name in file_paths(text)
     )
-    assert sorted((found - Counter(PENDING)).elements()) == []
-    assert sorted((Counter(PENDING) - found).elements()) == [], "fixed: take these out of PENDING"
+    assert sorted(found.elements()) == []
 
 
 def test_the_check_finds_a_file_path() -> None:

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from costtrack_service.domain.billing.credit_grants import Grant, balance_of, parse_grant, shares_of, to_close
-from costtrack_service.domain.billing.credit_ledger import credit_ledger
+from costtrack_service.domain.credits.credit_grants import Grant, balance_of, parse_grant, shares_of, to_close
+from costtrack_service.domain.credits.credit_ledger import credit_ledger
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.reservations.reservation_ids import CREDIT_PERIOD, Part, ReservationId, parse
 

@@ -87,4 +87,4 @@ def test_the_ingestion_store_composes_only_ingestions_parts() -> None:
     ingestion = {name for name, part in vars(IngestionStore(client, names)).items() if isinstance(part, TablePart)}
     every = {name for name, part in vars(DynamoStore(client, names)).items() if isinstance(part, TablePart)}
     assert ingestion < every
-    assert ingestion == {"events", "run_totals", "prices", "budgets", "reservations", "rollups", "billing"}
+    assert ingestion == {"events", "run_totals", "prices", "budgets", "reservations", "rollups", "billing", "credits"}

@@ -40,7 +40,7 @@ def grant(store: Any, args: argparse.Namespace) -> None:
         data = credits.grant(workspace, args.customer_id, body)
     else:
         fingerprint = request_fingerprint("POST", GRANT_ROUTE, {"customer_id": args.customer_id}, body)
-        answer = WriteReplayService(store).answer(
+        answer = WriteReplayService(store.write_records).answer(
             workspace,
             args.idempotency_key,
             fingerprint,

@@ -8,7 +8,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from costtrack_service.domain.billing.invoice_formats import invoice_csv, invoice_html
+from costtrack_service.domain.invoices.invoice_formats import invoice_csv, invoice_html
 from costtrack_service.services.invoices import MAX_INVOICES, InvoiceService
 from costtrack_tools.admin_output import emit, find_workspace
 

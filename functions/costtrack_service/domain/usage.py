@@ -11,9 +11,9 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple, Protocol, get_args
 
-from costtrack_service.domain.billing.invoice_rows import invoice_dimension, line_value
 from costtrack_service.domain.ingest.records import EventRecord, PricingStatus
 from costtrack_service.domain.ingest.source import normalize_name, normalize_provider
+from costtrack_service.domain.invoices.invoice_rows import invoice_dimension, line_value
 from costtrack_service.domain.pricing.cost import CURRENCY, format_decimal
 from costtrack_service.domain.pricing.reported import REPORTED, reported_cost
 from costtrack_service.domain.workspaces.plans import Charge

@@ -1,6 +1,6 @@
 """Lambda entry point of the key owners' API and dashboard: ``/v1/workspace/...``, ``/dashboard``.
 
-Traced (botocore patched) and measured per request (``handlers/powertools.py``): ``Requests``,
+Traced (botocore patched) and measured per request (:class:`Powertools`): ``Requests``,
 ``Refused`` (4xx), ``Failed`` (5xx) and ``ColdStart`` under the service ``costtrack-api``.
 """
 

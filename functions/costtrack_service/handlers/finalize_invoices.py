@@ -1,5 +1,5 @@
 """Lambda entry point of the invoice finalizer (EventBridge Scheduler, hourly): each customer's
-invoice whose period ended ``grace_hours`` ago is finalized (``jobs/invoice_finalizer.py``);
+invoice whose period ended ``grace_hours`` ago is finalized (:class:`InvoiceFinalizer`);
 invoked with ``{"workspace_ids": [...]}``, only those workspaces'.
 
 Metrics per run: ``InvoicesFinalized``, ``InvoiceCustomersChecked`` and ``InvoicesFailed``

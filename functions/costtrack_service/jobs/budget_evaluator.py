@@ -12,8 +12,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from costtrack_service.domain.billing.credits_low import EVENT_TYPE as CREDITS_LOW
-from costtrack_service.domain.billing.credits_low import summary as credits_summary
 from costtrack_service.domain.budgets.alerts import (
     CANCELLED,
     DELIVERED,
@@ -37,6 +35,8 @@ from costtrack_service.domain.budgets.webhooks import (
     next_attempt_at,
     signed_headers,
 )
+from costtrack_service.domain.credits.credits_low import EVENT_TYPE as CREDITS_LOW
+from costtrack_service.domain.credits.credits_low import summary as credits_summary
 from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.domain.runs.anomalies import EVENT_TYPE as RUN_ANOMALY
 from costtrack_service.domain.runs.anomalies import summary as anomaly_summary

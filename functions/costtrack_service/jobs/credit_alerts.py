@@ -1,6 +1,6 @@
 """The ``credits_low`` evaluator, run with the budget evaluator each minute
 (docs/guides/billing.md#credits): per workspace with credits, each such customer's balance, and
-a claim per level reached in its grant state (``domain/billing/credits_low.py``)."""
+a claim per level reached in its grant state (docs/guides/billing.md#credits)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from costtrack_service.domain.billing.credits_low import (
+from costtrack_service.domain.budgets.alerts import SNS
+from costtrack_service.domain.credits.credits_low import (
     KEY_PREFIX,
     credits_low_notification,
     grant_state,
     levels_reached,
     notification_key,
 )
-from costtrack_service.domain.budgets.alerts import SNS
 from costtrack_service.services.credits import CreditService
 
 

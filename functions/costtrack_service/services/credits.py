@@ -19,7 +19,9 @@ from typing import Any, Protocol
 
 from costtrack_service import catalogue
 from costtrack_service.domain.billing.charging import CardReads, charge_event
-from costtrack_service.domain.billing.credit_grants import (
+from costtrack_service.domain.billing.customer_billing import Customer, check_customer_id
+from costtrack_service.domain.cache import TTLCache
+from costtrack_service.domain.credits.credit_grants import (
     Balance,
     Grant,
     GrantShare,
@@ -28,9 +30,7 @@ from costtrack_service.domain.billing.credit_grants import (
     shares_of,
     to_close,
 )
-from costtrack_service.domain.billing.credit_ledger import credit_ledger
-from costtrack_service.domain.billing.customer_billing import Customer, check_customer_id
-from costtrack_service.domain.cache import TTLCache
+from costtrack_service.domain.credits.credit_ledger import credit_ledger
 from costtrack_service.domain.cursors import checked_limit, decode_cursor, encode_cursor, keyed_page, scope_of
 from costtrack_service.domain.errors import ApiError
 from costtrack_service.domain.ids import new_grant_id

@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 from costtrack_service import catalogue
 from costtrack_service.domain.billing.charging import CardReads, ChargeReadStore, Versions, charge_event, charged_fields
-from costtrack_service.domain.billing.credit_ledger import CreditCustomerReader, CreditCustomers, credit_ledger
 from costtrack_service.domain.budgets.watch import BudgetReader, BudgetWatch
+from costtrack_service.domain.credits.credit_ledger import CreditCustomerReader, CreditCustomers, credit_ledger
 from costtrack_service.domain.errors import ApiError, unavailable
 from costtrack_service.domain.ids import new_event_id
 from costtrack_service.domain.ingest.batch import Item, Submission
@@ -104,15 +104,15 @@ class IngestService:
     plan (403) → each item: its payload (400) → idempotency (replay / 422) → allowance (429),
     spent in request order. The edge reads the key and the body; this class decides the rest.
 
-    Nothing a workspace writes on every event is a single item (``shards.py``, ``allowance.py``),
+    Nothing a workspace writes on every event is a single item (:class:`PartitionLayout`; docs/concepts/allowance.md),
     so one key and one workspace are not capped by DynamoDB's transaction conflicts:
 
     * the key's state comes from a read at most a second old
       (docs/api-rules.md#how-fast-changes-take-effect): a revoked or deactivated key is refused
       from the first request that starts a second after the change;
-    * the plan's status is read at most a second old too (``ingest/reads.py``); its allowance is
-      spent from leases, under conditions in the same transaction as the events (``allowance.py``);
-    * events are written in as few transactions as DynamoDB allows (``ingest/commit.py``): the
+    * the plan's status is read at most a second old too (:class:`CachedReads`); its allowance is
+      spent from leases, under conditions in the same transaction as the events (docs/concepts/allowance.md);
+    * events are written in as few transactions as DynamoDB allows (docs/concepts/allowance.md): the
       events, the allowance shards they spend, and their rollup rows summed per transaction.
     """
 
@@ -296,7 +296,7 @@ class IngestService:
 
     def _ledgers(self, workspace_id: str, records: list[EventRecord]) -> dict[str, tuple[Ledger, ...]]:
         """The enforced budget instances each event spends in unless it settles a reservation
-        (``reservations/debit.py``), by event key; only those with any."""
+        (:class:`Debit`), by event key; only those with any."""
         found = {}
         charged = any(record.charge_amount for record in records)
         with_credits = self.credit_customers.of(workspace_id) if charged else frozenset()
@@ -314,7 +314,7 @@ class IngestService:
     def _settlements(
         self, workspace_id: str, records: list[EventRecord], received: datetime
     ) -> tuple[list[EventRecord], dict[str, Any]]:
-        """The reservations these events settle (``reservations/settle.py``): one consistent
+        """The reservations these events settle (:class:`Settle`): one consistent
         read per hold, only for events that carry a ``reservation_id``."""
         if not any(record.event.reservation_id for record in records):
             return records, {}

@@ -20,7 +20,10 @@ from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
 from costtrack_service.domain.billing.customer_billing import BillingSettings, Customer, check_customer_id
-from costtrack_service.domain.billing.invoice_lines import (
+from costtrack_service.domain.billing.rate_card_versions import DEFAULT_CURRENCY, RateCardVersion
+from costtrack_service.domain.cursors import checked_limit, decode_cursor, encode_cursor, keyed_page, scope_of
+from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.invoices.invoice_lines import (
     FinalInvoice,
     InvoiceSums,
     Lines,
@@ -31,7 +34,7 @@ from costtrack_service.domain.billing.invoice_lines import (
     invoice_totals,
     lines_from_rows,
 )
-from costtrack_service.domain.billing.invoice_periods import (
+from costtrack_service.domain.invoices.invoice_periods import (
     Period,
     invoice_id,
     parse_invoice_id,
@@ -39,10 +42,7 @@ from costtrack_service.domain.billing.invoice_periods import (
     period_starting,
     unknown_invoice,
 )
-from costtrack_service.domain.billing.invoice_rows import invoice_dimension
-from costtrack_service.domain.billing.rate_card_versions import DEFAULT_CURRENCY, RateCardVersion
-from costtrack_service.domain.cursors import checked_limit, decode_cursor, encode_cursor, keyed_page, scope_of
-from costtrack_service.domain.errors import ApiError
+from costtrack_service.domain.invoices.invoice_rows import invoice_dimension
 from costtrack_service.domain.pricing.entries import format_timestamp
 from costtrack_service.domain.usage import RollupReader
 

@@ -9,14 +9,16 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from costtrack_service.domain.billing.customer_billing import check_customer_id
-from costtrack_service.domain.billing.portal_tokens import (
+from costtrack_service.domain.cursors import checked_limit, decode_cursor, encode_cursor, keyed_page, scope_of
+from costtrack_service.domain.errors import ApiError, invalid
+from costtrack_service.domain.portal.portal_tokens import (
     PORTAL_TOKEN_PREFIX,
     PortalToken,
     check_ttl,
     live_token,
     plausible_portal_token,
 )
-from costtrack_service.domain.billing.portal_usage import (
+from costtrack_service.domain.portal.portal_usage import (
     DEFAULT_LINES,
     LINE_POSITION,
     MAX_LINES,
@@ -24,8 +26,6 @@ from costtrack_service.domain.billing.portal_usage import (
     line_body,
     line_dimensions,
 )
-from costtrack_service.domain.cursors import checked_limit, decode_cursor, encode_cursor, keyed_page, scope_of
-from costtrack_service.domain.errors import ApiError, invalid
 from costtrack_service.domain.report_days import day_range
 from costtrack_service.domain.usage import RollupReader
 from costtrack_service.domain.workspaces.keys import hash_secret

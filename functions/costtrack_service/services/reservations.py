@@ -2,10 +2,10 @@
 
 ``reserve`` prices the estimate (an amount, or token counts at the worst case: the prompt at
 the input rate with no cache discount, ``max_output_tokens`` at the output rate), finds the
-enforced budget instances that apply (``scope.py``) and holds the amount in one shard of each
-(``ledger.py``), in one write; it refuses only after a survey of the refusing ledger showed
+enforced budget instances that apply (:func:`ledgers_for`) and holds the amount in one shard of each
+(:class:`Ledger`), in one write; it refuses only after a survey of the refusing ledger showed
 that not enough is left. ``release`` returns a hold early. Settling happens with the event
-(``settle.py``).
+(:class:`Settle`).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from costtrack_service.services.credits import CreditCheck, credits_exhausted
 #: Enforced budgets are re-read at most this often: a new limit holds within a second.
 BUDGETS_TTL_SECONDS = 1.0
 #: A lease (money newly taken from the central item) follows a survey at most this old, so that
-#: what events without a reservation spent (debts in the shards, ``debit.py``) counts towards
+#: what events without a reservation spent (debts in the shards, :class:`Debit`) counts towards
 #: the limit within a second, like a changed limit.
 LEASE_SURVEY_SECONDS = 1.0
 MAX_ATTEMPTS = 12
@@ -83,7 +83,7 @@ class LedgerStore(Protocol):
     def release(self, workspace_id: str, reservation: ReservationId, holds: dict[Part, Hold], now: int) -> bool: ...
 
     def seed_ledger(self, workspace_id: str, seed: Seed) -> bool:
-        """The ledger's creating write (``seed.py``); False when it was seeded or spent meanwhile."""
+        """The ledger's creating write (:func:`plan_seed`); False when it was seeded or spent meanwhile."""
         ...
 
 
@@ -132,7 +132,7 @@ class ReservationService:
         credits: CreditCheck | None = None,
     ) -> None:
         self.store = store
-        #: A customer's enforced credits (``services/credits.py``); None: budgets only.
+        #: A customer's enforced credits (:class:`CreditCheck`); None: budgets only.
         self.credits = credits
         self.pricer = pricer
         self._overrides = overrides
@@ -341,7 +341,7 @@ class ReservationService:
 
     def _seed(self, ws: str, ledger: Ledger, survey: LedgerSurvey, shard: int) -> bool:
         """Count the window's spend before the ledger into it: the rollups read *after* the
-        survey, the write conditioned on the surveyed shards (``seed.py``)."""
+        survey, the write conditioned on the surveyed shards (:func:`plan_seed`)."""
         if ledger.credit:  # nothing was spent from credits before their first grant made the ledger
             return self.store.reservations.seed_ledger(ws, plan_seed(ledger, survey, ZERO, shard, LEDGER_SHARDS))
         budget = next((b for b in self._enforced(ws) if b.budget_id == ledger.budget_id), None)

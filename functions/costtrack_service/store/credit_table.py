@@ -7,7 +7,7 @@
 * ``cs#customers``: the customers with any grant (a string set), which ingestion reads to know
   whose charges spend credits.
 
-The credit ledger is a §10 ledger (``store/ledgers.py``) under its own ref and the period
+The credit ledger is a §10 ledger (:func:`ledger_key`) under its own ref and the period
 ``credit``: a grant marks it seeded (nothing was spent from it before), and a grant's closing
 takes its unused part out of one shard (``forfeited``) in the same transaction that marks it
 closed, so it happens once.
@@ -21,7 +21,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from costtrack_service.domain.billing.credit_grants import Grant
+from costtrack_service.domain.credits.credit_grants import Grant
 from costtrack_service.domain.pricing.entries import format_timestamp, parse_timestamp
 from costtrack_service.domain.reservations.ledger import LEDGER_SHARDS, ZERO, Ledger, ShardState
 from costtrack_service.store.budget_reads import partition_of

@@ -5,20 +5,20 @@ Accepted events are written in chunks, one ``TransactWriteItems`` each (``ingest
 
 1. ``Put`` each event, unless its event key is already taken in the workspace;
 2. ``Update`` the allowance shards the chunk spends, each on the condition that it holds what is
-   spent from it (``allowance.py``), and, when it leases, the workspace item on the plan's
+   spent from it (docs/concepts/allowance.md), and, when it leases, the workspace item on the plan's
    condition;
 3. ``Update`` the chunk's rollup rows in one rollup shard, deltas summed per row;
 4. ``Put`` the chunk's run and session totals, each unless another write changed it since it
-   was read, and ``Update`` their cost sketch rows (``store/run_totals.py``);
+   was read, and ``Update`` their cost sketch rows (:class:`RunTable`);
 5. ``ConditionCheck`` the event keys in their partitions under an earlier count, after the
    partitions grew (``shards.PartitionLayout``);
 6. ``Put`` the chunk's time pages: the list of its events by time that the dashboard, the export
-   and a run's calls read (``domain/ingest/time_pages.py``), last, with no condition.
+   and a run's calls read (docs/concepts/allowance.md), last, with no condition.
 
 A cancelled transaction reports each failed item as it is now
 (``ReturnValuesOnConditionCheckFailure=ALL_OLD``): :func:`_rejection` turns them into a
 ``ChunkRejected`` and the domain decides. Events, rollups and shards are spread over partition
-keys (``shards.py``), so none is a hot item and no partition key takes more than AWS serves.
+keys (:class:`PartitionLayout`), so none is a hot item and no partition key takes more than AWS serves.
 """
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ class EventStore(TablePart):
 
     def survey(self, workspace_id: str, period: str) -> Survey:
         """The workspace item and every shard of ``period`` and every credit shard, as one atomic
-        snapshot: one ``TransactGetItems`` (``allowance.py`` relies on it). Separate reads
+        snapshot: one ``TransactGetItems`` (the allowance relies on it, docs/concepts/allowance.md). Separate reads
         (``GetItem`` then ``BatchGetItem``) are consistent item by item only: on AWS they may see
         a lease's workspace item after it and its shards before it, and find allowance missing.
         Raises :class:`SurveyConflict` when a write in flight holds one of the items."""

@@ -19,8 +19,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from costtrack_service.domain.billing.invoice_lines import FinalInvoice, InvoiceSums
-from costtrack_service.domain.billing.invoice_rows import invoice_dimension
+from costtrack_service.domain.invoices.invoice_lines import FinalInvoice, InvoiceSums
+from costtrack_service.domain.invoices.invoice_rows import invoice_dimension
 from costtrack_service.domain.store_errors import StoreUnavailable
 from costtrack_service.store.budget_reads import partition_of
 from costtrack_service.store.client import TablePart

@@ -1,5 +1,5 @@
 """A ledger's items as the event's transaction and the reservation store write and read them
-(``store/reservation_holds.py``): keys, a hold's attribute, the settle and debit updates.
+(:class:`ReservationTable`): keys, a hold's attribute, the settle and debit updates.
 
 A ledger lives in the allowance table beside the allowance shards, under its own keys:
 ``bl#<workspace>#<ref>#<month>#c`` (the central item: ``leased`` and ``seed``) and ``…#<NN>``
@@ -7,7 +7,7 @@ A ledger lives in the allowance table beside the allowance shards, under its own
 
 A hold is ``h<the entry's first 10 characters>`` = ``[amount, expires]``: 11 bytes of name and a
 two-number list, about 25 bytes, so that a shard keeps its steady state's live holds within the
-1 KB a write unit pays for (``bench/reservations.py``; with keys that group holds, ``grp:…``, a
+1 KB a write unit pays for (docs/performance.md#reservations; with keys that group holds, ``grp:…``, a
 group's shard keeps more, about 2 KB, and its batch's settles write fewer items). The entry's
 first 10 characters (50 bits, random or from the Idempotency-Key's hash) name a hold among a
 shard's live ones. Holds of the map form (``h_<entry>`` = ``{a, x}``) are read, returned at

@@ -1,13 +1,13 @@
-"""DynamoDB: the customer portal's tokens (``domain/billing/portal_tokens.py``), items of the keys
-table beside the workspace's keys: by the secret's hash, and listed by the ``by_workspace`` index
-under their prefix (their ``key_id``). One part of the store, reached as ``store.portal_tokens``.
+"""DynamoDB: the customer portal's tokens (docs/guides/portal.md), items of the keys table beside
+the workspace's keys: by the secret's hash, and listed by the ``by_workspace`` index under their
+prefix (their ``key_id``). One part of the store (its ``portal_tokens`` attribute).
 """
 
 from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
-from costtrack_service.domain.billing.portal_tokens import PORTAL_TOKEN_PREFIX, PortalToken
+from costtrack_service.domain.portal.portal_tokens import PORTAL_TOKEN_PREFIX, PortalToken
 from costtrack_service.domain.store_errors import NotFound
 from costtrack_service.domain.workspaces.keys import KeyState
 from costtrack_service.store.client import TablePart

@@ -1,11 +1,11 @@
 """DynamoDB: enforced budgets' ledgers and the reservations held in them (``domain/reservations``).
 
-The items are described in ``store/ledgers.py``. A hold lives in its shard item, so reserving
+The items are described by :func:`ledger_key` and :func:`hold_fields`. A hold lives in its shard item, so reserving
 from one budget is one conditional ``UpdateItem`` (a transaction only when it leases or more
 than one budget applies), and settling is an update of that item inside the event's own
 transaction (``ledgers.reservation_settlements``: one update per shard item, however many of
 the transaction's holds are in it). A ledger's creating write (its seed, the
-month's spend before it: ``domain/reservations/seed.py``) is one transaction over the central
+month's spend before it: :func:`plan_seed`) is one transaction over the central
 item and every shard.
 """
 
@@ -80,7 +80,7 @@ class ReservationTable(TablePart):
         if take.need > 0:
             condition += " AND available >= :need"
             values[":need"] = take.need
-        elif take.lease > 0:  # the lease must also cover a debt the shard may have (``debit.py``)
+        elif take.lease > 0:  # the lease must also cover a debt the shard may have (:class:`Debit`)
             condition += " AND (attribute_not_exists(available) OR available >= :need)"
             values[":need"] = take.need
         return {
@@ -113,7 +113,7 @@ class ReservationTable(TablePart):
                 "TableName": self.tables.allowance,
                 "Key": to_item({"shard_key": ledger_key(workspace_id, ledger.ref, ledger.month, None)}),
                 "UpdateExpression": update,
-                # A ledger lends only once it counts the month's spend before it (``seed.py``).
+                # A ledger lends only once it counts the month's spend before it (:func:`plan_seed`).
                 "ConditionExpression": "attribute_exists(seed) AND leased <= :max",
                 "ExpressionAttributeValues": to_item(values),
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",

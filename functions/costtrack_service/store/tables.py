@@ -6,28 +6,28 @@ so the deployed tables and the local ones cannot drift apart.
 * ``keys``       one item per API key, by SHA-256 of the secret; ``by_workspace`` lists a
                  workspace's keys.
 * ``workspaces`` one item per workspace: the plan, the credits not yet leased and the
-                 included events leased this month (``allowance.py``).
+                 included events leased this month (docs/concepts/allowance.md).
 * ``events``     one item per accepted event, keyed by idempotency key within one of the
-                 workspace's partitions (``shards.py``), and one time page per ingestion
-                 transaction listing its events by time (``domain/ingest/time_pages.py``: the
+                 workspace's partitions (:class:`PartitionLayout`), and one time page per ingestion
+                 transaction listing its events by time (docs/concepts/allowance.md: the
                  dashboard's list, the export and a run's calls read them); ``unpriced`` is
                  sparse (events waiting for a price, for the backfill). Items expire through
                  the ``expires_at`` TTL attribute.
 * ``pricing``    synced and operators' prices by provider, workspace overrides, the sync's state
-                 (``store/prices.py``); the bundled catalogue is in the package.
+                 (:class:`PriceTable`); the bundled catalogue is in the package.
 * ``rollups``    daily usage counters per workspace shard (``dimension#day#value``), added to
                  by the ingestion write itself, so dashboards never read the event history;
-                 per-run and per-session totals and their cost sketch (``store/run_totals.py``), the
+                 per-run and per-session totals and their cost sketch (:class:`RunTable`), the
                  runs in the sparse ``runs_by_cost`` index (a day's runs by cost).
 * ``allowance``  the allowance shards: included events of a month and credits leased from the
-                 workspace item, spent by the ingestion write (``allowance.py``).
+                 workspace item, spent by the ingestion write (docs/concepts/allowance.md).
 * ``budgets``    per workspace (``w#<workspace>``): budgets, webhook endpoints, the claimed
-                 notifications and their deliveries (``store/budget_table.py``); ``all_budgets``
+                 notifications and their deliveries (:class:`BudgetTable`); ``all_budgets``
                  (sparse) lists every budget for the evaluator, ``due_deliveries`` (sparse) the
                  deliveries waiting for an attempt. Notifications and deliveries expire by TTL.
 * ``billing``    per workspace (``w#<workspace>``): its provider-account connections (the
                  secret's ARN, never the key) and, per provider and day, what the provider
-                 billed (``store/provider_bills.py``); ``all_connections`` (sparse) lists every
+                 billed (:class:`ProviderBillTable`); ``all_connections`` (sparse) lists every
                  connection for the daily import. The raw pages are S3 objects.
 """
 

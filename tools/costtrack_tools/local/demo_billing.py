@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from costtrack_service.domain.billing.invoice_periods import Period, invoice_id, period_of
+from costtrack_service.domain.invoices.invoice_periods import Period, invoice_id, period_of
 from costtrack_service.services.customers import CustomerService
 from costtrack_service.services.invoices import InvoiceService
 from costtrack_service.services.rate_cards import RateCardService

@@ -68,7 +68,7 @@ class Ledger:
     amount: Decimal
     instance: str | None  # the template's value (e.g. the customer id); None for a plain budget
     month: str  # "2026-11"
-    #: A customer's prepaid credits (``domain/billing/credit_ledger.py``): spent by charges, not
+    #: A customer's prepaid credits (:func:`credit_ledger`): spent by charges, not
     #: costs, and one ledger for all time rather than per month.
     credit: bool = False
 

@@ -3,10 +3,10 @@
 Thin: authenticate the admin token, call :class:`WorkspaceService`, shape the response. Each
 route declares its query, path and body types (Powertools validates them, ``enable_validation``)
 and its answers (``owner_responses``), which is what the OpenAPI document says
-(``edge/api_document.py``). A request that fails its types is answered ``400 INVALID_PAYLOAD``
+(:func:`openapi_document`). A request that fails its types is answered ``400 INVALID_PAYLOAD``
 naming each field (``request_errors``), after the admin token is checked: no token, no details.
 
-The same function serves the dashboard (``edge/owner_api/dashboard.py``).
+The same function serves the dashboard (docs/guides/dashboard.md).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
 
-from costtrack_service.domain.billing.portal_tokens import PORTAL_TOKEN_PREFIX
 from costtrack_service.domain.cursors import MAX_CURSOR_CHARS
 from costtrack_service.domain.errors import invalid
+from costtrack_service.domain.portal.portal_tokens import PORTAL_TOKEN_PREFIX
 from costtrack_service.domain.recorded_writes import WriteRecords
 from costtrack_service.domain.report_days import DEFAULT_DAYS, MAX_DAYS, MAX_FILTER_CHARS
 from costtrack_service.domain.statements import StatementFormat, StatementGrouping
@@ -185,7 +185,7 @@ def build_app(
     # one that fails meets it in the exception handler below, before its refusal is answered. So
     # a request without a live admin token is told just that (401) before anything about its
     # query or body, and a body that is not JSON is refused (415) before whatever Powertools
-    # made of it (tests/unit/test_owner_validation.py).
+    # made of it (a unit test holds it).
     app.use(middlewares=[gated])
 
     def answer_failure(error: Exception) -> Response[str]:

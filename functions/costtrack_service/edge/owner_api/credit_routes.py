@@ -1,6 +1,6 @@
 """The owners' credit routes (docs/guides/billing.md#credits): grants, their list and void, and
 a customer's balance, under ``/v1/workspace/customers/{id}``, on the owners' resolver
-(``edge/owner_api/app.py``)."""
+(:func:`build_app`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The owners' customer, billing-settings and margin routes (docs/guides/billing.md#customers):
 ``/v1/workspace/customers/{id}``, ``/v1/workspace/billing`` and ``/v1/workspace/margins``, on the
-owners' resolver (``edge/owner_api/app.py``)."""
+owners' resolver (:func:`build_app`)."""
 
 from __future__ import annotations
 

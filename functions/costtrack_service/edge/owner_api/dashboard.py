@@ -102,7 +102,7 @@ def add_dashboard_routes(app: APIGatewayHttpResolver, local: bool = False) -> No
     The charting library, uPlot, is vendored next to the page (``uPlot.iife.min.js``,
     ``uPlot.min.css`` and its ``uPlot.LICENSE``): committed, not copied at build time, so that
     ``sam build`` from any checkout packages the same bytes without running npm, and
-    tests/unit/test_dashboard_assets.py holds them equal to the npm package pinned in package.json.
+    A unit test holds them equal to the npm package pinned in package.json.
     """
 
     @app.get("/", include_in_schema=False, enable_validation=False)

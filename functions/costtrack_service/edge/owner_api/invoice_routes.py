@@ -1,6 +1,6 @@
 """The owners' invoice routes (docs/guides/billing.md#invoices): a customer's invoices, one
 invoice as JSON, CSV or a printable HTML page, and finalizing one, on the owners' resolver
-(``edge/owner_api/app.py``)."""
+(:func:`build_app`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from pydantic import BaseModel, Field
 
-from costtrack_service.domain.billing.invoice_formats import invoice_csv, invoice_filename, invoice_html
 from costtrack_service.domain.cursors import MAX_CURSOR_CHARS
+from costtrack_service.domain.invoices.invoice_formats import invoice_csv, invoice_filename, invoice_html
 from costtrack_service.edge.owner_api.responses import INVALID, NOT_FOUND, documented, refused
 from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
 from costtrack_service.services.invoices import MAX_INVOICES, InvoiceService

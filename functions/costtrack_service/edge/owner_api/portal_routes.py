@@ -1,6 +1,6 @@
 """The customer portal's routes (docs/guides/portal.md), on the owners' resolver
-(``edge/owner_api/app.py``): the owners' token routes (admin token), and ``/v1/portal/usage``,
-whose security is a portal token (``PORTAL_TOKEN``): the gate of ``app.py`` authenticates it as
+(:func:`build_app`): the owners' token routes (admin token), and ``/v1/portal/usage``,
+whose security is a portal token (``PORTAL_TOKEN``): the gate of :func:`build_app` authenticates it as
 it does the admin token, so an admin token is refused here and a portal token everywhere else.
 """
 
@@ -12,9 +12,9 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel, Field
 
-from costtrack_service.domain.billing.portal_tokens import MAX_TTL_SECONDS, PortalToken
-from costtrack_service.domain.billing.portal_usage import DEFAULT_LINES, MAX_LINES
 from costtrack_service.domain.cursors import MAX_CURSOR_CHARS
+from costtrack_service.domain.portal.portal_tokens import MAX_TTL_SECONDS, PortalToken
+from costtrack_service.domain.portal.portal_usage import DEFAULT_LINES, MAX_LINES
 from costtrack_service.edge.owner_api.http import json_response, request_headers
 from costtrack_service.edge.owner_api.responses import INVALID, NOT_FOUND, WITH_BODY, answer, documented, refused
 from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes, summary_and_description

@@ -16,8 +16,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from costtrack_service.domain.billing.credit_grants import Balance
 from costtrack_service.domain.budgets.alerts import Notification, notification_id
+from costtrack_service.domain.credits.credit_grants import Balance
 from costtrack_service.domain.pricing.entries import format_timestamp
 
 EVENT_TYPE = "credits_low"

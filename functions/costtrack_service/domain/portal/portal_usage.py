@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from costtrack_service.domain.billing.invoice_rows import invoice_dimension, line_of
+from costtrack_service.domain.invoices.invoice_rows import invoice_dimension, line_of
 from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.usage import Counts, RollupKey
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from costtrack_service.domain.billing.invoice_lines import CSV_COLUMNS
+from costtrack_service.domain.invoices.invoice_lines import CSV_COLUMNS
 
 
 def invoice_csv(invoice: Mapping[str, Any]) -> str:

@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from costtrack_service.domain.billing.credit_grants import Grant, ledger_amount
 from costtrack_service.domain.cache import TTLCache
+from costtrack_service.domain.credits.credit_grants import Grant, ledger_amount
 from costtrack_service.domain.reservations.ledger import Ledger
 from costtrack_service.domain.reservations.reservation_ids import CREDIT_PERIOD
 

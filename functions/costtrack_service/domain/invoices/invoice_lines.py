@@ -19,7 +19,7 @@ from datetime import date
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
-from costtrack_service.domain.billing.invoice_rows import line_of
+from costtrack_service.domain.invoices.invoice_rows import line_of
 from costtrack_service.domain.pricing.cost import format_decimal
 from costtrack_service.domain.usage import Counts, RollupKey
 

@@ -1,7 +1,7 @@
 """A customer's prepaid credits (docs/guides/billing.md#credits): grants, and how the charges
 spent so far fall on them.
 
-The money itself lives in one ledger per customer (``credit_ledger.py``: §10's design, spent by
+The money itself lives in one ledger per customer (:func:`credit_ledger`: §10's design, spent by
 each charged event in its own transaction), so ``used`` and ``held`` are exact totals. Which
 grant a charge spent is a view over those totals: charges use the grant that expires first, so
 the spend so far fills the grants in expiry order. A grant that expired keeps what it had been

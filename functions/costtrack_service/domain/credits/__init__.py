@@ -1,0 +1,1 @@
+"""Prepaid credits: grants, their ledger and the low-credit alerts (docs/guides/billing.md#credits)."""
