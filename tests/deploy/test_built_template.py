@@ -60,6 +60,8 @@ def test_deployed_tables_equal_the_local_definitions(built: dict[str, Any], spec
     assert indexes == expected.get("GlobalSecondaryIndexes", [])
     ttl = properties.get("TimeToLiveSpecification")
     assert (ttl["AttributeName"] if ttl else None) == spec.ttl_attribute
+    stream = properties.get("StreamSpecification")
+    assert (stream["StreamViewType"] if stream else None) == spec.stream
     assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
     assert properties["DeletionProtectionEnabled"] == {"Ref": "TableDeletionProtection"}
 

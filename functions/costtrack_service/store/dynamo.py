@@ -18,6 +18,8 @@ imports none of the others.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from costtrack_service.store.anomaly_settings import RunAnomalyTable
 from costtrack_service.store.billing import BillingTable
 from costtrack_service.store.budget_table import BudgetTable
@@ -29,7 +31,12 @@ from costtrack_service.store.prices import PriceTable
 from costtrack_service.store.rate_card_table import RateCardTable
 from costtrack_service.store.reservation_holds import ReservationTable
 from costtrack_service.store.run_reads import RunReads
+from costtrack_service.store.sink_table import SinkTable
+from costtrack_service.store.tables import TableNames
 from costtrack_service.store.write_records import WriteRecordTable
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 __all__ = ["DynamoStore", "dynamodb_client", "translate_errors", "unavailable_error"]
 
@@ -48,3 +55,7 @@ class DynamoStore(
     WriteRecordTable,
 ):
     """costtrack's tables, every part (``TableAccess`` makes it: a client and the table names)."""
+
+    def __init__(self, client: DynamoDBClient, tables: TableNames) -> None:
+        super().__init__(client, tables)
+        self.sinks = SinkTable(client, tables)

@@ -47,6 +47,8 @@ from costtrack_service.edge.owner_api.request_errors import read_json_body, refu
 from costtrack_service.edge.owner_api.responses import ADMIN_TOKEN, INVALID, NOT_FOUND, WITH_BODY, documented, refused
 from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
 from costtrack_service.edge.owner_api.run_routes import add_run_routes
+from costtrack_service.edge.owner_api.sink_routes import add_sink_routes
+from costtrack_service.services.billing_sinks import SinkService
 from costtrack_service.services.budgets import BudgetService
 from costtrack_service.services.customers import CustomerService
 from costtrack_service.services.margins import MarginService
@@ -314,6 +316,7 @@ def build_app(
     add_billing_routes(owners, ReconciliationService(service.store))  # type: ignore[arg-type]
     add_rate_card_routes(owners, RateCardService(service.store, service.clock))  # type: ignore[arg-type]
     add_customer_routes(owners, CustomerService(service.store))  # type: ignore[arg-type]
+    add_sink_routes(owners, SinkService(service.store, budgets.url_policy))  # type: ignore[arg-type]
     add_margin_routes(owners, MarginService(service.store, service.clock))
     add_run_routes(
         owners,
