@@ -31,6 +31,7 @@ from costtrack_service.services.drift import apply_drift
 from costtrack_service.services.reconciliation import ReconciliationService
 from costtrack_tools.admin_output import AdminError, emit, find_workspace
 from costtrack_tools.admin_rate_cards import add_rate_card_parsers
+from costtrack_tools.admin_sinks import add_sink_parsers
 from costtrack_tools.local.secrets import LocalSecrets, NoCostExplorer
 from costtrack_tools.local.stack import DEFAULT_STATE_FILE
 
@@ -202,6 +203,7 @@ def add_billing_parsers(groups: Any, command: Callable[[Any, str, Handler, str],
         "--raw-to", default=str(DEFAULT_BILLS_DIR), metavar="DIR", help=f"raw pages (default {DEFAULT_BILLS_DIR})"
     )
     add_rate_card_parsers(billing, command)
+    add_sink_parsers(billing, command)
     recon = command(groups, "reconcile", reconcile, "billed vs tracked per day and model, every gap classified")
     recon.add_argument("workspace")
     recon.add_argument(
