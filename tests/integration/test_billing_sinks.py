@@ -192,7 +192,7 @@ def test_charged_events_reach_stripe_exactly_once_through_failures_an_outage_and
     poller.handle = dies_halfway
     try:
         charged: dict[str, Decimal] = {}
-        for batch in range(12):
+        for batch in range(20):
             items = [
                 {
                     "idempotency_key": f"k-{batch}-{n}",
@@ -200,11 +200,11 @@ def test_charged_events_reach_stripe_exactly_once_through_failures_an_outage_and
                         "provider": "openai",
                         "model": "gpt-4o-mini",
                         "customer_id": customers[n % len(customers)],
-                        "prompt_tokens": 1000 + batch * 25 + n,
+                        "prompt_tokens": 1000 + batch * 15 + n,
                         "completion_tokens": n,
                     },
                 }
-                for n in range(25)
+                for n in range(15)
             ]
             answer = owner.api.post(
                 "/v1/events", json={"batch": items}, headers={"Authorization": f"Bearer {owner.key}"}
@@ -212,7 +212,7 @@ def test_charged_events_reach_stripe_exactly_once_through_failures_an_outage_and
             assert answer.status_code < 300, answer.text
             charged |= {result["event_id"]: Decimal(result["charge"]) for result in answer.json()["results"]}
             time.sleep(0.3)  # the stream's batches as they come, not all at once
-            if batch == 4:
+            if batch == 6:
                 fake_stripe.down = False
         for _ in range(5):
             assert owner.send(customer_id="no-stripe").status_code < 300

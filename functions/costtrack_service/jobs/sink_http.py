@@ -14,11 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import urllib3
-
 from costtrack_service.domain.budgets.webhooks import UrlPolicy, check_url
+from costtrack_service.jobs.webhook_client import pinned_pool
 
-CONNECT_TIMEOUT_SECONDS = 3.0
 READ_TIMEOUT_SECONDS = 10.0
 
 
@@ -55,24 +53,7 @@ class SinkHttp:
 
     def post(self, url: str, body: Any, headers: Mapping[str, str]) -> Reply:
         target = check_url(url, self.policy)
-        address = target.addresses[0]
-        default_port = 443 if target.scheme == "https" else 80
-        host_header = target.host if target.port == default_port else f"{target.host}:{target.port}"
-        timeout = urllib3.Timeout(connect=CONNECT_TIMEOUT_SECONDS, read=READ_TIMEOUT_SECONDS)
-        pool: urllib3.HTTPConnectionPool
-        if target.scheme == "https":
-            pool = urllib3.HTTPSConnectionPool(
-                address,
-                target.port,
-                server_hostname=target.host,
-                assert_hostname=target.host,
-                cert_reqs="CERT_REQUIRED",
-                ca_certs=self.ca_certs,
-                timeout=timeout,
-                retries=False,
-            )
-        else:
-            pool = urllib3.HTTPConnectionPool(address, target.port, timeout=timeout, retries=False)
+        pool, host_header = pinned_pool(target, ca_certs=self.ca_certs, read_timeout=READ_TIMEOUT_SECONDS)
         payload = json.dumps(body, separators=(",", ":")).encode()
         with pool:
             response = pool.urlopen(
