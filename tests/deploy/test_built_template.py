@@ -227,6 +227,15 @@ def exercise_rate_card_routes(store: DynamoStore, workspace_id: str) -> None:
     customers.get(workspace_id, "c")
     customers.put_settings(workspace_id, {"default_rate_card_id": "std"})
     customers.settings(workspace_id)
+    from costtrack_service.services.billing_sinks import SinkService
+
+    sinks = SinkService(store, url_policy=public_address)
+    sinks.put(workspace_id, "meters", {"kind": "stripe", "secret_name": "costtrack/sinks/s", "event_name": "llm"})
+    sinks.get(workspace_id, "meters")
+    sinks.list(workspace_id)
+    sinks.dead(workspace_id, "meters")
+    today = datetime.now(UTC).date().isoformat()
+    sinks.replay(workspace_id, "meters", {"from": today, "to": today})
     from costtrack_service.services.margins import MarginService
 
     MarginService(store).margins(workspace_id, "feature")
