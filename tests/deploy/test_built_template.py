@@ -60,6 +60,8 @@ def test_deployed_tables_equal_the_local_definitions(built: dict[str, Any], spec
     assert indexes == expected.get("GlobalSecondaryIndexes", [])
     ttl = properties.get("TimeToLiveSpecification")
     assert (ttl["AttributeName"] if ttl else None) == spec.ttl_attribute
+    stream = properties.get("StreamSpecification")
+    assert (stream["StreamViewType"] if stream else None) == spec.stream
     assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
     assert properties["DeletionProtectionEnabled"] == {"Ref": "TableDeletionProtection"}
 
@@ -279,6 +281,15 @@ def exercise_rate_card_routes(store: DynamoStore, workspace_id: str) -> None:
     customers.get(workspace_id, "c")
     customers.put_settings(workspace_id, {"default_rate_card_id": "std"})
     customers.settings(workspace_id)
+    from costtrack_service.services.billing_sinks import SinkService
+
+    sinks = SinkService(store, url_policy=public_address)
+    sinks.put(workspace_id, "meters", {"kind": "stripe", "secret_name": "costtrack/sinks/s", "event_name": "llm"})
+    sinks.get(workspace_id, "meters")
+    sinks.list(workspace_id)
+    sinks.dead(workspace_id, "meters")
+    today = datetime.now(UTC).date().isoformat()
+    sinks.replay(workspace_id, "meters", {"from": today, "to": today})
     from costtrack_service.services.margins import MarginService
 
     MarginService(store).margins(workspace_id, "feature")

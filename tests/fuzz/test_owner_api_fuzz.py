@@ -94,11 +94,19 @@ json_values = st.recursive(
 RULE_FIELDS = ["provider", "model", "feature", "markup_percent", "unit_prices"]
 CARD_FIELDS = ["name", "currency", "markup_percent", "minimum_per_call", "rules", "effective_from"]
 CUSTOMER_FIELDS = ["name", "rate_card_id", "billing", "external_ids", "credits_enforced"]
+SINK_FIELDS = ["base_url", "event_name", "value"]
 
 
 @SETTINGS
 @given(
-    path=st.sampled_from(["/v1/workspace/rate-cards/{id}", "/v1/workspace/customers/{id}", "/v1/workspace/billing"]),
+    path=st.sampled_from(
+        [
+            "/v1/workspace/rate-cards/{id}",
+            "/v1/workspace/customers/{id}",
+            "/v1/workspace/billing",
+            "/v1/workspace/billing-sinks/{id}",
+        ]
+    ),
     ident=st.one_of(edgy_text, st.sampled_from(["std", "acme", "a.b-c_d"])),
     body=st.one_of(
         json_values,
@@ -113,10 +121,15 @@ CUSTOMER_FIELDS = ["name", "rate_card_id", "billing", "external_ids", "credits_e
             {"name": st.just("n"), "markup_percent": st.just("10")},
             optional={"rules": st.lists(st.dictionaries(st.sampled_from(RULE_FIELDS), json_values), max_size=3)},
         ),
+        st.fixed_dictionaries(
+            {"kind": st.sampled_from(["stripe", "lago", "paypal"]), "secret_name": st.just("costtrack/sinks/s")},
+            optional={name: json_values for name in SINK_FIELDS},
+        ),
     ),
 )
 def test_billing_writes_are_answered_or_named(local_stack: Any, token: str, path: str, ident: str, body: Any) -> None:
-    """Rate cards, customers and settings: any body, any id, 200 or a 4xx naming something."""
+    """Rate cards, customers, settings and billing sinks: any body, any id, 200 or a 4xx naming
+    something."""
     url = path.replace("{id}", quote(ident.encode("utf-8", "surrogatepass"), safe=""))
     with httpx.Client(base_url=local_stack.state["api_url"], timeout=60) as client:
         response = client.put(

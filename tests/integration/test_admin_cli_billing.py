@@ -55,3 +55,22 @@ def test_rate_cards_customers_and_settings(admin: Admin) -> None:
     assert admin.json("billing", "settings", ws)["default_rate_card_id"] is None
     assert admin.json("billing", "settings", ws, "--default-rate-card", "std")["default_rate_card_id"] == "std"
     assert "default rate card: std" in admin.run("billing", "settings", ws)
+
+
+def test_billing_sinks_put_list_status_and_replay(admin: Admin, local_stack: Any) -> None:
+    from datetime import UTC, datetime
+
+    ws = admin.json("workspace", "create", "Sinks", "--plan", "paid")["workspace_id"]
+    put = admin.json(
+        "billing", "sinks", "put", ws, "meters", "--kind", "stripe",
+        "--secret-name", "costtrack/sinks/stripe", "--event-name", "llm_charge",
+    )  # fmt: skip
+    assert (put["base_url"], put["delivered"], put["pending"], put["dead"]) == ("https://api.stripe.com", 0, 0, 0)
+    assert [sink["sink_id"] for sink in admin.json("billing", "sinks", "list", ws)["sinks"]] == ["meters"]
+    assert admin.json("billing", "sinks", "status", ws, "meters", "--dead")["dead_events"] == []
+    today = datetime.now(UTC).date().isoformat()
+    replay = admin.json("billing", "sinks", "replay", ws, "meters", "--from", today, "--to", today)
+    assert (replay["queued"], replay["from"], replay["to"]) == (0, today, today)
+    refused = admin.run("billing", "sinks", "put", ws, "bad", "--kind", "lago",
+                        "--secret-name", "has space", "--event-name", "x", expect=1)  # fmt: skip
+    assert "secret_name" in refused

@@ -34,6 +34,7 @@ from costtrack_tools.admin_invoices import add_invoice_parsers
 from costtrack_tools.admin_output import AdminError, emit, find_workspace
 from costtrack_tools.admin_portal import add_portal_parsers
 from costtrack_tools.admin_rate_cards import add_rate_card_parsers
+from costtrack_tools.admin_sinks import add_sink_parsers
 from costtrack_tools.local.secrets import LocalSecrets, NoCostExplorer
 from costtrack_tools.local.stack import DEFAULT_STATE_FILE
 
@@ -208,6 +209,7 @@ def add_billing_parsers(groups: Any, command: Callable[[Any, str, Handler, str],
     add_invoice_parsers(billing, command)
     add_credit_parsers(billing, command)
     add_portal_parsers(billing, command)
+    add_sink_parsers(billing, command)
     recon = command(groups, "reconcile", reconcile, "billed vs tracked per day and model, every gap classified")
     recon.add_argument("workspace")
     recon.add_argument(

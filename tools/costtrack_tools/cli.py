@@ -59,6 +59,7 @@ def run_dev(args: argparse.Namespace) -> int:
         dynamodb_port=args.dynamodb_port,
         access_log=not args.quiet,
         alerts_interval=15.0,  # budgets: evaluate and deliver alerts every 15 s
+        sinks_interval=1.0,  # billing sinks: read the events' stream and retry due deliveries every second
         demo_history=not args.empty,
         announce=None if args.quiet else lambda line: print(line, file=sys.stderr, flush=True),
     )

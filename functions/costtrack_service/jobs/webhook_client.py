@@ -19,17 +19,17 @@ CONNECT_TIMEOUT_SECONDS = 3.0
 READ_TIMEOUT_SECONDS = 5.0
 
 
-def post_webhook(target: Target, body: bytes, headers: Mapping[str, str], *, ca_certs: str | None = None) -> int:
-    """POST ``body``; the receiver's HTTP status. Raises on connection errors and timeouts, and
-    when TLS cannot verify the receiver's certificate for the URL's host name. ``ca_certs``: a
-    CA bundle to trust instead of the system's (tests)."""
+def pinned_pool(
+    target: Target, *, ca_certs: str | None = None, read_timeout: float = READ_TIMEOUT_SECONDS
+) -> tuple[urllib3.HTTPConnectionPool, str]:
+    """A pool connected to the checked address, verifying TLS for the URL's host, and the
+    ``Host`` header that names it."""
     address = target.addresses[0]
     default_port = 443 if target.scheme == "https" else 80
     host_header = target.host if target.port == default_port else f"{target.host}:{target.port}"
-    timeout = urllib3.Timeout(connect=CONNECT_TIMEOUT_SECONDS, read=READ_TIMEOUT_SECONDS)
-    pool: urllib3.HTTPConnectionPool
+    timeout = urllib3.Timeout(connect=CONNECT_TIMEOUT_SECONDS, read=read_timeout)
     if target.scheme == "https":
-        pool = urllib3.HTTPSConnectionPool(
+        return urllib3.HTTPSConnectionPool(
             address,
             target.port,
             server_hostname=target.host,
@@ -38,9 +38,15 @@ def post_webhook(target: Target, body: bytes, headers: Mapping[str, str], *, ca_
             ca_certs=ca_certs,
             timeout=timeout,
             retries=False,
-        )
-    else:
-        pool = urllib3.HTTPConnectionPool(address, target.port, timeout=timeout, retries=False)
+        ), host_header
+    return urllib3.HTTPConnectionPool(address, target.port, timeout=timeout, retries=False), host_header
+
+
+def post_webhook(target: Target, body: bytes, headers: Mapping[str, str], *, ca_certs: str | None = None) -> int:
+    """POST ``body``; the receiver's HTTP status. Raises on connection errors and timeouts, and
+    when TLS cannot verify the receiver's certificate for the URL's host name. ``ca_certs``: a
+    CA bundle to trust instead of the system's (tests)."""
+    pool, host_header = pinned_pool(target, ca_certs=ca_certs)
     with pool:
         response = pool.urlopen(
             "POST",

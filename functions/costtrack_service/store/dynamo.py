@@ -31,6 +31,7 @@ from costtrack_service.store.reservation_holds import ReservationTable
 from costtrack_service.store.rollups import RollupReads
 from costtrack_service.store.run_reads import RunReads
 from costtrack_service.store.run_totals import RunTable
+from costtrack_service.store.sink_table import SinkTable
 from costtrack_service.store.table_setup import TableSetup
 from costtrack_service.store.tables import TableNames
 from costtrack_service.store.workspace_plans import WorkspacePlans
@@ -73,6 +74,7 @@ class DynamoStore:
         self.invoices = InvoiceTable(access)
         self.credits = CreditTable(access)
         self.portal_tokens = PortalTokenTable(access)
+        self.sinks = SinkTable(access)
         # operators' and the scheduled functions'
         self.table_setup = TableSetup(access)
         self.workspace_shards = WorkspaceShards(access, self.events)

@@ -28,7 +28,9 @@ so the deployed tables and the local ones cannot drift apart.
 * ``billing``    per workspace (``w#<workspace>``): its provider-account connections (the
                  secret's ARN, never the key) and, per provider and day, what the provider
                  billed (:class:`ProviderBillTable`); ``all_connections`` (sparse) lists every
-                 connection for the daily import. The raw pages are S3 objects.
+                 connection for the daily import. The raw pages are S3 objects. Its billing
+                 sinks and the deliveries they still owe (:class:`SinkTable`); ``sink_due``
+                 (sparse) the deliveries due for an attempt.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class TableSpec:
     indexes: tuple[Index, ...] = ()
     ttl_attribute: str | None = None
     attribute_types: Mapping[str, str] = field(default_factory=dict)  # every key attribute is S unless listed
+    stream: str | None = None  # the DynamoDB Streams view type, when the table has a stream
 
     def key_attributes(self) -> list[str]:
         names = [self.hash_key] + ([self.range_key] if self.range_key else [])
@@ -79,6 +82,8 @@ class TableSpec:
                 for name in self.key_attributes()
             ],
         }
+        if self.stream:
+            kwargs["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": self.stream}
         if self.indexes:
             kwargs["GlobalSecondaryIndexes"] = [
                 {
@@ -98,18 +103,20 @@ ALL_BUDGETS = Index("all_budgets", "budget_set", "budget_ref")
 DUE_DELIVERIES = Index("due_deliveries", "due_set", "due_at")
 RUNS_BY_COST = Index("runs_by_cost", "cost_partition", "cost")
 ALL_CONNECTIONS = Index("all_connections", "connection_set", "connection_ref")
+SINK_DUE = Index("sink_due", "sink_due_set", "sink_due_at")
 #: The TTL attribute of the tables whose items expire.
 EXPIRES_AT = "expires_at"
 
 KEYS = TableSpec("keys", "key_hash", indexes=(BY_WORKSPACE,))
 WORKSPACES = TableSpec("workspaces", "workspace_id")
-EVENTS = TableSpec("events", "partition", "event_key", (UNPRICED,), ttl_attribute=EXPIRES_AT)
+# The stream feeds the billing sinks' sender (docs/guides/billing-sinks.md#how-it-works).
+EVENTS = TableSpec("events", "partition", "event_key", (UNPRICED,), ttl_attribute=EXPIRES_AT, stream="NEW_IMAGE")
 PRICING = TableSpec("pricing", "model_key", "entry_key")
 ROLLUPS = TableSpec("rollups", "partition", "rollup_key", (RUNS_BY_COST,), attribute_types={"cost": "N"})
 ALLOWANCE = TableSpec("allowance", "shard_key")
 BUDGETS = TableSpec("budgets", "partition", "item_key", (ALL_BUDGETS, DUE_DELIVERIES), ttl_attribute=EXPIRES_AT)
 
-BILLING = TableSpec("billing", "partition", "item_key", (ALL_CONNECTIONS,))
+BILLING = TableSpec("billing", "partition", "item_key", (ALL_CONNECTIONS, SINK_DUE))
 
 TABLES: tuple[TableSpec, ...] = (KEYS, WORKSPACES, EVENTS, PRICING, ROLLUPS, ALLOWANCE, BUDGETS, BILLING)
 

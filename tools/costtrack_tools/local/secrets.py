@@ -72,3 +72,26 @@ class NoCostExplorer:
 
     def get_cost_and_usage(self, **_: Any) -> dict[str, Any]:
         raise CostExplorerNotLocal("the local stack has no Cost Explorer")
+
+
+class SecretsByName:
+    """A billing sink's API key by its secret's name, from the same file (name → value), read
+    again when the file changes, so a key put while ``costtrack dev`` runs is used at once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._seen: tuple[float, int] | None = None
+        self._values: dict[str, str] = {}
+
+    def __call__(self, name: str) -> str:
+        try:
+            stat = self.path.stat()
+            seen: tuple[float, int] | None = (stat.st_mtime, stat.st_size)
+        except FileNotFoundError:
+            seen = None
+        if seen != self._seen:
+            self._values = LocalSecrets(self.path)._read()
+            self._seen = seen
+        if name not in self._values:
+            raise ResourceNotFoundException("no such secret in the local stack's secrets file")
+        return self._values[name]

@@ -194,6 +194,13 @@ class LocalStack:
     receiver: DemoReceiver | None = None
     _alerts_stop: threading.Event = field(default_factory=threading.Event, repr=False)
     _alerts_thread: threading.Thread | None = field(default=None, repr=False)
+    # The billing sinks' sender: the events table's stream and the parked deliveries' sweep
+    # (``start_sinks``; ``costtrack dev`` runs it).
+    sinks_interval: float | None = None
+    sink_poller: Any = None
+    sink_sender: Any = None
+    _sinks_stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    _sinks_thread: threading.Thread | None = field(default=None, repr=False)
 
     def __enter__(self) -> LocalStack:
         return self.start()
@@ -275,6 +282,8 @@ class LocalStack:
             self.state["demo"] = seeded["demo"]
             self.run_alerts()  # the budget's alerts, delivered to the receiver before anyone looks
         self._write_state()
+        if self.sinks_interval:
+            self.start_sinks(self.sinks_interval)
         if self.alerts_interval:
             self._alerts_stop.clear()
             self._alerts_thread = threading.Thread(
@@ -322,6 +331,44 @@ class LocalStack:
                 except Exception as exc:  # keep the loop alive; the next run tries again
                     print(f"costtrack dev: {job} failed: {exc}", file=sys.stderr)
 
+    def start_sinks(self, interval: float = 1.0, poster: Any = None) -> None:
+        """Run the billing sinks' sender as the deployed stack does: the events table's stream
+        read every ``interval`` seconds (Lambda's event source), the due deliveries swept as
+        often (its schedule). Secrets come from ``secrets.json`` beside the state file."""
+        from costtrack_service.jobs.sink_http import SinkHttp
+        from costtrack_service.jobs.sink_sender import SinkSender
+        from costtrack_tools.local.secrets import SecretsByName
+        from costtrack_tools.local.stream_poller import StreamPoller
+
+        assert self.store is not None
+        assert self.dynamo is not None
+        folder = self.state_file.parent if self.state_file is not None else Path(".costtrack")
+        self.sink_sender = SinkSender(
+            self.store, SecretsByName(folder / "secrets.json"), poster or SinkHttp(LOCAL_WEBHOOKS)
+        )
+        self.sink_poller = StreamPoller(
+            self.dynamo.endpoint, self.store.tables.events, self.sink_sender.from_stream, interval
+        ).start()
+        self._sinks_stop.clear()
+        self._sinks_thread = threading.Thread(target=self._sinks_loop, args=(interval,), name="sink-sweep", daemon=True)
+        self._sinks_thread.start()
+
+    def _sinks_loop(self, interval: float) -> None:
+        while not self._sinks_stop.wait(interval):
+            try:
+                self.sink_sender.sweep()
+            except Exception as exc:  # keep the loop alive; the next run tries again
+                print(f"costtrack dev: billing sinks' sweep failed: {exc}", file=sys.stderr)
+
+    def stop_sinks(self) -> None:
+        self._sinks_stop.set()
+        if self._sinks_thread is not None:
+            self._sinks_thread.join(timeout=30)
+            self._sinks_thread = None
+        if self.sink_poller is not None:
+            self.sink_poller.stop()
+            self.sink_poller = None
+
     def _read_state(self) -> dict[str, Any] | None:
         if self.persist_dir is None or self.state_file is None or not self.state_file.is_file():
             return None
@@ -342,6 +389,7 @@ class LocalStack:
             handle.write("\n")
 
     def stop(self) -> None:
+        self.stop_sinks()
         self._alerts_stop.set()
         if self._alerts_thread is not None:
             self._alerts_thread.join(timeout=30)

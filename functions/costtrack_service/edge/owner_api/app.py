@@ -58,6 +58,8 @@ from costtrack_service.edge.owner_api.request_errors import read_json_body, refu
 from costtrack_service.edge.owner_api.responses import ADMIN_TOKEN, INVALID, NOT_FOUND, WITH_BODY, documented, refused
 from costtrack_service.edge.owner_api.route_declarations import Answer, OwnerRoutes
 from costtrack_service.edge.owner_api.run_routes import add_run_routes
+from costtrack_service.edge.owner_api.sink_routes import add_sink_routes
+from costtrack_service.services.billing_sinks import SinkService, SinkServiceStore
 from costtrack_service.services.budgets import BudgetService, BudgetStore
 from costtrack_service.services.credits import CreditService, CreditStore
 from costtrack_service.services.customers import CustomerRecords, CustomerService, CustomerStore
@@ -119,6 +121,7 @@ class OwnerApiStore(
     AnomalyStore,
     RunStore,
     PortalStore,
+    SinkServiceStore,
     Protocol,
 ):
     """Every part the owners' API's services use: the composed store has them all."""
@@ -364,6 +367,7 @@ def build_app(
     add_billing_routes(owners, ReconciliationService(store))
     add_rate_card_routes(owners, RateCardService(store, service.clock))
     add_customer_routes(owners, CustomerService(store))
+    add_sink_routes(owners, SinkService(store, budgets.url_policy))
     add_margin_routes(owners, MarginService(store, service.clock))
     add_invoice_routes(owners, InvoiceService(store, service.clock))
     # Made per request: the document is built without a store.
