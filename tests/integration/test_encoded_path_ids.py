@@ -44,6 +44,10 @@ def documented_paths() -> list[tuple[str, str]]:
     )
 
 
+#: A billing sink (its secret is never read: no charged event is sent).
+SINK = {"kind": "stripe", "secret_name": "costtrack/sinks/stripe", "event_name": "llm_charge"}
+
+
 class World:
     """A workspace with something behind every documented path parameter; each write route's
     object made afresh for each spelling (a delete cannot be asked twice)."""
@@ -109,7 +113,7 @@ class World:
         """Each documented route with a parameter: its parameters (made afresh per call) and body."""
         month = datetime.now(UTC).strftime("%Y-%m")
         same = self.template
-        card, customer = self.rate_card(), self.customer()
+        card, customer, sink = self.rate_card(), self.customer(), self.sink()
         return {
             ("GET", "/v1/workspace/statements/{month}"): (lambda: {"month": month}, None),
             ("POST", "/v1/workspace/keys/{key_id}/{action}"): (
@@ -159,11 +163,23 @@ class World:
                 lambda: {"customer_id": customer},
                 {"ttl_seconds": 60},
             ),
+            ("PUT", "/v1/workspace/billing-sinks/{sink_id}"): (lambda: {"sink_id": sink}, SINK),
+            ("GET", "/v1/workspace/billing-sinks/{sink_id}"): (lambda: {"sink_id": sink}, None),
+            ("GET", "/v1/workspace/billing-sinks/{sink_id}/dead"): (lambda: {"sink_id": sink}, None),
+            ("POST", "/v1/workspace/billing-sinks/{sink_id}/replay"): (
+                lambda: {"sink_id": sink},
+                {"from": datetime.now(UTC).date().isoformat(), "to": datetime.now(UTC).date().isoformat()},
+            ),
             ("DELETE", "/v1/workspace/portal-tokens/{token_prefix}"): (
                 lambda: {"token_prefix": self.portal_token(customer)},
                 None,
             ),
         }
+
+    def sink(self) -> str:
+        answer = self.owner.call("PUT", "/v1/workspace/billing-sinks/sk.1-x_y", json=SINK)
+        assert answer.status_code == 200, answer.text
+        return "sk.1-x_y"
 
     def grant(self, customer: str) -> str:
         answer = self.owner.call(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -232,6 +232,30 @@ class CreditGrant(OwnerWrite):
         assert Decimal(balance["granted"]) == accepted and len(balance["grants"]) == accepted, balance
 
 
+class SinkReplay(OwnerWrite):
+    """A sink's replay of a day: no limit refuses one; another day under the same key is 422."""
+
+    operation = ("POST", "/v1/workspace/billing-sinks/{sink_id}/replay")
+    limit = None
+    calls_to_limit = 2
+
+    def __init__(self, local_stack: Any, api: httpx.Client) -> None:
+        super().__init__(local_stack, api)
+        sink = {"kind": "stripe", "secret_name": "costtrack/sinks/stripe", "event_name": "llm_charge"}
+        answer = self.owner.call("PUT", "/v1/workspace/billing-sinks/main", json=sink)
+        assert answer.status_code == 200, answer.text
+        self.today = datetime.now(UTC).date()
+
+    def send(self, client: httpx.Client, key: str, other: bool = False) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self.owner.token}", "Idempotency-Key": key}
+        day = (self.today - timedelta(days=1 if other else 0)).isoformat()
+        return client.post("/v1/workspace/billing-sinks/main/replay", json={"from": day, "to": day}, headers=headers)
+
+    def check_counted(self, accepted: int) -> None:
+        status = self.owner.call("GET", "/v1/workspace/billing-sinks/main").json()
+        assert status["pending"] == 0 and status["dead"] == 0, status  # no charged event: nothing queued
+
+
 ROUTES: dict[str, Callable[[Any, httpx.Client, Any], Route]] = {
     "event": lambda stack, api, factory: SingleEvent(stack, factory),
     "batch item": lambda stack, api, factory: BatchItem(stack, factory),
@@ -240,6 +264,7 @@ ROUTES: dict[str, Callable[[Any, httpx.Client, Any], Route]] = {
     "webhook creation": lambda stack, api, factory: WebhookCreation(stack, api),
     "invoice finalize": lambda stack, api, factory: InvoiceFinalize(stack, api),
     "credit grant": lambda stack, api, factory: CreditGrant(stack, api),
+    "sink replay": lambda stack, api, factory: SinkReplay(stack, api),
 }
 
 
@@ -254,7 +279,9 @@ def test_every_route_that_takes_an_idempotency_key_is_in_the_table() -> None:
             for parameter in operation.get("parameters", [])
         )
     }
-    tabled = (SingleEvent, BatchItem, Reservation, BudgetCreation, WebhookCreation, InvoiceFinalize, CreditGrant)
+    tabled = (
+        SingleEvent, BatchItem, Reservation, BudgetCreation, WebhookCreation, InvoiceFinalize, CreditGrant, SinkReplay,
+    )  # fmt: skip
     assert documented == {route.operation for route in tabled}
 
 
