@@ -51,8 +51,8 @@ def test_every_alarm_notifies_the_alarm_topic_which_always_exists(template: dict
     assert template["Resources"]["AlarmEmailSubscription"]["Condition"] == "HasAlarmEmail"
     alarms = of_type(template, "AWS::CloudWatch::Alarm")
     # Three per function, one for each job's own metric, one per (job's) dead-letter queue, the
-    # API's 5xx rate and DynamoDB's system errors.
-    assert len(alarms) == 3 * len(functions(template)) + 2 * len(SERVICES) + 2
+    # API's 5xx rate and DynamoDB's system errors, and the sinks' failures and lag.
+    assert len(alarms) == 3 * len(functions(template)) + 2 * len(SERVICES) + 2 + 2
     for name, alarm in alarms.items():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}], name
         assert alarm["Properties"]["OKActions"] == [{"Ref": "AlarmTopic"}], name
@@ -81,6 +81,7 @@ SERVICES = {
     "ExportFunction": "costtrack_service.handlers.export",
     "BillImportFunction": "costtrack_service.handlers.bill_import",
     "InvoiceFinalizerFunction": "costtrack_service.handlers.finalize_invoices",
+    "SinkSenderFunction": "costtrack_service.handlers.sink_delivery",
 }
 
 
@@ -92,6 +93,7 @@ SERVICES = {
         ("ExportFunction", "ExportCompleted"),
         ("BillImportFunction", "BillImportsFailed"),
         ("InvoiceFinalizerFunction", "InvoicesFailed"),
+        ("SinkSenderFunction", "SinkDead"),
     ],
 )
 def test_what_needs_a_person_is_alarmed_on_the_metric_the_handler_emits(
@@ -132,7 +134,8 @@ def test_every_asynchronous_invocation_has_an_alarmed_dead_letter_queue(template
         [logical, attribute] = queue["TargetArn"]["Fn::GetAtt"]
         assert attribute == "Arn" and template["Resources"][logical]["Type"] == "AWS::SQS::Queue"
         for event in function["Properties"]["Events"].values():
-            assert event["Properties"]["DeadLetterConfig"] == {"Arn": queue["TargetArn"]}, name
+            if event["Type"] == "ScheduleV2":  # a stream's failures go to its own destination
+                assert event["Properties"]["DeadLetterConfig"] == {"Arn": queue["TargetArn"]}, name
         queue_name = ("QueueName", {"Fn::GetAtt": [logical, "QueueName"]})
         [alarm] = alarms_on(template, "AWS/SQS", "ApproximateNumberOfMessagesVisible", queue_name)
         assert alarm["Threshold"] == 0

@@ -21,6 +21,7 @@ PYTHON_FUNCTIONS = (
     "ExportFunction",
     "BillImportFunction",
     "InvoiceFinalizerFunction",
+    "SinkSenderFunction",
 )
 SAM = ROOT / ".costtrack" / "tools" / "sam" / "bin" / "sam"
 SOURCES = [ROOT / "template.yaml", ROOT / "functions", ROOT / "sdk" / "python" / "src", ROOT / "sdk" / "node" / "src"]

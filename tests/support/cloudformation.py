@@ -12,6 +12,8 @@ from costtrack_service.store.tables import TABLES, TableNames
 LOGICAL_TABLES = {spec.name: f"{spec.name.capitalize()}Table" for spec in TABLES}
 #: The only secrets a function may read: those the owners create for their provider connections.
 BILLING_SECRETS = "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:costtrack/billing/*"
+#: The billing sinks' API keys: their own prefix, apart from the provider bills' secrets.
+SINK_SECRETS = "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:costtrack/sinks/*"
 
 
 class CloudFormationLoader(yaml.SafeLoader):
@@ -48,8 +50,9 @@ def granted(function: dict[str, Any]) -> dict[str, set[str]]:
                 grants["*"].add("ce:GetCostAndUsage")
                 continue
             if actions == ["secretsmanager:GetSecretValue"]:
-                assert statement["Resource"] == {"Fn::Sub": BILLING_SECRETS}, "the owners' billing secrets only"
-                grants[BILLING_SECRETS].add("secretsmanager:GetSecretValue")
+                allowed = [{"Fn::Sub": BILLING_SECRETS}, {"Fn::Sub": SINK_SECRETS}]
+                assert statement["Resource"] in allowed, "the billing secrets or the sinks' secrets only"
+                grants[statement["Resource"]["Fn::Sub"]].add("secretsmanager:GetSecretValue")
                 continue
             targets = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
             for target in targets:
